@@ -1,0 +1,1 @@
+//! spotagg board definitions (the board issue fills this crate).

@@ -1,0 +1,146 @@
+//! The switch's counters and drop reasons: one vocabulary for the reference switch, the
+//! hardware's counter registers and the control link.
+//!
+//! Every frame the switch receives lands in exactly one bucket:
+//! `frames_in = contributions + duplicates + arp_replies + icmp_replies + Σ drops`, and
+//! `frames_out = results_multicast + results_retransmitted + arp_replies + icmp_replies`.
+
+use serde::{Deserialize, Serialize};
+
+/// Why a received frame was dropped without touching slot state. The order of the variants
+/// is the order in which the switch checks them: a frame with several faults is counted
+/// under the first (see `sim::reference` for the exact decision procedure).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    /// The frame ends before a header it needs (Ethernet, ARP, IPv4, ICMP, UDP, SwitchML).
+    Truncated = 0,
+    /// Destination MAC is neither the switch's nor broadcast.
+    WrongDstMac = 1,
+    /// Not ARP or IPv4; IPv4 version not 4; protocol not UDP or ICMP; ICMP not an echo
+    /// request; ARP not an Ethernet/IPv4 request.
+    NotIpv4Udp = 2,
+    /// IPv4 header length other than 20 bytes (IHL ≠ 5).
+    IpOptions = 3,
+    /// Bad IPv4 header checksum.
+    IpChecksum = 4,
+    /// A length field disagrees with the frame or another length (IPv4 total length, UDP
+    /// length, payload length against `size`).
+    BadLength = 5,
+    /// An IPv4 fragment (MF set or non-zero fragment offset).
+    IpFragment = 6,
+    /// Destination IPv4 (or ARP target) is not the switch's.
+    WrongDstIp = 7,
+    /// UDP destination port outside 0xBEE0..=0xBEEF.
+    BadPort = 8,
+    /// Source IPv4 is not in the worker table.
+    UnknownSource = 9,
+    /// `msg_type` is not 1 (contribution).
+    BadMsgType = 10,
+    /// `size` is not the job's payload size.
+    BadSize = 11,
+    /// Slot ≥ S.
+    BadSlot = 12,
+}
+
+impl DropReason {
+    /// Every reason, in counter order.
+    pub const ALL: [DropReason; 13] = [
+        DropReason::Truncated,
+        DropReason::WrongDstMac,
+        DropReason::NotIpv4Udp,
+        DropReason::IpOptions,
+        DropReason::IpChecksum,
+        DropReason::BadLength,
+        DropReason::IpFragment,
+        DropReason::WrongDstIp,
+        DropReason::BadPort,
+        DropReason::UnknownSource,
+        DropReason::BadMsgType,
+        DropReason::BadSize,
+        DropReason::BadSlot,
+    ];
+    /// Number of reasons.
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// The counter index.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The snake_case name used in JSON and tables.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DropReason::Truncated => "truncated",
+            DropReason::WrongDstMac => "wrong_dst_mac",
+            DropReason::NotIpv4Udp => "not_ipv4_udp",
+            DropReason::IpOptions => "ip_options",
+            DropReason::IpChecksum => "ip_checksum",
+            DropReason::BadLength => "bad_length",
+            DropReason::IpFragment => "ip_fragment",
+            DropReason::WrongDstIp => "wrong_dst_ip",
+            DropReason::BadPort => "bad_port",
+            DropReason::UnknownSource => "unknown_source",
+            DropReason::BadMsgType => "bad_msg_type",
+            DropReason::BadSize => "bad_size",
+            DropReason::BadSlot => "bad_slot",
+        }
+    }
+}
+
+/// The switch's counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Frames received.
+    pub frames_in: u64,
+    /// Frames sent.
+    pub frames_out: u64,
+    /// New contributions accepted into a slot.
+    pub contributions: u64,
+    /// Contributions from a worker already seen in that slot and set (retransmissions),
+    /// whether or not they were answered.
+    pub duplicates: u64,
+    /// Result frames sent on completion of a round (n per round).
+    pub results_multicast: u64,
+    /// Result frames sent to a retransmitting worker of a complete round.
+    pub results_retransmitted: u64,
+    /// ARP replies sent.
+    pub arp_replies: u64,
+    /// ICMP echo replies sent.
+    pub icmp_replies: u64,
+    /// Dropped frames, indexed by [`DropReason::index`].
+    pub drops: [u64; DropReason::COUNT],
+}
+
+impl Counters {
+    /// The drop counter of one reason.
+    pub fn dropped(&self, r: DropReason) -> u64 {
+        self.drops[r.index()]
+    }
+    /// All drops.
+    pub fn dropped_total(&self) -> u64 {
+        self.drops.iter().sum()
+    }
+    /// Checks the bucket invariants stated in the module doc.
+    pub fn is_consistent(&self) -> bool {
+        self.frames_in
+            == self.contributions + self.duplicates + self.arp_replies + self.icmp_replies + self.dropped_total()
+            && self.frames_out
+                == self.results_multicast + self.results_retransmitted + self.arp_replies + self.icmp_replies
+    }
+    /// Named (counter, value) pairs in a fixed order, drops by reason last.
+    pub fn named(&self) -> Vec<(&'static str, u64)> {
+        let mut v = vec![
+            ("frames_in", self.frames_in),
+            ("frames_out", self.frames_out),
+            ("contributions", self.contributions),
+            ("duplicates", self.duplicates),
+            ("results_multicast", self.results_multicast),
+            ("results_retransmitted", self.results_retransmitted),
+            ("arp_replies", self.arp_replies),
+            ("icmp_replies", self.icmp_replies),
+        ];
+        v.extend(DropReason::ALL.iter().map(|r| (r.name(), self.drops[r.index()])));
+        v
+    }
+}

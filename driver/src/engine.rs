@@ -1,0 +1,17 @@
+//! The switch engine seen from the host: Ethernet frames in, Ethernet frames out.
+//!
+//! The reference switch, the rust-hdl simulation and the Verilator model all implement
+//! [`Engine`]; the in-process transport drives any of them.
+
+use crate::counters::Counters;
+
+/// A switch that takes one Ethernet frame (no preamble, no FCS) at a time and returns the
+/// frames it emits because of it, in order. No I/O, no clock of its own.
+pub trait Engine: Send {
+    /// Feeds one frame; appends every frame the switch emits to `out`, in order.
+    fn process(&mut self, frame: &[u8], out: &mut Vec<Vec<u8>>);
+    /// The counters so far.
+    fn counters(&self) -> Counters;
+    /// A short name for reports ("model", "rtl", "verilator").
+    fn name(&self) -> &'static str;
+}

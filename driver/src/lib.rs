@@ -1,0 +1,10 @@
+//! spotagg host side: the wire format (one definition for every part of the project), the
+//! all-reduce worker library, its transports, float/fixed conversion, the job configuration
+//! and the control link. A training host depends on this crate alone.
+
+pub mod counters;
+pub mod engine;
+pub mod wire;
+
+pub use counters::{Counters, DropReason};
+pub use engine::Engine;

@@ -1,0 +1,338 @@
+//! The SwitchML message carried in UDP (SwitchML's DPDK transport layout).
+//!
+//! | bytes   | field |
+//! |---------|-------|
+//! | 0       | `msg_type` (high 4 bits; 1 = worker contribution), unused bit 3, `size` (low 3 bits) |
+//! | 1       | `job_number` (echoed) |
+//! | 2..6    | `tsi`, packet id (echoed) |
+//! | 6..8    | `pool_index`: bit 15 the set, bits 14..0 the slot |
+//! | 8       | `e0`, int8 exponent |
+//! | 9       | `e1`, int8 exponent |
+//! | 10..    | payload: k int32 big-endian elements, k = payload bytes / 4 |
+//!
+//! `size`: 0 = 128 B, 1 = 256 B, 2 = 512 B, 3 = 1024 B of payload; 4..=7 are kept as unknown.
+
+use super::{Error, Result};
+
+/// Byte ranges of the SwitchML message.
+pub mod field {
+    use core::ops::{Range, RangeFrom};
+    /// `msg_type` and `size`.
+    pub const TYPE_SIZE: usize = 0;
+    /// `job_number`.
+    pub const JOB: usize = 1;
+    /// `tsi`.
+    pub const TSI: Range<usize> = 2..6;
+    /// `pool_index`.
+    pub const POOL_INDEX: Range<usize> = 6..8;
+    /// Exponent `e0`.
+    pub const E0: usize = 8;
+    /// Exponent `e1`.
+    pub const E1: usize = 9;
+    /// Payload.
+    pub const PAYLOAD: RangeFrom<usize> = 10..;
+}
+
+/// Length of the SwitchML header (8 bytes).
+pub const HEADER_LEN: usize = 8;
+/// Length of the SwitchML header and the exponents header (10 bytes).
+pub const PREAMBLE_LEN: usize = field::PAYLOAD.start;
+/// First UDP port of the SwitchML range.
+pub const UDP_PORT_BASE: u16 = 0xBEE0;
+/// Mask selecting the UDP port range: `port & UDP_PORT_MASK == UDP_PORT_BASE`.
+pub const UDP_PORT_MASK: u16 = 0xFFF0;
+/// `msg_type` of a worker's contribution (and of the switch's result).
+pub const MSG_TYPE_CONTRIBUTION: u8 = 1;
+/// The set bit of `pool_index`.
+pub const POOL_SET_BIT: u16 = 0x8000;
+/// Largest slot number `pool_index` can carry.
+pub const MAX_SLOT: u16 = 0x7fff;
+
+/// True when `port` is in the SwitchML range 0xBEE0..=0xBEEF.
+pub const fn is_switchml_port(port: u16) -> bool {
+    port & UDP_PORT_MASK == UDP_PORT_BASE
+}
+
+/// Payload size, as coded in the `size` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PayloadSize {
+    /// 128 bytes, k = 32.
+    B128 = 0,
+    /// 256 bytes, k = 64.
+    B256 = 1,
+    /// 512 bytes, k = 128.
+    B512 = 2,
+    /// 1024 bytes, k = 256.
+    B1024 = 3,
+}
+
+impl PayloadSize {
+    /// The size of a `size` code; 4..=7 are `None`.
+    pub fn from_code(code: u8) -> Option<PayloadSize> {
+        Some(match code {
+            0 => PayloadSize::B128,
+            1 => PayloadSize::B256,
+            2 => PayloadSize::B512,
+            3 => PayloadSize::B1024,
+            _ => return None,
+        })
+    }
+    /// The size of a payload length in bytes.
+    pub fn from_bytes(bytes: usize) -> Option<PayloadSize> {
+        (0..4).map(|c| PayloadSize::from_code(c).unwrap()).find(|s| s.bytes() == bytes)
+    }
+    /// The `size` code.
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+    /// Payload bytes.
+    pub const fn bytes(self) -> usize {
+        128 << (self as usize)
+    }
+    /// Elements per packet, k.
+    pub const fn elements(self) -> usize {
+        self.bytes() / 4
+    }
+}
+
+/// A slot and one of its two sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PoolIndex {
+    /// Slot, 0..=0x7fff.
+    pub slot: u16,
+    /// Set, 0 or 1.
+    pub set: u8,
+}
+
+impl PoolIndex {
+    /// Reads the 16-bit field.
+    pub const fn from_u16(v: u16) -> PoolIndex {
+        PoolIndex { slot: v & MAX_SLOT, set: (v >> 15) as u8 }
+    }
+    /// The 16-bit field.
+    pub const fn to_u16(self) -> u16 {
+        ((self.set as u16 & 1) << 15) | (self.slot & MAX_SLOT)
+    }
+    /// The same slot, other set.
+    pub const fn other_set(self) -> PoolIndex {
+        PoolIndex { slot: self.slot, set: self.set ^ 1 }
+    }
+}
+
+/// A read/write view of a SwitchML message (the UDP payload).
+#[derive(Debug, Clone)]
+pub struct SwitchmlPacket<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> SwitchmlPacket<T> {
+    /// Wraps a buffer without checks.
+    pub fn new_unchecked(buffer: T) -> Self {
+        SwitchmlPacket { buffer }
+    }
+    /// Wraps a buffer that holds the header and the exponents.
+    pub fn new_checked(buffer: T) -> Result<Self> {
+        if buffer.as_ref().len() < PREAMBLE_LEN {
+            return Err(Error::Truncated);
+        }
+        Ok(SwitchmlPacket { buffer })
+    }
+    /// The underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+    /// `msg_type`.
+    pub fn msg_type(&self) -> u8 {
+        self.buffer.as_ref()[field::TYPE_SIZE] >> 4
+    }
+    /// The `size` code (low 3 bits).
+    pub fn size_code(&self) -> u8 {
+        self.buffer.as_ref()[field::TYPE_SIZE] & 0x07
+    }
+    /// `job_number`.
+    pub fn job(&self) -> u8 {
+        self.buffer.as_ref()[field::JOB]
+    }
+    /// `tsi`.
+    pub fn tsi(&self) -> u32 {
+        let b = &self.buffer.as_ref()[field::TSI];
+        u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+    }
+    /// `pool_index`.
+    pub fn pool_index(&self) -> PoolIndex {
+        let b = &self.buffer.as_ref()[field::POOL_INDEX];
+        PoolIndex::from_u16(u16::from_be_bytes([b[0], b[1]]))
+    }
+    /// Exponent `e0`.
+    pub fn e0(&self) -> i8 {
+        self.buffer.as_ref()[field::E0] as i8
+    }
+    /// Exponent `e1`.
+    pub fn e1(&self) -> i8 {
+        self.buffer.as_ref()[field::E1] as i8
+    }
+    /// Payload bytes.
+    pub fn payload(&self) -> &[u8] {
+        &self.buffer.as_ref()[field::PAYLOAD]
+    }
+    /// Number of whole int32 elements in the payload.
+    pub fn element_count(&self) -> usize {
+        self.payload().len() / 4
+    }
+    /// Element `i` of the payload.
+    pub fn element(&self, i: usize) -> i32 {
+        let b = &self.payload()[4 * i..4 * i + 4];
+        i32::from_be_bytes([b[0], b[1], b[2], b[3]])
+    }
+    /// The payload's elements.
+    pub fn elements(&self) -> impl Iterator<Item = i32> + '_ {
+        self.payload().chunks_exact(4).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> SwitchmlPacket<T> {
+    /// Sets `msg_type` and the `size` code (unused bit 0).
+    pub fn set_type_size(&mut self, msg_type: u8, size_code: u8) {
+        self.buffer.as_mut()[field::TYPE_SIZE] = (msg_type << 4) | (size_code & 0x07);
+    }
+    /// Sets `job_number`.
+    pub fn set_job(&mut self, v: u8) {
+        self.buffer.as_mut()[field::JOB] = v;
+    }
+    /// Sets `tsi`.
+    pub fn set_tsi(&mut self, v: u32) {
+        self.buffer.as_mut()[field::TSI].copy_from_slice(&v.to_be_bytes());
+    }
+    /// Sets `pool_index`.
+    pub fn set_pool_index(&mut self, p: PoolIndex) {
+        self.buffer.as_mut()[field::POOL_INDEX].copy_from_slice(&p.to_u16().to_be_bytes());
+    }
+    /// Sets the exponents.
+    pub fn set_exponents(&mut self, e0: i8, e1: i8) {
+        self.buffer.as_mut()[field::E0] = e0 as u8;
+        self.buffer.as_mut()[field::E1] = e1 as u8;
+    }
+    /// Sets element `i` of the payload.
+    pub fn set_element(&mut self, i: usize, v: i32) {
+        self.payload_mut()[4 * i..4 * i + 4].copy_from_slice(&v.to_be_bytes());
+    }
+    /// Mutable payload bytes.
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        &mut self.buffer.as_mut()[field::PAYLOAD]
+    }
+}
+
+/// The meaning of a SwitchML header and exponents (the payload travels separately).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SwitchmlRepr {
+    /// `msg_type` (4 bits), kept when unknown.
+    pub msg_type: u8,
+    /// The `size` code (3 bits), kept when unknown; see [`PayloadSize::from_code`].
+    pub size_code: u8,
+    /// `job_number`.
+    pub job: u8,
+    /// `tsi`.
+    pub tsi: u32,
+    /// `pool_index`.
+    pub pool: PoolIndex,
+    /// Exponent `e0`.
+    pub e0: i8,
+    /// Exponent `e1`.
+    pub e1: i8,
+}
+
+impl SwitchmlRepr {
+    /// Reads a checked message. Never fails: unknown types and sizes are kept.
+    pub fn parse<T: AsRef<[u8]>>(p: &SwitchmlPacket<T>) -> SwitchmlRepr {
+        SwitchmlRepr {
+            msg_type: p.msg_type(),
+            size_code: p.size_code(),
+            job: p.job(),
+            tsi: p.tsi(),
+            pool: p.pool_index(),
+            e0: p.e0(),
+            e1: p.e1(),
+        }
+    }
+    /// The payload size, if the code is a known one.
+    pub fn size(&self) -> Option<PayloadSize> {
+        PayloadSize::from_code(self.size_code)
+    }
+    /// Bytes of header and exponents.
+    pub const fn header_len(&self) -> usize {
+        PREAMBLE_LEN
+    }
+    /// Writes the header and exponents.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut SwitchmlPacket<T>) {
+        p.set_type_size(self.msg_type, self.size_code);
+        p.set_job(self.job);
+        p.set_tsi(self.tsi);
+        p.set_pool_index(self.pool);
+        p.set_exponents(self.e0, self.e1);
+    }
+    /// Checks that a payload of `len` bytes agrees with the `size` field.
+    pub fn check_payload_len(&self, len: usize) -> Result<PayloadSize> {
+        let size = self.size().ok_or(Error::Unsupported)?;
+        if size.bytes() != len {
+            return Err(Error::BadLength);
+        }
+        Ok(size)
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    static MSG: [u8; 18] = [
+        0x11, 0x07, 0xde, 0xad, 0xbe, 0xef, 0x80, 0x05, 0xfd, 0x04, //
+        0x00, 0x00, 0x00, 0x01, 0xff, 0xff, 0xff, 0xfe,
+    ];
+
+    #[test]
+    fn parse_emit() {
+        let p = SwitchmlPacket::new_checked(&MSG[..]).unwrap();
+        let r = SwitchmlRepr::parse(&p);
+        assert_eq!(
+            r,
+            SwitchmlRepr {
+                msg_type: 1,
+                size_code: 1,
+                job: 7,
+                tsi: 0xdeadbeef,
+                pool: PoolIndex { slot: 5, set: 1 },
+                e0: -3,
+                e1: 4
+            }
+        );
+        assert_eq!(r.size(), Some(PayloadSize::B256));
+        assert_eq!(p.elements().collect::<Vec<_>>(), vec![1, -2]);
+        let mut buf = [0xa5u8; 18];
+        let mut q = SwitchmlPacket::new_unchecked(&mut buf[..]);
+        r.emit(&mut q);
+        q.set_element(0, 1);
+        q.set_element(1, -2);
+        assert_eq!(buf, MSG);
+    }
+
+    #[test]
+    fn unknown_values_kept() {
+        let mut b = MSG;
+        b[0] = 0xf7; // msg_type 15, unused bit set, size 7
+        let r = SwitchmlRepr::parse(&SwitchmlPacket::new_checked(&b[..]).unwrap());
+        assert_eq!((r.msg_type, r.size_code, r.size()), (15, 7, None));
+        assert_eq!(r.check_payload_len(8), Err(Error::Unsupported));
+        assert_eq!(SwitchmlPacket::new_checked(&MSG[..9]).unwrap_err(), Error::Truncated);
+    }
+
+    #[test]
+    fn sizes_and_ports() {
+        assert_eq!(PayloadSize::B256.elements(), 64);
+        assert_eq!(PayloadSize::B1024.elements(), 256);
+        assert_eq!(PayloadSize::from_bytes(1024), Some(PayloadSize::B1024));
+        assert_eq!(PayloadSize::from_bytes(300), None);
+        assert!(is_switchml_port(0xbee0) && is_switchml_port(0xbeef));
+        assert!(!is_switchml_port(0xbedf) && !is_switchml_port(0xbef0));
+        assert_eq!(PoolIndex::from_u16(0x8005).other_set().to_u16(), 0x0005);
+    }
+}

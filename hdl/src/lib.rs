@@ -1,0 +1,1 @@
+//! spotagg aggregation engine in rust-hdl.

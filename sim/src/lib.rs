@@ -1,0 +1,1 @@
+//! spotagg reference switch and simulation harnesses.
