@@ -1,1 +1,47 @@
-fn main() {}
+//! `spotagg`: run the software switch and workers, replay traces through any engine, run the
+//! demo and the benchmarks.
+
+mod cmd;
+mod engines;
+
+use clap::{Parser, Subcommand};
+
+/// spotagg: in-network gradient aggregation (SwitchML wire format) on an FPGA NIC.
+#[derive(Parser)]
+#[command(version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// All-reduce a tensor with N in-process workers through an engine, verified against the exact sum.
+    Demo(cmd::demo::Args),
+    /// Feed every frame of a pcap to an engine and write the frames it emits to a pcap.
+    Replay(cmd::replay::Args),
+    /// Serve the reference switch over a UDP socket.
+    Switch(cmd::switch::Args),
+    /// Run one worker process: all-reduce a seeded tensor through a switch.
+    Worker(cmd::worker::Args),
+    /// Print performance figures.
+    Bench(cmd::bench::Args),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(a) => cmd::demo::run(a),
+        Command::Replay(a) => cmd::replay::run(a),
+        Command::Switch(a) => cmd::switch::run(a),
+        Command::Worker(a) => cmd::worker::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("spotagg: error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -2,9 +2,11 @@
 //! all-reduce worker library, its transports, float/fixed conversion, the job configuration
 //! and the control link. A training host depends on this crate alone.
 
+pub mod config;
 pub mod counters;
 pub mod engine;
 pub mod wire;
 
+pub use config::{JobConfig, WorkerEntry};
 pub use counters::{Counters, DropReason};
 pub use engine::Engine;

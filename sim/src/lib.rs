@@ -1,1 +1,4 @@
-//! spotagg reference switch and simulation harnesses.
+//! spotagg reference switch (the executable specification of docs/switch.md) and the
+//! simulation harnesses that drive the hardware descriptions.
+
+pub mod reference;

@@ -1,0 +1,310 @@
+//! The job configuration: the switch's addresses, the workers, the payload size and the slots,
+//! read from a TOML file shared by every command.
+//!
+//! ```toml
+//! switch_mac = "02:00:5a:00:00:01"
+//! switch_ip = "192.0.2.1"
+//! payload_bytes = 256      # 128, 256 (k = 64), 512 or 1024 (k = 256)
+//! slots = 16               # slots in use, S
+//!
+//! [[worker]]               # rank 0; ranks follow the order of the entries, n = their number
+//! ip = "192.0.2.10"
+//! mac = "02:00:5a:00:01:00"
+//! ```
+//!
+//! Optional keys (defaults in brackets): `switch_port` [0xBEE0], the UDP port of the software
+//! switch; `worker_port` [0xBEE0], the UDP port workers send from; `window` [slots], slots a
+//! worker keeps in flight; `timeout_ms` [20], the first retransmission timeout; `max_retries`
+//! [12], retransmissions of one packet before a worker gives up; `job_number` [0].
+
+use crate::wire::{switchml, Ipv4Addr, MacAddr, PayloadSize};
+use serde::Deserialize;
+use std::time::Duration;
+
+/// Most workers a job can have (the width of the worker bitmap).
+pub const MAX_WORKERS: usize = 32;
+/// Most slots a job can address (15 bits of `pool_index`).
+pub const MAX_SLOTS: usize = 1 << 15;
+
+/// One worker of the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerEntry {
+    /// The worker's IPv4 address: its contributions are recognised by it.
+    pub ip: Ipv4Addr,
+    /// The worker's MAC: results are sent to it.
+    pub mac: MacAddr,
+}
+
+/// A validated job configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobConfig {
+    /// The switch's MAC.
+    pub switch_mac: MacAddr,
+    /// The switch's IPv4 address.
+    pub switch_ip: Ipv4Addr,
+    /// Payload bytes per packet.
+    pub payload: PayloadSize,
+    /// Slots in use, S.
+    pub slots: u16,
+    /// The workers, by rank.
+    pub workers: Vec<WorkerEntry>,
+    /// UDP port of the software switch.
+    pub switch_port: u16,
+    /// UDP port workers send from (results come back to it).
+    pub worker_port: u16,
+    /// Slots a worker keeps in flight (≤ `slots`).
+    pub window: u16,
+    /// First retransmission timeout.
+    pub timeout: Duration,
+    /// Retransmissions of one packet before giving up.
+    pub max_retries: u32,
+    /// `job_number` written in every packet.
+    pub job_number: u8,
+}
+
+/// A configuration that could not be read or is not valid. The message names the key and the
+/// value; callers add the file name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorker {
+    ip: String,
+    mac: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawJob {
+    switch_mac: String,
+    switch_ip: String,
+    payload_bytes: i64,
+    slots: i64,
+    #[serde(default)]
+    worker: Vec<RawWorker>,
+    switch_port: Option<i64>,
+    worker_port: Option<i64>,
+    window: Option<i64>,
+    timeout_ms: Option<i64>,
+    max_retries: Option<i64>,
+    job_number: Option<i64>,
+}
+
+fn bad(key: &str, value: impl std::fmt::Display, why: &str) -> ConfigError {
+    ConfigError(format!("key `{key}` = {value}: {why}"))
+}
+
+fn mac(key: &str, s: &str) -> Result<MacAddr, ConfigError> {
+    s.parse().map_err(|_| bad(key, format!("{s:?}"), "not a MAC address (like \"02:00:5a:00:00:01\")"))
+}
+
+fn ip(key: &str, s: &str) -> Result<Ipv4Addr, ConfigError> {
+    s.parse().map_err(|_| bad(key, format!("{s:?}"), "not an IPv4 address (like \"192.0.2.1\")"))
+}
+
+fn port(key: &str, v: Option<i64>) -> Result<u16, ConfigError> {
+    match v {
+        None => Ok(switchml::UDP_PORT_BASE),
+        Some(p) if (0..=0xffff).contains(&p) && switchml::is_switchml_port(p as u16) => Ok(p as u16),
+        Some(p) => Err(bad(key, p, "must be a SwitchML port, 0xBEE0..=0xBEEF (48864..=48879)")),
+    }
+}
+
+impl JobConfig {
+    /// Parses and validates TOML text.
+    pub fn from_toml(text: &str) -> Result<JobConfig, ConfigError> {
+        let raw: RawJob = toml::from_str(text).map_err(|e| ConfigError(e.to_string().trim_end().to_string()))?;
+        let switch_mac = mac("switch_mac", &raw.switch_mac)?;
+        if switch_mac.0[0] & 1 == 1 {
+            return Err(bad("switch_mac", format!("{:?}", raw.switch_mac), "a multicast address cannot be the switch's"));
+        }
+        let switch_ip = ip("switch_ip", &raw.switch_ip)?;
+        let payload = usize::try_from(raw.payload_bytes)
+            .ok()
+            .and_then(PayloadSize::from_bytes)
+            .ok_or_else(|| bad("payload_bytes", raw.payload_bytes, "must be 128, 256, 512 or 1024"))?;
+        if !(1..=MAX_SLOTS as i64).contains(&raw.slots) {
+            return Err(bad("slots", raw.slots, &format!("must be 1..={MAX_SLOTS}")));
+        }
+        let slots = raw.slots as u16;
+        if raw.worker.is_empty() || raw.worker.len() > MAX_WORKERS {
+            return Err(bad(
+                "worker",
+                format!("[{} entries]", raw.worker.len()),
+                &format!("a job needs 1..={MAX_WORKERS} [[worker]] entries"),
+            ));
+        }
+        let mut workers: Vec<WorkerEntry> = Vec::with_capacity(raw.worker.len());
+        for (rank, w) in raw.worker.iter().enumerate() {
+            let e = WorkerEntry {
+                ip: ip(&format!("worker[{rank}].ip"), &w.ip)?,
+                mac: mac(&format!("worker[{rank}].mac"), &w.mac)?,
+            };
+            if let Some(prev) = workers.iter().position(|p| p.ip == e.ip) {
+                return Err(bad(&format!("worker[{rank}].ip"), format!("{:?}", w.ip), &format!("rank {prev} has the same address")));
+            }
+            if e.ip == switch_ip {
+                return Err(bad(&format!("worker[{rank}].ip"), format!("{:?}", w.ip), "is the switch's address"));
+            }
+            workers.push(e);
+        }
+        let window = match raw.window {
+            None => slots,
+            Some(w) if w >= 1 && w <= i64::from(slots) => w as u16,
+            Some(w) => return Err(bad("window", w, &format!("must be 1..=slots ({slots})"))),
+        };
+        let timeout_ms = match raw.timeout_ms {
+            None => 20,
+            Some(t) if (1..=60_000).contains(&t) => t as u64,
+            Some(t) => return Err(bad("timeout_ms", t, "must be 1..=60000")),
+        };
+        let max_retries = match raw.max_retries {
+            None => 12,
+            Some(r) if (0..=1000).contains(&r) => r as u32,
+            Some(r) => return Err(bad("max_retries", r, "must be 0..=1000")),
+        };
+        let job_number = match raw.job_number {
+            None => 0,
+            Some(j) if (0..=255).contains(&j) => j as u8,
+            Some(j) => return Err(bad("job_number", j, "must be 0..=255")),
+        };
+        Ok(JobConfig {
+            switch_mac,
+            switch_ip,
+            payload,
+            slots,
+            workers,
+            switch_port: port("switch_port", raw.switch_port)?,
+            worker_port: port("worker_port", raw.worker_port)?,
+            window,
+            timeout: Duration::from_millis(timeout_ms),
+            max_retries,
+            job_number,
+        })
+    }
+
+    /// Reads and validates a file; errors name the file.
+    pub fn load(path: &std::path::Path) -> Result<JobConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
+        JobConfig::from_toml(&text).map_err(|e| ConfigError(format!("{}: {}", path.display(), e.0)))
+    }
+
+    /// The embedded default job for `n` workers: switch 192.0.2.1, workers 192.0.2.10 + rank
+    /// (TEST-NET-1 addresses, never routed), locally administered MACs.
+    pub fn example(n: usize, payload: PayloadSize, slots: u16) -> JobConfig {
+        assert!((1..=MAX_WORKERS).contains(&n), "n = {n} is outside 1..={MAX_WORKERS}");
+        JobConfig {
+            switch_mac: MacAddr([0x02, 0x00, 0x5a, 0x00, 0x00, 0x01]),
+            switch_ip: Ipv4Addr::new(192, 0, 2, 1),
+            payload,
+            slots,
+            workers: (0..n)
+                .map(|r| WorkerEntry {
+                    ip: Ipv4Addr::new(192, 0, 2, 10 + r as u8),
+                    mac: MacAddr([0x02, 0x00, 0x5a, 0x00, 0x01, r as u8]),
+                })
+                .collect(),
+            switch_port: switchml::UDP_PORT_BASE,
+            worker_port: switchml::UDP_PORT_BASE,
+            window: slots,
+            timeout: Duration::from_millis(20),
+            max_retries: 12,
+            job_number: 0,
+        }
+    }
+
+    /// Number of workers, n.
+    pub fn n(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// The rank of a source address.
+    pub fn rank_of(&self, ip: Ipv4Addr) -> Option<usize> {
+        self.workers.iter().position(|w| w.ip == ip)
+    }
+
+    /// The configuration as TOML text that [`JobConfig::from_toml`] reads back.
+    pub fn to_toml(&self) -> String {
+        let mut s = format!(
+            "switch_mac = \"{}\"\nswitch_ip = \"{}\"\npayload_bytes = {}\nslots = {}\nswitch_port = {}\nworker_port = {}\nwindow = {}\ntimeout_ms = {}\nmax_retries = {}\njob_number = {}\n",
+            self.switch_mac,
+            self.switch_ip,
+            self.payload.bytes(),
+            self.slots,
+            self.switch_port,
+            self.worker_port,
+            self.window,
+            self.timeout.as_millis(),
+            self.max_retries,
+            self.job_number
+        );
+        for w in &self.workers {
+            s += &format!("\n[[worker]]\nip = \"{}\"\nmac = \"{}\"\n", w.ip, w.mac);
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    const ISSUE_FORM: &str = r#"
+switch_mac = "02:00:5a:00:00:01"
+switch_ip = "192.0.2.1"
+payload_bytes = 256      # 256 (k = 64) or 1024 (k = 256)
+slots = 16               # slots in use, S
+
+[[worker]]               # rank 0; ranks follow the order of the entries, n = their number
+ip = "192.0.2.10"
+mac = "02:00:5a:00:01:00"
+"#;
+
+    #[test]
+    fn accepts_the_documented_form() {
+        let c = JobConfig::from_toml(ISSUE_FORM).unwrap();
+        assert_eq!(c.n(), 1);
+        assert_eq!(c.payload, PayloadSize::B256);
+        assert_eq!(c.slots, 16);
+        assert_eq!(c.window, 16);
+        assert_eq!(c.workers[0].ip, Ipv4Addr::new(192, 0, 2, 10));
+        assert_eq!(c.switch_port, 0xbee0);
+        assert_eq!(c, JobConfig::from_toml(&c.to_toml()).unwrap());
+    }
+
+    #[test]
+    fn example_round_trips() {
+        let c = JobConfig::example(4, PayloadSize::B1024, 8);
+        assert_eq!(c, JobConfig::from_toml(&c.to_toml()).unwrap());
+        assert_eq!(c.rank_of(Ipv4Addr::new(192, 0, 2, 13)), Some(3));
+    }
+
+    fn err(text: &str) -> String {
+        JobConfig::from_toml(text).unwrap_err().0
+    }
+
+    #[test]
+    fn errors_name_key_and_value() {
+        let e = err(&ISSUE_FORM.replace("\"02:00:5a:00:00:01\"", "\"02:00:5a:00:00\""));
+        assert!(e.contains("switch_mac") && e.contains("02:00:5a:00:00"), "{e}");
+        let e = err(&ISSUE_FORM.replace("payload_bytes = 256", "payload_bytes = 300"));
+        assert!(e.contains("payload_bytes") && e.contains("300"), "{e}");
+        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = 0"));
+        assert!(e.contains("slots") && e.contains('0'), "{e}");
+        let e = err(&ISSUE_FORM.replace("ip = \"192.0.2.10\"", "ip = \"192.0.2.300\""));
+        assert!(e.contains("worker[0].ip") && e.contains("192.0.2.300"), "{e}");
+        let e = err(&format!("{ISSUE_FORM}\nwindow = 17\n").replace("[[worker]]", "window2 = 1\n[[worker]]"));
+        assert!(e.contains("window2"), "{e}");
+        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = \"many\""));
+        assert!(e.contains("slots") && e.contains("many"), "{e}");
+        let two = format!("{ISSUE_FORM}\n[[worker]]\nip = \"192.0.2.10\"\nmac = \"02:00:5a:00:01:01\"\n");
+        let e = err(&two);
+        assert!(e.contains("worker[1].ip") && e.contains("rank 0"), "{e}");
+        let e = err(&format!("{ISSUE_FORM}switch_port = 80\n"));
+        assert!(e.contains("switch_port") && e.contains("80"), "{e}");
+        let none = ISSUE_FORM.split("[[worker]]").next().unwrap();
+        assert!(err(none).contains("worker"));
+    }
+}
