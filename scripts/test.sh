@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs every spotagg test, after installing the tools the tests need on a fresh Debian machine:
+# Yosys (synth_ecp5 checks of every HDL block) from Debian's packages. Python 3 (the independent
+# trace tool) and a Rust toolchain are expected on the machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v yosys >/dev/null 2>&1 || missing+=(yosys)
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "== installing ${missing[*]} (apt-get)"
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+command -v python3 >/dev/null 2>&1 || { echo "python3 is needed by tests/traces/make_traces.py" >&2; exit 1; }
+
+echo "== cargo test --workspace"
+cargo test --workspace --locked "$@"
