@@ -1,32 +1,730 @@
-//! The reference switch (being written).
+//! The reference switch: the executable specification of `docs/switch.md`.
+//!
+//! Frame in, frames out, no I/O and no clock. [`classify`] decides what a received frame is
+//! (the checks of docs/switch.md §1, in order; the first that fails names the drop reason);
+//! [`RefSwitch`] applies the slot algorithm of §2 to valid contributions and builds the
+//! frames of §3 (result, ARP reply, ICMP echo reply) byte for byte.
+//!
+//! Guarantees:
+//! - a frame that is not a valid contribution, an ARP request for the switch or an echo
+//!   request to it changes nothing but `frames_in` and its drop counter;
+//! - every received frame lands in exactly one counter bucket
+//!   ([`Counters::is_consistent`] holds after every frame);
+//! - no allocation per frame beyond the frames emitted.
+//!
+//! Offsets of every field come from `spotagg_driver::wire`:
+//!
+//! | frame bytes | header |
+//! |-------------|--------|
+//! | 0..14       | Ethernet II |
+//! | 14..42      | ARP (Ethernet/IPv4) |
+//! | 14..34      | IPv4, IHL 5 |
+//! | 34..42      | ICMP echo header / UDP header |
+//! | 42..50      | SwitchML header |
+//! | 50, 51      | exponents `e0`, `e1` |
+//! | 52..52+P    | payload, k int32 big-endian |
 
-use spotagg_driver::{Counters, Engine, JobConfig};
+use spotagg_driver::counters::{Counters, DropReason};
+use spotagg_driver::engine::Engine;
+use spotagg_driver::wire::{
+    arp, ethernet, icmp, ipv4, switchml, udp, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame,
+    EthernetRepr, IpProtocol, Ipv4Packet, Ipv4Repr, MacAddr, PoolIndex, SwitchmlPacket, UdpPacket,
+    UdpRepr,
+};
+use spotagg_driver::JobConfig;
 
-/// The reference switch.
+/// Offset of the IPv4 (or ARP) header in a frame.
+pub const IP_OFFSET: usize = ethernet::HEADER_LEN;
+/// Offset of the UDP (or ICMP) header in a frame.
+pub const L4_OFFSET: usize = IP_OFFSET + ipv4::HEADER_LEN;
+/// Offset of the SwitchML header in a frame.
+pub const SWITCHML_OFFSET: usize = L4_OFFSET + udp::HEADER_LEN;
+/// Offset of the payload in a contribution or result frame.
+pub const PAYLOAD_OFFSET: usize = SWITCHML_OFFSET + switchml::PREAMBLE_LEN;
+/// Length of an ARP frame without link padding.
+pub const ARP_FRAME_LEN: usize = IP_OFFSET + arp::PACKET_LEN;
+/// UDP length of a SwitchML message without payload (UDP header, SwitchML header, exponents).
+pub const SWITCHML_MIN_UDP_LEN: usize = udp::HEADER_LEN + switchml::PREAMBLE_LEN;
+
+/// What the switch makes of a received frame (docs/switch.md §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Classification {
+    /// A valid contribution from worker `rank` to `pool` (slot and set).
+    Contribution {
+        /// The sender's rank, found by its source IPv4 address.
+        rank: usize,
+        /// The slot and set.
+        pool: PoolIndex,
+    },
+    /// An ARP request for the switch's address: answered with an ARP reply.
+    ArpRequest,
+    /// An ICMP echo request to the switch: answered with an echo reply of `14 + total_len` bytes.
+    EchoRequest {
+        /// The request's IPv4 total length `T`.
+        total_len: usize,
+    },
+    /// Dropped, counted under this reason.
+    Drop(DropReason),
+}
+
+impl Classification {
+    /// The drop reason, if the frame is dropped.
+    pub fn drop_reason(self) -> Option<DropReason> {
+        match self {
+            Classification::Drop(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+fn be16(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+
+/// Classifies a received frame (no preamble, no FCS) for `job`, running the checks of
+/// docs/switch.md §1 in their order; the first that fails is the drop reason.
+pub fn classify(job: &JobConfig, frame: &[u8]) -> Classification {
+    use Classification::Drop;
+    use DropReason::*;
+    let l = frame.len();
+    let Ok(eth) = EthernetFrame::new_checked(frame) else {
+        return Drop(Truncated);
+    };
+    let dst = eth.dst();
+    if dst != job.switch_mac && dst != MacAddr::BROADCAST {
+        return Drop(WrongDstMac);
+    }
+    let ethertype = eth.ethertype();
+    if ethertype == EtherType::ARP {
+        let Ok(p) = ArpPacket::new_checked(&frame[IP_OFFSET..]) else {
+            return Drop(Truncated);
+        };
+        if p.htype() != 1 || p.ptype() != 0x0800 || p.hlen() != 6 || p.plen() != 4 || p.operation() != ArpOperation::REQUEST {
+            return Drop(NotIpv4Udp);
+        }
+        if p.tpa() != job.switch_ip {
+            return Drop(WrongDstIp);
+        }
+        return Classification::ArpRequest;
+    }
+    if ethertype != EtherType::IPV4 {
+        return Drop(NotIpv4Udp);
+    }
+    if l < L4_OFFSET {
+        return Drop(Truncated);
+    }
+    let ip = Ipv4Packet::new_unchecked(&frame[IP_OFFSET..L4_OFFSET]);
+    if ip.version() != 4 {
+        return Drop(NotIpv4Udp);
+    }
+    if ip.header_len() != ipv4::HEADER_LEN {
+        return Drop(IpOptions);
+    }
+    if !ip.verify_checksum() {
+        return Drop(IpChecksum);
+    }
+    let t = usize::from(ip.total_len());
+    if t < ipv4::HEADER_LEN || IP_OFFSET + t > l {
+        return Drop(BadLength);
+    }
+    if ip.is_fragment() {
+        return Drop(IpFragment);
+    }
+    if ip.dst_addr() != job.switch_ip {
+        return Drop(WrongDstIp);
+    }
+    let proto = ip.protocol();
+    if proto == IpProtocol::ICMP {
+        if t < ipv4::HEADER_LEN + icmp::HEADER_LEN {
+            return Drop(Truncated);
+        }
+        if frame[L4_OFFSET + icmp::field::TYPE] != icmp::ECHO_REQUEST || frame[L4_OFFSET + icmp::field::CODE] != 0 {
+            return Drop(NotIpv4Udp);
+        }
+        return Classification::EchoRequest { total_len: t };
+    }
+    if proto != IpProtocol::UDP {
+        return Drop(NotIpv4Udp);
+    }
+    if t < ipv4::HEADER_LEN + udp::HEADER_LEN {
+        return Drop(Truncated);
+    }
+    let udp_len = usize::from(be16(frame, L4_OFFSET + udp::field::LENGTH.start));
+    if udp_len != t - ipv4::HEADER_LEN {
+        return Drop(BadLength);
+    }
+    if !switchml::is_switchml_port(be16(frame, L4_OFFSET + udp::field::DST_PORT.start)) {
+        return Drop(BadPort);
+    }
+    let src = ip.src_addr();
+    let Some(rank) = job.workers.iter().position(|w| w.ip == src) else {
+        return Drop(UnknownSource);
+    };
+    if udp_len < SWITCHML_MIN_UDP_LEN {
+        return Drop(Truncated);
+    }
+    let sml = SwitchmlPacket::new_unchecked(&frame[SWITCHML_OFFSET..]);
+    if sml.msg_type() != switchml::MSG_TYPE_CONTRIBUTION {
+        return Drop(BadMsgType);
+    }
+    if sml.size_code() != job.payload.code() {
+        return Drop(BadSize);
+    }
+    if udp_len != SWITCHML_MIN_UDP_LEN + job.payload.bytes() {
+        return Drop(BadLength);
+    }
+    let pool = sml.pool_index();
+    if pool.slot >= job.slots {
+        return Drop(BadSlot);
+    }
+    Classification::Contribution { rank, pool }
+}
+
+/// The slot memory and scoreboard: per slot and set, the worker bitmap, the counter, the
+/// exponent maxima and the k values. Index of (slot s, set v) is `2 s + v`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SlotState {
+    seen: Vec<u32>,
+    count: Vec<u8>,
+    e0: Vec<i8>,
+    e1: Vec<i8>,
+    values: Vec<i32>,
+}
+
+impl SlotState {
+    fn new(slots: usize, k: usize) -> SlotState {
+        SlotState {
+            seen: vec![0; 2 * slots],
+            count: vec![0; 2 * slots],
+            e0: vec![0; 2 * slots],
+            e1: vec![0; 2 * slots],
+            values: vec![0; 2 * slots * k],
+        }
+    }
+}
+
+/// The reference switch for one job. All slot state is zero at construction.
+#[derive(Debug, Clone)]
 pub struct RefSwitch {
     job: JobConfig,
+    k: usize,
+    state: SlotState,
     counters: Counters,
 }
 
 impl RefSwitch {
     /// A switch for a job, all state zero.
     pub fn new(job: JobConfig) -> RefSwitch {
-        RefSwitch { job, counters: Counters::default() }
+        let k = job.payload.elements();
+        let state = SlotState::new(usize::from(job.slots), k);
+        RefSwitch { job, k, state, counters: Counters::default() }
     }
+
     /// The job.
     pub fn job(&self) -> &JobConfig {
         &self.job
     }
+
+    /// Replaces the job and clears every slot (docs/switch.md §2: state is zero whenever a job
+    /// is (re)configured). Counters are kept.
+    pub fn configure(&mut self, job: JobConfig) {
+        let counters = std::mem::take(&mut self.counters);
+        *self = RefSwitch::new(job);
+        self.counters = counters;
+    }
+
+    /// True when both switches hold the same slot state (bitmaps, counters, exponents, values).
+    pub fn same_slots(&self, other: &RefSwitch) -> bool {
+        self.state == other.state
+    }
+
+    /// The state of (slot, set): worker bitmap, round counter, `e0`, `e1` and the k values.
+    /// Panics if `slot ≥ S` or `set > 1`.
+    pub fn slot(&self, slot: u16, set: u8) -> (u32, u8, i8, i8, &[i32]) {
+        assert!(slot < self.job.slots && set < 2, "slot {slot} set {set} outside the job's {} slots", self.job.slots);
+        let i = 2 * usize::from(slot) + usize::from(set);
+        let st = &self.state;
+        (st.seen[i], st.count[i], st.e0[i], st.e1[i], &st.values[i * self.k..(i + 1) * self.k])
+    }
+
+    /// Applies a valid contribution `frame` from `rank` to `pool` (docs/switch.md §2).
+    fn contribution(&mut self, frame: &[u8], rank: usize, pool: PoolIndex, out: &mut Vec<Vec<u8>>) {
+        let n = self.job.n();
+        let i = 2 * usize::from(pool.slot) + usize::from(pool.set);
+        let other = i ^ 1;
+        let bit = 1u32 << rank;
+        let st = &mut self.state;
+        if st.seen[i] & bit == 0 {
+            st.seen[i] |= bit;
+            st.seen[other] &= !bit;
+            let first = st.count[i] == 0;
+            st.count[i] = ((usize::from(st.count[i]) + 1) % n) as u8;
+            let last = st.count[i] == 0;
+            let e0 = frame[SWITCHML_OFFSET + switchml::field::E0] as i8;
+            let e1 = frame[SWITCHML_OFFSET + switchml::field::E1] as i8;
+            let values = &mut st.values[i * self.k..(i + 1) * self.k];
+            let payload = &frame[PAYLOAD_OFFSET..PAYLOAD_OFFSET + 4 * self.k];
+            if first {
+                st.e0[i] = e0;
+                st.e1[i] = e1;
+                for (v, b) in values.iter_mut().zip(payload.chunks_exact(4)) {
+                    *v = i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+                }
+            } else {
+                st.e0[i] = st.e0[i].max(e0);
+                st.e1[i] = st.e1[i].max(e1);
+                for (v, b) in values.iter_mut().zip(payload.chunks_exact(4)) {
+                    *v = v.wrapping_add(i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+                }
+            }
+            self.counters.contributions += 1;
+            if last {
+                let start = out.len();
+                out.push(self.result_frame(frame, 0, i));
+                for r in 1..n {
+                    let mut f = out[start].clone();
+                    self.readdress_result(&mut f, r);
+                    out.push(f);
+                }
+                self.counters.results_multicast += n as u64;
+                self.counters.frames_out += n as u64;
+            }
+        } else {
+            self.counters.duplicates += 1;
+            if st.count[i] == 0 {
+                out.push(self.result_frame(frame, rank, i));
+                self.counters.results_retransmitted += 1;
+                self.counters.frames_out += 1;
+            }
+        }
+    }
+
+    /// The result frame of (slot, set) index `i` to `rank`, triggered by contribution `trigger`
+    /// (docs/switch.md §3).
+    fn result_frame(&self, trigger: &[u8], rank: usize, i: usize) -> Vec<u8> {
+        let p = 4 * self.k;
+        let mut f = vec![0u8; PAYLOAD_OFFSET + p];
+        let w = self.job.workers[rank];
+        EthernetRepr { dst: w.mac, src: self.job.switch_mac, ethertype: EtherType::IPV4 }
+            .emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
+        Ipv4Repr {
+            src: self.job.switch_ip,
+            dst: w.ip,
+            protocol: IpProtocol::UDP,
+            payload_len: SWITCHML_MIN_UDP_LEN + p,
+            ttl: ipv4::DEFAULT_TTL,
+        }
+        .emit(&mut Ipv4Packet::new_unchecked(&mut f[IP_OFFSET..L4_OFFSET]));
+        let tu = UdpPacket::new_unchecked(&trigger[L4_OFFSET..SWITCHML_OFFSET]);
+        UdpRepr { src_port: tu.dst_port(), dst_port: tu.src_port(), payload_len: switchml::PREAMBLE_LEN + p }
+            .emit(&mut UdpPacket::new_unchecked(&mut f[L4_OFFSET..SWITCHML_OFFSET]));
+        let hdr = SWITCHML_OFFSET..SWITCHML_OFFSET + switchml::HEADER_LEN;
+        f[hdr.clone()].copy_from_slice(&trigger[hdr]);
+        let mut sml = SwitchmlPacket::new_unchecked(&mut f[SWITCHML_OFFSET..]);
+        sml.set_exponents(self.state.e0[i], self.state.e1[i]);
+        let values = &self.state.values[i * self.k..(i + 1) * self.k];
+        for (b, v) in sml.payload_mut().chunks_exact_mut(4).zip(values) {
+            b.copy_from_slice(&v.to_be_bytes());
+        }
+        f
+    }
+
+    /// Turns a result frame addressed to one rank into the same result for `rank`.
+    fn readdress_result(&self, f: &mut [u8], rank: usize) {
+        let w = self.job.workers[rank];
+        EthernetFrame::new_unchecked(&mut f[..]).set_dst(w.mac);
+        let mut ip = Ipv4Packet::new_unchecked(&mut f[IP_OFFSET..L4_OFFSET]);
+        ip.set_dst_addr(w.ip);
+        ip.fill_checksum();
+    }
+
+    /// The ARP reply to request `req` (docs/switch.md §3), 42 bytes.
+    fn arp_reply(&self, req: &[u8]) -> Vec<u8> {
+        let a = ArpPacket::new_unchecked(&req[IP_OFFSET..]);
+        let mut f = vec![0u8; ARP_FRAME_LEN];
+        EthernetRepr { dst: a.sha(), src: self.job.switch_mac, ethertype: EtherType::ARP }
+            .emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
+        ArpRepr {
+            operation: ArpOperation::REPLY,
+            sha: self.job.switch_mac,
+            spa: self.job.switch_ip,
+            tha: a.sha(),
+            tpa: a.spa(),
+        }
+        .emit(&mut ArpPacket::new_unchecked(&mut f[IP_OFFSET..]));
+        f
+    }
+
+    /// The ICMP echo reply to request `req` of IPv4 total length `t` (docs/switch.md §3).
+    fn echo_reply(&self, req: &[u8], t: usize) -> Vec<u8> {
+        let mut f = req[..IP_OFFSET + t].to_vec();
+        let q_src = EthernetFrame::new_unchecked(req).src();
+        let mut eth = EthernetFrame::new_unchecked(&mut f[..]);
+        eth.set_dst(q_src);
+        eth.set_src(self.job.switch_mac);
+        let q_ip = Ipv4Packet::new_unchecked(&req[IP_OFFSET..L4_OFFSET]);
+        let mut ip = Ipv4Packet::new_unchecked(&mut f[IP_OFFSET..L4_OFFSET]);
+        ip.set_src_addr(self.job.switch_ip);
+        ip.set_dst_addr(q_ip.src_addr());
+        ip.set_ttl(ipv4::DEFAULT_TTL);
+        ip.fill_checksum();
+        let icmp_end = L4_OFFSET + icmp::HEADER_LEN;
+        let q_icmp = icmp::IcmpPacket::new_unchecked(&req[L4_OFFSET..icmp_end]);
+        let mut reply = icmp::IcmpPacket::new_unchecked(&mut f[L4_OFFSET..icmp_end]);
+        reply.set_type_code(icmp::ECHO_REPLY, 0);
+        reply.set_checksum(icmp::reply_checksum(q_icmp.checksum()));
+        f
+    }
 }
 
 impl Engine for RefSwitch {
-    fn process(&mut self, _frame: &[u8], _out: &mut Vec<Vec<u8>>) {
+    fn process(&mut self, frame: &[u8], out: &mut Vec<Vec<u8>>) {
         self.counters.frames_in += 1;
+        match classify(&self.job, frame) {
+            Classification::Contribution { rank, pool } => self.contribution(frame, rank, pool, out),
+            Classification::ArpRequest => {
+                out.push(self.arp_reply(frame));
+                self.counters.arp_replies += 1;
+                self.counters.frames_out += 1;
+            }
+            Classification::EchoRequest { total_len } => {
+                out.push(self.echo_reply(frame, total_len));
+                self.counters.icmp_replies += 1;
+                self.counters.frames_out += 1;
+            }
+            Classification::Drop(r) => self.counters.drops[r.index()] += 1,
+        }
     }
     fn counters(&self) -> Counters {
         self.counters.clone()
     }
     fn name(&self) -> &'static str {
         "model"
+    }
+}
+
+
+#[cfg(test)]
+#[allow(clippy::type_complexity, clippy::needless_range_loop)]
+mod test {
+    use super::*;
+    use spotagg_driver::wire::PayloadSize;
+    use DropReason::*;
+
+    /// Job of these tests: 2 workers (192.0.2.10/02:00:5a:00:01:00, 192.0.2.11/…:01:01),
+    /// switch 192.0.2.1/02:00:5a:00:00:01, 128-byte payload (size code 0), S = 4.
+    fn job() -> JobConfig {
+        JobConfig::example(2, PayloadSize::B128, 4)
+    }
+
+    /// Rank 0 → switch, UDP 0xbee0 → 0xbee1, type 1 size 0, job 7, tsi 0xdeadbeef, slot 2 set 0,
+    /// e0 = 5, e1 = -3 (payload follows: 128 bytes).
+    static C0_HEADER: [u8; 52] = [
+        0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x02, 0x00, 0x5a, 0x00, 0x01, 0x00, 0x08, 0x00, //
+        0x45, 0x00, 0x00, 0xa6, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0xf6, 0x3b, 0xc0, 0x00, //
+        0x02, 0x0a, 0xc0, 0x00, 0x02, 0x01, 0xbe, 0xe0, 0xbe, 0xe1, 0x00, 0x92, 0x00, 0x00, //
+        0x10, 0x07, 0xde, 0xad, 0xbe, 0xef, 0x00, 0x02, 0x05, 0xfd,
+    ];
+    /// Rank 1 → switch, same slot and set, tsi 0x01020304, e0 = -7, e1 = 2.
+    static C1_HEADER: [u8; 52] = [
+        0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x02, 0x00, 0x5a, 0x00, 0x01, 0x01, 0x08, 0x00, //
+        0x45, 0x00, 0x00, 0xa6, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0xf6, 0x3a, 0xc0, 0x00, //
+        0x02, 0x0b, 0xc0, 0x00, 0x02, 0x01, 0xbe, 0xe0, 0xbe, 0xe1, 0x00, 0x92, 0x00, 0x00, //
+        0x10, 0x07, 0x01, 0x02, 0x03, 0x04, 0x00, 0x02, 0xf9, 0x02,
+    ];
+    /// Result to rank 0 triggered by C1: C1's SwitchML header, e0 = max(5, -7), e1 = max(-3, 2).
+    static R0_HEADER: [u8; 52] = [
+        0x02, 0x00, 0x5a, 0x00, 0x01, 0x00, 0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x08, 0x00, //
+        0x45, 0x00, 0x00, 0xa6, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0xf6, 0x3b, 0xc0, 0x00, //
+        0x02, 0x01, 0xc0, 0x00, 0x02, 0x0a, 0xbe, 0xe1, 0xbe, 0xe0, 0x00, 0x92, 0x00, 0x00, //
+        0x10, 0x07, 0x01, 0x02, 0x03, 0x04, 0x00, 0x02, 0x05, 0x02,
+    ];
+    /// Result to rank 1 triggered by C1.
+    static R1_HEADER: [u8; 52] = [
+        0x02, 0x00, 0x5a, 0x00, 0x01, 0x01, 0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x08, 0x00, //
+        0x45, 0x00, 0x00, 0xa6, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0xf6, 0x3a, 0xc0, 0x00, //
+        0x02, 0x01, 0xc0, 0x00, 0x02, 0x0b, 0xbe, 0xe1, 0xbe, 0xe0, 0x00, 0x92, 0x00, 0x00, //
+        0x10, 0x07, 0x01, 0x02, 0x03, 0x04, 0x00, 0x02, 0x05, 0x02,
+    ];
+    /// Result to rank 0 triggered by a retransmission of C0: C0's SwitchML header.
+    static RR0_HEADER: [u8; 52] = [
+        0x02, 0x00, 0x5a, 0x00, 0x01, 0x00, 0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x08, 0x00, //
+        0x45, 0x00, 0x00, 0xa6, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0xf6, 0x3b, 0xc0, 0x00, //
+        0x02, 0x01, 0xc0, 0x00, 0x02, 0x0a, 0xbe, 0xe1, 0xbe, 0xe0, 0x00, 0x92, 0x00, 0x00, //
+        0x10, 0x07, 0xde, 0xad, 0xbe, 0xef, 0x00, 0x02, 0x05, 0x02,
+    ];
+    /// ARP request, broadcast, from 02:00:5a:00:01:02 / 192.0.2.12 for 192.0.2.1, padded to 60.
+    static ARP_REQUEST: [u8; 60] = [
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0x00, 0x5a, 0x00, 0x01, 0x02, 0x08, 0x06, //
+        0x00, 0x01, 0x08, 0x00, 0x06, 0x04, 0x00, 0x01, 0x02, 0x00, 0x5a, 0x00, 0x01, 0x02, //
+        0xc0, 0x00, 0x02, 0x0c, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc0, 0x00, 0x02, 0x01, //
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, //
+        0x00, 0x00, 0x00, 0x00,
+    ];
+    static ARP_REPLY: [u8; 42] = [
+        0x02, 0x00, 0x5a, 0x00, 0x01, 0x02, 0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x08, 0x06, //
+        0x00, 0x01, 0x08, 0x00, 0x06, 0x04, 0x00, 0x02, 0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, //
+        0xc0, 0x00, 0x02, 0x01, 0x02, 0x00, 0x5a, 0x00, 0x01, 0x02, 0xc0, 0x00, 0x02, 0x0c,
+    ];
+    /// Echo request from 02:00:00:00:00:99 / 198.51.100.7 (not a worker): DSCP 0x10, id 0x4242,
+    /// DF, TTL 17, ICMP id 0x1234 seq 1 data "abcd", padded to 60.
+    static ECHO_REQUEST: [u8; 60] = [
+        0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x02, 0x00, 0x00, 0x00, 0x00, 0x99, 0x08, 0x00, //
+        0x45, 0x10, 0x00, 0x20, 0x42, 0x42, 0x40, 0x00, 0x11, 0x01, 0x3b, 0x4f, 0xc6, 0x33, //
+        0x64, 0x07, 0xc0, 0x00, 0x02, 0x01, 0x08, 0x00, 0x21, 0x04, 0x12, 0x34, 0x00, 0x01, //
+        0x61, 0x62, 0x63, 0x64, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, //
+        0x00, 0x00, 0x00, 0x00,
+    ];
+    /// Its reply: 46 bytes, padding not copied, TTL 64, checksums updated.
+    static ECHO_REPLY: [u8; 46] = [
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x99, 0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x08, 0x00, //
+        0x45, 0x10, 0x00, 0x20, 0x42, 0x42, 0x40, 0x00, 0x40, 0x01, 0x0c, 0x4f, 0xc0, 0x00, //
+        0x02, 0x01, 0xc6, 0x33, 0x64, 0x07, 0x00, 0x00, 0x29, 0x04, 0x12, 0x34, 0x00, 0x01, //
+        0x61, 0x62, 0x63, 0x64,
+    ];
+
+    fn frame(header: &[u8; 52], values: &[i32]) -> Vec<u8> {
+        let mut f = header.to_vec();
+        for v in values {
+            f.extend_from_slice(&v.to_be_bytes());
+        }
+        f
+    }
+
+    /// Worker payloads chosen so that the sum wraps around in both directions.
+    fn payloads() -> ([i32; 32], [i32; 32], [i32; 32]) {
+        let mut a = [0i32; 32];
+        let mut b = [0i32; 32];
+        for i in 0..32 {
+            a[i] = i as i32 * 1000 - 7;
+            b[i] = -(i as i32) * 3;
+        }
+        a[0] = i32::MAX;
+        b[0] = 1;
+        a[1] = i32::MIN;
+        b[1] = -1;
+        a[2] = -5;
+        b[2] = 5;
+        let mut sum = [0i32; 32];
+        for i in 3..32 {
+            sum[i] = i as i32 * 997 - 7;
+        }
+        sum[0] = i32::MIN; // 0x7fffffff + 1 wraps
+        sum[1] = i32::MAX; // 0x80000000 - 1 wraps
+        sum[2] = 0;
+        (a, b, sum)
+    }
+
+    fn run(sw: &mut RefSwitch, f: &[u8]) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        sw.process(f, &mut out);
+        assert!(sw.counters().is_consistent());
+        out
+    }
+
+    #[test]
+    fn round_multicasts_in_rank_order_then_answers_retransmissions() {
+        let (a, b, sum) = payloads();
+        let mut sw = RefSwitch::new(job());
+        let c0 = frame(&C0_HEADER, &a);
+        let c1 = frame(&C1_HEADER, &b);
+        assert_eq!(classify(sw.job(), &c0), Classification::Contribution { rank: 0, pool: PoolIndex { slot: 2, set: 0 } });
+        assert!(run(&mut sw, &c0).is_empty());
+        assert_eq!(sw.slot(2, 0).0, 0b01);
+        // A retransmission to an incomplete round is dropped silently.
+        assert!(run(&mut sw, &c0).is_empty());
+        let out = run(&mut sw, &c1);
+        assert_eq!(out, vec![frame(&R0_HEADER, &sum), frame(&R1_HEADER, &sum)]);
+        // Retransmission of the complete round: the stored result, to the sender only, under
+        // the retransmission's own SwitchML header.
+        assert_eq!(run(&mut sw, &c0), vec![frame(&RR0_HEADER, &sum)]);
+        let c = sw.counters();
+        assert_eq!((c.frames_in, c.frames_out, c.contributions, c.duplicates), (4, 3, 2, 2));
+        assert_eq!((c.results_multicast, c.results_retransmitted, c.dropped_total()), (2, 1, 0));
+    }
+
+    #[test]
+    fn other_set_clears_the_bit_and_first_writes() {
+        let (a, b, _) = payloads();
+        let mut sw = RefSwitch::new(job());
+        run(&mut sw, &frame(&C0_HEADER, &a));
+        run(&mut sw, &frame(&C1_HEADER, &b));
+        // Rank 0 moves on to set 1 of slot 2: its bit in set 0 is cleared, set 1 is written.
+        let mut next = frame(&C0_HEADER, &b);
+        next[48] = 0x80;
+        assert!(run(&mut sw, &next).is_empty());
+        assert_eq!(sw.slot(2, 0).0, 0b10);
+        let (seen, count, e0, e1, values) = sw.slot(2, 1);
+        assert_eq!((seen, count, e0, e1), (0b01, 1, 5, -3));
+        assert_eq!(values, &b[..]);
+        // Rank 1 retransmits its set-0 contribution: still seen, round complete → result.
+        let out = run(&mut sw, &frame(&C1_HEADER, &b));
+        assert_eq!(out.len(), 1);
+        assert_eq!(&out[0][..6], &[0x02, 0x00, 0x5a, 0x00, 0x01, 0x01]);
+        // Rank 0 sends set 0 again: new (its bit was cleared), first of a new round: written.
+        run(&mut sw, &frame(&C0_HEADER, &a));
+        let (seen, count, _, _, values) = sw.slot(2, 0);
+        assert_eq!((seen, count), (0b11, 1));
+        assert_eq!(values, &a[..]);
+    }
+
+    #[test]
+    fn single_worker_every_new_contribution_completes() {
+        let (a, _, _) = payloads();
+        let mut sw = RefSwitch::new(JobConfig::example(1, PayloadSize::B128, 4));
+        let c0 = frame(&C0_HEADER, &a);
+        let out = run(&mut sw, &c0);
+        let mut expect = frame(&RR0_HEADER, &a);
+        expect[51] = 0xfd; // e1 = -3: C0's own exponents, no maximum taken
+        assert_eq!(out, vec![expect]);
+        assert_eq!(run(&mut sw, &c0).len(), 1);
+        let mut other = c0.clone();
+        other[48] = 0x80;
+        assert_eq!(run(&mut sw, &other).len(), 1);
+        assert_eq!(run(&mut sw, &c0).len(), 1);
+        let c = sw.counters();
+        assert_eq!((c.contributions, c.duplicates, c.results_multicast, c.results_retransmitted), (3, 1, 3, 1));
+    }
+
+    #[test]
+    fn arp_reply() {
+        let mut sw = RefSwitch::new(job());
+        assert_eq!(run(&mut sw, &ARP_REQUEST), vec![ARP_REPLY.to_vec()]);
+        // Unpadded request to the switch's own MAC.
+        let mut req = ARP_REQUEST[..42].to_vec();
+        req[..6].copy_from_slice(&[0x02, 0x00, 0x5a, 0x00, 0x00, 0x01]);
+        assert_eq!(run(&mut sw, &req), vec![ARP_REPLY.to_vec()]);
+        assert_eq!(sw.counters().arp_replies, 2);
+    }
+
+    #[test]
+    fn echo_reply() {
+        let mut sw = RefSwitch::new(job());
+        assert_eq!(run(&mut sw, &ECHO_REQUEST), vec![ECHO_REPLY.to_vec()]);
+        assert_eq!(sw.counters().icmp_replies, 1);
+    }
+
+    #[test]
+    fn link_padding_broadcast_and_unused_bit_are_accepted() {
+        let (a, _, _) = payloads();
+        let mut f = frame(&C0_HEADER, &a);
+        f.extend_from_slice(&[0xee; 7]);
+        f[..6].copy_from_slice(&[0xff; 6]);
+        f[42] |= 0x08;
+        assert!(matches!(classify(&job(), &f), Classification::Contribution { rank: 0, .. }));
+    }
+
+    type Patch = (usize, &'static [u8]);
+
+    /// Mutations of C0 (computed independently of this crate): reason, what, byte patches,
+    /// new frame length.
+    #[rustfmt::skip]
+    fn contribution_mutations() -> Vec<(DropReason, &'static str, &'static [Patch], Option<usize>)> {
+        vec![
+            (Truncated, "13 bytes", &[], Some(13)),
+            (Truncated, "IPv4 header cut (33 bytes)", &[], Some(33)),
+            (Truncated, "T = 24 < 28 for UDP", &[(17, &[0x18]), (25, &[0xc9])], None),
+            (Truncated, "UDP length 17 < 18", &[(17, &[0x25]), (25, &[0xbc]), (39, &[0x11])], None),
+            (WrongDstMac, "another unicast MAC", &[(5, &[0x02])], None),
+            (WrongDstMac, "multicast MAC", &[(0, &[0x01]), (2, &[0x5e])], None),
+            (NotIpv4Udp, "EtherType IPv6", &[(12, &[0x86, 0xdd])], None),
+            (NotIpv4Udp, "IP version 6 (checked before the checksum)", &[(14, &[0x65])], None),
+            (NotIpv4Udp, "protocol TCP", &[(23, &[0x06]), (25, &[0x46])], None),
+            (IpOptions, "IHL 6", &[(14, &[0x46])], None),
+            (IpChecksum, "checksum off by one", &[(25, &[0x3a])], None),
+            (BadLength, "T past the frame", &[(17, &[0xa7]), (25, &[0x3a])], None),
+            (BadLength, "T < 20", &[(17, &[0x13]), (25, &[0xce])], None),
+            (BadLength, "UDP length != T - 20", &[(39, &[0x91])], None),
+            (BadLength, "payload 124 bytes for size 128", &[(17, &[0xa2]), (25, &[0x3f]), (39, &[0x8e])], Some(176)),
+            (IpFragment, "MF set", &[(20, &[0x20]), (24, &[0xd6])], None),
+            (IpFragment, "fragment offset 1", &[(21, &[0x01]), (25, &[0x3a])], None),
+            (WrongDstIp, "IPv4 destination 192.0.2.2", &[(25, &[0x3a]), (33, &[0x02])], None),
+            (BadPort, "port 0xBEF0", &[(37, &[0xf0])], None),
+            (BadPort, "port 0x1234", &[(36, &[0x12, 0x34])], None),
+            (UnknownSource, "source 192.0.2.99", &[(24, &[0xf5, 0xe2]), (29, &[0x63])], None),
+            (BadMsgType, "msg_type 2", &[(42, &[0x20])], None),
+            (BadMsgType, "msg_type 0", &[(42, &[0x00])], None),
+            (BadSize, "size 256 for a 128-byte job", &[(42, &[0x11])], None),
+            (BadSize, "size code 7", &[(42, &[0x17])], None),
+            (BadSlot, "slot 4 = S", &[(49, &[0x04])], None),
+            (BadSlot, "slot 0x7fff, set 1", &[(48, &[0xff, 0xff])], None),
+        ]
+    }
+
+    /// Mutations of the ARP request and the echo request.
+    #[rustfmt::skip]
+    fn arp_icmp_mutations() -> Vec<(DropReason, &'static str, bool, &'static [Patch], Option<usize>)> {
+        vec![
+            (Truncated, "ARP of 41 bytes", true, &[], Some(41)),
+            (NotIpv4Udp, "ARP reply", true, &[(21, &[0x02])], None),
+            (NotIpv4Udp, "ARP htype 6", true, &[(15, &[0x06])], None),
+            (NotIpv4Udp, "ARP plen 16", true, &[(19, &[0x10])], None),
+            (WrongDstIp, "ARP for 192.0.2.2", true, &[(41, &[0x02])], None),
+            (WrongDstMac, "ARP to another MAC", true, &[(0, &[0x02, 0x00, 0x5a, 0x00, 0x00, 0x02])], None),
+            (Truncated, "ICMP T = 27", false, &[(17, &[0x1b]), (24, &[0x3b, 0x54])], None),
+            (NotIpv4Udp, "ICMP type 0 (a reply)", false, &[(34, &[0x00])], None),
+            (NotIpv4Udp, "ICMP code 1", false, &[(35, &[0x01])], None),
+        ]
+    }
+
+    fn assert_dropped_untouched(base: &[u8], what: &str, reason: DropReason, f: &[u8]) {
+        // State before: one contribution of C0 so that a mutant that got through would show.
+        let (a, _, _) = payloads();
+        let mut sw = RefSwitch::new(job());
+        run(&mut sw, &frame(&C0_HEADER, &a));
+        let before = sw.clone();
+        assert_eq!(classify(sw.job(), f), Classification::Drop(reason), "{what}");
+        assert!(run(&mut sw, f).is_empty(), "{what}");
+        assert!(sw.same_slots(&before), "{what}");
+        let mut expect = before.counters();
+        expect.frames_in += 1;
+        expect.drops[reason.index()] += 1;
+        assert_eq!(sw.counters(), expect, "{what}");
+        assert_ne!(f, base);
+    }
+
+    fn apply(base: &[u8], patches: &[Patch], len: Option<usize>) -> Vec<u8> {
+        let mut f = base.to_vec();
+        for (at, bytes) in patches {
+            f[*at..*at + bytes.len()].copy_from_slice(bytes);
+        }
+        if let Some(l) = len {
+            f.truncate(l);
+        }
+        f
+    }
+
+    #[test]
+    fn every_drop_reason_by_the_first_failing_check() {
+        let (a, _, _) = payloads();
+        let c0 = frame(&C0_HEADER, &a);
+        let mut covered = std::collections::BTreeSet::new();
+        for (reason, what, patches, len) in contribution_mutations() {
+            assert_dropped_untouched(&c0, what, reason, &apply(&c0, patches, len));
+            covered.insert(reason);
+        }
+        for (reason, what, is_arp, patches, len) in arp_icmp_mutations() {
+            let base: &[u8] = if is_arp { &ARP_REQUEST } else { &ECHO_REQUEST };
+            assert_dropped_untouched(base, what, reason, &apply(base, patches, len));
+        }
+        assert_eq!(covered.len(), DropReason::COUNT);
+    }
+
+    #[test]
+    fn several_faults_count_under_the_first() {
+        let (a, _, _) = payloads();
+        let c0 = frame(&C0_HEADER, &a);
+        // Bad checksum and bad port: the checksum comes first.
+        let f = apply(&c0, &[(25, &[0x3a]), (37, &[0xf0])], None);
+        assert_eq!(classify(&job(), &f), Classification::Drop(IpChecksum));
+        // Wrong MAC and IPv6: the MAC comes first.
+        let f = apply(&c0, &[(5, &[0x02]), (12, &[0x86, 0xdd])], None);
+        assert_eq!(classify(&job(), &f), Classification::Drop(WrongDstMac));
+        // Bad size and bad slot: the size comes first.
+        let f = apply(&c0, &[(42, &[0x11]), (49, &[0x04])], None);
+        assert_eq!(classify(&job(), &f), Classification::Drop(BadSize));
+        // Bad msg_type and bad size: the type comes first.
+        let f = apply(&c0, &[(42, &[0x21])], None);
+        assert_eq!(classify(&job(), &f), Classification::Drop(BadMsgType));
     }
 }
