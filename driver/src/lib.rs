@@ -5,8 +5,13 @@
 pub mod config;
 pub mod counters;
 pub mod engine;
+pub mod fixedpoint;
+pub mod transport;
+pub mod worker;
 pub mod wire;
 
 pub use config::{JobConfig, WorkerEntry};
 pub use counters::{Counters, DropReason};
 pub use engine::Engine;
+pub use transport::{allreduce_f32, allreduce_i32, Transport};
+pub use worker::{AllReduce, Error, Stats, Worker};

@@ -1,0 +1,776 @@
+//! The all-reduce worker: a sans-I/O protocol core, in the manner of quinn-proto.
+//!
+//! [`AllReduce`] owns no socket and reads no clock: the caller gives it the time and every
+//! SwitchML message that arrives ([`AllReduce::handle_message`], [`AllReduce::handle_timeout`])
+//! and takes from it the messages to send ([`AllReduce::poll_transmit`]) and the next time it
+//! must be woken up ([`AllReduce::poll_timeout`]). The blocking loop over a
+//! [`Transport`](crate::transport::Transport) is [`crate::transport::drive`].
+//!
+//! # Protocol
+//!
+//! The tensor is cut into chunks of k = payload/4 elements (the last chunk is zero-padded). The
+//! operation uses `w = min(window, packets)` slots. Every slot has one packet in flight; the
+//! result of a slot's packet in set v releases the slot's next packet, in set 1 − v
+//! (self-clocking, as SwitchML). Chunk c uses slot `c mod w`.
+//!
+//! Header of every packet: `msg_type` 1, the job's size code, the job's `job_number`,
+//! `pool_index = slot | set << 15`, and `tsi` = the packet's index p in the operation (plus a
+//! running base that [`Worker`] advances by the packets of each operation, so that a worker's
+//! packets are numbered uniquely over many operations; for the first operation the base is 0):
+//!
+//! - i32 tensors: p = c, the chunk index; `e0 = e1 = 0`.
+//! - f32 tensors: p = s for the priming packet of slot s (s < w), p = w + c for chunk c.
+//!
+//! **Exponents (f32).** Each packet carries in `e0` the exponent
+//! ([`fixedpoint::exponent`]) of the NEXT chunk that will use the same slot (chunk c + w; or
+//! [`fixedpoint::E_ZERO`] when there is none); the switch returns the max over the workers, and
+//! that max scales that next chunk on every worker ([`fixedpoint::Scale`]). The first chunk of a
+//! slot has no predecessor, so each slot starts with one **priming packet**: the slot's first
+//! set, zero payload, `e0` = exponent of the slot's first chunk (chunk s), `e1 = 0`; its result
+//! adds nothing and carries the chunk's `e_max`. A tensor of C chunks thus costs C + w packets.
+//! `e1` of a chunk packet is the chunk's own exponent: the switch returns their max, which must
+//! equal the `e_max` the chunk was scaled with; a mismatch (workers that disagree on the
+//! exponents) is a [`Error::Protocol`].
+//!
+//! **Sets over many operations.** A slot's next set continues across operations of the same
+//! [`Worker`] (a slot whose last packet went in set v starts the next operation in set 1 − v),
+//! so that the switch's worker bitmaps stay valid: a fresh [`Worker`] starts every slot in set 0
+//! and needs a freshly configured switch job. All ranks must run the same sequence of
+//! operations with the same tensor lengths and types. After an error, the worker's slot state
+//! no longer matches the switch's: make a new job.
+//!
+//! **Retransmission.** A packet unanswered after `rto` is sent again, the same bytes; `rto`
+//! starts at `job.timeout`, doubles on each retransmission and is capped at
+//! `max(job.timeout, MAX_BACKOFF)`; it resets when the slot moves on. After `job.max_retries`
+//! retransmissions the next expiry is an [`Error::Timeout`] naming the slot, the chunk and the
+//! attempts. Results whose `pool_index` or `tsi` is not the one a slot waits for (stale, or a
+//! duplicate of an answered packet), malformed messages and other jobs' messages are counted in
+//! [`Stats::ignored`] and change nothing.
+
+use crate::config::JobConfig;
+use crate::fixedpoint::{self, ConversionError, Scale, E_ZERO};
+use crate::wire::switchml::{PoolIndex, SwitchmlPacket, SwitchmlRepr, MSG_TYPE_CONTRIBUTION, PREAMBLE_LEN};
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// Largest retransmission timeout (unless `job.timeout` is larger).
+pub const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// Why an all-reduce failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The rank is not one of the job's.
+    #[error("rank {rank} is not in the job (n = {n} workers)")]
+    Rank {
+        /// The rank asked for.
+        rank: usize,
+        /// Workers in the job.
+        n: usize,
+    },
+    /// A packet got no result after every retransmission: the switch stopped answering.
+    #[error("the switch stopped answering: slot {slot}, {}: no result after {attempts} attempts", describe(*.chunk))]
+    Timeout {
+        /// The slot.
+        slot: u16,
+        /// The chunk in flight, `None` for a priming packet.
+        chunk: Option<usize>,
+        /// Transmissions of the packet (1 + retransmissions).
+        attempts: u32,
+    },
+    /// A value of the tensor cannot be converted to fixed point.
+    #[error("cannot convert the tensor: {0}")]
+    Conversion(#[from] ConversionError),
+    /// The switch's answer contradicts the protocol (e.g. workers disagree on exponents).
+    #[error("protocol error on slot {slot}, chunk {chunk}: {detail}")]
+    Protocol {
+        /// The slot.
+        slot: u16,
+        /// The chunk.
+        chunk: usize,
+        /// What went wrong.
+        detail: String,
+    },
+    /// More packets than 32-bit packet ids can number.
+    #[error("tensor of {elements} elements needs more than 2^32 packets")]
+    TooLarge {
+        /// Elements of the tensor.
+        elements: usize,
+    },
+    /// The transport failed.
+    #[error("transport: {0}")]
+    Transport(#[from] std::io::Error),
+}
+
+fn describe(chunk: Option<usize>) -> String {
+    match chunk {
+        Some(c) => format!("chunk {c}"),
+        None => "priming packet".to_string(),
+    }
+}
+
+/// What an all-reduce did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stats {
+    /// Elements of the tensor.
+    pub elements: usize,
+    /// Chunks of k elements.
+    pub chunks: usize,
+    /// Messages sent, retransmissions and priming packets included.
+    pub packets_sent: u64,
+    /// Messages received, ignored ones included.
+    pub packets_received: u64,
+    /// Retransmissions.
+    pub retransmissions: u64,
+    /// Received messages ignored: stale, duplicate, malformed or of another job.
+    pub ignored: u64,
+    /// Time from the start to the last result.
+    pub seconds: f64,
+}
+
+impl Stats {
+    /// Payload throughput of the tensor (4 bytes per element, one way) in Gb/s.
+    pub fn payload_gbps(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.elements as f64 * 32.0 / self.seconds / 1e9
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A worker of a job: its rank and the per-slot state that persists between operations.
+#[derive(Debug, Clone)]
+pub struct Worker {
+    job: JobConfig,
+    rank: usize,
+    /// Next set of each slot of the window.
+    sets: Vec<u8>,
+    /// `tsi` of the next operation's first packet.
+    next_tsi: u32,
+}
+
+impl Worker {
+    /// A worker of rank `rank` (0..n) for a freshly configured switch job.
+    pub fn new(job: JobConfig, rank: usize) -> Result<Worker, Error> {
+        if rank >= job.n() {
+            return Err(Error::Rank { rank, n: job.n() });
+        }
+        let window = usize::from(job.window.clamp(1, job.slots));
+        Ok(Worker { job, rank, sets: vec![0; window], next_tsi: 0 })
+    }
+    /// The job.
+    pub fn job(&self) -> &JobConfig {
+        &self.job
+    }
+    /// The rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+    /// Starts a SUM all-reduce of an f32 tensor, in place; `now` is the start time. Fails at
+    /// once on a NaN, an infinity or a value too large.
+    pub fn start_f32<'a>(&'a mut self, data: &'a mut [f32], now: Instant) -> Result<AllReduce<'a>, Error> {
+        let k = self.job.payload.elements();
+        let exps = fixedpoint::exponents(data, k)?;
+        AllReduce::new(self, Data::F32 { data, exps }, now)
+    }
+    /// Starts a SUM all-reduce of an i32 tensor (two's-complement wrap-around), in place.
+    pub fn start_i32<'a>(&'a mut self, data: &'a mut [i32], now: Instant) -> Result<AllReduce<'a>, Error> {
+        AllReduce::new(self, Data::I32(data), now)
+    }
+}
+
+enum Data<'a> {
+    F32 { data: &'a mut [f32], exps: Vec<i8> },
+    I32(&'a mut [i32]),
+}
+
+#[derive(Debug)]
+struct Slot {
+    /// Chunk in flight; `None` for the priming packet.
+    chunk: Option<usize>,
+    /// Set of the packet in flight.
+    set: u8,
+    /// `tsi` of the packet in flight.
+    tsi: u32,
+    /// The exponent the chunk in flight was scaled with (f32).
+    e_scale: i8,
+    /// The packet in flight (sent again unchanged on a timeout).
+    msg: Vec<u8>,
+    /// Transmissions of the packet in flight.
+    attempts: u32,
+    /// Current retransmission timeout.
+    rto: Duration,
+    /// When the packet in flight times out; `None` once the slot is finished.
+    deadline: Option<Instant>,
+    /// In the transmit queue.
+    queued: bool,
+}
+
+/// One all-reduce in progress (sans-I/O). Made by [`Worker::start_f32`] / [`Worker::start_i32`].
+pub struct AllReduce<'a> {
+    worker: &'a mut Worker,
+    data: Data<'a>,
+    /// Elements per chunk.
+    k: usize,
+    /// Slots in use.
+    w: usize,
+    /// Chunks.
+    chunks: usize,
+    /// f32 mode: slots start with a priming packet.
+    priming: bool,
+    tsi_base: u32,
+    slots: Vec<Slot>,
+    queue: VecDeque<usize>,
+    /// Slots not finished.
+    active: usize,
+    chunks_done: usize,
+    stats: Stats,
+    start: Instant,
+}
+
+impl<'a> AllReduce<'a> {
+    fn new(worker: &'a mut Worker, data: Data<'a>, now: Instant) -> Result<AllReduce<'a>, Error> {
+        let k = worker.job.payload.elements();
+        let (elements, priming) = match &data {
+            Data::F32 { data, .. } => (data.len(), true),
+            Data::I32(d) => (d.len(), false),
+        };
+        let chunks = elements.div_ceil(k);
+        let w = worker.sets.len().min(chunks);
+        let packets = chunks as u64 + if priming { w as u64 } else { 0 };
+        if packets > u64::from(u32::MAX) {
+            return Err(Error::TooLarge { elements });
+        }
+        let tsi_base = worker.next_tsi;
+        worker.next_tsi = worker.next_tsi.wrapping_add(packets as u32);
+        let timeout = worker.job.timeout;
+        let mut op = AllReduce {
+            worker,
+            data,
+            k,
+            w,
+            chunks,
+            priming,
+            tsi_base,
+            slots: Vec::with_capacity(w),
+            queue: VecDeque::with_capacity(w),
+            active: w,
+            chunks_done: 0,
+            stats: Stats { elements, chunks, ..Stats::default() },
+            start: now,
+        };
+        for s in 0..w {
+            op.slots.push(Slot {
+                chunk: None,
+                set: op.worker.sets[s],
+                tsi: 0,
+                e_scale: E_ZERO,
+                msg: Vec::with_capacity(PREAMBLE_LEN + op.worker.job.payload.bytes()),
+                attempts: 0,
+                rto: timeout,
+                deadline: None,
+                queued: false,
+            });
+            let first = if priming { None } else { Some(s) };
+            op.load(s, first, E_ZERO, op.worker.sets[s], now);
+        }
+        Ok(op)
+    }
+
+    /// Builds the packet of `chunk` (`None`: priming) on slot `s`, set `set`, scaled with
+    /// `e_scale`, and queues it.
+    fn load(&mut self, s: usize, chunk: Option<usize>, e_scale: i8, set: u8, now: Instant) {
+        let job = &self.worker.job;
+        let (k, w) = (self.k, self.w);
+        let p = match chunk {
+            None => s,
+            Some(c) if self.priming => w + c,
+            Some(c) => c,
+        };
+        let slot = &mut self.slots[s];
+        slot.chunk = chunk;
+        slot.set = set;
+        slot.tsi = self.tsi_base.wrapping_add(p as u32);
+        slot.e_scale = e_scale;
+        slot.attempts = 1;
+        slot.rto = job.timeout;
+        slot.deadline = Some(now + job.timeout);
+        slot.msg.clear();
+        slot.msg.resize(PREAMBLE_LEN + job.payload.bytes(), 0);
+        let (e0, e1) = match (&self.data, chunk) {
+            (Data::F32 { exps, .. }, None) => (exps[s], 0),
+            (Data::F32 { exps, .. }, Some(c)) => (exps.get(c + w).copied().unwrap_or(E_ZERO), exps[c]),
+            (Data::I32(_), _) => (0, 0),
+        };
+        let mut pkt = SwitchmlPacket::new_unchecked(&mut slot.msg[..]);
+        SwitchmlRepr {
+            msg_type: MSG_TYPE_CONTRIBUTION,
+            size_code: job.payload.code(),
+            job: job.job_number,
+            tsi: slot.tsi,
+            pool: PoolIndex { slot: s as u16, set },
+            e0,
+            e1,
+        }
+        .emit(&mut pkt);
+        if let Some(c) = chunk {
+            let range = c * k..((c + 1) * k).min(self.stats.elements);
+            match &self.data {
+                Data::F32 { data, .. } => {
+                    fixedpoint::quantize_be(&data[range], &Scale::new(job.n(), e_scale), pkt.payload_mut());
+                }
+                Data::I32(data) => {
+                    for (d, v) in pkt.payload_mut().chunks_exact_mut(4).zip(&data[range]) {
+                        d.copy_from_slice(&v.to_be_bytes());
+                    }
+                }
+            }
+        }
+        if !slot.queued {
+            slot.queued = true;
+            self.queue.push_back(s);
+        }
+    }
+
+    /// The next message to send, if any. Call until `None` after every input.
+    pub fn poll_transmit(&mut self) -> Option<&[u8]> {
+        while let Some(s) = self.queue.pop_front() {
+            let slot = &mut self.slots[s];
+            slot.queued = false;
+            if slot.deadline.is_some() {
+                self.stats.packets_sent += 1;
+                return Some(&self.slots[s].msg);
+            }
+        }
+        None
+    }
+
+    /// When [`AllReduce::handle_timeout`] must be called next; `None` once done.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.slots.iter().filter_map(|s| s.deadline).min()
+    }
+
+    /// True once every chunk's result has been received.
+    pub fn is_done(&self) -> bool {
+        self.active == 0
+    }
+
+    /// Statistics so far (final once done).
+    pub fn stats(&self) -> Stats {
+        self.stats.clone()
+    }
+
+    /// Elements whose result has been received.
+    pub fn elements_done(&self) -> usize {
+        (self.chunks_done * self.k).min(self.stats.elements)
+    }
+
+    /// Feeds one received SwitchML message (a UDP payload). Results that do not match what a
+    /// slot waits for are ignored.
+    pub fn handle_message(&mut self, now: Instant, msg: &[u8]) -> Result<(), Error> {
+        self.stats.packets_received += 1;
+        let job = &self.worker.job;
+        let Ok(pkt) = SwitchmlPacket::new_checked(msg) else {
+            self.stats.ignored += 1;
+            return Ok(());
+        };
+        let r = SwitchmlRepr::parse(&pkt);
+        let s = usize::from(r.pool.slot);
+        if r.msg_type != MSG_TYPE_CONTRIBUTION
+            || r.size_code != job.payload.code()
+            || r.job != job.job_number
+            || pkt.payload().len() != job.payload.bytes()
+            || s >= self.w
+            || self.slots[s].deadline.is_none()
+            || self.slots[s].set != r.pool.set
+            || self.slots[s].tsi != r.tsi
+        {
+            self.stats.ignored += 1;
+            return Ok(());
+        }
+        let (k, w, n) = (self.k, self.w, job.n());
+        let slot = &self.slots[s];
+        let (chunk, e_scale, set) = (slot.chunk, slot.e_scale, slot.set);
+        let next = match chunk {
+            None => s,
+            Some(c) => c + w,
+        };
+        if let Some(c) = chunk {
+            let range = c * k..((c + 1) * k).min(self.stats.elements);
+            match &mut self.data {
+                Data::F32 { data, .. } => {
+                    if r.e1 != e_scale {
+                        return Err(Error::Protocol {
+                            slot: s as u16,
+                            chunk: c,
+                            detail: format!(
+                                "the result's e1 (max of the chunk's exponents) is {} but the chunk was scaled for {}: the workers disagree on the tensor's exponents",
+                                r.e1, e_scale
+                            ),
+                        });
+                    }
+                    fixedpoint::dequantize_be(pkt.payload(), &Scale::new(n, e_scale), &mut data[range]);
+                }
+                Data::I32(data) => {
+                    for (d, b) in data[range].iter_mut().zip(pkt.payload().chunks_exact(4)) {
+                        *d = i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+                    }
+                }
+            }
+            self.chunks_done += 1;
+        }
+        if next < self.chunks {
+            self.load(s, Some(next), r.e0, set ^ 1, now);
+        } else {
+            self.slots[s].deadline = None;
+            self.worker.sets[s] = set ^ 1;
+            self.active -= 1;
+        }
+        self.stats.seconds = now.saturating_duration_since(self.start).as_secs_f64();
+        Ok(())
+    }
+
+    /// Retransmits every packet whose timeout has expired at `now`; fails with
+    /// [`Error::Timeout`] when one has used up its retransmissions.
+    pub fn handle_timeout(&mut self, now: Instant) -> Result<(), Error> {
+        let job = &self.worker.job;
+        let cap = job.timeout.max(MAX_BACKOFF);
+        for s in 0..self.w {
+            let slot = &mut self.slots[s];
+            match slot.deadline {
+                Some(d) if d <= now => {}
+                _ => continue,
+            }
+            if slot.attempts > job.max_retries {
+                return Err(Error::Timeout { slot: s as u16, chunk: slot.chunk, attempts: slot.attempts });
+            }
+            slot.attempts += 1;
+            slot.rto = (slot.rto * 2).min(cap);
+            slot.deadline = Some(now + slot.rto);
+            self.stats.retransmissions += 1;
+            if !slot.queued {
+                slot.queued = true;
+                self.queue.push_back(s);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test {
+    use super::*;
+    use crate::wire::PayloadSize;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use std::collections::HashMap;
+
+    /// The aggregation semantics of docs/switch.md §2 on SwitchML messages (no frames): a
+    /// model to test the worker against without the sim crate.
+    pub(crate) struct MiniSwitch {
+        n: usize,
+        slots: HashMap<(u16, u8), MiniSlot>,
+    }
+
+    #[derive(Default)]
+    struct MiniSlot {
+        seen: u32,
+        count: usize,
+        e0: i8,
+        e1: i8,
+        values: Vec<i32>,
+    }
+
+    impl MiniSwitch {
+        pub(crate) fn new(n: usize) -> MiniSwitch {
+            MiniSwitch { n, slots: HashMap::new() }
+        }
+
+        /// A contribution from `rank`; returns (destination rank, result message).
+        pub(crate) fn contribute(&mut self, rank: usize, msg: &[u8]) -> Vec<(usize, Vec<u8>)> {
+            let p = SwitchmlPacket::new_checked(msg).unwrap();
+            let r = SwitchmlRepr::parse(&p);
+            let vals: Vec<i32> = p.elements().collect();
+            let (s, v) = (r.pool.slot, r.pool.set);
+            let bit = 1u32 << rank;
+            let new = self.slots.entry((s, v)).or_default().seen & bit == 0;
+            let n = self.n;
+            let result = |sl: &MiniSlot| {
+                let mut out = msg.to_vec();
+                let mut q = SwitchmlPacket::new_unchecked(&mut out[..]);
+                q.set_exponents(sl.e0, sl.e1);
+                for (i, x) in sl.values.iter().enumerate() {
+                    q.set_element(i, *x);
+                }
+                out
+            };
+            if new {
+                self.slots.entry((s, v ^ 1)).or_default().seen &= !bit;
+                let sl = self.slots.get_mut(&(s, v)).unwrap();
+                sl.seen |= bit;
+                let first = sl.count == 0;
+                sl.count = (sl.count + 1) % n;
+                if first {
+                    sl.values = vals;
+                    sl.e0 = r.e0;
+                    sl.e1 = r.e1;
+                } else {
+                    for (a, b) in sl.values.iter_mut().zip(vals) {
+                        *a = a.wrapping_add(b);
+                    }
+                    sl.e0 = sl.e0.max(r.e0);
+                    sl.e1 = sl.e1.max(r.e1);
+                }
+                if sl.count == 0 {
+                    let out = result(sl);
+                    return (0..n).map(|w| (w, out.clone())).collect();
+                }
+                Vec::new()
+            } else {
+                let sl = &self.slots[&(s, v)];
+                if sl.count == 0 {
+                    vec![(rank, result(sl))]
+                } else {
+                    Vec::new()
+                }
+            }
+        }
+    }
+
+    pub(crate) fn job(n: usize, payload: PayloadSize, slots: u16) -> JobConfig {
+        JobConfig::example(n, payload, slots)
+    }
+
+    /// Faults of the simulated network, per message.
+    #[derive(Clone, Copy, Default)]
+    struct Faults {
+        loss: f64,
+        dup: f64,
+        reorder: f64,
+    }
+
+    enum Tensors {
+        F32(Vec<Vec<f32>>),
+        I32(Vec<Vec<i32>>),
+    }
+
+    /// Runs every worker against the mini switch on a virtual clock; returns the stats.
+    fn simulate(workers: &mut [Worker], tensors: &mut Tensors, switch: &mut MiniSwitch, faults: Faults, seed: u64) -> Result<(Vec<Stats>, Duration), Error> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let t0 = Instant::now();
+        let mut now = t0;
+        let mut ops: Vec<AllReduce<'_>> = match tensors {
+            Tensors::F32(ts) => workers.iter_mut().zip(ts.iter_mut()).map(|(w, t)| w.start_f32(t, now)).collect::<Result<_, _>>()?,
+            Tensors::I32(ts) => workers.iter_mut().zip(ts.iter_mut()).map(|(w, t)| w.start_i32(t, now)).collect::<Result<_, _>>()?,
+        };
+        let n = ops.len();
+        let mut inbox: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
+        loop {
+            let mut moved = false;
+            for r in 0..n {
+                while let Some(m) = ops[r].poll_transmit() {
+                    moved = true;
+                    if rng.gen_bool(faults.loss) {
+                        continue;
+                    }
+                    let copies = if rng.gen_bool(faults.dup) { 2 } else { 1 };
+                    for _ in 0..copies {
+                        for (dst, res) in switch.contribute(r, m) {
+                            if !rng.gen_bool(faults.loss) {
+                                inbox[dst].push(res);
+                            }
+                        }
+                    }
+                }
+            }
+            for r in 0..n {
+                let mut msgs = std::mem::take(&mut inbox[r]);
+                if rng.gen_bool(faults.reorder) {
+                    msgs.reverse();
+                }
+                for m in msgs {
+                    moved = true;
+                    ops[r].handle_message(now, &m)?;
+                    if rng.gen_bool(faults.dup) {
+                        ops[r].handle_message(now, &m)?;
+                    }
+                }
+            }
+            if ops.iter().all(|o| o.is_done()) {
+                return Ok((ops.iter().map(|o| o.stats()).collect(), now - t0));
+            }
+            if !moved {
+                now = ops.iter().filter_map(|o| o.poll_timeout()).min().unwrap();
+                for o in &mut ops {
+                    o.handle_timeout(now)?;
+                }
+            } else {
+                now += Duration::from_micros(10);
+            }
+        }
+    }
+
+    #[test]
+    fn i32_sums_are_exact_under_faults() {
+        for (n, len, slots, seed) in [(1usize, 1000usize, 4u16, 1u64), (3, 777, 8, 2), (4, 64 * 40, 16, 3), (5, 10, 4, 4)] {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let ts: Vec<Vec<i32>> = (0..n).map(|_| (0..len).map(|_| rng.gen()).collect()).collect();
+            let want: Vec<i32> = (0..len).map(|i| ts.iter().fold(0i32, |a, t| a.wrapping_add(t[i]))).collect();
+            let mut workers: Vec<Worker> = (0..n).map(|r| Worker::new(job(n, PayloadSize::B256, slots), r).unwrap()).collect();
+            let mut t = Tensors::I32(ts);
+            let faults = Faults { loss: 0.1, dup: 0.1, reorder: 0.3 };
+            let (stats, _) = simulate(&mut workers, &mut t, &mut MiniSwitch::new(n), faults, seed).unwrap();
+            let Tensors::I32(got) = t else { unreachable!() };
+            for g in &got {
+                assert_eq!(g, &want, "n {n}");
+            }
+            assert!(stats.iter().any(|s| s.retransmissions > 0));
+            assert_eq!(stats[0].chunks, len.div_ceil(64));
+        }
+    }
+
+    #[test]
+    fn f32_sums_are_within_the_bound_under_faults() {
+        for (n, len, payload, seed) in [(1usize, 3000usize, PayloadSize::B256, 5u64), (4, 5000, PayloadSize::B1024, 6), (3, 100, PayloadSize::B256, 7)] {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let ts: Vec<Vec<f32>> = (0..n)
+                .map(|_| (0..len).map(|i| (rng.gen::<f32>() - 0.5) * 2f32.powi((i / 500) as i32 - 3)).collect())
+                .collect();
+            let k = payload.elements();
+            let e_max: Vec<i8> = (0..len.div_ceil(k))
+                .map(|c| ts.iter().map(|t| fixedpoint::exponent(&t[c * k..((c + 1) * k).min(len)]).unwrap()).max().unwrap())
+                .collect();
+            let exact: Vec<f64> = (0..len).map(|i| ts.iter().map(|t| f64::from(t[i])).sum()).collect();
+            let mut workers: Vec<Worker> = (0..n).map(|r| Worker::new(job(n, payload, 8), r).unwrap()).collect();
+            let mut t = Tensors::F32(ts);
+            let faults = Faults { loss: 0.05, dup: 0.05, reorder: 0.2 };
+            let (stats, _) = simulate(&mut workers, &mut t, &mut MiniSwitch::new(n), faults, seed).unwrap();
+            let Tensors::F32(got) = t else { unreachable!() };
+            for g in &got {
+                assert_eq!(g, &got[0], "every worker gets the same sum");
+                for i in 0..len {
+                    let b = fixedpoint::error_bound(n, e_max[i / k], g[i]);
+                    assert!((f64::from(g[i]) - exact[i]).abs() <= b, "element {i}: {} vs {}", g[i], exact[i]);
+                }
+            }
+            // Priming: chunks + w packets without loss.
+            let w = 8.min(len.div_ceil(k)) as u64;
+            assert!(stats[0].packets_sent >= stats[0].chunks as u64 + w);
+        }
+    }
+
+    #[test]
+    fn priming_packets_carry_the_first_exponents() {
+        let j = job(2, PayloadSize::B256, 4);
+        let mut w = Worker::new(j, 1).unwrap();
+        let mut data: Vec<f32> = (0..64 * 6).map(|i| if i < 64 { 0.0 } else { (i / 64) as f32 }).collect();
+        let now = Instant::now();
+        let mut op = w.start_f32(&mut data, now).unwrap();
+        let mut sent = Vec::new();
+        while let Some(m) = op.poll_transmit() {
+            sent.push(m.to_vec());
+        }
+        assert_eq!(sent.len(), 4);
+        for (s, m) in sent.iter().enumerate() {
+            let p = SwitchmlPacket::new_checked(&m[..]).unwrap();
+            let r = SwitchmlRepr::parse(&p);
+            assert_eq!((r.msg_type, r.size_code, r.tsi), (1, 1, s as u32));
+            assert_eq!(r.pool, PoolIndex { slot: s as u16, set: 0 });
+            // Chunk s holds the value s (chunk 0 is all zero).
+            let want = [E_ZERO, 1, 2, 2][s];
+            assert_eq!((r.e0, r.e1), (want, 0));
+            assert!(p.payload().iter().all(|b| *b == 0));
+            assert_eq!(m.len(), PREAMBLE_LEN + 256);
+        }
+        // The result of slot 1's priming (e0 max = 3, say) releases chunk 1 in set 1, scaled
+        // for 3, with e0 = exponent of chunk 5 (value 5 -> 3) and e1 = its own (1).
+        let mut res = sent[1].clone();
+        SwitchmlPacket::new_unchecked(&mut res[..]).set_exponents(3, 0);
+        op.handle_message(now, &res).unwrap();
+        let m = op.poll_transmit().unwrap().to_vec();
+        let p = SwitchmlPacket::new_checked(&m[..]).unwrap();
+        let r = SwitchmlRepr::parse(&p);
+        assert_eq!((r.tsi, r.pool, r.e0, r.e1), (4 + 1, PoolIndex { slot: 1, set: 1 }, 3, 1));
+        assert_eq!(p.element(0), Scale::new(2, 3).quantize_one(1.0).to_bits());
+        // The same result again is stale now.
+        op.handle_message(now, &res).unwrap();
+        assert!(op.poll_transmit().is_none());
+        assert_eq!(op.stats().ignored, 1);
+    }
+
+    #[test]
+    fn a_silent_switch_is_an_error_after_backoff() {
+        let mut j = job(1, PayloadSize::B256, 2);
+        j.max_retries = 4;
+        j.timeout = Duration::from_millis(300);
+        let mut w = Worker::new(j, 0).unwrap();
+        let mut data = vec![1i32; 200];
+        let t0 = Instant::now();
+        let mut op = w.start_i32(&mut data, t0).unwrap();
+        let mut gaps = Vec::new();
+        let mut now = t0;
+        let err = loop {
+            while op.poll_transmit().is_some() {}
+            let next = op.poll_timeout().unwrap();
+            gaps.push(next - now);
+            now = next;
+            if let Err(e) = op.handle_timeout(now) {
+                break e;
+            }
+        };
+        // 300 ms, then ×2 capped at 1 s.
+        let ms: Vec<u128> = gaps.iter().map(|d| d.as_millis()).collect();
+        assert_eq!(ms, vec![300, 600, 1000, 1000, 1000]);
+        assert_eq!(op.stats().retransmissions, 2 * 4);
+        assert_eq!(op.stats().packets_sent, 2 * 4 + 2 - 0);
+        let text = err.to_string();
+        assert!(matches!(err, Error::Timeout { slot: 0, chunk: Some(0), attempts: 5 }), "{text}");
+        assert!(text.contains("slot 0") && text.contains("chunk 0") && text.contains("5 attempts"), "{text}");
+    }
+
+    #[test]
+    fn later_operations_continue_the_sets() {
+        let n = 2;
+        let mut switch = MiniSwitch::new(n);
+        let mut workers: Vec<Worker> = (0..n).map(|r| Worker::new(job(n, PayloadSize::B256, 4), r).unwrap()).collect();
+        for (round, len) in [(0i32, 64 * 5), (1, 64 * 2), (2, 64 * 9 + 3)] {
+            let ts: Vec<Vec<i32>> = (0..n).map(|r| (0..len).map(|i| i as i32 * (r as i32 + 1) + round).collect()).collect();
+            let want: Vec<i32> = (0..len).map(|i| ts[0][i] + ts[1][i]).collect();
+            let mut t = Tensors::I32(ts);
+            simulate(&mut workers, &mut t, &mut switch, Faults::default(), 9).unwrap();
+            let Tensors::I32(got) = t else { unreachable!() };
+            assert_eq!(got[0], want);
+            assert_eq!(got[1], want);
+        }
+        let mut ts = Tensors::F32(vec![vec![1.5f32; 300], vec![-0.25f32; 300]]);
+        simulate(&mut workers, &mut ts, &mut switch, Faults { loss: 0.1, ..Faults::default() }, 10).unwrap();
+        let Tensors::F32(got) = ts else { unreachable!() };
+        assert!(got[0].iter().all(|x| (x - 1.25).abs() < 1e-6));
+    }
+
+    #[test]
+    fn bad_inputs_fail_early() {
+        assert!(matches!(Worker::new(job(2, PayloadSize::B256, 4), 2), Err(Error::Rank { rank: 2, n: 2 })));
+        let mut w = Worker::new(job(1, PayloadSize::B256, 4), 0).unwrap();
+        let mut data = vec![0.0f32; 100];
+        data[70] = f32::NAN;
+        let e = w.start_f32(&mut data, Instant::now()).err().unwrap();
+        assert!(e.to_string().contains("element 70"), "{e}");
+        let mut empty: Vec<f32> = Vec::new();
+        let op = w.start_f32(&mut empty, Instant::now()).unwrap();
+        assert!(op.is_done() && op.poll_timeout().is_none());
+    }
+
+    #[test]
+    fn exponent_disagreement_is_a_protocol_error() {
+        let mut w = Worker::new(job(1, PayloadSize::B256, 1), 0).unwrap();
+        let mut data = vec![1.0f32; 64];
+        let now = Instant::now();
+        let mut op = w.start_f32(&mut data, now).unwrap();
+        let prime = op.poll_transmit().unwrap().to_vec();
+        op.handle_message(now, &prime).unwrap();
+        let mut chunk = op.poll_transmit().unwrap().to_vec();
+        SwitchmlPacket::new_unchecked(&mut chunk[..]).set_exponents(E_ZERO, 5);
+        assert!(matches!(op.handle_message(now, &chunk), Err(Error::Protocol { slot: 0, chunk: 0, .. })));
+    }
+}
