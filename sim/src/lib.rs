@@ -2,3 +2,4 @@
 //! simulation harnesses that drive the hardware descriptions.
 
 pub mod reference;
+pub mod verilator;
