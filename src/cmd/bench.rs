@@ -1,10 +1,241 @@
-//! `spotagg bench` (being written).
+//! `spotagg bench`: performance figures, measured in this run.
+//!
+//! 1. Float-to-fixed conversion (block exponents, quantization into a big-endian SwitchML
+//!    payload, dequantization) in GB/s of f32 data, beside a plain memory copy of the same
+//!    buffer, and their ratio.
+//! 2. Engines in frames/s, fed 4-worker contribution frames (the reference switch now; the
+//!    `rtl` and `verilator` engines are added in [`engines_to_bench`]).
+//! 3. A 4-worker all-reduce over UDP on loopback: `spotagg switch`'s serve loop and four
+//!    worker threads on 127.0.0.20..23, in Gb/s of payload.
+
+use super::switch::{serve, ServeOptions};
+use anyhow::{Context, Result};
+use spotagg_driver::fixedpoint::{self, Scale};
+use spotagg_driver::transport::{frame, UdpTransport};
+use spotagg_driver::wire::switchml::{PoolIndex, SwitchmlPacket, SwitchmlRepr, MSG_TYPE_CONTRIBUTION, PREAMBLE_LEN};
+use spotagg_driver::wire::{switchml, Ipv4Addr, PayloadSize};
+use spotagg_driver::{Engine, JobConfig, Worker};
+use std::hint::black_box;
+use std::net::{SocketAddrV4, UdpSocket};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Arguments of `spotagg bench`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Smaller sizes and fewer repetitions (a few seconds in all).
+    #[arg(long)]
+    quick: bool,
+}
+
+/// Best time of `reps` runs of `f`.
+fn best(reps: usize, mut f: impl FnMut()) -> Duration {
+    (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .min()
+        .unwrap()
+}
+
+fn gbytes(bytes: usize, t: Duration) -> f64 {
+    bytes as f64 / t.as_secs_f64() / 1e9
+}
+
+fn bench_conversion(elements: usize, reps: usize) {
+    let src = super::worker::tensor(1, 0, elements);
+    let bytes = elements * 4;
+    let mut copy = vec![0f32; elements];
+    let mut ints = vec![0i32; elements];
+    let mut payload = vec![0u8; bytes];
+    let mut back = vec![0f32; elements];
+    let scale = Scale::new(4, 4);
+    let t_copy = best(reps, || {
+        copy.copy_from_slice(black_box(&src));
+        black_box(&mut copy);
+    });
+    let t_exp = best(reps, || {
+        black_box(fixedpoint::exponents(black_box(&src), 256).unwrap());
+    });
+    let t_q = best(reps, || {
+        fixedpoint::quantize(black_box(&src), &scale, &mut ints);
+        black_box(&mut ints);
+    });
+    let t_qbe = best(reps, || {
+        fixedpoint::quantize_be(black_box(&src), &scale, &mut payload);
+        black_box(&mut payload);
+    });
+    let t_dq = best(reps, || {
+        fixedpoint::dequantize_be(black_box(&payload), &scale, &mut back);
+        black_box(&mut back);
+    });
+    let mc = gbytes(bytes, t_copy);
+    println!("float/fixed conversion, {} MB of f32 ({elements} elements), best of {reps}:", bytes / 1_000_000);
+    println!("  {:<44} {:>8.2} GB/s", "memory copy (copy_from_slice)", mc);
+    for (name, t) in [
+        ("block exponents (max |x| per 256)", t_exp),
+        ("quantize f32 -> i32 (native)", t_q),
+        ("quantize f32 -> int32 BE payload", t_qbe),
+        ("dequantize int32 BE payload -> f32", t_dq),
+    ] {
+        let g = gbytes(bytes, t);
+        println!("  {name:<44} {g:>8.2} GB/s  ({:.2} × memcpy)", g / mc);
+    }
+}
+
+/// Contribution frames of `n` workers for `rounds` rounds of every slot (rounds alternate
+/// sets, so that feeding the frames again and again keeps every frame a new contribution when
+/// `rounds` is even).
+fn contribution_frames(job: &JobConfig, rounds: usize) -> Vec<Vec<u8>> {
+    let k = job.payload.elements();
+    let mut msg = vec![0u8; PREAMBLE_LEN + job.payload.bytes()];
+    let mut frames = Vec::new();
+    let switch = frame::Endpoint { mac: job.switch_mac, ip: job.switch_ip, port: job.switch_port };
+    for round in 0..rounds {
+        for slot in 0..job.slots {
+            for (rank, w) in job.workers.iter().enumerate() {
+                let mut p = SwitchmlPacket::new_unchecked(&mut msg[..]);
+                SwitchmlRepr {
+                    msg_type: MSG_TYPE_CONTRIBUTION,
+                    size_code: job.payload.code(),
+                    job: job.job_number,
+                    tsi: (round * usize::from(job.slots) + usize::from(slot)) as u32,
+                    pool: PoolIndex { slot, set: (round % 2) as u8 },
+                    e0: 0,
+                    e1: 0,
+                }
+                .emit(&mut p);
+                for i in 0..k {
+                    p.set_element(i, (i * (rank + 1) + round) as i32);
+                }
+                let mut f = Vec::new();
+                frame::encapsulate(frame::Endpoint { mac: w.mac, ip: w.ip, port: job.worker_port }, switch, &msg, &mut f);
+                frames.push(f);
+            }
+        }
+    }
+    frames
+}
+
+/// The engines whose frames/s are measured. The HDL engineer adds the `rtl` (rust-hdl
+/// simulation) and `verilator` engines here, e.g.
+/// `("rtl", Box::new(spotagg_sim::rtl::RtlSwitch::new(job.clone())))`.
+fn engines_to_bench(job: &JobConfig) -> Vec<(&'static str, Box<dyn Engine>)> {
+    vec![("model", Box::new(spotagg_sim::reference::RefSwitch::new(job.clone())))]
+    // rtl figures: add the rtl / verilator engines to this list.
+}
+
+fn bench_engines(quick: bool) {
+    println!("engines, fed 4-worker contribution frames (16 slots):");
+    for payload in [PayloadSize::B256, PayloadSize::B1024] {
+        let job = JobConfig::example(4, payload, 16);
+        let frames = contribution_frames(&job, 16);
+        for (name, mut engine) in engines_to_bench(&job) {
+            let passes = if quick { 20 } else { 100 };
+            let mut out = Vec::with_capacity(8);
+            let t = Instant::now();
+            for _ in 0..passes {
+                for f in &frames {
+                    out.clear();
+                    engine.process(black_box(f), &mut out);
+                    black_box(&out);
+                }
+            }
+            let dt = t.elapsed().as_secs_f64();
+            let c = engine.counters();
+            let fin = (passes * frames.len()) as f64;
+            assert_eq!(c.contributions as f64, fin, "{name}: every bench frame must be a new contribution");
+            println!(
+                "  {name:<6} {:>4} B payload: {:>12.0} frames/s in ({:.0} frames/s out, {:.2} Gb/s of payload in)",
+                payload.bytes(),
+                fin / dt,
+                c.frames_out as f64 / dt,
+                fin * payload.bytes() as f64 * 8.0 / dt / 1e9
+            );
+        }
+    }
+    println!("  rtl    (rust-hdl simulation): figures to be added by the HDL work (see engines_to_bench)");
+}
+
+/// A SwitchML port that is free on every one of `ips`.
+fn free_worker_port(ips: &[Ipv4Addr]) -> Option<u16> {
+    (switchml::UDP_PORT_BASE..=switchml::UDP_PORT_BASE + 15)
+        .rev()
+        .find(|&p| ips.iter().all(|ip| UdpSocket::bind(SocketAddrV4::new(*ip, p)).is_ok()))
+}
+
+fn bench_loopback(elements: usize) -> Result<()> {
+    let n = 4;
+    let mut job = JobConfig::example(n, PayloadSize::B1024, 32);
+    for (r, w) in job.workers.iter_mut().enumerate() {
+        w.ip = Ipv4Addr::new(127, 0, 0, 20 + r as u8);
+    }
+    job.worker_port = free_worker_port(&job.workers.iter().map(|w| w.ip).collect::<Vec<_>>()).context("no free SwitchML port on 127.0.0.20..23")?;
+    let socket = UdpSocket::bind("127.0.0.1:0").context("binding the switch")?;
+    let switch_addr = socket.local_addr()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let server = {
+        let job = job.clone();
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut engine = spotagg_sim::reference::RefSwitch::new(job.clone());
+            serve(&socket, &job, &mut engine, &ServeOptions::default(), &stop).map(|st| (st, engine.counters()))
+        })
+    };
+    let transports: Vec<UdpTransport> = (0..n).map(|r| UdpTransport::for_rank(&job, r, switch_addr)).collect::<std::io::Result<_>>()?;
+    let start = Instant::now();
+    let workers: Vec<_> = transports
+        .into_iter()
+        .enumerate()
+        .map(|(r, mut t)| {
+            let job = job.clone();
+            std::thread::spawn(move || {
+                let mut data = super::worker::tensor(2, r, elements);
+                Worker::new(job, r)?.allreduce_f32(&mut t, &mut data)
+            })
+        })
+        .collect();
+    let mut stats = Vec::new();
+    for h in workers {
+        stats.push(h.join().map_err(|_| anyhow::anyhow!("worker panicked"))??);
+    }
+    let wall = start.elapsed().as_secs_f64();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (_, counters) = server.join().map_err(|_| anyhow::anyhow!("switch panicked"))??;
+    let per = elements as f64 * 32.0 / wall / 1e9;
+    let retx: u64 = stats.iter().map(|s| s.retransmissions).sum();
+    println!("4-worker all-reduce over UDP loopback (reference switch, 1024 B payload, 32 slots, {elements} f32 elements):");
+    println!("  {wall:.3} s: {per:.3} Gb/s of payload per worker, {:.3} Gb/s in total; {retx} retransmissions, {} frames through the switch", per * n as f64, counters.frames_in);
+    Ok(())
+}
 
 /// Runs the command.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("spotagg bench is not built yet")
+pub fn run(args: Args) -> Result<()> {
+    let (elements, reps, loop_elements) = if args.quick { (1 << 20, 5, 1 << 18) } else { (1 << 22, 20, 1 << 21) };
+    bench_conversion(elements, reps);
+    bench_engines(args.quick);
+    bench_loopback(loop_elements)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod test {
+    #[test]
+    fn bench_frames_are_new_contributions() {
+        use spotagg_driver::Engine;
+        let job = spotagg_driver::JobConfig::example(4, spotagg_driver::wire::PayloadSize::B256, 16);
+        let frames = super::contribution_frames(&job, 4);
+        let mut e = spotagg_sim::reference::RefSwitch::new(job);
+        let mut out = Vec::new();
+        for _ in 0..2 {
+            for f in &frames {
+                e.process(f, &mut out);
+            }
+        }
+        assert_eq!(e.counters().contributions, 2 * frames.len() as u64);
+        assert_eq!(out.len(), 2 * frames.len());
+    }
 }

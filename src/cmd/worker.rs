@@ -1,10 +1,172 @@
-//! `spotagg worker` (being written).
+//! `spotagg worker`: one worker process. It all-reduces a deterministic pseudo-random f32
+//! tensor derived from (seed, rank) through a switch over UDP and prints one JSON line:
+//! `{rank, elements, seconds, gbps, packets, retransmissions, max_error, bound, ok}`.
+//!
+//! With `--verify` it regenerates every rank's tensor, sums them exactly (f64) and checks each
+//! element against the documented fixed-point bound
+//! ([`spotagg_driver::fixedpoint::error_bound`], with the chunk's largest exponent over all
+//! ranks); a wrong result exits non-zero.
+
+use crate::engines::load_job;
+use anyhow::{Context, Result};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use spotagg_driver::fixedpoint;
+use spotagg_driver::transport::{FaultInjector, Faults, UdpTransport};
+use spotagg_driver::{allreduce_f32, JobConfig};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::path::PathBuf;
 
 /// Arguments of `spotagg worker`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The job configuration (TOML).
+    #[arg(long)]
+    config: PathBuf,
+    /// This worker's rank (its entry in the job's [[worker]] list).
+    #[arg(long)]
+    rank: usize,
+    /// The switch's UDP address.
+    #[arg(long)]
+    switch: SocketAddr,
+    /// IPv4 address to bind (default: the rank's address in the job); the port is the job's
+    /// `worker_port`.
+    #[arg(long)]
+    bind: Option<Ipv4Addr>,
+    /// Elements of the tensor.
+    #[arg(long, default_value_t = 1 << 20)]
+    elements: usize,
+    /// Seed of the tensors (every rank must use the same).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Check the result against the exact sum of every rank's tensor.
+    #[arg(long)]
+    verify: bool,
+    /// Probability of dropping a message, in each direction (fault injection).
+    #[arg(long, default_value_t = 0.0)]
+    loss: f64,
+}
+
+/// The tensor of rank `rank`: gradient-like values, uniform in ±2^m with the magnitude m
+/// changing every 4096 elements (−12..4), from ChaCha8 seeded with `seed`, stream `rank`.
+pub fn tensor(seed: u64, rank: usize, len: usize) -> Vec<f32> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(rank as u64);
+    let mut mags = ChaCha8Rng::seed_from_u64(seed ^ 0x5107_a66e);
+    let mut v = Vec::with_capacity(len);
+    let mut m = 1.0f32;
+    for i in 0..len {
+        if i % 4096 == 0 {
+            m = 2f32.powi(mags.gen_range(-12..4));
+        }
+        v.push((rng.gen::<f32>() * 2.0 - 1.0) * m);
+    }
+    v
+}
+
+/// The outcome of checking a result against the exact sum.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Verification {
+    /// Largest |result − exact sum|.
+    pub max_error: f64,
+    /// Largest per-element bound.
+    pub bound: f64,
+    /// Every element within its own bound.
+    pub ok: bool,
+    /// First element outside its bound.
+    pub first_bad: Option<usize>,
+}
+
+/// Checks `result` against the exact (f64) sum of `tensors`, element by element, with the
+/// bound of the element's chunk (k elements per chunk, its largest exponent over the ranks).
+pub fn verify(tensors: &[Vec<f32>], result: &[f32], k: usize) -> Result<Verification> {
+    let n = tensors.len();
+    let mut v = Verification { max_error: 0.0, bound: 0.0, ok: true, first_bad: None };
+    for (c, out) in result.chunks(k).enumerate() {
+        let lo = c * k;
+        let mut e_max = fixedpoint::E_ZERO;
+        for t in tensors {
+            e_max = e_max.max(fixedpoint::exponent(&t[lo..lo + out.len()])?);
+        }
+        let scale = fixedpoint::Scale::new(n, e_max);
+        for (i, &y) in out.iter().enumerate() {
+            let exact: f64 = tensors.iter().map(|t| f64::from(t[lo + i])).sum();
+            let err = (f64::from(y) - exact).abs();
+            let b = scale.bound(y);
+            v.max_error = v.max_error.max(err);
+            v.bound = v.bound.max(b);
+            if !(err <= b) {
+                v.ok = false;
+                v.first_bad.get_or_insert(lo + i);
+            }
+        }
+    }
+    Ok(v)
+}
+
+fn transport(job: &JobConfig, args: &Args) -> Result<UdpTransport> {
+    let ip = match args.bind {
+        Some(ip) => ip,
+        None => job.workers.get(args.rank).with_context(|| format!("--rank {} is not in the job (n = {})", args.rank, job.n()))?.ip,
+    };
+    let local = SocketAddr::V4(SocketAddrV4::new(ip, job.worker_port));
+    UdpTransport::bind(local, args.switch).with_context(|| format!("cannot bind {local}"))
+}
 
 /// Runs the command.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("spotagg worker is not built yet")
+pub fn run(args: Args) -> Result<()> {
+    let job = load_job(&args.config)?;
+    anyhow::ensure!(args.rank < job.n(), "--rank {} is not in the job (n = {})", args.rank, job.n());
+    anyhow::ensure!((0.0..=1.0).contains(&args.loss), "--loss {} is not a probability in 0..=1", args.loss);
+    let mut data = tensor(args.seed, args.rank, args.elements);
+    let udp = transport(&job, &args)?;
+    let mut t = FaultInjector::new(udp, Faults::loss(args.loss), args.seed.wrapping_mul(1000).wrapping_add(args.rank as u64));
+    let stats = allreduce_f32(&mut t, &job, args.rank, &mut data).with_context(|| format!("rank {}: all-reduce failed", args.rank))?;
+    let check = if args.verify {
+        let all: Vec<Vec<f32>> = (0..job.n()).map(|r| tensor(args.seed, r, args.elements)).collect();
+        Some(verify(&all, &data, job.payload.elements())?)
+    } else {
+        None
+    };
+    let ok = check.is_none_or(|c| c.ok);
+    println!(
+        "{}",
+        serde_json::json!({
+            "rank": args.rank,
+            "elements": args.elements,
+            "seconds": stats.seconds,
+            "gbps": stats.payload_gbps(),
+            "packets": stats.packets_sent,
+            "retransmissions": stats.retransmissions,
+            "max_error": check.map(|c| c.max_error),
+            "bound": check.map(|c| c.bound),
+            "ok": ok,
+        })
+    );
+    if let Some(Verification { first_bad: Some(i), .. }) = check {
+        anyhow::bail!("rank {}: wrong result at element {i}: {} (outside the fixed-point bound)", args.rank, data[i]);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn tensors_are_deterministic_and_differ_by_rank() {
+        assert_eq!(tensor(7, 1, 100), tensor(7, 1, 100));
+        assert_ne!(tensor(7, 1, 100), tensor(7, 2, 100));
+        assert_eq!(tensor(7, 1, 10000)[..100], tensor(7, 1, 100)[..]);
+    }
+
+    #[test]
+    fn verification_catches_a_wrong_element() {
+        let ts = vec![tensor(1, 0, 300), tensor(1, 1, 300)];
+        let mut sum: Vec<f32> = (0..300).map(|i| (f64::from(ts[0][i]) + f64::from(ts[1][i])) as f32).collect();
+        assert!(verify(&ts, &sum, 64).unwrap().ok);
+        sum[200] += 1e-3;
+        let v = verify(&ts, &sum, 64).unwrap();
+        assert_eq!((v.ok, v.first_bad), (false, Some(200)));
+    }
 }
