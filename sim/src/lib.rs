@@ -3,3 +3,4 @@
 
 pub mod reference;
 pub mod verilator;
+pub mod trace;
