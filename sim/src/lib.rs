@@ -4,3 +4,4 @@
 pub mod reference;
 pub mod verilator;
 pub mod trace;
+pub mod pcap;
