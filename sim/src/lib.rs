@@ -2,6 +2,7 @@
 //! simulation harnesses that drive the hardware descriptions.
 
 pub mod reference;
+pub mod rtl;
 pub mod verilator;
 pub mod trace;
 pub mod pcap;

@@ -1,0 +1,666 @@
+//! The aggregator: takes the parser's decided frames one at a time and applies
+//! docs/switch.md §2 and §3 — scoreboard update, read-modify-write of the slot memory through
+//! the lane adders, and the reply frame written into the result builder's buffer.
+//!
+//! Timing and guarantees:
+//! - A dropped frame takes one cycle. A contribution takes 2 cycles of scoreboard lookup, then
+//!   k + 1 cycles of read-modify-write (one element a cycle: frame buffer and slot memory read
+//!   in one cycle, the sum written the next), pipelined.
+//! - Only a valid contribution reaches the scoreboard and the slot memory, and only after the
+//!   whole frame has been received and checked.
+//! - The last contribution of a round writes the sums into the result builder's buffer during
+//!   its read-modify-write (no second pass); a retransmission to a complete round copies the
+//!   stored values (k + 1 cycles). ICMP echo replies copy the frame body.
+//! - A reply header is written in 10 to 13 cycles; then the result builder is loaded with the
+//!   frame (rank range for results). When the result builder's buffer half is still busy, the
+//!   aggregator waits (and so does the parser: back-pressure, never a drop).
+
+use rust_hdl::prelude::*;
+
+#[derive(Copy, Clone, PartialEq, Debug, LogicState)]
+enum AggState {
+    Idle,
+    Lookup,
+    Decide,
+    Rmw,
+    CopySlot,
+    Header,
+    CopyRx,
+    Load,
+}
+
+/// The aggregation sequencer.
+#[derive(LogicBlock)]
+pub struct Aggregator {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// A decided frame waits.
+    pub desc_valid: Signal<In, Bit>,
+    /// Its kind (parser module doc).
+    pub desc_kind: Signal<In, Bits<5>>,
+    /// Sender's rank.
+    pub desc_rank: Signal<In, Bits<5>>,
+    /// Slot.
+    pub desc_slot: Signal<In, Bits<15>>,
+    /// Set.
+    pub desc_set: Signal<In, Bit>,
+    /// Frame buffer half.
+    pub desc_half: Signal<In, Bit>,
+    /// IPv4 total length.
+    pub desc_ip_len: Signal<In, Bits<16>>,
+    /// Header word 1 of the frame.
+    pub desc_h1: Signal<In, Bits<32>>,
+    /// Header word 2 of the frame.
+    pub desc_h2: Signal<In, Bits<32>>,
+    /// Header word 3 of the frame.
+    pub desc_h3: Signal<In, Bits<32>>,
+    /// Header word 4 of the frame.
+    pub desc_h4: Signal<In, Bits<32>>,
+    /// Header word 5 of the frame.
+    pub desc_h5: Signal<In, Bits<32>>,
+    /// Header word 6 of the frame.
+    pub desc_h6: Signal<In, Bits<32>>,
+    /// Header word 7 of the frame.
+    pub desc_h7: Signal<In, Bits<32>>,
+    /// Header word 8 of the frame.
+    pub desc_h8: Signal<In, Bits<32>>,
+    /// Header word 9 of the frame.
+    pub desc_h9: Signal<In, Bits<32>>,
+    /// Header word 10 of the frame.
+    pub desc_h10: Signal<In, Bits<32>>,
+    /// Header word 11 of the frame.
+    pub desc_h11: Signal<In, Bits<32>>,
+    /// Header word 12 of the frame.
+    pub desc_h12: Signal<In, Bits<32>>,
+    /// Pulse: done with the frame.
+    pub desc_done: Signal<Out, Bit>,
+    /// Frame buffer read address.
+    pub buf_read_address: Signal<Out, Bits<10>>,
+    /// Frame buffer data.
+    pub buf_read_data: Signal<In, Bits<32>>,
+    /// Switch MAC, bytes 0..2.
+    pub switch_mac_hi: Signal<In, Bits<16>>,
+    /// Switch MAC, bytes 2..6.
+    pub switch_mac_lo: Signal<In, Bits<32>>,
+    /// Switch IPv4 address.
+    pub switch_ip: Signal<In, Bits<32>>,
+    /// Number of workers n.
+    pub workers: Signal<In, Bits<6>>,
+    /// Elements per payload k.
+    pub payload_words: Signal<In, Bits<9>>,
+    /// The scoreboard is being cleared: wait.
+    pub clearing: Signal<In, Bit>,
+    /// Scoreboard slot.
+    pub sb_slot: Signal<Out, Bits<6>>,
+    /// Scoreboard set.
+    pub sb_set: Signal<Out, Bit>,
+    /// Scoreboard rank.
+    pub sb_rank: Signal<Out, Bits<5>>,
+    /// Scoreboard outputs wanted.
+    pub sb_active: Signal<Out, Bit>,
+    /// Scoreboard commit.
+    pub sb_commit: Signal<Out, Bit>,
+    /// New contribution.
+    pub sb_new: Signal<In, Bit>,
+    /// First of its round.
+    pub sb_first: Signal<In, Bit>,
+    /// Last of its round.
+    pub sb_last: Signal<In, Bit>,
+    /// Round complete.
+    pub sb_complete: Signal<In, Bit>,
+    /// Slot memory read address.
+    pub sm_read_address: Signal<Out, Bits<16>>,
+    /// Slot memory read data.
+    pub sm_read_data: Signal<In, Bits<32>>,
+    /// Slot memory write address.
+    pub sm_write_address: Signal<Out, Bits<16>>,
+    /// Slot memory write data.
+    pub sm_write_data: Signal<Out, Bits<32>>,
+    /// Slot memory write strobe.
+    pub sm_write_enable: Signal<Out, Bit>,
+    /// Exponent read address.
+    pub ex_read_address: Signal<Out, Bits<6>>,
+    /// Exponent read data.
+    pub ex_read_data: Signal<In, Bits<32>>,
+    /// Exponent write address.
+    pub ex_write_address: Signal<Out, Bits<6>>,
+    /// Exponent write data.
+    pub ex_write_data: Signal<Out, Bits<32>>,
+    /// Exponent write strobe.
+    pub ex_write_enable: Signal<Out, Bit>,
+    /// Lane adder: stored value.
+    pub la_stored: Signal<Out, Bits<32>>,
+    /// Lane adder: incoming value.
+    pub la_incoming: Signal<Out, Bits<32>>,
+    /// Lane adder: first.
+    pub la_first: Signal<Out, Bit>,
+    /// Lane adder: sum.
+    pub la_sum: Signal<In, Bits<32>>,
+    /// Lane adder: stored exponents.
+    pub la_exp_stored: Signal<Out, Bits<16>>,
+    /// Lane adder: incoming exponents.
+    pub la_exp_incoming: Signal<Out, Bits<16>>,
+    /// Lane adder: exponents wanted.
+    pub la_exp_active: Signal<Out, Bit>,
+    /// Lane adder: new exponents.
+    pub la_exp_out: Signal<In, Bits<16>>,
+    /// Result builder buffer write address.
+    pub tx_write_address: Signal<Out, Bits<10>>,
+    /// Result builder buffer write data.
+    pub tx_write_data: Signal<Out, Bits<32>>,
+    /// Result builder buffer write strobe.
+    pub tx_write_enable: Signal<Out, Bit>,
+    /// The result builder half to fill.
+    pub tx_half: Signal<In, Bit>,
+    /// That half is free.
+    pub tx_free: Signal<In, Bit>,
+    /// Pulse: the half holds a frame to send.
+    pub tx_load: Signal<Out, Bit>,
+    /// 0 result, 1 ARP reply, 2 ICMP echo reply.
+    pub tx_kind: Signal<Out, Bits<2>>,
+    /// First rank to send a result to.
+    pub tx_first: Signal<Out, Bits<5>>,
+    /// Last rank to send a result to.
+    pub tx_last: Signal<Out, Bits<5>>,
+    /// Words in the frame.
+    pub tx_nwords: Signal<Out, Bits<10>>,
+    /// Valid bytes of its last word.
+    pub tx_last_bytes: Signal<Out, Bits<3>>,
+    /// Counter event: a received frame is filed.
+    pub ev_bucket: Signal<Out, Bit>,
+    /// Counter event: where.
+    pub ev_bucket_index: Signal<Out, Bits<5>>,
+    /// Counter event: n results queued.
+    pub ev_multicast: Signal<Out, Bit>,
+    /// Counter event: a retransmitted result queued.
+    pub ev_retransmit: Signal<Out, Bit>,
+    /// Nothing in progress.
+    pub idle: Signal<Out, Bit>,
+    elements_log2: Constant<Bits<5>>,
+    state: DFF<AggState>,
+    i: DFF<Bits<10>>,
+    wi: DFF<Bits<10>>,
+    wpend: DFF<Bit>,
+    first_r: DFF<Bit>,
+    last_r: DFF<Bit>,
+    retx: DFF<Bit>,
+    exps_r: DFF<Bits<16>>,
+    base: DFF<Bits<16>>,
+    nwords: DFF<Bits<10>>,
+    reply: DFF<Bits<2>>,
+    hdr_word: Signal<Local, Bits<32>>,
+    ck_sum: Signal<Local, Bits<20>>,
+    ck_f1: Signal<Local, Bits<17>>,
+    ck_ip: Signal<Local, Bits<16>>,
+    ck_i1: Signal<Local, Bits<17>>,
+    ck_icmp: Signal<Local, Bits<16>>,
+    stop: Signal<Local, Bits<10>>,
+}
+
+impl Aggregator {
+    /// An aggregator for slots of `max_elements` (a power of two) words per set.
+    pub fn new(max_elements: usize) -> Self {
+        assert!(max_elements.is_power_of_two(), "max_elements = {max_elements} is not a power of two");
+        Self {
+            clock: Default::default(),
+            desc_valid: Default::default(),
+            desc_kind: Default::default(),
+            desc_rank: Default::default(),
+            desc_slot: Default::default(),
+            desc_set: Default::default(),
+            desc_half: Default::default(),
+            desc_ip_len: Default::default(),
+            desc_h1: Default::default(),
+            desc_h2: Default::default(),
+            desc_h3: Default::default(),
+            desc_h4: Default::default(),
+            desc_h5: Default::default(),
+            desc_h6: Default::default(),
+            desc_h7: Default::default(),
+            desc_h8: Default::default(),
+            desc_h9: Default::default(),
+            desc_h10: Default::default(),
+            desc_h11: Default::default(),
+            desc_h12: Default::default(),
+            desc_done: Default::default(),
+            buf_read_address: Default::default(),
+            buf_read_data: Default::default(),
+            switch_mac_hi: Default::default(),
+            switch_mac_lo: Default::default(),
+            switch_ip: Default::default(),
+            workers: Default::default(),
+            payload_words: Default::default(),
+            clearing: Default::default(),
+            sb_slot: Default::default(),
+            sb_set: Default::default(),
+            sb_rank: Default::default(),
+            sb_active: Default::default(),
+            sb_commit: Default::default(),
+            sb_new: Default::default(),
+            sb_first: Default::default(),
+            sb_last: Default::default(),
+            sb_complete: Default::default(),
+            sm_read_address: Default::default(),
+            sm_read_data: Default::default(),
+            sm_write_address: Default::default(),
+            sm_write_data: Default::default(),
+            sm_write_enable: Default::default(),
+            ex_read_address: Default::default(),
+            ex_read_data: Default::default(),
+            ex_write_address: Default::default(),
+            ex_write_data: Default::default(),
+            ex_write_enable: Default::default(),
+            la_stored: Default::default(),
+            la_incoming: Default::default(),
+            la_first: Default::default(),
+            la_sum: Default::default(),
+            la_exp_stored: Default::default(),
+            la_exp_incoming: Default::default(),
+            la_exp_active: Default::default(),
+            la_exp_out: Default::default(),
+            tx_write_address: Default::default(),
+            tx_write_data: Default::default(),
+            tx_write_enable: Default::default(),
+            tx_half: Default::default(),
+            tx_free: Default::default(),
+            tx_load: Default::default(),
+            tx_kind: Default::default(),
+            tx_first: Default::default(),
+            tx_last: Default::default(),
+            tx_nwords: Default::default(),
+            tx_last_bytes: Default::default(),
+            ev_bucket: Default::default(),
+            ev_bucket_index: Default::default(),
+            ev_multicast: Default::default(),
+            ev_retransmit: Default::default(),
+            idle: Default::default(),
+            elements_log2: Constant::new((max_elements.trailing_zeros() as u64).into()),
+            state: Default::default(),
+            i: Default::default(),
+            wi: Default::default(),
+            wpend: Default::default(),
+            first_r: Default::default(),
+            last_r: Default::default(),
+            retx: Default::default(),
+            exps_r: Default::default(),
+            base: Default::default(),
+            nwords: Default::default(),
+            reply: Default::default(),
+            hdr_word: Default::default(),
+            ck_sum: Default::default(),
+            ck_f1: Default::default(),
+            ck_ip: Default::default(),
+            ck_i1: Default::default(),
+            ck_icmp: Default::default(),
+            stop: Default::default(),
+        }
+    }
+}
+
+impl Logic for Aggregator {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, state, i, wi, wpend, first_r, last_r, retx, exps_r, base, nwords, reply);
+        // Defaults.
+        self.desc_done.next = false;
+        self.buf_read_address.next = bit_cast::<10, 10>(self.i.q.val());
+        if self.desc_half.val() {
+            self.buf_read_address.next = bit_cast::<10, 10>(self.i.q.val()) | 512;
+        }
+        self.sb_slot.next = bit_cast::<6, 15>(self.desc_slot.val());
+        self.sb_set.next = self.desc_set.val();
+        self.sb_rank.next = self.desc_rank.val();
+        self.sb_active.next = false;
+        self.sb_commit.next = false;
+        self.sm_read_address.next = self.base.q.val() + bit_cast::<16, 10>(self.i.q.val());
+        self.sm_write_address.next = self.base.q.val() + bit_cast::<16, 10>(self.wi.q.val());
+        self.sm_write_data.next = self.la_sum.val();
+        self.sm_write_enable.next = false;
+        self.ex_read_address.next = bit_cast::<6, 15>(self.desc_slot.val());
+        self.ex_write_address.next = bit_cast::<6, 15>(self.desc_slot.val());
+        self.ex_write_data.next = 0.into();
+        self.ex_write_enable.next = false;
+        self.la_stored.next = self.sm_read_data.val();
+        self.la_incoming.next = self.buf_read_data.val();
+        self.la_first.next = self.first_r.q.val();
+        self.la_exp_stored.next = 0.into();
+        self.la_exp_incoming.next = 0.into();
+        self.la_exp_active.next = false;
+        self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val());
+        if self.tx_half.val() {
+            self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val()) | 512;
+        }
+        self.tx_write_data.next = self.la_sum.val();
+        self.tx_write_enable.next = false;
+        self.tx_load.next = false;
+        self.tx_kind.next = self.reply.q.val();
+        self.tx_first.next = 0.into();
+        self.tx_last.next = 0.into();
+        self.tx_nwords.next = self.nwords.q.val();
+        self.tx_last_bytes.next = 4.into();
+        self.ev_bucket.next = false;
+        self.ev_bucket_index.next = 0.into();
+        self.ev_multicast.next = false;
+        self.ev_retransmit.next = false;
+        self.idle.next = self.state.q.val() == AggState::Idle;
+        self.hdr_word.next = 0.into();
+        self.ck_sum.next = 0.into();
+        self.ck_f1.next = 0.into();
+        self.ck_ip.next = 0.into();
+        self.ck_i1.next = 0.into();
+        self.ck_icmp.next = 0.into();
+        self.stop.next = 0.into();
+        self.wpend.d.next = false;
+        match self.state.q.val() {
+            AggState::Idle => {
+                self.i.d.next = 0.into();
+                if self.desc_valid.val() & !self.clearing.val() {
+                    if self.desc_kind.val() < 13 {
+                        self.ev_bucket.next = true;
+                        self.ev_bucket_index.next = self.desc_kind.val();
+                        self.desc_done.next = true;
+                    } else if self.desc_kind.val() == 13 {
+                        self.base.d.next = ((bit_cast::<16, 15>(self.desc_slot.val()) << 1)
+                            | bit_cast::<16, 1>(self.desc_set.val().into()))
+                            << self.elements_log2.val();
+                        self.state.d.next = AggState::Lookup;
+                    } else if self.desc_kind.val() == 14 {
+                        self.reply.d.next = 1.into();
+                        self.nwords.d.next = 11.into();
+                        self.state.d.next = AggState::Header;
+                    } else {
+                        self.reply.d.next = 2.into();
+                        if self.desc_ip_len.val() > 2030 {
+                            self.nwords.d.next = 511.into();
+                        } else {
+                            self.nwords.d.next = bit_cast::<10, 16>((self.desc_ip_len.val() + 17) >> 2);
+                        }
+                        self.state.d.next = AggState::Header;
+                    }
+                }
+            }
+            AggState::Lookup => {
+                self.state.d.next = AggState::Decide;
+            }
+            AggState::Decide => {
+                self.sb_active.next = true;
+                self.la_exp_active.next = true;
+                self.la_first.next = self.sb_first.val();
+                self.la_exp_incoming.next = bit_cast::<16, 32>(self.desc_h12.val());
+                if self.desc_set.val() {
+                    self.la_exp_stored.next = self.ex_read_data.val().get_bits::<16>(16);
+                } else {
+                    self.la_exp_stored.next = bit_cast::<16, 32>(self.ex_read_data.val());
+                }
+                self.ev_bucket.next = true;
+                self.i.d.next = 0.into();
+                self.reply.d.next = 0.into();
+                self.nwords.d.next = bit_cast::<10, 9>(self.payload_words.val()) + 13;
+                if self.sb_new.val() {
+                    self.sb_commit.next = true;
+                    self.ev_bucket_index.next = 13.into();
+                    self.ex_write_enable.next = true;
+                    if self.desc_set.val() {
+                        self.ex_write_data.next = (bit_cast::<32, 16>(self.la_exp_out.val()) << 16)
+                            | (self.ex_read_data.val() & 0xffff);
+                    } else {
+                        self.ex_write_data.next =
+                            (self.ex_read_data.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.la_exp_out.val());
+                    }
+                    self.first_r.d.next = self.sb_first.val();
+                    self.last_r.d.next = self.sb_last.val();
+                    self.retx.d.next = false;
+                    self.exps_r.d.next = self.la_exp_out.val();
+                    self.state.d.next = AggState::Rmw;
+                } else {
+                    self.ev_bucket_index.next = 14.into();
+                    self.exps_r.d.next = self.la_exp_stored.val();
+                    if self.sb_complete.val() {
+                        self.retx.d.next = true;
+                        self.state.d.next = AggState::CopySlot;
+                    } else {
+                        self.desc_done.next = true;
+                        self.state.d.next = AggState::Idle;
+                    }
+                }
+            }
+            AggState::Rmw => {
+                self.buf_read_address.next = bit_cast::<10, 10>(self.i.q.val()) + 13;
+                if self.desc_half.val() {
+                    self.buf_read_address.next = (bit_cast::<10, 10>(self.i.q.val()) + 13) | 512;
+                }
+                self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val()) + 13;
+                if self.tx_half.val() {
+                    self.tx_write_address.next = (bit_cast::<10, 10>(self.wi.q.val()) + 13) | 512;
+                }
+                if !self.last_r.q.val() | self.tx_free.val() {
+                    if self.i.q.val() < bit_cast::<10, 9>(self.payload_words.val()) {
+                        self.i.d.next = self.i.q.val() + 1;
+                        self.wi.d.next = self.i.q.val();
+                        self.wpend.d.next = true;
+                    }
+                    if self.wpend.q.val() {
+                        self.sm_write_enable.next = true;
+                        self.tx_write_enable.next = self.last_r.q.val();
+                        if self.wi.q.val() + 1 == bit_cast::<10, 9>(self.payload_words.val()) {
+                            self.i.d.next = 0.into();
+                            if self.last_r.q.val() {
+                                self.state.d.next = AggState::Header;
+                            } else {
+                                self.desc_done.next = true;
+                                self.state.d.next = AggState::Idle;
+                            }
+                        }
+                    }
+                }
+            }
+            AggState::CopySlot => {
+                self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val()) + 13;
+                if self.tx_half.val() {
+                    self.tx_write_address.next = (bit_cast::<10, 10>(self.wi.q.val()) + 13) | 512;
+                }
+                self.tx_write_data.next = self.sm_read_data.val();
+                if self.tx_free.val() {
+                    if self.i.q.val() < bit_cast::<10, 9>(self.payload_words.val()) {
+                        self.i.d.next = self.i.q.val() + 1;
+                        self.wi.d.next = self.i.q.val();
+                        self.wpend.d.next = true;
+                    }
+                    if self.wpend.q.val() {
+                        self.tx_write_enable.next = true;
+                        if self.wi.q.val() + 1 == bit_cast::<10, 9>(self.payload_words.val()) {
+                            self.i.d.next = 0.into();
+                            self.state.d.next = AggState::Header;
+                        }
+                    }
+                }
+            }
+            AggState::Header => {
+                self.tx_write_address.next = bit_cast::<10, 10>(self.i.q.val());
+                if self.tx_half.val() {
+                    self.tx_write_address.next = bit_cast::<10, 10>(self.i.q.val()) | 512;
+                }
+                if self.reply.q.val() == 0 {
+                    self.stop.next = 12.into();
+                    match self.i.q.val().index() {
+                        0 => {
+                            self.hdr_word.next = 0.into();
+                        }
+                        1 => {
+                            self.hdr_word.next = bit_cast::<32, 16>(self.switch_mac_hi.val());
+                        }
+                        2 => {
+                            self.hdr_word.next = self.switch_mac_lo.val();
+                        }
+                        3 => {
+                            self.hdr_word.next = 0x0800_4500.into();
+                        }
+                        4 => {
+                            self.hdr_word.next = ((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38) << 16;
+                        }
+                        5 => {
+                            self.hdr_word.next = 0x0000_4011.into();
+                        }
+                        6 => {
+                            self.hdr_word.next = self.switch_ip.val() >> 16;
+                        }
+                        7 => {
+                            self.hdr_word.next = self.switch_ip.val() << 16;
+                        }
+                        8 => {
+                            self.hdr_word.next = self.desc_h9.val() >> 16;
+                        }
+                        9 => {
+                            self.hdr_word.next = (self.desc_h8.val() << 16) | ((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 18);
+                        }
+                        10 => {
+                            self.hdr_word.next = self.desc_h10.val() & 0xffff;
+                        }
+                        11 => {
+                            self.hdr_word.next = self.desc_h11.val();
+                        }
+                        _ => {
+                            self.hdr_word.next = (self.desc_h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exps_r.q.val());
+                        }
+                    }
+                } else if self.reply.q.val() == 1 {
+                    self.stop.next = 10.into();
+                    match self.i.q.val().index() {
+                        0 => {
+                            self.hdr_word.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+                        }
+                        1 => {
+                            self.hdr_word.next = (self.desc_h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                        }
+                        2 => {
+                            self.hdr_word.next = self.switch_mac_lo.val();
+                        }
+                        3 => {
+                            self.hdr_word.next = 0x0806_0001.into();
+                        }
+                        4 => {
+                            self.hdr_word.next = 0x0800_0604.into();
+                        }
+                        5 => {
+                            self.hdr_word.next = 0x0002_0000 | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                        }
+                        6 => {
+                            self.hdr_word.next = self.switch_mac_lo.val();
+                        }
+                        7 => {
+                            self.hdr_word.next = self.switch_ip.val();
+                        }
+                        8 => {
+                            self.hdr_word.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+                        }
+                        9 => {
+                            self.hdr_word.next = (self.desc_h6.val() << 16) | (self.desc_h7.val() >> 16);
+                        }
+                        _ => {
+                            self.hdr_word.next = self.desc_h7.val() << 16;
+                        }
+                    }
+                } else {
+                    self.stop.next = 9.into();
+                    self.ck_sum.next = bit_cast::<20, 32>(self.desc_h3.val() & 0xffff)
+                        + bit_cast::<20, 32>(self.desc_h4.val() >> 16)
+                        + bit_cast::<20, 32>(self.desc_h4.val() & 0xffff)
+                        + bit_cast::<20, 32>(self.desc_h5.val() >> 16)
+                        + bit_cast::<20, 32>((self.desc_h5.val() & 0xff) | 0x4000)
+                        + bit_cast::<20, 32>(self.switch_ip.val() >> 16)
+                        + bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
+                        + bit_cast::<20, 32>(self.desc_h6.val() & 0xffff)
+                        + bit_cast::<20, 32>(self.desc_h7.val() >> 16);
+                    self.ck_f1.next = bit_cast::<17, 20>(self.ck_sum.val() & 0xffff) + bit_cast::<17, 20>(self.ck_sum.val() >> 16);
+                    self.ck_ip.next = !(bit_cast::<16, 17>(self.ck_f1.val()) + bit_cast::<16, 17>(self.ck_f1.val() >> 16));
+                    self.ck_i1.next = bit_cast::<17, 16>(!bit_cast::<16, 32>(self.desc_h9.val() >> 16)) + 0xF7FF;
+                    self.ck_icmp.next = !(bit_cast::<16, 17>(self.ck_i1.val()) + bit_cast::<16, 17>(self.ck_i1.val() >> 16));
+                    match self.i.q.val().index() {
+                        0 => {
+                            self.hdr_word.next = (self.desc_h1.val() << 16) | (self.desc_h2.val() >> 16);
+                        }
+                        1 => {
+                            self.hdr_word.next = (self.desc_h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                        }
+                        2 => {
+                            self.hdr_word.next = self.switch_mac_lo.val();
+                        }
+                        3 => {
+                            self.hdr_word.next = 0x0800_0000 | (self.desc_h3.val() & 0xffff);
+                        }
+                        4 => {
+                            self.hdr_word.next = self.desc_h4.val();
+                        }
+                        5 => {
+                            self.hdr_word.next = (self.desc_h5.val() & 0xffff_00ff_u64) | 0x4000;
+                        }
+                        6 => {
+                            self.hdr_word.next = (bit_cast::<32, 16>(self.ck_ip.val()) << 16) | (self.switch_ip.val() >> 16);
+                        }
+                        7 => {
+                            self.hdr_word.next = (self.switch_ip.val() << 16) | (self.desc_h6.val() & 0xffff);
+                        }
+                        8 => {
+                            self.hdr_word.next = self.desc_h7.val() & 0xffff_0000_u64;
+                        }
+                        _ => {
+                            self.hdr_word.next = (bit_cast::<32, 16>(self.ck_icmp.val()) << 16) | (self.desc_h9.val() & 0xffff);
+                        }
+                    }
+                }
+                self.tx_write_data.next = self.hdr_word.val();
+                if self.tx_free.val() {
+                    self.tx_write_enable.next = true;
+                    self.i.d.next = self.i.q.val() + 1;
+                    if self.i.q.val() == self.stop.val() {
+                        if self.reply.q.val() == 2 {
+                            self.i.d.next = 10.into();
+                            self.state.d.next = AggState::CopyRx;
+                        } else {
+                            self.state.d.next = AggState::Load;
+                        }
+                    }
+                }
+            }
+            AggState::CopyRx => {
+                self.tx_write_data.next = self.buf_read_data.val();
+                if self.i.q.val() < self.nwords.q.val() {
+                    self.i.d.next = self.i.q.val() + 1;
+                    self.wi.d.next = self.i.q.val();
+                    self.wpend.d.next = true;
+                }
+                if self.wpend.q.val() {
+                    self.tx_write_enable.next = true;
+                    if self.wi.q.val() + 1 == self.nwords.q.val() {
+                        self.state.d.next = AggState::Load;
+                    }
+                }
+            }
+            _ => {
+                // Load.
+                self.tx_load.next = true;
+                self.desc_done.next = true;
+                self.state.d.next = AggState::Idle;
+                if self.reply.q.val() == 0 {
+                    if self.retx.q.val() {
+                        self.ev_retransmit.next = true;
+                        self.tx_first.next = self.desc_rank.val();
+                        self.tx_last.next = self.desc_rank.val();
+                    } else {
+                        self.ev_multicast.next = true;
+                        self.tx_last.next = bit_cast::<5, 6>(self.workers.val() - 1);
+                    }
+                } else if self.reply.q.val() == 1 {
+                    self.ev_bucket.next = true;
+                    self.ev_bucket_index.next = 15.into();
+                    self.tx_last_bytes.next = 2.into();
+                } else {
+                    self.ev_bucket.next = true;
+                    self.ev_bucket_index.next = 16.into();
+                    self.tx_last_bytes.next = bit_cast::<3, 16>(self.desc_ip_len.val() + 1) & 3;
+                    self.tx_last_bytes.next = (bit_cast::<3, 16>(self.desc_ip_len.val() + 1) & 3) + 1;
+                }
+            }
+        }
+    }
+}

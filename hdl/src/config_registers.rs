@@ -1,0 +1,149 @@
+//! The job's configuration registers, written over a simple register bus.
+//!
+//! | address | register |
+//! |---|---|
+//! | 0x00 | switch MAC, bytes 0..2 (low 16 bits) |
+//! | 0x01 | switch MAC, bytes 2..6 |
+//! | 0x02 | switch IPv4 address |
+//! | 0x03 | number of workers n (1..=32) |
+//! | 0x04 | payload `size` code (0..=3) |
+//! | 0x05 | slots in use S |
+//! | 0x06 | control: writing bit 0 clears the slot state (a new job), bit 1 the counters |
+//! | 0x80 + 4r | worker r's IPv4 address |
+//! | 0x81 + 4r | worker r's MAC, bytes 0..2 (low 16 bits) |
+//! | 0x82 + 4r | worker r's MAC, bytes 2..6 |
+//!
+//! Timing: a write (`write` high at a rising edge) takes effect at that edge; the worker table
+//! lives in block RAMs of the parser and the result builder, which this block's `wt_*` outputs
+//! write in the same cycle. `clear` and `clear_counters` are one-cycle pulses after a control
+//! write.
+
+use rust_hdl::prelude::*;
+
+/// Configuration registers.
+#[derive(LogicBlock, Default)]
+pub struct ConfigRegisters {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Write strobe.
+    pub write: Signal<In, Bit>,
+    /// Register address.
+    pub address: Signal<In, Bits<8>>,
+    /// Data to write.
+    pub data: Signal<In, Bits<32>>,
+    /// Switch MAC, bytes 0..2.
+    pub switch_mac_hi: Signal<Out, Bits<16>>,
+    /// Switch MAC, bytes 2..6.
+    pub switch_mac_lo: Signal<Out, Bits<32>>,
+    /// Switch IPv4 address.
+    pub switch_ip: Signal<Out, Bits<32>>,
+    /// Number of workers.
+    pub workers: Signal<Out, Bits<6>>,
+    /// `size` code of the job's payload.
+    pub size_code: Signal<Out, Bits<3>>,
+    /// Elements per payload, k = 32 << size.
+    pub payload_words: Signal<Out, Bits<9>>,
+    /// Slots in use.
+    pub slots_in_use: Signal<Out, Bits<16>>,
+    /// One-cycle pulse: clear the slot state.
+    pub clear: Signal<Out, Bit>,
+    /// One-cycle pulse: clear the counters.
+    pub clear_counters: Signal<Out, Bit>,
+    /// Worker table entry being written.
+    pub wt_address: Signal<Out, Bits<5>>,
+    /// Worker table data.
+    pub wt_data: Signal<Out, Bits<32>>,
+    /// Write a worker's IPv4 address.
+    pub wt_write_ip: Signal<Out, Bit>,
+    /// Write a worker's MAC bytes 0..2.
+    pub wt_write_mac_hi: Signal<Out, Bit>,
+    /// Write a worker's MAC bytes 2..6.
+    pub wt_write_mac_lo: Signal<Out, Bit>,
+    mac_hi: DFF<Bits<16>>,
+    mac_lo: DFF<Bits<32>>,
+    ip: DFF<Bits<32>>,
+    n: DFF<Bits<6>>,
+    size: DFF<Bits<3>>,
+    slots: DFF<Bits<16>>,
+    clear_pulse: DFF<Bit>,
+    clear_counters_pulse: DFF<Bit>,
+}
+
+impl Logic for ConfigRegisters {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, mac_hi, mac_lo, ip, n, size, slots, clear_pulse, clear_counters_pulse);
+        self.switch_mac_hi.next = self.mac_hi.q.val();
+        self.switch_mac_lo.next = self.mac_lo.q.val();
+        self.switch_ip.next = self.ip.q.val();
+        self.workers.next = self.n.q.val();
+        self.size_code.next = self.size.q.val();
+        self.slots_in_use.next = self.slots.q.val();
+        self.clear.next = self.clear_pulse.q.val();
+        self.clear_pulse.d.next = false;
+        self.clear_counters.next = self.clear_counters_pulse.q.val();
+        self.clear_counters_pulse.d.next = false;
+        match self.size.q.val().index() {
+            0 => {
+                self.payload_words.next = 32.into();
+            }
+            1 => {
+                self.payload_words.next = 64.into();
+            }
+            2 => {
+                self.payload_words.next = 128.into();
+            }
+            _ => {
+                self.payload_words.next = 256.into();
+            }
+        }
+        self.wt_address.next = 0.into();
+        self.wt_data.next = self.data.val();
+        self.wt_write_ip.next = false;
+        self.wt_write_mac_hi.next = false;
+        self.wt_write_mac_lo.next = false;
+        if self.write.val() {
+            if self.address.val().get_bit(7) {
+                self.wt_address.next = bit_cast::<5, 8>(self.address.val() >> 2);
+                match bit_cast::<2, 8>(self.address.val()).index() {
+                    0 => {
+                        self.wt_write_ip.next = true;
+                    }
+                    1 => {
+                        self.wt_write_mac_hi.next = true;
+                    }
+                    2 => {
+                        self.wt_write_mac_lo.next = true;
+                    }
+                    _ => {}
+                }
+            } else {
+                match self.address.val().index() {
+                    0 => {
+                        self.mac_hi.d.next = bit_cast::<16, 32>(self.data.val());
+                    }
+                    1 => {
+                        self.mac_lo.d.next = self.data.val();
+                    }
+                    2 => {
+                        self.ip.d.next = self.data.val();
+                    }
+                    3 => {
+                        self.n.d.next = bit_cast::<6, 32>(self.data.val());
+                    }
+                    4 => {
+                        self.size.d.next = bit_cast::<3, 32>(self.data.val());
+                    }
+                    5 => {
+                        self.slots.d.next = bit_cast::<16, 32>(self.data.val());
+                    }
+                    6 => {
+                        self.clear_pulse.d.next = self.data.val().get_bit(0);
+                        self.clear_counters_pulse.d.next = self.data.val().get_bit(1);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! The portable core: Ethernet frames in and out as streams, the aggregation switch of
+//! docs/switch.md in between.
+//!
+//! ```text
+//! rx stream ─ RxWidth ─ FrameParser ─ Aggregator ─ ResultBuilder ─ TxWidth ─ tx stream
+//!                 (frame buffer,      │  │   │       (reply buffer,
+//!                  worker search)     │  │   │        worker table)
+//!                         Scoreboard ─┘  │   └─ Counters
+//!                         SlotMemory ────┤
+//!                         LaneAdders ────┘
+//! ConfigRegisters (register bus) ─ everything
+//! ```
+//!
+//! Streams: `D = 8·W` bits a beat, first byte in the top lane, `last` on the last beat with
+//! `bytes` (1..=W) valid leading bytes; a transfer happens when `valid` and `ready` are both
+//! high at a rising edge. No preamble, no FCS (the board's MAC handles them).
+//!
+//! Guarantees: store and forward, so a frame is decided only once it is whole and slot state
+//! is touched only by valid contributions; three frames in flight (one being received, one
+//! being aggregated, one or two being sent); when a stage is full the core lowers `rx_ready`
+//! rather than dropping anything. `idle` is high when nothing is in flight.
+//!
+//! Control: configuration writes on `cfg_*` (see `config_registers`), counters read
+//! combinationally on `counter_address`/`counter_data` (see `counters`).
+
+use crate::aggregator::Aggregator;
+use crate::config::CoreConfig;
+use crate::config_registers::ConfigRegisters;
+use crate::counters::Counters;
+use crate::frame_parser::FrameParser;
+use crate::lane_adders::LaneAdders;
+use crate::result_builder::ResultBuilder;
+use crate::scoreboard::Scoreboard;
+use crate::slot_memory::SlotMemory;
+use crate::stream_width::{RxWidth, TxWidth};
+use rust_hdl::prelude::*;
+
+/// The aggregation core with `D`-bit stream beats (`D = 8 · width_bytes`).
+#[derive(LogicBlock)]
+pub struct Core<const D: usize> {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Receive beat valid.
+    pub rx_valid: Signal<In, Bit>,
+    /// Receive beat.
+    pub rx_data: Signal<In, Bits<D>>,
+    /// Last beat of a received frame.
+    pub rx_last: Signal<In, Bit>,
+    /// Valid bytes of the last received beat.
+    pub rx_bytes: Signal<In, Bits<4>>,
+    /// The core takes the beat.
+    pub rx_ready: Signal<Out, Bit>,
+    /// Transmit beat valid.
+    pub tx_valid: Signal<Out, Bit>,
+    /// Transmit beat.
+    pub tx_data: Signal<Out, Bits<D>>,
+    /// Last beat of a sent frame.
+    pub tx_last: Signal<Out, Bit>,
+    /// Valid bytes of the last sent beat.
+    pub tx_bytes: Signal<Out, Bits<4>>,
+    /// Downstream takes the beat.
+    pub tx_ready: Signal<In, Bit>,
+    /// Configuration write strobe.
+    pub cfg_write: Signal<In, Bit>,
+    /// Configuration register address.
+    pub cfg_address: Signal<In, Bits<8>>,
+    /// Configuration data.
+    pub cfg_data: Signal<In, Bits<32>>,
+    /// Counter index.
+    pub counter_address: Signal<In, Bits<5>>,
+    /// Counter value.
+    pub counter_data: Signal<Out, Bits<32>>,
+    /// Nothing in flight.
+    pub idle: Signal<Out, Bit>,
+    rx: RxWidth<D>,
+    tx: TxWidth<D>,
+    registers: ConfigRegisters,
+    parser: FrameParser,
+    scoreboard: Scoreboard,
+    slot_memory: SlotMemory,
+    lane_adders: LaneAdders,
+    aggregator: Aggregator,
+    result_builder: ResultBuilder,
+    counters: Counters,
+    _config: CoreConfig,
+}
+
+impl<const D: usize> Core<D> {
+    /// A core for a checked configuration; panics when `D` is not `8 · width_bytes`.
+    pub fn new(config: CoreConfig) -> Self {
+        assert_eq!(
+            D,
+            8 * config.width_bytes,
+            "Core<{D}> does not match width_bytes = {}",
+            config.width_bytes
+        );
+        Self {
+            clock: Default::default(),
+            rx_valid: Default::default(),
+            rx_data: Default::default(),
+            rx_last: Default::default(),
+            rx_bytes: Default::default(),
+            rx_ready: Default::default(),
+            tx_valid: Default::default(),
+            tx_data: Default::default(),
+            tx_last: Default::default(),
+            tx_bytes: Default::default(),
+            tx_ready: Default::default(),
+            cfg_write: Default::default(),
+            cfg_address: Default::default(),
+            cfg_data: Default::default(),
+            counter_address: Default::default(),
+            counter_data: Default::default(),
+            idle: Default::default(),
+            rx: RxWidth::new(),
+            tx: TxWidth::new(),
+            registers: Default::default(),
+            parser: FrameParser::new(),
+            scoreboard: Scoreboard::new(config.slots),
+            slot_memory: SlotMemory::new(&config),
+            lane_adders: Default::default(),
+            aggregator: Aggregator::new(config.max_elements()),
+            result_builder: ResultBuilder::new(),
+            counters: Default::default(),
+            _config: config,
+        }
+    }
+
+    /// The build parameters.
+    pub fn config(&self) -> &CoreConfig {
+        &self._config
+    }
+}
+
+impl<const D: usize> Logic for Core<D> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        clock!(self, clock, rx, tx, registers, parser, scoreboard, slot_memory, aggregator, result_builder, counters);
+        // Receive stream.
+        self.rx.in_valid.next = self.rx_valid.val();
+        self.rx.in_data.next = self.rx_data.val();
+        self.rx.in_last.next = self.rx_last.val();
+        self.rx.in_bytes.next = self.rx_bytes.val();
+        self.rx_ready.next = self.rx.in_ready.val();
+        self.parser.word_valid.next = self.rx.word_valid.val();
+        self.parser.word_data.next = self.rx.word_data.val();
+        self.parser.word_last.next = self.rx.word_last.val();
+        self.parser.word_bytes.next = self.rx.word_bytes.val();
+        self.rx.word_ready.next = self.parser.word_ready.val();
+        // Configuration.
+        self.registers.write.next = self.cfg_write.val();
+        self.registers.address.next = self.cfg_address.val();
+        self.registers.data.next = self.cfg_data.val();
+        self.parser.switch_mac_hi.next = self.registers.switch_mac_hi.val();
+        self.parser.switch_mac_lo.next = self.registers.switch_mac_lo.val();
+        self.parser.switch_ip.next = self.registers.switch_ip.val();
+        self.parser.workers.next = self.registers.workers.val();
+        self.parser.size_code.next = self.registers.size_code.val();
+        self.parser.payload_words.next = self.registers.payload_words.val();
+        self.parser.slots_in_use.next = self.registers.slots_in_use.val();
+        self.parser.wt_address.next = self.registers.wt_address.val();
+        self.parser.wt_data.next = self.registers.wt_data.val();
+        self.parser.wt_write_ip.next = self.registers.wt_write_ip.val();
+        self.aggregator.switch_mac_hi.next = self.registers.switch_mac_hi.val();
+        self.aggregator.switch_mac_lo.next = self.registers.switch_mac_lo.val();
+        self.aggregator.switch_ip.next = self.registers.switch_ip.val();
+        self.aggregator.workers.next = self.registers.workers.val();
+        self.aggregator.payload_words.next = self.registers.payload_words.val();
+        self.result_builder.switch_ip.next = self.registers.switch_ip.val();
+        self.result_builder.payload_words.next = self.registers.payload_words.val();
+        self.result_builder.wt_address.next = self.registers.wt_address.val();
+        self.result_builder.wt_data.next = self.registers.wt_data.val();
+        self.result_builder.wt_write_ip.next = self.registers.wt_write_ip.val();
+        self.result_builder.wt_write_mac_hi.next = self.registers.wt_write_mac_hi.val();
+        self.result_builder.wt_write_mac_lo.next = self.registers.wt_write_mac_lo.val();
+        self.scoreboard.workers.next = self.registers.workers.val();
+        self.scoreboard.clear.next = self.registers.clear.val();
+        self.counters.clear.next = self.registers.clear_counters.val();
+        // Parser to aggregator.
+        self.aggregator.desc_valid.next = self.parser.desc_valid.val();
+        self.aggregator.desc_kind.next = self.parser.desc_kind.val();
+        self.aggregator.desc_rank.next = self.parser.desc_rank.val();
+        self.aggregator.desc_slot.next = self.parser.desc_slot.val();
+        self.aggregator.desc_set.next = self.parser.desc_set.val();
+        self.aggregator.desc_half.next = self.parser.desc_half.val();
+        self.aggregator.desc_ip_len.next = self.parser.desc_ip_len.val();
+        self.aggregator.desc_h1.next = self.parser.desc_h1.val();
+        self.aggregator.desc_h2.next = self.parser.desc_h2.val();
+        self.aggregator.desc_h3.next = self.parser.desc_h3.val();
+        self.aggregator.desc_h4.next = self.parser.desc_h4.val();
+        self.aggregator.desc_h5.next = self.parser.desc_h5.val();
+        self.aggregator.desc_h6.next = self.parser.desc_h6.val();
+        self.aggregator.desc_h7.next = self.parser.desc_h7.val();
+        self.aggregator.desc_h8.next = self.parser.desc_h8.val();
+        self.aggregator.desc_h9.next = self.parser.desc_h9.val();
+        self.aggregator.desc_h10.next = self.parser.desc_h10.val();
+        self.aggregator.desc_h11.next = self.parser.desc_h11.val();
+        self.aggregator.desc_h12.next = self.parser.desc_h12.val();
+        self.parser.desc_done.next = self.aggregator.desc_done.val();
+        self.parser.buf_read_address.next = self.aggregator.buf_read_address.val();
+        self.aggregator.buf_read_data.next = self.parser.buf_read_data.val();
+        // Scoreboard.
+        self.aggregator.clearing.next = self.scoreboard.clearing.val();
+        self.scoreboard.slot.next = self.aggregator.sb_slot.val();
+        self.scoreboard.set.next = self.aggregator.sb_set.val();
+        self.scoreboard.rank.next = self.aggregator.sb_rank.val();
+        self.scoreboard.active.next = self.aggregator.sb_active.val();
+        self.scoreboard.commit.next = self.aggregator.sb_commit.val();
+        self.aggregator.sb_new.next = self.scoreboard.is_new.val();
+        self.aggregator.sb_first.next = self.scoreboard.first.val();
+        self.aggregator.sb_last.next = self.scoreboard.last.val();
+        self.aggregator.sb_complete.next = self.scoreboard.complete.val();
+        // Slot memory and lane adders.
+        self.slot_memory.read_address.next = self.aggregator.sm_read_address.val();
+        self.aggregator.sm_read_data.next = self.slot_memory.read_data.val();
+        self.slot_memory.write_address.next = self.aggregator.sm_write_address.val();
+        self.slot_memory.write_data.next = self.aggregator.sm_write_data.val();
+        self.slot_memory.write_enable.next = self.aggregator.sm_write_enable.val();
+        self.slot_memory.exp_read_address.next = self.aggregator.ex_read_address.val();
+        self.aggregator.ex_read_data.next = self.slot_memory.exp_read_data.val();
+        self.slot_memory.exp_write_address.next = self.aggregator.ex_write_address.val();
+        self.slot_memory.exp_write_data.next = self.aggregator.ex_write_data.val();
+        self.slot_memory.exp_write_enable.next = self.aggregator.ex_write_enable.val();
+        self.lane_adders.stored.next = self.aggregator.la_stored.val();
+        self.lane_adders.incoming.next = self.aggregator.la_incoming.val();
+        self.lane_adders.first.next = self.aggregator.la_first.val();
+        self.aggregator.la_sum.next = self.lane_adders.sum.val();
+        self.lane_adders.exp_stored.next = self.aggregator.la_exp_stored.val();
+        self.lane_adders.exp_incoming.next = self.aggregator.la_exp_incoming.val();
+        self.lane_adders.exp_active.next = self.aggregator.la_exp_active.val();
+        self.aggregator.la_exp_out.next = self.lane_adders.exp_out.val();
+        // Aggregator to result builder.
+        self.result_builder.buf_write_address.next = self.aggregator.tx_write_address.val();
+        self.result_builder.buf_write_data.next = self.aggregator.tx_write_data.val();
+        self.result_builder.buf_write_enable.next = self.aggregator.tx_write_enable.val();
+        self.aggregator.tx_half.next = self.result_builder.load_half.val();
+        self.aggregator.tx_free.next = self.result_builder.load_free.val();
+        self.result_builder.load.next = self.aggregator.tx_load.val();
+        self.result_builder.load_kind.next = self.aggregator.tx_kind.val();
+        self.result_builder.load_first.next = self.aggregator.tx_first.val();
+        self.result_builder.load_last.next = self.aggregator.tx_last.val();
+        self.result_builder.load_nwords.next = self.aggregator.tx_nwords.val();
+        self.result_builder.load_last_bytes.next = self.aggregator.tx_last_bytes.val();
+        // Transmit stream.
+        self.tx.word_valid.next = self.result_builder.word_valid.val();
+        self.tx.word_data.next = self.result_builder.word_data.val();
+        self.tx.word_last.next = self.result_builder.word_last.val();
+        self.tx.word_bytes.next = self.result_builder.word_bytes.val();
+        self.result_builder.word_ready.next = self.tx.word_ready.val();
+        self.tx_valid.next = self.tx.out_valid.val();
+        self.tx_data.next = self.tx.out_data.val();
+        self.tx_last.next = self.tx.out_last.val();
+        self.tx_bytes.next = self.tx.out_bytes.val();
+        self.tx.out_ready.next = self.tx_ready.val();
+        // Counters.
+        self.counters.bucket.next = self.aggregator.ev_bucket.val();
+        self.counters.bucket_index.next = self.aggregator.ev_bucket_index.val();
+        self.counters.multicast.next = self.aggregator.ev_multicast.val();
+        self.counters.multicast_count.next = self.registers.workers.val();
+        self.counters.retransmit.next = self.aggregator.ev_retransmit.val();
+        self.counters.frame_out.next = self.result_builder.frame_sent.val();
+        self.counters.read_address.next = self.counter_address.val();
+        self.counter_data.next = self.counters.read_data.val();
+        self.idle.next = !self.parser.busy.val()
+            & self.aggregator.idle.val()
+            & !self.result_builder.busy.val()
+            & !self.scoreboard.clearing.val();
+    }
+}

@@ -1,0 +1,242 @@
+//! The counters of docs/switch.md §4, 32 bits each (wrapping), readable by index.
+//!
+//! | index | counter |
+//! |---|---|
+//! | 0 | `frames_in` |
+//! | 1 | `frames_out` |
+//! | 2 | `contributions` |
+//! | 3 | `duplicates` |
+//! | 4 | `results_multicast` |
+//! | 5 | `results_retransmitted` |
+//! | 6 | `arp_replies` |
+//! | 7 | `icmp_replies` |
+//! | 8 | `truncated` |
+//! | 9 | `wrong_dst_mac` |
+//! | 10 | `not_ipv4_udp` |
+//! | 11 | `ip_options` |
+//! | 12 | `ip_checksum` |
+//! | 13 | `bad_length` |
+//! | 14 | `ip_fragment` |
+//! | 15 | `wrong_dst_ip` |
+//! | 16 | `bad_port` |
+//! | 17 | `unknown_source` |
+//! | 18 | `bad_msg_type` |
+//! | 19 | `bad_size` |
+//! | 20 | `bad_slot` |
+//!
+//! Timing: events are counted at the rising edge where they are high; several different
+//! events may come in one cycle. `bucket` files a received frame under `bucket_index`
+//! (0..=12 the drop reasons, 13 contributions, 14 duplicates, 15 ARP replies, 16 ICMP replies)
+//! and counts it in `frames_in`. `read_data` is combinational from `read_address`.
+//! `clear` zeroes every counter.
+
+use rust_hdl::prelude::*;
+
+/// Counter bank.
+#[derive(LogicBlock, Default)]
+pub struct Counters {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Zero every counter.
+    pub clear: Signal<In, Bit>,
+    /// A received frame is filed.
+    pub bucket: Signal<In, Bit>,
+    /// Where it is filed.
+    pub bucket_index: Signal<In, Bits<5>>,
+    /// Result frames of a completed round are queued.
+    pub multicast: Signal<In, Bit>,
+    /// How many (n).
+    pub multicast_count: Signal<In, Bits<6>>,
+    /// A result frame is queued for a retransmitting worker.
+    pub retransmit: Signal<In, Bit>,
+    /// A frame left the core.
+    pub frame_out: Signal<In, Bit>,
+    /// Counter index.
+    pub read_address: Signal<In, Bits<5>>,
+    /// Counter value.
+    pub read_data: Signal<Out, Bits<32>>,
+    c0: DFF<Bits<32>>,
+    c1: DFF<Bits<32>>,
+    c2: DFF<Bits<32>>,
+    c3: DFF<Bits<32>>,
+    c4: DFF<Bits<32>>,
+    c5: DFF<Bits<32>>,
+    c6: DFF<Bits<32>>,
+    c7: DFF<Bits<32>>,
+    c8: DFF<Bits<32>>,
+    c9: DFF<Bits<32>>,
+    c10: DFF<Bits<32>>,
+    c11: DFF<Bits<32>>,
+    c12: DFF<Bits<32>>,
+    c13: DFF<Bits<32>>,
+    c14: DFF<Bits<32>>,
+    c15: DFF<Bits<32>>,
+    c16: DFF<Bits<32>>,
+    c17: DFF<Bits<32>>,
+    c18: DFF<Bits<32>>,
+    c19: DFF<Bits<32>>,
+    c20: DFF<Bits<32>>,
+}
+
+impl Logic for Counters {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20);
+        if self.bucket.val() {
+            self.c0.d.next = self.c0.q.val() + 1;
+            match self.bucket_index.val().index() {
+                0 => {
+                    self.c8.d.next = self.c8.q.val() + 1;
+                }
+                1 => {
+                    self.c9.d.next = self.c9.q.val() + 1;
+                }
+                2 => {
+                    self.c10.d.next = self.c10.q.val() + 1;
+                }
+                3 => {
+                    self.c11.d.next = self.c11.q.val() + 1;
+                }
+                4 => {
+                    self.c12.d.next = self.c12.q.val() + 1;
+                }
+                5 => {
+                    self.c13.d.next = self.c13.q.val() + 1;
+                }
+                6 => {
+                    self.c14.d.next = self.c14.q.val() + 1;
+                }
+                7 => {
+                    self.c15.d.next = self.c15.q.val() + 1;
+                }
+                8 => {
+                    self.c16.d.next = self.c16.q.val() + 1;
+                }
+                9 => {
+                    self.c17.d.next = self.c17.q.val() + 1;
+                }
+                10 => {
+                    self.c18.d.next = self.c18.q.val() + 1;
+                }
+                11 => {
+                    self.c19.d.next = self.c19.q.val() + 1;
+                }
+                12 => {
+                    self.c20.d.next = self.c20.q.val() + 1;
+                }
+                13 => {
+                    self.c2.d.next = self.c2.q.val() + 1;
+                }
+                14 => {
+                    self.c3.d.next = self.c3.q.val() + 1;
+                }
+                15 => {
+                    self.c6.d.next = self.c6.q.val() + 1;
+                }
+                16 => {
+                    self.c7.d.next = self.c7.q.val() + 1;
+                }
+                _ => {}
+            }
+        }
+        if self.frame_out.val() {
+            self.c1.d.next = self.c1.q.val() + 1;
+        }
+        if self.multicast.val() {
+            self.c4.d.next = self.c4.q.val() + bit_cast::<32, 6>(self.multicast_count.val());
+        }
+        if self.retransmit.val() {
+            self.c5.d.next = self.c5.q.val() + 1;
+        }
+        if self.clear.val() {
+            self.c0.d.next = 0.into();
+            self.c1.d.next = 0.into();
+            self.c2.d.next = 0.into();
+            self.c3.d.next = 0.into();
+            self.c4.d.next = 0.into();
+            self.c5.d.next = 0.into();
+            self.c6.d.next = 0.into();
+            self.c7.d.next = 0.into();
+            self.c8.d.next = 0.into();
+            self.c9.d.next = 0.into();
+            self.c10.d.next = 0.into();
+            self.c11.d.next = 0.into();
+            self.c12.d.next = 0.into();
+            self.c13.d.next = 0.into();
+            self.c14.d.next = 0.into();
+            self.c15.d.next = 0.into();
+            self.c16.d.next = 0.into();
+            self.c17.d.next = 0.into();
+            self.c18.d.next = 0.into();
+            self.c19.d.next = 0.into();
+            self.c20.d.next = 0.into();
+        }
+        self.read_data.next = 0.into();
+        match self.read_address.val().index() {
+            0 => {
+                self.read_data.next = self.c0.q.val();
+            }
+            1 => {
+                self.read_data.next = self.c1.q.val();
+            }
+            2 => {
+                self.read_data.next = self.c2.q.val();
+            }
+            3 => {
+                self.read_data.next = self.c3.q.val();
+            }
+            4 => {
+                self.read_data.next = self.c4.q.val();
+            }
+            5 => {
+                self.read_data.next = self.c5.q.val();
+            }
+            6 => {
+                self.read_data.next = self.c6.q.val();
+            }
+            7 => {
+                self.read_data.next = self.c7.q.val();
+            }
+            8 => {
+                self.read_data.next = self.c8.q.val();
+            }
+            9 => {
+                self.read_data.next = self.c9.q.val();
+            }
+            10 => {
+                self.read_data.next = self.c10.q.val();
+            }
+            11 => {
+                self.read_data.next = self.c11.q.val();
+            }
+            12 => {
+                self.read_data.next = self.c12.q.val();
+            }
+            13 => {
+                self.read_data.next = self.c13.q.val();
+            }
+            14 => {
+                self.read_data.next = self.c14.q.val();
+            }
+            15 => {
+                self.read_data.next = self.c15.q.val();
+            }
+            16 => {
+                self.read_data.next = self.c16.q.val();
+            }
+            17 => {
+                self.read_data.next = self.c17.q.val();
+            }
+            18 => {
+                self.read_data.next = self.c18.q.val();
+            }
+            19 => {
+                self.read_data.next = self.c19.q.val();
+            }
+            20 => {
+                self.read_data.next = self.c20.q.val();
+            }
+            _ => {}
+        }
+    }
+}

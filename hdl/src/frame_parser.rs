@@ -1,0 +1,546 @@
+//! The frame parser: receives Ethernet frames into a two-frame buffer and classifies each one
+//! exactly as docs/switch.md §1 says, in that order.
+//!
+//! Frame layout of the fields it reads (32-bit word `hJ` holds bytes 4J..4J+4, first byte on top):
+//!
+//! | bytes | field | word |
+//! |---|---|---|
+//! | 0..6 | destination MAC | h0, h1\[31:16\] |
+//! | 6..12 | source MAC | h1\[15:0\], h2 |
+//! | 12..14 | EtherType | h3\[31:16\] |
+//! | 14..22 | ARP htype, ptype, hlen, plen, oper | h3\[15:0\], h4, h5\[31:16\] |
+//! | 38..42 | ARP target protocol address | h9\[15:0\], h10\[31:16\] |
+//! | 14..34 | IPv4 header (version/IHL, total length, flags, protocol, checksum, addresses) | h3\[15:0\]..h8\[31:16\] |
+//! | 34..36 | ICMP type, code / UDP source port | h8\[15:0\] |
+//! | 36..40 | UDP destination port, length | h9 |
+//! | 42..52 | SwitchML header and exponents | h10\[15:0\], h11, h12 |
+//!
+//! Timing and guarantees:
+//! - Store and forward: each word is written to the frame buffer half being filled (frames up to
+//!   2048 bytes are stored whole) while the header words are captured and the IPv4 header
+//!   checksum is summed on the fly. The worker table (a block RAM of source addresses) is
+//!   searched one entry a cycle from the moment the source address has arrived (word 7).
+//! - The decision is taken after the last word: one cycle, plus the rest of the worker search
+//!   when the frame gets as far as the source check (at most n + 2 cycles after word 7).
+//! - The decision and the header words are handed over in a descriptor (`desc_*`), held until
+//!   `desc_done`; the next frame is received into the other half meanwhile. The parser takes
+//!   no word (`word_ready` low) only while a decided frame waits for the descriptor register.
+//! - Nothing here touches slot state: a malformed or truncated frame only yields a drop kind.
+//!
+//! Descriptor kinds: 0..=12 the drop reasons in `DropReason` order, 13 a valid contribution,
+//! 14 an ARP request to answer, 15 an ICMP echo request to answer.
+
+use crate::block_ram::BlockRam;
+use rust_hdl::prelude::*;
+
+/// Descriptor kind of a valid contribution.
+pub const KIND_CONTRIBUTION: u64 = 13;
+/// Descriptor kind of an ARP request for the switch.
+pub const KIND_ARP: u64 = 14;
+/// Descriptor kind of an ICMP echo request to the switch.
+pub const KIND_ICMP: u64 = 15;
+
+/// The frame parser and receive buffer.
+#[derive(LogicBlock)]
+pub struct FrameParser {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Word valid.
+    pub word_valid: Signal<In, Bit>,
+    /// Word data, first byte on top.
+    pub word_data: Signal<In, Bits<32>>,
+    /// Last word of the frame.
+    pub word_last: Signal<In, Bit>,
+    /// Valid bytes of the last word (1..=4).
+    pub word_bytes: Signal<In, Bits<3>>,
+    /// The parser takes the word.
+    pub word_ready: Signal<Out, Bit>,
+    /// Switch MAC, bytes 0..2.
+    pub switch_mac_hi: Signal<In, Bits<16>>,
+    /// Switch MAC, bytes 2..6.
+    pub switch_mac_lo: Signal<In, Bits<32>>,
+    /// Switch IPv4 address.
+    pub switch_ip: Signal<In, Bits<32>>,
+    /// Number of workers n.
+    pub workers: Signal<In, Bits<6>>,
+    /// The job's `size` code.
+    pub size_code: Signal<In, Bits<3>>,
+    /// Elements per payload k.
+    pub payload_words: Signal<In, Bits<9>>,
+    /// Slots in use S.
+    pub slots_in_use: Signal<In, Bits<16>>,
+    /// Worker table entry to write.
+    pub wt_address: Signal<In, Bits<5>>,
+    /// Worker table data.
+    pub wt_data: Signal<In, Bits<32>>,
+    /// Write a worker's IPv4 address.
+    pub wt_write_ip: Signal<In, Bit>,
+    /// Frame buffer read address (bit 9: half, bits 8..0: word).
+    pub buf_read_address: Signal<In, Bits<10>>,
+    /// Frame buffer word at the previous cycle's address.
+    pub buf_read_data: Signal<Out, Bits<32>>,
+    /// A decided frame is described on `desc_*`.
+    pub desc_valid: Signal<Out, Bit>,
+    /// Pulse: the descriptor and its buffer half are free again.
+    pub desc_done: Signal<In, Bit>,
+    /// What the frame is (see the module doc).
+    pub desc_kind: Signal<Out, Bits<5>>,
+    /// The sender's rank (contributions).
+    pub desc_rank: Signal<Out, Bits<5>>,
+    /// Slot (contributions).
+    pub desc_slot: Signal<Out, Bits<15>>,
+    /// Set (contributions).
+    pub desc_set: Signal<Out, Bit>,
+    /// Buffer half holding the frame.
+    pub desc_half: Signal<Out, Bit>,
+    /// IPv4 total length T.
+    pub desc_ip_len: Signal<Out, Bits<16>>,
+    /// Header word 1 (bytes 4..8) of the frame.
+    pub desc_h1: Signal<Out, Bits<32>>,
+    /// Header word 2 (bytes 8..12) of the frame.
+    pub desc_h2: Signal<Out, Bits<32>>,
+    /// Header word 3 (bytes 12..16) of the frame.
+    pub desc_h3: Signal<Out, Bits<32>>,
+    /// Header word 4 (bytes 16..20) of the frame.
+    pub desc_h4: Signal<Out, Bits<32>>,
+    /// Header word 5 (bytes 20..24) of the frame.
+    pub desc_h5: Signal<Out, Bits<32>>,
+    /// Header word 6 (bytes 24..28) of the frame.
+    pub desc_h6: Signal<Out, Bits<32>>,
+    /// Header word 7 (bytes 28..32) of the frame.
+    pub desc_h7: Signal<Out, Bits<32>>,
+    /// Header word 8 (bytes 32..36) of the frame.
+    pub desc_h8: Signal<Out, Bits<32>>,
+    /// Header word 9 (bytes 36..40) of the frame.
+    pub desc_h9: Signal<Out, Bits<32>>,
+    /// Header word 10 (bytes 40..44) of the frame.
+    pub desc_h10: Signal<Out, Bits<32>>,
+    /// Header word 11 (bytes 44..48) of the frame.
+    pub desc_h11: Signal<Out, Bits<32>>,
+    /// Header word 12 (bytes 48..52) of the frame.
+    pub desc_h12: Signal<Out, Bits<32>>,
+    /// A frame is being received, decided or waits in the descriptor.
+    pub busy: Signal<Out, Bit>,
+    rx_buf: BlockRam<10, 32>,
+    ip_table: BlockRam<5, 32>,
+    accept: Signal<Local, Bit>,
+    src_ip: Signal<Local, Bits<32>>,
+    cls: Signal<Local, Bits<5>>,
+    needs_rank: Signal<Local, Bit>,
+    total_len: Signal<Local, Bits<16>>,
+    udp_len: Signal<Local, Bits<16>>,
+    fold1: Signal<Local, Bits<17>>,
+    fold2: Signal<Local, Bits<16>>,
+    dst_mac_ok: Signal<Local, Bit>,
+    deciding: DFF<Bit>,
+    wr_half: DFF<Bit>,
+    j: DFF<Bits<14>>,
+    len: DFF<Bits<16>>,
+    csum: DFF<Bits<20>>,
+    h0: DFF<Bits<32>>,
+    h1: DFF<Bits<32>>,
+    h2: DFF<Bits<32>>,
+    h3: DFF<Bits<32>>,
+    h4: DFF<Bits<32>>,
+    h5: DFF<Bits<32>>,
+    h6: DFF<Bits<32>>,
+    h7: DFF<Bits<32>>,
+    h8: DFF<Bits<32>>,
+    h9: DFF<Bits<32>>,
+    h10: DFF<Bits<32>>,
+    h11: DFF<Bits<32>>,
+    h12: DFF<Bits<32>>,
+    s_busy: DFF<Bit>,
+    s_next: DFF<Bits<6>>,
+    s_pend: DFF<Bit>,
+    s_pend_idx: DFF<Bits<5>>,
+    s_found: DFF<Bit>,
+    s_rank: DFF<Bits<5>>,
+    s_done: DFF<Bit>,
+    d_valid: DFF<Bit>,
+    d_kind: DFF<Bits<5>>,
+    d_rank: DFF<Bits<5>>,
+    d_slot: DFF<Bits<15>>,
+    d_set: DFF<Bit>,
+    d_half: DFF<Bit>,
+    d_len: DFF<Bits<16>>,
+    d1: DFF<Bits<32>>,
+    d2: DFF<Bits<32>>,
+    d3: DFF<Bits<32>>,
+    d4: DFF<Bits<32>>,
+    d5: DFF<Bits<32>>,
+    d6: DFF<Bits<32>>,
+    d7: DFF<Bits<32>>,
+    d8: DFF<Bits<32>>,
+    d9: DFF<Bits<32>>,
+    d10: DFF<Bits<32>>,
+    d11: DFF<Bits<32>>,
+    d12: DFF<Bits<32>>,
+}
+
+impl Default for FrameParser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FrameParser {
+    /// A parser with a two-frame buffer of 2 × 2048 bytes and a 32-entry worker table.
+    pub fn new() -> Self {
+        Self {
+            clock: Default::default(),
+            word_valid: Default::default(),
+            word_data: Default::default(),
+            word_last: Default::default(),
+            word_bytes: Default::default(),
+            word_ready: Default::default(),
+            switch_mac_hi: Default::default(),
+            switch_mac_lo: Default::default(),
+            switch_ip: Default::default(),
+            workers: Default::default(),
+            size_code: Default::default(),
+            payload_words: Default::default(),
+            slots_in_use: Default::default(),
+            wt_address: Default::default(),
+            wt_data: Default::default(),
+            wt_write_ip: Default::default(),
+            buf_read_address: Default::default(),
+            buf_read_data: Default::default(),
+            desc_valid: Default::default(),
+            desc_done: Default::default(),
+            desc_kind: Default::default(),
+            desc_rank: Default::default(),
+            desc_slot: Default::default(),
+            desc_set: Default::default(),
+            desc_half: Default::default(),
+            desc_ip_len: Default::default(),
+            desc_h1: Default::default(),
+            desc_h2: Default::default(),
+            desc_h3: Default::default(),
+            desc_h4: Default::default(),
+            desc_h5: Default::default(),
+            desc_h6: Default::default(),
+            desc_h7: Default::default(),
+            desc_h8: Default::default(),
+            desc_h9: Default::default(),
+            desc_h10: Default::default(),
+            desc_h11: Default::default(),
+            desc_h12: Default::default(),
+            busy: Default::default(),
+            rx_buf: BlockRam::new(1024),
+            ip_table: BlockRam::new(32),
+            accept: Default::default(),
+            src_ip: Default::default(),
+            cls: Default::default(),
+            needs_rank: Default::default(),
+            total_len: Default::default(),
+            udp_len: Default::default(),
+            fold1: Default::default(),
+            fold2: Default::default(),
+            dst_mac_ok: Default::default(),
+            deciding: Default::default(),
+            wr_half: Default::default(),
+            j: Default::default(),
+            len: Default::default(),
+            csum: Default::default(),
+            h0: Default::default(),
+            h1: Default::default(),
+            h2: Default::default(),
+            h3: Default::default(),
+            h4: Default::default(),
+            h5: Default::default(),
+            h6: Default::default(),
+            h7: Default::default(),
+            h8: Default::default(),
+            h9: Default::default(),
+            h10: Default::default(),
+            h11: Default::default(),
+            h12: Default::default(),
+            s_busy: Default::default(),
+            s_next: Default::default(),
+            s_pend: Default::default(),
+            s_pend_idx: Default::default(),
+            s_found: Default::default(),
+            s_rank: Default::default(),
+            s_done: Default::default(),
+            d_valid: Default::default(),
+            d_kind: Default::default(),
+            d_rank: Default::default(),
+            d_slot: Default::default(),
+            d_set: Default::default(),
+            d_half: Default::default(),
+            d_len: Default::default(),
+            d1: Default::default(),
+            d2: Default::default(),
+            d3: Default::default(),
+            d4: Default::default(),
+            d5: Default::default(),
+            d6: Default::default(),
+            d7: Default::default(),
+            d8: Default::default(),
+            d9: Default::default(),
+            d10: Default::default(),
+            d11: Default::default(),
+            d12: Default::default(),
+        }
+    }
+}
+
+impl Logic for FrameParser {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, deciding, wr_half, j, len, csum, h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12, s_busy, s_next, s_pend, s_pend_idx, s_found, s_rank, s_done, d_valid, d_kind, d_rank, d_slot, d_set, d_half, d_len, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12);
+        clock!(self, clock, rx_buf, ip_table);
+        // Worker table writes and the buffer read port.
+        self.ip_table.write_address.next = self.wt_address.val();
+        self.ip_table.write_data.next = self.wt_data.val();
+        self.ip_table.write_enable.next = self.wt_write_ip.val();
+        self.ip_table.read_address.next = bit_cast::<5, 6>(self.s_next.q.val());
+        self.rx_buf.read_address.next = self.buf_read_address.val();
+        self.buf_read_data.next = self.rx_buf.read_data.val();
+        // Descriptor outputs.
+        self.desc_valid.next = self.d_valid.q.val();
+        self.desc_kind.next = self.d_kind.q.val();
+        self.desc_rank.next = self.d_rank.q.val();
+        self.desc_slot.next = self.d_slot.q.val();
+        self.desc_set.next = self.d_set.q.val();
+        self.desc_half.next = self.d_half.q.val();
+        self.desc_ip_len.next = self.d_len.q.val();
+        self.desc_h1.next = self.d1.q.val();
+        self.desc_h2.next = self.d2.q.val();
+        self.desc_h3.next = self.d3.q.val();
+        self.desc_h4.next = self.d4.q.val();
+        self.desc_h5.next = self.d5.q.val();
+        self.desc_h6.next = self.d6.q.val();
+        self.desc_h7.next = self.d7.q.val();
+        self.desc_h8.next = self.d8.q.val();
+        self.desc_h9.next = self.d9.q.val();
+        self.desc_h10.next = self.d10.q.val();
+        self.desc_h11.next = self.d11.q.val();
+        self.desc_h12.next = self.d12.q.val();
+        self.busy.next = self.deciding.q.val() | (self.j.q.val() != 0) | self.d_valid.q.val();
+        // Receive.
+        self.word_ready.next = !self.deciding.q.val();
+        self.accept.next = self.word_valid.val() & !self.deciding.q.val();
+        self.rx_buf.write_enable.next = false;
+        self.rx_buf.write_data.next = self.word_data.val();
+        self.rx_buf.write_address.next = bit_cast::<10, 14>(self.j.q.val());
+        if self.wr_half.q.val() {
+            self.rx_buf.write_address.next = bit_cast::<10, 14>(self.j.q.val()) | 512;
+        }
+        if self.accept.val() {
+            if self.j.q.val() < 512 {
+                self.rx_buf.write_enable.next = true;
+            }
+            if self.j.q.val() != 0x3fff {
+                self.j.d.next = self.j.q.val() + 1;
+            }
+            if self.word_last.val() {
+                self.len.d.next = self.len.q.val() + bit_cast::<16, 3>(self.word_bytes.val());
+                self.deciding.d.next = true;
+            } else {
+                self.len.d.next = self.len.q.val() + 4;
+            }
+            if self.j.q.val() < 13 {
+                match self.j.q.val().index() {
+                    0 => {
+                        self.h0.d.next = self.word_data.val();
+                    }
+                    1 => {
+                        self.h1.d.next = self.word_data.val();
+                    }
+                    2 => {
+                        self.h2.d.next = self.word_data.val();
+                    }
+                    3 => {
+                        self.h3.d.next = self.word_data.val();
+                        self.csum.d.next = self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
+                    }
+                    4 => {
+                        self.h4.d.next = self.word_data.val();
+                        self.csum.d.next = self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff) + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                    }
+                    5 => {
+                        self.h5.d.next = self.word_data.val();
+                        self.csum.d.next = self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff) + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                    }
+                    6 => {
+                        self.h6.d.next = self.word_data.val();
+                        self.csum.d.next = self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff) + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                    }
+                    7 => {
+                        self.h7.d.next = self.word_data.val();
+                        self.csum.d.next = self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff) + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                    }
+                    8 => {
+                        self.h8.d.next = self.word_data.val();
+                        self.csum.d.next = self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                    }
+                    9 => {
+                        self.h9.d.next = self.word_data.val();
+                    }
+                    10 => {
+                        self.h10.d.next = self.word_data.val();
+                    }
+                    11 => {
+                        self.h11.d.next = self.word_data.val();
+                    }
+                    12 => {
+                        self.h12.d.next = self.word_data.val();
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // Worker search: one table entry a cycle, from word 7 on.
+        self.src_ip.next = 0.into();
+        self.s_pend.d.next = false;
+        if self.s_busy.q.val() {
+            self.s_pend.d.next = true;
+            self.s_pend_idx.d.next = bit_cast::<5, 6>(self.s_next.q.val());
+            self.s_next.d.next = self.s_next.q.val() + 1;
+            if self.s_next.q.val() + 1 >= self.workers.val() {
+                self.s_busy.d.next = false;
+            }
+        }
+        if self.s_pend.q.val() {
+            self.src_ip.next = (self.h6.q.val() << 16) | (self.h7.q.val() >> 16);
+            if self.ip_table.read_data.val() == self.src_ip.val() {
+                self.s_found.d.next = true;
+                self.s_rank.d.next = self.s_pend_idx.q.val();
+                self.s_done.d.next = true;
+                self.s_busy.d.next = false;
+                self.s_pend.d.next = false;
+            } else if bit_cast::<6, 5>(self.s_pend_idx.q.val()) + 1 >= self.workers.val() {
+                self.s_done.d.next = true;
+            }
+        }
+        if self.accept.val() & (self.j.q.val() == 7) {
+            self.s_busy.d.next = true;
+            self.s_next.d.next = 0.into();
+            self.s_pend.d.next = false;
+            self.s_found.d.next = false;
+            self.s_done.d.next = false;
+        }
+        // Decide (docs/switch.md §1, in order).
+        self.cls.next = 0.into();
+        self.needs_rank.next = false;
+        self.total_len.next = 0.into();
+        self.udp_len.next = 0.into();
+        self.fold1.next = 0.into();
+        self.fold2.next = 0.into();
+        self.dst_mac_ok.next = false;
+        if self.desc_done.val() {
+            self.d_valid.d.next = false;
+        }
+        if self.deciding.q.val() {
+            self.total_len.next = self.h4.q.val().get_bits::<16>(16);
+            self.udp_len.next = bit_cast::<16, 32>(self.h9.q.val());
+            self.fold1.next = bit_cast::<17, 20>(self.csum.q.val() & 0xffff) + bit_cast::<17, 20>(self.csum.q.val() >> 16);
+            self.fold2.next = bit_cast::<16, 17>(self.fold1.val()) + bit_cast::<16, 17>(self.fold1.val() >> 16);
+            self.dst_mac_ok.next = ((self.h0.q.val() == ((bit_cast::<32, 16>(self.switch_mac_hi.val()) << 16) | (self.switch_mac_lo.val() >> 16)))
+                & (self.h1.q.val().get_bits::<16>(16) == bit_cast::<16, 32>(self.switch_mac_lo.val())))
+                | ((self.h0.q.val() == 0xffff_ffff_u64) & (self.h1.q.val().get_bits::<16>(16) == 0xffff));
+            if self.len.q.val() < 14 {
+                self.cls.next = 0.into();
+            } else if !self.dst_mac_ok.val() {
+                self.cls.next = 1.into();
+            } else if self.h3.q.val().get_bits::<16>(16) == 0x0806 {
+                if self.len.q.val() < 42 {
+                    self.cls.next = 0.into();
+                } else if (bit_cast::<16, 32>(self.h3.q.val()) != 1)
+                    | (self.h4.q.val() != 0x0800_0604)
+                    | (self.h5.q.val().get_bits::<16>(16) != 1)
+                {
+                    self.cls.next = 2.into();
+                } else if (bit_cast::<16, 32>(self.h9.q.val()) != self.switch_ip.val().get_bits::<16>(16))
+                    | (self.h10.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.switch_ip.val()))
+                {
+                    self.cls.next = 7.into();
+                } else {
+                    self.cls.next = 14.into();
+                }
+            } else if self.h3.q.val().get_bits::<16>(16) != 0x0800 {
+                self.cls.next = 2.into();
+            } else if self.len.q.val() < 34 {
+                self.cls.next = 0.into();
+            } else if self.h3.q.val().get_bits::<4>(12) != 4 {
+                self.cls.next = 2.into();
+            } else if self.h3.q.val().get_bits::<4>(8) != 5 {
+                self.cls.next = 3.into();
+            } else if self.fold2.val() != 0xffff {
+                self.cls.next = 4.into();
+            } else if (self.total_len.val() < 20)
+                | (bit_cast::<17, 16>(self.total_len.val()) + 14 > bit_cast::<17, 16>(self.len.q.val()))
+            {
+                self.cls.next = 5.into();
+            } else if self.h5.q.val().get_bits::<14>(16) != 0 {
+                self.cls.next = 6.into();
+            } else if (bit_cast::<16, 32>(self.h7.q.val()) != self.switch_ip.val().get_bits::<16>(16))
+                | (self.h8.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.switch_ip.val()))
+            {
+                self.cls.next = 7.into();
+            } else if bit_cast::<8, 32>(self.h5.q.val()) == 1 {
+                if self.total_len.val() < 28 {
+                    self.cls.next = 0.into();
+                } else if bit_cast::<16, 32>(self.h8.q.val()) != 0x0800 {
+                    self.cls.next = 2.into();
+                } else {
+                    self.cls.next = 15.into();
+                }
+            } else if bit_cast::<8, 32>(self.h5.q.val()) != 17 {
+                self.cls.next = 2.into();
+            } else if self.total_len.val() < 28 {
+                self.cls.next = 0.into();
+            } else if self.udp_len.val() + 20 != self.total_len.val() {
+                self.cls.next = 5.into();
+            } else if self.h9.q.val().get_bits::<12>(20) != 0xBEE {
+                self.cls.next = 8.into();
+            } else {
+                self.needs_rank.next = true;
+                if !self.s_found.q.val() {
+                    self.cls.next = 9.into();
+                } else if self.udp_len.val() < 18 {
+                    self.cls.next = 0.into();
+                } else if self.h10.q.val().get_bits::<4>(12) != 1 {
+                    self.cls.next = 10.into();
+                } else if self.h10.q.val().get_bits::<3>(8) != self.size_code.val() {
+                    self.cls.next = 11.into();
+                } else if self.udp_len.val() != (bit_cast::<16, 9>(self.payload_words.val()) << 2) + 18 {
+                    self.cls.next = 5.into();
+                } else if bit_cast::<16, 15>(self.h12.q.val().get_bits::<15>(16)) >= self.slots_in_use.val() {
+                    self.cls.next = 12.into();
+                } else {
+                    self.cls.next = 13.into();
+                }
+            }
+            if (!self.needs_rank.val() | self.s_done.q.val()) & (!self.d_valid.q.val() | self.desc_done.val()) {
+                self.d_valid.d.next = true;
+                self.d_kind.d.next = self.cls.val();
+                self.d_rank.d.next = self.s_rank.q.val();
+                self.d_slot.d.next = self.h12.q.val().get_bits::<15>(16);
+                self.d_set.d.next = self.h12.q.val().get_bit(31);
+                self.d_half.d.next = self.wr_half.q.val();
+                self.d_len.d.next = self.total_len.val();
+                self.d1.d.next = self.h1.q.val();
+                self.d2.d.next = self.h2.q.val();
+                self.d3.d.next = self.h3.q.val();
+                self.d4.d.next = self.h4.q.val();
+                self.d5.d.next = self.h5.q.val();
+                self.d6.d.next = self.h6.q.val();
+                self.d7.d.next = self.h7.q.val();
+                self.d8.d.next = self.h8.q.val();
+                self.d9.d.next = self.h9.q.val();
+                self.d10.d.next = self.h10.q.val();
+                self.d11.d.next = self.h11.q.val();
+                self.d12.d.next = self.h12.q.val();
+                self.wr_half.d.next = !self.wr_half.q.val();
+                self.deciding.d.next = false;
+                self.j.d.next = 0.into();
+                self.len.d.next = 0.into();
+                self.csum.d.next = 0.into();
+                self.s_busy.d.next = false;
+            }
+        }
+    }
+}

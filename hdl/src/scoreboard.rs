@@ -1,0 +1,164 @@
+//! The scoreboard: per slot and set, the worker bitmap `seen[v][s]` and the round counter
+//! `count[v][s]` of docs/switch.md §2.
+//!
+//! Timing: `slot` must be stable for a cycle before the outputs are read (block RAM read);
+//! then, while `active` is high, `is_new`, `first`, `last` and `complete` describe a contribution
+//! of `rank` to (`slot`, `set`) combinationally. A `commit` pulse in that cycle writes the update
+//! (`seen[v].rank = 1`, `seen[1-v].rank = 0`, `count[v] = (count[v] + 1) mod n`), visible to
+//! the next lookup. `clear` zeroes every slot, one a cycle, with `clearing` high meanwhile.
+//! Guarantees: nothing changes without `commit`; a duplicate is detected from the bitmap alone.
+
+use crate::block_ram::BlockRam;
+use rust_hdl::prelude::*;
+
+/// Worker bitmaps and counters of every slot and set.
+#[derive(LogicBlock)]
+pub struct Scoreboard {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Slot looked up.
+    pub slot: Signal<In, Bits<6>>,
+    /// Set looked up.
+    pub set: Signal<In, Bit>,
+    /// Rank of the contributing worker.
+    pub rank: Signal<In, Bits<5>>,
+    /// Number of workers n.
+    pub workers: Signal<In, Bits<6>>,
+    /// The lookup outputs are wanted this cycle.
+    pub active: Signal<In, Bit>,
+    /// Write the update of a new contribution.
+    pub commit: Signal<In, Bit>,
+    /// Start clearing every slot.
+    pub clear: Signal<In, Bit>,
+    /// The worker's bit is not set yet.
+    pub is_new: Signal<Out, Bit>,
+    /// The round's count is 0 (first contribution of a round).
+    pub first: Signal<Out, Bit>,
+    /// This new contribution completes the round.
+    pub last: Signal<Out, Bit>,
+    /// The round is complete (count 0): a duplicate is answered.
+    pub complete: Signal<Out, Bit>,
+    /// A clear pass is running.
+    pub clearing: Signal<Out, Bit>,
+    seen0: BlockRam<6, 32>,
+    seen1: BlockRam<6, 32>,
+    count: BlockRam<6, 10>,
+    slots: Constant<Bits<7>>,
+    bit: Signal<Local, Bits<32>>,
+    seen_v: Signal<Local, Bits<32>>,
+    cnt_v: Signal<Local, Bits<5>>,
+    cnt_next: Signal<Local, Bits<5>>,
+    clr: DFF<Bit>,
+    clr_idx: DFF<Bits<7>>,
+}
+
+impl Scoreboard {
+    /// A scoreboard for `slots` slots.
+    pub fn new(slots: usize) -> Self {
+        Self {
+            clock: Default::default(),
+            slot: Default::default(),
+            set: Default::default(),
+            rank: Default::default(),
+            workers: Default::default(),
+            active: Default::default(),
+            commit: Default::default(),
+            clear: Default::default(),
+            is_new: Default::default(),
+            first: Default::default(),
+            last: Default::default(),
+            complete: Default::default(),
+            clearing: Default::default(),
+            seen0: BlockRam::new(slots),
+            seen1: BlockRam::new(slots),
+            count: BlockRam::new(slots),
+            slots: Constant::new((slots as u64).into()),
+            bit: Default::default(),
+            seen_v: Default::default(),
+            cnt_v: Default::default(),
+            cnt_next: Default::default(),
+            clr: Default::default(),
+            clr_idx: Default::default(),
+        }
+    }
+}
+
+impl Logic for Scoreboard {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, clr, clr_idx);
+        clock!(self, clock, seen0, seen1, count);
+        self.seen0.read_address.next = self.slot.val();
+        self.seen1.read_address.next = self.slot.val();
+        self.count.read_address.next = self.slot.val();
+        self.seen0.write_address.next = self.slot.val();
+        self.seen1.write_address.next = self.slot.val();
+        self.count.write_address.next = self.slot.val();
+        self.seen0.write_data.next = 0.into();
+        self.seen1.write_data.next = 0.into();
+        self.count.write_data.next = 0.into();
+        self.seen0.write_enable.next = false;
+        self.seen1.write_enable.next = false;
+        self.count.write_enable.next = false;
+        self.clearing.next = self.clr.q.val();
+        self.bit.next = 0.into();
+        self.seen_v.next = 0.into();
+        self.cnt_v.next = 0.into();
+        self.cnt_next.next = 0.into();
+        self.is_new.next = false;
+        self.first.next = false;
+        self.last.next = false;
+        self.complete.next = false;
+        if self.active.val() {
+            self.bit.next = bits::<32>(1) << bit_cast::<32, 5>(self.rank.val());
+            if self.set.val() {
+                self.seen_v.next = self.seen1.read_data.val();
+                self.cnt_v.next = bit_cast::<5, 10>(self.count.read_data.val() >> 5);
+            } else {
+                self.seen_v.next = self.seen0.read_data.val();
+                self.cnt_v.next = bit_cast::<5, 10>(self.count.read_data.val());
+            }
+            if bit_cast::<6, 5>(self.cnt_v.val()) + 1 == self.workers.val() {
+                self.cnt_next.next = 0.into();
+            } else {
+                self.cnt_next.next = self.cnt_v.val() + 1;
+            }
+            self.is_new.next = (self.seen_v.val() & self.bit.val()) == 0;
+            self.first.next = self.cnt_v.val() == 0;
+            self.last.next = self.cnt_next.val() == 0;
+            self.complete.next = self.cnt_v.val() == 0;
+            if self.commit.val() {
+                self.seen0.write_enable.next = true;
+                self.seen1.write_enable.next = true;
+                self.count.write_enable.next = true;
+                if self.set.val() {
+                    self.seen0.write_data.next = self.seen0.read_data.val() & !self.bit.val();
+                    self.seen1.write_data.next = self.seen1.read_data.val() | self.bit.val();
+                    self.count.write_data.next = (bit_cast::<10, 5>(self.cnt_next.val()) << 5)
+                        | (self.count.read_data.val() & 0x1f);
+                } else {
+                    self.seen0.write_data.next = self.seen0.read_data.val() | self.bit.val();
+                    self.seen1.write_data.next = self.seen1.read_data.val() & !self.bit.val();
+                    self.count.write_data.next =
+                        (self.count.read_data.val() & 0x3e0) | bit_cast::<10, 5>(self.cnt_next.val());
+                }
+            }
+        }
+        if self.clr.q.val() {
+            self.seen0.write_address.next = bit_cast::<6, 7>(self.clr_idx.q.val());
+            self.seen1.write_address.next = bit_cast::<6, 7>(self.clr_idx.q.val());
+            self.count.write_address.next = bit_cast::<6, 7>(self.clr_idx.q.val());
+            self.seen0.write_enable.next = true;
+            self.seen1.write_enable.next = true;
+            self.count.write_enable.next = true;
+            self.clr_idx.d.next = self.clr_idx.q.val() + 1;
+            if self.clr_idx.q.val() + 1 == self.slots.val() {
+                self.clr.d.next = false;
+            }
+        }
+        if self.clear.val() {
+            self.clr.d.next = true;
+            self.clr_idx.d.next = 0.into();
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! Width adapters between the core's external Ethernet streams (`W` bytes a beat, `D = 8·W`
+//! bits) and its internal 32-bit word streams.
+//!
+//! Beat layout: the first byte of the beat is in the most significant lane (network order);
+//! `bytes` (1..=W) counts the valid bytes of the last beat, which are the leading lanes; a lone
+//! last beat with `bytes` = 0 carries an empty frame (counted as truncated). At width 1 every
+//! beat carries `bytes` = 1.
+//! Internal words carry 4 bytes the same way, `bytes` 1..=4 on the last word.
+//!
+//! Timing: width 4 is a wire (no latency). Width 1 gathers 4 bytes into a word (a word
+//! leaves with the beat that completes it, no added latency) and spreads a word over 4 beats.
+//! Width 8 splits a beat into two words (the upstream beat is held with `ready` low for one
+//! cycle) and packs two words into a beat. Handshakes follow AXI-Stream: a transfer happens
+//! on a rising edge with `valid` and `ready` both high; no combinational path from `ready`
+//! to `valid`.
+
+use rust_hdl::prelude::*;
+
+/// Ethernet beats in, 32-bit words out.
+#[derive(LogicBlock)]
+pub struct RxWidth<const D: usize> {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Beat valid.
+    pub in_valid: Signal<In, Bit>,
+    /// Beat data, first byte in the top lane.
+    pub in_data: Signal<In, Bits<D>>,
+    /// Last beat of the frame.
+    pub in_last: Signal<In, Bit>,
+    /// Valid bytes in the last beat (1..=W).
+    pub in_bytes: Signal<In, Bits<4>>,
+    /// The adapter takes the beat.
+    pub in_ready: Signal<Out, Bit>,
+    /// Word valid.
+    pub word_valid: Signal<Out, Bit>,
+    /// Word data.
+    pub word_data: Signal<Out, Bits<32>>,
+    /// Last word of the frame.
+    pub word_last: Signal<Out, Bit>,
+    /// Valid bytes in the last word (1..=4).
+    pub word_bytes: Signal<Out, Bits<3>>,
+    /// Downstream takes the word.
+    pub word_ready: Signal<In, Bit>,
+    lanes: Constant<Bits<4>>,
+    merged: Signal<Local, Bits<32>>,
+    acc: DFF<Bits<32>>,
+    fill: DFF<Bits<2>>,
+    phase: DFF<Bit>,
+}
+
+impl<const D: usize> RxWidth<D> {
+    /// An adapter for `D / 8` byte beats.
+    pub fn new() -> Self {
+        assert!(D == 8 || D == 32 || D == 64, "RxWidth: D = {D} bits is not 8, 32 or 64");
+        Self {
+            clock: Default::default(),
+            in_valid: Default::default(),
+            in_data: Default::default(),
+            in_last: Default::default(),
+            in_bytes: Default::default(),
+            in_ready: Default::default(),
+            word_valid: Default::default(),
+            word_data: Default::default(),
+            word_last: Default::default(),
+            word_bytes: Default::default(),
+            word_ready: Default::default(),
+            lanes: Constant::new(((D / 8) as u64).into()),
+            merged: Default::default(),
+            acc: Default::default(),
+            fill: Default::default(),
+            phase: Default::default(),
+        }
+    }
+}
+
+impl<const D: usize> Logic for RxWidth<D> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, acc, fill, phase);
+        self.word_valid.next = false;
+        self.word_data.next = 0.into();
+        self.word_last.next = false;
+        self.word_bytes.next = 4.into();
+        self.in_ready.next = false;
+        self.merged.next = 0.into();
+        if self.lanes.val() == 4 {
+            self.word_valid.next = self.in_valid.val();
+            self.word_data.next = bit_cast::<32, D>(self.in_data.val());
+            self.word_last.next = self.in_last.val();
+            if self.in_last.val() {
+                self.word_bytes.next = bit_cast::<3, 4>(self.in_bytes.val());
+            }
+            self.in_ready.next = self.word_ready.val();
+        } else if self.lanes.val() == 1 {
+            if self.in_valid.val() {
+                match self.fill.q.val().index() {
+                    0 => {
+                        self.merged.next = bit_cast::<32, D>(self.in_data.val()) << 24;
+                    }
+                    1 => {
+                        self.merged.next = self.acc.q.val() | (bit_cast::<32, D>(self.in_data.val()) << 16);
+                    }
+                    2 => {
+                        self.merged.next = self.acc.q.val() | (bit_cast::<32, D>(self.in_data.val()) << 8);
+                    }
+                    _ => {
+                        self.merged.next = self.acc.q.val() | bit_cast::<32, D>(self.in_data.val());
+                    }
+                }
+                if self.in_last.val() | (self.fill.q.val() == 3) {
+                    self.word_valid.next = true;
+                    self.word_data.next = self.merged.val();
+                    self.word_last.next = self.in_last.val();
+                    self.word_bytes.next = bit_cast::<3, 2>(self.fill.q.val()) + bit_cast::<3, 4>(self.in_bytes.val());
+                    self.in_ready.next = self.word_ready.val();
+                    if self.word_ready.val() {
+                        self.fill.d.next = 0.into();
+                        self.acc.d.next = 0.into();
+                    }
+                } else {
+                    self.in_ready.next = true;
+                    self.acc.d.next = self.merged.val();
+                    self.fill.d.next = self.fill.q.val() + 1;
+                }
+            }
+        } else {
+            if !self.phase.q.val() {
+                self.word_valid.next = self.in_valid.val();
+                self.word_data.next = bit_cast::<32, D>(self.in_data.val() >> 32);
+                if self.in_last.val() & (self.in_bytes.val() <= 4) {
+                    self.word_last.next = true;
+                    self.word_bytes.next = bit_cast::<3, 4>(self.in_bytes.val());
+                    self.in_ready.next = self.word_ready.val();
+                } else if self.in_valid.val() & self.word_ready.val() {
+                    self.phase.d.next = true;
+                }
+            } else {
+                self.word_valid.next = self.in_valid.val();
+                self.word_data.next = bit_cast::<32, D>(self.in_data.val());
+                self.word_last.next = self.in_last.val();
+                if self.in_last.val() {
+                    self.word_bytes.next = bit_cast::<3, 4>(self.in_bytes.val() - 4);
+                }
+                self.in_ready.next = self.word_ready.val();
+                if self.in_valid.val() & self.word_ready.val() {
+                    self.phase.d.next = false;
+                }
+            }
+        }
+    }
+}
+
+/// 32-bit words in, Ethernet beats out.
+#[derive(LogicBlock)]
+pub struct TxWidth<const D: usize> {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Word valid.
+    pub word_valid: Signal<In, Bit>,
+    /// Word data.
+    pub word_data: Signal<In, Bits<32>>,
+    /// Last word of the frame.
+    pub word_last: Signal<In, Bit>,
+    /// Valid bytes in the last word (1..=4).
+    pub word_bytes: Signal<In, Bits<3>>,
+    /// The adapter takes the word.
+    pub word_ready: Signal<Out, Bit>,
+    /// Beat valid.
+    pub out_valid: Signal<Out, Bit>,
+    /// Beat data, first byte in the top lane.
+    pub out_data: Signal<Out, Bits<D>>,
+    /// Last beat of the frame.
+    pub out_last: Signal<Out, Bit>,
+    /// Valid bytes in the last beat (1..=W).
+    pub out_bytes: Signal<Out, Bits<4>>,
+    /// Downstream takes the beat.
+    pub out_ready: Signal<In, Bit>,
+    lanes: Constant<Bits<4>>,
+    idx: DFF<Bits<2>>,
+    hold: DFF<Bits<32>>,
+    have: DFF<Bit>,
+}
+
+impl<const D: usize> TxWidth<D> {
+    /// An adapter for `D / 8` byte beats.
+    pub fn new() -> Self {
+        assert!(D == 8 || D == 32 || D == 64, "TxWidth: D = {D} bits is not 8, 32 or 64");
+        Self {
+            clock: Default::default(),
+            word_valid: Default::default(),
+            word_data: Default::default(),
+            word_last: Default::default(),
+            word_bytes: Default::default(),
+            word_ready: Default::default(),
+            out_valid: Default::default(),
+            out_data: Default::default(),
+            out_last: Default::default(),
+            out_bytes: Default::default(),
+            out_ready: Default::default(),
+            lanes: Constant::new(((D / 8) as u64).into()),
+            idx: Default::default(),
+            hold: Default::default(),
+            have: Default::default(),
+        }
+    }
+}
+
+impl<const D: usize> Logic for TxWidth<D> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, idx, hold, have);
+        self.out_valid.next = false;
+        self.out_data.next = 0.into();
+        self.out_last.next = false;
+        self.out_bytes.next = 1.into();
+        self.word_ready.next = false;
+        if self.lanes.val() == 4 {
+            self.out_valid.next = self.word_valid.val();
+            self.out_data.next = bit_cast::<D, 32>(self.word_data.val());
+            self.out_last.next = self.word_last.val();
+            self.out_bytes.next = 4.into();
+            if self.word_last.val() {
+                self.out_bytes.next = bit_cast::<4, 3>(self.word_bytes.val());
+            }
+            self.word_ready.next = self.out_ready.val();
+        } else if self.lanes.val() == 1 {
+            self.out_valid.next = self.word_valid.val();
+            if self.word_valid.val() {
+                match self.idx.q.val().index() {
+                    0 => {
+                        self.out_data.next = bit_cast::<D, 32>(self.word_data.val() >> 24);
+                    }
+                    1 => {
+                        self.out_data.next = bit_cast::<D, 32>(self.word_data.val() >> 16);
+                    }
+                    2 => {
+                        self.out_data.next = bit_cast::<D, 32>(self.word_data.val() >> 8);
+                    }
+                    _ => {
+                        self.out_data.next = bit_cast::<D, 32>(self.word_data.val());
+                    }
+                }
+                if self.word_last.val() & (bit_cast::<3, 2>(self.idx.q.val()) + 1 == self.word_bytes.val()) {
+                    self.out_last.next = true;
+                    self.word_ready.next = self.out_ready.val();
+                    if self.out_ready.val() {
+                        self.idx.d.next = 0.into();
+                    }
+                } else if self.idx.q.val() == 3 {
+                    self.word_ready.next = self.out_ready.val();
+                    if self.out_ready.val() {
+                        self.idx.d.next = 0.into();
+                    }
+                } else if self.out_ready.val() {
+                    self.idx.d.next = self.idx.q.val() + 1;
+                }
+            }
+        } else {
+            if !self.have.q.val() {
+                if self.word_valid.val() {
+                    if self.word_last.val() {
+                        self.out_valid.next = true;
+                        self.out_data.next = bit_cast::<D, 32>(self.word_data.val()) << 32;
+                        self.out_last.next = true;
+                        self.out_bytes.next = bit_cast::<4, 3>(self.word_bytes.val());
+                        self.word_ready.next = self.out_ready.val();
+                    } else {
+                        self.word_ready.next = true;
+                        self.hold.d.next = self.word_data.val();
+                        self.have.d.next = true;
+                    }
+                }
+            } else {
+                self.out_valid.next = self.word_valid.val();
+                self.out_data.next =
+                    (bit_cast::<D, 32>(self.hold.q.val()) << 32) | bit_cast::<D, 32>(self.word_data.val());
+                self.out_last.next = self.word_last.val();
+                self.out_bytes.next = 4.into();
+                if self.word_last.val() {
+                    self.out_bytes.next = bit_cast::<4, 3>(self.word_bytes.val()) + 4;
+                }
+                self.word_ready.next = self.out_ready.val();
+                if self.word_valid.val() & self.out_ready.val() {
+                    self.have.d.next = false;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,360 @@
+//! The rust-hdl simulation harness: the portable core of `spotagg-hdl`, stepped directly (set
+//! the inputs, settle, clock edge, settle — no threaded testbench), behind the [`Engine`] trait.
+//!
+//! [`RtlEngine`] configures the core from a [`JobConfig`] over its register bus, feeds each
+//! frame as back-to-back beats, clocks until the core is idle and collects the frames it
+//! sends; the counters are read from the core's counter registers. [`RtlEngine::run_stream`]
+//! is the cycle-level API the benchmark ([`bench_report`]) uses.
+
+use spotagg_driver::counters::{Counters, DropReason};
+use spotagg_driver::engine::Engine;
+use spotagg_driver::JobConfig;
+use spotagg_hdl::rust_hdl::prelude::*;
+use spotagg_hdl::{Core, CoreConfig};
+use std::fmt;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Why an [`RtlEngine`] could not be built for a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RtlError(pub String);
+
+impl fmt::Display for RtlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RtlError {}
+
+/// One clock cycle's view of the core's ports (beats as `u64`, first byte in the top lane).
+#[derive(Debug, Clone, Copy, Default)]
+struct Ports {
+    rx_ready: bool,
+    tx_valid: bool,
+    tx_data: u64,
+    tx_last: bool,
+    tx_bytes: u8,
+    idle: bool,
+}
+
+/// The core at one width, with direct stepping.
+trait CoreDriver: Send {
+    fn set_rx(&mut self, valid: bool, data: u64, last: bool, bytes: u8);
+    fn set_tx_ready(&mut self, ready: bool);
+    fn set_cfg(&mut self, write: bool, address: u8, data: u32);
+    fn read_counter(&mut self, index: u8) -> u32;
+    fn settle(&mut self) -> Ports;
+    fn edge(&mut self);
+}
+
+struct Driver<const D: usize> {
+    core: Core<D>,
+}
+
+impl<const D: usize> Driver<D> {
+    fn new(config: CoreConfig) -> Self {
+        let mut core = Core::<D>::new(config);
+        core.connect_all();
+        let mut d = Driver { core };
+        d.core.clock.next = false.into();
+        d.core.tx_ready.next = true;
+        simulate(&mut d.core, 10_000);
+        d
+    }
+}
+
+impl<const D: usize> CoreDriver for Driver<D> {
+    fn set_rx(&mut self, valid: bool, data: u64, last: bool, bytes: u8) {
+        self.core.rx_valid.next = valid;
+        self.core.rx_data.next = data.into();
+        self.core.rx_last.next = last;
+        self.core.rx_bytes.next = u64::from(bytes).into();
+    }
+    fn set_tx_ready(&mut self, ready: bool) {
+        self.core.tx_ready.next = ready;
+    }
+    fn set_cfg(&mut self, write: bool, address: u8, data: u32) {
+        self.core.cfg_write.next = write;
+        self.core.cfg_address.next = u64::from(address).into();
+        self.core.cfg_data.next = u64::from(data).into();
+    }
+    fn read_counter(&mut self, index: u8) -> u32 {
+        self.core.counter_address.next = u64::from(index).into();
+        simulate(&mut self.core, 10_000);
+        self.core.counter_data.val().to_u32()
+    }
+    fn settle(&mut self) -> Ports {
+        assert!(simulate(&mut self.core, 10_000), "the core did not settle");
+        Ports {
+            rx_ready: self.core.rx_ready.val(),
+            tx_valid: self.core.tx_valid.val(),
+            tx_data: self.core.tx_data.val().to_u64(),
+            tx_last: self.core.tx_last.val(),
+            tx_bytes: self.core.tx_bytes.val().to_u8(),
+            idle: self.core.idle.val(),
+        }
+    }
+    fn edge(&mut self) {
+        self.core.clock.next = true.into();
+        simulate(&mut self.core, 10_000);
+        self.core.clock.next = false.into();
+        simulate(&mut self.core, 10_000);
+    }
+}
+
+/// Cycle statistics of a stream of frames pushed back to back ([`RtlEngine::run_stream`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StreamStats {
+    /// Cycles from the first beat offered until the core was idle again.
+    pub cycles: u64,
+    /// Cycles at which the core accepted a receive beat.
+    pub rx_beats: u64,
+    /// Cycles with a beat offered but `rx_ready` low (back-pressure).
+    pub rx_stalls: u64,
+    /// Cycles at which the core sent a beat.
+    pub tx_beats: u64,
+    /// Frames the core sent.
+    pub frames_out: u64,
+    /// Cycles from the first offered beat until the last received beat was accepted.
+    pub rx_cycles: u64,
+}
+
+/// The rust-hdl core behind the [`Engine`] trait.
+pub struct RtlEngine {
+    driver: Mutex<Box<dyn CoreDriver>>,
+    config: CoreConfig,
+    width: usize,
+    cycles: u64,
+    tx_partial: Vec<u8>,
+}
+
+impl fmt::Debug for RtlEngine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RtlEngine").field("config", &self.config).field("cycles", &self.cycles).finish()
+    }
+}
+
+/// Cycles without progress after which the harness declares the core stuck.
+const STUCK_CYCLES: u64 = 200_000;
+
+impl RtlEngine {
+    /// A core built with `core` and configured for `job`.
+    pub fn new(job: &JobConfig, core: CoreConfig) -> Result<RtlEngine, RtlError> {
+        if job.n() > core.max_workers {
+            return Err(RtlError(format!("n = {} exceeds the core's max_workers = {}", job.n(), core.max_workers)));
+        }
+        if usize::from(job.slots) > core.slots || job.slots == 0 {
+            return Err(RtlError(format!("slots = {} is outside 1..={} (the core's slots)", job.slots, core.slots)));
+        }
+        if job.payload.bytes() > core.max_payload {
+            return Err(RtlError(format!(
+                "payload = {} B exceeds the core's max_payload = {}",
+                job.payload.bytes(),
+                core.max_payload
+            )));
+        }
+        let driver: Box<dyn CoreDriver> = match core.width_bytes {
+            1 => Box::new(Driver::<8>::new(core)),
+            4 => Box::new(Driver::<32>::new(core)),
+            8 => Box::new(Driver::<64>::new(core)),
+            w => return Err(RtlError(format!("width_bytes = {w} is not supported"))),
+        };
+        let mut e = RtlEngine { driver: Mutex::new(driver), config: core, width: core.width_bytes, cycles: 0, tx_partial: vec![] };
+        e.configure(job);
+        Ok(e)
+    }
+
+    /// A core sized for `job` (slots = S, max payload 256 B or 1024 B) at `width_bytes`.
+    pub fn for_job(job: &JobConfig, width_bytes: usize) -> Result<RtlEngine, RtlError> {
+        let max_payload = if job.payload.bytes() <= 256 { 256 } else { 1024 };
+        let core = CoreConfig::new(width_bytes, usize::from(job.slots).max(1), max_payload, 32)
+            .map_err(|e| RtlError(e.0))?;
+        RtlEngine::new(job, core)
+    }
+
+    /// The build parameters.
+    pub fn core_config(&self) -> &CoreConfig {
+        &self.config
+    }
+
+    /// Clock cycles run so far.
+    pub fn cycles(&self) -> u64 {
+        self.cycles
+    }
+
+    fn drv(&mut self) -> &mut Box<dyn CoreDriver> {
+        self.driver.get_mut().expect("core driver poisoned")
+    }
+
+    fn write_reg(&mut self, address: u8, data: u32) {
+        self.drv().set_cfg(true, address, data);
+        self.drv().settle();
+        self.tick();
+        self.drv().set_cfg(false, 0, 0);
+    }
+
+    fn tick(&mut self) {
+        self.drv().edge();
+        self.cycles += 1;
+    }
+
+    /// Writes the job's configuration and clears the slot state (counters are kept, as the
+    /// reference switch does on a reconfiguration).
+    pub fn configure(&mut self, job: &JobConfig) {
+        let m = job.switch_mac.0;
+        self.write_reg(0x00, u32::from(u16::from_be_bytes([m[0], m[1]])));
+        self.write_reg(0x01, u32::from_be_bytes([m[2], m[3], m[4], m[5]]));
+        self.write_reg(0x02, u32::from(job.switch_ip));
+        self.write_reg(0x03, job.n() as u32);
+        self.write_reg(0x04, u32::from(job.payload.code()));
+        self.write_reg(0x05, u32::from(job.slots));
+        for (r, w) in job.workers.iter().enumerate() {
+            let base = 0x80 + 4 * r as u8;
+            let m = w.mac.0;
+            self.write_reg(base, u32::from(w.ip));
+            self.write_reg(base + 1, u32::from(u16::from_be_bytes([m[0], m[1]])));
+            self.write_reg(base + 2, u32::from_be_bytes([m[2], m[3], m[4], m[5]]));
+        }
+        self.write_reg(0x06, 1);
+        let mut sink = vec![];
+        self.run_until_idle(&mut sink);
+    }
+
+    /// Zeroes the counters.
+    pub fn clear_counters(&mut self) {
+        self.write_reg(0x06, 2);
+    }
+
+    fn beat_of(&self, frame: &[u8], beat: usize) -> (u64, bool, u8) {
+        let w = self.width;
+        let start = beat * w;
+        let end = (start + w).min(frame.len()).max(start.min(frame.len()));
+        let mut data = 0u64;
+        for i in 0..w {
+            data <<= 8;
+            if start + i < end {
+                data |= u64::from(frame[start + i]);
+            }
+        }
+        // An empty frame is one last beat with no valid byte.
+        (data, end == frame.len(), (end.saturating_sub(start)) as u8)
+    }
+
+    fn collect_tx(&mut self, p: &Ports, out: &mut Vec<Vec<u8>>) {
+        if p.tx_valid {
+            let w = self.width;
+            let n = if p.tx_last { usize::from(p.tx_bytes) } else { w };
+            for i in 0..n {
+                self.tx_partial.push((p.tx_data >> (8 * (w - 1 - i))) as u8);
+            }
+            if p.tx_last {
+                out.push(std::mem::take(&mut self.tx_partial));
+            }
+        }
+    }
+
+    fn run_until_idle(&mut self, out: &mut Vec<Vec<u8>>) {
+        self.drv().set_rx(false, 0, false, 0);
+        let mut quiet = 0;
+        let mut guard = 0u64;
+        loop {
+            let p = self.drv().settle();
+            self.collect_tx(&p, out);
+            if p.idle && !p.tx_valid {
+                quiet += 1;
+                if quiet >= 2 {
+                    break;
+                }
+            } else {
+                quiet = 0;
+            }
+            self.tick();
+            guard += 1;
+            assert!(guard < STUCK_CYCLES, "the core did not become idle");
+        }
+    }
+
+    /// Pushes `frames` back to back (a new beat offered every cycle the core is ready), collects
+    /// the frames sent into `out`, clocks until idle, and returns the cycle statistics.
+    pub fn run_stream(&mut self, frames: &[Vec<u8>], out: &mut Vec<Vec<u8>>) -> StreamStats {
+        let mut s = StreamStats::default();
+        let start = self.cycles;
+        let before = out.len();
+        let mut f = 0;
+        let mut beat = 0;
+        let mut since_progress = 0u64;
+        while f < frames.len() {
+            let frame = &frames[f];
+            let (data, last, bytes) = self.beat_of(frame, beat);
+            self.drv().set_rx(true, data, last, bytes);
+            let p = self.drv().settle();
+            self.collect_tx(&p, out);
+            if p.tx_valid {
+                s.tx_beats += 1;
+            }
+            if p.rx_ready {
+                s.rx_beats += 1;
+                since_progress = 0;
+                if last {
+                    f += 1;
+                    beat = 0;
+                } else {
+                    beat += 1;
+                }
+            } else {
+                s.rx_stalls += 1;
+                since_progress += 1;
+                assert!(since_progress < STUCK_CYCLES, "the core stopped taking frames");
+            }
+            self.tick();
+        }
+        s.rx_cycles = self.cycles - start;
+        self.drv().set_rx(false, 0, false, 0);
+        loop {
+            let p = self.drv().settle();
+            self.collect_tx(&p, out);
+            if p.tx_valid {
+                s.tx_beats += 1;
+            }
+            if p.idle && !p.tx_valid {
+                break;
+            }
+            self.tick();
+            assert!(self.cycles - start < STUCK_CYCLES * (frames.len() as u64 + 1), "the core did not become idle");
+        }
+        s.cycles = self.cycles - start;
+        s.frames_out = (out.len() - before) as u64;
+        s
+    }
+}
+
+impl Engine for RtlEngine {
+    fn process(&mut self, frame: &[u8], out: &mut Vec<Vec<u8>>) {
+        self.run_stream(std::slice::from_ref(&frame.to_vec()), out);
+    }
+
+    fn counters(&self) -> Counters {
+        let mut d = self.driver.lock().expect("core driver poisoned");
+        let mut read = |i: u8| u64::from(d.read_counter(i));
+        let mut c = Counters {
+            frames_in: read(0),
+            frames_out: read(1),
+            contributions: read(2),
+            duplicates: read(3),
+            results_multicast: read(4),
+            results_retransmitted: read(5),
+            arp_replies: read(6),
+            icmp_replies: read(7),
+            drops: [0; DropReason::COUNT],
+        };
+        for r in DropReason::ALL {
+            c.drops[r.index()] = read(8 + r.index() as u8);
+        }
+        c
+    }
+
+    fn name(&self) -> &'static str {
+        "rtl"
+    }
+}

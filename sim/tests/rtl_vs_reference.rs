@@ -1,0 +1,104 @@
+//! Differential tests: the rust-hdl core (stepped in simulation) against the reference switch.
+//! The same seeded traces through both must give the same frames, frame for frame, and the
+//! same counters.
+
+use spotagg_driver::engine::Engine;
+use spotagg_driver::wire::PayloadSize;
+use spotagg_driver::{DropReason, JobConfig};
+use spotagg_sim::reference::RefSwitch;
+use spotagg_sim::rtl::RtlEngine;
+use spotagg_sim::trace::{self, Reorder, TraceSpec};
+
+fn hex(f: &[u8]) -> String {
+    f.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join("")
+}
+
+/// Feeds `frames` through both engines and compares each step's output and the counters.
+fn compare(job: &JobConfig, frames: &[Vec<u8>], width: usize, what: &str) {
+    let mut model = RefSwitch::new(job.clone());
+    let mut rtl = RtlEngine::for_job(job, width).expect("core for the job");
+    for (i, f) in frames.iter().enumerate() {
+        let mut want = vec![];
+        let mut got = vec![];
+        model.process(f, &mut want);
+        rtl.process(f, &mut got);
+        if want != got {
+            panic!(
+                "{what}, width {width}: frame {i} ({} bytes) in = {}\nmodel sent {} frames, rtl sent {}\nmodel: {:?}\nrtl:   {:?}\ncounters model {:?}\ncounters rtl {:?}",
+                f.len(),
+                hex(f),
+                want.len(),
+                got.len(),
+                want.iter().map(|x| hex(x)).collect::<Vec<_>>(),
+                got.iter().map(|x| hex(x)).collect::<Vec<_>>(),
+                model.counters(),
+                rtl.counters()
+            );
+        }
+    }
+    assert_eq!(model.counters(), rtl.counters(), "{what}, width {width}: counters");
+    assert!(rtl.counters().is_consistent());
+}
+
+fn run(spec: &TraceSpec, width: usize, what: &str) {
+    let t = trace::generate(spec);
+    compare(&t.job, &t.frames, width, what);
+}
+
+#[test]
+fn clean_rounds_n1_n2_n3() {
+    for (n, payload) in [(1, PayloadSize::B256), (2, PayloadSize::B256), (3, PayloadSize::B1024)] {
+        run(&TraceSpec::new(n, payload, 2, 4, 7), 4, &format!("clean n={n}"));
+    }
+}
+
+#[test]
+fn malformed_frames_every_reason() {
+    for width in [1, 4] {
+        let job = JobConfig::example(3, PayloadSize::B256, 4);
+        let frames: Vec<Vec<u8>> = trace::malformed_frames(&job, 11).into_iter().map(|(_, f)| f).collect();
+        compare(&job, &frames, width, "malformed");
+    }
+}
+
+#[test]
+fn troubled_traces_width4() {
+    for (n, payload, slots, seed) in [(2, PayloadSize::B256, 3, 1u64), (3, PayloadSize::B1024, 2, 2), (4, PayloadSize::B256, 5, 3)] {
+        let spec = TraceSpec::new(n, payload, slots, 6, seed).troubled(0.15);
+        run(&spec, 4, &format!("troubled n={n} S={slots}"));
+    }
+}
+
+#[test]
+fn troubled_traces_width1() {
+    let spec = TraceSpec::new(3, PayloadSize::B256, 2, 3, 21).troubled(0.2);
+    run(&spec, 1, "troubled width 1");
+}
+
+#[test]
+fn any_reordering() {
+    let mut spec = TraceSpec::new(3, PayloadSize::B256, 2, 5, 5).troubled(0.2);
+    spec.reorder = Reorder::Any;
+    run(&spec, 4, "reorder any");
+}
+
+#[test]
+fn thirty_two_workers() {
+    let spec = TraceSpec::new(32, PayloadSize::B256, 2, 2, 9).troubled(0.05);
+    run(&spec, 4, "n=32");
+}
+
+#[test]
+fn every_reason_is_counted() {
+    let job = JobConfig::example(2, PayloadSize::B256, 2);
+    let frames: Vec<Vec<u8>> = trace::malformed_frames(&job, 3).into_iter().map(|(_, f)| f).collect();
+    let mut rtl = RtlEngine::for_job(&job, 4).unwrap();
+    let mut out = vec![];
+    for f in &frames {
+        rtl.process(f, &mut out);
+    }
+    let c = rtl.counters();
+    for r in DropReason::ALL {
+        assert!(c.dropped(r) > 0, "no frame dropped as {}", r.name());
+    }
+}
