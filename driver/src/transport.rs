@@ -22,7 +22,7 @@ use std::io;
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Largest message a transport is asked to carry: SwitchML header, exponents, 1024 B payload,
 /// with room to spare.
@@ -176,11 +176,50 @@ pub mod frame {
     }
 }
 
+/// Socket buffer size [`UdpTransport`] and `spotagg switch` ask for: a window of 1 KiB
+/// datagrams from many workers overflows the default (about 200 KiB on Linux, where each
+/// datagram costs twice its size or more).
+pub const SOCKET_BUFFER: usize = 4 << 20;
+
+/// Asks for `bytes` of receive and send buffer on a UDP socket, best effort: the forced size
+/// when the process may (CAP_NET_ADMIN), else the limit of `net.core.rmem_max`/`wmem_max`.
+/// Does nothing where the socket options are not known.
+pub fn enlarge_buffers(socket: &UdpSocket, bytes: usize) {
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "x86", target_arch = "arm", target_arch = "riscv64")))]
+    {
+        use std::os::fd::AsRawFd;
+        extern "C" {
+            fn setsockopt(fd: i32, level: i32, name: i32, value: *const core::ffi::c_void, len: u32) -> i32;
+        }
+        const SOL_SOCKET: i32 = 1;
+        const SO_SNDBUF: i32 = 7;
+        const SO_RCVBUF: i32 = 8;
+        const SO_SNDBUFFORCE: i32 = 32;
+        const SO_RCVBUFFORCE: i32 = 33;
+        let v: i32 = bytes.min(i32::MAX as usize) as i32;
+        let fd = socket.as_raw_fd();
+        for (force, plain) in [(SO_RCVBUFFORCE, SO_RCVBUF), (SO_SNDBUFFORCE, SO_SNDBUF)] {
+            // SAFETY: `fd` is an open socket for the duration of the call; the value is a
+            // valid i32 whose size is passed.
+            unsafe {
+                let p = (&v as *const i32).cast();
+                if setsockopt(fd, SOL_SOCKET, force, p, 4) != 0 {
+                    setsockopt(fd, SOL_SOCKET, plain, p, 4);
+                }
+            }
+        }
+    }
+    #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "x86", target_arch = "arm", target_arch = "riscv64"))))]
+    let _ = (socket, bytes);
+}
+
 /// A UDP socket to the switch.
 #[derive(Debug)]
 pub struct UdpTransport {
     socket: UdpSocket,
     switch: SocketAddr,
+    /// The read timeout last set on the socket.
+    read_timeout: Option<Duration>,
 }
 
 impl UdpTransport {
@@ -188,7 +227,8 @@ impl UdpTransport {
     /// core checks each one).
     pub fn bind(local: SocketAddr, switch: SocketAddr) -> io::Result<UdpTransport> {
         let socket = UdpSocket::bind(local)?;
-        Ok(UdpTransport { socket, switch })
+        enlarge_buffers(&socket, SOCKET_BUFFER);
+        Ok(UdpTransport { socket, switch, read_timeout: None })
     }
     /// Binds rank `rank`'s address of the job (its IPv4 address, `job.worker_port`).
     pub fn for_rank(job: &JobConfig, rank: usize, switch: SocketAddr) -> io::Result<UdpTransport> {
@@ -216,7 +256,14 @@ impl Transport for UdpTransport {
             if now >= deadline {
                 return Ok(None);
             }
-            self.socket.set_read_timeout(Some(deadline - now))?;
+            // Setting the timeout costs a system call: keep the one set while it ends before
+            // the deadline and is not much shorter than the time left.
+            let left = deadline - now;
+            if !self.read_timeout.is_some_and(|t| t <= left && t >= left / 2) {
+                let t = left.max(Duration::from_micros(1));
+                self.socket.set_read_timeout(Some(t))?;
+                self.read_timeout = Some(t);
+            }
             match self.socket.recv_from(buf) {
                 Ok((n, _)) => return Ok(Some(n)),
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => continue,
@@ -465,7 +512,6 @@ impl<T: Transport> Transport for FaultInjector<T> {
 mod test {
     use super::*;
     use crate::wire::{Ipv4Addr, MacAddr, PayloadSize};
-    use std::time::Duration;
 
     #[test]
     fn frames_round_trip_through_the_wire_module() {

@@ -175,6 +175,7 @@ fn bench_loopback(elements: usize) -> Result<()> {
     }
     job.worker_port = free_worker_port(&job.workers.iter().map(|w| w.ip).collect::<Vec<_>>()).context("no free SwitchML port on 127.0.0.20..23")?;
     let socket = UdpSocket::bind("127.0.0.1:0").context("binding the switch")?;
+    spotagg_driver::transport::enlarge_buffers(&socket, spotagg_driver::transport::SOCKET_BUFFER);
     let switch_addr = socket.local_addr()?;
     let stop = Arc::new(AtomicBool::new(false));
     let server = {

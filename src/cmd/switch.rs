@@ -18,6 +18,7 @@ use anyhow::{Context, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spotagg_driver::transport::frame::{self, Endpoint};
+use spotagg_driver::transport::{enlarge_buffers, SOCKET_BUFFER};
 use spotagg_driver::wire::{switchml, MacAddr};
 use spotagg_driver::{Counters, Engine, JobConfig};
 use std::io::{self, Write};
@@ -177,6 +178,7 @@ pub fn run(args: Args) -> Result<()> {
     anyhow::ensure!((0.0..=1.0).contains(&args.loss), "--loss {} is not a probability in 0..=1", args.loss);
     let mut engine = args.engine.build(&job)?;
     let socket = UdpSocket::bind(args.bind).with_context(|| format!("cannot bind {}", args.bind))?;
+    enlarge_buffers(&socket, SOCKET_BUFFER);
     println!("spotagg switch: listening on {} ({} engine, {} workers)", socket.local_addr()?, engine.name(), job.n());
     io::stdout().flush()?;
     let opts = ServeOptions {
