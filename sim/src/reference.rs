@@ -614,6 +614,26 @@ mod test {
         assert!(matches!(classify(&job(), &f), Classification::Contribution { rank: 0, .. }));
     }
 
+    #[test]
+    fn checksum_field_ffff_verifies_where_0000_is_computed() {
+        let (a, _, _) = payloads();
+        // C0 with identification 0xf63b: the computed checksum is 0x0000.
+        let f = apply(&frame(&C0_HEADER, &a), &[(18, &[0xf6, 0x3b]), (24, &[0x00, 0x00])], None);
+        assert!(matches!(classify(&job(), &f), Classification::Contribution { .. }));
+        let f = apply(&f, &[(24, &[0xff, 0xff])], None);
+        assert!(matches!(classify(&job(), &f), Classification::Contribution { .. }));
+    }
+
+    #[test]
+    fn reconfiguring_clears_the_slots_and_keeps_the_counters() {
+        let (a, _, _) = payloads();
+        let mut sw = RefSwitch::new(job());
+        run(&mut sw, &frame(&C0_HEADER, &a));
+        sw.configure(job());
+        assert!(sw.same_slots(&RefSwitch::new(job())));
+        assert_eq!(sw.counters().contributions, 1);
+    }
+
     type Patch = (usize, &'static [u8]);
 
     /// Mutations of C0 (computed independently of this crate): reason, what, byte patches,
