@@ -573,7 +573,9 @@ impl Logic for Aggregator {
                         + bit_cast::<20, 32>(self.desc_h7.val() >> 16);
                     self.ck_f1.next = bit_cast::<17, 20>(self.ck_sum.val() & 0xffff) + bit_cast::<17, 20>(self.ck_sum.val() >> 16);
                     self.ck_ip.next = !(bit_cast::<16, 17>(self.ck_f1.val()) + bit_cast::<16, 17>(self.ck_f1.val() >> 16));
-                    self.ck_i1.next = bit_cast::<17, 16>(!bit_cast::<16, 32>(self.desc_h9.val() >> 16)) + 0xF7FF;
+                    // The 16-bit complement as an XOR: a `!` inside a widening bit_cast becomes a
+                    // 32-bit `~` in the generated Verilog, which sets bit 16 (found by Verilator).
+                    self.ck_i1.next = bit_cast::<17, 32>((self.desc_h9.val() >> 16) ^ 0xffff) + 0xF7FF;
                     self.ck_icmp.next = !(bit_cast::<16, 17>(self.ck_i1.val()) + bit_cast::<16, 17>(self.ck_i1.val() >> 16));
                     match self.i.q.val().index() {
                         0 => {

@@ -44,7 +44,7 @@ pub struct Scoreboard {
     seen1: BlockRam<6, 32>,
     count: BlockRam<6, 10>,
     slots: Constant<Bits<7>>,
-    bit: Signal<Local, Bits<32>>,
+    bit_mask: Signal<Local, Bits<32>>,
     seen_v: Signal<Local, Bits<32>>,
     cnt_v: Signal<Local, Bits<5>>,
     cnt_next: Signal<Local, Bits<5>>,
@@ -73,7 +73,7 @@ impl Scoreboard {
             seen1: BlockRam::new(slots),
             count: BlockRam::new(slots),
             slots: Constant::new((slots as u64).into()),
-            bit: Default::default(),
+            bit_mask: Default::default(),
             seen_v: Default::default(),
             cnt_v: Default::default(),
             cnt_next: Default::default(),
@@ -101,7 +101,7 @@ impl Logic for Scoreboard {
         self.seen1.write_enable.next = false;
         self.count.write_enable.next = false;
         self.clearing.next = self.clr.q.val();
-        self.bit.next = 0.into();
+        self.bit_mask.next = 0.into();
         self.seen_v.next = 0.into();
         self.cnt_v.next = 0.into();
         self.cnt_next.next = 0.into();
@@ -110,7 +110,7 @@ impl Logic for Scoreboard {
         self.last.next = false;
         self.complete.next = false;
         if self.active.val() {
-            self.bit.next = bits::<32>(1) << bit_cast::<32, 5>(self.rank.val());
+            self.bit_mask.next = bits::<32>(1) << bit_cast::<32, 5>(self.rank.val());
             if self.set.val() {
                 self.seen_v.next = self.seen1.read_data.val();
                 self.cnt_v.next = bit_cast::<5, 10>(self.count.read_data.val() >> 5);
@@ -123,7 +123,7 @@ impl Logic for Scoreboard {
             } else {
                 self.cnt_next.next = self.cnt_v.val() + 1;
             }
-            self.is_new.next = (self.seen_v.val() & self.bit.val()) == 0;
+            self.is_new.next = (self.seen_v.val() & self.bit_mask.val()) == 0;
             self.first.next = self.cnt_v.val() == 0;
             self.last.next = self.cnt_next.val() == 0;
             self.complete.next = self.cnt_v.val() == 0;
@@ -132,13 +132,13 @@ impl Logic for Scoreboard {
                 self.seen1.write_enable.next = true;
                 self.count.write_enable.next = true;
                 if self.set.val() {
-                    self.seen0.write_data.next = self.seen0.read_data.val() & !self.bit.val();
-                    self.seen1.write_data.next = self.seen1.read_data.val() | self.bit.val();
+                    self.seen0.write_data.next = self.seen0.read_data.val() & !self.bit_mask.val();
+                    self.seen1.write_data.next = self.seen1.read_data.val() | self.bit_mask.val();
                     self.count.write_data.next = (bit_cast::<10, 5>(self.cnt_next.val()) << 5)
                         | (self.count.read_data.val() & 0x1f);
                 } else {
-                    self.seen0.write_data.next = self.seen0.read_data.val() | self.bit.val();
-                    self.seen1.write_data.next = self.seen1.read_data.val() & !self.bit.val();
+                    self.seen0.write_data.next = self.seen0.read_data.val() | self.bit_mask.val();
+                    self.seen1.write_data.next = self.seen1.read_data.val() & !self.bit_mask.val();
                     self.count.write_data.next =
                         (self.count.read_data.val() & 0x3e0) | bit_cast::<10, 5>(self.cnt_next.val());
                 }

@@ -6,3 +6,4 @@ pub mod rtl;
 pub mod verilator;
 pub mod trace;
 pub mod pcap;
+pub mod verilator_engine;

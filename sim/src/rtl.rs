@@ -29,17 +29,18 @@ impl std::error::Error for RtlError {}
 
 /// One clock cycle's view of the core's ports (beats as `u64`, first byte in the top lane).
 #[derive(Debug, Clone, Copy, Default)]
-struct Ports {
-    rx_ready: bool,
-    tx_valid: bool,
-    tx_data: u64,
-    tx_last: bool,
-    tx_bytes: u8,
-    idle: bool,
+pub(crate) struct Ports {
+    pub(crate) rx_ready: bool,
+    pub(crate) tx_valid: bool,
+    pub(crate) tx_data: u64,
+    pub(crate) tx_last: bool,
+    pub(crate) tx_bytes: u8,
+    pub(crate) idle: bool,
 }
 
-/// The core at one width, with direct stepping.
-trait CoreDriver: Send {
+/// The core at one width, with direct stepping: the rust-hdl model here, the Verilated
+/// model in [`crate::verilator_engine`]. Everything above the ports is shared.
+pub(crate) trait CoreDriver: Send {
     fn set_rx(&mut self, valid: bool, data: u64, last: bool, bytes: u8);
     fn set_tx_ready(&mut self, ready: bool);
     fn set_cfg(&mut self, write: bool, address: u8, data: u32);
@@ -127,6 +128,7 @@ pub struct RtlEngine {
     width: usize,
     cycles: u64,
     tx_partial: Vec<u8>,
+    name: &'static str,
 }
 
 impl fmt::Debug for RtlEngine {
@@ -141,6 +143,17 @@ const STUCK_CYCLES: u64 = 200_000;
 impl RtlEngine {
     /// A core built with `core` and configured for `job`.
     pub fn new(job: &JobConfig, core: CoreConfig) -> Result<RtlEngine, RtlError> {
+        Self::check_job(job, &core)?;
+        let driver: Box<dyn CoreDriver> = match core.width_bytes {
+            1 => Box::new(Driver::<8>::new(core)),
+            4 => Box::new(Driver::<32>::new(core)),
+            8 => Box::new(Driver::<64>::new(core)),
+            w => return Err(RtlError(format!("width_bytes = {w} is not supported"))),
+        };
+        RtlEngine::from_driver(job, core, driver, "rtl")
+    }
+
+    fn check_job(job: &JobConfig, core: &CoreConfig) -> Result<(), RtlError> {
         if job.n() > core.max_workers {
             return Err(RtlError(format!("n = {} exceeds the core's max_workers = {}", job.n(), core.max_workers)));
         }
@@ -154,23 +167,33 @@ impl RtlEngine {
                 core.max_payload
             )));
         }
-        let driver: Box<dyn CoreDriver> = match core.width_bytes {
-            1 => Box::new(Driver::<8>::new(core)),
-            4 => Box::new(Driver::<32>::new(core)),
-            8 => Box::new(Driver::<64>::new(core)),
-            w => return Err(RtlError(format!("width_bytes = {w} is not supported"))),
-        };
-        let mut e = RtlEngine { driver: Mutex::new(driver), config: core, width: core.width_bytes, cycles: 0, tx_partial: vec![] };
+        Ok(())
+    }
+
+    /// An engine over any model of the core (checked against `job` as in [`RtlEngine::new`]).
+    pub(crate) fn from_driver(
+        job: &JobConfig,
+        core: CoreConfig,
+        driver: Box<dyn CoreDriver>,
+        name: &'static str,
+    ) -> Result<RtlEngine, RtlError> {
+        Self::check_job(job, &core)?;
+        let mut e =
+            RtlEngine { driver: Mutex::new(driver), config: core, width: core.width_bytes, cycles: 0, tx_partial: vec![], name };
         e.configure(job);
         Ok(e)
     }
 
     /// A core sized for `job` (slots = S, max payload 256 B or 1024 B) at `width_bytes`.
     pub fn for_job(job: &JobConfig, width_bytes: usize) -> Result<RtlEngine, RtlError> {
+        RtlEngine::new(job, Self::core_for_job(job, width_bytes)?)
+    }
+
+    /// The build parameters [`RtlEngine::for_job`] uses: slots = S, max payload 256 B or
+    /// 1024 B, 32 workers.
+    pub fn core_for_job(job: &JobConfig, width_bytes: usize) -> Result<CoreConfig, RtlError> {
         let max_payload = if job.payload.bytes() <= 256 { 256 } else { 1024 };
-        let core = CoreConfig::new(width_bytes, usize::from(job.slots).max(1), max_payload, 32)
-            .map_err(|e| RtlError(e.0))?;
-        RtlEngine::new(job, core)
+        CoreConfig::new(width_bytes, usize::from(job.slots).max(1), max_payload, 32).map_err(|e| RtlError(e.0))
     }
 
     /// The build parameters.
@@ -355,6 +378,6 @@ impl Engine for RtlEngine {
     }
 
     fn name(&self) -> &'static str {
-        "rtl"
+        self.name
     }
 }

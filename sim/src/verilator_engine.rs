@@ -1,0 +1,164 @@
+//! The core's generated Verilog in Verilator, behind the same [`Engine`] interface and the same
+//! stepping code as the rust-hdl harness ([`crate::rtl`]): only the port access differs.
+//!
+//! What runs here is exactly the Verilog `spotagg verilog` writes for the same build parameters,
+//! compiled by Verilator with our warning waivers ([`WAIVERS`]); nothing else is waived.
+
+use crate::rtl::{CoreDriver, Ports, RtlEngine, RtlError};
+use crate::verilator::{ports_of, BuildOptions, VerilatedModel, VerilatorError};
+use spotagg_driver::JobConfig;
+use spotagg_hdl::rust_hdl::prelude::*;
+use spotagg_hdl::{Core, CoreConfig};
+use std::path::Path;
+
+/// Verilator configuration for the generated core: each waiver names the rule, the file and
+/// the exact message, with the reason beside it.
+pub const WAIVERS: &str = "`verilator_config
+// rust-hdl writes every module of the design into one file.
+lint_off -rule DECLFILENAME -file \"*top.v\"
+// rust-hdl 0.46's code generator writes Rust integer literals as 32-bit constants and
+// bit_cast as a mask with a constant of the target width, so expressions that are exact in
+// the Rust model mix widths in Verilog (about 450 sites of some 25 shapes, all extensions or
+// truncations the rust-hdl model performs identically; the three-way tests check that).
+// TODO(issue 4 follow-up): write explicit-width constants in our blocks and narrow this.
+lint_off -rule WIDTH -file \"*top.v\"
+// Signals whose bits feed each other combinationally without a real loop (rust-hdl's own
+// loop check passes; the ready/valid handshake between the result builder and the output
+// width converter is one): Verilator only reports them as unoptimizable, a speed warning.
+lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.scoreboard$is_new*\"
+lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.lane_adders$exp_out*\"
+lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.tx$word_ready*\"
+";
+
+/// Port ids of the core in a Verilated model.
+struct VerilatorDriver {
+    m: VerilatedModel,
+    clock: u32,
+    rx_valid: u32,
+    rx_data: u32,
+    rx_last: u32,
+    rx_bytes: u32,
+    rx_ready: u32,
+    tx_valid: u32,
+    tx_data: u32,
+    tx_last: u32,
+    tx_bytes: u32,
+    tx_ready: u32,
+    cfg_write: u32,
+    cfg_address: u32,
+    cfg_data: u32,
+    counter_address: u32,
+    counter_data: u32,
+    idle: u32,
+}
+
+impl VerilatorDriver {
+    fn new(mut m: VerilatedModel) -> VerilatorDriver {
+        let mut d = VerilatorDriver {
+            clock: m.port("clock"),
+            rx_valid: m.port("rx_valid"),
+            rx_data: m.port("rx_data"),
+            rx_last: m.port("rx_last"),
+            rx_bytes: m.port("rx_bytes"),
+            rx_ready: m.port("rx_ready"),
+            tx_valid: m.port("tx_valid"),
+            tx_data: m.port("tx_data"),
+            tx_last: m.port("tx_last"),
+            tx_bytes: m.port("tx_bytes"),
+            tx_ready: m.port("tx_ready"),
+            cfg_write: m.port("cfg_write"),
+            cfg_address: m.port("cfg_address"),
+            cfg_data: m.port("cfg_data"),
+            counter_address: m.port("counter_address"),
+            counter_data: m.port("counter_data"),
+            idle: m.port("idle"),
+            m: {
+                m.eval();
+                m
+            },
+        };
+        d.m.set(d.tx_ready, 1);
+        d.m.eval();
+        d
+    }
+}
+
+impl CoreDriver for VerilatorDriver {
+    fn set_rx(&mut self, valid: bool, data: u64, last: bool, bytes: u8) {
+        self.m.set(self.rx_valid, valid as u64);
+        self.m.set(self.rx_data, data);
+        self.m.set(self.rx_last, last as u64);
+        self.m.set(self.rx_bytes, u64::from(bytes));
+    }
+    fn set_tx_ready(&mut self, ready: bool) {
+        self.m.set(self.tx_ready, ready as u64);
+    }
+    fn set_cfg(&mut self, write: bool, address: u8, data: u32) {
+        self.m.set(self.cfg_write, write as u64);
+        self.m.set(self.cfg_address, u64::from(address));
+        self.m.set(self.cfg_data, u64::from(data));
+    }
+    fn read_counter(&mut self, index: u8) -> u32 {
+        self.m.set(self.counter_address, u64::from(index));
+        self.m.eval();
+        self.m.get(self.counter_data) as u32
+    }
+    fn settle(&mut self) -> Ports {
+        self.m.eval();
+        Ports {
+            rx_ready: self.m.get(self.rx_ready) != 0,
+            tx_valid: self.m.get(self.tx_valid) != 0,
+            tx_data: self.m.get(self.tx_data),
+            tx_last: self.m.get(self.tx_last) != 0,
+            tx_bytes: self.m.get(self.tx_bytes) as u8,
+            idle: self.m.get(self.idle) != 0,
+        }
+    }
+    fn edge(&mut self) {
+        self.m.tick(self.clock);
+    }
+}
+
+fn verilog_and_ports(core: &CoreConfig) -> Result<(String, Vec<crate::verilator::PortSpec>), RtlError> {
+    fn ports<const D: usize>(c: &CoreConfig) -> Vec<crate::verilator::PortSpec> {
+        let mut uut = Core::<D>::new(*c);
+        uut.connect_all();
+        ports_of(&uut)
+    }
+    let p = match core.width_bytes {
+        1 => ports::<8>(core),
+        4 => ports::<32>(core),
+        8 => ports::<64>(core),
+        w => return Err(RtlError(format!("width_bytes = {w} is not supported"))),
+    };
+    Ok((spotagg_hdl::verilog::core_verilog(core), p))
+}
+
+/// Builds (or reuses a cached build of) the Verilated core for `core`, configured for `job`.
+/// With `vcd`, the model is built with tracing and writes a waveform there.
+pub fn verilator_engine(job: &JobConfig, core: CoreConfig, vcd: Option<&Path>) -> Result<RtlEngine, VerilatorEngineError> {
+    let (verilog, ports) = verilog_and_ports(&core)?;
+    let opts = BuildOptions { trace: vcd.is_some(), config: Some(WAIVERS.into()), extra_args: vec![] };
+    let mut m = VerilatedModel::build(&verilog, &ports, &opts)?;
+    if let Some(path) = vcd {
+        m.open_vcd(path)?;
+    }
+    Ok(RtlEngine::from_driver(job, core, Box::new(VerilatorDriver::new(m)), "verilator")?)
+}
+
+/// A Verilator engine sized for `job` (slots = S, max payload 256 B or 1024 B) at `width_bytes`.
+pub fn verilator_engine_for_job(job: &JobConfig, width_bytes: usize, vcd: Option<&Path>) -> Result<RtlEngine, VerilatorEngineError> {
+    let core = RtlEngine::core_for_job(job, width_bytes)?;
+    verilator_engine(job, core, vcd)
+}
+
+/// Why a Verilator engine could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum VerilatorEngineError {
+    /// The job does not fit the build parameters.
+    #[error("{0}")]
+    Config(#[from] RtlError),
+    /// Verilator is missing or failed.
+    #[error(transparent)]
+    Verilator(#[from] VerilatorError),
+}
