@@ -48,3 +48,99 @@ pub fn block_verilogs(config: &CoreConfig) -> Vec<(&'static str, String)> {
     }
     v
 }
+
+/// Cells of a Yosys `synth_ecp5` run (the `stat` of the top module, hierarchy flattened).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Utilization {
+    /// 4-input LUTs.
+    pub lut4: u64,
+    /// Flip-flops (TRELLIS_FF).
+    pub flip_flops: u64,
+    /// Block RAMs (DP16KD, 18 Kbit each).
+    pub dp16kd: u64,
+    /// Carry cells (CCU2C, two LUTs each).
+    pub ccu2c: u64,
+    /// Distributed RAM cells (TRELLIS_DPR16X4).
+    pub lut_ram: u64,
+}
+
+/// Why a synthesis check failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SynthError {
+    /// `yosys` is not on PATH.
+    NoYosys,
+    /// Yosys reported an error (the log's tail).
+    Failed(String),
+    /// A latch was inferred (the signals).
+    Latches(Vec<String>),
+}
+
+impl std::fmt::Display for SynthError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SynthError::NoYosys => f.write_str("yosys is not on PATH"),
+            SynthError::Failed(log) => write!(f, "yosys failed:\n{log}"),
+            SynthError::Latches(s) => write!(f, "latches inferred for {}", s.join(", ")),
+        }
+    }
+}
+
+impl std::error::Error for SynthError {}
+
+/// True when `yosys` can be run.
+pub fn yosys_available() -> bool {
+    std::process::Command::new("yosys").arg("-V").output().map(|o| o.status.success()).unwrap_or(false)
+}
+
+/// Runs Yosys `synth_ecp5` on Verilog whose top module is `top`; fails on any error or latch.
+pub fn synth_ecp5(verilog: &str) -> Result<Utilization, SynthError> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static RUN: AtomicUsize = AtomicUsize::new(0);
+    if !yosys_available() {
+        return Err(SynthError::NoYosys);
+    }
+    let dir = std::env::temp_dir().join(format!(
+        "spotagg-synth-{}-{}",
+        std::process::id(),
+        RUN.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| SynthError::Failed(e.to_string()))?;
+    std::fs::write(dir.join("top.v"), verilog).map_err(|e| SynthError::Failed(e.to_string()))?;
+    let out = std::process::Command::new("yosys")
+        .current_dir(&dir)
+        .arg("-p")
+        .arg("read_verilog top.v; synth_ecp5 -top top; stat")
+        .output()
+        .map_err(|e| SynthError::Failed(e.to_string()))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let log = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() || log.contains("ERROR") {
+        let tail: Vec<&str> = log.lines().rev().take(30).collect();
+        return Err(SynthError::Failed(tail.into_iter().rev().collect::<Vec<_>>().join("\n")));
+    }
+    let latches: Vec<String> = log
+        .lines()
+        .filter(|l| l.starts_with("Latch inferred for signal"))
+        .map(|l| l.to_string())
+        .collect();
+    // The last `stat` block is the top's.
+    let stat = &log[log.rfind("Number of cells").unwrap_or(0)..];
+    if !latches.is_empty() || stat.contains("LATCH") {
+        return Err(SynthError::Latches(latches));
+    }
+    let count = |cell: &str| -> u64 {
+        stat.lines()
+            .find_map(|l| {
+                let mut it = l.split_whitespace();
+                (it.next() == Some(cell)).then(|| it.next().and_then(|n| n.parse().ok())).flatten()
+            })
+            .unwrap_or(0)
+    };
+    Ok(Utilization {
+        lut4: count("LUT4"),
+        flip_flops: count("TRELLIS_FF"),
+        dp16kd: count("DP16KD"),
+        ccu2c: count("CCU2C"),
+        lut_ram: count("TRELLIS_DPR16X4"),
+    })
+}
