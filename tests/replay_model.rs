@@ -17,7 +17,12 @@ const BIN: &str = env!("CARGO_BIN_EXE_spotagg");
 
 fn replay(config: &Path, input: &Path, output: &Path, json: bool) -> std::process::Output {
     let mut cmd = Command::new(BIN);
-    cmd.args(["replay", "--engine", "model", "--config"]).arg(config).arg("--input").arg(input).arg("--output").arg(output);
+    cmd.args(["replay", "--engine", "model", "--config"])
+        .arg(config)
+        .arg("--input")
+        .arg(input)
+        .arg("--output")
+        .arg(output);
     if json {
         cmd.arg("--json");
     }
@@ -36,7 +41,12 @@ fn hex_diff(expected: &[u8], actual: &[u8]) -> String {
         let e: Vec<String> = (line..end).map(|i| hex(expected, i)).collect();
         let a: Vec<String> = (line..end).map(|i| hex(actual, i)).collect();
         let m: Vec<&str> = (line..end).map(|i| if expected.get(i) == actual.get(i) { "  " } else { "^^" }).collect();
-        s += &format!("{line:04x} expected {}\n     actual   {}\n              {}\n", e.join(" "), a.join(" "), m.join(" "));
+        s += &format!(
+            "{line:04x} expected {}\n     actual   {}\n              {}\n",
+            e.join(" "),
+            a.join(" "),
+            m.join(" ")
+        );
     }
     s
 }
@@ -127,10 +137,14 @@ fn reproduces_the_independent_traces() {
 #[test]
 fn matches_the_reference_switch_in_process() {
     let dir = tempfile::tempdir().unwrap();
-    for (i, (n, payload, slots)) in [(1, PayloadSize::B256, 2), (4, PayloadSize::B1024, 4), (32, PayloadSize::B256, 3)].into_iter().enumerate() {
-        let spec = TraceSpec { arp: 0.05, ping: 0.05, ..TraceSpec::new(n, payload, slots, 8, 100 + i as u64).troubled(0.15) };
+    for (i, (n, payload, slots)) in
+        [(1, PayloadSize::B256, 2), (4, PayloadSize::B1024, 4), (32, PayloadSize::B256, 3)].into_iter().enumerate()
+    {
+        let spec =
+            TraceSpec { arp: 0.05, ping: 0.05, ..TraceSpec::new(n, payload, slots, 8, 100 + i as u64).troubled(0.15) };
         let t = generate(&spec);
-        let (config, input, output) = (dir.path().join("job.toml"), dir.path().join("in.pcap"), dir.path().join("out.pcap"));
+        let (config, input, output) =
+            (dir.path().join("job.toml"), dir.path().join("in.pcap"), dir.path().join("out.pcap"));
         std::fs::write(&config, t.job.to_toml()).unwrap();
         write_frames(&input, &t.frames).unwrap();
         let out = replay(&config, &input, &output, true);
@@ -141,7 +155,8 @@ fn matches_the_reference_switch_in_process() {
         for (j, f) in t.frames.iter().enumerate() {
             let mut emitted = Vec::new();
             sw.process(f, &mut emitted);
-            expected.extend(emitted.into_iter().map(|data| PcapFrame { timestamp: Duration::from_micros(j as u64), data }));
+            expected
+                .extend(emitted.into_iter().map(|data| PcapFrame { timestamp: Duration::from_micros(j as u64), data }));
         }
         compare_frames(&expected, &read_pcap(&output).unwrap().frames, true).unwrap();
         let got = counters_of(&out.stdout);

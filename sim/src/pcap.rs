@@ -65,8 +65,8 @@ pub enum PcapIoError {
 /// Reads every frame of an Ethernet pcap file.
 pub fn read_pcap(path: &Path) -> Result<PcapFile, PcapIoError> {
     let file = File::open(path).map_err(|error| PcapIoError::Io { path: path.into(), error })?;
-    let mut reader = PcapReader::new(BufReader::new(file))
-        .map_err(|error| PcapIoError::Format { path: path.into(), error })?;
+    let mut reader =
+        PcapReader::new(BufReader::new(file)).map_err(|error| PcapIoError::Format { path: path.into(), error })?;
     let header = reader.header();
     if header.datalink != DataLink::ETHERNET {
         return Err(PcapIoError::LinkType { path: path.into(), link: header.datalink, code: header.datalink.into() });

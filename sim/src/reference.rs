@@ -27,9 +27,8 @@
 use spotagg_driver::counters::{Counters, DropReason};
 use spotagg_driver::engine::Engine;
 use spotagg_driver::wire::{
-    arp, ethernet, icmp, ipv4, switchml, udp, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame,
-    EthernetRepr, IpProtocol, Ipv4Packet, Ipv4Repr, MacAddr, PoolIndex, SwitchmlPacket, UdpPacket,
-    UdpRepr,
+    arp, ethernet, icmp, ipv4, switchml, udp, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame, EthernetRepr,
+    IpProtocol, Ipv4Packet, Ipv4Repr, MacAddr, PoolIndex, SwitchmlPacket, UdpPacket, UdpRepr,
 };
 use spotagg_driver::JobConfig;
 
@@ -99,7 +98,12 @@ pub fn classify(job: &JobConfig, frame: &[u8]) -> Classification {
         let Ok(p) = ArpPacket::new_checked(&frame[IP_OFFSET..]) else {
             return Drop(Truncated);
         };
-        if p.htype() != 1 || p.ptype() != 0x0800 || p.hlen() != 6 || p.plen() != 4 || p.operation() != ArpOperation::REQUEST {
+        if p.htype() != 1
+            || p.ptype() != 0x0800
+            || p.hlen() != 6
+            || p.plen() != 4
+            || p.operation() != ArpOperation::REQUEST
+        {
             return Drop(NotIpv4Udp);
         }
         if p.tpa() != job.switch_ip {
@@ -403,7 +407,6 @@ impl Engine for RefSwitch {
     }
 }
 
-
 #[cfg(test)]
 #[allow(clippy::type_complexity, clippy::needless_range_loop)]
 mod test {
@@ -528,7 +531,10 @@ mod test {
         let mut sw = RefSwitch::new(job());
         let c0 = frame(&C0_HEADER, &a);
         let c1 = frame(&C1_HEADER, &b);
-        assert_eq!(classify(sw.job(), &c0), Classification::Contribution { rank: 0, pool: PoolIndex { slot: 2, set: 0 } });
+        assert_eq!(
+            classify(sw.job(), &c0),
+            Classification::Contribution { rank: 0, pool: PoolIndex { slot: 2, set: 0 } }
+        );
         assert!(run(&mut sw, &c0).is_empty());
         assert_eq!(sw.slot(2, 0).0, 0b01);
         // A retransmission to an incomplete round is dropped silently.

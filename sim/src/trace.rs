@@ -103,7 +103,15 @@ impl TraceSpec {
     /// The same spec with every kind of trouble at the given rates: loss and duplication
     /// `rate`, malformed frames `rate`, ARP and pings `rate / 4`, quirks `rate`.
     pub fn troubled(self, rate: f64) -> TraceSpec {
-        TraceSpec { loss: rate, duplication: rate, malformed: rate, arp: rate / 4.0, ping: rate / 4.0, quirks: rate, ..self }
+        TraceSpec {
+            loss: rate,
+            duplication: rate,
+            malformed: rate,
+            arp: rate / 4.0,
+            ping: rate / 4.0,
+            quirks: rate,
+            ..self
+        }
     }
 
     /// The job of the trace: [`JobConfig::example`] for n, the payload and the slots.
@@ -211,7 +219,14 @@ fn pad_to_minimum(f: &mut Vec<u8>) {
 }
 
 /// An ARP frame (Ethernet/IPv4, padded to 60 bytes) from `sha`/`spa` about `tpa`.
-pub fn arp_frame(dst: MacAddr, operation: ArpOperation, sha: MacAddr, spa: Ipv4Addr, tha: MacAddr, tpa: Ipv4Addr) -> Vec<u8> {
+pub fn arp_frame(
+    dst: MacAddr,
+    operation: ArpOperation,
+    sha: MacAddr,
+    spa: Ipv4Addr,
+    tha: MacAddr,
+    tpa: Ipv4Addr,
+) -> Vec<u8> {
     let mut f = vec![0u8; IP_OFFSET + arp::PACKET_LEN];
     EthernetRepr { dst, src: sha, ethertype: EtherType::ARP }.emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
     ArpRepr { operation, sha, spa, tha, tpa }.emit(&mut ArpPacket::new_unchecked(&mut f[IP_OFFSET..]));
@@ -225,8 +240,14 @@ pub fn echo_request(job: &JobConfig, src_mac: MacAddr, src_ip: Ipv4Addr, ident: 
     let mut f = vec![0u8; L4_OFFSET + icmp_len];
     EthernetRepr { dst: job.switch_mac, src: src_mac, ethertype: EtherType::IPV4 }
         .emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
-    Ipv4Repr { src: src_ip, dst: job.switch_ip, protocol: IpProtocol::ICMP, payload_len: icmp_len, ttl: ipv4::DEFAULT_TTL }
-        .emit(&mut Ipv4Packet::new_unchecked(&mut f[IP_OFFSET..L4_OFFSET]));
+    Ipv4Repr {
+        src: src_ip,
+        dst: job.switch_ip,
+        protocol: IpProtocol::ICMP,
+        payload_len: icmp_len,
+        ttl: ipv4::DEFAULT_TTL,
+    }
+    .emit(&mut Ipv4Packet::new_unchecked(&mut f[IP_OFFSET..L4_OFFSET]));
     icmp::IcmpRepr { request: true, ident, seq, data }.emit(&mut icmp::IcmpPacket::new_unchecked(&mut f[L4_OFFSET..]));
     pad_to_minimum(&mut f);
     f
@@ -264,7 +285,8 @@ fn other_mac(rng: &mut ChaCha8Rng, job: &JobConfig) -> MacAddr {
 /// An address that is neither the switch's nor a worker's.
 fn outsider_ip(rng: &mut ChaCha8Rng, job: &JobConfig) -> Ipv4Addr {
     loop {
-        let a = if rng.gen_bool(0.5) { Ipv4Addr::new(192, 0, 2, rng.gen()) } else { Ipv4Addr::from(rng.gen::<[u8; 4]>()) };
+        let a =
+            if rng.gen_bool(0.5) { Ipv4Addr::new(192, 0, 2, rng.gen()) } else { Ipv4Addr::from(rng.gen::<[u8; 4]>()) };
         if a != job.switch_ip && job.rank_of(a).is_none() {
             return a;
         }
@@ -597,7 +619,15 @@ struct Channel {
 
 impl Channel {
     fn new(senders: usize, keep_order: bool, loss: f64, duplication: f64) -> Channel {
-        Channel { heap: BinaryHeap::new(), seq: 0, last_at: vec![0; senders], keep_order, loss, duplication, max_delay: MAX_DELAY }
+        Channel {
+            heap: BinaryHeap::new(),
+            seq: 0,
+            last_at: vec![0; senders],
+            keep_order,
+            loss,
+            duplication,
+            max_delay: MAX_DELAY,
+        }
     }
     fn send(&mut self, rng: &mut ChaCha8Rng, now: u64, from: usize, to: usize, frame: Vec<u8>) {
         if rng.gen_bool(self.loss) {
@@ -649,7 +679,8 @@ pub fn generate(spec: &TraceSpec) -> Trace {
     let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
     let inputs: Vec<Vec<Vec<i32>>> =
         (0..n).map(|_| (0..spec.chunks).map(|_| (0..k).map(|_| random_value(&mut rng)).collect()).collect()).collect();
-    let exponents: Vec<Vec<(i8, i8)>> = (0..n).map(|_| (0..spec.chunks).map(|_| (rng.gen(), rng.gen())).collect()).collect();
+    let exponents: Vec<Vec<(i8, i8)>> =
+        (0..n).map(|_| (0..spec.chunks).map(|_| (rng.gen(), rng.gen())).collect()).collect();
     let mut results: Vec<Vec<Option<ChunkResult>>> = vec![vec![None; spec.chunks]; n];
     let mut switch = RefSwitch::new(job.clone());
     let mut up = Channel::new(n, spec.reorder == Reorder::PerWorker, spec.loss, spec.duplication);
@@ -721,7 +752,9 @@ pub fn generate(spec: &TraceSpec) -> Trace {
         while let Some(inf) = down.pop_due(now) {
             let rank = inf.to;
             let f = &inf.frame;
-            if f.len() != PAYLOAD_OFFSET + spec.payload.bytes() || f[IP_OFFSET + ipv4::field::PROTOCOL] != IpProtocol::UDP.0 {
+            if f.len() != PAYLOAD_OFFSET + spec.payload.bytes()
+                || f[IP_OFFSET + ipv4::field::PROTOCOL] != IpProtocol::UDP.0
+            {
                 continue;
             }
             let sml = SwitchmlPacket::new_unchecked(&f[SWITCHML_OFFSET..]);
@@ -791,7 +824,9 @@ fn extras(spec: &TraceSpec, job: &JobConfig, next: &[u8], rng: &mut ChaCha8Rng) 
         let (mac, ip) = some_host(rng, job);
         let f = match rng.gen_range(0..4) {
             0 | 1 => valid_arp_request(rng, job),
-            2 => arp_frame(MacAddr::BROADCAST, ArpOperation::REQUEST, mac, ip, MacAddr::default(), outsider_ip(rng, job)),
+            2 => {
+                arp_frame(MacAddr::BROADCAST, ArpOperation::REQUEST, mac, ip, MacAddr::default(), outsider_ip(rng, job))
+            }
             _ => arp_frame(job.switch_mac, ArpOperation::REPLY, mac, ip, job.switch_mac, job.switch_ip),
         };
         v.push(f);
@@ -824,7 +859,9 @@ mod test {
 
     #[test]
     fn malformed_frames_cover_every_reason() {
-        for (n, payload, slots) in [(1, PayloadSize::B256, 1), (4, PayloadSize::B1024, 16), (32, PayloadSize::B128, 0x7fff)] {
+        for (n, payload, slots) in
+            [(1, PayloadSize::B256, 1), (4, PayloadSize::B1024, 16), (32, PayloadSize::B128, 0x7fff)]
+        {
             let job = JobConfig::example(n, payload, slots);
             for seed in 0..20 {
                 let v = malformed_frames(&job, seed);
