@@ -567,8 +567,8 @@ pub(crate) mod test {
         let mut inbox: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
         loop {
             let mut moved = false;
-            for r in 0..n {
-                while let Some(m) = ops[r].poll_transmit() {
+            for (r, op) in ops.iter_mut().enumerate() {
+                while let Some(m) = op.poll_transmit() {
                     moved = true;
                     if rng.gen_bool(faults.loss) {
                         continue;
@@ -722,7 +722,7 @@ pub(crate) mod test {
         let ms: Vec<u128> = gaps.iter().map(|d| d.as_millis()).collect();
         assert_eq!(ms, vec![300, 600, 1000, 1000, 1000]);
         assert_eq!(op.stats().retransmissions, 2 * 4);
-        assert_eq!(op.stats().packets_sent, 2 * 4 + 2 - 0);
+        assert_eq!(op.stats().packets_sent, 2 * 4 + 2);
         let text = err.to_string();
         assert!(matches!(err, Error::Timeout { slot: 0, chunk: Some(0), attempts: 5 }), "{text}");
         assert!(text.contains("slot 0") && text.contains("chunk 0") && text.contains("5 attempts"), "{text}");

@@ -95,7 +95,8 @@ pub fn verify(tensors: &[Vec<f32>], result: &[f32], k: usize) -> Result<Verifica
             let b = scale.bound(y);
             v.max_error = v.max_error.max(err);
             v.bound = v.bound.max(b);
-            if !(err <= b) {
+            // A NaN error is outside the bound too.
+            if err.is_nan() || err > b {
                 v.ok = false;
                 v.first_bad.get_or_insert(lo + i);
             }
