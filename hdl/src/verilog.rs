@@ -144,3 +144,14 @@ pub fn synth_ecp5(verilog: &str) -> Result<Utilization, SynthError> {
         lut_ram: count("TRELLIS_DPR16X4"),
     })
 }
+
+/// Yosys `synth_ecp5` utilization of the core built with `config`.
+pub fn core_utilization(config: &CoreConfig) -> Result<Utilization, SynthError> {
+    synth_ecp5(&core_verilog(config))
+}
+
+/// Slots of the largest width-4, 1024-byte core whose block RAM fits in `dp16kd` DP16KD:
+/// one DP16KD per slot (2 sets × 256 words × 32 bits) plus 4 for the frame and reply buffers.
+pub fn slots_fitting(dp16kd: usize) -> usize {
+    dp16kd.saturating_sub(4).min(crate::config::MAX_SLOTS)
+}

@@ -69,3 +69,18 @@ fn core_synthesizes_for_ecp5() {
         Err(e) => panic!("{e}"),
     }
 }
+
+/// The figure for the LFE5U-25F (56 DP16KD): the largest slot count fitting half the block
+/// RAM at width 4. Slow (a minute of Yosys); run with `--ignored`.
+#[test]
+#[ignore]
+fn lfe5u_25f_half_bram_utilization() {
+    if skip() {
+        return;
+    }
+    let slots = spotagg_hdl::verilog::slots_fitting(56 / 2);
+    let config = CoreConfig::new(4, slots, 1024, 32).unwrap();
+    let u = spotagg_hdl::verilog::core_utilization(&config).unwrap();
+    println!("LFE5U-25F, half the block RAM: {config:?}: {u:?}");
+    assert!(u.dp16kd <= 28, "{u:?}");
+}

@@ -381,3 +381,156 @@ impl Engine for RtlEngine {
         self.name
     }
 }
+
+/// Frames for a benchmark: `rounds` complete rounds of `n` workers over `slots` slots,
+/// slot after slot, set alternating per pass (what SwitchML workers send in steady state).
+fn bench_frames(job: &JobConfig, rounds: usize) -> Vec<Vec<u8>> {
+    use crate::trace::{contribution_frame, Contribution};
+    use spotagg_driver::wire::PoolIndex;
+    let k = job.payload.elements();
+    let values: Vec<i32> = (0..k as i32).map(|i| i.wrapping_mul(2_654_435_761u32 as i32)).collect();
+    let mut frames = vec![];
+    for r in 0..rounds {
+        let slot = (r % usize::from(job.slots)) as u16;
+        let set = ((r / usize::from(job.slots)) % 2) as u8;
+        for rank in 0..job.n() {
+            frames.push(contribution_frame(
+                job,
+                &Contribution {
+                    rank,
+                    tsi: r as u32,
+                    pool: PoolIndex { slot, set },
+                    e0: rank as i8,
+                    e1: -(rank as i8),
+                    src_port: 0xBEE0,
+                    dst_port: 0xBEE0,
+                    values: &values,
+                },
+            ));
+        }
+    }
+    frames
+}
+
+/// One benchmark measurement.
+#[derive(Debug, Clone)]
+pub struct BenchPoint {
+    /// Stream width in bytes.
+    pub width: usize,
+    /// Payload bytes.
+    pub payload: usize,
+    /// Workers.
+    pub n: usize,
+    /// Frames pushed.
+    pub frames: u64,
+    /// Bytes of one contribution frame.
+    pub frame_bytes: usize,
+    /// The stream statistics.
+    pub stats: StreamStats,
+    /// Wall-clock seconds of the simulation.
+    pub seconds: f64,
+}
+
+impl BenchPoint {
+    /// Cycles per contribution, end to end (input taken and all results sent).
+    pub fn cycles_per_contribution(&self) -> f64 {
+        self.stats.cycles as f64 / self.frames as f64
+    }
+    /// Cycles per contribution at the input (until the last beat was taken).
+    pub fn input_cycles_per_contribution(&self) -> f64 {
+        self.stats.rx_cycles as f64 / self.frames as f64
+    }
+    /// Cycles a frame is on the wire at this width: ⌈bytes / W⌉.
+    pub fn beats_per_frame(&self) -> u64 {
+        self.frame_bytes.div_ceil(self.width) as u64
+    }
+    /// Cycles per frame beyond its beats at the input (idle cycles between back-to-back frames).
+    pub fn idle_cycles_between_frames(&self) -> f64 {
+        self.stats.rx_stalls as f64 / self.frames as f64
+    }
+    /// Elements aggregated per cycle in steady state (at the input's rate).
+    pub fn elements_per_cycle(&self) -> f64 {
+        (self.payload / 4) as f64 / self.input_cycles_per_contribution()
+    }
+    /// Simulated cycles per wall-clock second.
+    pub fn sim_cycles_per_second(&self) -> f64 {
+        self.stats.cycles as f64 / self.seconds
+    }
+    /// Sustained input bit rate at `clock_hz` (frame bytes, without preamble, FCS and gap).
+    pub fn input_bits_per_second(&self, clock_hz: f64) -> f64 {
+        self.frame_bytes as f64 * 8.0 / (self.input_cycles_per_contribution() / clock_hz)
+    }
+}
+
+/// Measures the core at `width` bytes with `n` workers and `payload` bytes: `rounds` rounds
+/// pushed back to back.
+pub fn bench_point(width: usize, payload: spotagg_driver::wire::PayloadSize, n: usize, rounds: usize) -> BenchPoint {
+    let job = JobConfig::example(n, payload, 4);
+    let frames = bench_frames(&job, rounds);
+    let mut e = RtlEngine::for_job(&job, width).expect("bench core");
+    let mut out = vec![];
+    let t = Instant::now();
+    let stats = e.run_stream(&frames, &mut out);
+    let seconds = t.elapsed().as_secs_f64();
+    assert_eq!(out.len(), rounds * n, "every round answered to every worker");
+    BenchPoint { width, payload: payload.bytes(), n, frames: frames.len() as u64, frame_bytes: frames[0].len(), stats, seconds }
+}
+
+/// The throughput benchmark as a printable table: cycles per 256 B and 1024 B contribution,
+/// elements aggregated per cycle, idle cycles between back-to-back frames at widths 1 and 4,
+/// the rate at 125 MHz against two Gigabit ports, and the harness's simulation speed.
+pub fn bench_report() -> String {
+    use spotagg_driver::wire::PayloadSize;
+    use std::fmt::Write;
+    const CLOCK_HZ: f64 = 125e6;
+    // Two Gigabit ports at line rate, counted in frame bytes: a 1076-byte frame occupies
+    // 1076 + 8 (preamble) + 4 (FCS) + 12 (gap) byte times on the wire.
+    let mut s = String::new();
+    writeln!(s, "rust-hdl core, simulated: n = 4 workers, contributions pushed back to back, every result sent").unwrap();
+    writeln!(s, "cyc/contr: cycles per contribution in steady state (input side; the results leave at the same rate)").unwrap();
+    writeln!(s, "drained: cycles per contribution including draining the last round's results").unwrap();
+    writeln!(
+        s,
+        "{:>5} {:>7} {:>6} {:>7} {:>10} {:>8} {:>6} {:>9} {:>13} {:>12} {:>11}",
+        "width", "payload", "frame", "frames", "cyc/contr", "drained", "beats", "idle/frm", "elements/cyc", "Gb/s@125MHz", "sim cyc/s"
+    )
+    .unwrap();
+    let mut headroom = vec![];
+    for width in [1usize, 4] {
+        for payload in [PayloadSize::B256, PayloadSize::B1024] {
+            let rounds = if width == 1 { 4 } else { 16 };
+            let p = bench_point(width, payload, 4, rounds);
+            let gbps = p.input_bits_per_second(CLOCK_HZ) / 1e9;
+            // Two ports at line rate deliver 2 Gb/s of wire time; in frame bytes that is
+            // 2e9 · L / (L + 24).
+            let two_ports = 2e9 * p.frame_bytes as f64 / (p.frame_bytes as f64 + 24.0) / 1e9;
+            if width == 4 {
+                headroom.push((payload.bytes(), gbps / two_ports));
+            }
+            writeln!(
+                s,
+                "{:>5} {:>7} {:>6} {:>7} {:>10.1} {:>8.1} {:>6} {:>9.2} {:>13.3} {:>12.2} {:>11.0}",
+                width,
+                payload.bytes(),
+                p.frame_bytes,
+                p.frames,
+                p.input_cycles_per_contribution(),
+                p.cycles_per_contribution(),
+                p.beats_per_frame(),
+                p.idle_cycles_between_frames(),
+                p.elements_per_cycle(),
+                gbps,
+                p.sim_cycles_per_second()
+            )
+            .unwrap();
+        }
+    }
+    for (payload, h) in headroom {
+        writeln!(
+            s,
+            "width 4, {payload} B payloads, 125 MHz: {h:.2}x the input of two Gigabit ports at line rate (results out at the same rate)"
+        )
+        .unwrap();
+    }
+    s
+}

@@ -102,3 +102,10 @@ fn every_reason_is_counted() {
         assert!(c.dropped(r) > 0, "no frame dropped as {}", r.name());
     }
 }
+
+#[test]
+fn bench_report_prints() {
+    let r = spotagg_sim::rtl::bench_report();
+    println!("{r}");
+    assert!(r.contains("elements/cyc"));
+}
