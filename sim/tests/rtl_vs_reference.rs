@@ -109,3 +109,20 @@ fn bench_report_prints() {
     println!("{r}");
     assert!(r.contains("elements/cyc"));
 }
+
+#[test]
+fn width8_troubled() {
+    let spec = TraceSpec::new(3, PayloadSize::B256, 3, 3, 31).troubled(0.2);
+    run(&spec, 8, "troubled width 8");
+    let job = JobConfig::example(2, PayloadSize::B1024, 2);
+    let frames: Vec<Vec<u8>> = trace::malformed_frames(&job, 12).into_iter().map(|(_, f)| f).collect();
+    compare(&job, &frames, 8, "malformed width 8");
+}
+
+#[test]
+fn slot_counts_and_payloads() {
+    for (n, payload, slots, seed) in [(1, PayloadSize::B1024, 1, 40u64), (2, PayloadSize::B1024, 7, 41), (5, PayloadSize::B256, 16, 42)] {
+        let spec = TraceSpec::new(n, payload, slots, 4, seed).troubled(0.1);
+        run(&spec, 4, &format!("n={n} S={slots} P={}", payload.bytes()));
+    }
+}
