@@ -3,12 +3,13 @@
 //! 1. Float-to-fixed conversion (block exponents, quantization into a big-endian SwitchML
 //!    payload, dequantization) in GB/s of f32 data, beside a plain memory copy of the same
 //!    buffer, and their ratio.
-//! 2. Engines in frames/s, fed 4-worker contribution frames (the reference switch now; the
-//!    `rtl` and `verilator` engines are added in [`engines_to_bench`]).
+//! 2. Engines in frames/s, fed 4-worker contribution frames: the reference switch by default,
+//!    the simulated hardware with `--engines model,rtl[,verilator]` ([`bench_engines`]).
 //! 3. A 4-worker all-reduce over UDP on loopback: `spotagg switch`'s serve loop and four
 //!    worker threads on 127.0.0.20..23, in Gb/s of payload.
 
 use super::switch::{serve, ServeOptions};
+use crate::engines::EngineKind;
 use anyhow::{Context, Result};
 use spotagg_driver::fixedpoint::{self, Scale};
 use spotagg_driver::transport::{frame, UdpTransport};
@@ -27,6 +28,9 @@ pub struct Args {
     /// Smaller sizes and fewer repetitions (a few seconds in all).
     #[arg(long)]
     quick: bool,
+    /// Engines to measure in frames/s, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "model")]
+    engines: Vec<EngineKind>,
 }
 
 /// Best time of `reps` runs of `f`.
@@ -120,44 +124,53 @@ fn contribution_frames(job: &JobConfig, rounds: usize) -> Vec<Vec<u8>> {
     frames
 }
 
-/// The engines whose frames/s are measured. The HDL engineer adds the `rtl` (rust-hdl
-/// simulation) and `verilator` engines here, e.g.
-/// `("rtl", Box::new(spotagg_sim::rtl::RtlSwitch::new(job.clone())))`.
-fn engines_to_bench(job: &JobConfig) -> Vec<(&'static str, Box<dyn Engine>)> {
-    vec![("model", Box::new(spotagg_sim::reference::RefSwitch::new(job.clone())))]
-    // rtl figures: add the rtl / verilator engines to this list.
-}
-
-fn bench_engines(quick: bool) {
-    println!("engines, fed 4-worker contribution frames (16 slots):");
-    for payload in [PayloadSize::B256, PayloadSize::B1024] {
-        let job = JobConfig::example(4, payload, 16);
-        let frames = contribution_frames(&job, 16);
-        for (name, mut engine) in engines_to_bench(&job) {
-            let passes = if quick { 20 } else { 100 };
+/// Engines in frames/s: each engine of `kinds` is fed the same 4-worker contribution frames
+/// (every one a new contribution) for about `budget`. The simulated hardware engines
+/// (`--engines model,rtl,verilator`) are measured the same way as the reference switch: this
+/// is where the HDL's figures appear.
+fn bench_engines(kinds: &[EngineKind], budget: Duration) {
+    println!("engines, fed 4-worker contribution frames (16 slots), about {:.1} s each:", budget.as_secs_f64());
+    for &kind in kinds {
+        for payload in [PayloadSize::B256, PayloadSize::B1024] {
+            let job = JobConfig::example(4, payload, 16);
+            let frames = contribution_frames(&job, 16);
+            let name = format!("{kind:?}").to_lowercase();
+            let mut engine = match kind.build(&job) {
+                Ok(e) => e,
+                Err(e) => {
+                    println!("  {name:<9} unavailable: {e:#}");
+                    break;
+                }
+            };
             let mut out = Vec::with_capacity(8);
+            let mut fed = 0u64;
             let t = Instant::now();
-            for _ in 0..passes {
+            'feed: loop {
                 for f in &frames {
                     out.clear();
                     engine.process(black_box(f), &mut out);
                     black_box(&out);
+                    fed += 1;
+                    if fed % 16 == 0 && t.elapsed() >= budget {
+                        break 'feed;
+                    }
                 }
             }
             let dt = t.elapsed().as_secs_f64();
             let c = engine.counters();
-            let fin = (passes * frames.len()) as f64;
-            assert_eq!(c.contributions as f64, fin, "{name}: every bench frame must be a new contribution");
+            assert_eq!(c.contributions, fed, "{name}: every bench frame must be a new contribution");
             println!(
-                "  {name:<6} {:>4} B payload: {:>12.0} frames/s in ({:.0} frames/s out, {:.2} Gb/s of payload in)",
+                "  {name:<9} {:>4} B payload: {:>12.0} frames/s in ({:.0} frames/s out, {:.3} Gb/s of payload in)",
                 payload.bytes(),
-                fin / dt,
+                fed as f64 / dt,
                 c.frames_out as f64 / dt,
-                fin * payload.bytes() as f64 * 8.0 / dt / 1e9
+                fed as f64 * payload.bytes() as f64 * 8.0 / dt / 1e9
             );
         }
     }
-    println!("  rtl    (rust-hdl simulation): figures to be added by the HDL work (see engines_to_bench)");
+    if kinds.len() == 1 {
+        println!("  (the simulated hardware: spotagg bench --engines model,rtl)");
+    }
 }
 
 /// A SwitchML port that is free on every one of `ips`.
@@ -217,7 +230,7 @@ fn bench_loopback(elements: usize) -> Result<()> {
 pub fn run(args: Args) -> Result<()> {
     let (elements, reps, loop_elements) = if args.quick { (1 << 20, 5, 1 << 18) } else { (1 << 22, 20, 1 << 21) };
     bench_conversion(elements, reps);
-    bench_engines(args.quick);
+    bench_engines(&args.engines, Duration::from_millis(if args.quick { 300 } else { 1000 }));
     bench_loopback(loop_elements)?;
     Ok(())
 }
