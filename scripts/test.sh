@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Runs every spotagg test, after installing the tools the tests need on a fresh Debian machine:
-# Yosys (synth_ecp5 checks of every HDL block) from Debian's packages. Python 3 (the independent
+# Yosys (synth_ecp5 checks of every HDL block) and Verilator (the generated Verilog against the
+# rust-hdl model and the reference switch) from Debian's packages. Python 3 (the independent
 # trace tool) and a Rust toolchain are expected on the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
 command -v yosys >/dev/null 2>&1 || missing+=(yosys)
+command -v verilator >/dev/null 2>&1 || missing+=(verilator)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "== installing ${missing[*]} (apt-get)"
     sudo=""

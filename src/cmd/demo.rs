@@ -21,15 +21,17 @@ pub struct Args {
     /// Worker threads, n (1..=32).
     #[arg(long, default_value_t = 4)]
     workers: usize,
-    /// Elements of each worker's tensor.
-    #[arg(long, default_value_t = 1 << 20)]
-    elements: usize,
-    /// Payload bytes per packet (256: k = 64, 1024: k = 256; 128 and 512 also work).
-    #[arg(long, default_value_t = 1024)]
-    payload: usize,
-    /// Slots in use (the window).
-    #[arg(long, default_value_t = 32)]
-    slots: u16,
+    /// Elements of each worker's tensor [default: 2^20 with the model engine, 2^14 with the
+    /// simulated hardware, which runs about a thousand times slower].
+    #[arg(long)]
+    elements: Option<usize>,
+    /// Payload bytes per packet (256: k = 64, 1024: k = 256; 128 and 512 also work)
+    /// [default: 1024 with the model, 256 with a simulated core].
+    #[arg(long)]
+    payload: Option<usize>,
+    /// Slots in use (the window) [default: 32 with the model, 4 with a simulated core].
+    #[arg(long)]
+    slots: Option<u16>,
     /// Probability of losing a message, in each direction, per worker.
     #[arg(long, default_value_t = 0.0)]
     loss: f64,
@@ -37,7 +39,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// The switch implementation.
-    #[arg(long, value_enum, default_value = "model")]
+    #[arg(long, value_enum, default_value = "rtl")]
     engine: EngineKind,
     /// No progress bar.
     #[arg(long)]
@@ -49,22 +51,28 @@ pub fn run(args: Args) -> Result<()> {
     let n = args.workers;
     anyhow::ensure!((1..=spotagg_driver::config::MAX_WORKERS).contains(&n), "--workers {n} is outside 1..=32");
     anyhow::ensure!((0.0..1.0).contains(&args.loss), "--loss {} is not a probability in 0..1", args.loss);
-    anyhow::ensure!(args.slots >= 1, "--slots must be at least 1");
-    let payload = PayloadSize::from_bytes(args.payload).with_context(|| format!("--payload {} must be 128, 256, 512 or 1024", args.payload))?;
-    let mut job = JobConfig::example(n, payload, args.slots);
-    // In-process round trips take microseconds: retransmit lost packets quickly.
-    job.timeout = Duration::from_millis(5);
+    // Defaults: the model runs a large job; a simulated core (milliseconds per frame) a small one.
+    let model = args.engine == EngineKind::Model;
+    let slots = args.slots.unwrap_or(if model { 32 } else { 4 });
+    let payload_bytes = args.payload.unwrap_or(if model { 1024 } else { 256 });
+    anyhow::ensure!(slots >= 1, "--slots must be at least 1");
+    let payload = PayloadSize::from_bytes(payload_bytes).with_context(|| format!("--payload {payload_bytes} must be 128, 256, 512 or 1024"))?;
+    let mut job = JobConfig::example(n, payload, slots);
+    // In-process round trips take microseconds through the model: retransmit lost packets
+    // quickly. A simulated core takes milliseconds per frame (every worker's frames queue for
+    // one simulator), so its first timeout is a second.
+    job.timeout = Duration::from_millis(if args.engine == EngineKind::Model { 5 } else { 1000 });
     job.max_retries = 20;
     let engine = args.engine.build(&job)?;
     let hub = InProcessSwitch::new(engine, job.clone());
-    let m = args.elements;
+    let m = args.elements.unwrap_or(if args.engine == EngineKind::Model { 1 << 20 } else { 1 << 14 });
 
     let tensors: Vec<Vec<f32>> = (0..n).map(|r| tensor(args.seed, r, m)).collect();
     println!(
         "spotagg demo: {n} workers × {m} f32 elements, {} B payload (k = {}), {} slots, loss {}, {} engine",
         payload.bytes(),
         payload.elements(),
-        args.slots,
+        slots,
         args.loss,
         hub.engine_name()
     );
