@@ -129,6 +129,10 @@ pub struct RtlEngine {
     cycles: u64,
     tx_partial: Vec<u8>,
     name: &'static str,
+    /// xorshift state of the random `tx_ready` pattern; 0 = always ready.
+    tx_stall: u64,
+    /// `tx_ready` as driven this cycle.
+    tx_ready: bool,
 }
 
 impl fmt::Debug for RtlEngine {
@@ -179,7 +183,7 @@ impl RtlEngine {
     ) -> Result<RtlEngine, RtlError> {
         Self::check_job(job, &core)?;
         let mut e =
-            RtlEngine { driver: Mutex::new(driver), config: core, width: core.width_bytes, cycles: 0, tx_partial: vec![], name };
+            RtlEngine { driver: Mutex::new(driver), config: core, width: core.width_bytes, cycles: 0, tx_partial: vec![], name, tx_stall: 0, tx_ready: true };
         e.configure(job);
         Ok(e)
     }
@@ -220,6 +224,23 @@ impl RtlEngine {
     fn tick(&mut self) {
         self.drv().edge();
         self.cycles += 1;
+        if self.tx_stall != 0 {
+            let mut x = self.tx_stall;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            self.tx_stall = x;
+            // Downstream takes a beat two cycles out of three on average.
+            let ready = x % 3 != 0;
+            self.tx_ready = ready;
+            self.drv().set_tx_ready(ready);
+        }
+    }
+
+    /// From now on, lowers `tx_ready` on about one cycle in three (seeded), as a busy MAC
+    /// would; the frames sent must not change.
+    pub fn stall_tx_randomly(&mut self, seed: u64) {
+        self.tx_stall = seed.max(1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     }
 
     /// Writes the job's configuration and clears the slot state (counters are kept, as the
@@ -265,7 +286,7 @@ impl RtlEngine {
     }
 
     fn collect_tx(&mut self, p: &Ports, out: &mut Vec<Vec<u8>>) {
-        if p.tx_valid {
+        if p.tx_valid && self.tx_ready {
             let w = self.width;
             let n = if p.tx_last { usize::from(p.tx_bytes) } else { w };
             for i in 0..n {
@@ -313,7 +334,7 @@ impl RtlEngine {
             self.drv().set_rx(true, data, last, bytes);
             let p = self.drv().settle();
             self.collect_tx(&p, out);
-            if p.tx_valid {
+            if p.tx_valid && self.tx_ready {
                 s.tx_beats += 1;
             }
             if p.rx_ready {
@@ -337,7 +358,7 @@ impl RtlEngine {
         loop {
             let p = self.drv().settle();
             self.collect_tx(&p, out);
-            if p.tx_valid {
+            if p.tx_valid && self.tx_ready {
                 s.tx_beats += 1;
             }
             if p.idle && !p.tx_valid {

@@ -13,10 +13,24 @@ fn hex(f: &[u8]) -> String {
     f.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join("")
 }
 
-/// Feeds `frames` through both engines and compares each step's output and the counters.
-fn compare(job: &JobConfig, frames: &[Vec<u8>], width: usize, what: &str) {
+/// Feeds `frames` through both engines and compares each step's output and the counters;
+/// returns the counters.
+fn compare(job: &JobConfig, frames: &[Vec<u8>], width: usize, what: &str) -> spotagg_driver::Counters {
+    compare_with(job, frames, width, None, what)
+}
+
+fn compare_with(
+    job: &JobConfig,
+    frames: &[Vec<u8>],
+    width: usize,
+    tx_stalls: Option<u64>,
+    what: &str,
+) -> spotagg_driver::Counters {
     let mut model = RefSwitch::new(job.clone());
     let mut rtl = RtlEngine::for_job(job, width).expect("core for the job");
+    if let Some(seed) = tx_stalls {
+        rtl.stall_tx_randomly(seed);
+    }
     for (i, f) in frames.iter().enumerate() {
         let mut want = vec![];
         let mut got = vec![];
@@ -38,11 +52,12 @@ fn compare(job: &JobConfig, frames: &[Vec<u8>], width: usize, what: &str) {
     }
     assert_eq!(model.counters(), rtl.counters(), "{what}, width {width}: counters");
     assert!(rtl.counters().is_consistent());
+    rtl.counters()
 }
 
-fn run(spec: &TraceSpec, width: usize, what: &str) {
+fn run(spec: &TraceSpec, width: usize, what: &str) -> spotagg_driver::Counters {
     let t = trace::generate(spec);
-    compare(&t.job, &t.frames, width, what);
+    compare(&t.job, &t.frames, width, what)
 }
 
 #[test]
@@ -63,9 +78,28 @@ fn malformed_frames_every_reason() {
 
 #[test]
 fn troubled_traces_width4() {
+    let mut total = spotagg_driver::Counters::default();
     for (n, payload, slots, seed) in [(2, PayloadSize::B256, 3, 1u64), (3, PayloadSize::B1024, 2, 2), (4, PayloadSize::B256, 5, 3)] {
         let spec = TraceSpec::new(n, payload, slots, 6, seed).troubled(0.15);
-        run(&spec, 4, &format!("troubled n={n} S={slots}"));
+        let c = run(&spec, 4, &format!("troubled n={n} S={slots}"));
+        total.duplicates += c.duplicates;
+        total.results_retransmitted += c.results_retransmitted;
+        total.arp_replies += c.arp_replies;
+        total.icmp_replies += c.icmp_replies;
+        total.frames_in += c.dropped_total();
+    }
+    // The traces exercised what they are meant to.
+    assert!(total.duplicates > 0 && total.results_retransmitted > 0, "{total:?}");
+    assert!(total.arp_replies > 0 && total.icmp_replies > 0, "{total:?}");
+    assert!(total.frames_in > 0, "no malformed frame: {total:?}");
+}
+
+#[test]
+fn downstream_back_pressure() {
+    let spec = TraceSpec::new(3, PayloadSize::B256, 2, 4, 77).troubled(0.15);
+    let t = trace::generate(&spec);
+    for width in [1, 4, 8] {
+        compare_with(&t.job, &t.frames, width, Some(5), "tx stalls");
     }
 }
 
