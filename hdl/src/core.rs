@@ -22,6 +22,11 @@
 //!
 //! Control: configuration writes on `cfg_*` (see `config_registers`), counters read
 //! combinationally on `counter_address`/`counter_data` (see `counters`).
+//!
+//! Limits, where the core is narrower than docs/switch.md: frames are stored up to 2048
+//! bytes (every standard Ethernet frame), so an ICMP echo request whose reply would exceed
+//! 2044 bytes gets a reply cut at 511 words; the counters are 32 bits wide and wrap (the
+//! host-side `Counters` are 64-bit); a frame longer than 65535 bytes is measured modulo 2^16.
 
 use crate::aggregator::Aggregator;
 use crate::config::CoreConfig;

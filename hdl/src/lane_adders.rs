@@ -60,3 +60,38 @@ impl Logic for LaneAdders {
         }
     }
 }
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::step::settle;
+
+    fn run(stored: u32, incoming: u32, first: bool, es: u16, ei: u16) -> (u32, u16) {
+        let mut b = LaneAdders::default();
+        b.connect_all();
+        b.stored.next = u64::from(stored).into();
+        b.incoming.next = u64::from(incoming).into();
+        b.first.next = first;
+        b.exp_stored.next = u64::from(es).into();
+        b.exp_incoming.next = u64::from(ei).into();
+        b.exp_active.next = true;
+        settle(&mut b);
+        (b.sum.val().to_u32(), b.exp_out.val().to_u16())
+    }
+
+    #[test]
+    fn wraps_and_maxes_signed() {
+        // i32::MAX + 1 wraps to i32::MIN; -3 max 2 is 2; -128 max -1 is -1.
+        let (s, e) = run(0x7fff_ffff, 1, false, 0xfd80, 0x02ff);
+        assert_eq!(s, 0x8000_0000);
+        assert_eq!(e, 0x02ff);
+        let (s, e) = run(5, (-7i32) as u32, false, 0x0101, 0x80fe);
+        assert_eq!(s as i32, -2);
+        assert_eq!(e, 0x0101);
+    }
+
+    #[test]
+    fn first_writes() {
+        assert_eq!(run(123, 456, true, 0x0505, 0xf0f0), (456, 0xf0f0));
+    }
+}

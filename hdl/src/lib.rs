@@ -21,3 +21,14 @@ pub mod verilog;
 pub use crate::config::{ConfigError, CoreConfig};
 pub use crate::core::Core;
 pub use rust_hdl;
+
+/// Direct stepping for the blocks' own tests.
+#[cfg(test)]
+pub(crate) mod step {
+    use rust_hdl::prelude::*;
+
+    /// Settles combinational logic.
+    pub fn settle<B: Block>(b: &mut B) {
+        assert!(simulate(b, 10_000), "did not settle");
+    }
+}

@@ -5,7 +5,8 @@
 //! then, while `active` is high, `is_new`, `first`, `last` and `complete` describe a contribution
 //! of `rank` to (`slot`, `set`) combinationally. A `commit` pulse in that cycle writes the update
 //! (`seen[v].rank = 1`, `seen[1-v].rank = 0`, `count[v] = (count[v] + 1) mod n`), visible to
-//! the next lookup. `clear` zeroes every slot, one a cycle, with `clearing` high meanwhile.
+//! the next lookup (`first` and `last` describe the contribution as if new; they matter only
+//! when `is_new`). `clear` zeroes every slot, one a cycle, with `clearing` high meanwhile.
 //! Guarantees: nothing changes without `commit`; a duplicate is detected from the bitmap alone.
 
 use crate::block_ram::BlockRam;
@@ -160,5 +161,57 @@ impl Logic for Scoreboard {
             self.clr.d.next = true;
             self.clr_idx.d.next = 0.into();
         }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::step::settle;
+
+    fn tick(b: &mut Scoreboard) {
+        b.clock.next = true.into();
+        settle(b);
+        b.clock.next = false.into();
+        settle(b);
+    }
+
+    /// Looks up (slot, set, rank); commits when new. Returns (new, first, last, complete).
+    fn contribute(b: &mut Scoreboard, slot: u64, set: bool, rank: u64) -> (bool, bool, bool, bool) {
+        b.slot.next = slot.into();
+        b.set.next = set;
+        b.rank.next = rank.into();
+        b.active.next = false;
+        b.commit.next = false;
+        settle(b);
+        tick(b);
+        b.active.next = true;
+        settle(b);
+        let r = (b.is_new.val(), b.first.val(), b.last.val(), b.complete.val());
+        b.commit.next = r.0;
+        settle(b);
+        tick(b);
+        b.active.next = false;
+        b.commit.next = false;
+        settle(b);
+        r
+    }
+
+    #[test]
+    fn rounds_of_two_workers() {
+        let mut b = Scoreboard::new(4);
+        b.connect_all();
+        b.workers.next = 2u64.into();
+        settle(&mut b);
+        assert_eq!(contribute(&mut b, 1, false, 0), (true, true, false, true));
+        // (`first` and `last` describe a new contribution only.)
+        assert_eq!(contribute(&mut b, 1, false, 0), (false, false, true, false), "duplicate, incomplete");
+        assert_eq!(contribute(&mut b, 1, false, 1), (true, false, true, false));
+        assert_eq!(contribute(&mut b, 1, false, 1), (false, true, false, true), "duplicate, complete");
+        // The other set clears the worker's bit in this one.
+        assert_eq!(contribute(&mut b, 1, true, 0), (true, true, false, true));
+        assert_eq!(contribute(&mut b, 1, false, 0), (true, true, false, true));
+        // Other slots are untouched.
+        assert_eq!(contribute(&mut b, 2, false, 1), (true, true, false, true));
     }
 }
