@@ -7,7 +7,7 @@
 //! | 0x02 | switch IPv4 address |
 //! | 0x03 | number of workers n (1..=32) |
 //! | 0x04 | payload `size` code (0..=3) |
-//! | 0x05 | slots in use S |
+//! | 0x05 | slots in use S (values above the core's slot count are taken as that count) |
 //! | 0x06 | control: writing bit 0 clears the slot state (a new job), bit 1 the counters |
 //! | 0x80 + 4r | worker r's IPv4 address |
 //! | 0x81 + 4r | worker r's MAC, bytes 0..2 (low 16 bits) |
@@ -21,7 +21,7 @@
 use rust_hdl::prelude::*;
 
 /// Configuration registers.
-#[derive(LogicBlock, Default)]
+#[derive(LogicBlock)]
 pub struct ConfigRegisters {
     /// Clock.
     pub clock: Signal<In, Clock>,
@@ -67,6 +67,42 @@ pub struct ConfigRegisters {
     slots: DFF<Bits<16>>,
     clear_pulse: DFF<Bit>,
     clear_counters_pulse: DFF<Bit>,
+    built_slots: Constant<Bits<16>>,
+}
+
+impl ConfigRegisters {
+    /// Registers of a core built with `slots` slots.
+    pub fn new(slots: usize) -> Self {
+        Self {
+            clock: Default::default(),
+            write: Default::default(),
+            address: Default::default(),
+            data: Default::default(),
+            switch_mac_hi: Default::default(),
+            switch_mac_lo: Default::default(),
+            switch_ip: Default::default(),
+            workers: Default::default(),
+            size_code: Default::default(),
+            payload_words: Default::default(),
+            slots_in_use: Default::default(),
+            clear: Default::default(),
+            clear_counters: Default::default(),
+            wt_address: Default::default(),
+            wt_data: Default::default(),
+            wt_write_ip: Default::default(),
+            wt_write_mac_hi: Default::default(),
+            wt_write_mac_lo: Default::default(),
+            mac_hi: Default::default(),
+            mac_lo: Default::default(),
+            ip: Default::default(),
+            n: Default::default(),
+            size: Default::default(),
+            slots: Default::default(),
+            clear_pulse: Default::default(),
+            clear_counters_pulse: Default::default(),
+            built_slots: Constant::new((slots as u64).into()),
+        }
+    }
 }
 
 impl Logic for ConfigRegisters {
@@ -135,7 +171,11 @@ impl Logic for ConfigRegisters {
                         self.size.d.next = bit_cast::<3, 32>(self.data.val());
                     }
                     5 => {
-                        self.slots.d.next = bit_cast::<16, 32>(self.data.val());
+                        if self.data.val() > bit_cast::<32, 16>(self.built_slots.val()) {
+                            self.slots.d.next = self.built_slots.val();
+                        } else {
+                            self.slots.d.next = bit_cast::<16, 32>(self.data.val());
+                        }
                     }
                     6 => {
                         self.clear_pulse.d.next = self.data.val().get_bit(0);

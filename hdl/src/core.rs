@@ -119,7 +119,7 @@ impl<const D: usize> Core<D> {
             idle: Default::default(),
             rx: RxWidth::new(),
             tx: TxWidth::new(),
-            registers: Default::default(),
+            registers: ConfigRegisters::new(config.slots),
             parser: FrameParser::new(),
             scoreboard: Scoreboard::new(config.slots),
             slot_memory: SlotMemory::new(&config),
