@@ -160,3 +160,19 @@ fn slot_counts_and_payloads() {
         run(&spec, 4, &format!("n={n} S={slots} P={}", payload.bytes()));
     }
 }
+
+/// Many small seeded traces, every parameter drawn from the seed.
+#[test]
+fn seed_sweep() {
+    for seed in 100..124u64 {
+        let n = 1 + (seed % 5) as usize;
+        let payload = if seed % 3 == 0 { PayloadSize::B1024 } else { PayloadSize::B256 };
+        let slots = 1 + (seed % 6) as u16;
+        let mut spec = TraceSpec::new(n, payload, slots, 3, seed).troubled(0.05 + (seed % 4) as f64 * 0.05);
+        if seed % 4 == 1 {
+            spec.reorder = Reorder::Any;
+        }
+        let width = if seed % 7 == 0 { 1 } else { 4 };
+        run(&spec, width, &format!("seed {seed}: n={n} S={slots} P={}", payload.bytes()));
+    }
+}
