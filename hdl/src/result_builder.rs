@@ -8,9 +8,10 @@
 //! (words 7, 8), read from the worker table (a block RAM) — so the payload is stored once and
 //! sent n times.
 //!
-//! Timing: 2 cycles between the frames of a multicast (worker table read, then the checksum
-//! over the fixed header fields and the rank's address), then one word a cycle as long as
-//! `word_ready` is high. A half is freed after its last frame; the aggregator fills the other
+//! Timing: 2 cycles before the first frame of a half (worker table read, then the header
+//! checksum over the fixed fields and the rank's address); the frames of a multicast follow
+//! each other with no gap (the next rank's entry is read with the last word, its checksum
+//! computed during words 0..5); one word a cycle as long as `word_ready` is high. A half is freed after its last frame; the aggregator fills the other
 //! half meanwhile.
 
 use crate::block_ram::BlockRam;
@@ -110,6 +111,8 @@ pub struct ResultBuilder {
     sum: Signal<Local, Bits<20>>,
     fold: Signal<Local, Bits<17>>,
     rd_idx: Signal<Local, Bits<10>>,
+    wt_idx: Signal<Local, Bits<5>>,
+    next_rank: Signal<Local, Bit>,
 }
 
 impl Default for ResultBuilder {
@@ -179,6 +182,8 @@ impl ResultBuilder {
             sum: Default::default(),
             fold: Default::default(),
             rd_idx: Default::default(),
+            wt_idx: Default::default(),
+            next_rank: Default::default(),
         }
     }
 }
@@ -200,9 +205,6 @@ impl Logic for ResultBuilder {
         self.wt_mac_lo.write_address.next = self.wt_address.val();
         self.wt_mac_lo.write_data.next = self.wt_data.val();
         self.wt_mac_lo.write_enable.next = self.wt_write_mac_lo.val();
-        self.wt_ip.read_address.next = self.cur.q.val();
-        self.wt_mac_hi.read_address.next = self.cur.q.val();
-        self.wt_mac_lo.read_address.next = self.cur.q.val();
         // Loading (aggregator side).
         self.load_half.next = self.lhalf.q.val();
         self.load_free.next = !self.full0.q.val();
@@ -228,6 +230,7 @@ impl Logic for ResultBuilder {
         self.word_bytes.next = 4.into();
         self.frame_sent.next = false;
         self.advance.next = false;
+        self.next_rank.next = false;
         self.raw.next = self.tx_buf.read_data.val();
         self.sum.next = 0.into();
         self.fold.next = 0.into();
@@ -260,6 +263,18 @@ impl Logic for ResultBuilder {
                 self.state.d.next = TxState::Send;
             }
             _ => {
+                // The rank's header checksum, registered before word 6 leaves.
+                if self.w.q.val() < 6 {
+                    self.sum.next = bit_cast::<20, 32>((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38)
+                        + 0x4500
+                        + 0x4011
+                        + bit_cast::<20, 32>(self.switch_ip.val() >> 16)
+                        + bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
+                        + bit_cast::<20, 32>(self.wt_ip.read_data.val() >> 16)
+                        + bit_cast::<20, 32>(self.wt_ip.read_data.val() & 0xffff);
+                    self.fold.next = bit_cast::<17, 20>(self.sum.val() & 0xffff) + bit_cast::<17, 20>(self.sum.val() >> 16);
+                    self.ck.d.next = !(bit_cast::<16, 17>(self.fold.val()) + bit_cast::<16, 17>(self.fold.val() >> 16));
+                }
                 self.word_valid.next = true;
                 self.word_data.next = self.raw.val();
                 if self.kind.val() == 0 {
@@ -293,8 +308,10 @@ impl Logic for ResultBuilder {
                         self.frame_sent.next = true;
                         self.w.d.next = 0.into();
                         if (self.kind.val() == 0) & (self.cur.q.val() != self.last_rank.val()) {
+                            // Next rank: its worker entry is read this cycle, so the
+                            // next frame starts at once.
+                            self.next_rank.next = true;
                             self.cur.d.next = self.cur.q.val() + 1;
-                            self.state.d.next = TxState::Prep1;
                         } else {
                             if self.shalf.q.val() {
                                 self.full1.d.next = false;
@@ -310,6 +327,14 @@ impl Logic for ResultBuilder {
                 }
             }
         }
+        // Worker table read address: the rank of the next cycle.
+        self.wt_idx.next = self.cur.q.val();
+        if self.next_rank.val() {
+            self.wt_idx.next = self.cur.q.val() + 1;
+        }
+        self.wt_ip.read_address.next = self.wt_idx.val();
+        self.wt_mac_hi.read_address.next = self.wt_idx.val();
+        self.wt_mac_lo.read_address.next = self.wt_idx.val();
         // Buffer read address: the word shown next cycle.
         self.rd_idx.next = self.w.q.val();
         if self.advance.val() & !self.word_last.val() {

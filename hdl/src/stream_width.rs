@@ -48,6 +48,12 @@ pub struct RxWidth<const D: usize> {
     phase: DFF<Bit>,
 }
 
+impl<const D: usize> Default for RxWidth<D> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<const D: usize> RxWidth<D> {
     /// An adapter for `D / 8` byte beats.
     pub fn new() -> Self {
@@ -179,6 +185,12 @@ pub struct TxWidth<const D: usize> {
     idx: DFF<Bits<2>>,
     hold: DFF<Bits<32>>,
     have: DFF<Bit>,
+}
+
+impl<const D: usize> Default for TxWidth<D> {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl<const D: usize> TxWidth<D> {
