@@ -200,18 +200,25 @@ fn bench_loopback(elements: usize) -> Result<()> {
         })
     };
     let transports: Vec<UdpTransport> = (0..n).map(|r| UdpTransport::for_rank(&job, r, switch_addr)).collect::<std::io::Result<_>>()?;
-    let start = Instant::now();
+    // Tensors made before the clock starts; the workers start together.
+    let tensors: Vec<Vec<f32>> = (0..n).map(|r| super::worker::tensor(2, r, elements)).collect();
+    let barrier = Arc::new(std::sync::Barrier::new(n + 1));
     let workers: Vec<_> = transports
         .into_iter()
+        .zip(tensors)
         .enumerate()
-        .map(|(r, mut t)| {
+        .map(|(r, (mut t, mut data))| {
             let job = job.clone();
+            let barrier = Arc::clone(&barrier);
             std::thread::spawn(move || {
-                let mut data = super::worker::tensor(2, r, elements);
-                Worker::new(job, r)?.allreduce_f32(&mut t, &mut data)
+                let mut w = Worker::new(job, r)?;
+                barrier.wait();
+                w.allreduce_f32(&mut t, &mut data)
             })
         })
         .collect();
+    barrier.wait();
+    let start = Instant::now();
     let mut stats = Vec::new();
     for h in workers {
         stats.push(h.join().map_err(|_| anyhow::anyhow!("worker panicked"))??);
