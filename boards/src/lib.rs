@@ -4,7 +4,11 @@
 
 pub mod colorlight_5a_75b_v8;
 pub mod colorlight_i5;
+pub mod crc32;
+pub mod frame_fifo;
 pub mod lpf;
+pub mod mac_rx;
+pub mod mac_tx;
 
 /// An ECP5 part as nextpnr-ecp5 names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

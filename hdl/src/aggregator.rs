@@ -150,6 +150,12 @@ pub struct Aggregator {
     pub tx_write_data: Signal<Out, Bits<32>>,
     /// Result builder buffer write strobe.
     pub tx_write_enable: Signal<Out, Bit>,
+    /// Result builder header buffer write address (bit 4: half, bits 3..0: word 0..12).
+    pub hdr_write_address: Signal<Out, Bits<5>>,
+    /// Header buffer write data.
+    pub hdr_write_data: Signal<Out, Bits<32>>,
+    /// Header buffer write strobe.
+    pub hdr_write_enable: Signal<Out, Bit>,
     /// The result builder half to fill.
     pub tx_half: Signal<In, Bit>,
     /// That half is free.
@@ -261,6 +267,9 @@ impl Aggregator {
             tx_write_address: Default::default(),
             tx_write_data: Default::default(),
             tx_write_enable: Default::default(),
+            hdr_write_address: Default::default(),
+            hdr_write_data: Default::default(),
+            hdr_write_enable: Default::default(),
             tx_half: Default::default(),
             tx_free: Default::default(),
             tx_load: Default::default(),
@@ -350,6 +359,150 @@ impl Logic for Aggregator {
         self.ck_i1.next = 0.into();
         self.ck_icmp.next = 0.into();
         self.stop.next = 0.into();
+        // Header words of the reply, word `i` (results: during the body pass, i < 13).
+        self.hdr_write_address.next = bit_cast::<5, 10>(self.i.q.val()) & 15;
+        if self.tx_half.val() {
+            self.hdr_write_address.next = (bit_cast::<5, 10>(self.i.q.val()) & 15) | 16;
+        }
+        self.hdr_write_data.next = 0.into();
+        self.hdr_write_enable.next = false;
+        if ((self.state.q.val() == AggState::Header)
+            | (self.state.q.val() == AggState::Rmw)
+            | (self.state.q.val() == AggState::CopySlot))
+            & (self.i.q.val() < 13)
+        {
+                    if self.reply.q.val() == 0 {
+                        self.stop.next = 12.into();
+                        match self.i.q.val().index() {
+                            0 => {
+                                self.hdr_word.next = 0.into();
+                            }
+                            1 => {
+                                self.hdr_word.next = bit_cast::<32, 16>(self.switch_mac_hi.val());
+                            }
+                            2 => {
+                                self.hdr_word.next = self.switch_mac_lo.val();
+                            }
+                            3 => {
+                                self.hdr_word.next = 0x0800_4500.into();
+                            }
+                            4 => {
+                                self.hdr_word.next = ((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38) << 16;
+                            }
+                            5 => {
+                                self.hdr_word.next = 0x0000_4011.into();
+                            }
+                            6 => {
+                                self.hdr_word.next = self.switch_ip.val() >> 16;
+                            }
+                            7 => {
+                                self.hdr_word.next = self.switch_ip.val() << 16;
+                            }
+                            8 => {
+                                self.hdr_word.next = self.desc_h9.val() >> 16;
+                            }
+                            9 => {
+                                self.hdr_word.next = (self.desc_h8.val() << 16) | ((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 18);
+                            }
+                            10 => {
+                                self.hdr_word.next = self.desc_h10.val() & 0xffff;
+                            }
+                            11 => {
+                                self.hdr_word.next = self.desc_h11.val();
+                            }
+                            _ => {
+                                self.hdr_word.next = (self.desc_h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exps_r.q.val());
+                            }
+                        }
+                    } else if self.reply.q.val() == 1 {
+                        self.stop.next = 10.into();
+                        match self.i.q.val().index() {
+                            0 => {
+                                self.hdr_word.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+                            }
+                            1 => {
+                                self.hdr_word.next = (self.desc_h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                            }
+                            2 => {
+                                self.hdr_word.next = self.switch_mac_lo.val();
+                            }
+                            3 => {
+                                self.hdr_word.next = 0x0806_0001.into();
+                            }
+                            4 => {
+                                self.hdr_word.next = 0x0800_0604.into();
+                            }
+                            5 => {
+                                self.hdr_word.next = 0x0002_0000 | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                            }
+                            6 => {
+                                self.hdr_word.next = self.switch_mac_lo.val();
+                            }
+                            7 => {
+                                self.hdr_word.next = self.switch_ip.val();
+                            }
+                            8 => {
+                                self.hdr_word.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+                            }
+                            9 => {
+                                self.hdr_word.next = (self.desc_h6.val() << 16) | (self.desc_h7.val() >> 16);
+                            }
+                            _ => {
+                                self.hdr_word.next = self.desc_h7.val() << 16;
+                            }
+                        }
+                    } else {
+                        self.stop.next = 9.into();
+                        self.ck_sum.next = bit_cast::<20, 32>(self.desc_h3.val() & 0xffff)
+                            + bit_cast::<20, 32>(self.desc_h4.val() >> 16)
+                            + bit_cast::<20, 32>(self.desc_h4.val() & 0xffff)
+                            + bit_cast::<20, 32>(self.desc_h5.val() >> 16)
+                            + bit_cast::<20, 32>((self.desc_h5.val() & 0xff) | 0x4000)
+                            + bit_cast::<20, 32>(self.switch_ip.val() >> 16)
+                            + bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
+                            + bit_cast::<20, 32>(self.desc_h6.val() & 0xffff)
+                            + bit_cast::<20, 32>(self.desc_h7.val() >> 16);
+                        self.ck_f1.next = bit_cast::<17, 20>(self.ck_sum.val() & 0xffff) + bit_cast::<17, 20>(self.ck_sum.val() >> 16);
+                        self.ck_ip.next = !(bit_cast::<16, 17>(self.ck_f1.val()) + bit_cast::<16, 17>(self.ck_f1.val() >> 16));
+                        // The 16-bit complement as an XOR: a `!` inside a widening bit_cast becomes a
+                        // 32-bit `~` in the generated Verilog, which sets bit 16 (found by Verilator).
+                        self.ck_i1.next = bit_cast::<17, 32>((self.desc_h9.val() >> 16) ^ 0xffff) + 0xF7FF;
+                        self.ck_icmp.next = !(bit_cast::<16, 17>(self.ck_i1.val()) + bit_cast::<16, 17>(self.ck_i1.val() >> 16));
+                        match self.i.q.val().index() {
+                            0 => {
+                                self.hdr_word.next = (self.desc_h1.val() << 16) | (self.desc_h2.val() >> 16);
+                            }
+                            1 => {
+                                self.hdr_word.next = (self.desc_h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                            }
+                            2 => {
+                                self.hdr_word.next = self.switch_mac_lo.val();
+                            }
+                            3 => {
+                                self.hdr_word.next = 0x0800_0000 | (self.desc_h3.val() & 0xffff);
+                            }
+                            4 => {
+                                self.hdr_word.next = self.desc_h4.val();
+                            }
+                            5 => {
+                                self.hdr_word.next = (self.desc_h5.val() & 0xffff_00ff_u64) | 0x4000;
+                            }
+                            6 => {
+                                self.hdr_word.next = (bit_cast::<32, 16>(self.ck_ip.val()) << 16) | (self.switch_ip.val() >> 16);
+                            }
+                            7 => {
+                                self.hdr_word.next = (self.switch_ip.val() << 16) | (self.desc_h6.val() & 0xffff);
+                            }
+                            8 => {
+                                self.hdr_word.next = self.desc_h7.val() & 0xffff_0000_u64;
+                            }
+                            _ => {
+                                self.hdr_word.next = (bit_cast::<32, 16>(self.ck_icmp.val()) << 16) | (self.desc_h9.val() & 0xffff);
+                            }
+                        }
+                    }
+        }
+        self.hdr_write_data.next = self.hdr_word.val();
         self.wpend.d.next = false;
         match self.state.q.val() {
             AggState::Idle => {
@@ -438,6 +591,7 @@ impl Logic for Aggregator {
                         self.i.d.next = self.i.q.val() + 1;
                         self.wi.d.next = self.i.q.val();
                         self.wpend.d.next = true;
+                        self.hdr_write_enable.next = self.last_r.q.val() & (self.i.q.val() < 13);
                     }
                     if self.wpend.q.val() {
                         self.sm_write_enable.next = true;
@@ -445,7 +599,7 @@ impl Logic for Aggregator {
                         if self.wi.q.val() + 1 == bit_cast::<10, 9>(self.payload_words.val()) {
                             self.i.d.next = 0.into();
                             if self.last_r.q.val() {
-                                self.state.d.next = AggState::Header;
+                                self.state.d.next = AggState::Load;
                             } else {
                                 self.desc_done.next = true;
                                 self.state.d.next = AggState::Idle;
@@ -465,154 +619,22 @@ impl Logic for Aggregator {
                         self.i.d.next = self.i.q.val() + 1;
                         self.wi.d.next = self.i.q.val();
                         self.wpend.d.next = true;
+                        self.hdr_write_enable.next = self.i.q.val() < 13;
                     }
                     if self.wpend.q.val() {
                         self.tx_write_enable.next = true;
                         if self.wi.q.val() + 1 == bit_cast::<10, 9>(self.payload_words.val()) {
                             self.i.d.next = 0.into();
-                            self.state.d.next = AggState::Header;
+                            self.state.d.next = AggState::Load;
                         }
                     }
                 }
             }
             AggState::Header => {
-                self.tx_write_address.next = bit_cast::<10, 10>(self.i.q.val());
-                if self.tx_half.val() {
-                    self.tx_write_address.next = bit_cast::<10, 10>(self.i.q.val()) | 512;
-                }
-                if self.reply.q.val() == 0 {
-                    self.stop.next = 12.into();
-                    match self.i.q.val().index() {
-                        0 => {
-                            self.hdr_word.next = 0.into();
-                        }
-                        1 => {
-                            self.hdr_word.next = bit_cast::<32, 16>(self.switch_mac_hi.val());
-                        }
-                        2 => {
-                            self.hdr_word.next = self.switch_mac_lo.val();
-                        }
-                        3 => {
-                            self.hdr_word.next = 0x0800_4500.into();
-                        }
-                        4 => {
-                            self.hdr_word.next = ((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38) << 16;
-                        }
-                        5 => {
-                            self.hdr_word.next = 0x0000_4011.into();
-                        }
-                        6 => {
-                            self.hdr_word.next = self.switch_ip.val() >> 16;
-                        }
-                        7 => {
-                            self.hdr_word.next = self.switch_ip.val() << 16;
-                        }
-                        8 => {
-                            self.hdr_word.next = self.desc_h9.val() >> 16;
-                        }
-                        9 => {
-                            self.hdr_word.next = (self.desc_h8.val() << 16) | ((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 18);
-                        }
-                        10 => {
-                            self.hdr_word.next = self.desc_h10.val() & 0xffff;
-                        }
-                        11 => {
-                            self.hdr_word.next = self.desc_h11.val();
-                        }
-                        _ => {
-                            self.hdr_word.next = (self.desc_h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exps_r.q.val());
-                        }
-                    }
-                } else if self.reply.q.val() == 1 {
-                    self.stop.next = 10.into();
-                    match self.i.q.val().index() {
-                        0 => {
-                            self.hdr_word.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
-                        }
-                        1 => {
-                            self.hdr_word.next = (self.desc_h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
-                        }
-                        2 => {
-                            self.hdr_word.next = self.switch_mac_lo.val();
-                        }
-                        3 => {
-                            self.hdr_word.next = 0x0806_0001.into();
-                        }
-                        4 => {
-                            self.hdr_word.next = 0x0800_0604.into();
-                        }
-                        5 => {
-                            self.hdr_word.next = 0x0002_0000 | bit_cast::<32, 16>(self.switch_mac_hi.val());
-                        }
-                        6 => {
-                            self.hdr_word.next = self.switch_mac_lo.val();
-                        }
-                        7 => {
-                            self.hdr_word.next = self.switch_ip.val();
-                        }
-                        8 => {
-                            self.hdr_word.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
-                        }
-                        9 => {
-                            self.hdr_word.next = (self.desc_h6.val() << 16) | (self.desc_h7.val() >> 16);
-                        }
-                        _ => {
-                            self.hdr_word.next = self.desc_h7.val() << 16;
-                        }
-                    }
-                } else {
-                    self.stop.next = 9.into();
-                    self.ck_sum.next = bit_cast::<20, 32>(self.desc_h3.val() & 0xffff)
-                        + bit_cast::<20, 32>(self.desc_h4.val() >> 16)
-                        + bit_cast::<20, 32>(self.desc_h4.val() & 0xffff)
-                        + bit_cast::<20, 32>(self.desc_h5.val() >> 16)
-                        + bit_cast::<20, 32>((self.desc_h5.val() & 0xff) | 0x4000)
-                        + bit_cast::<20, 32>(self.switch_ip.val() >> 16)
-                        + bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
-                        + bit_cast::<20, 32>(self.desc_h6.val() & 0xffff)
-                        + bit_cast::<20, 32>(self.desc_h7.val() >> 16);
-                    self.ck_f1.next = bit_cast::<17, 20>(self.ck_sum.val() & 0xffff) + bit_cast::<17, 20>(self.ck_sum.val() >> 16);
-                    self.ck_ip.next = !(bit_cast::<16, 17>(self.ck_f1.val()) + bit_cast::<16, 17>(self.ck_f1.val() >> 16));
-                    // The 16-bit complement as an XOR: a `!` inside a widening bit_cast becomes a
-                    // 32-bit `~` in the generated Verilog, which sets bit 16 (found by Verilator).
-                    self.ck_i1.next = bit_cast::<17, 32>((self.desc_h9.val() >> 16) ^ 0xffff) + 0xF7FF;
-                    self.ck_icmp.next = !(bit_cast::<16, 17>(self.ck_i1.val()) + bit_cast::<16, 17>(self.ck_i1.val() >> 16));
-                    match self.i.q.val().index() {
-                        0 => {
-                            self.hdr_word.next = (self.desc_h1.val() << 16) | (self.desc_h2.val() >> 16);
-                        }
-                        1 => {
-                            self.hdr_word.next = (self.desc_h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
-                        }
-                        2 => {
-                            self.hdr_word.next = self.switch_mac_lo.val();
-                        }
-                        3 => {
-                            self.hdr_word.next = 0x0800_0000 | (self.desc_h3.val() & 0xffff);
-                        }
-                        4 => {
-                            self.hdr_word.next = self.desc_h4.val();
-                        }
-                        5 => {
-                            self.hdr_word.next = (self.desc_h5.val() & 0xffff_00ff_u64) | 0x4000;
-                        }
-                        6 => {
-                            self.hdr_word.next = (bit_cast::<32, 16>(self.ck_ip.val()) << 16) | (self.switch_ip.val() >> 16);
-                        }
-                        7 => {
-                            self.hdr_word.next = (self.switch_ip.val() << 16) | (self.desc_h6.val() & 0xffff);
-                        }
-                        8 => {
-                            self.hdr_word.next = self.desc_h7.val() & 0xffff_0000_u64;
-                        }
-                        _ => {
-                            self.hdr_word.next = (bit_cast::<32, 16>(self.ck_icmp.val()) << 16) | (self.desc_h9.val() & 0xffff);
-                        }
-                    }
-                }
-                self.tx_write_data.next = self.hdr_word.val();
+                // ARP and ICMP replies (a result's header is written during its body pass).
+                self.hdr_write_data.next = self.hdr_word.val();
                 if self.tx_free.val() {
-                    self.tx_write_enable.next = true;
+                    self.hdr_write_enable.next = true;
                     self.i.d.next = self.i.q.val() + 1;
                     if self.i.q.val() == self.stop.val() {
                         if self.reply.q.val() == 2 {
@@ -633,6 +655,14 @@ impl Logic for Aggregator {
                 }
                 if self.wpend.q.val() {
                     self.tx_write_enable.next = true;
+                    if self.wi.q.val() < 13 {
+                        self.hdr_write_address.next = bit_cast::<5, 10>(self.wi.q.val()) & 15;
+                        if self.tx_half.val() {
+                            self.hdr_write_address.next = (bit_cast::<5, 10>(self.wi.q.val()) & 15) | 16;
+                        }
+                        self.hdr_write_data.next = self.buf_read_data.val();
+                        self.hdr_write_enable.next = true;
+                    }
                     if self.wi.q.val() + 1 == self.nwords.q.val() {
                         self.state.d.next = AggState::Load;
                     }

@@ -238,6 +238,9 @@ impl<const D: usize> Logic for Core<D> {
         self.result_builder.buf_write_address.next = self.aggregator.tx_write_address.val();
         self.result_builder.buf_write_data.next = self.aggregator.tx_write_data.val();
         self.result_builder.buf_write_enable.next = self.aggregator.tx_write_enable.val();
+        self.result_builder.hdr_write_address.next = self.aggregator.hdr_write_address.val();
+        self.result_builder.hdr_write_data.next = self.aggregator.hdr_write_data.val();
+        self.result_builder.hdr_write_enable.next = self.aggregator.hdr_write_enable.val();
         self.aggregator.tx_half.next = self.result_builder.load_half.val();
         self.aggregator.tx_free.next = self.result_builder.load_free.val();
         self.result_builder.load.next = self.aggregator.tx_load.val();

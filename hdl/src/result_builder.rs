@@ -1,6 +1,8 @@
 //! The result builder: sends the frames the aggregator prepared, from a two-half buffer.
 //!
-//! Each buffer half holds one frame image (words 0..nwords) and a small descriptor: the kind
+//! Each buffer half holds one frame image — words 0..13 in a small header buffer (so that the
+//! aggregator writes a result's header while it writes the sums), the rest in the frame
+//! buffer — and a small descriptor: the kind
 //! (result, ARP reply, ICMP echo reply), a rank range, the word count and the bytes of the last
 //! word. ARP and ICMP replies leave as written. A result is sent once per rank of the range, in
 //! rank order; for each, the per-rank fields are patched in on the way out:
@@ -36,6 +38,12 @@ pub struct ResultBuilder {
     pub buf_write_data: Signal<In, Bits<32>>,
     /// Buffer write strobe.
     pub buf_write_enable: Signal<In, Bit>,
+    /// Header buffer write address (bit 4: half, bits 3..0: word 0..12).
+    pub hdr_write_address: Signal<In, Bits<5>>,
+    /// Header buffer write data.
+    pub hdr_write_data: Signal<In, Bits<32>>,
+    /// Header buffer write strobe.
+    pub hdr_write_enable: Signal<In, Bit>,
     /// Pulse: the half `load_half` holds a frame to send.
     pub load: Signal<In, Bit>,
     /// 0 result, 1 ARP reply, 2 ICMP echo reply.
@@ -81,6 +89,7 @@ pub struct ResultBuilder {
     /// Frames are queued or being sent.
     pub busy: Signal<Out, Bit>,
     tx_buf: BlockRam<10, 32>,
+    hdr_buf: BlockRam<5, 32>,
     wt_ip: BlockRam<5, 32>,
     wt_mac_hi: BlockRam<5, 16>,
     wt_mac_lo: BlockRam<5, 32>,
@@ -129,6 +138,9 @@ impl ResultBuilder {
             buf_write_address: Default::default(),
             buf_write_data: Default::default(),
             buf_write_enable: Default::default(),
+            hdr_write_address: Default::default(),
+            hdr_write_data: Default::default(),
+            hdr_write_enable: Default::default(),
             load: Default::default(),
             load_kind: Default::default(),
             load_first: Default::default(),
@@ -152,6 +164,7 @@ impl ResultBuilder {
             frame_sent: Default::default(),
             busy: Default::default(),
             tx_buf: BlockRam::new(1024),
+            hdr_buf: BlockRam::new(32),
             wt_ip: BlockRam::new(32),
             wt_mac_hi: BlockRam::new(32),
             wt_mac_lo: BlockRam::new(32),
@@ -192,7 +205,10 @@ impl Logic for ResultBuilder {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, full0, full1, lhalf, shalf, k0, f0, l0, n0, b0, k1, f1, l1, n1, b1, state, cur, w, ck);
-        clock!(self, clock, tx_buf, wt_ip, wt_mac_hi, wt_mac_lo);
+        clock!(self, clock, tx_buf, hdr_buf, wt_ip, wt_mac_hi, wt_mac_lo);
+        self.hdr_buf.write_address.next = self.hdr_write_address.val();
+        self.hdr_buf.write_data.next = self.hdr_write_data.val();
+        self.hdr_buf.write_enable.next = self.hdr_write_enable.val();
         self.tx_buf.write_address.next = self.buf_write_address.val();
         self.tx_buf.write_data.next = self.buf_write_data.val();
         self.tx_buf.write_enable.next = self.buf_write_enable.val();
@@ -232,6 +248,9 @@ impl Logic for ResultBuilder {
         self.advance.next = false;
         self.next_rank.next = false;
         self.raw.next = self.tx_buf.read_data.val();
+        if self.w.q.val() < 13 {
+            self.raw.next = self.hdr_buf.read_data.val();
+        }
         self.sum.next = 0.into();
         self.fold.next = 0.into();
         match self.state.q.val() {
@@ -344,8 +363,10 @@ impl Logic for ResultBuilder {
             self.rd_idx.next = 0.into();
         }
         self.tx_buf.read_address.next = self.rd_idx.val();
+        self.hdr_buf.read_address.next = bit_cast::<5, 10>(self.rd_idx.val()) & 15;
         if self.shalf.q.val() {
             self.tx_buf.read_address.next = self.rd_idx.val() | 512;
+            self.hdr_buf.read_address.next = (bit_cast::<5, 10>(self.rd_idx.val()) & 15) | 16;
         }
         if self.load.val() {
             if self.lhalf.q.val() {

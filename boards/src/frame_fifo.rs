@@ -1,0 +1,289 @@
+//! A store-and-forward frame FIFO with independent write and read clocks.
+//!
+//! Words are [`WORD_BITS`] wide ([`word`] gives the layout: 32 data bits, first byte on top,
+//! the valid byte count of the last word, `last`, and two routing bits). The writer appends
+//! words and ends each frame with `write_commit` (keep it) or `write_drop` (discard it); only
+//! committed frames are ever visible to the reader, so a reader that sees `read_valid` can
+//! take a whole frame at one word a clock without a gap.
+//!
+//! - Write side (`write_clock`): `write_ready` is high while there is room for one more word.
+//!   A word written without room is lost and marks the frame *overflowed*: its commit then
+//!   drops it instead and counts it in `overflow_drops` (a frame dropped for capacity). A
+//!   writer that cannot wait (a receive MAC) uses this; one that can (in the core's clock
+//!   domain) waits on `write_ready`. `write_commit`/`write_drop` may come with the frame's
+//!   last `write_enable` or alone.
+//! - Read side (`read_clock`): first-word-fall-through: `read_valid`/`read_data` show the
+//!   oldest committed word, taken on a rising edge with `read_ready` high.
+//! - Crossing: the committed write pointer and the read pointer each cross into the other
+//!   clock domain by a request/acknowledge handshake ([`PointerSync`]); the pointer is held
+//!   stable while a request is in flight, so no multi-bit value is sampled while it changes.
+//!   A commit becomes readable 4–6 read clocks later; freed room is seen by the writer 4–6
+//!   write clocks later. With one clock for both sides the structure is unchanged.
+//! - Capacity: `2^A` words in a dual-clock block RAM (A = 9: 512 words, one DP16KD at 36 bits
+//!   wide... two at 38); a frame longer than the FIFO always overflows.
+
+use rust_hdl::prelude::*;
+
+/// Width of a FIFO word.
+pub const WORD_BITS: usize = 38;
+
+/// Layout of a FIFO word.
+pub mod word {
+    /// Bits 31..0: data, first byte in bits 31..24.
+    pub const DATA: usize = 0;
+    /// Bits 34..32: valid bytes of the last word (1..=4).
+    pub const BYTES: usize = 32;
+    /// Bit 35: last word of the frame.
+    pub const LAST: usize = 35;
+    /// Bit 36: the frame goes to the core.
+    pub const TO_CORE: usize = 36;
+    /// Bit 37: the frame goes to the other port (bridged).
+    pub const TO_BRIDGE: usize = 37;
+}
+
+/// Carries an `N`-bit value from one clock domain to another by request/acknowledge.
+///
+/// `dst_value` follows `src_value` with a delay of a few clocks of both domains; every value it
+/// takes is one `src_value` held (the newest at the time of a request, intermediate values
+/// may be skipped). Suited to pointers that only grow.
+#[derive(LogicBlock, Default)]
+pub struct PointerSync<const N: usize> {
+    /// Source clock.
+    pub src_clock: Signal<In, Clock>,
+    /// Value in the source domain.
+    pub src_value: Signal<In, Bits<N>>,
+    /// Destination clock.
+    pub dst_clock: Signal<In, Clock>,
+    /// The value in the destination domain.
+    pub dst_value: Signal<Out, Bits<N>>,
+    hold: DFF<Bits<N>>,
+    req: DFF<Bit>,
+    ack_s1: DFF<Bit>,
+    ack_s2: DFF<Bit>,
+    req_d1: DFF<Bit>,
+    req_d2: DFF<Bit>,
+    ack: DFF<Bit>,
+    out: DFF<Bits<N>>,
+}
+
+impl<const N: usize> Logic for PointerSync<N> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.hold.clock.next = self.src_clock.val();
+        self.req.clock.next = self.src_clock.val();
+        self.ack_s1.clock.next = self.src_clock.val();
+        self.ack_s2.clock.next = self.src_clock.val();
+        self.req_d1.clock.next = self.dst_clock.val();
+        self.req_d2.clock.next = self.dst_clock.val();
+        self.ack.clock.next = self.dst_clock.val();
+        self.out.clock.next = self.dst_clock.val();
+        self.hold.d.next = self.hold.q.val();
+        self.req.d.next = self.req.q.val();
+        self.ack_s1.d.next = self.ack.q.val();
+        self.ack_s2.d.next = self.ack_s1.q.val();
+        self.req_d1.d.next = self.req.q.val();
+        self.req_d2.d.next = self.req_d1.q.val();
+        self.ack.d.next = self.ack.q.val();
+        self.out.d.next = self.out.q.val();
+        if (self.req.q.val() == self.ack_s2.q.val()) & (self.hold.q.val() != self.src_value.val()) {
+            self.hold.d.next = self.src_value.val();
+            self.req.d.next = !self.req.q.val();
+        }
+        if self.req_d2.q.val() != self.ack.q.val() {
+            self.out.d.next = self.hold.q.val();
+            self.ack.d.next = self.req_d2.q.val();
+        }
+        self.dst_value.next = self.out.q.val();
+    }
+}
+
+/// The frame FIFO with `2^A` words; `P = A + 1` (pointer width) must be given as well.
+#[derive(LogicBlock)]
+pub struct FrameFifo<const A: usize, const P: usize> {
+    /// Write clock.
+    pub write_clock: Signal<In, Clock>,
+    /// Word to write.
+    pub write_data: Signal<In, Bits<WORD_BITS>>,
+    /// Write the word.
+    pub write_enable: Signal<In, Bit>,
+    /// End of frame: keep it.
+    pub write_commit: Signal<In, Bit>,
+    /// End of frame: discard it.
+    pub write_drop: Signal<In, Bit>,
+    /// Room for a word.
+    pub write_ready: Signal<Out, Bit>,
+    /// Frames dropped because they did not fit (write clock domain).
+    pub overflow_drops: Signal<Out, Bits<32>>,
+    /// Read clock.
+    pub read_clock: Signal<In, Clock>,
+    /// A committed word is shown.
+    pub read_valid: Signal<Out, Bit>,
+    /// The word.
+    pub read_data: Signal<Out, Bits<WORD_BITS>>,
+    /// Take the word.
+    pub read_ready: Signal<In, Bit>,
+    ram: RAM<Bits<WORD_BITS>, A>,
+    commit_sync: PointerSync<P>,
+    read_sync: PointerSync<P>,
+    wr_ptr: DFF<Bits<P>>,
+    commit_ptr: DFF<Bits<P>>,
+    overflow: DFF<Bit>,
+    drops: DFF<Bits<32>>,
+    rd_ptr: DFF<Bits<P>>,
+    used: Signal<Local, Bits<P>>,
+    room: Signal<Local, Bit>,
+    wrote: Signal<Local, Bit>,
+    pop: Signal<Local, Bit>,
+    next_rd: Signal<Local, Bits<P>>,
+}
+
+impl<const A: usize, const P: usize> Default for FrameFifo<A, P> {
+    fn default() -> Self {
+        assert_eq!(P, A + 1, "FrameFifo<{A}, {P}>: P must be A + 1");
+        Self {
+            write_clock: Default::default(),
+            write_data: Default::default(),
+            write_enable: Default::default(),
+            write_commit: Default::default(),
+            write_drop: Default::default(),
+            write_ready: Default::default(),
+            overflow_drops: Default::default(),
+            read_clock: Default::default(),
+            read_valid: Default::default(),
+            read_data: Default::default(),
+            read_ready: Default::default(),
+            ram: Default::default(),
+            commit_sync: Default::default(),
+            read_sync: Default::default(),
+            wr_ptr: Default::default(),
+            commit_ptr: Default::default(),
+            overflow: Default::default(),
+            drops: Default::default(),
+            rd_ptr: Default::default(),
+            used: Default::default(),
+            room: Default::default(),
+            wrote: Default::default(),
+            pop: Default::default(),
+            next_rd: Default::default(),
+        }
+    }
+}
+
+impl<const A: usize, const P: usize> Logic for FrameFifo<A, P> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        // Write side.
+        self.wr_ptr.clock.next = self.write_clock.val();
+        self.commit_ptr.clock.next = self.write_clock.val();
+        self.overflow.clock.next = self.write_clock.val();
+        self.drops.clock.next = self.write_clock.val();
+        self.ram.write_clock.next = self.write_clock.val();
+        self.commit_sync.src_clock.next = self.write_clock.val();
+        self.read_sync.dst_clock.next = self.write_clock.val();
+        self.wr_ptr.d.next = self.wr_ptr.q.val();
+        self.commit_ptr.d.next = self.commit_ptr.q.val();
+        self.overflow.d.next = self.overflow.q.val();
+        self.drops.d.next = self.drops.q.val();
+        self.used.next = self.wr_ptr.q.val() - self.read_sync.dst_value.val();
+        self.room.next = !self.used.val().get_bit(A);
+        self.write_ready.next = self.room.val();
+        self.overflow_drops.next = self.drops.q.val();
+        self.wrote.next = self.write_enable.val() & self.room.val() & !self.overflow.q.val();
+        self.ram.write_address.next = bit_cast::<A, P>(self.wr_ptr.q.val());
+        self.ram.write_data.next = self.write_data.val();
+        self.ram.write_enable.next = self.wrote.val();
+        if self.wrote.val() {
+            self.wr_ptr.d.next = self.wr_ptr.q.val() + 1;
+        }
+        if self.write_enable.val() & !self.room.val() {
+            self.overflow.d.next = true;
+        }
+        if self.write_drop.val() {
+            self.wr_ptr.d.next = self.commit_ptr.q.val();
+            self.overflow.d.next = false;
+        } else if self.write_commit.val() {
+            if self.overflow.q.val() | (self.write_enable.val() & !self.room.val()) {
+                self.wr_ptr.d.next = self.commit_ptr.q.val();
+                self.overflow.d.next = false;
+                self.drops.d.next = self.drops.q.val() + 1;
+            } else if self.wrote.val() {
+                self.commit_ptr.d.next = self.wr_ptr.q.val() + 1;
+            } else {
+                self.commit_ptr.d.next = self.wr_ptr.q.val();
+            }
+        }
+        self.commit_sync.src_value.next = self.commit_ptr.q.val();
+        // Read side.
+        self.rd_ptr.clock.next = self.read_clock.val();
+        self.ram.read_clock.next = self.read_clock.val();
+        self.commit_sync.dst_clock.next = self.read_clock.val();
+        self.read_sync.src_clock.next = self.read_clock.val();
+        self.read_valid.next = self.rd_ptr.q.val() != self.commit_sync.dst_value.val();
+        self.read_data.next = self.ram.read_data.val();
+        self.pop.next = (self.rd_ptr.q.val() != self.commit_sync.dst_value.val()) & self.read_ready.val();
+        self.next_rd.next = self.rd_ptr.q.val();
+        if self.pop.val() {
+            self.next_rd.next = self.rd_ptr.q.val() + 1;
+        }
+        self.rd_ptr.d.next = self.next_rd.val();
+        self.ram.read_address.next = bit_cast::<A, P>(self.next_rd.val());
+        self.read_sync.src_value.next = self.rd_ptr.q.val();
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn w(data: u32, last: bool) -> u64 {
+        u64::from(data) | (4 << word::BYTES) | (u64::from(last) << word::LAST)
+    }
+
+    /// Writes frames (one clock for both sides), some dropped, one too long; reads them back.
+    #[test]
+    fn whole_frames_only_and_overflow_counted() {
+        let mut f = FrameFifo::<4, 5>::default();
+        f.connect_all();
+        // (words, commit?)
+        let frames: Vec<(Vec<u32>, bool)> = vec![
+            ((0..5).collect(), true),
+            ((10..13).collect(), false),
+            ((20..40).collect(), true), // 20 words > 16: overflow
+            ((50..52).collect(), true),
+        ];
+        let mut seq = vec![];
+        for (words, keep) in &frames {
+            for (i, &x) in words.iter().enumerate() {
+                let last = i + 1 == words.len();
+                seq.push((Some(w(x, last)), last && *keep, last && !*keep));
+            }
+            for _ in 0..3 {
+                seq.push((None, false, false));
+            }
+        }
+        let mut got = vec![];
+        let mut t = 0;
+        for cycle in 0..400 {
+            let (word, commit, drop) = seq.get(t).cloned().unwrap_or((None, false, false));
+            f.write_enable.next = word.is_some();
+            f.write_data.next = word.unwrap_or(0).into();
+            f.write_commit.next = commit;
+            f.write_drop.next = drop;
+            // The reader stalls now and then.
+            f.read_ready.next = cycle % 5 != 0;
+            f.write_clock.next = false.into();
+            f.read_clock.next = false.into();
+            assert!(simulate(&mut f, 1000));
+            if f.read_valid.val() && f.read_ready.val() {
+                got.push(f.read_data.val().to_u64());
+            }
+            t += 1;
+            f.write_clock.next = true.into();
+            f.read_clock.next = true.into();
+            assert!(simulate(&mut f, 1000));
+        }
+        let expect: Vec<u64> = (0..5).map(|x| w(x, x == 4)).chain((50..52).map(|x| w(x, x == 51))).collect();
+        assert_eq!(got, expect);
+        assert_eq!(f.overflow_drops.val().to_u32(), 1);
+    }
+}

@@ -1,0 +1,171 @@
+//! Gigabit MAC receiver at the GMII byte interface.
+//!
+//! In: one byte a clock (`gmii_rxd`, `gmii_rx_dv`, `gmii_rx_er`) in the receive clock domain.
+//! Out: the frame without preamble, SFD and FCS as a byte stream (`out_valid`, `out_data`,
+//! `out_last`), with `out_good` on the last byte saying whether the frame may be kept.
+//!
+//! - The inputs are registered once; a frame starts at the SFD (0xD5) after any number of
+//!   preamble bytes (0x55), or at a 0xD5 first byte; anything else while `rx_dv` is high is
+//!   ignored until `rx_dv` falls.
+//! - The last four bytes are held back (a five-byte delay line): a byte leaves when the fifth
+//!   byte after it arrives, and the last data byte leaves, with `out_last`, one clock after
+//!   `rx_dv` falls. So the output is at most one byte a clock, six clocks behind the wire,
+//!   and never needs back-pressure (there is none: Ethernet does not wait).
+//! - `out_good` is high when the CRC-32 register over the frame and its FCS ends at the
+//!   residue, no `rx_er` was seen, and the length with FCS is 64..=1522 bytes (VLAN-tagged
+//!   maximum). A frame of four bytes or fewer emits nothing.
+//! - Counters (wrapping, 32 bits): good frames, bad FCS (or `rx_er`) among frames of legal
+//!   length, runts (< 64 bytes with FCS), giants (> 1522 bytes).
+
+use crate::crc32::{Crc32, CRC32_RESIDUE};
+use rust_hdl::prelude::*;
+
+/// Smallest frame with FCS.
+pub const MIN_FRAME: u64 = 64;
+/// Largest frame with FCS (a VLAN-tagged 1518-byte frame).
+pub const MAX_FRAME: u64 = 1522;
+
+/// Receive MAC.
+#[derive(LogicBlock)]
+pub struct MacRx {
+    /// Receive clock (125 MHz from the PHY).
+    pub clock: Signal<In, Clock>,
+    /// GMII receive data.
+    pub gmii_rxd: Signal<In, Bits<8>>,
+    /// GMII receive data valid.
+    pub gmii_rx_dv: Signal<In, Bit>,
+    /// GMII receive error.
+    pub gmii_rx_er: Signal<In, Bit>,
+    /// A frame byte is out.
+    pub out_valid: Signal<Out, Bit>,
+    /// The byte.
+    pub out_data: Signal<Out, Bits<8>>,
+    /// Last byte of the frame.
+    pub out_last: Signal<Out, Bit>,
+    /// With `out_last`: the frame passed the FCS and length checks.
+    pub out_good: Signal<Out, Bit>,
+    /// Frames received good.
+    pub frames_good: Signal<Out, Bits<32>>,
+    /// Frames of legal length with a bad FCS or a receive error.
+    pub frames_bad_fcs: Signal<Out, Bits<32>>,
+    /// Frames shorter than 64 bytes.
+    pub frames_runt: Signal<Out, Bits<32>>,
+    /// Frames longer than 1522 bytes.
+    pub frames_giant: Signal<Out, Bits<32>>,
+    crc: Crc32,
+    residue: Constant<Bits<32>>,
+    ones: Constant<Bits<32>>,
+    rxd: DFF<Bits<8>>,
+    dv: DFF<Bit>,
+    er: DFF<Bit>,
+    /// 0: wait for rx_dv low, 1: idle, 2: preamble, 3: data.
+    state: DFF<Bits<2>>,
+    line: DFF<Bits<40>>,
+    count: DFF<Bits<16>>,
+    crc_reg: DFF<Bits<32>>,
+    err: DFF<Bit>,
+    good: DFF<Bits<32>>,
+    bad: DFF<Bits<32>>,
+    runt: DFF<Bits<32>>,
+    giant: DFF<Bits<32>>,
+    length_ok: Signal<Local, Bit>,
+}
+
+impl Default for MacRx {
+    fn default() -> Self {
+        Self {
+            clock: Default::default(),
+            gmii_rxd: Default::default(),
+            gmii_rx_dv: Default::default(),
+            gmii_rx_er: Default::default(),
+            out_valid: Default::default(),
+            out_data: Default::default(),
+            out_last: Default::default(),
+            out_good: Default::default(),
+            frames_good: Default::default(),
+            frames_bad_fcs: Default::default(),
+            frames_runt: Default::default(),
+            frames_giant: Default::default(),
+            crc: Default::default(),
+            residue: Constant::new(u64::from(CRC32_RESIDUE).into()),
+            ones: Constant::new(0xFFFF_FFFFu64.into()),
+            rxd: Default::default(),
+            dv: Default::default(),
+            er: Default::default(),
+            state: Default::default(),
+            line: Default::default(),
+            count: Default::default(),
+            crc_reg: Default::default(),
+            err: Default::default(),
+            good: Default::default(),
+            bad: Default::default(),
+            runt: Default::default(),
+            giant: Default::default(),
+            length_ok: Default::default(),
+        }
+    }
+}
+
+impl Logic for MacRx {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, rxd, dv, er, state, line, count, crc_reg, err, good, bad, runt, giant);
+        self.rxd.d.next = self.gmii_rxd.val();
+        self.dv.d.next = self.gmii_rx_dv.val();
+        self.er.d.next = self.gmii_rx_er.val();
+        self.crc.crc.next = self.crc_reg.q.val();
+        self.crc.data.next = self.rxd.q.val();
+        self.out_valid.next = false;
+        self.out_data.next = self.line.q.val().get_bits::<8>(32);
+        self.out_last.next = false;
+        self.length_ok.next = (self.count.q.val() >= 64) & (self.count.q.val() <= 1522);
+        self.out_good.next =
+            self.length_ok.val() & !self.err.q.val() & (self.crc_reg.q.val() == self.residue.val());
+        self.frames_good.next = self.good.q.val();
+        self.frames_bad_fcs.next = self.bad.q.val();
+        self.frames_runt.next = self.runt.q.val();
+        self.frames_giant.next = self.giant.q.val();
+        if self.state.q.val() == 0 {
+            if !self.dv.q.val() {
+                self.state.d.next = 1.into();
+            }
+        } else if (self.state.q.val() != 3) & self.dv.q.val() {
+            if self.rxd.q.val() == 0xD5 {
+                self.state.d.next = 3.into();
+                self.crc_reg.d.next = self.ones.val();
+                self.count.d.next = 0.into();
+                self.err.d.next = false;
+                self.line.d.next = 0.into();
+            } else if self.rxd.q.val() == 0x55 {
+                self.state.d.next = 2.into();
+            } else {
+                self.state.d.next = 0.into();
+            }
+        } else if self.state.q.val() != 3 {
+            self.state.d.next = 1.into();
+        } else if self.dv.q.val() {
+            self.line.d.next = (self.line.q.val() << 8) | bit_cast::<40, 8>(self.rxd.q.val());
+            self.crc_reg.d.next = self.crc.out.val();
+            if self.count.q.val() != 0xFFFF {
+                self.count.d.next = self.count.q.val() + 1;
+            }
+            self.err.d.next = self.err.q.val() | self.er.q.val();
+            self.out_valid.next = self.count.q.val() >= 5;
+        } else {
+            self.state.d.next = 1.into();
+            if self.count.q.val() >= 5 {
+                self.out_valid.next = true;
+                self.out_last.next = true;
+            }
+            if self.count.q.val() < 64 {
+                self.runt.d.next = self.runt.q.val() + 1;
+            } else if self.count.q.val() > 1522 {
+                self.giant.d.next = self.giant.q.val() + 1;
+            } else if self.out_good.val() {
+                self.good.d.next = self.good.q.val() + 1;
+            } else {
+                self.bad.d.next = self.bad.q.val() + 1;
+            }
+        }
+    }
+}

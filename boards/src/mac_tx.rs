@@ -1,0 +1,296 @@
+//! Gigabit MAC transmitter at the GMII byte interface.
+//!
+//! In: a frame without preamble and FCS as a byte stream (`in_valid`, `in_data`, `in_last`,
+//! `in_ready`) in the transmit clock domain. Out: `gmii_txd`, `gmii_tx_en`, `gmii_tx_er`,
+//! registered.
+//!
+//! - A frame starts when `in_valid` is high in the idle state: 7 bytes of preamble (0x55) and
+//!   the SFD (0xD5), then the frame bytes, one a clock with `in_ready` high, then zero padding
+//!   up to 60 bytes, then the FCS (CRC-32, least significant byte first), then at least 12
+//!   idle clocks (the inter-frame gap) before the next preamble.
+//! - The upstream must deliver the frame's bytes without gaps once started (a store-and-
+//!   forward FIFO does); a missing byte is sent as a zero with `gmii_tx_er` high, which the
+//!   link partner drops.
+//! - `frames_sent` counts frames (wrapping, 32 bits).
+
+use crate::crc32::Crc32;
+use rust_hdl::prelude::*;
+
+/// Transmit MAC.
+#[derive(LogicBlock)]
+pub struct MacTx {
+    /// Transmit clock (125 MHz).
+    pub clock: Signal<In, Clock>,
+    /// Byte valid.
+    pub in_valid: Signal<In, Bit>,
+    /// Frame byte.
+    pub in_data: Signal<In, Bits<8>>,
+    /// Last byte of the frame.
+    pub in_last: Signal<In, Bit>,
+    /// The MAC takes the byte.
+    pub in_ready: Signal<Out, Bit>,
+    /// GMII transmit data.
+    pub gmii_txd: Signal<Out, Bits<8>>,
+    /// GMII transmit enable.
+    pub gmii_tx_en: Signal<Out, Bit>,
+    /// GMII transmit error.
+    pub gmii_tx_er: Signal<Out, Bit>,
+    /// Frames sent.
+    pub frames_sent: Signal<Out, Bits<32>>,
+    crc: Crc32,
+    /// 0 idle, 1 preamble, 2 data, 3 pad, 4 FCS, 5 gap.
+    state: DFF<Bits<3>>,
+    count: DFF<Bits<4>>,
+    length: DFF<Bits<7>>,
+    crc_reg: DFF<Bits<32>>,
+    txd: DFF<Bits<8>>,
+    en: DFF<Bit>,
+    er: DFF<Bit>,
+    sent: DFF<Bits<32>>,
+    byte: Signal<Local, Bits<8>>,
+    ones: Constant<Bits<32>>,
+}
+
+impl Default for MacTx {
+    fn default() -> Self {
+        Self {
+            clock: Default::default(),
+            in_valid: Default::default(),
+            in_data: Default::default(),
+            in_last: Default::default(),
+            in_ready: Default::default(),
+            gmii_txd: Default::default(),
+            gmii_tx_en: Default::default(),
+            gmii_tx_er: Default::default(),
+            frames_sent: Default::default(),
+            crc: Default::default(),
+            state: Default::default(),
+            count: Default::default(),
+            length: Default::default(),
+            crc_reg: Default::default(),
+            txd: Default::default(),
+            en: Default::default(),
+            er: Default::default(),
+            sent: Default::default(),
+            byte: Default::default(),
+            ones: Constant::new(0xFFFF_FFFFu64.into()),
+        }
+    }
+}
+
+impl Logic for MacTx {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, state, count, length, crc_reg, txd, en, er, sent);
+        self.gmii_txd.next = self.txd.q.val();
+        self.gmii_tx_en.next = self.en.q.val();
+        self.gmii_tx_er.next = self.er.q.val();
+        self.frames_sent.next = self.sent.q.val();
+        self.in_ready.next = false;
+        self.en.d.next = false;
+        self.er.d.next = false;
+        self.txd.d.next = 0.into();
+        self.byte.next = 0.into();
+        self.crc.crc.next = self.crc_reg.q.val();
+        match self.state.q.val().index() {
+            0 => {
+                if self.in_valid.val() {
+                    self.state.d.next = 1.into();
+                    self.count.d.next = 0.into();
+                }
+            }
+            1 => {
+                self.en.d.next = true;
+                self.count.d.next = self.count.q.val() + 1;
+                if self.count.q.val() == 7 {
+                    self.txd.d.next = 0xD5.into();
+                    self.state.d.next = 2.into();
+                    self.crc_reg.d.next = self.ones.val();
+                    self.length.d.next = 0.into();
+                } else {
+                    self.txd.d.next = 0x55.into();
+                }
+            }
+            2 => {
+                self.in_ready.next = true;
+                self.en.d.next = true;
+                if self.in_valid.val() {
+                    self.byte.next = self.in_data.val();
+                    self.txd.d.next = self.in_data.val();
+                    self.crc_reg.d.next = self.crc.out.val();
+                    if self.length.q.val() != 127 {
+                        self.length.d.next = self.length.q.val() + 1;
+                    }
+                    if self.in_last.val() {
+                        self.count.d.next = 0.into();
+                        if self.length.q.val() < 59 {
+                            self.state.d.next = 3.into();
+                        } else {
+                            self.state.d.next = 4.into();
+                        }
+                    }
+                } else {
+                    self.er.d.next = true;
+                }
+            }
+            3 => {
+                self.en.d.next = true;
+                self.crc_reg.d.next = self.crc.out.val();
+                self.length.d.next = self.length.q.val() + 1;
+                if self.length.q.val() == 59 {
+                    self.state.d.next = 4.into();
+                }
+            }
+            4 => {
+                self.en.d.next = true;
+                self.txd.d.next = !self.crc_reg.q.val().get_bits::<8>(0);
+                self.crc_reg.d.next = self.crc_reg.q.val() >> 8;
+                self.count.d.next = self.count.q.val() + 1;
+                if self.count.q.val() == 3 {
+                    self.state.d.next = 5.into();
+                    self.count.d.next = 0.into();
+                    self.sent.d.next = self.sent.q.val() + 1;
+                }
+            }
+            _ => {
+                // 11 clocks here and at least one in idle: a gap of 12 bytes or more.
+                self.count.d.next = self.count.q.val() + 1;
+                if self.count.q.val() == 10 {
+                    self.state.d.next = 0.into();
+                }
+            }
+        }
+        // After the state machine has chosen the byte (blocking assignments).
+        self.crc.data.next = self.byte.val();
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::crc32::fcs;
+    use crate::mac_rx::MacRx;
+
+    /// A MAC transmitter looped into a receiver.
+    #[derive(LogicBlock, Default)]
+    struct Loop {
+        clock: Signal<In, Clock>,
+        in_valid: Signal<In, Bit>,
+        in_data: Signal<In, Bits<8>>,
+        in_last: Signal<In, Bit>,
+        in_ready: Signal<Out, Bit>,
+        tx_en: Signal<Out, Bit>,
+        txd: Signal<Out, Bits<8>>,
+        corrupt: Signal<In, Bits<8>>,
+        out_valid: Signal<Out, Bit>,
+        out_data: Signal<Out, Bits<8>>,
+        out_last: Signal<Out, Bit>,
+        out_good: Signal<Out, Bit>,
+        bad: Signal<Out, Bits<32>>,
+        tx: MacTx,
+        rx: MacRx,
+    }
+
+    impl Logic for Loop {
+        #[hdl_gen]
+        fn update(&mut self) {
+            clock!(self, clock, tx, rx);
+            self.tx.in_valid.next = self.in_valid.val();
+            self.tx.in_data.next = self.in_data.val();
+            self.tx.in_last.next = self.in_last.val();
+            self.in_ready.next = self.tx.in_ready.val();
+            self.tx_en.next = self.tx.gmii_tx_en.val();
+            self.txd.next = self.tx.gmii_txd.val();
+            self.rx.gmii_rxd.next = self.tx.gmii_txd.val() ^ self.corrupt.val();
+            self.rx.gmii_rx_dv.next = self.tx.gmii_tx_en.val();
+            self.rx.gmii_rx_er.next = self.tx.gmii_tx_er.val();
+            self.out_valid.next = self.rx.out_valid.val();
+            self.out_data.next = self.rx.out_data.val();
+            self.out_last.next = self.rx.out_last.val();
+            self.out_good.next = self.rx.out_good.val();
+            self.bad.next = self.rx.frames_bad_fcs.val();
+        }
+    }
+
+    /// Sends `frames`; returns the wire bytes of each frame, the received frames with their
+    /// good flags, and the idle clocks between frames on the wire.
+    fn run(frames: &[Vec<u8>], corrupt_at: Option<usize>) -> (Vec<Vec<u8>>, Vec<(Vec<u8>, bool)>, Vec<usize>, u32) {
+        let mut uut = Loop::default();
+        uut.connect_all();
+        let (mut f, mut i) = (0, 0);
+        let (mut wire, mut cur, mut got, mut rx, mut gaps) = (vec![], vec![], vec![], vec![], vec![]);
+        let (mut idle, mut wire_pos) = (0usize, 0usize);
+        for _ in 0..(frames.iter().map(|f| f.len() + 40).sum::<usize>() + 100) {
+            let feeding = f < frames.len();
+            uut.in_valid.next = feeding;
+            if feeding {
+                uut.in_data.next = u64::from(frames[f][i]).into();
+                uut.in_last.next = i + 1 == frames[f].len();
+            }
+            uut.corrupt.next = if corrupt_at == Some(wire_pos) && uut.tx_en.val() { 0x01.into() } else { 0.into() };
+            uut.clock.next = false.into();
+            assert!(simulate(&mut uut, 1000));
+            uut.corrupt.next = if corrupt_at == Some(wire_pos) && uut.tx_en.val() { 0x01.into() } else { 0.into() };
+            assert!(simulate(&mut uut, 1000));
+            if uut.tx_en.val() {
+                if idle > 0 && !wire.is_empty() || idle > 0 && !cur.is_empty() {
+                    gaps.push(idle);
+                }
+                idle = 0;
+                cur.push(uut.txd.val().to_u8());
+                wire_pos += 1;
+            } else {
+                if !cur.is_empty() {
+                    wire.push(std::mem::take(&mut cur));
+                }
+                idle += 1;
+            }
+            if uut.out_valid.val() {
+                rx.push(uut.out_data.val().to_u8());
+                if uut.out_last.val() {
+                    got.push((std::mem::take(&mut rx), uut.out_good.val()));
+                }
+            }
+            if feeding && uut.in_ready.val() {
+                i += 1;
+                if i == frames[f].len() {
+                    f += 1;
+                    i = 0;
+                }
+            }
+            uut.clock.next = true.into();
+            assert!(simulate(&mut uut, 1000));
+        }
+        (wire, got, gaps, uut.bad.val().to_u32())
+    }
+
+    #[test]
+    fn preamble_padding_fcs_and_gap() {
+        let short: Vec<u8> = (0..42u8).collect();
+        let long: Vec<u8> = (0..200u32).map(|x| (x * 7) as u8).collect();
+        let (wire, got, gaps, bad) = run(&[short.clone(), long.clone(), short.clone()], None);
+        assert_eq!(wire.len(), 3);
+        let mut padded = short.clone();
+        padded.resize(60, 0);
+        let mut expect = vec![0x55; 7];
+        expect.push(0xD5);
+        expect.extend_from_slice(&padded);
+        expect.extend_from_slice(&fcs(&padded));
+        assert_eq!(wire[0], expect);
+        assert_eq!(wire[1].len(), 8 + 200 + 4);
+        assert_eq!(&wire[1][208..], &fcs(&long));
+        assert!(gaps.iter().all(|&g| g == 12), "gaps {gaps:?}");
+        assert_eq!(got, vec![(padded.clone(), true), (long, true), (padded, true)]);
+        assert_eq!(bad, 0);
+    }
+
+    #[test]
+    fn a_flipped_bit_fails_the_fcs() {
+        let frame: Vec<u8> = (0..100u8).collect();
+        let (_, got, _, bad) = run(&[frame.clone(), frame.clone()], Some(30));
+        assert_eq!(got.len(), 2);
+        assert!(!got[0].1);
+        assert_eq!(got[1], (frame, true));
+        assert_eq!(bad, 1);
+    }
+}
