@@ -206,7 +206,10 @@ pub struct Aggregator {
 impl Aggregator {
     /// An aggregator for slots of `max_elements` (a power of two) words per set.
     pub fn new(max_elements: usize) -> Self {
-        assert!(max_elements.is_power_of_two(), "max_elements = {max_elements} is not a power of two");
+        assert!(
+            max_elements.is_power_of_two(),
+            "max_elements = {max_elements} is not a power of two"
+        );
         Self {
             clock: Default::default(),
             desc_valid: Default::default(),
@@ -309,7 +312,9 @@ impl Aggregator {
 impl Logic for Aggregator {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, state, i, wi, wpend, first_r, last_r, retx, exps_r, base, nwords, reply);
+        dff_setup!(
+            self, clock, state, i, wi, wpend, first_r, last_r, retx, exps_r, base, nwords, reply
+        );
         // Defaults.
         self.desc_done.next = false;
         self.buf_read_address.next = bit_cast::<10, 10>(self.i.q.val());
@@ -371,136 +376,152 @@ impl Logic for Aggregator {
             | (self.state.q.val() == AggState::CopySlot))
             & (self.i.q.val() < 13)
         {
-                    if self.reply.q.val() == 0 {
-                        self.stop.next = 12.into();
-                        match self.i.q.val().index() {
-                            0 => {
-                                self.hdr_word.next = 0.into();
-                            }
-                            1 => {
-                                self.hdr_word.next = bit_cast::<32, 16>(self.switch_mac_hi.val());
-                            }
-                            2 => {
-                                self.hdr_word.next = self.switch_mac_lo.val();
-                            }
-                            3 => {
-                                self.hdr_word.next = 0x0800_4500.into();
-                            }
-                            4 => {
-                                self.hdr_word.next = ((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38) << 16;
-                            }
-                            5 => {
-                                self.hdr_word.next = 0x0000_4011.into();
-                            }
-                            6 => {
-                                self.hdr_word.next = self.switch_ip.val() >> 16;
-                            }
-                            7 => {
-                                self.hdr_word.next = self.switch_ip.val() << 16;
-                            }
-                            8 => {
-                                self.hdr_word.next = self.desc_h9.val() >> 16;
-                            }
-                            9 => {
-                                self.hdr_word.next = (self.desc_h8.val() << 16) | ((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 18);
-                            }
-                            10 => {
-                                self.hdr_word.next = self.desc_h10.val() & 0xffff;
-                            }
-                            11 => {
-                                self.hdr_word.next = self.desc_h11.val();
-                            }
-                            _ => {
-                                self.hdr_word.next = (self.desc_h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exps_r.q.val());
-                            }
-                        }
-                    } else if self.reply.q.val() == 1 {
-                        self.stop.next = 10.into();
-                        match self.i.q.val().index() {
-                            0 => {
-                                self.hdr_word.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
-                            }
-                            1 => {
-                                self.hdr_word.next = (self.desc_h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
-                            }
-                            2 => {
-                                self.hdr_word.next = self.switch_mac_lo.val();
-                            }
-                            3 => {
-                                self.hdr_word.next = 0x0806_0001.into();
-                            }
-                            4 => {
-                                self.hdr_word.next = 0x0800_0604.into();
-                            }
-                            5 => {
-                                self.hdr_word.next = 0x0002_0000 | bit_cast::<32, 16>(self.switch_mac_hi.val());
-                            }
-                            6 => {
-                                self.hdr_word.next = self.switch_mac_lo.val();
-                            }
-                            7 => {
-                                self.hdr_word.next = self.switch_ip.val();
-                            }
-                            8 => {
-                                self.hdr_word.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
-                            }
-                            9 => {
-                                self.hdr_word.next = (self.desc_h6.val() << 16) | (self.desc_h7.val() >> 16);
-                            }
-                            _ => {
-                                self.hdr_word.next = self.desc_h7.val() << 16;
-                            }
-                        }
-                    } else {
-                        self.stop.next = 9.into();
-                        self.ck_sum.next = bit_cast::<20, 32>(self.desc_h3.val() & 0xffff)
-                            + bit_cast::<20, 32>(self.desc_h4.val() >> 16)
-                            + bit_cast::<20, 32>(self.desc_h4.val() & 0xffff)
-                            + bit_cast::<20, 32>(self.desc_h5.val() >> 16)
-                            + bit_cast::<20, 32>((self.desc_h5.val() & 0xff) | 0x4000)
-                            + bit_cast::<20, 32>(self.switch_ip.val() >> 16)
-                            + bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
-                            + bit_cast::<20, 32>(self.desc_h6.val() & 0xffff)
-                            + bit_cast::<20, 32>(self.desc_h7.val() >> 16);
-                        self.ck_f1.next = bit_cast::<17, 20>(self.ck_sum.val() & 0xffff) + bit_cast::<17, 20>(self.ck_sum.val() >> 16);
-                        self.ck_ip.next = !(bit_cast::<16, 17>(self.ck_f1.val()) + bit_cast::<16, 17>(self.ck_f1.val() >> 16));
-                        // The 16-bit complement as an XOR: a `!` inside a widening bit_cast becomes a
-                        // 32-bit `~` in the generated Verilog, which sets bit 16 (found by Verilator).
-                        self.ck_i1.next = bit_cast::<17, 32>((self.desc_h9.val() >> 16) ^ 0xffff) + 0xF7FF;
-                        self.ck_icmp.next = !(bit_cast::<16, 17>(self.ck_i1.val()) + bit_cast::<16, 17>(self.ck_i1.val() >> 16));
-                        match self.i.q.val().index() {
-                            0 => {
-                                self.hdr_word.next = (self.desc_h1.val() << 16) | (self.desc_h2.val() >> 16);
-                            }
-                            1 => {
-                                self.hdr_word.next = (self.desc_h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
-                            }
-                            2 => {
-                                self.hdr_word.next = self.switch_mac_lo.val();
-                            }
-                            3 => {
-                                self.hdr_word.next = 0x0800_0000 | (self.desc_h3.val() & 0xffff);
-                            }
-                            4 => {
-                                self.hdr_word.next = self.desc_h4.val();
-                            }
-                            5 => {
-                                self.hdr_word.next = (self.desc_h5.val() & 0xffff_00ff_u64) | 0x4000;
-                            }
-                            6 => {
-                                self.hdr_word.next = (bit_cast::<32, 16>(self.ck_ip.val()) << 16) | (self.switch_ip.val() >> 16);
-                            }
-                            7 => {
-                                self.hdr_word.next = (self.switch_ip.val() << 16) | (self.desc_h6.val() & 0xffff);
-                            }
-                            8 => {
-                                self.hdr_word.next = self.desc_h7.val() & 0xffff_0000_u64;
-                            }
-                            _ => {
-                                self.hdr_word.next = (bit_cast::<32, 16>(self.ck_icmp.val()) << 16) | (self.desc_h9.val() & 0xffff);
-                            }
-                        }
+            if self.reply.q.val() == 0 {
+                self.stop.next = 12.into();
+                match self.i.q.val().index() {
+                    0 => {
+                        self.hdr_word.next = 0.into();
                     }
+                    1 => {
+                        self.hdr_word.next = bit_cast::<32, 16>(self.switch_mac_hi.val());
+                    }
+                    2 => {
+                        self.hdr_word.next = self.switch_mac_lo.val();
+                    }
+                    3 => {
+                        self.hdr_word.next = 0x0800_4500.into();
+                    }
+                    4 => {
+                        self.hdr_word.next =
+                            ((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38) << 16;
+                    }
+                    5 => {
+                        self.hdr_word.next = 0x0000_4011.into();
+                    }
+                    6 => {
+                        self.hdr_word.next = self.switch_ip.val() >> 16;
+                    }
+                    7 => {
+                        self.hdr_word.next = self.switch_ip.val() << 16;
+                    }
+                    8 => {
+                        self.hdr_word.next = self.desc_h9.val() >> 16;
+                    }
+                    9 => {
+                        self.hdr_word.next = (self.desc_h8.val() << 16)
+                            | ((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 18);
+                    }
+                    10 => {
+                        self.hdr_word.next = self.desc_h10.val() & 0xffff;
+                    }
+                    11 => {
+                        self.hdr_word.next = self.desc_h11.val();
+                    }
+                    _ => {
+                        self.hdr_word.next = (self.desc_h12.val() & 0xffff_0000_u64)
+                            | bit_cast::<32, 16>(self.exps_r.q.val());
+                    }
+                }
+            } else if self.reply.q.val() == 1 {
+                self.stop.next = 10.into();
+                match self.i.q.val().index() {
+                    0 => {
+                        self.hdr_word.next =
+                            (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+                    }
+                    1 => {
+                        self.hdr_word.next = (self.desc_h6.val() << 16)
+                            | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                    }
+                    2 => {
+                        self.hdr_word.next = self.switch_mac_lo.val();
+                    }
+                    3 => {
+                        self.hdr_word.next = 0x0806_0001.into();
+                    }
+                    4 => {
+                        self.hdr_word.next = 0x0800_0604.into();
+                    }
+                    5 => {
+                        self.hdr_word.next =
+                            0x0002_0000 | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                    }
+                    6 => {
+                        self.hdr_word.next = self.switch_mac_lo.val();
+                    }
+                    7 => {
+                        self.hdr_word.next = self.switch_ip.val();
+                    }
+                    8 => {
+                        self.hdr_word.next =
+                            (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+                    }
+                    9 => {
+                        self.hdr_word.next =
+                            (self.desc_h6.val() << 16) | (self.desc_h7.val() >> 16);
+                    }
+                    _ => {
+                        self.hdr_word.next = self.desc_h7.val() << 16;
+                    }
+                }
+            } else {
+                self.stop.next = 9.into();
+                self.ck_sum.next = bit_cast::<20, 32>(self.desc_h3.val() & 0xffff)
+                    + bit_cast::<20, 32>(self.desc_h4.val() >> 16)
+                    + bit_cast::<20, 32>(self.desc_h4.val() & 0xffff)
+                    + bit_cast::<20, 32>(self.desc_h5.val() >> 16)
+                    + bit_cast::<20, 32>((self.desc_h5.val() & 0xff) | 0x4000)
+                    + bit_cast::<20, 32>(self.switch_ip.val() >> 16)
+                    + bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
+                    + bit_cast::<20, 32>(self.desc_h6.val() & 0xffff)
+                    + bit_cast::<20, 32>(self.desc_h7.val() >> 16);
+                self.ck_f1.next = bit_cast::<17, 20>(self.ck_sum.val() & 0xffff)
+                    + bit_cast::<17, 20>(self.ck_sum.val() >> 16);
+                self.ck_ip.next = !(bit_cast::<16, 17>(self.ck_f1.val())
+                    + bit_cast::<16, 17>(self.ck_f1.val() >> 16));
+                // The 16-bit complement as an XOR: a `!` inside a widening bit_cast becomes a
+                // 32-bit `~` in the generated Verilog, which sets bit 16 (found by Verilator).
+                self.ck_i1.next = bit_cast::<17, 32>((self.desc_h9.val() >> 16) ^ 0xffff) + 0xF7FF;
+                self.ck_icmp.next = !(bit_cast::<16, 17>(self.ck_i1.val())
+                    + bit_cast::<16, 17>(self.ck_i1.val() >> 16));
+                match self.i.q.val().index() {
+                    0 => {
+                        self.hdr_word.next =
+                            (self.desc_h1.val() << 16) | (self.desc_h2.val() >> 16);
+                    }
+                    1 => {
+                        self.hdr_word.next = (self.desc_h2.val() << 16)
+                            | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                    }
+                    2 => {
+                        self.hdr_word.next = self.switch_mac_lo.val();
+                    }
+                    3 => {
+                        self.hdr_word.next = 0x0800_0000 | (self.desc_h3.val() & 0xffff);
+                    }
+                    4 => {
+                        self.hdr_word.next = self.desc_h4.val();
+                    }
+                    5 => {
+                        self.hdr_word.next = (self.desc_h5.val() & 0xffff_00ff_u64) | 0x4000;
+                    }
+                    6 => {
+                        self.hdr_word.next = (bit_cast::<32, 16>(self.ck_ip.val()) << 16)
+                            | (self.switch_ip.val() >> 16);
+                    }
+                    7 => {
+                        self.hdr_word.next =
+                            (self.switch_ip.val() << 16) | (self.desc_h6.val() & 0xffff);
+                    }
+                    8 => {
+                        self.hdr_word.next = self.desc_h7.val() & 0xffff_0000_u64;
+                    }
+                    _ => {
+                        self.hdr_word.next = (bit_cast::<32, 16>(self.ck_icmp.val()) << 16)
+                            | (self.desc_h9.val() & 0xffff);
+                    }
+                }
+            }
         }
         self.hdr_write_data.next = self.hdr_word.val();
         self.wpend.d.next = false;
@@ -526,7 +547,8 @@ impl Logic for Aggregator {
                         if self.desc_ip_len.val() > 2030 {
                             self.nwords.d.next = 511.into();
                         } else {
-                            self.nwords.d.next = bit_cast::<10, 16>((self.desc_ip_len.val() + 17) >> 2);
+                            self.nwords.d.next =
+                                bit_cast::<10, 16>((self.desc_ip_len.val() + 17) >> 2);
                         }
                         self.state.d.next = AggState::Header;
                     }
@@ -557,8 +579,8 @@ impl Logic for Aggregator {
                         self.ex_write_data.next = (bit_cast::<32, 16>(self.la_exp_out.val()) << 16)
                             | (self.ex_read_data.val() & 0xffff);
                     } else {
-                        self.ex_write_data.next =
-                            (self.ex_read_data.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.la_exp_out.val());
+                        self.ex_write_data.next = (self.ex_read_data.val() & 0xffff_0000_u64)
+                            | bit_cast::<32, 16>(self.la_exp_out.val());
                     }
                     self.first_r.d.next = self.sb_first.val();
                     self.last_r.d.next = self.sb_last.val();
@@ -658,7 +680,8 @@ impl Logic for Aggregator {
                     if self.wi.q.val() < 13 {
                         self.hdr_write_address.next = bit_cast::<5, 10>(self.wi.q.val()) & 15;
                         if self.tx_half.val() {
-                            self.hdr_write_address.next = (bit_cast::<5, 10>(self.wi.q.val()) & 15) | 16;
+                            self.hdr_write_address.next =
+                                (bit_cast::<5, 10>(self.wi.q.val()) & 15) | 16;
                         }
                         self.hdr_write_data.next = self.buf_read_data.val();
                         self.hdr_write_enable.next = true;
@@ -690,7 +713,8 @@ impl Logic for Aggregator {
                     self.ev_bucket.next = true;
                     self.ev_bucket_index.next = 16.into();
                     self.tx_last_bytes.next = bit_cast::<3, 16>(self.desc_ip_len.val() + 1) & 3;
-                    self.tx_last_bytes.next = (bit_cast::<3, 16>(self.desc_ip_len.val() + 1) & 3) + 1;
+                    self.tx_last_bytes.next =
+                        (bit_cast::<3, 16>(self.desc_ip_len.val() + 1) & 3) + 1;
                 }
             }
         }

@@ -29,7 +29,10 @@ pub struct BlockRam<const A: usize, const D: usize> {
 impl<const A: usize, const D: usize> BlockRam<A, D> {
     /// A RAM of `depth` words (at most 2^A).
     pub fn new(depth: usize) -> Self {
-        assert!(depth >= 1 && depth <= (1 << A), "BlockRam depth {depth} does not fit {A} address bits");
+        assert!(
+            depth >= 1 && depth <= (1 << A),
+            "BlockRam depth {depth} does not fit {A} address bits"
+        );
         Self {
             clock: Default::default(),
             read_address: Default::default(),
@@ -51,7 +54,11 @@ impl<const A: usize, const D: usize> Logic for BlockRam<A, D> {
     fn update(&mut self) {
         if self.clock.pos_edge() {
             let ra = self.read_address.val().index();
-            self.read_data.next = if ra < self._mem.len() { self._mem[ra] } else { Bits::default() };
+            self.read_data.next = if ra < self._mem.len() {
+                self._mem[ra]
+            } else {
+                Bits::default()
+            };
             if self.write_enable.val() {
                 let wa = self.write_address.val().index();
                 if wa < self._mem.len() {

@@ -53,7 +53,9 @@ impl CoreConfig {
             )));
         }
         if slots == 0 || slots > MAX_SLOTS {
-            return Err(ConfigError(format!("slots = {slots} is outside 1..={MAX_SLOTS}")));
+            return Err(ConfigError(format!(
+                "slots = {slots} is outside 1..={MAX_SLOTS}"
+            )));
         }
         if max_payload != 256 && max_payload != 1024 {
             return Err(ConfigError(format!(
@@ -65,7 +67,12 @@ impl CoreConfig {
                 "max_workers = {max_workers} is outside 1..={BITMAP_BITS}"
             )));
         }
-        Ok(CoreConfig { width_bytes, slots, max_payload, max_workers })
+        Ok(CoreConfig {
+            width_bytes,
+            slots,
+            max_payload,
+            max_workers,
+        })
     }
 
     /// Elements per set at the largest payload.
@@ -96,7 +103,12 @@ impl CoreConfig {
 impl Default for CoreConfig {
     /// Width 4, 16 slots, 1024-byte payloads, 32 workers.
     fn default() -> Self {
-        CoreConfig { width_bytes: 4, slots: 16, max_payload: 1024, max_workers: 32 }
+        CoreConfig {
+            width_bytes: 4,
+            slots: 16,
+            max_payload: 1024,
+            max_workers: 32,
+        }
     }
 }
 
@@ -106,11 +118,26 @@ mod test {
 
     #[test]
     fn rejects_bad_values_by_name() {
-        assert!(CoreConfig::new(3, 4, 1024, 32).unwrap_err().0.contains("width_bytes = 3"));
-        assert!(CoreConfig::new(4, 0, 1024, 32).unwrap_err().0.contains("slots = 0"));
-        assert!(CoreConfig::new(4, 65, 1024, 32).unwrap_err().0.contains("slots = 65"));
-        assert!(CoreConfig::new(4, 4, 512, 32).unwrap_err().0.contains("max_payload = 512"));
-        assert!(CoreConfig::new(4, 4, 1024, 33).unwrap_err().0.contains("max_workers = 33"));
+        assert!(CoreConfig::new(3, 4, 1024, 32)
+            .unwrap_err()
+            .0
+            .contains("width_bytes = 3"));
+        assert!(CoreConfig::new(4, 0, 1024, 32)
+            .unwrap_err()
+            .0
+            .contains("slots = 0"));
+        assert!(CoreConfig::new(4, 65, 1024, 32)
+            .unwrap_err()
+            .0
+            .contains("slots = 65"));
+        assert!(CoreConfig::new(4, 4, 512, 32)
+            .unwrap_err()
+            .0
+            .contains("max_payload = 512"));
+        assert!(CoreConfig::new(4, 4, 1024, 33)
+            .unwrap_err()
+            .0
+            .contains("max_workers = 33"));
         assert!(CoreConfig::new(1, 4, 256, 1).is_ok());
     }
 }

@@ -108,7 +108,18 @@ impl ConfigRegisters {
 impl Logic for ConfigRegisters {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, mac_hi, mac_lo, ip, n, size, slots, clear_pulse, clear_counters_pulse);
+        dff_setup!(
+            self,
+            clock,
+            mac_hi,
+            mac_lo,
+            ip,
+            n,
+            size,
+            slots,
+            clear_pulse,
+            clear_counters_pulse
+        );
         self.switch_mac_hi.next = self.mac_hi.q.val();
         self.switch_mac_lo.next = self.mac_lo.q.val();
         self.switch_ip.next = self.ip.q.val();

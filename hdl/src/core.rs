@@ -140,7 +140,19 @@ impl<const D: usize> Core<D> {
 impl<const D: usize> Logic for Core<D> {
     #[hdl_gen]
     fn update(&mut self) {
-        clock!(self, clock, rx, tx, registers, parser, scoreboard, slot_memory, aggregator, result_builder, counters);
+        clock!(
+            self,
+            clock,
+            rx,
+            tx,
+            registers,
+            parser,
+            scoreboard,
+            slot_memory,
+            aggregator,
+            result_builder,
+            counters
+        );
         // Receive stream.
         self.rx.in_valid.next = self.rx_valid.val();
         self.rx.in_data.next = self.rx_data.val();

@@ -81,7 +81,10 @@ pub struct Counters {
 impl Logic for Counters {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20);
+        dff_setup!(
+            self, clock, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16,
+            c17, c18, c19, c20
+        );
         if self.bucket.val() {
             self.c0.d.next = self.c0.q.val() + 1;
             match self.bucket_index.val().index() {

@@ -289,7 +289,12 @@ impl FrameParser {
 impl Logic for FrameParser {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, deciding, wr_half, j, len, csum, h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12, s_busy, s_next, s_pend, s_pend_idx, s_found, s_rank, s_done, d_valid, d_kind, d_rank, d_slot, d_set, d_half, d_len, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12);
+        dff_setup!(
+            self, clock, deciding, wr_half, j, len, csum, h0, h1, h2, h3, h4, h5, h6, h7, h8, h9,
+            h10, h11, h12, s_busy, s_next, s_pend, s_pend_idx, s_found, s_rank, s_done, d_valid,
+            d_kind, d_rank, d_slot, d_set, d_half, d_len, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10,
+            d11, d12
+        );
         clock!(self, clock, rx_buf, ip_table);
         // Worker table writes and the buffer read port.
         self.ip_table.write_address.next = self.wt_address.val();
@@ -354,27 +359,37 @@ impl Logic for FrameParser {
                     }
                     3 => {
                         self.h3.d.next = self.word_data.val();
-                        self.csum.d.next = self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
+                        self.csum.d.next =
+                            self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
                     }
                     4 => {
                         self.h4.d.next = self.word_data.val();
-                        self.csum.d.next = self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff) + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.csum.d.next = self.csum.q.val()
+                            + bit_cast::<20, 32>(self.word_data.val() & 0xffff)
+                            + bit_cast::<20, 32>(self.word_data.val() >> 16);
                     }
                     5 => {
                         self.h5.d.next = self.word_data.val();
-                        self.csum.d.next = self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff) + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.csum.d.next = self.csum.q.val()
+                            + bit_cast::<20, 32>(self.word_data.val() & 0xffff)
+                            + bit_cast::<20, 32>(self.word_data.val() >> 16);
                     }
                     6 => {
                         self.h6.d.next = self.word_data.val();
-                        self.csum.d.next = self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff) + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.csum.d.next = self.csum.q.val()
+                            + bit_cast::<20, 32>(self.word_data.val() & 0xffff)
+                            + bit_cast::<20, 32>(self.word_data.val() >> 16);
                     }
                     7 => {
                         self.h7.d.next = self.word_data.val();
-                        self.csum.d.next = self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff) + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.csum.d.next = self.csum.q.val()
+                            + bit_cast::<20, 32>(self.word_data.val() & 0xffff)
+                            + bit_cast::<20, 32>(self.word_data.val() >> 16);
                     }
                     8 => {
                         self.h8.d.next = self.word_data.val();
-                        self.csum.d.next = self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.csum.d.next =
+                            self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
                     }
                     9 => {
                         self.h9.d.next = self.word_data.val();
@@ -436,11 +451,17 @@ impl Logic for FrameParser {
         if self.deciding.q.val() {
             self.total_len.next = self.h4.q.val().get_bits::<16>(16);
             self.udp_len.next = bit_cast::<16, 32>(self.h9.q.val());
-            self.fold1.next = bit_cast::<17, 20>(self.csum.q.val() & 0xffff) + bit_cast::<17, 20>(self.csum.q.val() >> 16);
-            self.fold2.next = bit_cast::<16, 17>(self.fold1.val()) + bit_cast::<16, 17>(self.fold1.val() >> 16);
-            self.dst_mac_ok.next = ((self.h0.q.val() == ((bit_cast::<32, 16>(self.switch_mac_hi.val()) << 16) | (self.switch_mac_lo.val() >> 16)))
-                & (self.h1.q.val().get_bits::<16>(16) == bit_cast::<16, 32>(self.switch_mac_lo.val())))
-                | ((self.h0.q.val() == 0xffff_ffff_u64) & (self.h1.q.val().get_bits::<16>(16) == 0xffff));
+            self.fold1.next = bit_cast::<17, 20>(self.csum.q.val() & 0xffff)
+                + bit_cast::<17, 20>(self.csum.q.val() >> 16);
+            self.fold2.next =
+                bit_cast::<16, 17>(self.fold1.val()) + bit_cast::<16, 17>(self.fold1.val() >> 16);
+            self.dst_mac_ok.next = ((self.h0.q.val()
+                == ((bit_cast::<32, 16>(self.switch_mac_hi.val()) << 16)
+                    | (self.switch_mac_lo.val() >> 16)))
+                & (self.h1.q.val().get_bits::<16>(16)
+                    == bit_cast::<16, 32>(self.switch_mac_lo.val())))
+                | ((self.h0.q.val() == 0xffff_ffff_u64)
+                    & (self.h1.q.val().get_bits::<16>(16) == 0xffff));
             if self.len.q.val() < 14 {
                 self.cls.next = 0.into();
             } else if !self.dst_mac_ok.val() {
@@ -453,8 +474,10 @@ impl Logic for FrameParser {
                     | (self.h5.q.val().get_bits::<16>(16) != 1)
                 {
                     self.cls.next = 2.into();
-                } else if (bit_cast::<16, 32>(self.h9.q.val()) != self.switch_ip.val().get_bits::<16>(16))
-                    | (self.h10.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.switch_ip.val()))
+                } else if (bit_cast::<16, 32>(self.h9.q.val())
+                    != self.switch_ip.val().get_bits::<16>(16))
+                    | (self.h10.q.val().get_bits::<16>(16)
+                        != bit_cast::<16, 32>(self.switch_ip.val()))
                 {
                     self.cls.next = 7.into();
                 } else {
@@ -471,12 +494,14 @@ impl Logic for FrameParser {
             } else if self.fold2.val() != 0xffff {
                 self.cls.next = 4.into();
             } else if (self.total_len.val() < 20)
-                | (bit_cast::<17, 16>(self.total_len.val()) + 14 > bit_cast::<17, 16>(self.len.q.val()))
+                | (bit_cast::<17, 16>(self.total_len.val()) + 14
+                    > bit_cast::<17, 16>(self.len.q.val()))
             {
                 self.cls.next = 5.into();
             } else if self.h5.q.val().get_bits::<14>(16) != 0 {
                 self.cls.next = 6.into();
-            } else if (bit_cast::<16, 32>(self.h7.q.val()) != self.switch_ip.val().get_bits::<16>(16))
+            } else if (bit_cast::<16, 32>(self.h7.q.val())
+                != self.switch_ip.val().get_bits::<16>(16))
                 | (self.h8.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.switch_ip.val()))
             {
                 self.cls.next = 7.into();
@@ -506,15 +531,21 @@ impl Logic for FrameParser {
                     self.cls.next = 10.into();
                 } else if self.h10.q.val().get_bits::<3>(8) != self.size_code.val() {
                     self.cls.next = 11.into();
-                } else if self.udp_len.val() != (bit_cast::<16, 9>(self.payload_words.val()) << 2) + 18 {
+                } else if self.udp_len.val()
+                    != (bit_cast::<16, 9>(self.payload_words.val()) << 2) + 18
+                {
                     self.cls.next = 5.into();
-                } else if bit_cast::<16, 15>(self.h12.q.val().get_bits::<15>(16)) >= self.slots_in_use.val() {
+                } else if bit_cast::<16, 15>(self.h12.q.val().get_bits::<15>(16))
+                    >= self.slots_in_use.val()
+                {
                     self.cls.next = 12.into();
                 } else {
                     self.cls.next = 13.into();
                 }
             }
-            if (!self.needs_rank.val() | self.s_done.q.val()) & (!self.d_valid.q.val() | self.desc_done.val()) {
+            if (!self.needs_rank.val() | self.s_done.q.val())
+                & (!self.d_valid.q.val() | self.desc_done.val())
+            {
                 self.d_valid.d.next = true;
                 self.d_kind.d.next = self.cls.val();
                 self.d_rank.d.next = self.s_rank.q.val();

@@ -45,17 +45,22 @@ impl Logic for LaneAdders {
             if self.first.val() {
                 self.exp_out.next = self.exp_incoming.val();
             } else {
-                if (self.exp_stored.val().get_bits::<8>(8) ^ 0x80) > (self.exp_incoming.val().get_bits::<8>(8) ^ 0x80) {
+                if (self.exp_stored.val().get_bits::<8>(8) ^ 0x80)
+                    > (self.exp_incoming.val().get_bits::<8>(8) ^ 0x80)
+                {
                     self.e0.next = self.exp_stored.val().get_bits::<8>(8);
                 } else {
                     self.e0.next = self.exp_incoming.val().get_bits::<8>(8);
                 }
-                if (bit_cast::<8, 16>(self.exp_stored.val()) ^ 0x80) > (bit_cast::<8, 16>(self.exp_incoming.val()) ^ 0x80) {
+                if (bit_cast::<8, 16>(self.exp_stored.val()) ^ 0x80)
+                    > (bit_cast::<8, 16>(self.exp_incoming.val()) ^ 0x80)
+                {
                     self.e1.next = bit_cast::<8, 16>(self.exp_stored.val());
                 } else {
                     self.e1.next = bit_cast::<8, 16>(self.exp_incoming.val());
                 }
-                self.exp_out.next = (bit_cast::<16, 8>(self.e0.val()) << 8) | bit_cast::<16, 8>(self.e1.val());
+                self.exp_out.next =
+                    (bit_cast::<16, 8>(self.e0.val()) << 8) | bit_cast::<16, 8>(self.e1.val());
             }
         }
     }

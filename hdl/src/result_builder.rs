@@ -204,7 +204,10 @@ impl ResultBuilder {
 impl Logic for ResultBuilder {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, full0, full1, lhalf, shalf, k0, f0, l0, n0, b0, k1, f1, l1, n1, b1, state, cur, w, ck);
+        dff_setup!(
+            self, clock, full0, full1, lhalf, shalf, k0, f0, l0, n0, b0, k1, f1, l1, n1, b1, state,
+            cur, w, ck
+        );
         clock!(self, clock, tx_buf, hdr_buf, wt_ip, wt_mac_hi, wt_mac_lo);
         self.hdr_buf.write_address.next = self.hdr_write_address.val();
         self.hdr_buf.write_data.next = self.hdr_write_data.val();
@@ -227,7 +230,8 @@ impl Logic for ResultBuilder {
         if self.lhalf.q.val() {
             self.load_free.next = !self.full1.q.val();
         }
-        self.busy.next = self.full0.q.val() | self.full1.q.val() | (self.state.q.val() != TxState::Idle);
+        self.busy.next =
+            self.full0.q.val() | self.full1.q.val() | (self.state.q.val() != TxState::Idle);
         // The half being sent.
         if self.shalf.q.val() {
             self.kind.next = self.k1.q.val();
@@ -270,49 +274,60 @@ impl Logic for ResultBuilder {
                 self.state.d.next = TxState::Prep2;
             }
             TxState::Prep2 => {
-                self.sum.next = bit_cast::<20, 32>((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38)
-                    + 0x4500
-                    + 0x4011
-                    + bit_cast::<20, 32>(self.switch_ip.val() >> 16)
-                    + bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
-                    + bit_cast::<20, 32>(self.wt_ip.read_data.val() >> 16)
-                    + bit_cast::<20, 32>(self.wt_ip.read_data.val() & 0xffff);
-                self.fold.next = bit_cast::<17, 20>(self.sum.val() & 0xffff) + bit_cast::<17, 20>(self.sum.val() >> 16);
-                self.ck.d.next = !(bit_cast::<16, 17>(self.fold.val()) + bit_cast::<16, 17>(self.fold.val() >> 16));
-                self.state.d.next = TxState::Send;
-            }
-            _ => {
-                // The rank's header checksum, registered before word 6 leaves.
-                if self.w.q.val() < 6 {
-                    self.sum.next = bit_cast::<20, 32>((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38)
+                self.sum.next =
+                    bit_cast::<20, 32>((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38)
                         + 0x4500
                         + 0x4011
                         + bit_cast::<20, 32>(self.switch_ip.val() >> 16)
                         + bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
                         + bit_cast::<20, 32>(self.wt_ip.read_data.val() >> 16)
                         + bit_cast::<20, 32>(self.wt_ip.read_data.val() & 0xffff);
-                    self.fold.next = bit_cast::<17, 20>(self.sum.val() & 0xffff) + bit_cast::<17, 20>(self.sum.val() >> 16);
-                    self.ck.d.next = !(bit_cast::<16, 17>(self.fold.val()) + bit_cast::<16, 17>(self.fold.val() >> 16));
+                self.fold.next = bit_cast::<17, 20>(self.sum.val() & 0xffff)
+                    + bit_cast::<17, 20>(self.sum.val() >> 16);
+                self.ck.d.next = !(bit_cast::<16, 17>(self.fold.val())
+                    + bit_cast::<16, 17>(self.fold.val() >> 16));
+                self.state.d.next = TxState::Send;
+            }
+            _ => {
+                // The rank's header checksum, registered before word 6 leaves.
+                if self.w.q.val() < 6 {
+                    self.sum.next =
+                        bit_cast::<20, 32>((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38)
+                            + 0x4500
+                            + 0x4011
+                            + bit_cast::<20, 32>(self.switch_ip.val() >> 16)
+                            + bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
+                            + bit_cast::<20, 32>(self.wt_ip.read_data.val() >> 16)
+                            + bit_cast::<20, 32>(self.wt_ip.read_data.val() & 0xffff);
+                    self.fold.next = bit_cast::<17, 20>(self.sum.val() & 0xffff)
+                        + bit_cast::<17, 20>(self.sum.val() >> 16);
+                    self.ck.d.next = !(bit_cast::<16, 17>(self.fold.val())
+                        + bit_cast::<16, 17>(self.fold.val() >> 16));
                 }
                 self.word_valid.next = true;
                 self.word_data.next = self.raw.val();
                 if self.kind.val() == 0 {
                     match self.w.q.val().index() {
                         0 => {
-                            self.word_data.next = (bit_cast::<32, 16>(self.wt_mac_hi.read_data.val()) << 16)
-                                | (self.wt_mac_lo.read_data.val() >> 16);
+                            self.word_data.next =
+                                (bit_cast::<32, 16>(self.wt_mac_hi.read_data.val()) << 16)
+                                    | (self.wt_mac_lo.read_data.val() >> 16);
                         }
                         1 => {
-                            self.word_data.next = (self.wt_mac_lo.read_data.val() << 16) | (self.raw.val() & 0xffff);
+                            self.word_data.next =
+                                (self.wt_mac_lo.read_data.val() << 16) | (self.raw.val() & 0xffff);
                         }
                         6 => {
-                            self.word_data.next = (bit_cast::<32, 16>(self.ck.q.val()) << 16) | (self.raw.val() & 0xffff);
+                            self.word_data.next = (bit_cast::<32, 16>(self.ck.q.val()) << 16)
+                                | (self.raw.val() & 0xffff);
                         }
                         7 => {
-                            self.word_data.next = (self.raw.val() & 0xffff_0000_u64) | (self.wt_ip.read_data.val() >> 16);
+                            self.word_data.next = (self.raw.val() & 0xffff_0000_u64)
+                                | (self.wt_ip.read_data.val() >> 16);
                         }
                         8 => {
-                            self.word_data.next = (self.wt_ip.read_data.val() << 16) | (self.raw.val() & 0xffff);
+                            self.word_data.next =
+                                (self.wt_ip.read_data.val() << 16) | (self.raw.val() & 0xffff);
                         }
                         _ => {}
                     }

@@ -140,8 +140,8 @@ impl Logic for Scoreboard {
                 } else {
                     self.seen0.write_data.next = self.seen0.read_data.val() | self.bit_mask.val();
                     self.seen1.write_data.next = self.seen1.read_data.val() & !self.bit_mask.val();
-                    self.count.write_data.next =
-                        (self.count.read_data.val() & 0x3e0) | bit_cast::<10, 5>(self.cnt_next.val());
+                    self.count.write_data.next = (self.count.read_data.val() & 0x3e0)
+                        | bit_cast::<10, 5>(self.cnt_next.val());
                 }
             }
         }
@@ -187,7 +187,12 @@ mod test {
         tick(b);
         b.active.next = true;
         settle(b);
-        let r = (b.is_new.val(), b.first.val(), b.last.val(), b.complete.val());
+        let r = (
+            b.is_new.val(),
+            b.first.val(),
+            b.last.val(),
+            b.complete.val(),
+        );
         b.commit.next = r.0;
         settle(b);
         tick(b);
@@ -205,9 +210,17 @@ mod test {
         settle(&mut b);
         assert_eq!(contribute(&mut b, 1, false, 0), (true, true, false, true));
         // (`first` and `last` describe a new contribution only.)
-        assert_eq!(contribute(&mut b, 1, false, 0), (false, false, true, false), "duplicate, incomplete");
+        assert_eq!(
+            contribute(&mut b, 1, false, 0),
+            (false, false, true, false),
+            "duplicate, incomplete"
+        );
         assert_eq!(contribute(&mut b, 1, false, 1), (true, false, true, false));
-        assert_eq!(contribute(&mut b, 1, false, 1), (false, true, false, true), "duplicate, complete");
+        assert_eq!(
+            contribute(&mut b, 1, false, 1),
+            (false, true, false, true),
+            "duplicate, complete"
+        );
         // The other set clears the worker's bit in this one.
         assert_eq!(contribute(&mut b, 1, true, 0), (true, true, false, true));
         assert_eq!(contribute(&mut b, 1, false, 0), (true, true, false, true));
