@@ -87,3 +87,17 @@ fn lfe5u_25f_half_bram_utilization() {
     println!("LFE5U-25F, half the block RAM: {config:?}: {u:?}");
     assert!(u.dp16kd <= 28, "{u:?}");
 }
+
+/// The core at widths 1 and 8 (slow: run with `--ignored`).
+#[test]
+#[ignore]
+fn core_synthesizes_at_widths_1_and_8() {
+    if skip() {
+        return;
+    }
+    for w in [1, 8] {
+        let config = CoreConfig::new(w, 4, 256, 32).unwrap();
+        let u = synth_ecp5(&core_verilog(&config)).unwrap_or_else(|e| panic!("width {w}: {e}"));
+        println!("core {config:?}: {u:?}");
+    }
+}
