@@ -3,6 +3,18 @@
 //! [`core::Core`] joins the blocks; [`config::CoreConfig`] holds the build parameters;
 //! [`verilog`] turns a configuration into Verilog. The simulation harness lives in
 //! `spotagg-sim` (`rtl`).
+//!
+//! Entry points:
+//! - `CoreConfig::new(width_bytes, slots, max_payload, max_workers)` checks the parameters;
+//! - [`verilog::core_verilog`] is the Verilog of a configuration (top module `top`);
+//! - [`verilog::core_utilization`] runs Yosys `synth_ecp5` on it;
+//! - `spotagg_sim::rtl::RtlEngine::for_job` simulates it behind `spotagg_driver::Engine`,
+//!   `spotagg_sim::rtl::bench_report` measures it.
+//!
+//! rust-hdl 0.46 is pinned and unmaintained: the blocks are used through these types only.
+//! Its kernels evaluate like a Verilog `always @(*)` block with blocking assignments — a
+//! local or output read before it is assigned in the same kernel gives its default — so each
+//! kernel assigns defaults first and computes values before using them.
 
 pub mod aggregator;
 pub mod block_ram;
@@ -17,6 +29,7 @@ pub mod scoreboard;
 pub mod slot_memory;
 pub mod stream_width;
 pub mod verilog;
+pub mod wire_layout;
 
 pub use crate::config::{ConfigError, CoreConfig};
 pub use crate::core::Core;

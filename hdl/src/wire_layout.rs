@@ -1,0 +1,52 @@
+//! The wire layout the blocks are written against, checked at compile time against the one
+//! definition in `spotagg_driver::wire`.
+//!
+//! rust-hdl kernels (`#[hdl_gen]`) cannot name Rust constants, so the parser, the aggregator
+//! and the result builder use numbers: word `J` of a frame holds bytes `4J..4J+4`. Every
+//! number they rely on is derived here from the driver's field tables and asserted equal to
+//! the literal the kernels use; a change of the wire format fails the build of this crate.
+
+use spotagg_driver::counters::DropReason;
+use spotagg_driver::wire::{arp, ethernet, icmp, ipv4, switchml, udp, EtherType, IpProtocol};
+
+/// Byte offset of the IPv4 header (and of ARP).
+pub const IP_OFFSET: usize = ethernet::HEADER_LEN;
+/// Byte offset of the UDP / ICMP header.
+pub const L4_OFFSET: usize = IP_OFFSET + ipv4::HEADER_LEN;
+/// Byte offset of the SwitchML header.
+pub const SWITCHML_OFFSET: usize = L4_OFFSET + udp::HEADER_LEN;
+/// Byte offset of the payload.
+pub const PAYLOAD_OFFSET: usize = SWITCHML_OFFSET + switchml::PREAMBLE_LEN;
+/// 32-bit words before the payload (captured header words h0..h12).
+pub const HEADER_WORDS: usize = PAYLOAD_OFFSET / 4;
+/// Bytes of an ARP reply.
+pub const ARP_FRAME_LEN: usize = IP_OFFSET + arp::PACKET_LEN;
+
+const fn check(ok: bool) {
+    assert!(ok, "the HDL's wire layout no longer matches spotagg_driver::wire");
+}
+
+const _: () = {
+    check(PAYLOAD_OFFSET == 52 && PAYLOAD_OFFSET % 4 == 0 && HEADER_WORDS == 13);
+    check(ARP_FRAME_LEN == 42); // 11 words, 2 bytes in the last
+    check(L4_OFFSET == 34 && SWITCHML_OFFSET == 42);
+    check(EtherType::IPV4.0 == 0x0800 && EtherType::ARP.0 == 0x0806);
+    check(ipv4::field::DST_ADDR.start == 16 && ipv4::field::SRC_ADDR.start == 12);
+    check(ipv4::DEFAULT_TTL == 0x40);
+    check(IpProtocol::UDP.0 == 17 && IpProtocol::ICMP.0 == 1);
+    check(ipv4::FLAG_MF | ipv4::FRAG_OFFSET_MASK == 0x3fff);
+    check(icmp::ECHO_REQUEST == 8 && icmp::ECHO_REPLY == 0 && icmp::field::CHECKSUM.start == 2);
+    check(arp::field::TPA.start == 24 && arp::field::SHA.start == 8 && arp::field::SPA.start == 14);
+    check(switchml::UDP_PORT_BASE == 0xBEE0 && switchml::UDP_PORT_MASK == 0xFFF0);
+    check(switchml::MSG_TYPE_CONTRIBUTION == 1 && switchml::POOL_SET_BIT == 0x8000);
+    check(switchml::field::E0 == 8 && switchml::field::E1 == 9 && switchml::field::POOL_INDEX.start == 6);
+    // Descriptor kinds 0..=12 are the drop reasons, in counter order.
+    check(DropReason::COUNT == 13);
+    check(DropReason::Truncated as usize == 0 && DropReason::WrongDstMac as usize == 1);
+    check(DropReason::NotIpv4Udp as usize == 2 && DropReason::IpOptions as usize == 3);
+    check(DropReason::IpChecksum as usize == 4 && DropReason::BadLength as usize == 5);
+    check(DropReason::IpFragment as usize == 6 && DropReason::WrongDstIp as usize == 7);
+    check(DropReason::BadPort as usize == 8 && DropReason::UnknownSource as usize == 9);
+    check(DropReason::BadMsgType as usize == 10 && DropReason::BadSize as usize == 11);
+    check(DropReason::BadSlot as usize == 12);
+};
