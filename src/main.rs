@@ -26,6 +26,10 @@ enum Command {
     Worker(cmd::worker::Args),
     /// Print performance figures.
     Bench(cmd::bench::Args),
+    /// Build a board's bitstream with the open ECP5 flow (yosys, nextpnr-ecp5, ecppack).
+    Build(cmd::build::Args),
+    /// Load a bitstream into a board with openFPGALoader (SRAM, or SPI flash with --write-flash).
+    Flash(cmd::flash::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -36,6 +40,8 @@ fn main() -> std::process::ExitCode {
         Command::Switch(a) => cmd::switch::run(a),
         Command::Worker(a) => cmd::worker::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Build(a) => cmd::build::run(a),
+        Command::Flash(a) => cmd::flash::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

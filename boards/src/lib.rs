@@ -4,7 +4,9 @@
 
 pub mod colorlight_5a_75b_v8;
 pub mod colorlight_i5;
+pub mod core_top;
 pub mod crc32;
+pub mod flow;
 pub mod frame_fifo;
 pub mod lpf;
 pub mod mac_rx;

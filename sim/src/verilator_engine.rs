@@ -162,3 +162,49 @@ pub enum VerilatorEngineError {
     #[error(transparent)]
     Verilator(#[from] VerilatorError),
 }
+
+/// Simulation speed of the rust-hdl harness and of Verilator on the same trace, in the same
+/// run: clock cycles per second and contributions per second of each, and their ratio. The
+/// trace: n = 4 workers, 256 B and 1024 B payloads, contributions pushed back to back into a
+/// width-4 core with 8 slots, every result drained.
+pub fn sim_speed_report() -> Result<String, VerilatorEngineError> {
+    use crate::trace::{self, TraceSpec};
+    use spotagg_driver::wire::PayloadSize;
+    use std::fmt::Write;
+    use std::time::Instant;
+    let mut s = String::new();
+    let _ = writeln!(s, "simulation speed, same trace through both (n = 4, width 4, back to back):");
+    let _ = writeln!(
+        s,
+        "{:>7} {:>9} {:>7} {:>12} {:>10} {:>12} {:>10} {:>7}",
+        "payload", "contribs", "cycles", "rust-hdl c/s", "contr/s", "verilator c/s", "contr/s", "ratio"
+    );
+    for payload in [PayloadSize::B256, PayloadSize::B1024] {
+        let t = trace::generate(&TraceSpec::new(4, payload, 8, 16, 7));
+        let core = CoreConfig::new(4, 8, 1024, 32).map_err(|e| RtlError(e.0))?;
+        let mut measure = |mut e: RtlEngine, frames: &[Vec<u8>]| {
+            let mut out = vec![];
+            let c0 = e.cycles();
+            let start = Instant::now();
+            e.run_stream(frames, &mut out);
+            (e.cycles() - c0, start.elapsed().as_secs_f64(), out.len())
+        };
+        let (c_rtl, t_rtl, o_rtl) = measure(RtlEngine::new(&t.job, core)?, &t.frames);
+        let (c_vl, t_vl, o_vl) = measure(verilator_engine(&t.job, core, None)?, &t.frames);
+        assert_eq!((c_rtl, o_rtl), (c_vl, o_vl), "rust-hdl and Verilator ran different cycle counts");
+        let n = t.frames.len() as f64;
+        let _ = writeln!(
+            s,
+            "{:>7} {:>9} {:>7} {:>12.0} {:>10.0} {:>12.0} {:>10.0} {:>6.1}x",
+            payload.bytes(),
+            t.frames.len(),
+            c_rtl,
+            c_rtl as f64 / t_rtl,
+            n / t_rtl,
+            c_vl as f64 / t_vl,
+            n / t_vl,
+            t_rtl / t_vl
+        );
+    }
+    Ok(s)
+}

@@ -31,6 +31,10 @@ pub struct Args {
     /// Engines to measure in frames/s, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "model")]
     engines: Vec<EngineKind>,
+    /// Also the simulated hardware: the core's cycles per contribution at widths 1 and 4 and
+    /// the simulation speed of rust-hdl against Verilator (about a minute).
+    #[arg(long)]
+    hardware: bool,
 }
 
 /// Best time of `reps` runs of `f`.
@@ -239,6 +243,15 @@ pub fn run(args: Args) -> Result<()> {
     bench_conversion(elements, reps);
     bench_engines(&args.engines, Duration::from_millis(if args.quick { 300 } else { 1000 }));
     bench_loopback(loop_elements)?;
+    if args.hardware {
+        println!();
+        print!("{}", spotagg_sim::rtl::bench_report());
+        println!();
+        match spotagg_sim::verilator_engine::sim_speed_report() {
+            Ok(r) => print!("{r}"),
+            Err(e) => println!("Verilator speed not measured: {e}"),
+        }
+    }
     Ok(())
 }
 

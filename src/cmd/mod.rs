@@ -1,7 +1,9 @@
 //! One module per subcommand: its arguments and its `run`.
 
 pub mod bench;
+pub mod build;
 pub mod demo;
+pub mod flash;
 pub mod replay;
 pub mod switch;
 pub mod worker;

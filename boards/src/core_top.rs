@@ -1,0 +1,210 @@
+//! The core-only top: the portable core (module `top` of `spotagg_hdl::verilog::core_verilog`)
+//! inside a minimal board top, for measuring what the core costs on a board's FPGA before the
+//! real board top (MACs, RGMII, bridge) exists, and for checking that it meets timing.
+//!
+//! It is **not** a working switch: there is no MAC. What it has:
+//!
+//! - an EHXPLLL making `clk125` (125 MHz) from the 25 MHz oscillator `clk25`;
+//! - every core input fed from a shift register that takes 5 bits a cycle from port 0's RGMII
+//!   receive pins (`eth0_rx_ctl`, `eth0_rxd`), so no input is a constant;
+//! - every core output registered and folded by XOR onto port 0's RGMII transmit pins
+//!   (`eth0_tx_ctl`, `eth0_txd`), so no output is unobserved and nothing is optimized away;
+//! - `phy_reset_n` held high (on the 5A-75B the 25 MHz clock comes from a PHY, which must not
+//!   be held in reset) and `led_n` lit while the PLL is locked.
+//!
+//! Everything runs on `clk125`, the net the LPF constrains to 125 MHz.
+
+use crate::Board;
+use std::fmt::Write;
+
+/// Name of the core-only top module.
+pub const CORE_TOP: &str = "spotagg_core_top";
+
+/// Top-level ports of the core-only top (bus ports without their index).
+pub const CORE_TOP_PORTS: &[&str] =
+    &["clk25", "led_n", "phy_reset_n", "eth0_rx_ctl", "eth0_rxd", "eth0_tx_ctl", "eth0_txd"];
+
+/// The EHXPLLL instance making 125 MHz on `clkout` from 25 MHz on `clkin`.
+///
+/// VCO = 25 MHz × CLKFB_DIV (5) × CLKOP_DIV (5) / CLKI_DIV (1) = 625 MHz (inside the
+/// 400–800 MHz range); CLKOP = 625 / 5 = 125 MHz, fed back from CLKOP. CLKOP_CPHASE = 2 with
+/// FPHASE 0 is the zero-phase setting for a divider of 5 that nextpnr-ecp5 and ecppll use.
+/// The `FREQUENCY_PIN_*` attributes let nextpnr derive the output clock's constraint.
+pub fn pll_25_to_125(instance: &str, clkin: &str, clkout: &str, lock: &str) -> String {
+    format!(
+        r#"    (* FREQUENCY_PIN_CLKI="25" *)
+    (* FREQUENCY_PIN_CLKOP="125" *)
+    (* ICP_CURRENT="12" *) (* LPF_RESISTOR="8" *) (* MFG_ENABLE_FILTEROPAMP="1" *) (* MFG_GMCREF_SEL="2" *)
+    EHXPLLL #(
+        .PLLRST_ENA("DISABLED"),
+        .INTFB_WAKE("DISABLED"),
+        .STDBY_ENABLE("DISABLED"),
+        .DPHASE_SOURCE("DISABLED"),
+        .OUTDIVIDER_MUXA("DIVA"),
+        .OUTDIVIDER_MUXB("DIVB"),
+        .OUTDIVIDER_MUXC("DIVC"),
+        .OUTDIVIDER_MUXD("DIVD"),
+        .CLKI_DIV(1),
+        .CLKFB_DIV(5),
+        .CLKOP_ENABLE("ENABLED"),
+        .CLKOP_DIV(5),
+        .CLKOP_CPHASE(2),
+        .CLKOP_FPHASE(0),
+        .FEEDBK_PATH("CLKOP")
+    ) {instance} (
+        .RST(1'b0),
+        .STDBY(1'b0),
+        .CLKI({clkin}),
+        .CLKOP({clkout}),
+        .CLKFB({clkout}),
+        .CLKINTFB(),
+        .PHASESEL0(1'b0),
+        .PHASESEL1(1'b0),
+        .PHASEDIR(1'b1),
+        .PHASESTEP(1'b1),
+        .PHASELOADREG(1'b1),
+        .PLLWAKESYNC(1'b0),
+        .ENCLKOP(1'b0),
+        .LOCK({lock})
+    );
+"#
+    )
+}
+
+/// The Verilog of the core-only top around `core_verilog` (whose top module is `top`) built
+/// with `width_bytes` bytes per stream beat. The result's top module is [`CORE_TOP`].
+pub fn core_top_verilog(core_verilog: &str, width_bytes: usize) -> String {
+    let d = 8 * width_bytes;
+    // Core inputs, in shift-register order: rx_valid, rx_data, rx_last, rx_bytes, tx_ready,
+    // cfg_write, cfg_address, cfg_data, counter_address.
+    let inputs: [(&str, usize); 9] = [
+        ("rx_valid", 1),
+        ("rx_data", d),
+        ("rx_last", 1),
+        ("rx_bytes", 4),
+        ("tx_ready", 1),
+        ("cfg_write", 1),
+        ("cfg_address", 8),
+        ("cfg_data", 32),
+        ("counter_address", 5),
+    ];
+    let outputs: [(&str, usize); 7] =
+        [("rx_ready", 1), ("tx_valid", 1), ("tx_data", d), ("tx_last", 1), ("tx_bytes", 4), ("counter_data", 32), ("idle", 1)];
+    let n_in: usize = inputs.iter().map(|(_, w)| w).sum();
+    let n_out: usize = outputs.iter().map(|(_, w)| w).sum();
+    // The shift register grows by 5 bits a cycle: round it up to a multiple of 5.
+    let sr = n_in.div_ceil(5) * 5;
+
+    let mut s = String::new();
+    let _ = writeln!(s, "// Core-only top (spotagg-boards core_top.rs): the core between a PLL and shift registers.");
+    let _ = writeln!(s, "// Not a switch: no MAC. For utilization and timing of the core on the board's FPGA.");
+    let _ = writeln!(s, "module {CORE_TOP}(");
+    let _ = writeln!(s, "    input wire clk25,");
+    let _ = writeln!(s, "    output wire led_n,");
+    let _ = writeln!(s, "    output wire phy_reset_n,");
+    let _ = writeln!(s, "    input wire eth0_rx_ctl,");
+    let _ = writeln!(s, "    input wire [3:0] eth0_rxd,");
+    let _ = writeln!(s, "    output reg eth0_tx_ctl,");
+    let _ = writeln!(s, "    output reg [3:0] eth0_txd");
+    let _ = writeln!(s, ");");
+    let _ = writeln!(s, "    wire clk125;");
+    let _ = writeln!(s, "    wire pll_lock;");
+    s += &pll_25_to_125("pll_25_to_125", "clk25", "clk125", "pll_lock");
+    let _ = writeln!(s, "    assign phy_reset_n = 1'b1;");
+    let _ = writeln!(s, "    assign led_n = ~pll_lock;");
+    let _ = writeln!(s);
+    let _ = writeln!(s, "    // Inputs: a {sr}-bit shift register fed 5 bits a cycle from the receive pins.");
+    let _ = writeln!(s, "    reg [{}:0] in_sr = {sr}'d0;", sr - 1);
+    let _ = writeln!(s, "    always @(posedge clk125) in_sr <= {{in_sr[{}:0], eth0_rx_ctl, eth0_rxd}};", sr - 6);
+    let mut bit = 0;
+    for (name, w) in inputs {
+        if w == 1 {
+            let _ = writeln!(s, "    wire core_{name} = in_sr[{bit}];");
+        } else {
+            let _ = writeln!(s, "    wire [{}:0] core_{name} = in_sr[{}:{bit}];", w - 1, bit + w - 1);
+        }
+        bit += w;
+    }
+    for (name, w) in outputs {
+        if w == 1 {
+            let _ = writeln!(s, "    wire core_{name};");
+        } else {
+            let _ = writeln!(s, "    wire [{}:0] core_{name};", w - 1);
+        }
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "    top core (");
+    let _ = writeln!(s, "        .clock(clk125),");
+    let ports: Vec<String> = inputs.iter().chain(outputs.iter()).map(|(n, _)| format!("        .{n}(core_{n})")).collect();
+    let _ = writeln!(s, "{}", ports.join(",\n"));
+    let _ = writeln!(s, "    );");
+    let _ = writeln!(s);
+    let _ = writeln!(s, "    // Outputs: registered, then folded by XOR onto the 5 transmit pins.");
+    let names: Vec<String> = outputs.iter().map(|(n, _)| format!("core_{n}")).collect();
+    let _ = writeln!(s, "    reg [{}:0] out_r = {n_out}'d0;", n_out - 1);
+    let _ = writeln!(s, "    always @(posedge clk125) out_r <= {{{}}};", names.join(", "));
+    let _ = writeln!(s, "    reg [4:0] fold;");
+    let _ = writeln!(s, "    integer i;");
+    let _ = writeln!(s, "    always @* begin");
+    let _ = writeln!(s, "        fold = 5'd0;");
+    let _ = writeln!(s, "        for (i = 0; i < {n_out}; i = i + 1) fold[i % 5] = fold[i % 5] ^ out_r[i];");
+    let _ = writeln!(s, "    end");
+    let _ = writeln!(s, "    initial begin eth0_tx_ctl = 1'b0; eth0_txd = 4'd0; end");
+    let _ = writeln!(s, "    always @(posedge clk125) {{eth0_tx_ctl, eth0_txd}} <= fold;");
+    let _ = writeln!(s, "endmodule");
+    let _ = writeln!(s);
+    s + core_verilog
+}
+
+/// The board's LPF keeping only the pins the core-only top has (and every clock constraint of
+/// those pins and of the internal nets).
+pub fn core_top_lpf(board: &Board) -> String {
+    let full = crate::lpf::lpf(board);
+    let mut s = String::new();
+    for line in full.lines() {
+        let port = ["COMP \"", "PORT \""].iter().find_map(|k| {
+            let start = line.find(k)? + k.len();
+            let end = line[start..].find('"')? + start;
+            Some(&line[start..end])
+        });
+        let keep = match port {
+            Some(p) => CORE_TOP_PORTS.contains(&p.split('[').next().unwrap_or(p)),
+            None => true,
+        };
+        if keep {
+            s += line;
+            s.push('\n');
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn lpf_keeps_only_the_core_top_pins() {
+        let lpf = core_top_lpf(&crate::colorlight_5a_75b_v8::board());
+        assert!(lpf.contains("LOCATE COMP \"clk25\" SITE \"P6\";"));
+        assert!(lpf.contains("LOCATE COMP \"eth0_rxd[3]\""));
+        assert!(lpf.contains("FREQUENCY NET \"clk125\" 125 MHZ;"));
+        assert!(lpf.contains("FREQUENCY PORT \"clk25\" 25 MHZ;"));
+        assert!(!lpf.contains("eth1_"));
+        assert!(!lpf.contains("eth0_rxc"));
+        assert!(!lpf.contains("\"mdio\""));
+    }
+
+    #[test]
+    fn top_wires_every_port_of_the_core() {
+        let v = core_top_verilog("module top(); endmodule\n", 4);
+        assert!(v.starts_with("// Core-only top"));
+        assert!(v.contains("module spotagg_core_top("));
+        assert!(v.contains("wire [31:0] core_rx_data = in_sr[32:1];"));
+        assert!(v.contains(".CLKFB_DIV(5)"));
+        // 1 + 32 + 1 + 4 + 1 + 1 + 8 + 32 + 5 = 85 input bits; 1 + 1 + 32 + 1 + 4 + 32 + 1 = 72 output bits.
+        assert!(v.contains("reg [84:0] in_sr"));
+        assert!(v.contains("reg [71:0] out_r"));
+        assert!(v.ends_with("module top(); endmodule\n"));
+    }
+}

