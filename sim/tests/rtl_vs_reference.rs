@@ -225,3 +225,16 @@ fn seed_sweep() {
         );
     }
 }
+
+#[test]
+fn jobs_beyond_the_build_are_refused_by_name() {
+    let job = JobConfig::example(2, PayloadSize::B256, 65);
+    let e = RtlEngine::for_job(&job, 4).unwrap_err();
+    assert!(e.0.contains("slots = 65"), "{e}");
+    let job = JobConfig::example(2, PayloadSize::B1024, 4);
+    let core = spotagg_hdl::CoreConfig::new(4, 4, 256, 32).unwrap();
+    let e = RtlEngine::new(&job, core).unwrap_err();
+    assert!(e.0.contains("payload = 1024"), "{e}");
+    let e = RtlEngine::for_job(&JobConfig::example(2, PayloadSize::B256, 4), 3).unwrap_err();
+    assert!(e.0.contains("width_bytes = 3"), "{e}");
+}
