@@ -135,6 +135,7 @@ pub struct FrameFifo<const A: usize, const P: usize> {
     wrote: Signal<Local, Bit>,
     pop: Signal<Local, Bit>,
     next_rd: Signal<Local, Bits<P>>,
+    depth: Constant<Bits<P>>,
 }
 
 impl<const A: usize, const P: usize> Default for FrameFifo<A, P> {
@@ -165,6 +166,7 @@ impl<const A: usize, const P: usize> Default for FrameFifo<A, P> {
             wrote: Default::default(),
             pop: Default::default(),
             next_rd: Default::default(),
+            depth: Constant::new((1u64 << A).into()),
         }
     }
 }
@@ -185,7 +187,7 @@ impl<const A: usize, const P: usize> Logic for FrameFifo<A, P> {
         self.overflow.d.next = self.overflow.q.val();
         self.drops.d.next = self.drops.q.val();
         self.used.next = self.wr_ptr.q.val() - self.read_sync.dst_value.val();
-        self.room.next = !self.used.val().get_bit(A);
+        self.room.next = self.used.val() < self.depth.val();
         self.write_ready.next = self.room.val();
         self.overflow_drops.next = self.drops.q.val();
         self.wrote.next = self.write_enable.val() & self.room.val() & !self.overflow.q.val();

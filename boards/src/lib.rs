@@ -5,12 +5,20 @@
 pub mod colorlight_5a_75b_v8;
 pub mod colorlight_i5;
 pub mod core_top;
+pub mod config_loader;
 pub mod crc32;
+pub mod eth_port;
 pub mod flow;
+pub mod frame_arbiter;
 pub mod frame_fifo;
 pub mod lpf;
 pub mod mac_rx;
+pub mod mac_table;
 pub mod mac_tx;
+pub mod result_dispatcher;
+pub mod rx_classifier;
+pub mod rx_router;
+pub mod switch_fabric;
 
 /// An ECP5 part as nextpnr-ecp5 names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

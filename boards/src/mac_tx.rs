@@ -47,7 +47,7 @@ pub struct MacTx {
     en: DFF<Bit>,
     er: DFF<Bit>,
     sent: DFF<Bits<32>>,
-    byte: Signal<Local, Bits<8>>,
+    tx_byte: Signal<Local, Bits<8>>,
     ones: Constant<Bits<32>>,
 }
 
@@ -72,7 +72,7 @@ impl Default for MacTx {
             en: Default::default(),
             er: Default::default(),
             sent: Default::default(),
-            byte: Default::default(),
+            tx_byte: Default::default(),
             ones: Constant::new(0xFFFF_FFFFu64.into()),
         }
     }
@@ -90,7 +90,7 @@ impl Logic for MacTx {
         self.en.d.next = false;
         self.er.d.next = false;
         self.txd.d.next = 0.into();
-        self.byte.next = 0.into();
+        self.tx_byte.next = 0.into();
         self.crc.crc.next = self.crc_reg.q.val();
         match self.state.q.val().index() {
             0 => {
@@ -115,7 +115,7 @@ impl Logic for MacTx {
                 self.in_ready.next = true;
                 self.en.d.next = true;
                 if self.in_valid.val() {
-                    self.byte.next = self.in_data.val();
+                    self.tx_byte.next = self.in_data.val();
                     self.txd.d.next = self.in_data.val();
                     self.crc_reg.d.next = self.crc.out.val();
                     if self.length.q.val() != 127 {
@@ -161,7 +161,7 @@ impl Logic for MacTx {
             }
         }
         // After the state machine has chosen the byte (blocking assignments).
-        self.crc.data.next = self.byte.val();
+        self.crc.data.next = self.tx_byte.val();
     }
 }
 

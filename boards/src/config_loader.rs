@@ -1,0 +1,97 @@
+//! Loads the job's configuration into the core's registers after power-up.
+//!
+//! The register writes ([`config_writes`]: switch MAC and IP, n, payload size, slots in use,
+//! the worker table, then a slot-state clear) are baked into a ROM at build time. Once
+//! `start` is high (the PLL has locked) the loader plays one write a clock on the core's
+//! `cfg_*` bus, then raises `done` and stays idle. A control link written later can take the
+//! bus over after `done`.
+
+use rust_hdl::prelude::*;
+use spotagg_driver::JobConfig;
+use std::collections::BTreeMap;
+
+/// The register writes that configure the core for `job`, in order (as `RtlEngine` does).
+pub fn config_writes(job: &JobConfig) -> Vec<(u8, u32)> {
+    let m = job.switch_mac.0;
+    let mut v = vec![
+        (0x00, u32::from(u16::from_be_bytes([m[0], m[1]]))),
+        (0x01, u32::from_be_bytes([m[2], m[3], m[4], m[5]])),
+        (0x02, u32::from(job.switch_ip)),
+        (0x03, job.n() as u32),
+        (0x04, u32::from(job.payload.code())),
+        (0x05, u32::from(job.slots)),
+    ];
+    for (r, w) in job.workers.iter().enumerate() {
+        let base = 0x80 + 4 * r as u8;
+        let m = w.mac.0;
+        v.push((base, u32::from(w.ip)));
+        v.push((base + 1, u32::from(u16::from_be_bytes([m[0], m[1]]))));
+        v.push((base + 2, u32::from_be_bytes([m[2], m[3], m[4], m[5]])));
+    }
+    v.push((0x06, 1));
+    v
+}
+
+/// The configuration loader.
+#[derive(LogicBlock)]
+pub struct ConfigLoader {
+    /// Core clock.
+    pub clock: Signal<In, Clock>,
+    /// Begin (held high).
+    pub start: Signal<In, Bit>,
+    /// Register write strobe.
+    pub cfg_write: Signal<Out, Bit>,
+    /// Register address.
+    pub cfg_address: Signal<Out, Bits<8>>,
+    /// Register data.
+    pub cfg_data: Signal<Out, Bits<32>>,
+    /// Every write has been made.
+    pub done: Signal<Out, Bit>,
+    rom: ROM<Bits<40>, 8>,
+    last: Constant<Bits<8>>,
+    index: DFF<Bits<8>>,
+    finished: DFF<Bit>,
+}
+
+impl ConfigLoader {
+    /// A loader for `job` (at most 256 writes: 32 workers need 103).
+    pub fn new(job: &JobConfig) -> Self {
+        let writes = config_writes(job);
+        assert!(writes.len() <= 256, "{} configuration writes do not fit the loader's ROM", writes.len());
+        let rom: BTreeMap<Bits<8>, Bits<40>> = writes
+            .iter()
+            .enumerate()
+            .map(|(i, &(a, d))| ((i as u64).into(), ((u64::from(a) << 32) | u64::from(d)).into()))
+            .collect();
+        Self {
+            clock: Default::default(),
+            start: Default::default(),
+            cfg_write: Default::default(),
+            cfg_address: Default::default(),
+            cfg_data: Default::default(),
+            done: Default::default(),
+            rom: ROM::new(rom),
+            last: Constant::new(((writes.len() - 1) as u64).into()),
+            index: Default::default(),
+            finished: Default::default(),
+        }
+    }
+}
+
+impl Logic for ConfigLoader {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, index, finished);
+        self.rom.address.next = self.index.q.val();
+        self.cfg_address.next = self.rom.data.val().get_bits::<8>(32);
+        self.cfg_data.next = self.rom.data.val().get_bits::<32>(0);
+        self.cfg_write.next = self.start.val() & !self.finished.q.val();
+        self.done.next = self.finished.q.val();
+        if self.start.val() & !self.finished.q.val() {
+            self.index.d.next = self.index.q.val() + 1;
+            if self.index.q.val() == self.last.val() {
+                self.finished.d.next = true;
+            }
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! One Ethernet port of the board at the GMII byte interface: receive MAC, route tagging and
+//! the receive FIFO (crossing from the port's receive clock into the core clock), and on the
+//! transmit side the result FIFO and the bridge FIFO, merged by whole frames into the
+//! transmit MAC.
+//!
+//! ```text
+//! GMII rx ─ MacRx ─ RxWidth<8> ─ RxClassifier ─ rx FIFO ══(rx clock | core clock)══ rxq_*
+//! res_* ─ result FIFO ─┐
+//!                      ├─ FrameArbiter ─ TxWidth<8> ─ MacTx ─ GMII tx   (core clock)
+//! br_*  ─ bridge FIFO ─┘
+//! ```
+//!
+//! Capacity: receive FIFO 1024 words (4 KiB), result and bridge FIFOs 512 words each, so each
+//! holds at least one frame of the largest size. The transmit side runs in the core clock
+//! (the board's 125 MHz transmit clock), so only the receive side crosses clocks.
+
+use crate::frame_arbiter::FrameArbiter;
+use crate::frame_fifo::{FrameFifo, WORD_BITS};
+use crate::mac_rx::MacRx;
+use crate::mac_tx::MacTx;
+use crate::rx_classifier::RxClassifier;
+use rust_hdl::prelude::*;
+use spotagg_hdl::stream_width::{RxWidth, TxWidth};
+
+/// One port.
+#[derive(LogicBlock, Default)]
+pub struct EthPort {
+    /// Receive clock from the PHY.
+    pub rx_clock: Signal<In, Clock>,
+    /// GMII receive data.
+    pub gmii_rxd: Signal<In, Bits<8>>,
+    /// GMII receive data valid.
+    pub gmii_rx_dv: Signal<In, Bit>,
+    /// GMII receive error.
+    pub gmii_rx_er: Signal<In, Bit>,
+    /// The switch's MAC (quasi-static).
+    pub switch_mac: Signal<In, Bits<48>>,
+    /// Core clock (also the transmit clock).
+    pub core_clock: Signal<In, Clock>,
+    /// GMII transmit data.
+    pub gmii_txd: Signal<Out, Bits<8>>,
+    /// GMII transmit enable.
+    pub gmii_tx_en: Signal<Out, Bit>,
+    /// GMII transmit error.
+    pub gmii_tx_er: Signal<Out, Bit>,
+    /// Received frames (core clock domain): valid.
+    pub rxq_valid: Signal<Out, Bit>,
+    /// Received frames: word.
+    pub rxq_data: Signal<Out, Bits<WORD_BITS>>,
+    /// Received frames: take the word.
+    pub rxq_ready: Signal<In, Bit>,
+    /// Result FIFO: word.
+    pub res_data: Signal<In, Bits<WORD_BITS>>,
+    /// Result FIFO: write.
+    pub res_enable: Signal<In, Bit>,
+    /// Result FIFO: commit.
+    pub res_commit: Signal<In, Bit>,
+    /// Result FIFO: room.
+    pub res_ready: Signal<Out, Bit>,
+    /// Bridge FIFO: word.
+    pub br_data: Signal<In, Bits<WORD_BITS>>,
+    /// Bridge FIFO: write.
+    pub br_enable: Signal<In, Bit>,
+    /// Bridge FIFO: commit.
+    pub br_commit: Signal<In, Bit>,
+    /// Bridge FIFO: room.
+    pub br_ready: Signal<Out, Bit>,
+    /// Good frames received (receive clock domain).
+    pub frames_good: Signal<Out, Bits<32>>,
+    /// Frames with a bad FCS (receive clock domain).
+    pub frames_bad_fcs: Signal<Out, Bits<32>>,
+    /// Runts (receive clock domain).
+    pub frames_runt: Signal<Out, Bits<32>>,
+    /// Giants (receive clock domain).
+    pub frames_giant: Signal<Out, Bits<32>>,
+    /// Good frames dropped because the receive FIFO was full (receive clock domain).
+    pub frames_overflow: Signal<Out, Bits<32>>,
+    /// Frames sent.
+    pub frames_sent: Signal<Out, Bits<32>>,
+    mac_rx: MacRx,
+    pack: RxWidth<8>,
+    classifier: RxClassifier,
+    rx_fifo: FrameFifo<10, 11>,
+    res_fifo: FrameFifo<9, 10>,
+    br_fifo: FrameFifo<9, 10>,
+    tx_arbiter: FrameArbiter,
+    unpack: TxWidth<8>,
+    mac_tx: MacTx,
+}
+
+impl Logic for EthPort {
+    #[hdl_gen]
+    fn update(&mut self) {
+        // Receive clock domain.
+        self.mac_rx.clock.next = self.rx_clock.val();
+        self.pack.clock.next = self.rx_clock.val();
+        self.classifier.clock.next = self.rx_clock.val();
+        self.rx_fifo.write_clock.next = self.rx_clock.val();
+        self.mac_rx.gmii_rxd.next = self.gmii_rxd.val();
+        self.mac_rx.gmii_rx_dv.next = self.gmii_rx_dv.val();
+        self.mac_rx.gmii_rx_er.next = self.gmii_rx_er.val();
+        self.pack.in_valid.next = self.mac_rx.out_valid.val();
+        self.pack.in_data.next = self.mac_rx.out_data.val();
+        self.pack.in_last.next = self.mac_rx.out_last.val();
+        self.pack.in_bytes.next = 1.into();
+        self.pack.word_ready.next = true;
+        self.classifier.switch_mac.next = self.switch_mac.val();
+        self.classifier.in_valid.next = self.pack.word_valid.val();
+        self.classifier.in_data.next = self.pack.word_data.val();
+        self.classifier.in_last.next = self.pack.word_last.val();
+        self.classifier.in_bytes.next = self.pack.word_bytes.val();
+        self.classifier.in_good.next = self.mac_rx.out_good.val();
+        self.rx_fifo.write_data.next = self.classifier.write_data.val();
+        self.rx_fifo.write_enable.next = self.classifier.write_enable.val();
+        self.rx_fifo.write_commit.next = self.classifier.write_commit.val();
+        self.rx_fifo.write_drop.next = self.classifier.write_drop.val();
+        self.frames_good.next = self.mac_rx.frames_good.val();
+        self.frames_bad_fcs.next = self.mac_rx.frames_bad_fcs.val();
+        self.frames_runt.next = self.mac_rx.frames_runt.val();
+        self.frames_giant.next = self.mac_rx.frames_giant.val();
+        self.frames_overflow.next = self.rx_fifo.overflow_drops.val();
+        // Core clock domain.
+        self.rx_fifo.read_clock.next = self.core_clock.val();
+        self.res_fifo.write_clock.next = self.core_clock.val();
+        self.res_fifo.read_clock.next = self.core_clock.val();
+        self.br_fifo.write_clock.next = self.core_clock.val();
+        self.br_fifo.read_clock.next = self.core_clock.val();
+        self.tx_arbiter.clock.next = self.core_clock.val();
+        self.unpack.clock.next = self.core_clock.val();
+        self.mac_tx.clock.next = self.core_clock.val();
+        self.rxq_valid.next = self.rx_fifo.read_valid.val();
+        self.rxq_data.next = self.rx_fifo.read_data.val();
+        self.rx_fifo.read_ready.next = self.rxq_ready.val();
+        self.res_fifo.write_data.next = self.res_data.val();
+        self.res_fifo.write_enable.next = self.res_enable.val();
+        self.res_fifo.write_commit.next = self.res_commit.val();
+        self.res_fifo.write_drop.next = false;
+        self.res_ready.next = self.res_fifo.write_ready.val();
+        self.br_fifo.write_data.next = self.br_data.val();
+        self.br_fifo.write_enable.next = self.br_enable.val();
+        self.br_fifo.write_commit.next = self.br_commit.val();
+        self.br_fifo.write_drop.next = false;
+        self.br_ready.next = self.br_fifo.write_ready.val();
+        self.tx_arbiter.in0_valid.next = self.res_fifo.read_valid.val();
+        self.tx_arbiter.in0_data.next = self.res_fifo.read_data.val();
+        self.res_fifo.read_ready.next = self.tx_arbiter.in0_ready.val();
+        self.tx_arbiter.in1_valid.next = self.br_fifo.read_valid.val();
+        self.tx_arbiter.in1_data.next = self.br_fifo.read_data.val();
+        self.br_fifo.read_ready.next = self.tx_arbiter.in1_ready.val();
+        self.unpack.word_valid.next = self.tx_arbiter.out_valid.val();
+        self.unpack.word_data.next = self.tx_arbiter.out_data.val().get_bits::<32>(0);
+        self.unpack.word_last.next = self.tx_arbiter.out_data.val().get_bit(35);
+        self.unpack.word_bytes.next = self.tx_arbiter.out_data.val().get_bits::<3>(32);
+        self.tx_arbiter.out_ready.next = self.unpack.word_ready.val();
+        self.mac_tx.in_valid.next = self.unpack.out_valid.val();
+        self.mac_tx.in_data.next = self.unpack.out_data.val();
+        self.mac_tx.in_last.next = self.unpack.out_last.val();
+        self.unpack.out_ready.next = self.mac_tx.in_ready.val();
+        self.gmii_txd.next = self.mac_tx.gmii_txd.val();
+        self.gmii_tx_en.next = self.mac_tx.gmii_tx_en.val();
+        self.gmii_tx_er.next = self.mac_tx.gmii_tx_er.val();
+        self.frames_sent.next = self.mac_tx.frames_sent.val();
+    }
+}

@@ -1,0 +1,130 @@
+//! Tags received frames with their route and writes them into the port's receive FIFO.
+//!
+//! In: the receive MAC's frames as 32-bit words (`RxWidth<8>` of `spotagg-hdl` packs the
+//! bytes), with the MAC's `good` flag on the last word. Out: [`crate::frame_fifo`] writes.
+//!
+//! The first word is held until the second arrives, so that the whole destination MAC is
+//! known before anything is written; every word of the frame then carries the same routing
+//! bits:
+//!
+//! | destination MAC | `to_core` | `to_bridge` |
+//! |---|---|---|
+//! | the switch's | 1 | 0 |
+//! | broadcast or multicast (group bit) | 1 | 1 |
+//! | any other unicast | 0 | 1 |
+//!
+//! The frame is committed after its last word when `good`, dropped otherwise; a frame of one
+//! word is dropped. Words arrive at most one every clock here (one every four from a byte
+//! MAC), and the extra word written at the end of a frame uses a clock of the gap. There is
+//! no back-pressure: a full FIFO drops the frame and counts it.
+
+use crate::frame_fifo::{word, WORD_BITS};
+use rust_hdl::prelude::*;
+
+/// Route tagging in front of a receive FIFO.
+#[derive(LogicBlock, Default)]
+pub struct RxClassifier {
+    /// Receive clock.
+    pub clock: Signal<In, Clock>,
+    /// The switch's MAC, bytes 0..6 in bits 47..0.
+    pub switch_mac: Signal<In, Bits<48>>,
+    /// Word valid.
+    pub in_valid: Signal<In, Bit>,
+    /// Word, first byte on top.
+    pub in_data: Signal<In, Bits<32>>,
+    /// Last word.
+    pub in_last: Signal<In, Bit>,
+    /// Valid bytes of the last word.
+    pub in_bytes: Signal<In, Bits<3>>,
+    /// With `in_last`: the MAC's verdict.
+    pub in_good: Signal<In, Bit>,
+    /// FIFO word.
+    pub write_data: Signal<Out, Bits<WORD_BITS>>,
+    /// FIFO write.
+    pub write_enable: Signal<Out, Bit>,
+    /// Keep the frame.
+    pub write_commit: Signal<Out, Bit>,
+    /// Discard the frame.
+    pub write_drop: Signal<Out, Bit>,
+    /// 0: first word expected, 1: second, 2: streaming, 3: flush the held last word.
+    state: DFF<Bits<2>>,
+    hold: DFF<Bits<WORD_BITS>>,
+    route: DFF<Bits<2>>,
+    good: DFF<Bit>,
+    incoming: Signal<Local, Bits<WORD_BITS>>,
+    dst: Signal<Local, Bits<48>>,
+    new_route: Signal<Local, Bits<2>>,
+}
+
+impl Logic for RxClassifier {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, state, hold, route, good);
+        self.incoming.next = bit_cast::<WORD_BITS, 32>(self.in_data.val())
+            | (bit_cast::<WORD_BITS, 3>(self.in_bytes.val()) << 32)
+            | (bit_cast::<WORD_BITS, 1>(self.in_last.val().into()) << 35)
+            | (bit_cast::<WORD_BITS, 2>(self.route.q.val()) << 36);
+        self.dst.next = (bit_cast::<48, WORD_BITS>(self.hold.q.val() & 0xFFFF_FFFF_u64) << 16)
+            | bit_cast::<48, 32>(self.in_data.val() >> 16);
+        self.new_route.next = 2.into();
+        if self.dst.val() == self.switch_mac.val() {
+            self.new_route.next = 1.into();
+        } else if self.dst.val().get_bit(40) {
+            self.new_route.next = 3.into();
+        }
+        self.write_data.next = self.hold.q.val();
+        self.write_enable.next = false;
+        self.write_commit.next = false;
+        self.write_drop.next = false;
+        match self.state.q.val().index() {
+            0 => {
+                if self.in_valid.val() {
+                    if self.in_last.val() {
+                        self.write_drop.next = true;
+                    } else {
+                        self.hold.d.next = bit_cast::<WORD_BITS, 32>(self.in_data.val());
+                        self.state.d.next = 1.into();
+                    }
+                }
+            }
+            1 => {
+                if self.in_valid.val() {
+                    self.route.d.next = self.new_route.val();
+                    self.write_enable.next = true;
+                    self.write_data.next = self.hold.q.val() | (bit_cast::<WORD_BITS, 2>(self.new_route.val()) << 36);
+                    self.hold.d.next = bit_cast::<WORD_BITS, 32>(self.in_data.val())
+                        | (bit_cast::<WORD_BITS, 3>(self.in_bytes.val()) << 32)
+                        | (bit_cast::<WORD_BITS, 1>(self.in_last.val().into()) << 35)
+                        | (bit_cast::<WORD_BITS, 2>(self.new_route.val()) << 36);
+                    if self.in_last.val() {
+                        self.good.d.next = self.in_good.val();
+                        self.state.d.next = 3.into();
+                    } else {
+                        self.state.d.next = 2.into();
+                    }
+                }
+            }
+            2 => {
+                if self.in_valid.val() {
+                    self.write_enable.next = true;
+                    self.hold.d.next = self.incoming.val();
+                    if self.in_last.val() {
+                        self.good.d.next = self.in_good.val();
+                        self.state.d.next = 3.into();
+                    }
+                }
+            }
+            _ => {
+                self.write_enable.next = true;
+                self.write_commit.next = self.good.q.val();
+                self.write_drop.next = !self.good.q.val();
+                self.state.d.next = 0.into();
+            }
+        }
+    }
+}
+
+/// Reads the routing bits of a FIFO word (for tests and the router).
+pub fn route_of(w: u64) -> (bool, bool) {
+    ((w >> word::TO_CORE) & 1 == 1, (w >> word::TO_BRIDGE) & 1 == 1)
+}

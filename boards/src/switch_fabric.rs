@@ -1,0 +1,254 @@
+//! Everything of the board top but the FPGA primitives: the two ports' MACs and FIFOs, the
+//! merge into the core, the core, the dispatch of its frames to the ports, the bridge, and the
+//! configuration loader. This is what the board-level simulation runs.
+//!
+//! ```text
+//! port 0 rx FIFO ─┐                       ┌─ core ─ ResultDispatcher ─┬─ port 0 result FIFO
+//!                 ├─ FrameArbiter ─ RxRouter                          └─ port 1 result FIFO
+//! port 1 rx FIFO ─┘   (round robin)       └─ port 0 / port 1 bridge FIFO (the other port's)
+//!                             └─ learn (source MAC, port) ─ MacTable ─ lookup ┘
+//! ```
+//!
+//! Clocks: each port's receive side runs in its receive clock (`eth{i}_rx_clock`); the rest,
+//! the transmit MACs included, in `core_clock`. The only crossings are the receive FIFOs (and
+//! the port counters, which are read as they are: quasi-static values for a control link that
+//! samples them twice).
+//!
+//! Guarantees: whole frames only, in per-port order; a frame with a bad FCS, a runt or a giant
+//! never reaches the core or the bridge; nothing is dropped for capacity as long as the core
+//! and the transmit ports keep up on average (the receive FIFOs absorb 4 KiB per port of
+//! burst), and a frame that does not fit is dropped whole and counted (`frames_overflow`).
+//!
+//! Port counters (`port_counter_address`): 0 good frames, 1 bad FCS, 2 runts, 3 giants,
+//! 4 dropped for capacity, 5 frames sent — port 0 at 0..=5, port 1 at 8..=13; 6 frames the
+//! dispatcher sent to both ports (group destination or unknown MAC).
+
+use crate::config_loader::ConfigLoader;
+use crate::eth_port::EthPort;
+use crate::frame_arbiter::FrameArbiter;
+use crate::mac_table::MacTable;
+use crate::result_dispatcher::ResultDispatcher;
+use crate::rx_router::RxRouter;
+use rust_hdl::prelude::*;
+use spotagg_driver::JobConfig;
+use spotagg_hdl::{Core, CoreConfig};
+
+/// The board logic with a width-4 core.
+#[derive(LogicBlock)]
+pub struct SwitchFabric {
+    /// Core clock (125 MHz; also the transmit clock of both ports).
+    pub core_clock: Signal<In, Clock>,
+    /// Start loading the configuration (the PLL has locked).
+    pub start: Signal<In, Bit>,
+    /// Port 0 receive clock.
+    pub eth0_rx_clock: Signal<In, Clock>,
+    /// Port 0 GMII receive data.
+    pub eth0_rxd: Signal<In, Bits<8>>,
+    /// Port 0 GMII receive data valid.
+    pub eth0_rx_dv: Signal<In, Bit>,
+    /// Port 0 GMII receive error.
+    pub eth0_rx_er: Signal<In, Bit>,
+    /// Port 0 GMII transmit data.
+    pub eth0_txd: Signal<Out, Bits<8>>,
+    /// Port 0 GMII transmit enable.
+    pub eth0_tx_en: Signal<Out, Bit>,
+    /// Port 0 GMII transmit error.
+    pub eth0_tx_er: Signal<Out, Bit>,
+    /// Port 1 receive clock.
+    pub eth1_rx_clock: Signal<In, Clock>,
+    /// Port 1 GMII receive data.
+    pub eth1_rxd: Signal<In, Bits<8>>,
+    /// Port 1 GMII receive data valid.
+    pub eth1_rx_dv: Signal<In, Bit>,
+    /// Port 1 GMII receive error.
+    pub eth1_rx_er: Signal<In, Bit>,
+    /// Port 1 GMII transmit data.
+    pub eth1_txd: Signal<Out, Bits<8>>,
+    /// Port 1 GMII transmit enable.
+    pub eth1_tx_en: Signal<Out, Bit>,
+    /// Port 1 GMII transmit error.
+    pub eth1_tx_er: Signal<Out, Bit>,
+    /// Core counter index.
+    pub counter_address: Signal<In, Bits<5>>,
+    /// Core counter value.
+    pub counter_data: Signal<Out, Bits<32>>,
+    /// Port counter index.
+    pub port_counter_address: Signal<In, Bits<4>>,
+    /// Port counter value.
+    pub port_counter_data: Signal<Out, Bits<32>>,
+    /// The configuration is loaded.
+    pub configured: Signal<Out, Bit>,
+    /// The core has nothing in flight.
+    pub core_idle: Signal<Out, Bit>,
+    /// The core takes the first word of a frame.
+    pub merge_start: Signal<Out, Bit>,
+    /// The port that frame came in on.
+    pub merge_port: Signal<Out, Bit>,
+    eth0: EthPort,
+    eth1: EthPort,
+    rx_arbiter: FrameArbiter,
+    router: RxRouter,
+    mac_table: MacTable,
+    dispatcher: ResultDispatcher,
+    loader: ConfigLoader,
+    core: Core<32>,
+    switch_mac: Constant<Bits<48>>,
+}
+
+impl SwitchFabric {
+    /// The board logic for a width-4 `core` configured for `job` at power-up.
+    pub fn new(core: CoreConfig, job: &JobConfig) -> Self {
+        assert_eq!(core.width_bytes, 4, "the board top needs a core of width_bytes = 4, not {}", core.width_bytes);
+        assert!(job.n() <= core.max_workers, "n = {} exceeds max_workers = {}", job.n(), core.max_workers);
+        assert!(
+            usize::from(job.slots) <= core.slots,
+            "slots = {} exceeds the core's {} slots",
+            job.slots,
+            core.slots
+        );
+        let m = job.switch_mac.0;
+        let mac = m.iter().fold(0u64, |a, &b| (a << 8) | u64::from(b));
+        Self {
+            core_clock: Default::default(),
+            start: Default::default(),
+            eth0_rx_clock: Default::default(),
+            eth0_rxd: Default::default(),
+            eth0_rx_dv: Default::default(),
+            eth0_rx_er: Default::default(),
+            eth0_txd: Default::default(),
+            eth0_tx_en: Default::default(),
+            eth0_tx_er: Default::default(),
+            eth1_rx_clock: Default::default(),
+            eth1_rxd: Default::default(),
+            eth1_rx_dv: Default::default(),
+            eth1_rx_er: Default::default(),
+            eth1_txd: Default::default(),
+            eth1_tx_en: Default::default(),
+            eth1_tx_er: Default::default(),
+            counter_address: Default::default(),
+            counter_data: Default::default(),
+            port_counter_address: Default::default(),
+            port_counter_data: Default::default(),
+            configured: Default::default(),
+            core_idle: Default::default(),
+            merge_start: Default::default(),
+            merge_port: Default::default(),
+            eth0: Default::default(),
+            eth1: Default::default(),
+            rx_arbiter: Default::default(),
+            router: Default::default(),
+            mac_table: Default::default(),
+            dispatcher: Default::default(),
+            loader: ConfigLoader::new(job),
+            core: Core::<32>::new(core),
+            switch_mac: Constant::new(mac.into()),
+        }
+    }
+}
+
+impl Logic for SwitchFabric {
+    #[hdl_gen]
+    fn update(&mut self) {
+        clock!(self, core_clock, rx_arbiter, router, dispatcher, loader, core, mac_table);
+        // Ports.
+        self.eth0.rx_clock.next = self.eth0_rx_clock.val();
+        self.eth0.core_clock.next = self.core_clock.val();
+        self.eth0.gmii_rxd.next = self.eth0_rxd.val();
+        self.eth0.gmii_rx_dv.next = self.eth0_rx_dv.val();
+        self.eth0.gmii_rx_er.next = self.eth0_rx_er.val();
+        self.eth0.switch_mac.next = self.switch_mac.val();
+        self.eth0_txd.next = self.eth0.gmii_txd.val();
+        self.eth0_tx_en.next = self.eth0.gmii_tx_en.val();
+        self.eth0_tx_er.next = self.eth0.gmii_tx_er.val();
+        self.eth1.rx_clock.next = self.eth1_rx_clock.val();
+        self.eth1.core_clock.next = self.core_clock.val();
+        self.eth1.gmii_rxd.next = self.eth1_rxd.val();
+        self.eth1.gmii_rx_dv.next = self.eth1_rx_dv.val();
+        self.eth1.gmii_rx_er.next = self.eth1_rx_er.val();
+        self.eth1.switch_mac.next = self.switch_mac.val();
+        self.eth1_txd.next = self.eth1.gmii_txd.val();
+        self.eth1_tx_en.next = self.eth1.gmii_tx_en.val();
+        self.eth1_tx_er.next = self.eth1.gmii_tx_er.val();
+        // Merge.
+        self.rx_arbiter.in0_valid.next = self.eth0.rxq_valid.val();
+        self.rx_arbiter.in0_data.next = self.eth0.rxq_data.val();
+        self.eth0.rxq_ready.next = self.rx_arbiter.in0_ready.val();
+        self.rx_arbiter.in1_valid.next = self.eth1.rxq_valid.val();
+        self.rx_arbiter.in1_data.next = self.eth1.rxq_data.val();
+        self.eth1.rxq_ready.next = self.rx_arbiter.in1_ready.val();
+        self.router.enable.next = self.loader.done.val();
+        self.router.in_valid.next = self.rx_arbiter.out_valid.val();
+        self.router.in_data.next = self.rx_arbiter.out_data.val();
+        self.router.in_source.next = self.rx_arbiter.out_source.val();
+        self.rx_arbiter.out_ready.next = self.router.in_ready.val();
+        self.eth0.br_data.next = self.router.bridge0_data.val();
+        self.eth0.br_enable.next = self.router.bridge0_enable.val();
+        self.eth0.br_commit.next = self.router.bridge0_commit.val();
+        self.router.bridge0_ready.next = self.eth0.br_ready.val();
+        self.eth1.br_data.next = self.router.bridge1_data.val();
+        self.eth1.br_enable.next = self.router.bridge1_enable.val();
+        self.eth1.br_commit.next = self.router.bridge1_commit.val();
+        self.router.bridge1_ready.next = self.eth1.br_ready.val();
+        self.mac_table.learn_valid.next = self.router.learn_valid.val();
+        self.mac_table.learn_mac.next = self.router.learn_mac.val();
+        self.mac_table.learn_port.next = self.router.learn_port.val();
+        self.merge_start.next = self.router.merge_start.val();
+        self.merge_port.next = self.router.merge_port.val();
+        // Core.
+        self.core.rx_valid.next = self.router.core_valid.val();
+        self.core.rx_data.next = self.router.core_data.val();
+        self.core.rx_last.next = self.router.core_last.val();
+        self.core.rx_bytes.next = self.router.core_bytes.val();
+        self.router.core_ready.next = self.core.rx_ready.val();
+        self.loader.start.next = self.start.val();
+        self.core.cfg_write.next = self.loader.cfg_write.val();
+        self.core.cfg_address.next = self.loader.cfg_address.val();
+        self.core.cfg_data.next = self.loader.cfg_data.val();
+        self.configured.next = self.loader.done.val();
+        self.core.counter_address.next = self.counter_address.val();
+        self.counter_data.next = self.core.counter_data.val();
+        self.core_idle.next = self.core.idle.val();
+        // Dispatch.
+        self.dispatcher.in_valid.next = self.core.tx_valid.val();
+        self.dispatcher.in_data.next = self.core.tx_data.val();
+        self.dispatcher.in_last.next = self.core.tx_last.val();
+        self.dispatcher.in_bytes.next = self.core.tx_bytes.val();
+        self.core.tx_ready.next = self.dispatcher.in_ready.val();
+        self.mac_table.lookup_mac.next = self.dispatcher.lookup_mac.val();
+        self.dispatcher.lookup_hit.next = self.mac_table.lookup_hit.val();
+        self.dispatcher.lookup_port.next = self.mac_table.lookup_port.val();
+        self.eth0.res_data.next = self.dispatcher.out0_data.val();
+        self.eth0.res_enable.next = self.dispatcher.out0_enable.val();
+        self.eth0.res_commit.next = self.dispatcher.out0_commit.val();
+        self.dispatcher.out0_ready.next = self.eth0.res_ready.val();
+        self.eth1.res_data.next = self.dispatcher.out1_data.val();
+        self.eth1.res_enable.next = self.dispatcher.out1_enable.val();
+        self.eth1.res_commit.next = self.dispatcher.out1_commit.val();
+        self.dispatcher.out1_ready.next = self.eth1.res_ready.val();
+        // Port counters.
+        self.port_counter_data.next = 0.into();
+        match self.port_counter_address.val().index() {
+            0 => self.port_counter_data.next = self.eth0.frames_good.val(),
+            1 => self.port_counter_data.next = self.eth0.frames_bad_fcs.val(),
+            2 => self.port_counter_data.next = self.eth0.frames_runt.val(),
+            3 => self.port_counter_data.next = self.eth0.frames_giant.val(),
+            4 => self.port_counter_data.next = self.eth0.frames_overflow.val(),
+            5 => self.port_counter_data.next = self.eth0.frames_sent.val(),
+            6 => self.port_counter_data.next = self.dispatcher.flooded.val(),
+            8 => self.port_counter_data.next = self.eth1.frames_good.val(),
+            9 => self.port_counter_data.next = self.eth1.frames_bad_fcs.val(),
+            10 => self.port_counter_data.next = self.eth1.frames_runt.val(),
+            11 => self.port_counter_data.next = self.eth1.frames_giant.val(),
+            12 => self.port_counter_data.next = self.eth1.frames_overflow.val(),
+            13 => self.port_counter_data.next = self.eth1.frames_sent.val(),
+            _ => {}
+        }
+    }
+}
+
+/// The Verilog of the board logic (top module `top`), for simulation.
+pub fn fabric_verilog(core: CoreConfig, job: &JobConfig) -> String {
+    let mut f = SwitchFabric::new(core, job);
+    f.connect_all();
+    generate_verilog(&f)
+}
