@@ -66,6 +66,15 @@ pub enum FlowError {
         /// What was wrong.
         detail: String,
     },
+    /// The synthesized design needs more of a resource than the part has.
+    DoesNotFit {
+        /// The resource (`DP16KD`, `LUT4`).
+        resource: &'static str,
+        /// What the design needs.
+        needed: u64,
+        /// What the part has.
+        available: u64,
+    },
     /// Timing is not met on at least one clock (the full report, without a bitstream).
     Timing(Box<BuildReport>),
 }
@@ -101,6 +110,9 @@ impl fmt::Display for FlowError {
             }
             FlowError::Latches(lines) => write!(f, "yosys inferred latches:\n{}", lines.join("\n")),
             FlowError::Report { path, detail } => write!(f, "{}: {detail}", path.display()),
+            FlowError::DoesNotFit { resource, needed, available } => {
+                write!(f, "the design needs {needed} {resource} after synthesis; the part has {available}")
+            }
             FlowError::Timing(report) => {
                 let failing: Vec<String> = report
                     .timing_failures()
@@ -295,6 +307,25 @@ pub fn parse_yosys_log(log: &str) -> Result<SynthStats, Result<Vec<String>, Stri
     })
 }
 
+impl SynthStats {
+    /// LUT4s the cells take: LUT4s, two per carry cell, two per distributed RAM cell.
+    pub fn luts(&self) -> u64 {
+        self.lut4 + 2 * self.ccu2c + 2 * self.lut_ram
+    }
+
+    /// Fails naming the first resource the part does not have enough of.
+    pub fn check_fits(&self, part: &Ecp5Part) -> Result<(), FlowError> {
+        for (resource, needed, available) in
+            [("DP16KD", self.dp16kd, part.dp16kd as u64), ("LUT4", self.luts(), part.luts as u64)]
+        {
+            if needed > available {
+                return Err(FlowError::DoesNotFit { resource, needed, available });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Used and available resources of one kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
@@ -392,6 +423,8 @@ pub struct BuildReport {
     pub fmax: Vec<ClockFmax>,
     /// Everything nextpnr reported.
     pub pnr: PnrReport,
+    /// Slots of the core built, where the caller records them.
+    pub slots: Option<usize>,
     /// The bitstream, once packed.
     pub bitstream: Option<PathBuf>,
     /// Time of each step run.
@@ -404,7 +437,7 @@ impl BuildReport {
         let luts = pnr
             .usage("TRELLIS_COMB")
             .or_else(|| pnr.usage("TRELLIS_SLICE").map(|u| Usage { used: 2 * u.used, available: 2 * u.available }))
-            .unwrap_or(Usage { used: synth.lut4 + 2 * synth.ccu2c, available: part.luts as u64 });
+            .unwrap_or(Usage { used: synth.luts(), available: part.luts as u64 });
         let ffs = pnr.usage("TRELLIS_FF").unwrap_or(Usage { used: synth.flip_flops, available: luts.available });
         let dp16kd = pnr.usage("DP16KD").unwrap_or(Usage { used: synth.dp16kd, available: part.dp16kd as u64 });
         BuildReport {
@@ -416,6 +449,7 @@ impl BuildReport {
             dp16kd,
             fmax: pnr.fmax.clone(),
             pnr,
+            slots: None,
             bitstream: None,
             steps: Vec::new(),
         }
@@ -453,6 +487,9 @@ impl BuildReport {
             );
         }
         s += &format!("\nseed {}", self.seed);
+        if let Some(n) = self.slots {
+            s += &format!(", {n} slots");
+        }
         if let Some(b) = &self.bitstream {
             s += &format!(", bitstream {}", b.display());
         }
@@ -572,8 +609,8 @@ impl Flow {
         Ok(self.file("top.bit"))
     }
 
-    /// Every step in order, calling `on_step` before each; stops without a bitstream when
-    /// timing is not met.
+    /// Every step in order, calling `on_step` before each; stops after synthesis when the design
+    /// does not fit the part, and without a bitstream when timing is not met.
     pub fn run(&self, design: &Design, mut on_step: impl FnMut(Step)) -> Result<BuildReport, FlowError> {
         let mut steps = Vec::new();
         on_step(Step::Write);
@@ -584,6 +621,7 @@ impl Flow {
         let t = Instant::now();
         let synth = self.synth(&design.top)?;
         steps.push((Step::Synth, t.elapsed()));
+        synth.check_fits(&self.part)?;
         on_step(Step::PlaceAndRoute);
         let t = Instant::now();
         let pnr = self.place_and_route()?;

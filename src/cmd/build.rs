@@ -10,7 +10,7 @@
 use anyhow::{anyhow, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use spotagg_boards::core_top::{core_top_lpf, core_top_verilog, CORE_TOP};
-use spotagg_boards::flow::{Design, Flow, FlowError, Step, Toolchain};
+use spotagg_boards::flow::{BuildReport, Design, Flow, FlowError, Step, Toolchain};
 use spotagg_boards::Board;
 use spotagg_hdl::verilog::{core_verilog, slots_fitting};
 use spotagg_hdl::CoreConfig;
@@ -77,34 +77,23 @@ pub fn run(args: Args) -> Result<()> {
     let config = core_config(&board, args.width, args.slots, args.max_payload, args.max_workers)?;
     let out = args.out.unwrap_or_else(|| PathBuf::from("build").join(board.id));
     eprintln!(
-        "building {} ({}, {} {}, speed {}): core-only top, width {} bytes, {} slots, seed {}",
-        board.name, board.id, board.part.device, board.part.package, board.part.speed, config.width_bytes, config.slots, args.seed
+        "building {} ({}, {} {}, speed {}): core-only top, width {} bytes, {}{} slots, seed {}",
+        board.name,
+        board.id,
+        board.part.device,
+        board.part.package,
+        board.part.speed,
+        config.width_bytes,
+        if args.slots.is_none() { "up to " } else { "" },
+        config.slots,
+        args.seed
     );
     let started = Instant::now();
 
-    let pb = spinner(Step::Install);
-    let t = Instant::now();
-    let tools = Toolchain::ensure(&Toolchain::default_venv());
-    finish(&pb, Step::Install, t);
-    let tools = tools?;
+    let tools = step(Step::Install, || Toolchain::ensure(&Toolchain::default_venv()))?;
 
     let flow = Flow { tools, part: board.part, out: out.clone(), seed: args.seed };
-    let design = design(&board, &config);
-    let mut current: Option<(ProgressBar, Step, Instant)> = None;
-    let result = flow.run(&design, |step| {
-        if let Some((pb, s, t)) = current.take() {
-            finish(&pb, s, t);
-        }
-        current = Some((spinner(step), step, Instant::now()));
-    });
-    if let Some((pb, s, t)) = current.take() {
-        if result.is_ok() || matches!(result, Err(FlowError::Timing(_))) {
-            finish(&pb, s, t);
-        } else {
-            pb.finish_and_clear();
-            eprintln!("FAIL  {}", s.label());
-        }
-    }
+    let result = build(&flow, &board, config, args.slots.is_none());
     match result {
         Ok(report) => {
             println!("\n{}", report.table());
@@ -117,4 +106,63 @@ pub fn run(args: Args) -> Result<()> {
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// Runs one step under a spinner.
+fn step<T>(step: Step, f: impl FnOnce() -> Result<T, FlowError>) -> Result<T, FlowError> {
+    let pb = spinner(step);
+    let t = Instant::now();
+    let r = f();
+    match &r {
+        Ok(_) => finish(&pb, step, t),
+        Err(_) => {
+            pb.finish_and_clear();
+            eprintln!("FAIL  {}", step.label());
+        }
+    }
+    r
+}
+
+/// Every step of the flow. With `fit_slots`, a core whose block RAM overflows the part is
+/// rebuilt with fewer slots (one DP16KD per slot at 1024-byte payloads, four slots per DP16KD
+/// at 256) until it fits: the largest slot count that fits.
+fn build(flow: &Flow, board: &Board, mut config: CoreConfig, fit_slots: bool) -> Result<BuildReport, FlowError> {
+    let mut steps = Vec::new();
+    let synth = loop {
+        let design = design(board, &config);
+        let t = Instant::now();
+        step(Step::Write, || flow.write(&design))?;
+        steps.push((Step::Write, t.elapsed()));
+        let t = Instant::now();
+        let synth = step(Step::Synth, || flow.synth(&design.top))?;
+        steps.push((Step::Synth, t.elapsed()));
+        eprintln!(
+            "      {} slots: {} LUT4, {} CCU2C, {} flip-flops, {} DP16KD (of {})",
+            config.slots, synth.lut4, synth.ccu2c, synth.flip_flops, synth.dp16kd, board.part.dp16kd
+        );
+        match synth.check_fits(&board.part) {
+            Ok(()) => break synth,
+            Err(FlowError::DoesNotFit { resource: "DP16KD", needed, available }) if fit_slots && config.slots > 1 => {
+                let over = (needed - available) as usize;
+                let per_block = (512 / config.max_elements()).max(1);
+                let slots = config.slots.saturating_sub(over * per_block).max(1);
+                eprintln!("      {needed} DP16KD do not fit in {available}: trying {slots} slots");
+                config = CoreConfig::new(config.width_bytes, slots, config.max_payload, config.max_workers)
+                    .expect("fewer slots of a valid configuration are valid");
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let t = Instant::now();
+    let pnr = step(Step::PlaceAndRoute, || flow.place_and_route())?;
+    steps.push((Step::PlaceAndRoute, t.elapsed()));
+    let mut report = BuildReport::new(CORE_TOP, flow.seed, &flow.part, synth, pnr);
+    report.slots = Some(config.slots);
+    report.steps = steps.clone();
+    report.check_timing()?;
+    let t = Instant::now();
+    report.bitstream = Some(step(Step::Pack, || flow.pack())?);
+    steps.push((Step::Pack, t.elapsed()));
+    report.steps = steps;
+    Ok(report)
 }
