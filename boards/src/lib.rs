@@ -7,6 +7,7 @@ pub mod colorlight_i5;
 pub mod core_top;
 pub mod config_loader;
 pub mod crc32;
+pub mod ecp5;
 pub mod eth_port;
 pub mod flow;
 pub mod frame_arbiter;
@@ -16,9 +17,11 @@ pub mod mac_rx;
 pub mod mac_table;
 pub mod mac_tx;
 pub mod result_dispatcher;
+pub mod rgmii;
 pub mod rx_classifier;
 pub mod rx_router;
 pub mod switch_fabric;
+pub mod top;
 
 /// An ECP5 part as nextpnr-ecp5 names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

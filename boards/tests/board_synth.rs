@@ -1,0 +1,24 @@
+//! Yosys `synth_ecp5` of the whole board top (the ECP5 primitives are cells of Yosys's ECP5
+//! library, so they stay black boxes): no error, no latch; prints the utilization.
+
+use spotagg_boards::top::board_verilog;
+use spotagg_driver::wire::PayloadSize;
+use spotagg_driver::JobConfig;
+use spotagg_hdl::verilog::{synth_ecp5, yosys_available};
+use spotagg_hdl::CoreConfig;
+
+#[test]
+fn board_top_synthesizes_for_ecp5() {
+    if !yosys_available() {
+        eprintln!("NOT RUN: yosys is not installed");
+        return;
+    }
+    let board = spotagg_boards::colorlight_5a_75b_v8::board();
+    let job = JobConfig::example(4, PayloadSize::B256, 4);
+    let v = board_verilog(&board, CoreConfig::new(4, 4, 256, 32).unwrap(), &job);
+    let start = std::time::Instant::now();
+    let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("board top, 4 slots of 256 B: {u:?} in {:.0?}", start.elapsed());
+    assert!(u.lut4 > 1000 && u.flip_flops > 1000, "{u:?}");
+    assert!(u.lut4 < board.part.luts as u64, "{u:?} does not fit");
+}
