@@ -24,7 +24,7 @@ impl EngineKind {
         self.build_traced(job, None)
     }
 
-    /// Builds the engine, writing a VCD waveform to `vcd` (Verilator only for now).
+    /// Builds the engine, writing a VCD waveform to `vcd` (simulated engines only).
     pub fn build_traced(self, job: &JobConfig, vcd: Option<&Path>) -> Result<Box<dyn Engine>> {
         match (self, vcd) {
             (EngineKind::Model, None) => Ok(Box::new(spotagg_sim::reference::RefSwitch::new(job.clone()))),
@@ -35,7 +35,11 @@ impl EngineKind {
                 spotagg_sim::verilator_engine::verilator_engine_for_job(job, SIM_WIDTH_BYTES, vcd)
                     .context("building the Verilator model of the core")?,
             )),
-            (k, Some(_)) => anyhow::bail!("--vcd is supported by --engine verilator only, not {k:?}"),
+            (EngineKind::Rtl, Some(path)) => {
+                let core = spotagg_sim::rtl::RtlEngine::core_for_job(job, SIM_WIDTH_BYTES)?;
+                Ok(Box::new(spotagg_sim::rtl::RtlEngine::with_vcd(job, core, path).context("building the rust-hdl core for the job")?))
+            }
+            (EngineKind::Model, Some(_)) => anyhow::bail!("--vcd needs a simulated engine (rtl or verilator): the model has no signals"),
         }
     }
 }

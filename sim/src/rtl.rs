@@ -51,13 +51,36 @@ pub(crate) trait CoreDriver: Send {
 
 struct Driver<const D: usize> {
     core: Core<D>,
+    /// The waveform being written and the time of its next sample (ps; 10 ns per cycle).
+    vcd: Option<(VcdWriter, u64)>,
+}
+
+type VcdWriter = rust_hdl::core::vcd_probe::VCDProbe<std::io::BufWriter<std::fs::File>>;
+
+impl<const D: usize> Driver<D> {
+    /// Starts writing every signal of the core to a VCD file.
+    fn open_vcd(&mut self, path: &std::path::Path) -> std::io::Result<()> {
+        let f = std::io::BufWriter::new(std::fs::File::create(path)?);
+        self.vcd = Some((write_vcd_header(f, &self.core), 0));
+        Ok(())
+    }
+
+    fn dump(&mut self) {
+        if let Some((mut probe, t)) = self.vcd.take() {
+            if let Err(e) = probe.timestamp(t) {
+                eprintln!("spotagg: VCD writing stopped: {e}");
+                return;
+            }
+            self.vcd = Some((write_vcd_change(probe, &self.core), t + 5_000));
+        }
+    }
 }
 
 impl<const D: usize> Driver<D> {
     fn new(config: CoreConfig) -> Self {
         let mut core = Core::<D>::new(config);
         core.connect_all();
-        let mut d = Driver { core };
+        let mut d = Driver { core, vcd: None };
         d.core.clock.next = false.into();
         d.core.tx_ready.next = true;
         simulate(&mut d.core, 10_000);
@@ -97,8 +120,11 @@ impl<const D: usize> CoreDriver for Driver<D> {
         }
     }
     fn edge(&mut self) {
+        // Two samples a cycle: the settled inputs with the clock low, then the rising edge.
+        self.dump();
         self.core.clock.next = true.into();
         simulate(&mut self.core, 10_000);
+        self.dump();
         // The falling edge latches nothing: it settles with the next cycle's inputs.
         self.core.clock.next = false.into();
     }
@@ -204,6 +230,24 @@ impl RtlEngine {
         };
         e.configure(job);
         Ok(e)
+    }
+
+    /// The rust-hdl core for `job`, writing every signal of the core to a VCD file at `vcd`
+    /// (loadable in GTKWave; large: every signal, two samples per cycle).
+    pub fn with_vcd(job: &JobConfig, core: CoreConfig, vcd: &std::path::Path) -> Result<RtlEngine, RtlError> {
+        Self::check_job(job, &core)?;
+        fn traced<const D: usize>(core: CoreConfig, vcd: &std::path::Path) -> Result<Box<dyn CoreDriver>, RtlError> {
+            let mut d = Driver::<D>::new(core);
+            d.open_vcd(vcd).map_err(|e| RtlError(format!("{}: {e}", vcd.display())))?;
+            Ok(Box::new(d))
+        }
+        let driver = match core.width_bytes {
+            1 => traced::<8>(core, vcd)?,
+            4 => traced::<32>(core, vcd)?,
+            8 => traced::<64>(core, vcd)?,
+            w => return Err(RtlError(format!("width_bytes = {w} is not supported"))),
+        };
+        RtlEngine::from_driver(job, core, driver, "rtl")
     }
 
     /// A core sized for `job` (slots = S, max payload 256 B or 1024 B) at `width_bytes`.

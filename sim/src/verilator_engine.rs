@@ -146,10 +146,15 @@ pub fn verilator_engine(job: &JobConfig, core: CoreConfig, vcd: Option<&Path>) -
     Ok(RtlEngine::from_driver(job, core, Box::new(VerilatorDriver::new(m)), "verilator")?)
 }
 
-/// A Verilator engine sized for `job` (slots = S, max payload 256 B or 1024 B) at `width_bytes`.
+/// The build parameters of [`verilator_engine_for_job`]: one design per width serves every job
+/// (the job's S goes into the slots-in-use register), so a session verilates it once.
+pub fn shared_core(width_bytes: usize) -> Result<CoreConfig, RtlError> {
+    CoreConfig::new(width_bytes, spotagg_hdl::config::MAX_SLOTS, 1024, 32).map_err(|e| RtlError(e.0))
+}
+
+/// A Verilator engine for `job` at `width_bytes`, built with [`shared_core`].
 pub fn verilator_engine_for_job(job: &JobConfig, width_bytes: usize, vcd: Option<&Path>) -> Result<RtlEngine, VerilatorEngineError> {
-    let core = RtlEngine::core_for_job(job, width_bytes)?;
-    verilator_engine(job, core, vcd)
+    verilator_engine(job, shared_core(width_bytes)?, vcd)
 }
 
 /// Why a Verilator engine could not be made.
@@ -181,7 +186,7 @@ pub fn sim_speed_report() -> Result<String, VerilatorEngineError> {
     );
     for payload in [PayloadSize::B256, PayloadSize::B1024] {
         let t = trace::generate(&TraceSpec::new(4, payload, 8, 16, 7));
-        let core = CoreConfig::new(4, 8, 1024, 32).map_err(|e| RtlError(e.0))?;
+        let core = shared_core(4)?;
         let mut measure = |mut e: RtlEngine, frames: &[Vec<u8>]| {
             let mut out = vec![];
             let c0 = e.cycles();

@@ -15,10 +15,10 @@ use spotagg_sim::trace::{self, Reorder, TraceSpec};
 use spotagg_sim::verilator::verilator_available;
 use spotagg_sim::verilator_engine::verilator_engine;
 
-/// One core build per width serves every job below (S ≤ 8, both payload sizes), so that the
-/// suite verilates two designs, not one per job.
+/// One core build per width serves every job (the commands' Verilator engine uses the same), so
+/// that the suite verilates two designs, not one per job.
 fn core(width: usize) -> CoreConfig {
-    CoreConfig::new(width, 8, 1024, 32).unwrap()
+    spotagg_sim::verilator_engine::shared_core(width).unwrap()
 }
 
 fn verilator_or_skip() -> bool {

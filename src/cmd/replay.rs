@@ -31,6 +31,10 @@ pub struct Args {
     /// Print the counters as one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// Write a waveform of every signal of the simulated core (rtl and verilator engines) to
+    /// this VCD file, loadable in GTKWave.
+    #[arg(long)]
+    vcd: Option<PathBuf>,
 }
 
 /// The counters as one JSON object, keys in the order of `Counters::named()`.
@@ -48,7 +52,7 @@ pub fn counters_table(c: &Counters) -> String {
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let job = load_job(&args.config)?;
-    let mut engine = args.engine.build(&job)?;
+    let mut engine = args.engine.build_traced(&job, args.vcd.as_deref())?;
     let input = read_pcap(&args.input)?;
     let mut writer = PcapFrameWriter::create(&args.output, input.resolution)?;
     let mut out = Vec::new();
