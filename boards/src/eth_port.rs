@@ -10,8 +10,9 @@
 //! br_*  ─ bridge FIFO ─┘
 //! ```
 //!
-//! Capacity: receive FIFO 1024 words (4 KiB), result and bridge FIFOs 512 words each, so each
-//! holds at least one frame of the largest size. The transmit side runs in the core clock
+//! Capacity: receive FIFO 1024 words (4 KiB), result FIFO 2048 words (8 KiB: a burst of results
+//! while the port is busy), bridge FIFO 512 words; each holds at least one frame of the largest
+//! size. The transmit side runs in the core clock
 //! (the board's 125 MHz transmit clock), so only the receive side crosses clocks.
 
 use crate::frame_arbiter::FrameArbiter;
@@ -81,7 +82,7 @@ pub struct EthPort {
     pack: RxWidth<8>,
     classifier: RxClassifier,
     rx_fifo: FrameFifo<10, 11>,
-    res_fifo: FrameFifo<9, 10>,
+    res_fifo: FrameFifo<11, 12>,
     br_fifo: FrameFifo<9, 10>,
     tx_arbiter: FrameArbiter,
     unpack: TxWidth<8>,
