@@ -20,3 +20,8 @@ command -v python3 >/dev/null 2>&1 || { echo "python3 is needed by tests/traces/
 
 echo "== cargo test --workspace"
 cargo test --workspace --locked "$@"
+
+# The slow Yosys runs that plain `cargo test` leaves out (#[ignore]): the core at widths 1 and 8,
+# and its utilization on the LFE5U-25F with the largest slot count fitting half the block RAM.
+echo "== slow synthesis checks (cargo test -p spotagg-hdl --test verilog -- --ignored)"
+cargo test --locked -p spotagg-hdl --test verilog "$@" -- --ignored --nocapture
