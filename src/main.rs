@@ -22,6 +22,8 @@ enum Command {
     Replay(cmd::replay::Args),
     /// Serve the reference switch over a UDP socket.
     Switch(cmd::switch::Args),
+    /// Attach an engine to a Linux TAP device: the kernel's network stack talks to the switch.
+    Tap(cmd::tap::Args),
     /// Run one worker process: all-reduce a seeded tensor through a switch.
     Worker(cmd::worker::Args),
     /// Print performance figures.
@@ -39,6 +41,7 @@ fn main() -> std::process::ExitCode {
         Command::Replay(a) => cmd::replay::run(a),
         Command::Switch(a) => cmd::switch::run(a),
         Command::Worker(a) => cmd::worker::run(a),
+        Command::Tap(a) => cmd::tap::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Build(a) => cmd::build::run(a),
         Command::Flash(a) => cmd::flash::run(a),

@@ -6,4 +6,5 @@ pub mod demo;
 pub mod flash;
 pub mod replay;
 pub mod switch;
+pub mod tap;
 pub mod worker;

@@ -1,0 +1,222 @@
+//! `spotagg tap`: an engine attached to a Linux TAP device, so that the kernel's network stack
+//! (ARP, ping, ordinary UDP sockets) talks to the switch as to a host on the link.
+//!
+//! The TAP device must exist (`ip tuntap add dev NAME mode tap`); the command attaches to it
+//! with `TUNSETIFF` (`IFF_TAP | IFF_NO_PI`: whole Ethernet frames, no packet-information
+//! header, no FCS). Every frame the kernel sends on the device is fed to the engine, and every
+//! frame the engine emits is written back to the device, in order. Frames that are not for the
+//! switch (IPv6 neighbour discovery, other hosts' traffic) go to the engine too, which counts
+//! and drops them.
+//!
+//! What is attached today is the switch *core* (`--engine verilator|rtl|model`): its interface
+//! is Ethernet frames without preamble and FCS, which is what a TAP device carries, so no MAC
+//! sits between them. The seam for a MAC-level board model is [`serve_tap`]: it drives any
+//! [`Engine`]; a board model that wraps each frame into preamble + FCS on its RGMII pins and
+//! unwraps what comes out only has to implement [`Engine`] to be attached the same way.
+//!
+//! The first line on stdout is `spotagg tap: attached to NAME (...)`, printed once the engine
+//! is built and the device is attached. At exit (`--exit-after-idle`, SIGINT or SIGTERM) the
+//! engine's counters and the device's frame counts are printed.
+
+use crate::cmd::switch::counters_line;
+use crate::engines::{load_job, EngineKind};
+use anyhow::{bail, Context, Result};
+use spotagg_driver::Engine;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Arguments of `spotagg tap`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The job configuration (TOML).
+    #[arg(long)]
+    config: PathBuf,
+    /// Name of an existing TAP device (`ip tuntap add dev NAME mode tap`).
+    #[arg(long)]
+    tap: String,
+    /// The switch implementation attached to the device.
+    #[arg(long, value_enum, default_value = "verilator")]
+    engine: EngineKind,
+    /// Exit after this many seconds without a frame from the device, printing the counters.
+    #[arg(long)]
+    exit_after_idle: Option<f64>,
+    /// Print the final counters as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `_IOW('T', 202, int)` (linux/if_tun.h), the same on x86 and ARM.
+const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+const IFF_TAP: libc::c_short = 0x0002;
+const IFF_NO_PI: libc::c_short = 0x1000;
+const IFNAMSIZ: usize = 16;
+
+/// `struct ifreq` as TUNSETIFF reads it: the name, then the flags at the start of the union.
+#[repr(C)]
+struct IfReqFlags {
+    name: [libc::c_char; IFNAMSIZ],
+    flags: libc::c_short,
+    _rest: [u8; 22],
+}
+
+/// An open TAP device: one `read` is one frame from the kernel, one `write` one frame to it.
+pub struct Tap {
+    file: File,
+    name: String,
+}
+
+impl Tap {
+    /// Attaches to the TAP device `name` (which must exist, or the caller must be allowed to
+    /// create it) in the caller's network namespace.
+    pub fn open(name: &str) -> Result<Tap> {
+        if name.is_empty() || name.len() >= IFNAMSIZ || name.contains(['/', ' ']) {
+            bail!("--tap {name:?} is not an interface name (1..{} characters)", IFNAMSIZ - 1);
+        }
+        let file = OpenOptions::new().read(true).write(true).open("/dev/net/tun").context("cannot open /dev/net/tun")?;
+        let mut req = IfReqFlags { name: [0; IFNAMSIZ], flags: IFF_TAP | IFF_NO_PI, _rest: [0; 22] };
+        for (d, s) in req.name.iter_mut().zip(name.bytes()) {
+            *d = s as libc::c_char;
+        }
+        // SAFETY: `req` is a valid, initialised ifreq-sized buffer that outlives the call.
+        let rc = unsafe { libc::ioctl(file.as_raw_fd(), TUNSETIFF as _, &mut req as *mut IfReqFlags) };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            bail!("cannot attach to TAP device {name:?} (TUNSETIFF IFF_TAP|IFF_NO_PI): {e}");
+        }
+        Ok(Tap { file, name: name.to_string() })
+    }
+
+    /// The device's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Waits up to `timeout` for a frame; `Ok(false)` when none came.
+    fn wait_readable(&self, timeout: Duration) -> io::Result<bool> {
+        let mut p = libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: one valid pollfd.
+        let rc = unsafe { libc::poll(&mut p, 1, ms) };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(e) };
+        }
+        Ok(rc > 0 && p.revents & libc::POLLIN != 0)
+    }
+}
+
+/// How [`serve_tap`] behaves.
+#[derive(Debug, Clone, Default)]
+pub struct TapOptions {
+    /// Return after this long without a frame from the device.
+    pub exit_after_idle: Option<Duration>,
+}
+
+/// What [`serve_tap`] did besides the engine's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct TapStats {
+    /// Frames read from the device (sent by the kernel).
+    pub frames_from_kernel: u64,
+    /// Bytes of those frames.
+    pub bytes_from_kernel: u64,
+    /// Frames written to the device (emitted by the engine).
+    pub frames_to_kernel: u64,
+    /// Bytes of those frames.
+    pub bytes_to_kernel: u64,
+    /// Emitted frames the device refused (logged, not fatal).
+    pub write_errors: u64,
+    /// Seconds from attaching to the exit.
+    pub seconds: f64,
+}
+
+/// Feeds every frame from `tap` to `engine` and writes what it emits back, until `stop` is
+/// set or the idle time passes. Any [`Engine`] can be attached.
+pub fn serve_tap(tap: &mut Tap, engine: &mut dyn Engine, opts: &TapOptions, stop: &AtomicBool) -> io::Result<TapStats> {
+    let start = Instant::now();
+    let mut st = TapStats::default();
+    let mut buf = vec![0u8; 65536];
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    let mut last_rx = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        if !tap.wait_readable(Duration::from_millis(100))? {
+            if opts.exit_after_idle.is_some_and(|idle| last_rx.elapsed() >= idle) {
+                break;
+            }
+            continue;
+        }
+        let len = match tap.file.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock) => continue,
+            Err(e) => return Err(e),
+        };
+        if len == 0 {
+            continue;
+        }
+        last_rx = Instant::now();
+        st.frames_from_kernel += 1;
+        st.bytes_from_kernel += len as u64;
+        out.clear();
+        engine.process(&buf[..len], &mut out);
+        for f in &out {
+            match tap.file.write(f) {
+                Ok(_) => {
+                    st.frames_to_kernel += 1;
+                    st.bytes_to_kernel += f.len() as u64;
+                }
+                Err(e) => {
+                    st.write_errors += 1;
+                    if st.write_errors <= 10 {
+                        eprintln!("spotagg tap: writing a {}-byte frame to {}: {e}", f.len(), tap.name);
+                    }
+                }
+            }
+        }
+    }
+    st.seconds = start.elapsed().as_secs_f64();
+    Ok(st)
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<()> {
+    let job = load_job(&args.config)?;
+    let mut engine = args.engine.build(&job)?;
+    let mut tap = Tap::open(&args.tap)?;
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    println!(
+        "spotagg tap: attached to {} ({} engine, switch {} {}, {} workers)",
+        tap.name(),
+        engine.name(),
+        job.switch_ip,
+        job.switch_mac,
+        job.n()
+    );
+    io::stdout().flush()?;
+    let opts = TapOptions { exit_after_idle: args.exit_after_idle.map(Duration::from_secs_f64) };
+    let st = serve_tap(&mut tap, engine.as_mut(), &opts, &STOP).with_context(|| format!("on TAP device {}", tap.name()))?;
+    let c = engine.counters();
+    if args.json {
+        println!("{}", serde_json::json!({ "counters": c, "tap": st }));
+    } else {
+        println!("spotagg tap: {}", counters_line(&c));
+        println!(
+            "spotagg tap: frames from kernel {} ({} B), to kernel {} ({} B), write errors {}, {:.1} s",
+            st.frames_from_kernel, st.bytes_from_kernel, st.frames_to_kernel, st.bytes_to_kernel, st.write_errors, st.seconds
+        );
+    }
+    io::stdout().flush()?;
+    Ok(())
+}
