@@ -3,6 +3,7 @@
 //! and the control link. A training host depends on this crate alone.
 
 pub mod config;
+pub mod control;
 pub mod counters;
 pub mod engine;
 pub mod fixedpoint;

@@ -1,0 +1,444 @@
+//! The control link, host side: typed register access to a board over a serial port with the
+//! framed protocol of [`protocol`].
+//!
+//! [`Control::open`] reads the identity and refuses a design whose major version differs from
+//! [`DESIGN_VERSION`] (the version this driver speaks), naming both. Every request waits at
+//! most the configured timeout for its response: a silent or garbled board is an error, never
+//! a hang. Requests are sent one at a time; a response with an error status is an error that
+//! names the status and the request.
+
+pub mod protocol;
+
+use crate::config::JobConfig;
+use crate::counters::{Counters, DropReason};
+use protocol::{reg, BoardId, ParseError, Status};
+use serde::Serialize;
+use std::io::{ErrorKind, Read, Write};
+use std::time::{Duration, Instant};
+
+/// The design version this driver speaks: (major, minor, patch). The hardware stamps its own
+/// into register [`reg::VERSION`]; a different major version is refused.
+pub const DESIGN_VERSION: (u8, u8, u8) = (1, 0, 0);
+
+/// Packs a version as register [`reg::VERSION`] holds it.
+pub const fn pack_version(v: (u8, u8, u8)) -> u32 {
+    (v.0 as u32) << 16 | (v.1 as u32) << 8 | v.2 as u32
+}
+
+/// What went wrong on the control link.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// The serial port failed.
+    #[error("serial port: {0}")]
+    Io(#[from] std::io::Error),
+    /// No complete response within the timeout.
+    #[error("no response to {request} within {timeout:?} (got {got} bytes)")]
+    Timeout {
+        /// The request.
+        request: String,
+        /// The timeout.
+        timeout: Duration,
+        /// Bytes received.
+        got: usize,
+    },
+    /// The board answered with an error.
+    #[error("board answered {status} to {request}")]
+    Status {
+        /// The status.
+        status: Status,
+        /// The request.
+        request: String,
+    },
+    /// The response could not be parsed.
+    #[error("malformed response to {request}: {why}")]
+    Malformed {
+        /// The request.
+        request: String,
+        /// Why.
+        why: String,
+    },
+    /// Not a spotagg design.
+    #[error("not a spotagg design: magic 0x{0:08x}, expected 0x{m:08x}", m = protocol::MAGIC)]
+    BadMagic(u32),
+    /// Major version mismatch.
+    #[error("design version {design} is not compatible with this driver's version {driver} (major versions differ)")]
+    Version {
+        /// The design's version.
+        design: String,
+        /// The driver's version.
+        driver: String,
+    },
+    /// The job does not fit the design.
+    #[error("job does not fit the design: {0}")]
+    Job(String),
+}
+
+/// The identity registers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Identity {
+    /// Board id.
+    pub board_id: u32,
+    /// Board name of the id.
+    pub board: &'static str,
+    /// Design version (major, minor, patch).
+    pub version: (u8, u8, u8),
+    /// First 32 bits of the git hash.
+    pub git_hash: u32,
+    /// Build date, days since 1970-01-01.
+    pub build_date_days: u32,
+    /// Stream width in bytes.
+    pub width_bytes: u32,
+    /// Slots built.
+    pub slots: u32,
+    /// Largest payload in bytes.
+    pub max_payload: u32,
+    /// Largest number of workers.
+    pub max_workers: u32,
+    /// UART clocks per bit.
+    pub baud_divisor: u32,
+}
+
+impl Identity {
+    /// `major.minor.patch`.
+    pub fn version_string(&self) -> String {
+        format!("{}.{}.{}", self.version.0, self.version.1, self.version.2)
+    }
+    /// The build date as `YYYY-MM-DD` (proleptic Gregorian), or "unknown".
+    pub fn build_date(&self) -> String {
+        if self.build_date_days == 0 {
+            return "unknown".into();
+        }
+        // Civil date from days since the epoch (Howard Hinnant's algorithm).
+        let z = i64::from(self.build_date_days) + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = doy - (153 * mp + 2) / 5 + 1;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 };
+        let y = yoe + era * 400 + i64::from(m <= 2);
+        format!("{y:04}-{m:02}-{d:02}")
+    }
+}
+
+/// The status registers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BoardStatus {
+    /// Nothing in flight in the core.
+    pub idle: bool,
+    /// A job was enabled and no job register was written since.
+    pub job_enabled: bool,
+    /// Slots in use (S clamped to the built slots).
+    pub slots_in_use: u32,
+    /// Clock cycles since power-up (wraps at 2^32).
+    pub uptime_cycles: u32,
+    /// Link state of each port: 0 unknown, 1 down, 2 up 10M, 3 up 100M, 4 up 1G.
+    pub link_state: Vec<u32>,
+    /// The job registers as read back: switch MAC hi, lo, IP, n, size code, S.
+    pub job_registers: Vec<u32>,
+}
+
+/// The name of a link state value.
+pub fn link_state_name(v: u32) -> &'static str {
+    match v {
+        0 => "unknown",
+        1 => "down",
+        2 => "up 10M",
+        3 => "up 100M",
+        4 => "up 1G",
+        _ => "invalid",
+    }
+}
+
+/// A control link over a byte stream (a `serialport::SerialPort` in practice).
+pub struct Control<P: Read + Write> {
+    port: P,
+    timeout: Duration,
+    identity: Option<Identity>,
+}
+
+impl<P: Read + Write> Control<P> {
+    /// A link over `port` without any check; every request waits at most `timeout`.
+    pub fn new_unchecked(port: P, timeout: Duration) -> Self {
+        Control { port, timeout, identity: None }
+    }
+
+    /// A link over `port`: reads the identity and refuses another design or major version.
+    pub fn open(port: P, timeout: Duration) -> Result<Self, ControlError> {
+        let mut c = Self::new_unchecked(port, timeout);
+        let id = c.identity()?;
+        if id.version.0 != DESIGN_VERSION.0 {
+            return Err(ControlError::Version {
+                design: id.version_string(),
+                driver: format!("{}.{}.{}", DESIGN_VERSION.0, DESIGN_VERSION.1, DESIGN_VERSION.2),
+            });
+        }
+        c.identity = Some(id);
+        Ok(c)
+    }
+
+    /// The underlying port.
+    pub fn port_mut(&mut self) -> &mut P {
+        &mut self.port
+    }
+
+    /// Sends raw request bytes and waits for one response (for tests of error paths).
+    pub fn transact_raw(&mut self, request: &[u8], what: &str) -> Result<protocol::Response, ControlError> {
+        self.port.write_all(request)?;
+        self.port.flush()?;
+        let deadline = Instant::now() + self.timeout;
+        let mut buf: Vec<u8> = Vec::new();
+        let mut chunk = [0u8; 256];
+        loop {
+            // Resynchronise on the response SYNC.
+            if let Some(p) = buf.iter().position(|&b| b == protocol::RESPONSE_SYNC) {
+                buf.drain(..p);
+            } else {
+                buf.clear();
+            }
+            match protocol::parse_response(&buf) {
+                Ok((r, _)) => return Ok(r),
+                Err(ParseError::Malformed(why)) => {
+                    return Err(ControlError::Malformed { request: what.into(), why })
+                }
+                Err(ParseError::Incomplete) => {}
+            }
+            if Instant::now() >= deadline {
+                return Err(ControlError::Timeout { request: what.into(), timeout: self.timeout, got: buf.len() });
+            }
+            match self.port.read(&mut chunk) {
+                Ok(0) => std::thread::sleep(Duration::from_millis(1)),
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    fn check(r: protocol::Response, what: String, want_words: usize) -> Result<Vec<u32>, ControlError> {
+        if r.status != Status::Ok {
+            return Err(ControlError::Status { status: r.status, request: what });
+        }
+        if r.words.len() != want_words {
+            return Err(ControlError::Malformed {
+                request: what,
+                why: format!("{} words, expected {want_words}", r.words.len()),
+            });
+        }
+        Ok(r.words)
+    }
+
+    /// Reads `count` consecutive registers (any count; split into requests of at most
+    /// [`protocol::MAX_COUNT`]).
+    pub fn read(&mut self, address: u16, count: usize) -> Result<Vec<u32>, ControlError> {
+        let mut out = Vec::with_capacity(count);
+        while out.len() < count {
+            let a = address + out.len() as u16;
+            let c = (count - out.len()).min(usize::from(protocol::MAX_COUNT));
+            let what = format!("read of {c} registers at 0x{a:04x}");
+            let r = self.transact_raw(&protocol::read_request(a, c as u8), &what)?;
+            out.extend(Self::check(r, what, c)?);
+        }
+        Ok(out)
+    }
+
+    /// Writes consecutive registers (split into requests of at most [`protocol::MAX_COUNT`]).
+    pub fn write(&mut self, address: u16, words: &[u32]) -> Result<(), ControlError> {
+        for (i, chunk) in words.chunks(usize::from(protocol::MAX_COUNT)).enumerate() {
+            let a = address + (i * usize::from(protocol::MAX_COUNT)) as u16;
+            let what = format!("write of {} registers at 0x{a:04x}", chunk.len());
+            let r = self.transact_raw(&protocol::write_request(a, chunk), &what)?;
+            Self::check(r, what, 0)?;
+        }
+        Ok(())
+    }
+
+    /// The identity registers.
+    pub fn identity(&mut self) -> Result<Identity, ControlError> {
+        let w = self.read(reg::MAGIC, usize::from(reg::IDENTITY_COUNT))?;
+        if w[0] != protocol::MAGIC {
+            return Err(ControlError::BadMagic(w[0]));
+        }
+        Ok(Identity {
+            board_id: w[1],
+            board: BoardId(w[1]).name(),
+            version: ((w[2] >> 16) as u8, (w[2] >> 8) as u8, w[2] as u8),
+            git_hash: w[3],
+            build_date_days: w[4],
+            width_bytes: w[5],
+            slots: w[6],
+            max_payload: w[7],
+            max_workers: w[8],
+            baud_divisor: w[9],
+        })
+    }
+
+    /// All counters (32-bit hardware counters, widened).
+    pub fn counters(&mut self) -> Result<Counters, ControlError> {
+        let w = self.read(reg::COUNTERS, usize::from(reg::COUNTER_COUNT))?;
+        let r = |i: usize| u64::from(w[i]);
+        let mut c = Counters {
+            frames_in: r(0),
+            frames_out: r(1),
+            contributions: r(2),
+            duplicates: r(3),
+            results_multicast: r(4),
+            results_retransmitted: r(5),
+            arp_replies: r(6),
+            icmp_replies: r(7),
+            drops: [0; DropReason::COUNT],
+        };
+        for d in DropReason::ALL {
+            c.drops[d.index()] = r(8 + d.index());
+        }
+        Ok(c)
+    }
+
+    /// Zeroes the counters.
+    pub fn reset_counters(&mut self) -> Result<(), ControlError> {
+        self.write(reg::CONTROL, &[2])
+    }
+
+    /// Writes the job's registers and worker table, then enables the job (which clears the
+    /// slot state). Checks the job against the identity when the link was opened with
+    /// [`Control::open`].
+    pub fn configure(&mut self, job: &JobConfig) -> Result<(), ControlError> {
+        if let Some(id) = &self.identity {
+            if job.n() as u32 > id.max_workers {
+                return Err(ControlError::Job(format!("n = {} above max workers {}", job.n(), id.max_workers)));
+            }
+            if job.payload.bytes() as u32 > id.max_payload {
+                return Err(ControlError::Job(format!(
+                    "payload {} B above max payload {} B",
+                    job.payload.bytes(),
+                    id.max_payload
+                )));
+            }
+        }
+        let m = job.switch_mac.0;
+        self.write(
+            reg::SWITCH_MAC_HI,
+            &[
+                u32::from(u16::from_be_bytes([m[0], m[1]])),
+                u32::from_be_bytes([m[2], m[3], m[4], m[5]]),
+                u32::from(job.switch_ip),
+                job.n() as u32,
+                u32::from(job.payload.code()),
+                u32::from(job.slots),
+            ],
+        )?;
+        let mut table = Vec::with_capacity(4 * job.n());
+        for w in &job.workers {
+            let m = w.mac.0;
+            table.extend([
+                u32::from(w.ip),
+                u32::from(u16::from_be_bytes([m[0], m[1]])),
+                u32::from_be_bytes([m[2], m[3], m[4], m[5]]),
+                0,
+            ]);
+        }
+        self.write(reg::WORKER_TABLE, &table)?;
+        self.write(reg::CONTROL, &[1])
+    }
+
+    /// The status registers and the job registers.
+    pub fn status(&mut self) -> Result<BoardStatus, ControlError> {
+        let s = self.read(reg::STATUS, 3)?;
+        let link = self.read(reg::LINK_STATE, usize::from(reg::LINK_PORTS))?;
+        let job = self.read(reg::SWITCH_MAC_HI, 7)?;
+        Ok(BoardStatus {
+            idle: s[0] & 1 != 0,
+            job_enabled: job[6] & 1 != 0,
+            slots_in_use: s[1],
+            uptime_cycles: s[2],
+            link_state: link,
+            job_registers: job[..6].to_vec(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    /// A port that answers each request with the next canned response.
+    struct Canned {
+        sent: Vec<u8>,
+        replies: VecDeque<Vec<u8>>,
+        pending: VecDeque<u8>,
+    }
+    impl Write for Canned {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.sent.extend_from_slice(b);
+            if let Some(r) = self.replies.pop_front() {
+                self.pending.extend(r);
+            }
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    impl Read for Canned {
+        fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+            let n = b.len().min(self.pending.len()).min(3);
+            for x in b.iter_mut().take(n) {
+                *x = self.pending.pop_front().unwrap();
+            }
+            if n == 0 {
+                return Err(ErrorKind::TimedOut.into());
+            }
+            Ok(n)
+        }
+    }
+
+    fn ident(version: (u8, u8, u8)) -> Vec<u8> {
+        protocol::response(Status::Ok, &[protocol::MAGIC, 0, pack_version(version), 0xdeadbeef, 20_000, 4, 64, 1024, 32, 8])
+    }
+
+    fn canned(r: Vec<Vec<u8>>) -> Canned {
+        Canned { sent: vec![], replies: r.into(), pending: VecDeque::new() }
+    }
+
+    #[test]
+    fn open_checks_major_version() {
+        let c = Control::open(canned(vec![ident((1, 4, 2))]), Duration::from_millis(50)).unwrap();
+        assert_eq!(c.identity.as_ref().unwrap().git_hash, 0xdeadbeef);
+        assert_eq!(c.identity.as_ref().unwrap().build_date(), "2024-10-04");
+        let e = Control::open(canned(vec![ident((2, 0, 0))]), Duration::from_millis(50)).err().unwrap();
+        let msg = e.to_string();
+        assert!(msg.contains("2.0.0") && msg.contains("1.0.0"), "{msg}");
+    }
+
+    #[test]
+    fn silence_is_a_timeout_with_garbage_skipped() {
+        let mut junk = vec![0x00, 0x13];
+        junk.extend(protocol::response(Status::Ok, &[7]));
+        let mut c = Control::new_unchecked(canned(vec![vec![], junk]), Duration::from_millis(30));
+        let t = Instant::now();
+        assert!(matches!(c.read(0x0400, 1), Err(ControlError::Timeout { .. })));
+        assert!(t.elapsed() < Duration::from_secs(1));
+        assert_eq!(c.read(0x0400, 1).unwrap(), vec![7]);
+    }
+
+    #[test]
+    fn error_status_is_an_error() {
+        let mut c = Control::new_unchecked(canned(vec![protocol::response(Status::UnknownRegister, &[])]), Duration::from_millis(30));
+        let e = c.write(0x0000, &[1]).err().unwrap();
+        assert!(e.to_string().contains("unknown register"), "{e}");
+        assert_eq!(c.port.sent, protocol::write_request(0, &[1]));
+    }
+
+    #[test]
+    fn counters_in_order() {
+        let words: Vec<u32> = (1..=21).collect();
+        let mut c = Control::new_unchecked(canned(vec![protocol::response(Status::Ok, &words)]), Duration::from_millis(30));
+        let k = c.counters().unwrap();
+        assert_eq!((k.frames_in, k.icmp_replies), (1, 8));
+        assert_eq!(k.dropped(DropReason::Truncated), 9);
+        assert_eq!(k.dropped(DropReason::BadSlot), 21);
+        assert_eq!(c.port.sent, vec![0xA5, 0x01, 0x02, 0x00, 21, 0xDE, 0x80]);
+    }
+}

@@ -1,0 +1,354 @@
+//! The control link's wire protocol: one definition for the driver ([`super::Control`]), the
+//! hardware (`spotagg_hdl::control_link`) and the tests.
+//!
+//! A host sends one request and waits for its response; the board never speaks unasked.
+//! Every field is big-endian; the checksum is CRC-16/CCITT-FALSE (polynomial 0x1021, initial
+//! value 0xFFFF, no reflection, no final XOR) over every byte after SYNC and before the CRC.
+//!
+//! Request:
+//!
+//! | offset | bytes | field |
+//! |---|---|---|
+//! | 0 | 1 | SYNC = 0xA5 |
+//! | 1 | 1 | opcode: 0x01 read, 0x02 write |
+//! | 2 | 2 | first register address |
+//! | 4 | 1 | count of 32-bit registers, 1..=[`MAX_COUNT`] (consecutive addresses) |
+//! | 5 | 4·count | data words (write only) |
+//! | end−2 | 2 | CRC-16 over offsets 1..end−2 |
+//!
+//! Response:
+//!
+//! | offset | bytes | field |
+//! |---|---|---|
+//! | 0 | 1 | SYNC = 0x5A |
+//! | 1 | 1 | [`Status`] |
+//! | 2 | 1 | count of data words that follow (the request's count for an ok read, else 0) |
+//! | 3 | 4·count | data words |
+//! | end−2 | 2 | CRC-16 over offsets 1..end−2 |
+//!
+//! Guarantees of the hardware side: bytes outside a frame that are not SYNC are ignored; a
+//! frame is acted on only when it is whole, its CRC matches and every register it names exists
+//! for that access, so a bad or partial frame changes nothing and is answered with an error:
+//! a bad CRC with [`Status::BadChecksum`]; an opcode other than read/write with
+//! [`Status::BadOpcode`], and a count of 0 or above [`MAX_COUNT`] with [`Status::BadLength`],
+//! both once the line has been quiet for the frame timeout; a register range that leaves a
+//! region, or a read of a write-only / write of a read-only register, with
+//! [`Status::UnknownRegister`]; a frame that stops for more than the frame timeout
+//! ([`FRAME_TIMEOUT_BITS`] bit times without a byte) with [`Status::Timeout`].
+//!
+//! Register map (address: access, meaning). All registers are 32 bits.
+//!
+//! | address | access | register |
+//! |---|---|---|
+//! | 0x0000 | R | magic 0x5350_4147 ("SPAG") |
+//! | 0x0001 | R | board id ([`BoardId`]) |
+//! | 0x0002 | R | design version: major << 16 \| minor << 8 \| patch |
+//! | 0x0003 | R | git hash, first 32 bits (0 when unknown) |
+//! | 0x0004 | R | build date, days since 1970-01-01 (0 when unknown) |
+//! | 0x0005 | R | build parameter: stream width in bytes |
+//! | 0x0006 | R | build parameter: slots |
+//! | 0x0007 | R | build parameter: max payload bytes |
+//! | 0x0008 | R | build parameter: max workers |
+//! | 0x0009 | R | UART clocks per bit (baud divisor) |
+//! | 0x0100 | RW | switch MAC bytes 0..2 (low 16 bits) — core register 0x00 |
+//! | 0x0101 | RW | switch MAC bytes 2..6 — core register 0x01 |
+//! | 0x0102 | RW | switch IPv4 — core register 0x02 |
+//! | 0x0103 | RW | number of workers n — core register 0x03 |
+//! | 0x0104 | RW | payload size code (0..=3) — core register 0x04 |
+//! | 0x0105 | RW | slots in use S — core register 0x05 |
+//! | 0x0106 | RW | control: write bit 0 = enable the job (clears slot state), bit 1 = clear counters; reads bit 0 = a job was enabled and no job register written since |
+//! | 0x0180 + 4r | W | worker r's IPv4 — core register 0x80 + 4r |
+//! | 0x0181 + 4r | W | worker r's MAC bytes 0..2 — core register 0x81 + 4r |
+//! | 0x0182 + 4r | W | worker r's MAC bytes 2..6 — core register 0x82 + 4r |
+//! | 0x0200 + i | R | counter i (32-bit, wraps): `Counters` fields in order, then drops in `DropReason` order (21 counters) |
+//! | 0x0300 + p | R | link state of port p (0..=3): 0 unknown, 1 down, 2 up 10M, 3 up 100M, 4 up 1G (placeholder: driven by the board top) |
+//! | 0x0400 | R | status: bit 0 = core idle (nothing in flight) |
+//! | 0x0401 | R | slot usage: slots in use, S clamped to the built slot count |
+//! | 0x0402 | R | uptime in clock cycles (32-bit, wraps) |
+//!
+//! The worker table is write-only (it lives in the core's block RAMs); reading it answers
+//! [`Status::UnknownRegister`].
+
+use std::fmt;
+
+/// First byte of a request.
+pub const REQUEST_SYNC: u8 = 0xA5;
+/// First byte of a response.
+pub const RESPONSE_SYNC: u8 = 0x5A;
+/// Read opcode.
+pub const OP_READ: u8 = 0x01;
+/// Write opcode.
+pub const OP_WRITE: u8 = 0x02;
+/// Most registers in one request.
+pub const MAX_COUNT: u8 = 32;
+/// Bit times of silence inside a frame after which the board answers [`Status::Timeout`].
+pub const FRAME_TIMEOUT_BITS: u32 = 40;
+/// Magic value of register [`reg::MAGIC`].
+pub const MAGIC: u32 = 0x5350_4147;
+
+/// Register addresses.
+pub mod reg {
+    /// Magic.
+    pub const MAGIC: u16 = 0x0000;
+    /// Board id.
+    pub const BOARD_ID: u16 = 0x0001;
+    /// Design version.
+    pub const VERSION: u16 = 0x0002;
+    /// Git hash.
+    pub const GIT_HASH: u16 = 0x0003;
+    /// Build date.
+    pub const BUILD_DATE: u16 = 0x0004;
+    /// Stream width.
+    pub const WIDTH: u16 = 0x0005;
+    /// Built slots.
+    pub const SLOTS: u16 = 0x0006;
+    /// Max payload.
+    pub const MAX_PAYLOAD: u16 = 0x0007;
+    /// Max workers.
+    pub const MAX_WORKERS: u16 = 0x0008;
+    /// Baud divisor.
+    pub const BAUD_DIVISOR: u16 = 0x0009;
+    /// Number of identity registers.
+    pub const IDENTITY_COUNT: u8 = 10;
+    /// Switch MAC bytes 0..2.
+    pub const SWITCH_MAC_HI: u16 = 0x0100;
+    /// Switch MAC bytes 2..6.
+    pub const SWITCH_MAC_LO: u16 = 0x0101;
+    /// Switch IPv4.
+    pub const SWITCH_IP: u16 = 0x0102;
+    /// n.
+    pub const WORKERS: u16 = 0x0103;
+    /// Payload size code.
+    pub const SIZE_CODE: u16 = 0x0104;
+    /// Slots in use.
+    pub const SLOTS_IN_USE: u16 = 0x0105;
+    /// Control.
+    pub const CONTROL: u16 = 0x0106;
+    /// Worker table base.
+    pub const WORKER_TABLE: u16 = 0x0180;
+    /// First counter.
+    pub const COUNTERS: u16 = 0x0200;
+    /// Number of counters.
+    pub const COUNTER_COUNT: u8 = 21;
+    /// Link state of port 0.
+    pub const LINK_STATE: u16 = 0x0300;
+    /// Number of link state registers.
+    pub const LINK_PORTS: u8 = 4;
+    /// Status.
+    pub const STATUS: u16 = 0x0400;
+    /// Slot usage.
+    pub const SLOT_USAGE: u16 = 0x0401;
+    /// Uptime.
+    pub const UPTIME: u16 = 0x0402;
+}
+
+/// Board ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoardId(pub u32);
+
+impl BoardId {
+    /// A simulation without a board.
+    pub const SIMULATION: BoardId = BoardId(0);
+    /// The name of a known id.
+    pub fn name(self) -> &'static str {
+        match self.0 {
+            0 => "simulation",
+            1 => "colorlight-i5",
+            _ => "unknown",
+        }
+    }
+}
+
+/// Response status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Done.
+    Ok = 0,
+    /// The request's CRC did not match.
+    BadChecksum = 1,
+    /// Count 0 or above [`MAX_COUNT`].
+    BadLength = 2,
+    /// A register does not exist for this access.
+    UnknownRegister = 3,
+    /// The request stopped before its end.
+    Timeout = 4,
+    /// Opcode neither read nor write.
+    BadOpcode = 5,
+}
+
+impl Status {
+    /// The status of a byte.
+    pub fn from_byte(b: u8) -> Option<Status> {
+        Some(match b {
+            0 => Status::Ok,
+            1 => Status::BadChecksum,
+            2 => Status::BadLength,
+            3 => Status::UnknownRegister,
+            4 => Status::Timeout,
+            5 => Status::BadOpcode,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Status::Ok => "ok",
+            Status::BadChecksum => "bad checksum",
+            Status::BadLength => "bad length",
+            Status::UnknownRegister => "unknown register",
+            Status::Timeout => "timeout (partial frame)",
+            Status::BadOpcode => "bad opcode",
+        })
+    }
+}
+
+/// CRC-16/CCITT-FALSE of `bytes` continuing from `crc` (start with 0xFFFF).
+pub fn crc16_update(mut crc: u16, bytes: &[u8]) -> u16 {
+    for &b in bytes {
+        // The byte-wise form the hardware uses too.
+        let mut x = ((crc >> 8) as u8) ^ b;
+        x ^= x >> 4;
+        let x = u16::from(x);
+        crc = (crc << 8) ^ (x << 12) ^ (x << 5) ^ x;
+    }
+    crc
+}
+
+/// CRC-16/CCITT-FALSE of `bytes`.
+pub fn crc16(bytes: &[u8]) -> u16 {
+    crc16_update(0xFFFF, bytes)
+}
+
+fn seal(mut v: Vec<u8>) -> Vec<u8> {
+    let c = crc16(&v[1..]);
+    v.extend_from_slice(&c.to_be_bytes());
+    v
+}
+
+/// A read request of `count` registers from `address`.
+pub fn read_request(address: u16, count: u8) -> Vec<u8> {
+    let a = address.to_be_bytes();
+    seal(vec![REQUEST_SYNC, OP_READ, a[0], a[1], count])
+}
+
+/// A write request of `words` to consecutive registers from `address`.
+pub fn write_request(address: u16, words: &[u32]) -> Vec<u8> {
+    let a = address.to_be_bytes();
+    let mut v = vec![REQUEST_SYNC, OP_WRITE, a[0], a[1], words.len() as u8];
+    for w in words {
+        v.extend_from_slice(&w.to_be_bytes());
+    }
+    seal(v)
+}
+
+/// A response as the hardware sends it (for tests and software models).
+pub fn response(status: Status, words: &[u32]) -> Vec<u8> {
+    let mut v = vec![RESPONSE_SYNC, status as u8, words.len() as u8];
+    for w in words {
+        v.extend_from_slice(&w.to_be_bytes());
+    }
+    seal(v)
+}
+
+/// Why a response could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParseError {
+    /// More bytes are needed.
+    Incomplete,
+    /// The bytes are not a response.
+    Malformed(String),
+}
+
+/// A parsed response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    /// Status.
+    pub status: Status,
+    /// Data words.
+    pub words: Vec<u32>,
+}
+
+/// Parses one response at the start of `buf` (which begins with [`RESPONSE_SYNC`]); returns it
+/// and the number of bytes it took.
+pub fn parse_response(buf: &[u8]) -> Result<(Response, usize), ParseError> {
+    if buf.is_empty() {
+        return Err(ParseError::Incomplete);
+    }
+    if buf[0] != RESPONSE_SYNC {
+        return Err(ParseError::Malformed(format!("response starts with 0x{:02x}, not SYNC 0x{RESPONSE_SYNC:02x}", buf[0])));
+    }
+    if buf.len() < 3 {
+        return Err(ParseError::Incomplete);
+    }
+    let count = usize::from(buf[2]);
+    if count > usize::from(MAX_COUNT) {
+        return Err(ParseError::Malformed(format!("response count {count} above {MAX_COUNT}")));
+    }
+    let len = 3 + 4 * count + 2;
+    if buf.len() < len {
+        return Err(ParseError::Incomplete);
+    }
+    let crc = u16::from_be_bytes([buf[len - 2], buf[len - 1]]);
+    let want = crc16(&buf[1..len - 2]);
+    if crc != want {
+        return Err(ParseError::Malformed(format!("response CRC 0x{crc:04x}, computed 0x{want:04x}")));
+    }
+    let status = Status::from_byte(buf[1]).ok_or_else(|| ParseError::Malformed(format!("unknown status 0x{:02x}", buf[1])))?;
+    let words = buf[3..len - 2].chunks(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]])).collect();
+    Ok((Response { status, words }, len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc_check_value() {
+        // The catalogue check value of CRC-16/CCITT-FALSE.
+        assert_eq!(crc16(b"123456789"), 0x29B1);
+    }
+
+    #[test]
+    fn read_request_bytes() {
+        let r = read_request(0x0200, 21);
+        assert_eq!(&r[..5], &[0xA5, 0x01, 0x02, 0x00, 0x15]);
+        assert_eq!(r.len(), 7);
+        assert_eq!(u16::from_be_bytes([r[5], r[6]]), crc16(&[0x01, 0x02, 0x00, 0x15]));
+    }
+
+    #[test]
+    fn write_request_bytes() {
+        let r = write_request(0x0103, &[4, 0x0102_0304]);
+        assert_eq!(
+            &r[..13],
+            &[0xA5, 0x02, 0x01, 0x03, 0x02, 0, 0, 0, 4, 0x01, 0x02, 0x03, 0x04]
+        );
+        assert_eq!(r.len(), 15);
+    }
+
+    #[test]
+    fn response_round_trip_and_literal() {
+        let r = response(Status::Ok, &[MAGIC]);
+        assert_eq!(&r[..7], &[0x5A, 0x00, 0x01, 0x53, 0x50, 0x41, 0x47]);
+        let (p, n) = parse_response(&r).unwrap();
+        assert_eq!(n, r.len());
+        assert_eq!(p, Response { status: Status::Ok, words: vec![MAGIC] });
+        let e = response(Status::BadChecksum, &[]);
+        assert_eq!(e.len(), 5);
+        assert_eq!(&e[..3], &[0x5A, 0x01, 0x00]);
+        assert_eq!(parse_response(&e).unwrap().0.status, Status::BadChecksum);
+    }
+
+    #[test]
+    fn partial_and_corrupt_responses() {
+        let r = response(Status::Ok, &[1, 2]);
+        for cut in 0..r.len() {
+            assert_eq!(parse_response(&r[..cut]), Err(ParseError::Incomplete), "cut at {cut}");
+        }
+        let mut bad = r.clone();
+        bad[4] ^= 0x10;
+        assert!(matches!(parse_response(&bad), Err(ParseError::Malformed(_))));
+    }
+}
