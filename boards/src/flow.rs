@@ -118,10 +118,17 @@ impl fmt::Display for FlowError {
                     .timing_failures()
                     .iter()
                     .map(|c| {
-                        format!(
+                        let mut m = format!(
                             "clock {} reaches {:.2} MHz, below its {:.2} MHz constraint",
                             c.clock, c.achieved_mhz, c.constraint_mhz
-                        )
+                        );
+                        if let Some(p) = report.pnr.critical_path(&c.clock) {
+                            m += &format!(
+                                " (critical path {:.2} ns, {} logic cells, from {} to {})",
+                                p.delay_ns, p.logic_levels, p.from_cell, p.to_cell
+                            );
+                        }
+                        m
                     })
                     .collect();
                 write!(f, "timing not met (seed {}): {}", report.seed, failing.join("; "))
@@ -364,6 +371,21 @@ impl ClockFmax {
     }
 }
 
+/// The critical path of one clock domain (a path inside it, not a cross-domain one).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CriticalPath {
+    /// The clock (nextpnr's `$glbnet$` prefix removed).
+    pub clock: String,
+    /// Cell the path starts at.
+    pub from_cell: String,
+    /// Cell the path ends at.
+    pub to_cell: String,
+    /// Total delay in ns.
+    pub delay_ns: f64,
+    /// Logic cells passed through.
+    pub logic_levels: usize,
+}
+
 /// What nextpnr's `--report` JSON says.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PnrReport {
@@ -371,6 +393,8 @@ pub struct PnrReport {
     pub utilization: Vec<(String, Usage)>,
     /// Every clock.
     pub fmax: Vec<ClockFmax>,
+    /// The critical path of each clock domain.
+    pub critical_paths: Vec<CriticalPath>,
 }
 
 impl PnrReport {
@@ -378,10 +402,21 @@ impl PnrReport {
     pub fn usage(&self, bel: &str) -> Option<Usage> {
         self.utilization.iter().find(|(n, _)| n == bel).map(|(_, u)| *u)
     }
+
+    /// The critical path of a clock.
+    pub fn critical_path(&self, clock: &str) -> Option<&CriticalPath> {
+        self.critical_paths.iter().find(|p| p.clock == clock)
+    }
+}
+
+fn clock_name(net: &str) -> &str {
+    let net = net.strip_prefix("posedge ").or_else(|| net.strip_prefix("negedge ")).unwrap_or(net);
+    net.strip_prefix("$glbnet$").unwrap_or(net)
 }
 
 /// Parses nextpnr's report JSON (`utilization: {BEL: {used, available}}`,
-/// `fmax: {CLOCK: {achieved, constraint}}`).
+/// `fmax: {CLOCK: {achieved, constraint}}`, and from `critical_paths` the paths that start and
+/// end in the same clock domain).
 pub fn parse_nextpnr_report(json: &str) -> Result<PnrReport, String> {
     let v: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("not JSON: {e}"))?;
     let obj = |key: &str| v.get(key).and_then(|x| x.as_object()).ok_or_else(|| format!("no \"{key}\" object"));
@@ -396,9 +431,29 @@ pub fn parse_nextpnr_report(json: &str) -> Result<PnrReport, String> {
     }
     for (clock, c) in obj("fmax")? {
         report.fmax.push(ClockFmax {
-            clock: clock.strip_prefix("$glbnet$").unwrap_or(clock).to_string(),
+            clock: clock_name(clock).to_string(),
             achieved_mhz: num(c, "achieved", clock)?,
             constraint_mhz: num(c, "constraint", clock)?,
+        });
+    }
+    let paths = v.get("critical_paths").and_then(|p| p.as_array()).map(|a| a.as_slice()).unwrap_or(&[]);
+    for p in paths {
+        let (Some(from), Some(to)) = (p.get("from").and_then(|x| x.as_str()), p.get("to").and_then(|x| x.as_str())) else {
+            continue;
+        };
+        let steps = p.get("path").and_then(|x| x.as_array()).map(|a| a.as_slice()).unwrap_or(&[]);
+        if from != to || steps.is_empty() {
+            continue;
+        }
+        let cell = |step: &serde_json::Value, end: &str| {
+            step.get(end).and_then(|e| e.get("cell")).and_then(|c| c.as_str()).unwrap_or("?").to_string()
+        };
+        report.critical_paths.push(CriticalPath {
+            clock: clock_name(from).to_string(),
+            from_cell: cell(&steps[0], "from"),
+            to_cell: cell(&steps[steps.len() - 1], "to"),
+            delay_ns: steps.iter().filter_map(|s| s.get("delay").and_then(|d| d.as_f64())).sum(),
+            logic_levels: steps.iter().filter(|s| s.get("type").and_then(|t| t.as_str()) == Some("logic")).count(),
         });
     }
     Ok(report)
