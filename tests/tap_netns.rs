@@ -1,0 +1,246 @@
+//! The Linux network stack against the simulated switch: a network namespace of the test's
+//! own, a TAP device in it, `spotagg tap` attaching the Verilator core to the device, and the
+//! kernel talking to it as to a host on the link:
+//!
+//! - the kernel resolves the switch's MAC by ARP (answered by the HDL): `ip neigh` shows it;
+//! - `ping -c 3` of the switch's address gets 3 replies (the RTT is printed);
+//! - 4 `spotagg worker --verify` processes (ordinary kernel UDP sockets, each bound to its own
+//!   address 10.77.0.10..13 on the TAP device) all-reduce through it: each exits 0 with
+//!   `"ok":true`, and the switch's counters agree with the traffic.
+//!
+//! Every worker address is on the one TAP interface, so every `[[worker]]` entry has that
+//! interface's MAC (the kernel's source MAC); all workers use the same worker port, which works
+//! with distinct addresses. Nothing is sent outside the namespace.
+//!
+//! The namespace (and with it the TAP device and every process in it) is removed by a Drop
+//! guard, on failure too. Where namespaces cannot be made (not root, no `ip`, no /dev/net/tun,
+//! no `ping`), the test prints `NOT RUN: ...` and fails, unless `SPOTAGG_SKIP_NETNS=1` says that
+//! skipping is intended.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_spotagg");
+const SWITCH_IP: &str = "10.77.0.1";
+const SWITCH_MAC: &str = "02:00:5a:00:00:01";
+const TAP_MAC: &str = "02:77:00:00:00:0a";
+const ELEMENTS: usize = 30_000;
+const PAYLOAD_ELEMENTS: usize = 64; // payload_bytes = 256
+
+/// The namespace and the processes started in it; all removed when dropped.
+struct Netns {
+    name: String,
+    tap: String,
+    procs: Vec<Child>,
+}
+
+impl Netns {
+    /// `ip netns exec NAME args...` as a command.
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name]).args(args);
+        c
+    }
+
+    /// Runs `args` in the namespace; panics (naming the command) unless it succeeds.
+    fn run(&self, args: &[&str]) -> Output {
+        let out = self.cmd(args).output().unwrap_or_else(|e| panic!("cannot run {args:?} in {}: {e}", self.name));
+        assert!(
+            out.status.success(),
+            "{args:?} in {} failed ({}): {}{}",
+            self.name,
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for c in &mut self.procs {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = Command::new("ip").args(["netns", "exec", &self.name, "ip", "link", "del", &self.tap]).stderr(Stdio::null()).status();
+        let ok = Command::new("ip").args(["netns", "del", &self.name]).status().map(|s| s.success()).unwrap_or(false);
+        if !ok {
+            eprintln!("tap_netns: could not delete network namespace {} (remove it with `ip netns del {}`)", self.name, self.name);
+        }
+    }
+}
+
+/// Why the machine cannot run the test, if it cannot.
+fn unavailable() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("network namespaces and TAP devices need root (the test is not running as root)".into());
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        return Some("/dev/net/tun does not exist (no TUN/TAP support)".into());
+    }
+    for tool in ["ip", "ping"] {
+        let found = Command::new(tool).arg("-V").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+        if !found {
+            return Some(format!("`{tool}` is not installed"));
+        }
+    }
+    None
+}
+
+fn not_run(why: &str) {
+    eprintln!("NOT RUN: tap_netns: {why}");
+    if std::env::var("SPOTAGG_SKIP_NETNS").as_deref() == Ok("1") {
+        eprintln!("NOT RUN: tap_netns: skipped because SPOTAGG_SKIP_NETNS=1");
+        return;
+    }
+    panic!("NOT RUN: tap_netns: {why} (set SPOTAGG_SKIP_NETNS=1 to skip on purpose)");
+}
+
+/// Reads the first line of `child`'s stdout within `limit`; the rest of stdout goes to the
+/// returned receiver line by line.
+fn first_line(child: &mut Child, limit: Duration) -> (String, mpsc::Receiver<String>) {
+    let (tx, rx) = mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let line = rx.recv_timeout(limit).unwrap_or_else(|_| panic!("`spotagg tap` printed nothing in {limit:?}"));
+    (line, rx)
+}
+
+#[test]
+fn kernel_arp_ping_and_udp_workers_through_tap_attached_verilator_core() {
+    let t0 = Instant::now();
+    if let Some(why) = unavailable() {
+        return not_run(&why);
+    }
+    let pid = std::process::id();
+    let name = format!("spotagg-tap-{pid}");
+    let add = Command::new("ip").args(["netns", "add", &name]).output().expect("cannot run `ip`");
+    if !add.status.success() {
+        return not_run(&format!("`ip netns add {name}` failed: {}", String::from_utf8_lossy(&add.stderr).trim()));
+    }
+    let mut ns = Netns { name, tap: format!("sat{}", pid % 1_000_000), procs: Vec::new() };
+    let tap = ns.tap.clone();
+
+    // The link: lo, IPv6 off (no neighbour discovery noise), the TAP device with a fixed MAC
+    // and the 4 worker addresses.
+    ns.run(&["ip", "link", "set", "lo", "up"]);
+    let _ = ns.cmd(&["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]).status();
+    ns.run(&["ip", "tuntap", "add", "dev", &tap, "mode", "tap"]);
+    ns.run(&["ip", "link", "set", "dev", &tap, "address", TAP_MAC]);
+    ns.run(&["ip", "link", "set", "dev", &tap, "up"]);
+    let ips: Vec<String> = (10..14).map(|d| format!("10.77.0.{d}")).collect();
+    for ip in &ips {
+        ns.run(&["ip", "addr", "add", &format!("{ip}/24"), "dev", &tap]);
+    }
+
+    let mut toml = format!(
+        "switch_mac = \"{SWITCH_MAC}\"\nswitch_ip = \"{SWITCH_IP}\"\npayload_bytes = 256\nslots = 16\ntimeout_ms = 200\nmax_retries = 20\n"
+    );
+    for ip in &ips {
+        toml += &format!("\n[[worker]]\nip = \"{ip}\"\nmac = \"{TAP_MAC}\"\n");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("job.toml");
+    std::fs::write(&cfg, toml).unwrap();
+    let cfg = cfg.to_str().unwrap().to_string();
+
+    // The switch: the Verilator core attached to the TAP device.
+    let switch = ns
+        .cmd(&[BIN, "tap", "--config", &cfg, "--tap", &tap, "--engine", "verilator", "--exit-after-idle", "60", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("cannot start `spotagg tap`");
+    ns.procs.push(switch);
+    let (first, rest) = first_line(&mut ns.procs[0], Duration::from_secs(180));
+    assert!(first.contains(&format!("attached to {tap}")) && first.contains("verilator"), "unexpected first line {first:?}");
+    eprintln!("tap_netns: {first} ({:.1} s after the start)", t0.elapsed().as_secs_f64());
+
+    // ping: the kernel first resolves the switch's MAC by ARP, then 3 echo requests.
+    let ping = ns.cmd(&["ping", "-c", "3", "-i", "0.2", "-W", "2", "-w", "10", SWITCH_IP]).output().unwrap();
+    let ping_out = String::from_utf8_lossy(&ping.stdout).to_string();
+    eprint!("tap_netns: {ping_out}");
+    assert!(ping.status.success() && ping_out.contains("3 received"), "ping of the switch failed:\n{ping_out}{}", String::from_utf8_lossy(&ping.stderr));
+    let rtt = ping_out.lines().find(|l| l.contains("rtt min/avg/max")).expect("no RTT line from ping");
+    eprintln!("tap_netns: ping RTT to the TAP-attached Verilator core: {rtt}");
+
+    let neigh = String::from_utf8_lossy(&ns.run(&["ip", "neigh", "show", SWITCH_IP, "dev", &tap]).stdout).to_string();
+    eprintln!("tap_netns: ip neigh: {}", neigh.trim());
+    assert!(neigh.contains(&format!("lladdr {SWITCH_MAC}")), "the kernel did not resolve {SWITCH_IP} to {SWITCH_MAC} by ARP: {neigh:?}");
+
+    // 4 worker processes with kernel UDP sockets, each bound to its own address.
+    let switch_addr = format!("{SWITCH_IP}:48864");
+    for (r, ip) in ips.iter().enumerate() {
+        let w = ns
+            .cmd(&[BIN, "worker", "--config", &cfg, "--rank", &r.to_string(), "--switch", &switch_addr, "--bind", ip, "--elements", &ELEMENTS.to_string(), "--seed", "5", "--verify"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("cannot start `spotagg worker`");
+        ns.procs.push(w);
+    }
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut pending: Vec<usize> = (1..=4).collect();
+    while !pending.is_empty() {
+        assert!(Instant::now() < deadline, "workers {pending:?} did not finish in 90 s");
+        pending.retain(|&i| ns.procs[i].try_wait().unwrap().is_none());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut gbps = Vec::new();
+    let mut sent = 0;
+    for i in 1..=4 {
+        let c = &mut ns.procs[i];
+        let status = c.wait().unwrap();
+        let mut out = String::new();
+        c.stdout.as_mut().unwrap().read_to_string(&mut out).unwrap();
+        let mut err = String::new();
+        c.stderr.as_mut().unwrap().read_to_string(&mut err).unwrap();
+        assert!(status.success(), "worker {} failed ({status}): {out}{err}", i - 1);
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("worker {} printed {out:?}: {e}", i - 1));
+        assert_eq!(v["ok"], true, "worker {}: {out}", i - 1);
+        gbps.push(v["gbps"].as_f64().unwrap());
+        sent += v["packets"].as_u64().unwrap();
+        eprintln!("tap_netns: worker {}: {}", i - 1, out.trim());
+    }
+
+    // Stop the switch and check its counters against the traffic.
+    // SAFETY: kill of a child process of ours that has not been reaped.
+    unsafe { libc::kill(ns.procs[0].id() as libc::pid_t, libc::SIGTERM) };
+    let limit = Instant::now() + Duration::from_secs(10);
+    while ns.procs[0].try_wait().unwrap().is_none() {
+        assert!(Instant::now() < limit, "`spotagg tap` did not exit on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(ns.procs[0].wait().unwrap().success(), "`spotagg tap` failed");
+    let report = rest.recv_timeout(Duration::from_secs(5)).expect("`spotagg tap` printed no counters");
+    eprintln!("tap_netns: switch: {report}");
+    let v: serde_json::Value = serde_json::from_str(&report).unwrap();
+    let c = &v["counters"];
+    let contributions = c["contributions"].as_u64().unwrap();
+    assert!(c["arp_replies"].as_u64().unwrap() >= 1, "no ARP reply counted: {report}");
+    assert!(c["icmp_replies"].as_u64().unwrap() >= 3, "fewer than 3 echo replies counted: {report}");
+    // Every packet a worker sent reached the core: a new contribution or a duplicate; every
+    // round completed and was answered to all 4.
+    assert!(contributions >= 4 * ELEMENTS.div_ceil(PAYLOAD_ELEMENTS) as u64, "too few contributions: {report}");
+    assert_eq!(contributions + c["duplicates"].as_u64().unwrap(), sent, "packets sent by the workers vs the core's counters: {report}");
+    assert_eq!(c["results_multicast"].as_u64().unwrap(), contributions, "results: {report}");
+    assert_eq!(v["tap"]["frames_from_kernel"], c["frames_in"], "{report}");
+    assert_eq!(v["tap"]["frames_to_kernel"], c["frames_out"], "{report}");
+    assert_eq!(v["tap"]["write_errors"], 0, "{report}");
+    eprintln!(
+        "tap_netns: all-reduce of 4 x {ELEMENTS} f32 exact; per-worker payload Gb/s {:?}; test took {:.1} s",
+        gbps,
+        t0.elapsed().as_secs_f64()
+    );
+}
