@@ -20,7 +20,9 @@ pub mod aggregator;
 pub mod block_ram;
 pub mod config;
 pub mod config_registers;
+pub mod control_link;
 pub mod core;
+pub mod core_with_control;
 pub mod counters;
 pub mod frame_parser;
 pub mod lane_adders;
@@ -28,6 +30,7 @@ pub mod result_builder;
 pub mod scoreboard;
 pub mod slot_memory;
 pub mod stream_width;
+pub mod uart;
 pub mod verilog;
 pub mod wire_layout;
 

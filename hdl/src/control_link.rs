@@ -1,0 +1,737 @@
+//! The control link, hardware side: a UART, the request parser of
+//! `spotagg_driver::control::protocol` (frame layout, register map and status codes are
+//! defined there, once), the core's configuration bus and counter read port, and the identity
+//! registers fixed at build time.
+//!
+//! Request fields as this parser takes them (offsets in bytes):
+//!
+//! | offset | field | state |
+//! |---|---|---|
+//! | 0 | SYNC 0xA5 | idle: any other byte is ignored |
+//! | 1 | opcode | header |
+//! | 2..4 | address | header |
+//! | 4 | count | header: opcode and count checked here |
+//! | 5.. | 4·count data bytes (write) | data: stored in a 32-word buffer |
+//! | end−2.. | CRC-16 | crc: compared, then the address range is checked |
+//!
+//! Guarantees: the core's configuration bus is driven only after a whole write request whose
+//! CRC matched and whose every register exists and is writable, so a bad, partial or
+//! misaddressed request changes nothing. Every request that starts with SYNC gets exactly
+//! one response: ok, bad checksum, unknown register, or — once the line has been quiet for
+//! `FRAME_TIMEOUT_BITS` bit times — timeout (a partial frame), bad opcode or bad length (the
+//! length of such a frame is unknown, so the parser skips bytes until the line is quiet).
+//! Bytes that arrive while a response is being sent are dropped.
+//!
+//! Timing: a write request is applied one register per clock cycle after its last CRC byte
+//! (the core sees ordinary `cfg_write` strobes, the same as `spotagg_sim::rtl::configure`);
+//! the response starts in the cycle after. A read samples each register just before its first
+//! byte is sent: counters are read over the core's combinational counter port, so the words of
+//! one counter read are sampled within about 40 bit times of each other, not at one instant.
+//! `uptime` counts clock cycles from power-up.
+
+use crate::config::CoreConfig;
+use crate::uart::{UartRx, UartTx};
+use crate::block_ram::BlockRam;
+use rust_hdl::prelude::*;
+use spotagg_driver::control::protocol::{self, FRAME_TIMEOUT_BITS, MAX_COUNT};
+use spotagg_driver::control::{pack_version, DESIGN_VERSION};
+
+/// Values of the identity registers, fixed at build time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControlIdentity {
+    /// Board id (`protocol::BoardId`).
+    pub board_id: u32,
+    /// Design version, packed (major << 16 | minor << 8 | patch).
+    pub version: u32,
+    /// First 32 bits of the git hash (0 unknown).
+    pub git_hash: u32,
+    /// Build date, days since 1970-01-01 (0 unknown).
+    pub build_date_days: u32,
+    /// UART clocks per bit.
+    pub baud_divisor: u32,
+}
+
+impl ControlIdentity {
+    /// Identity of this source tree built now: [`DESIGN_VERSION`], the git hash of the working
+    /// directory's HEAD (0 when git is unavailable) and today's date.
+    pub fn stamp(board_id: u32, baud_divisor: u32) -> ControlIdentity {
+        let git_hash = std::process::Command::new("git")
+            .args(["rev-parse", "--short=8", "HEAD"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| u32::from_str_radix(String::from_utf8_lossy(&o.stdout).trim(), 16).ok())
+            .unwrap_or(0);
+        let days = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| (d.as_secs() / 86_400) as u32)
+            .unwrap_or(0);
+        ControlIdentity { board_id, version: pack_version(DESIGN_VERSION), git_hash, build_date_days: days, baud_divisor }
+    }
+}
+
+/// The control link.
+#[derive(LogicBlock)]
+pub struct ControlLink {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Serial receive line (idle high).
+    pub uart_rx: Signal<In, Bit>,
+    /// Serial transmit line (idle high).
+    pub uart_tx: Signal<Out, Bit>,
+    /// Core configuration write strobe.
+    pub cfg_write: Signal<Out, Bit>,
+    /// Core configuration register address.
+    pub cfg_address: Signal<Out, Bits<8>>,
+    /// Core configuration data.
+    pub cfg_data: Signal<Out, Bits<32>>,
+    /// Core counter index.
+    pub counter_address: Signal<Out, Bits<5>>,
+    /// Core counter value (combinational from `counter_address`).
+    pub counter_data: Signal<In, Bits<32>>,
+    /// The core has nothing in flight.
+    pub core_idle: Signal<In, Bit>,
+    /// Link state of ports 0..=3, one byte each (port 0 in the low byte); 0 = unknown.
+    pub link_state: Signal<In, Bits<32>>,
+    rx: UartRx,
+    tx: UartTx,
+    buffer: BlockRam<5, 32>,
+    state: DFF<Bits<3>>,
+    hidx: DFF<Bits<2>>,
+    op: DFF<Bits<8>>,
+    addr: DFF<Bits<16>>,
+    count: DFF<Bits<8>>,
+    word: DFF<Bits<8>>,
+    bidx: DFF<Bits<2>>,
+    assemble: DFF<Bits<32>>,
+    crc: DFF<Bits<16>>,
+    crc_hi: DFF<Bits<8>>,
+    cidx: DFF<Bit>,
+    status: DFF<Bits<8>>,
+    quiet: DFF<Bits<24>>,
+    phase: DFF<Bits<2>>,
+    ridx: DFF<Bits<2>>,
+    count_out: DFF<Bits<8>>,
+    out_word: DFF<Bits<32>>,
+    tx_crc: DFF<Bits<16>>,
+    mac_hi: DFF<Bits<32>>,
+    mac_lo: DFF<Bits<32>>,
+    ip: DFF<Bits<32>>,
+    n: DFF<Bits<32>>,
+    size: DFF<Bits<32>>,
+    slots_s: DFF<Bits<32>>,
+    enabled: DFF<Bit>,
+    uptime: DFF<Bits<32>>,
+    rx_x: Signal<Local, Bits<8>>,
+    rx_x2: Signal<Local, Bits<8>>,
+    rx_crc_next: Signal<Local, Bits<16>>,
+    tx_byte: Signal<Local, Bits<8>>,
+    tx_send: Signal<Local, Bit>,
+    tx_in_crc: Signal<Local, Bit>,
+    tx_x: Signal<Local, Bits<8>>,
+    tx_x2: Signal<Local, Bits<8>>,
+    tx_crc_next: Signal<Local, Bits<16>>,
+    rd_addr: Signal<Local, Bits<16>>,
+    rd_region: Signal<Local, Bits<8>>,
+    rd_off: Signal<Local, Bits<8>>,
+    rd_value: Signal<Local, Bits<32>>,
+    last_addr: Signal<Local, Bits<16>>,
+    range_ok: Signal<Local, Bit>,
+    asm_next: Signal<Local, Bits<32>>,
+    magic: Constant<Bits<32>>,
+    board_id: Constant<Bits<32>>,
+    version: Constant<Bits<32>>,
+    git_hash: Constant<Bits<32>>,
+    build_date: Constant<Bits<32>>,
+    width: Constant<Bits<32>>,
+    built_slots: Constant<Bits<32>>,
+    max_payload: Constant<Bits<32>>,
+    max_workers: Constant<Bits<32>>,
+    divisor: Constant<Bits<32>>,
+    timeout: Constant<Bits<24>>,
+    max_count: Constant<Bits<8>>,
+}
+
+fn k32(v: u64) -> Constant<Bits<32>> {
+    Constant::new(v.into())
+}
+
+impl ControlLink {
+    /// A control link for a core built with `core`, answering `identity`.
+    pub fn new(core: &CoreConfig, identity: ControlIdentity) -> Self {
+        let d = identity.baud_divisor;
+        Self {
+            clock: Default::default(),
+            uart_rx: Default::default(),
+            uart_tx: Default::default(),
+            cfg_write: Default::default(),
+            cfg_address: Default::default(),
+            cfg_data: Default::default(),
+            counter_address: Default::default(),
+            counter_data: Default::default(),
+            core_idle: Default::default(),
+            link_state: Default::default(),
+            rx: UartRx::new(d),
+            tx: UartTx::new(d),
+            buffer: BlockRam::new(32),
+            state: Default::default(),
+            hidx: Default::default(),
+            op: Default::default(),
+            addr: Default::default(),
+            count: Default::default(),
+            word: Default::default(),
+            bidx: Default::default(),
+            assemble: Default::default(),
+            crc: Default::default(),
+            crc_hi: Default::default(),
+            cidx: Default::default(),
+            status: Default::default(),
+            quiet: Default::default(),
+            phase: Default::default(),
+            ridx: Default::default(),
+            count_out: Default::default(),
+            out_word: Default::default(),
+            tx_crc: Default::default(),
+            mac_hi: Default::default(),
+            mac_lo: Default::default(),
+            ip: Default::default(),
+            n: Default::default(),
+            size: Default::default(),
+            slots_s: Default::default(),
+            enabled: Default::default(),
+            uptime: Default::default(),
+            rx_x: Default::default(),
+            rx_x2: Default::default(),
+            rx_crc_next: Default::default(),
+            tx_byte: Default::default(),
+            tx_send: Default::default(),
+            tx_in_crc: Default::default(),
+            tx_x: Default::default(),
+            tx_x2: Default::default(),
+            tx_crc_next: Default::default(),
+            rd_addr: Default::default(),
+            rd_region: Default::default(),
+            rd_off: Default::default(),
+            rd_value: Default::default(),
+            last_addr: Default::default(),
+            range_ok: Default::default(),
+            asm_next: Default::default(),
+            magic: k32(u64::from(protocol::MAGIC)),
+            board_id: k32(u64::from(identity.board_id)),
+            version: k32(u64::from(identity.version)),
+            git_hash: k32(u64::from(identity.git_hash)),
+            build_date: k32(u64::from(identity.build_date_days)),
+            width: k32(core.width_bytes as u64),
+            built_slots: k32(core.slots as u64),
+            max_payload: k32(core.max_payload as u64),
+            max_workers: k32(core.max_workers as u64),
+            divisor: k32(u64::from(d)),
+            timeout: Constant::new((u64::from(FRAME_TIMEOUT_BITS) * u64::from(d)).into()),
+            max_count: Constant::new(u64::from(MAX_COUNT).into()),
+        }
+    }
+}
+
+// States: 0 idle, 1 header, 2 data, 3 crc, 4 discard, 5 write prepare, 6 write, 7 respond.
+// Status codes as `protocol::Status`: 0 ok, 1 bad checksum, 2 bad length, 3 unknown
+// register, 4 timeout, 5 bad opcode.
+impl Logic for ControlLink {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, crc_hi, cidx, status, quiet,
+            phase, ridx, count_out, out_word, tx_crc, mac_hi, mac_lo, ip, n, size, slots_s, enabled, uptime
+        );
+        clock!(self, clock, rx, tx, buffer);
+        self.rx.line.next = self.uart_rx.val();
+        self.uart_tx.next = self.tx.line.val();
+        self.uptime.d.next = self.uptime.q.val() + 1;
+
+        // CRC-16/CCITT-FALSE of the received byte, byte-wise form.
+        self.rx_x.next = bit_cast::<8, 16>(self.crc.q.val() >> 8) ^ self.rx.data.val();
+        self.rx_x2.next = self.rx_x.val() ^ (self.rx_x.val() >> 4);
+        self.rx_crc_next.next = (self.crc.q.val() << 8)
+            ^ (bit_cast::<16, 8>(self.rx_x2.val()) << 12)
+            ^ (bit_cast::<16, 8>(self.rx_x2.val()) << 5)
+            ^ bit_cast::<16, 8>(self.rx_x2.val());
+        self.asm_next.next = (self.assemble.q.val() << 8) | bit_cast::<32, 8>(self.rx.data.val());
+
+        // The register at addr + word, read combinationally.
+        self.rd_addr.next = self.addr.q.val() + bit_cast::<16, 8>(self.word.q.val());
+        self.rd_region.next = bit_cast::<8, 16>(self.rd_addr.val() >> 8);
+        self.rd_off.next = bit_cast::<8, 16>(self.rd_addr.val());
+        self.counter_address.next = bit_cast::<5, 8>(self.rd_off.val());
+        self.rd_value.next = 0.into();
+        match self.rd_region.val().index() {
+            0 => match self.rd_off.val().index() {
+                0 => {
+                    self.rd_value.next = self.magic.val();
+                }
+                1 => {
+                    self.rd_value.next = self.board_id.val();
+                }
+                2 => {
+                    self.rd_value.next = self.version.val();
+                }
+                3 => {
+                    self.rd_value.next = self.git_hash.val();
+                }
+                4 => {
+                    self.rd_value.next = self.build_date.val();
+                }
+                5 => {
+                    self.rd_value.next = self.width.val();
+                }
+                6 => {
+                    self.rd_value.next = self.built_slots.val();
+                }
+                7 => {
+                    self.rd_value.next = self.max_payload.val();
+                }
+                8 => {
+                    self.rd_value.next = self.max_workers.val();
+                }
+                _ => {
+                    self.rd_value.next = self.divisor.val();
+                }
+            },
+            1 => match self.rd_off.val().index() {
+                0 => {
+                    self.rd_value.next = self.mac_hi.q.val();
+                }
+                1 => {
+                    self.rd_value.next = self.mac_lo.q.val();
+                }
+                2 => {
+                    self.rd_value.next = self.ip.q.val();
+                }
+                3 => {
+                    self.rd_value.next = self.n.q.val();
+                }
+                4 => {
+                    self.rd_value.next = self.size.q.val();
+                }
+                5 => {
+                    self.rd_value.next = self.slots_s.q.val();
+                }
+                _ => {
+                    self.rd_value.next = bit_cast::<32, 1>(self.enabled.q.val().into());
+                }
+            },
+            2 => {
+                self.rd_value.next = self.counter_data.val();
+            }
+            3 => {
+                self.rd_value.next = (self.link_state.val() >> (bit_cast::<32, 8>(self.rd_off.val()) << 3)) & 0xff;
+            }
+            _ => match self.rd_off.val().index() {
+                0 => {
+                    self.rd_value.next = bit_cast::<32, 1>(self.core_idle.val().into());
+                }
+                1 => {
+                    self.rd_value.next = self.slots_s.q.val();
+                    if self.slots_s.q.val() > self.built_slots.val() {
+                        self.rd_value.next = self.built_slots.val();
+                    }
+                }
+                _ => {
+                    self.rd_value.next = self.uptime.q.val();
+                }
+            },
+        }
+
+        // Does every register of the request exist for its access?
+        self.last_addr.next = self.addr.q.val() + bit_cast::<16, 8>(self.count.q.val()) - 1;
+        self.range_ok.next = false;
+        if (self.last_addr.val() >= self.addr.q.val()) && ((self.last_addr.val() >> 8) == (self.addr.q.val() >> 8)) {
+            if self.op.q.val() == 1 {
+                match bit_cast::<8, 16>(self.addr.q.val() >> 8).index() {
+                    0 => {
+                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.val()) <= 9;
+                    }
+                    1 => {
+                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.val()) <= 6;
+                    }
+                    2 => {
+                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.val()) <= 20;
+                    }
+                    3 => {
+                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.val()) <= 3;
+                    }
+                    4 => {
+                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.val()) <= 2;
+                    }
+                    _ => {}
+                }
+            } else if (self.addr.q.val() >> 8) == 1 {
+                self.range_ok.next = (bit_cast::<8, 16>(self.last_addr.val()) <= 6)
+                    || (bit_cast::<8, 16>(self.addr.q.val()) >= 0x80);
+            }
+        }
+
+        // Defaults.
+        self.cfg_write.next = false;
+        self.cfg_address.next = bit_cast::<8, 16>(self.rd_addr.val());
+        self.cfg_data.next = self.buffer.read_data.val();
+        self.buffer.read_address.next = bit_cast::<5, 8>(self.word.q.val() + 1);
+        self.buffer.write_address.next = bit_cast::<5, 8>(self.word.q.val());
+        self.buffer.write_data.next = self.asm_next.val();
+        self.buffer.write_enable.next = false;
+        self.tx.data.next = 0.into();
+        self.tx.start.next = false;
+        self.tx_byte.next = 0.into();
+        self.tx_send.next = false;
+        self.tx_in_crc.next = false;
+        if self.rx.valid.val() {
+            self.quiet.d.next = 0.into();
+        } else if self.quiet.q.val() != 0xff_ffff {
+            self.quiet.d.next = self.quiet.q.val() + 1;
+        }
+
+        // The response byte of the current position and its CRC (used in state 7).
+        match self.phase.q.val().index() {
+            0 => match self.ridx.q.val().index() {
+                0 => {
+                    self.tx_byte.next = 0x5A.into();
+                    self.tx_send.next = true;
+                }
+                1 => {
+                    self.tx_byte.next = self.status.q.val();
+                    self.tx_send.next = true;
+                    self.tx_in_crc.next = true;
+                }
+                _ => {
+                    self.tx_byte.next = self.count_out.q.val();
+                    self.tx_send.next = true;
+                    self.tx_in_crc.next = true;
+                }
+            },
+            1 => {
+                self.tx_send.next = true;
+                self.tx_in_crc.next = true;
+                if self.ridx.q.val() == 0 {
+                    self.tx_byte.next = bit_cast::<8, 32>(self.rd_value.val() >> 24);
+                } else {
+                    self.tx_byte.next = bit_cast::<8, 32>(self.out_word.q.val() >> 24);
+                }
+            }
+            _ => {
+                self.tx_send.next = true;
+                if self.ridx.q.val() == 0 {
+                    self.tx_byte.next = bit_cast::<8, 16>(self.tx_crc.q.val() >> 8);
+                } else {
+                    self.tx_byte.next = bit_cast::<8, 16>(self.tx_crc.q.val());
+                }
+            }
+        }
+        self.tx_x.next = bit_cast::<8, 16>(self.tx_crc.q.val() >> 8) ^ self.tx_byte.val();
+        self.tx_x2.next = self.tx_x.val() ^ (self.tx_x.val() >> 4);
+        self.tx_crc_next.next = (self.tx_crc.q.val() << 8)
+            ^ (bit_cast::<16, 8>(self.tx_x2.val()) << 12)
+            ^ (bit_cast::<16, 8>(self.tx_x2.val()) << 5)
+            ^ bit_cast::<16, 8>(self.tx_x2.val());
+
+        match self.state.q.val().index() {
+            0 => {
+                if self.rx.valid.val() && (self.rx.data.val() == 0xA5) {
+                    self.state.d.next = 1.into();
+                    self.crc.d.next = 0xffff.into();
+                    self.hidx.d.next = 0.into();
+                }
+            }
+            1 => {
+                if self.rx.valid.val() {
+                    self.crc.d.next = self.rx_crc_next.val();
+                    self.hidx.d.next = self.hidx.q.val() + 1;
+                    match self.hidx.q.val().index() {
+                        0 => {
+                            self.op.d.next = self.rx.data.val();
+                        }
+                        1 => {
+                            self.addr.d.next = bit_cast::<16, 8>(self.rx.data.val()) << 8;
+                        }
+                        2 => {
+                            self.addr.d.next = self.addr.q.val() | bit_cast::<16, 8>(self.rx.data.val());
+                        }
+                        _ => {
+                            self.count.d.next = self.rx.data.val();
+                            self.word.d.next = 0.into();
+                            self.bidx.d.next = 0.into();
+                            self.cidx.d.next = false;
+                            if (self.op.q.val() != 1) && (self.op.q.val() != 2) {
+                                self.status.d.next = 5.into();
+                                self.state.d.next = 4.into();
+                            } else if (self.rx.data.val() == 0) || (self.rx.data.val() > self.max_count.val()) {
+                                self.status.d.next = 2.into();
+                                self.state.d.next = 4.into();
+                            } else if self.op.q.val() == 2 {
+                                self.state.d.next = 2.into();
+                            } else {
+                                self.state.d.next = 3.into();
+                            }
+                        }
+                    }
+                } else if self.quiet.q.val() >= self.timeout.val() {
+                    self.status.d.next = 4.into();
+                    self.count_out.d.next = 0.into();
+                    self.phase.d.next = 0.into();
+                    self.ridx.d.next = 0.into();
+                    self.state.d.next = 7.into();
+                }
+            }
+            2 => {
+                if self.rx.valid.val() {
+                    self.crc.d.next = self.rx_crc_next.val();
+                    self.assemble.d.next = self.asm_next.val();
+                    self.bidx.d.next = self.bidx.q.val() + 1;
+                    if self.bidx.q.val() == 3 {
+                        self.buffer.write_enable.next = true;
+                        self.word.d.next = self.word.q.val() + 1;
+                        if self.word.q.val() + 1 == self.count.q.val() {
+                            self.state.d.next = 3.into();
+                        }
+                    }
+                } else if self.quiet.q.val() >= self.timeout.val() {
+                    self.status.d.next = 4.into();
+                    self.count_out.d.next = 0.into();
+                    self.phase.d.next = 0.into();
+                    self.ridx.d.next = 0.into();
+                    self.state.d.next = 7.into();
+                }
+            }
+            3 => {
+                if self.rx.valid.val() {
+                    if !self.cidx.q.val() {
+                        self.crc_hi.d.next = self.rx.data.val();
+                        self.cidx.d.next = true;
+                    } else {
+                        self.word.d.next = 0.into();
+                        self.phase.d.next = 0.into();
+                        self.ridx.d.next = 0.into();
+                        self.count_out.d.next = 0.into();
+                        if ((bit_cast::<16, 8>(self.crc_hi.q.val()) << 8) | bit_cast::<16, 8>(self.rx.data.val()))
+                            != self.crc.q.val()
+                        {
+                            self.status.d.next = 1.into();
+                            self.state.d.next = 7.into();
+                        } else if !self.range_ok.val() {
+                            self.status.d.next = 3.into();
+                            self.state.d.next = 7.into();
+                        } else if self.op.q.val() == 2 {
+                            self.status.d.next = 0.into();
+                            self.state.d.next = 5.into();
+                        } else {
+                            self.status.d.next = 0.into();
+                            self.count_out.d.next = self.count.q.val();
+                            self.state.d.next = 7.into();
+                        }
+                    }
+                } else if self.quiet.q.val() >= self.timeout.val() {
+                    self.status.d.next = 4.into();
+                    self.count_out.d.next = 0.into();
+                    self.phase.d.next = 0.into();
+                    self.ridx.d.next = 0.into();
+                    self.state.d.next = 7.into();
+                }
+            }
+            4 => {
+                // Skip an unparseable frame until the line is quiet; status already set.
+                if self.quiet.q.val() >= self.timeout.val() {
+                    self.count_out.d.next = 0.into();
+                    self.phase.d.next = 0.into();
+                    self.ridx.d.next = 0.into();
+                    self.state.d.next = 7.into();
+                }
+            }
+            5 => {
+                // Present buffer word 0.
+                self.buffer.read_address.next = 0.into();
+                self.state.d.next = 6.into();
+            }
+            6 => {
+                // One register per cycle: word w's data is on the buffer's read port.
+                self.cfg_write.next = true;
+                if self.rd_off.val() <= 5 {
+                    self.enabled.d.next = false;
+                }
+                match self.rd_off.val().index() {
+                    0 => {
+                        self.mac_hi.d.next = self.buffer.read_data.val() & 0xffff;
+                    }
+                    1 => {
+                        self.mac_lo.d.next = self.buffer.read_data.val();
+                    }
+                    2 => {
+                        self.ip.d.next = self.buffer.read_data.val();
+                    }
+                    3 => {
+                        self.n.d.next = self.buffer.read_data.val() & 0x3f;
+                    }
+                    4 => {
+                        self.size.d.next = self.buffer.read_data.val() & 0x7;
+                    }
+                    5 => {
+                        self.slots_s.d.next = self.buffer.read_data.val() & 0xffff;
+                    }
+                    6 => {
+                        if self.buffer.read_data.val().get_bit(0) {
+                            self.enabled.d.next = true;
+                        }
+                    }
+                    _ => {}
+                }
+                self.word.d.next = self.word.q.val() + 1;
+                if self.word.q.val() + 1 == self.count.q.val() {
+                    self.word.d.next = 0.into();
+                    self.state.d.next = 7.into();
+                }
+            }
+            _ => {
+                // Respond: SYNC, status, count, data words, CRC (bytes chosen above).
+                if self.tx_send.val() && !self.tx.busy.val() {
+                    self.tx.data.next = self.tx_byte.val();
+                    self.tx.start.next = true;
+                    if self.tx_in_crc.val() {
+                        self.tx_crc.d.next = self.tx_crc_next.val();
+                    }
+                    self.ridx.d.next = self.ridx.q.val() + 1;
+                    match self.phase.q.val().index() {
+                        0 => {
+                            if self.ridx.q.val() == 0 {
+                                self.tx_crc.d.next = 0xffff.into();
+                            }
+                            if self.ridx.q.val() == 2 {
+                                self.ridx.d.next = 0.into();
+                                self.word.d.next = 0.into();
+                                if self.count_out.q.val() == 0 {
+                                    self.phase.d.next = 2.into();
+                                } else {
+                                    self.phase.d.next = 1.into();
+                                }
+                            }
+                        }
+                        1 => {
+                            if self.ridx.q.val() == 0 {
+                                self.out_word.d.next = self.rd_value.val() << 8;
+                            } else {
+                                self.out_word.d.next = self.out_word.q.val() << 8;
+                            }
+                            if self.ridx.q.val() == 3 {
+                                self.word.d.next = self.word.q.val() + 1;
+                                if self.word.q.val() + 1 == self.count_out.q.val() {
+                                    self.phase.d.next = 2.into();
+                                }
+                            }
+                        }
+                        _ => {
+                            if self.ridx.q.val() == 1 {
+                                self.state.d.next = 0.into();
+                                self.ridx.d.next = 0.into();
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::step::settle;
+    use crate::uart::SerialModel;
+    use spotagg_driver::control::protocol::{parse_response, read_request, write_request, Response, Status};
+
+    const DIV: u32 = 4;
+
+    struct Bench {
+        uut: ControlLink,
+        line: SerialModel,
+        writes: Vec<(u8, u32)>,
+        cycles: u64,
+    }
+
+    impl Bench {
+        fn new() -> Bench {
+            let core = CoreConfig::new(4, 8, 1024, 32).unwrap();
+            let id = ControlIdentity { board_id: 0, version: 0x01_02_03, git_hash: 0xabcd1234, build_date_days: 20_000, baud_divisor: DIV };
+            let mut uut = ControlLink::new(&core, id);
+            uut.connect_all();
+            uut.link_state.next = 0x0000_0402.into();
+            Bench { uut, line: SerialModel::new(DIV), writes: vec![], cycles: 0 }
+        }
+        fn cycle(&mut self) -> Option<u8> {
+            self.uut.uart_rx.next = self.line.drive();
+            settle(&mut self.uut);
+            // A fake core: counter i reads 1000 + i.
+            self.uut.counter_data.next = (1000 + self.uut.counter_address.val().index() as u64).into();
+            settle(&mut self.uut);
+            if self.uut.cfg_write.val() {
+                self.writes.push((self.uut.cfg_address.val().index() as u8, self.uut.cfg_data.val().index() as u32));
+            }
+            let got = self.line.sample(self.uut.uart_tx.val());
+            self.uut.clock.next = true.into();
+            settle(&mut self.uut);
+            self.uut.clock.next = false.into();
+            settle(&mut self.uut);
+            self.cycles += 1;
+            got
+        }
+        fn transact(&mut self, req: &[u8]) -> Response {
+            self.line.send(req);
+            let mut buf = vec![];
+            for _ in 0..20_000 {
+                if let Some(b) = self.cycle() {
+                    buf.push(b);
+                    if let Ok((r, _)) = parse_response(&buf) {
+                        return r;
+                    }
+                }
+            }
+            panic!("no response to {req:02x?}; got {buf:02x?}");
+        }
+    }
+
+    #[test]
+    fn reads_writes_and_errors() {
+        let mut b = Bench::new();
+        let r = b.transact(&read_request(0x0000, 10));
+        assert_eq!(r.status, Status::Ok);
+        assert_eq!(r.words, vec![protocol::MAGIC, 0, 0x01_02_03, 0xabcd1234, 20_000, 4, 8, 1024, 32, DIV]);
+        let r = b.transact(&read_request(0x0200, 21));
+        assert_eq!(r.words, (1000..1021).collect::<Vec<u32>>());
+        let r = b.transact(&read_request(0x0300, 4));
+        assert_eq!(r.words, vec![2, 4, 0, 0]);
+
+        // A write: applied one register a cycle, read back from the shadows.
+        let r = b.transact(&write_request(0x0100, &[0x0211, 0x2233_4455, 0x0a00_0001, 4, 1, 12]));
+        assert_eq!((r.status, r.words.len()), (Status::Ok, 0));
+        assert_eq!(b.writes, vec![(0, 0x0211), (1, 0x2233_4455), (2, 0x0a00_0001), (3, 4), (4, 1), (5, 12)]);
+        let r = b.transact(&write_request(0x0184, &[0x0a00_0002, 0x0002, 0x0000_0001]));
+        assert_eq!(r.status, Status::Ok);
+        assert_eq!(&b.writes[6..], &[(0x84, 0x0a00_0002), (0x85, 2), (0x86, 1)]);
+        b.transact(&write_request(0x0106, &[1]));
+        let r = b.transact(&read_request(0x0100, 7));
+        assert_eq!(r.words, vec![0x0211, 0x2233_4455, 0x0a00_0001, 4, 1, 12, 1]);
+        let r = b.transact(&read_request(0x0401, 1));
+        assert_eq!(r.words, vec![8], "S clamped to the built slots");
+        let n = b.writes.len();
+
+        // Errors change nothing.
+        let mut bad = write_request(0x0103, &[9]);
+        bad[8] ^= 1;
+        assert_eq!(b.transact(&bad).status, Status::BadChecksum);
+        assert_eq!(b.transact(&write_request(0x0000, &[1])).status, Status::UnknownRegister);
+        assert_eq!(b.transact(&write_request(0x0105, &[1, 2, 3])).status, Status::UnknownRegister);
+        assert_eq!(b.transact(&read_request(0x0180, 1)).status, Status::UnknownRegister);
+        assert_eq!(b.transact(&read_request(0x0200, 22)).status, Status::UnknownRegister);
+        assert_eq!(b.transact(&read_request(0x0200, 0)).status, Status::BadLength);
+        assert_eq!(b.transact(&[0xA5, 0x07, 0, 0, 1, 0, 0]).status, Status::BadOpcode);
+        let partial = &write_request(0x0103, &[9])[..7];
+        assert_eq!(b.transact(partial).status, Status::Timeout);
+        assert_eq!(b.writes.len(), n, "no write from a bad frame");
+        // Still in step afterwards.
+        assert_eq!(b.transact(&read_request(0x0103, 1)).words, vec![4]);
+    }
+}
