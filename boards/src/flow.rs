@@ -356,7 +356,7 @@ impl Usage {
 /// Fmax of one clock domain against its constraint.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClockFmax {
-    /// Clock net (nextpnr's `$glbnet$` prefix removed).
+    /// Clock net (nextpnr's `$glbnet$` prefix and `$TRELLIS_IO_IN` suffix removed).
     pub clock: String,
     /// Highest frequency the placed and routed design reaches.
     pub achieved_mhz: f64,
@@ -409,9 +409,12 @@ impl PnrReport {
     }
 }
 
+/// A clock as the user knows it: nextpnr's edge, `$glbnet$` prefix and `$TRELLIS_IO_IN` suffix
+/// (a clock straight from a pin) removed.
 fn clock_name(net: &str) -> &str {
     let net = net.strip_prefix("posedge ").or_else(|| net.strip_prefix("negedge ")).unwrap_or(net);
-    net.strip_prefix("$glbnet$").unwrap_or(net)
+    let net = net.strip_prefix("$glbnet$").unwrap_or(net);
+    net.strip_suffix("$TRELLIS_IO_IN").unwrap_or(net)
 }
 
 /// Parses nextpnr's report JSON (`utilization: {BEL: {used, available}}`,
@@ -531,10 +534,11 @@ impl BuildReport {
         for (name, u) in [("LUT4", self.luts), ("flip-flops", self.ffs), ("DP16KD", self.dp16kd)] {
             s += &format!("{:<14} {:>8} {:>8} {:>6.1}%\n", name, u.used, u.available, u.percent());
         }
-        s += &format!("\n{:<24} {:>12} {:>12} {:>7}\n", "clock", "Fmax MHz", "target MHz", "");
+        let w = self.fmax.iter().map(|c| c.clock.len()).max().unwrap_or(0).max(24);
+        s += &format!("\n{:<w$} {:>12} {:>12} {:>7}\n", "clock", "Fmax MHz", "target MHz", "");
         for c in &self.fmax {
             s += &format!(
-                "{:<24} {:>12.2} {:>12.2} {:>7}\n",
+                "{:<w$} {:>12.2} {:>12.2} {:>7}\n",
                 c.clock,
                 c.achieved_mhz,
                 c.constraint_mhz,
