@@ -70,6 +70,16 @@ fn nextpnr_report_is_parsed() {
 }
 
 #[test]
+fn ignored_constraints_are_reported() {
+    let log = "Info: Reading LPF\nWarning: net 'clk125' does not exist in design, ignoring clock constraint\n\
+               Warning: Max frequency for clock '$glbnet$clk125': 64.73 MHz (FAIL at 125.00 MHz)\n";
+    assert_eq!(
+        spotagg_boards::flow::constraint_warnings(log),
+        vec!["net 'clk125' does not exist in design, ignoring clock constraint".to_string()]
+    );
+}
+
+#[test]
 fn nextpnr_report_errors_name_the_problem() {
     assert!(parse_nextpnr_report("{").unwrap_err().starts_with("not JSON"));
     assert_eq!(parse_nextpnr_report(r#"{"utilization": {}}"#).unwrap_err(), "no \"fmax\" object");

