@@ -34,6 +34,8 @@ enum Command {
     Build(cmd::build::Args),
     /// Load a bitstream into a board with openFPGALoader (SRAM, or SPI flash with --write-flash).
     Flash(cmd::flash::Args),
+    /// Control link to a board over a serial port: id, status, counters, configure, reset-counters.
+    Ctl(cmd::ctl::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -48,6 +50,7 @@ fn main() -> std::process::ExitCode {
         Command::Verilog(a) => cmd::verilog::run(a),
         Command::Build(a) => cmd::build::run(a),
         Command::Flash(a) => cmd::flash::run(a),
+        Command::Ctl(a) => cmd::ctl::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

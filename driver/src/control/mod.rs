@@ -71,6 +71,27 @@ pub enum ControlError {
     /// The job does not fit the design.
     #[error("job does not fit the design: {0}")]
     Job(String),
+    /// The serial port could not be opened.
+    #[error("cannot open serial port {path}: {why}")]
+    Open {
+        /// The port.
+        path: String,
+        /// Why.
+        why: String,
+    },
+}
+
+/// A serial port as the control link uses it.
+pub type SerialControl = Control<Box<dyn serialport::SerialPort>>;
+
+/// Opens the serial port `path` at `baud` (8N1) and the control link on it ([`Control::open`]:
+/// identity and major version checked); every request waits at most `timeout`.
+pub fn open_serial(path: &str, baud: u32, timeout: Duration) -> Result<SerialControl, ControlError> {
+    let port = serialport::new(path, baud)
+        .timeout(Duration::from_millis(20))
+        .open()
+        .map_err(|e| ControlError::Open { path: path.into(), why: e.to_string() })?;
+    Control::open(port, timeout)
 }
 
 /// The identity registers.
