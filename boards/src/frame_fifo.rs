@@ -19,8 +19,8 @@
 //!   stable while a request is in flight, so no multi-bit value is sampled while it changes.
 //!   A commit becomes readable 4–6 read clocks later; freed room is seen by the writer 4–6
 //!   write clocks later. With one clock for both sides the structure is unchanged.
-//! - Capacity: `2^A` words in a dual-clock block RAM (A = 9: 512 words, one DP16KD at 36 bits
-//!   wide... two at 38); a frame longer than the FIFO always overflows.
+//! - Capacity: `2^A` words in a dual-clock block RAM (at 38 bits a word, 512 words take two
+//!   DP16KD, 1024 three, 2048 five); a frame longer than the FIFO always overflows.
 
 use rust_hdl::prelude::*;
 

@@ -49,7 +49,7 @@ pub struct ResultDispatcher {
     pub out1_commit: Signal<Out, Bit>,
     /// Port 1: room.
     pub out1_ready: Signal<In, Bit>,
-    /// Frames sent to port 0 only, port 1 only, or both (flooded).
+    /// Frames sent to both ports (group destination, or a MAC not in the table).
     pub flooded: Signal<Out, Bits<32>>,
     /// 0 first word, 1 second word, 2 lookup, 3 write first, 4 write second, 5 stream.
     state: DFF<Bits<3>>,

@@ -253,6 +253,16 @@ fn port_of(job: &JobConfig, mac: &[u8]) -> Option<usize> {
     job.workers.iter().position(|w| w.mac.0 == mac).map(|r| r % 2)
 }
 
+/// Where a frame from the switch to `dst` must come out: a worker's port; for any other
+/// unicast MAC the port its frames were sent in on (the switch learned it from the request it
+/// answers); group addresses on both.
+fn expected_ports(job: &JobConfig, dst: &[u8]) -> Vec<usize> {
+    if dst[0] & 1 == 1 {
+        return vec![0, 1];
+    }
+    vec![port_of(job, dst).unwrap_or((dst[5] & 1) as usize)]
+}
+
 fn check_trace(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged: usize) {
     let trace = generate(&spec);
     let job = trace.job.clone();
@@ -297,7 +307,7 @@ fn check_trace(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged: usize)
         let wire_len = |f: &Vec<u8>| f.len().max(60) + 24;
         for p in 0..2 {
             let rx: usize = kept[p].iter().map(wire_len).sum();
-            let tx: usize = o.iter().filter(|f| port_of(&job, &f[0..6]).map_or(true, |q| q == p)).map(wire_len).sum::<usize>()
+            let tx: usize = o.iter().filter(|f| expected_ports(&job, &f[0..6]).contains(&p)).map(wire_len).sum::<usize>()
                 + kept[1 - p].iter().filter(|f| to_bridge(f)).map(wire_len).sum::<usize>();
             eprintln!("port {p}: receives {rx} wire bytes, must send {tx}");
         }
@@ -328,7 +338,7 @@ fn check_trace(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged: usize)
         let from_switch: Vec<Vec<u8>> = out.sent[p].iter().filter(|f| f[6..12] == sw).cloned().collect();
         let expect: Vec<Vec<u8>> = ref_out
             .iter()
-            .filter(|f| port_of(&job, &f[0..6]).map_or(true, |q| q == p))
+            .filter(|f| expected_ports(&job, &f[0..6]).contains(&p))
             .map(|f| padded(f))
             .collect();
         assert_eq!(from_switch.len(), expect.len(), "port {p}: frames from the switch");
@@ -381,7 +391,7 @@ fn troubled_trace_with_arp_ping_and_malformed_frames() {
 }
 
 #[test]
-#[ignore = "1024-byte payloads, n = 8, both ports at line rate: 1 frame of port 1 is still dropped for capacity (receive FIFO 4 KiB)"]
+#[ignore = "port 0 must send 3% more than it receives (retransmitted results): its result FIFO fills, the core waits, and port 1's 4 KiB receive FIFO overflows once; passes with 16 KiB receive FIFOs"]
 fn large_payloads_eight_workers() {
     let core = CoreConfig::new(4, 8, 1024, 32).unwrap();
     check_trace(TraceSpec::new(8, PayloadSize::B1024, 8, 6, 3).troubled(0.05), core, true, 2);

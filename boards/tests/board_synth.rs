@@ -22,3 +22,21 @@ fn board_top_synthesizes_for_ecp5() {
     assert!(u.lut4 > 1000 && u.flip_flops > 1000, "{u:?}");
     assert!(u.lut4 < board.part.luts as u64, "{u:?} does not fit");
 }
+
+/// The utilization of a full-size board top (16 slots of 1024 B, 32 workers); slow, run with
+/// `--ignored`.
+#[test]
+#[ignore = "a full-size synthesis takes minutes"]
+fn board_top_utilization_full_size() {
+    if !yosys_available() {
+        eprintln!("NOT RUN: yosys is not installed");
+        return;
+    }
+    let board = spotagg_boards::colorlight_5a_75b_v8::board();
+    let job = JobConfig::example(8, PayloadSize::B1024, 16);
+    let v = board_verilog(&board, CoreConfig::default(), &job);
+    let start = std::time::Instant::now();
+    let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("board top, 16 slots of 1024 B: {u:?} in {:.0?}", start.elapsed());
+    assert!(u.dp16kd <= board.part.dp16kd as u64, "{u:?} does not fit");
+}
