@@ -169,3 +169,59 @@ impl Logic for MacRx {
         }
     }
 }
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::crc32::fcs;
+
+    /// Feeds wire frames (frame + FCS, after a preamble) with 12 idle clocks between them;
+    /// returns the frames put out with their `good` flags.
+    fn receive(uut: &mut MacRx, frames: &[(Vec<u8>, bool)]) -> Vec<(Vec<u8>, bool)> {
+        let mut wire: Vec<(bool, bool, u8)> = vec![(false, false, 0); 4];
+        for (f, er) in frames {
+            let mut w = vec![0x55; 7];
+            w.push(0xD5);
+            w.extend_from_slice(f);
+            w.extend_from_slice(&fcs(f));
+            let mid = w.len() / 2;
+            wire.extend(w.iter().enumerate().map(|(i, &b)| (true, *er && i == mid, b)));
+            wire.extend(std::iter::repeat((false, false, 0)).take(12));
+        }
+        let (mut got, mut cur) = (vec![], vec![]);
+        for (dv, er, d) in wire {
+            uut.gmii_rx_dv.next = dv;
+            uut.gmii_rx_er.next = er;
+            uut.gmii_rxd.next = u64::from(d).into();
+            uut.clock.next = false.into();
+            assert!(simulate(uut, 1000));
+            if uut.out_valid.val() {
+                cur.push(uut.out_data.val().to_u8());
+                if uut.out_last.val() {
+                    got.push((std::mem::take(&mut cur), uut.out_good.val()));
+                }
+            }
+            uut.clock.next = true.into();
+            assert!(simulate(uut, 1000));
+        }
+        got
+    }
+
+    #[test]
+    fn runts_giants_and_errors_are_counted_and_not_good() {
+        let mut uut = MacRx::default();
+        uut.connect_all();
+        let ok: Vec<u8> = (0..60u8).collect();
+        let runt: Vec<u8> = (0..40u8).collect();
+        let giant: Vec<u8> = (0..1600u32).map(|x| x as u8).collect();
+        let got = receive(&mut uut, &[(ok.clone(), false), (runt.clone(), false), (giant, false), (ok.clone(), true), (ok.clone(), false)]);
+        let flags: Vec<bool> = got.iter().map(|g| g.1).collect();
+        assert_eq!(flags, vec![true, false, false, false, true]);
+        assert_eq!(got[0].0, ok);
+        assert_eq!(got[1].0, runt);
+        assert_eq!(uut.frames_good.val().to_u32(), 2);
+        assert_eq!(uut.frames_runt.val().to_u32(), 1);
+        assert_eq!(uut.frames_giant.val().to_u32(), 1);
+        assert_eq!(uut.frames_bad_fcs.val().to_u32(), 1);
+    }
+}
