@@ -162,8 +162,14 @@ pub fn serve_tap(tap: &mut Tap, engine: &mut dyn Engine, opts: &TapOptions, stop
         out.clear();
         engine.process(&buf[..len], &mut out);
         for f in &out {
-            match tap.file.write(f) {
-                Ok(_) => {
+            // One write is one frame: a TAP device takes it whole or not at all.
+            let written = match tap.file.write(f) {
+                Ok(n) if n == f.len() => Ok(()),
+                Ok(n) => Err(io::Error::other(format!("short write of {n} bytes"))),
+                Err(e) => Err(e),
+            };
+            match written {
+                Ok(()) => {
                     st.frames_to_kernel += 1;
                     st.bytes_to_kernel += f.len() as u64;
                 }
