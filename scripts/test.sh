@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every spotagg test, after installing the tools the tests need on a fresh Debian machine:
-# Yosys (synth_ecp5 checks of every HDL block) and Verilator (the generated Verilog against the
-# rust-hdl model and the reference switch) from Debian's packages. Python 3 (the independent
+# Yosys (synth_ecp5 checks of every HDL block), Verilator (the generated Verilog against the
+# rust-hdl model and the reference switch), iproute2 and ping (the TAP test) from Debian's
+# packages; the YoWASP FPGA tools are installed from PyPI into .venv by the build test itself. Python 3 (the independent
 # trace tool) and a Rust toolchain are expected on the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +10,9 @@ cd "$(dirname "$0")/.."
 missing=()
 command -v yosys >/dev/null 2>&1 || missing+=(yosys)
 command -v verilator >/dev/null 2>&1 || missing+=(verilator)
+# The TAP test (tests/tap_netns.rs) makes its own network namespace and pings the simulated core.
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v ping >/dev/null 2>&1 || missing+=(iputils-ping)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "== installing ${missing[*]} (apt-get)"
     sudo=""
