@@ -13,6 +13,8 @@ command -v verilator >/dev/null 2>&1 || missing+=(verilator)
 # The TAP test (tests/tap_netns.rs) makes its own network namespace and pings the simulated core.
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v ping >/dev/null 2>&1 || missing+=(iputils-ping)
+# spotagg flash's no-cable test runs the real openFPGALoader.
+command -v openFPGALoader >/dev/null 2>&1 || missing+=(openfpgaloader)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "== installing ${missing[*]} (apt-get)"
     sudo=""
