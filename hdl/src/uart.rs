@@ -36,7 +36,7 @@ pub struct UartRx {
     sync2: DFF<Bit>,
     state: DFF<Bits<2>>,
     count: DFF<Bits<16>>,
-    bit: DFF<Bits<3>>,
+    bit_index: DFF<Bits<3>>,
     shift: DFF<Bits<8>>,
     valid_r: DFF<Bit>,
     error_r: DFF<Bit>,
@@ -58,7 +58,7 @@ impl UartRx {
             sync2: Default::default(),
             state: Default::default(),
             count: Default::default(),
-            bit: Default::default(),
+            bit_index: Default::default(),
             shift: Default::default(),
             valid_r: Default::default(),
             error_r: Default::default(),
@@ -71,7 +71,7 @@ impl UartRx {
 impl Logic for UartRx {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, sync1, sync2, state, count, bit, shift, valid_r, error_r);
+        dff_setup!(self, clock, sync1, sync2, state, count, bit_index, shift, valid_r, error_r);
         self.sync1.d.next = self.line.val();
         self.sync2.d.next = self.sync1.q.val();
         self.data.next = self.shift.q.val();
@@ -93,7 +93,7 @@ impl Logic for UartRx {
                     if !self.sync2.q.val() {
                         self.state.d.next = 2.into();
                         self.count.d.next = self.div_minus_1.val();
-                        self.bit.d.next = 0.into();
+                        self.bit_index.d.next = 0.into();
                     } else {
                         self.state.d.next = 0.into();
                     }
@@ -109,10 +109,10 @@ impl Logic for UartRx {
                         self.shift.d.next = (self.shift.q.val() >> 1) | 0x80;
                     }
                     self.count.d.next = self.div_minus_1.val();
-                    if self.bit.q.val() == 7 {
+                    if self.bit_index.q.val() == 7 {
                         self.state.d.next = 3.into();
                     } else {
-                        self.bit.d.next = self.bit.q.val() + 1;
+                        self.bit_index.d.next = self.bit_index.q.val() + 1;
                     }
                 } else {
                     self.count.d.next = self.count.q.val() - 1;

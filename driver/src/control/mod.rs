@@ -9,6 +9,9 @@
 
 pub mod protocol;
 
+/// The serial port crate, for callers that make their own ports (e.g. a pty pair in tests).
+pub use serialport;
+
 use crate::config::JobConfig;
 use crate::counters::{Counters, DropReason};
 use protocol::{reg, BoardId, ParseError, Status};
