@@ -297,3 +297,21 @@ fn control_link_through_a_pty() {
         want.named()
     );
 }
+
+/// Without a board: a missing port and a silent one are clear errors within the timeout, not
+/// hangs (no Verilator needed).
+#[test]
+fn ctl_errors_without_a_board() {
+    let (ok, _, err) = ctl("/dev/spotagg-no-such-port", &["id"]);
+    assert!(!ok && err.contains("cannot open serial port /dev/spotagg-no-such-port"), "{err}");
+    let (_master, slave) = TTYPort::pair().expect("pty pair");
+    let name = slave.name().unwrap();
+    let t = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_spotagg"))
+        .args(["ctl", "--serial", &name, "--timeout-ms", "300", "counters"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("no response"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
+}
