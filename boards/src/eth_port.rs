@@ -10,9 +10,10 @@
 //! br_*  ─ bridge FIFO ─┘
 //! ```
 //!
-//! Capacity: receive FIFO 1024 words (4 KiB), result FIFO 2048 words (8 KiB: a burst of results
-//! while the port is busy), bridge FIFO 512 words; each holds at least one frame of the largest
-//! size. The transmit side runs in the core clock
+//! Capacity: receive FIFO 1024 words (4 KiB, 38-bit words with the routing bits: 3 DP16KD),
+//! result FIFO 2048 words (8 KiB, a burst of results while the port is busy: 4 DP16KD), bridge
+//! FIFO 512 words (1 DP16KD); the transmit FIFOs keep 36 bits a word (no routing bits). Each
+//! holds at least one frame of the largest size. The transmit side runs in the core clock
 //! (the board's 125 MHz transmit clock), so only the receive side crosses clocks.
 
 use crate::frame_arbiter::FrameArbiter;
@@ -81,9 +82,9 @@ pub struct EthPort {
     mac_rx: MacRx,
     pack: RxWidth<8>,
     classifier: RxClassifier,
-    rx_fifo: FrameFifo<10, 11>,
-    res_fifo: FrameFifo<11, 12>,
-    br_fifo: FrameFifo<9, 10>,
+    rx_fifo: FrameFifo<WORD_BITS, 10, 11>,
+    res_fifo: FrameFifo<36, 11, 12>,
+    br_fifo: FrameFifo<36, 9, 10>,
     tx_arbiter: FrameArbiter,
     unpack: TxWidth<8>,
     mac_tx: MacTx,
@@ -132,21 +133,21 @@ impl Logic for EthPort {
         self.rxq_valid.next = self.rx_fifo.read_valid.val();
         self.rxq_data.next = self.rx_fifo.read_data.val();
         self.rx_fifo.read_ready.next = self.rxq_ready.val();
-        self.res_fifo.write_data.next = self.res_data.val();
+        self.res_fifo.write_data.next = bit_cast::<36, WORD_BITS>(self.res_data.val());
         self.res_fifo.write_enable.next = self.res_enable.val();
         self.res_fifo.write_commit.next = self.res_commit.val();
         self.res_fifo.write_drop.next = false;
         self.res_ready.next = self.res_fifo.write_ready.val();
-        self.br_fifo.write_data.next = self.br_data.val();
+        self.br_fifo.write_data.next = bit_cast::<36, WORD_BITS>(self.br_data.val());
         self.br_fifo.write_enable.next = self.br_enable.val();
         self.br_fifo.write_commit.next = self.br_commit.val();
         self.br_fifo.write_drop.next = false;
         self.br_ready.next = self.br_fifo.write_ready.val();
         self.tx_arbiter.in0_valid.next = self.res_fifo.read_valid.val();
-        self.tx_arbiter.in0_data.next = self.res_fifo.read_data.val();
+        self.tx_arbiter.in0_data.next = bit_cast::<WORD_BITS, 36>(self.res_fifo.read_data.val());
         self.res_fifo.read_ready.next = self.tx_arbiter.in0_ready.val();
         self.tx_arbiter.in1_valid.next = self.br_fifo.read_valid.val();
-        self.tx_arbiter.in1_data.next = self.br_fifo.read_data.val();
+        self.tx_arbiter.in1_data.next = bit_cast::<WORD_BITS, 36>(self.br_fifo.read_data.val());
         self.br_fifo.read_ready.next = self.tx_arbiter.in1_ready.val();
         self.unpack.word_valid.next = self.tx_arbiter.out_valid.val();
         self.unpack.word_data.next = self.tx_arbiter.out_data.val().get_bits::<32>(0);

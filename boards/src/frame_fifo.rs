@@ -19,8 +19,8 @@
 //!   stable while a request is in flight, so no multi-bit value is sampled while it changes.
 //!   A commit becomes readable 4–6 read clocks later; freed room is seen by the writer 4–6
 //!   write clocks later. With one clock for both sides the structure is unchanged.
-//! - Capacity: `2^A` words in a dual-clock block RAM (at 38 bits a word, 512 words take two
-//!   DP16KD, 1024 three, 2048 five); a frame longer than the FIFO always overflows.
+//! - Capacity: `2^A` words in a dual-clock block RAM (512 words take one DP16KD at 36 bits a
+//!   word, two at 38); a frame longer than the FIFO always overflows.
 
 use rust_hdl::prelude::*;
 
@@ -97,13 +97,15 @@ impl<const N: usize> Logic for PointerSync<N> {
     }
 }
 
-/// The frame FIFO with `2^A` words; `P = A + 1` (pointer width) must be given as well.
+/// The frame FIFO with `2^A` words of `W` bits; `P = A + 1` (pointer width) must be given as
+/// well. `W` is [`WORD_BITS`] where the routing bits are needed, 36 (one DP16KD per 512 words)
+/// where they are not.
 #[derive(LogicBlock)]
-pub struct FrameFifo<const A: usize, const P: usize> {
+pub struct FrameFifo<const W: usize, const A: usize, const P: usize> {
     /// Write clock.
     pub write_clock: Signal<In, Clock>,
     /// Word to write.
-    pub write_data: Signal<In, Bits<WORD_BITS>>,
+    pub write_data: Signal<In, Bits<W>>,
     /// Write the word.
     pub write_enable: Signal<In, Bit>,
     /// End of frame: keep it.
@@ -119,10 +121,10 @@ pub struct FrameFifo<const A: usize, const P: usize> {
     /// A committed word is shown.
     pub read_valid: Signal<Out, Bit>,
     /// The word.
-    pub read_data: Signal<Out, Bits<WORD_BITS>>,
+    pub read_data: Signal<Out, Bits<W>>,
     /// Take the word.
     pub read_ready: Signal<In, Bit>,
-    ram: RAM<Bits<WORD_BITS>, A>,
+    ram: RAM<Bits<W>, A>,
     commit_sync: PointerSync<P>,
     read_sync: PointerSync<P>,
     wr_ptr: DFF<Bits<P>>,
@@ -138,9 +140,10 @@ pub struct FrameFifo<const A: usize, const P: usize> {
     depth: Constant<Bits<P>>,
 }
 
-impl<const A: usize, const P: usize> Default for FrameFifo<A, P> {
+impl<const W: usize, const A: usize, const P: usize> Default for FrameFifo<W, A, P> {
     fn default() -> Self {
-        assert_eq!(P, A + 1, "FrameFifo<{A}, {P}>: P must be A + 1");
+        assert_eq!(P, A + 1, "FrameFifo<{W}, {A}, {P}>: P must be A + 1");
+        assert!(W > word::LAST, "FrameFifo<{W}, ..>: a word needs at least {} bits", word::LAST + 1);
         Self {
             write_clock: Default::default(),
             write_data: Default::default(),
@@ -171,7 +174,7 @@ impl<const A: usize, const P: usize> Default for FrameFifo<A, P> {
     }
 }
 
-impl<const A: usize, const P: usize> Logic for FrameFifo<A, P> {
+impl<const W: usize, const A: usize, const P: usize> Logic for FrameFifo<W, A, P> {
     #[hdl_gen]
     fn update(&mut self) {
         // Write side.
@@ -244,7 +247,7 @@ mod test {
     /// Writes frames (one clock for both sides), some dropped, one too long; reads them back.
     #[test]
     fn whole_frames_only_and_overflow_counted() {
-        let mut f = FrameFifo::<4, 5>::default();
+        let mut f = FrameFifo::<WORD_BITS, 4, 5>::default();
         f.connect_all();
         // (words, commit?)
         let frames: Vec<(Vec<u32>, bool)> = vec![
