@@ -55,10 +55,22 @@ enum Cmd {
 /// The simulated board: runs until `Cmd::Stop`.
 fn board(mut m: VerilatedModel, mut pty: TTYPort, cmds: mpsc::Receiver<Cmd>) {
     let p = |m: &VerilatedModel, n: &str| m.port(n);
-    let (clock, rx_valid, rx_data, rx_last, rx_bytes, rx_ready) =
-        (p(&m, "clock"), p(&m, "rx_valid"), p(&m, "rx_data"), p(&m, "rx_last"), p(&m, "rx_bytes"), p(&m, "rx_ready"));
-    let (tx_valid, tx_last, tx_ready, uart_rx, uart_tx, idle) =
-        (p(&m, "tx_valid"), p(&m, "tx_last"), p(&m, "tx_ready"), p(&m, "uart_rx"), p(&m, "uart_tx"), p(&m, "idle"));
+    let (clock, rx_valid, rx_data, rx_last, rx_bytes, rx_ready) = (
+        p(&m, "clock"),
+        p(&m, "rx_valid"),
+        p(&m, "rx_data"),
+        p(&m, "rx_last"),
+        p(&m, "rx_bytes"),
+        p(&m, "rx_ready"),
+    );
+    let (tx_valid, tx_last, tx_ready, uart_rx, uart_tx, idle) = (
+        p(&m, "tx_valid"),
+        p(&m, "tx_last"),
+        p(&m, "tx_ready"),
+        p(&m, "uart_rx"),
+        p(&m, "uart_tx"),
+        p(&m, "idle"),
+    );
     m.set(tx_ready, 1);
     m.set(uart_rx, 1);
     m.eval();
@@ -90,7 +102,11 @@ fn board(mut m: VerilatedModel, mut pty: TTYPort, cmds: mpsc::Receiver<Cmd>) {
         // Run until nothing has moved for two byte times (well inside the link's frame
         // timeout, so a request split across pty reads is not cut), or a few cycles when idle.
         let mut quiet = 0u32;
-        let limit = if got_input || !frames.is_empty() || reply.is_some() { 20 * DIV } else { 64 };
+        let limit = if got_input || !frames.is_empty() || reply.is_some() {
+            20 * DIV
+        } else {
+            64
+        };
         let mut out = vec![];
         let mut core_idle = false;
         while quiet < limit {
@@ -170,7 +186,11 @@ fn build_model() -> VerilatedModel {
     uut.connect_all();
     let ports = ports_of(&uut);
     let verilog = core_with_control_verilog(&core, identity());
-    let opts = BuildOptions { trace: false, config: Some(format!("{WAIVERS}{WRAPPER_WAIVERS}")), extra_args: vec![] };
+    let opts = BuildOptions {
+        trace: false,
+        config: Some(format!("{WAIVERS}{WRAPPER_WAIVERS}")),
+        extra_args: vec![],
+    };
     VerilatedModel::build(&verilog, &ports, &opts).expect("Verilator build of the core with control link")
 }
 
@@ -180,7 +200,11 @@ fn ctl(slave: &str, args: &[&str]) -> (bool, String, String) {
         .args(args)
         .output()
         .expect("run spotagg ctl");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 fn json(s: &str) -> serde_json::Value {
@@ -191,7 +215,10 @@ fn json(s: &str) -> serde_json::Value {
 fn control_link_through_a_pty() {
     if !verilator_available() {
         eprintln!("NOT RUN: verilator is not installed (apt-get install verilator)");
-        assert!(std::env::var_os("SPOTAGG_SKIP_VERILATOR").is_some(), "verilator is missing: install it or set SPOTAGG_SKIP_VERILATOR=1");
+        assert!(
+            std::env::var_os("SPOTAGG_SKIP_VERILATOR").is_some(),
+            "verilator is missing: install it or set SPOTAGG_SKIP_VERILATOR=1"
+        );
         return;
     }
     let t0 = Instant::now();
@@ -214,7 +241,10 @@ fn control_link_through_a_pty() {
     assert_eq!(id["git_hash"], 0x5eed_c0de_u32);
     assert_eq!(id["baud_divisor"], DIV);
     let (ok, out, _) = ctl(&slave_name, &["id"]);
-    assert!(ok && out.contains("design version 1.0.0") && out.contains("2024-10-04"), "{out}");
+    assert!(
+        ok && out.contains("design version 1.0.0") && out.contains("2024-10-04"),
+        "{out}"
+    );
 
     // The CLI: configure a job from its TOML, then status.
     let trace = generate(&TraceSpec::new(4, PayloadSize::B256, 8, 24, 11).troubled(0.1));
@@ -236,7 +266,9 @@ fn control_link_through_a_pty() {
     // Traffic into the core, and the same frames into the reference switch.
     let (done_tx, done_rx) = mpsc::channel();
     cmd_tx.send(Cmd::Traffic(trace.frames.clone(), done_tx)).unwrap();
-    let emitted = done_rx.recv_timeout(Duration::from_secs(60)).expect("traffic through the core");
+    let emitted = done_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("traffic through the core");
     let mut reference = RefSwitch::new(trace.job.clone());
     let mut ref_out = vec![];
     for f in &trace.frames {
@@ -244,7 +276,10 @@ fn control_link_through_a_pty() {
     }
     let want = reference.counters();
     assert_eq!(emitted, ref_out.len(), "frames emitted");
-    assert!(want.dropped_total() > 0 && want.duplicates > 0, "the trace should be troubled: {want:?}");
+    assert!(
+        want.dropped_total() > 0 && want.duplicates > 0,
+        "the trace should be troubled: {want:?}"
+    );
 
     // The driver: counters equal the reference's.
     let mut c = Control::open(&mut slave, Duration::from_secs(3)).expect("open control link");
@@ -260,16 +295,29 @@ fn control_link_through_a_pty() {
     assert_eq!(r.status, Status::BadChecksum);
     let mut flipped = protocol::write_request(reg::WORKERS, &[7]);
     flipped[7] ^= 0x01; // a data bit: the CRC no longer matches
-    assert_eq!(c.transact_raw(&flipped, "flipped write").unwrap().status, Status::BadChecksum);
+    assert_eq!(
+        c.transact_raw(&flipped, "flipped write").unwrap().status,
+        Status::BadChecksum
+    );
     let partial = &protocol::write_request(reg::WORKERS, &[7])[..6];
-    assert_eq!(c.transact_raw(partial, "partial write").unwrap().status, Status::Timeout);
+    assert_eq!(
+        c.transact_raw(partial, "partial write").unwrap().status,
+        Status::Timeout
+    );
     match c.write(reg::MAGIC, &[0]) {
-        Err(ControlError::Status { status: Status::UnknownRegister, .. }) => {}
+        Err(ControlError::Status {
+            status: Status::UnknownRegister,
+            ..
+        }) => {}
         other => panic!("write to identity: {other:?}"),
     }
-    assert_eq!(c.read(reg::SWITCH_MAC_HI, 7).unwrap(), before_job, "job registers unchanged");
+    assert_eq!(
+        c.read(reg::SWITCH_MAC_HI, 7).unwrap(),
+        before_job,
+        "job registers unchanged"
+    );
     assert_eq!(c.counters().unwrap(), want, "counters unchanged");
-    drop(c);
+    // `c` is not used again: the CLI opens the slave by name from here on.
 
     // The CLI: counters as JSON equal the reference's; then reset.
     let (ok, out, err) = ctl(&slave_name, &["counters", "--json"]);
@@ -279,7 +327,10 @@ fn control_link_through_a_pty() {
         assert_eq!(k[name], v, "counter {name} from spotagg ctl");
     }
     let (ok, out, _) = ctl(&slave_name, &["counters"]);
-    assert!(ok && out.contains("frames_in") && out.contains(&want.frames_in.to_string()), "{out}");
+    assert!(
+        ok && out.contains("frames_in") && out.contains(&want.frames_in.to_string()),
+        "{out}"
+    );
     let (ok, _, err) = ctl(&slave_name, &["reset-counters"]);
     assert!(ok, "{err}");
     let (ok, out, _) = ctl(&slave_name, &["counters", "--json"]);
@@ -303,7 +354,10 @@ fn control_link_through_a_pty() {
 #[test]
 fn ctl_errors_without_a_board() {
     let (ok, _, err) = ctl("/dev/spotagg-no-such-port", &["id"]);
-    assert!(!ok && err.contains("cannot open serial port /dev/spotagg-no-such-port"), "{err}");
+    assert!(
+        !ok && err.contains("cannot open serial port /dev/spotagg-no-such-port"),
+        "{err}"
+    );
     let (_master, slave) = TTYPort::pair().expect("pty pair");
     let name = slave.name().unwrap();
     let t = Instant::now();

@@ -29,9 +29,9 @@
 //! one counter read are sampled within about 40 bit times of each other, not at one instant.
 //! `uptime` counts clock cycles from power-up.
 
+use crate::block_ram::BlockRam;
 use crate::config::CoreConfig;
 use crate::uart::{UartRx, UartTx};
-use crate::block_ram::BlockRam;
 use rust_hdl::prelude::*;
 use spotagg_driver::control::protocol::{self, FRAME_TIMEOUT_BITS, MAX_COUNT};
 use spotagg_driver::control::{pack_version, DESIGN_VERSION};
@@ -66,7 +66,13 @@ impl ControlIdentity {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| (d.as_secs() / 86_400) as u32)
             .unwrap_or(0);
-        ControlIdentity { board_id, version: pack_version(DESIGN_VERSION), git_hash, build_date_days: days, baud_divisor }
+        ControlIdentity {
+            board_id,
+            version: pack_version(DESIGN_VERSION),
+            git_hash,
+            build_date_days: days,
+            baud_divisor,
+        }
     }
 }
 
@@ -239,8 +245,8 @@ impl Logic for ControlLink {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, crc_hi, cidx, status, quiet,
-            phase, ridx, count_out, out_word, tx_crc, mac_hi, mac_lo, ip, n, size, slots_s, enabled, uptime
+            self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, crc_hi, cidx, status, quiet, phase,
+            ridx, count_out, out_word, tx_crc, mac_hi, mac_lo, ip, n, size, slots_s, enabled, uptime
         );
         clock!(self, clock, rx, tx, buffer);
         self.rx.line.next = self.uart_rx.val();
@@ -364,8 +370,8 @@ impl Logic for ControlLink {
                     _ => {}
                 }
             } else if (self.addr.q.val() >> 8) == 1 {
-                self.range_ok.next = (bit_cast::<8, 16>(self.last_addr.val()) <= 6)
-                    || (bit_cast::<8, 16>(self.addr.q.val()) >= 0x80);
+                self.range_ok.next =
+                    (bit_cast::<8, 16>(self.last_addr.val()) <= 6) || (bit_cast::<8, 16>(self.addr.q.val()) >= 0x80);
             }
         }
 
@@ -574,9 +580,7 @@ impl Logic for ControlLink {
                         self.slots_s.d.next = self.buffer.read_data.val() & 0xffff;
                     }
                     6 => {
-                        if self.buffer.read_data.val().get_bit(0) {
-                            self.enabled.d.next = true;
-                        }
+                        self.enabled.d.next = self.enabled.q.val() || self.buffer.read_data.val().get_bit(0);
                     }
                     _ => {}
                 }
@@ -655,11 +659,22 @@ mod tests {
     impl Bench {
         fn new() -> Bench {
             let core = CoreConfig::new(4, 8, 1024, 32).unwrap();
-            let id = ControlIdentity { board_id: 0, version: 0x01_02_03, git_hash: 0xabcd1234, build_date_days: 20_000, baud_divisor: DIV };
+            let id = ControlIdentity {
+                board_id: 0,
+                version: 0x01_02_03,
+                git_hash: 0xabcd1234,
+                build_date_days: 20_000,
+                baud_divisor: DIV,
+            };
             let mut uut = ControlLink::new(&core, id);
             uut.connect_all();
             uut.link_state.next = 0x0000_0402.into();
-            Bench { uut, line: SerialModel::new(DIV), writes: vec![], cycles: 0 }
+            Bench {
+                uut,
+                line: SerialModel::new(DIV),
+                writes: vec![],
+                cycles: 0,
+            }
         }
         fn cycle(&mut self) -> Option<u8> {
             self.uut.uart_rx.next = self.line.drive();
@@ -668,7 +683,10 @@ mod tests {
             self.uut.counter_data.next = (1000 + self.uut.counter_address.val().index() as u64).into();
             settle(&mut self.uut);
             if self.uut.cfg_write.val() {
-                self.writes.push((self.uut.cfg_address.val().index() as u8, self.uut.cfg_data.val().index() as u32));
+                self.writes.push((
+                    self.uut.cfg_address.val().index() as u8,
+                    self.uut.cfg_data.val().index() as u32,
+                ));
             }
             let got = self.line.sample(self.uut.uart_tx.val());
             self.uut.clock.next = true.into();
@@ -698,7 +716,10 @@ mod tests {
         let mut b = Bench::new();
         let r = b.transact(&read_request(0x0000, 10));
         assert_eq!(r.status, Status::Ok);
-        assert_eq!(r.words, vec![protocol::MAGIC, 0, 0x01_02_03, 0xabcd1234, 20_000, 4, 8, 1024, 32, DIV]);
+        assert_eq!(
+            r.words,
+            vec![protocol::MAGIC, 0, 0x01_02_03, 0xabcd1234, 20_000, 4, 8, 1024, 32, DIV]
+        );
         let r = b.transact(&read_request(0x0200, 21));
         assert_eq!(r.words, (1000..1021).collect::<Vec<u32>>());
         let r = b.transact(&read_request(0x0300, 4));
@@ -707,7 +728,10 @@ mod tests {
         // A write: applied one register a cycle, read back from the shadows.
         let r = b.transact(&write_request(0x0100, &[0x0211, 0x2233_4455, 0x0a00_0001, 4, 1, 12]));
         assert_eq!((r.status, r.words.len()), (Status::Ok, 0));
-        assert_eq!(b.writes, vec![(0, 0x0211), (1, 0x2233_4455), (2, 0x0a00_0001), (3, 4), (4, 1), (5, 12)]);
+        assert_eq!(
+            b.writes,
+            vec![(0, 0x0211), (1, 0x2233_4455), (2, 0x0a00_0001), (3, 4), (4, 1), (5, 12)]
+        );
         let r = b.transact(&write_request(0x0184, &[0x0a00_0002, 0x0002, 0x0000_0001]));
         assert_eq!(r.status, Status::Ok);
         assert_eq!(&b.writes[6..], &[(0x84, 0x0a00_0002), (0x85, 2), (0x86, 1)]);
@@ -723,7 +747,10 @@ mod tests {
         bad[8] ^= 1;
         assert_eq!(b.transact(&bad).status, Status::BadChecksum);
         assert_eq!(b.transact(&write_request(0x0000, &[1])).status, Status::UnknownRegister);
-        assert_eq!(b.transact(&write_request(0x0105, &[1, 2, 3])).status, Status::UnknownRegister);
+        assert_eq!(
+            b.transact(&write_request(0x0105, &[1, 2, 3])).status,
+            Status::UnknownRegister
+        );
         assert_eq!(b.transact(&read_request(0x0180, 1)).status, Status::UnknownRegister);
         assert_eq!(b.transact(&read_request(0x0200, 22)).status, Status::UnknownRegister);
         assert_eq!(b.transact(&read_request(0x0200, 0)).status, Status::BadLength);

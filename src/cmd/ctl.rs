@@ -64,7 +64,13 @@ pub fn run(args: Args) -> Result<()> {
                 println!("{}", serde_json::to_string(&id)?);
             } else {
                 println!("board          {} (id {})", id.board, id.board_id);
-                println!("design version {} (driver {}.{}.{})", id.version_string(), DESIGN_VERSION.0, DESIGN_VERSION.1, DESIGN_VERSION.2);
+                println!(
+                    "design version {} (driver {}.{}.{})",
+                    id.version_string(),
+                    DESIGN_VERSION.0,
+                    DESIGN_VERSION.1,
+                    DESIGN_VERSION.2
+                );
                 println!("git hash       {:08x}", id.git_hash);
                 println!("build date     {}", id.build_date());
                 println!("width          {} bytes", id.width_bytes);
@@ -81,9 +87,15 @@ pub fn run(args: Args) -> Result<()> {
             } else {
                 let j = &s.job_registers;
                 let mac = (u64::from(j[0]) << 32) | u64::from(j[1]);
-                let mac: Vec<String> = (0..6).rev().map(|i| format!("{:02x}", (mac >> (8 * i)) as u8)).collect();
+                let mac: Vec<String> = (0..6)
+                    .rev()
+                    .map(|i| format!("{:02x}", (mac >> (8 * i)) as u8))
+                    .collect();
                 println!("core           {}", if s.idle { "idle" } else { "busy" });
-                println!("job            {}", if s.job_enabled { "enabled" } else { "not enabled" });
+                println!(
+                    "job            {}",
+                    if s.job_enabled { "enabled" } else { "not enabled" }
+                );
                 println!("switch MAC     {}", mac.join(":"));
                 println!("switch IP      {}", std::net::Ipv4Addr::from(j[2]));
                 println!("workers n      {}", j[3]);
@@ -116,9 +128,19 @@ pub fn run(args: Args) -> Result<()> {
             let j = JobConfig::load(&job).with_context(|| format!("job {}", job.display()))?;
             c.configure(&j)?;
             if args.json {
-                println!("{{\"configured\": true, \"n\": {}, \"slots\": {}, \"payload\": {}}}", j.n(), j.slots, j.payload.bytes());
+                println!(
+                    "{{\"configured\": true, \"n\": {}, \"slots\": {}, \"payload\": {}}}",
+                    j.n(),
+                    j.slots,
+                    j.payload.bytes()
+                );
             } else {
-                println!("configured: n = {}, S = {}, payload {} bytes", j.n(), j.slots, j.payload.bytes());
+                println!(
+                    "configured: n = {}, S = {}, payload {} bytes",
+                    j.n(),
+                    j.slots,
+                    j.payload.bytes()
+                );
             }
         }
         What::ResetCounters => {

@@ -93,7 +93,10 @@ pub fn open_serial(path: &str, baud: u32, timeout: Duration) -> Result<SerialCon
     let port = serialport::new(path, baud)
         .timeout(Duration::from_millis(20))
         .open()
-        .map_err(|e| ControlError::Open { path: path.into(), why: e.to_string() })?;
+        .map_err(|e| ControlError::Open {
+            path: path.into(),
+            why: e.to_string(),
+        })?;
     Control::open(port, timeout)
 }
 
@@ -185,7 +188,11 @@ pub struct Control<P: Read + Write> {
 impl<P: Read + Write> Control<P> {
     /// A link over `port` without any check; every request waits at most `timeout`.
     pub fn new_unchecked(port: P, timeout: Duration) -> Self {
-        Control { port, timeout, identity: None }
+        Control {
+            port,
+            timeout,
+            identity: None,
+        }
     }
 
     /// A link over `port`: reads the identity and refuses another design or major version.
@@ -224,17 +231,28 @@ impl<P: Read + Write> Control<P> {
             match protocol::parse_response(&buf) {
                 Ok((r, _)) => return Ok(r),
                 Err(ParseError::Malformed(why)) => {
-                    return Err(ControlError::Malformed { request: what.into(), why })
+                    return Err(ControlError::Malformed {
+                        request: what.into(),
+                        why,
+                    })
                 }
                 Err(ParseError::Incomplete) => {}
             }
             if Instant::now() >= deadline {
-                return Err(ControlError::Timeout { request: what.into(), timeout: self.timeout, got: buf.len() });
+                return Err(ControlError::Timeout {
+                    request: what.into(),
+                    timeout: self.timeout,
+                    got: buf.len(),
+                });
             }
             match self.port.read(&mut chunk) {
                 Ok(0) => std::thread::sleep(Duration::from_millis(1)),
                 Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::TimedOut | ErrorKind::WouldBlock | ErrorKind::Interrupted
+                    ) => {}
                 Err(e) => return Err(e.into()),
             }
         }
@@ -242,7 +260,10 @@ impl<P: Read + Write> Control<P> {
 
     fn check(r: protocol::Response, what: String, want_words: usize) -> Result<Vec<u32>, ControlError> {
         if r.status != Status::Ok {
-            return Err(ControlError::Status { status: r.status, request: what });
+            return Err(ControlError::Status {
+                status: r.status,
+                request: what,
+            });
         }
         if r.words.len() != want_words {
             return Err(ControlError::Malformed {
@@ -330,7 +351,11 @@ impl<P: Read + Write> Control<P> {
     pub fn configure(&mut self, job: &JobConfig) -> Result<(), ControlError> {
         if let Some(id) = &self.identity {
             if job.n() as u32 > id.max_workers {
-                return Err(ControlError::Job(format!("n = {} above max workers {}", job.n(), id.max_workers)));
+                return Err(ControlError::Job(format!(
+                    "n = {} above max workers {}",
+                    job.n(),
+                    id.max_workers
+                )));
             }
             if job.payload.bytes() as u32 > id.max_payload {
                 return Err(ControlError::Job(format!(
@@ -419,11 +444,29 @@ mod tests {
     }
 
     fn ident(version: (u8, u8, u8)) -> Vec<u8> {
-        protocol::response(Status::Ok, &[protocol::MAGIC, 0, pack_version(version), 0xdeadbeef, 20_000, 4, 64, 1024, 32, 8])
+        protocol::response(
+            Status::Ok,
+            &[
+                protocol::MAGIC,
+                0,
+                pack_version(version),
+                0xdeadbeef,
+                20_000,
+                4,
+                64,
+                1024,
+                32,
+                8,
+            ],
+        )
     }
 
     fn canned(r: Vec<Vec<u8>>) -> Canned {
-        Canned { sent: vec![], replies: r.into(), pending: VecDeque::new() }
+        Canned {
+            sent: vec![],
+            replies: r.into(),
+            pending: VecDeque::new(),
+        }
     }
 
     #[test]
@@ -431,7 +474,9 @@ mod tests {
         let c = Control::open(canned(vec![ident((1, 4, 2))]), Duration::from_millis(50)).unwrap();
         assert_eq!(c.identity.as_ref().unwrap().git_hash, 0xdeadbeef);
         assert_eq!(c.identity.as_ref().unwrap().build_date(), "2024-10-04");
-        let e = Control::open(canned(vec![ident((2, 0, 0))]), Duration::from_millis(50)).err().unwrap();
+        let e = Control::open(canned(vec![ident((2, 0, 0))]), Duration::from_millis(50))
+            .err()
+            .unwrap();
         let msg = e.to_string();
         assert!(msg.contains("2.0.0") && msg.contains("1.0.0"), "{msg}");
     }
@@ -449,7 +494,10 @@ mod tests {
 
     #[test]
     fn error_status_is_an_error() {
-        let mut c = Control::new_unchecked(canned(vec![protocol::response(Status::UnknownRegister, &[])]), Duration::from_millis(30));
+        let mut c = Control::new_unchecked(
+            canned(vec![protocol::response(Status::UnknownRegister, &[])]),
+            Duration::from_millis(30),
+        );
         let e = c.write(0x0000, &[1]).err().unwrap();
         assert!(e.to_string().contains("unknown register"), "{e}");
         assert_eq!(c.port.sent, protocol::write_request(0, &[1]));
@@ -458,7 +506,10 @@ mod tests {
     #[test]
     fn counters_in_order() {
         let words: Vec<u32> = (1..=21).collect();
-        let mut c = Control::new_unchecked(canned(vec![protocol::response(Status::Ok, &words)]), Duration::from_millis(30));
+        let mut c = Control::new_unchecked(
+            canned(vec![protocol::response(Status::Ok, &words)]),
+            Duration::from_millis(30),
+        );
         let k = c.counters().unwrap();
         assert_eq!((k.frames_in, k.icmp_replies), (1, 8));
         assert_eq!(k.dropped(DropReason::Truncated), 9);

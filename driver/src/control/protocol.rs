@@ -277,14 +277,19 @@ pub fn parse_response(buf: &[u8]) -> Result<(Response, usize), ParseError> {
         return Err(ParseError::Incomplete);
     }
     if buf[0] != RESPONSE_SYNC {
-        return Err(ParseError::Malformed(format!("response starts with 0x{:02x}, not SYNC 0x{RESPONSE_SYNC:02x}", buf[0])));
+        return Err(ParseError::Malformed(format!(
+            "response starts with 0x{:02x}, not SYNC 0x{RESPONSE_SYNC:02x}",
+            buf[0]
+        )));
     }
     if buf.len() < 3 {
         return Err(ParseError::Incomplete);
     }
     let count = usize::from(buf[2]);
     if count > usize::from(MAX_COUNT) {
-        return Err(ParseError::Malformed(format!("response count {count} above {MAX_COUNT}")));
+        return Err(ParseError::Malformed(format!(
+            "response count {count} above {MAX_COUNT}"
+        )));
     }
     let len = 3 + 4 * count + 2;
     if buf.len() < len {
@@ -293,10 +298,16 @@ pub fn parse_response(buf: &[u8]) -> Result<(Response, usize), ParseError> {
     let crc = u16::from_be_bytes([buf[len - 2], buf[len - 1]]);
     let want = crc16(&buf[1..len - 2]);
     if crc != want {
-        return Err(ParseError::Malformed(format!("response CRC 0x{crc:04x}, computed 0x{want:04x}")));
+        return Err(ParseError::Malformed(format!(
+            "response CRC 0x{crc:04x}, computed 0x{want:04x}"
+        )));
     }
-    let status = Status::from_byte(buf[1]).ok_or_else(|| ParseError::Malformed(format!("unknown status 0x{:02x}", buf[1])))?;
-    let words = buf[3..len - 2].chunks(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]])).collect();
+    let status =
+        Status::from_byte(buf[1]).ok_or_else(|| ParseError::Malformed(format!("unknown status 0x{:02x}", buf[1])))?;
+    let words = buf[3..len - 2]
+        .chunks(4)
+        .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
     Ok((Response { status, words }, len))
 }
 
@@ -334,7 +345,13 @@ mod tests {
         assert_eq!(&r[..7], &[0x5A, 0x00, 0x01, 0x53, 0x50, 0x41, 0x47]);
         let (p, n) = parse_response(&r).unwrap();
         assert_eq!(n, r.len());
-        assert_eq!(p, Response { status: Status::Ok, words: vec![MAGIC] });
+        assert_eq!(
+            p,
+            Response {
+                status: Status::Ok,
+                words: vec![MAGIC]
+            }
+        );
         let e = response(Status::BadChecksum, &[]);
         assert_eq!(e.len(), 5);
         assert_eq!(&e[..3], &[0x5A, 0x01, 0x00]);
