@@ -761,4 +761,21 @@ mod tests {
         // Still in step afterwards.
         assert_eq!(b.transact(&read_request(0x0103, 1)).words, vec![4]);
     }
+
+    /// The link at 115200 baud / 125 MHz synthesizes for the ECP5 without latches.
+    #[test]
+    fn synthesizes_at_the_default_baud() {
+        use crate::verilog::{synth_ecp5, yosys_available};
+        if !yosys_available() {
+            println!("yosys is not on PATH: synthesis check of the control link skipped");
+            return;
+        }
+        let core = CoreConfig::new(4, 64, 1024, 32).unwrap();
+        let id = ControlIdentity::stamp(0, crate::uart::DEFAULT_DIVISOR);
+        let mut link = ControlLink::new(&core, id);
+        link.connect_all();
+        let u = synth_ecp5(&generate_verilog(&link)).unwrap_or_else(|e| panic!("{e}"));
+        println!("control link: {u:?}");
+        assert!(u.lut4 < 2000 && u.dp16kd <= 1, "{u:?}");
+    }
 }
