@@ -335,7 +335,11 @@ fn control_link_through_a_pty() {
     assert!(ok, "{err}");
     let (ok, out, _) = ctl(&slave_name, &["counters", "--json"]);
     assert!(ok);
-    assert!(json(&out).as_object().unwrap().values().all(|v| v == 0), "{out}");
+    let k = json(&out);
+    for (name, _) in want.named() {
+        assert_eq!(k[name], 0, "counter {name} after reset-counters: {out}");
+    }
+    assert_eq!(k["quiescent"], true, "{out}");
 
     cmd_tx.send(Cmd::Stop).unwrap();
     sim.join().unwrap();

@@ -25,9 +25,19 @@
 //! Timing: a write request is applied one register per clock cycle after its last CRC byte
 //! (the core sees ordinary `cfg_write` strobes, the same as `spotagg_sim::rtl::configure`);
 //! the response starts in the cycle after. A read samples each register just before its first
-//! byte is sent: counters are read over the core's combinational counter port, so the words of
-//! one counter read are sampled within about 40 bit times of each other, not at one instant.
-//! `uptime` counts clock cycles from power-up.
+//! byte is sent. `uptime` counts clock cycles from power-up.
+//!
+//! Counter snapshot: a read whose first register is the first counter (0x0200) takes a
+//! snapshot before it answers. The link raises `pause` (the core's owner holds the core's
+//! input at the next frame boundary), waits until `core_idle` has been high for a cycle with
+//! `pause` up, then copies every counter, one a cycle over the `counter_address` /
+//! `counter_data` port, into a shadow RAM, and drops `pause`. Since no frame enters or is in
+//! flight while the copy runs, the counters in the shadow all describe the same set of
+//! processed frames. Every read of the counter region answers from the shadow, so a
+//! snapshot of more than [`MAX_COUNT`] counters is read with a request at 0x0200 followed by
+//! requests further in the region. If the core does not become idle within 2^16 cycles (its
+//! output held back), the copy is made anyway and status bit 1 says the snapshot was not
+//! quiescent.
 
 use crate::block_ram::BlockRam;
 use crate::config::CoreConfig;
@@ -91,18 +101,24 @@ pub struct ControlLink {
     pub cfg_address: Signal<Out, Bits<8>>,
     /// Core configuration data.
     pub cfg_data: Signal<Out, Bits<32>>,
-    /// Core counter index.
-    pub counter_address: Signal<Out, Bits<5>>,
-    /// Core counter value (combinational from `counter_address`).
+    /// Counter index (0..32 the core's; the board's own counters above).
+    pub counter_address: Signal<Out, Bits<6>>,
+    /// Counter value (combinational from `counter_address`).
     pub counter_data: Signal<In, Bits<32>>,
     /// The core has nothing in flight.
     pub core_idle: Signal<In, Bit>,
+    /// Hold the core's input at the next frame boundary (a counter snapshot is being taken).
+    pub pause: Signal<Out, Bit>,
     /// Link state of ports 0..=3, one byte each (port 0 in the low byte); 0 = unknown.
     pub link_state: Signal<In, Bits<32>>,
     rx: UartRx,
     tx: UartTx,
     buffer: BlockRam<5, 32>,
-    state: DFF<Bits<3>>,
+    shadow: BlockRam<6, 32>,
+    state: DFF<Bits<4>>,
+    snap_idx: DFF<Bits<8>>,
+    snap_wait: DFF<Bits<17>>,
+    snap_late: DFF<Bit>,
     hidx: DFF<Bits<2>>,
     op: DFF<Bits<8>>,
     addr: DFF<Bits<16>>,
@@ -120,13 +136,13 @@ pub struct ControlLink {
     count_out: DFF<Bits<8>>,
     out_word: DFF<Bits<32>>,
     tx_crc: DFF<Bits<16>>,
-    mac_hi: DFF<Bits<32>>,
-    mac_lo: DFF<Bits<32>>,
-    ip: DFF<Bits<32>>,
-    n: DFF<Bits<32>>,
-    size: DFF<Bits<32>>,
-    slots_s: DFF<Bits<32>>,
-    enabled: DFF<Bit>,
+    mac_hi: DFFWithInit<Bits<32>>,
+    mac_lo: DFFWithInit<Bits<32>>,
+    ip: DFFWithInit<Bits<32>>,
+    n: DFFWithInit<Bits<32>>,
+    size: DFFWithInit<Bits<32>>,
+    slots_s: DFFWithInit<Bits<32>>,
+    enabled: DFFWithInit<Bit>,
     uptime: DFF<Bits<32>>,
     rx_x: Signal<Local, Bits<8>>,
     rx_x2: Signal<Local, Bits<8>>,
@@ -154,6 +170,8 @@ pub struct ControlLink {
     max_payload: Constant<Bits<32>>,
     max_workers: Constant<Bits<32>>,
     divisor: Constant<Bits<32>>,
+    counter_count: Constant<Bits<32>>,
+    counter_last: Constant<Bits<8>>,
     timeout: Constant<Bits<24>>,
     max_count: Constant<Bits<8>>,
 }
@@ -162,9 +180,27 @@ fn k32(v: u64) -> Constant<Bits<32>> {
     Constant::new(v.into())
 }
 
+/// Counters of the core alone (`protocol::reg::COUNTER_COUNT`).
+pub const CORE_COUNTERS: usize = protocol::reg::COUNTER_COUNT as usize;
+
 impl ControlLink {
-    /// A control link for a core built with `core`, answering `identity`.
+    /// A control link for a core built with `core`, answering `identity`, reading the core's
+    /// [`CORE_COUNTERS`] counters, with every job register zero at power-up.
     pub fn new(core: &CoreConfig, identity: ControlIdentity) -> Self {
+        Self::with_board(core, identity, CORE_COUNTERS, None)
+    }
+
+    /// A control link reading `counters` counters (indices 0..counters of the counter port,
+    /// at most 64) whose job registers read `job` at power-up: the writes another master (the
+    /// board's power-up loader) makes to core registers 0x00..=0x05 before the link is used,
+    /// and the job enabled. `None`: every job register zero, no job enabled.
+    pub fn with_board(core: &CoreConfig, identity: ControlIdentity, counters: usize, job: Option<[u32; 6]>) -> Self {
+        assert!(
+            (1..=64).contains(&counters),
+            "{counters} counters: the counter port has 64"
+        );
+        let j = job.unwrap_or([0; 6]);
+        let w32 = |v: u32| DFFWithInit::new(Bits::<32>::from(u64::from(v)));
         let d = identity.baud_divisor;
         Self {
             clock: Default::default(),
@@ -180,7 +216,12 @@ impl ControlLink {
             rx: UartRx::new(d),
             tx: UartTx::new(d),
             buffer: BlockRam::new(32),
+            shadow: BlockRam::new(64),
             state: Default::default(),
+            snap_idx: Default::default(),
+            snap_wait: Default::default(),
+            snap_late: Default::default(),
+            pause: Default::default(),
             hidx: Default::default(),
             op: Default::default(),
             addr: Default::default(),
@@ -198,13 +239,13 @@ impl ControlLink {
             count_out: Default::default(),
             out_word: Default::default(),
             tx_crc: Default::default(),
-            mac_hi: Default::default(),
-            mac_lo: Default::default(),
-            ip: Default::default(),
-            n: Default::default(),
-            size: Default::default(),
-            slots_s: Default::default(),
-            enabled: Default::default(),
+            mac_hi: w32(j[0]),
+            mac_lo: w32(j[1]),
+            ip: w32(j[2]),
+            n: w32(j[3]),
+            size: w32(j[4]),
+            slots_s: w32(j[5]),
+            enabled: DFFWithInit::new(job.is_some()),
             uptime: Default::default(),
             rx_x: Default::default(),
             rx_x2: Default::default(),
@@ -232,13 +273,16 @@ impl ControlLink {
             max_payload: k32(core.max_payload as u64),
             max_workers: k32(core.max_workers as u64),
             divisor: k32(u64::from(d)),
+            counter_count: k32(counters as u64),
+            counter_last: Constant::new(((counters - 1) as u64).into()),
             timeout: Constant::new((u64::from(FRAME_TIMEOUT_BITS) * u64::from(d)).into()),
             max_count: Constant::new(u64::from(MAX_COUNT).into()),
         }
     }
 }
 
-// States: 0 idle, 1 header, 2 data, 3 crc, 4 discard, 5 write prepare, 6 write, 7 respond.
+// States: 0 idle, 1 header, 2 data, 3 crc, 4 discard, 5 write prepare, 6 write, 7 respond,
+// 8 snapshot: wait for the core to be idle, 9 snapshot: copy the counters.
 // Status codes as `protocol::Status`: 0 ok, 1 bad checksum, 2 bad length, 3 unknown
 // register, 4 timeout, 5 bad opcode.
 impl Logic for ControlLink {
@@ -246,9 +290,10 @@ impl Logic for ControlLink {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, crc_hi, cidx, status, quiet, phase,
-            ridx, count_out, out_word, tx_crc, mac_hi, mac_lo, ip, n, size, slots_s, enabled, uptime
+            ridx, count_out, out_word, tx_crc, mac_hi, mac_lo, ip, n, size, slots_s, enabled, uptime, snap_idx,
+            snap_wait, snap_late
         );
-        clock!(self, clock, rx, tx, buffer);
+        clock!(self, clock, rx, tx, buffer, shadow);
         self.rx.line.next = self.uart_rx.val();
         self.uart_tx.next = self.tx.line.val();
         self.uptime.d.next = self.uptime.q.val() + 1;
@@ -266,7 +311,12 @@ impl Logic for ControlLink {
         self.rd_addr.next = self.addr.q.val() + bit_cast::<16, 8>(self.word.q.val());
         self.rd_region.next = bit_cast::<8, 16>(self.rd_addr.val() >> 8);
         self.rd_off.next = bit_cast::<8, 16>(self.rd_addr.val());
-        self.counter_address.next = bit_cast::<5, 8>(self.rd_off.val());
+        self.counter_address.next = bit_cast::<6, 8>(self.snap_idx.q.val());
+        self.shadow.read_address.next = bit_cast::<6, 8>(self.rd_off.val());
+        self.shadow.write_address.next = bit_cast::<6, 8>(self.snap_idx.q.val());
+        self.shadow.write_data.next = self.counter_data.val();
+        self.shadow.write_enable.next = false;
+        self.pause.next = false;
         self.rd_value.next = 0.into();
         match self.rd_region.val().index() {
             0 => match self.rd_off.val().index() {
@@ -297,8 +347,11 @@ impl Logic for ControlLink {
                 8 => {
                     self.rd_value.next = self.max_workers.val();
                 }
-                _ => {
+                9 => {
                     self.rd_value.next = self.divisor.val();
+                }
+                _ => {
+                    self.rd_value.next = self.counter_count.val();
                 }
             },
             1 => match self.rd_off.val().index() {
@@ -325,14 +378,15 @@ impl Logic for ControlLink {
                 }
             },
             2 => {
-                self.rd_value.next = self.counter_data.val();
+                self.rd_value.next = self.shadow.read_data.val();
             }
             3 => {
                 self.rd_value.next = (self.link_state.val() >> (bit_cast::<32, 8>(self.rd_off.val()) << 3)) & 0xff;
             }
             _ => match self.rd_off.val().index() {
                 0 => {
-                    self.rd_value.next = bit_cast::<32, 1>(self.core_idle.val().into());
+                    self.rd_value.next = bit_cast::<32, 1>(self.core_idle.val().into())
+                        | (bit_cast::<32, 1>(self.snap_late.q.val().into()) << 1);
                 }
                 1 => {
                     self.rd_value.next = self.slots_s.q.val();
@@ -353,13 +407,13 @@ impl Logic for ControlLink {
             if self.op.q.val() == 1 {
                 match bit_cast::<8, 16>(self.addr.q.val() >> 8).index() {
                     0 => {
-                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.val()) <= 9;
+                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.val()) <= 10;
                     }
                     1 => {
                         self.range_ok.next = bit_cast::<8, 16>(self.last_addr.val()) <= 6;
                     }
                     2 => {
-                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.val()) <= 20;
+                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.val()) <= self.counter_last.val();
                     }
                     3 => {
                         self.range_ok.next = bit_cast::<8, 16>(self.last_addr.val()) <= 3;
@@ -526,6 +580,11 @@ impl Logic for ControlLink {
                         } else if self.op.q.val() == 2 {
                             self.status.d.next = 0.into();
                             self.state.d.next = 5.into();
+                        } else if self.addr.q.val() == 0x0200 {
+                            self.status.d.next = 0.into();
+                            self.snap_idx.d.next = 0.into();
+                            self.snap_wait.d.next = 0.into();
+                            self.state.d.next = 8.into();
                         } else {
                             self.status.d.next = 0.into();
                             self.count_out.d.next = self.count.q.val();
@@ -587,6 +646,25 @@ impl Logic for ControlLink {
                 self.word.d.next = self.word.q.val() + 1;
                 if self.word.q.val() + 1 == self.count.q.val() {
                     self.word.d.next = 0.into();
+                    self.state.d.next = 7.into();
+                }
+            }
+            8 => {
+                // Snapshot: hold the core's input; wait until nothing is in flight.
+                self.pause.next = true;
+                self.snap_wait.d.next = self.snap_wait.q.val() + 1;
+                if (self.snap_wait.q.val() >= 2) && (self.core_idle.val() || self.snap_wait.q.val().get_bit(16)) {
+                    self.snap_late.d.next = !self.core_idle.val();
+                    self.state.d.next = 9.into();
+                }
+            }
+            9 => {
+                // Copy counter snap_idx into the shadow, one a cycle.
+                self.pause.next = true;
+                self.shadow.write_enable.next = true;
+                self.snap_idx.d.next = self.snap_idx.q.val() + 1;
+                if self.snap_idx.q.val() == self.counter_last.val() {
+                    self.count_out.d.next = self.count.q.val();
                     self.state.d.next = 7.into();
                 }
             }
@@ -654,6 +732,9 @@ mod tests {
         line: SerialModel,
         writes: Vec<(u8, u32)>,
         cycles: u64,
+        paused: u64,
+        was_paused: bool,
+        snapshots: u64,
     }
 
     impl Bench {
@@ -669,19 +750,32 @@ mod tests {
             let mut uut = ControlLink::new(&core, id);
             uut.connect_all();
             uut.link_state.next = 0x0000_0402.into();
+            uut.core_idle.next = true;
             Bench {
                 uut,
                 line: SerialModel::new(DIV),
                 writes: vec![],
                 cycles: 0,
+                paused: 0,
+                was_paused: false,
+                snapshots: 0,
             }
         }
         fn cycle(&mut self) -> Option<u8> {
             self.uut.uart_rx.next = self.line.drive();
             settle(&mut self.uut);
-            // A fake core: counter i reads 1000 + i.
-            self.uut.counter_data.next = (1000 + self.uut.counter_address.val().index() as u64).into();
+            // A fake core: counter i reads 1000 + i + 100 * (number of cycles with `pause` up),
+            // so that a snapshot whose copy were not made in consecutive paused cycles shows.
+            if self.uut.pause.val() {
+                self.paused += 1;
+            }
+            self.uut.counter_data.next =
+                (1000 + self.uut.counter_address.val().index() as u64 + 100 * self.snapshots).into();
             settle(&mut self.uut);
+            if self.was_paused && !self.uut.pause.val() {
+                self.snapshots += 1;
+            }
+            self.was_paused = self.uut.pause.val();
             if self.uut.cfg_write.val() {
                 self.writes.push((
                     self.uut.cfg_address.val().index() as u8,
@@ -714,14 +808,34 @@ mod tests {
     #[test]
     fn reads_writes_and_errors() {
         let mut b = Bench::new();
-        let r = b.transact(&read_request(0x0000, 10));
+        let r = b.transact(&read_request(0x0000, 11));
         assert_eq!(r.status, Status::Ok);
         assert_eq!(
             r.words,
-            vec![protocol::MAGIC, 0, 0x01_02_03, 0xabcd1234, 20_000, 4, 8, 1024, 32, DIV]
+            vec![
+                protocol::MAGIC,
+                0,
+                0x01_02_03,
+                0xabcd1234,
+                20_000,
+                4,
+                8,
+                1024,
+                32,
+                DIV,
+                21
+            ]
         );
+        // A read at 0x0200 takes a snapshot: pause up for the wait and the 21 copy cycles.
         let r = b.transact(&read_request(0x0200, 21));
         assert_eq!(r.words, (1000..1021).collect::<Vec<u32>>());
+        assert_eq!((b.snapshots, b.paused), (1, 3 + 21));
+        // Reads further in the region answer from the same snapshot.
+        let r = b.transact(&read_request(0x0210, 5));
+        assert_eq!(r.words, (1016..1021).collect::<Vec<u32>>());
+        assert_eq!(b.snapshots, 1);
+        let r = b.transact(&read_request(0x0200, 2));
+        assert_eq!(r.words, vec![1100, 1101], "a second snapshot");
         let r = b.transact(&read_request(0x0300, 4));
         assert_eq!(r.words, vec![2, 4, 0, 0]);
 

@@ -3,7 +3,9 @@
 //! [`crate::control_link::ControlLink`] from the serial pins `uart_rx`/`uart_tx`.
 //!
 //! Guarantees: those of the core and of the control link; the core's configuration changes
-//! only through checked control-link requests. `link_state` is the board's per-port link
+//! only through checked control-link requests. While the link takes a counter snapshot
+//! (`pause`), the receive stream is held (`rx_ready` low) from the next frame boundary on:
+//! a frame already begun is taken whole. `link_state` is the board's per-port link
 //! state, one byte a port (0 = unknown when the board does not drive it).
 
 use crate::config::CoreConfig;
@@ -46,6 +48,8 @@ pub struct CoreWithControl<const D: usize> {
     pub idle: Signal<Out, Bit>,
     core: Core<D>,
     link: ControlLink,
+    in_frame: DFF<Bit>,
+    hold: Signal<Local, Bit>,
 }
 
 impl<const D: usize> CoreWithControl<D> {
@@ -69,6 +73,8 @@ impl<const D: usize> CoreWithControl<D> {
             idle: Default::default(),
             core: Core::new(config),
             link: ControlLink::new(&config, identity),
+            in_frame: Default::default(),
+            hold: Default::default(),
         }
     }
 }
@@ -77,11 +83,17 @@ impl<const D: usize> Logic for CoreWithControl<D> {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(self, clock, core, link);
-        self.core.rx_valid.next = self.rx_valid.val();
+        dff_setup!(self, clock, in_frame);
+        // Between frames, a snapshot holds the receive stream.
+        self.hold.next = self.link.pause.val() & !self.in_frame.q.val();
+        if self.rx_valid.val() & self.core.rx_ready.val() & !self.hold.val() {
+            self.in_frame.d.next = !self.rx_last.val();
+        }
+        self.core.rx_valid.next = self.rx_valid.val() & !self.hold.val();
         self.core.rx_data.next = self.rx_data.val();
         self.core.rx_last.next = self.rx_last.val();
         self.core.rx_bytes.next = self.rx_bytes.val();
-        self.rx_ready.next = self.core.rx_ready.val();
+        self.rx_ready.next = self.core.rx_ready.val() & !self.hold.val();
         self.tx_valid.next = self.core.tx_valid.val();
         self.tx_data.next = self.core.tx_data.val();
         self.tx_last.next = self.core.tx_last.val();
@@ -95,7 +107,7 @@ impl<const D: usize> Logic for CoreWithControl<D> {
         self.core.cfg_write.next = self.link.cfg_write.val();
         self.core.cfg_address.next = self.link.cfg_address.val();
         self.core.cfg_data.next = self.link.cfg_data.val();
-        self.core.counter_address.next = self.link.counter_address.val();
+        self.core.counter_address.next = bit_cast::<5, 6>(self.link.counter_address.val());
         self.link.counter_data.next = self.core.counter_data.val();
     }
 }

@@ -8,7 +8,7 @@
 //! an error, not a hang.
 
 use anyhow::{Context, Result};
-use spotagg_driver::control::{link_state_name, open_serial, DESIGN_VERSION};
+use spotagg_driver::control::{link_state_name, open_serial, CounterSnapshot, DESIGN_VERSION};
 use spotagg_driver::JobConfig;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -53,6 +53,23 @@ enum What {
     ResetCounters,
 }
 
+/// One counter snapshot as a JSON object: the core's counters under the keys of
+/// `Counters::named()` in that order, then `ports` (each MAC port's counters, empty without
+/// MACs), `flooded` (null without MACs) and `quiescent`.
+pub fn snapshot_json(k: &CounterSnapshot) -> String {
+    let mut fields: Vec<String> = k.core.named().iter().map(|(n, x)| format!("\"{n}\": {x}")).collect();
+    fields.push(format!(
+        "\"ports\": {}",
+        serde_json::to_string(&k.ports).unwrap_or_default()
+    ));
+    fields.push(format!(
+        "\"flooded\": {}",
+        serde_json::to_string(&k.flooded).unwrap_or_default()
+    ));
+    fields.push(format!("\"quiescent\": {}", k.quiescent));
+    format!("{{{}}}", fields.join(", "))
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let mut c = open_serial(&args.serial, args.baud, Duration::from_millis(args.timeout_ms))
@@ -78,6 +95,7 @@ pub fn run(args: Args) -> Result<()> {
                 println!("max payload    {} bytes", id.max_payload);
                 println!("max workers    {}", id.max_workers);
                 println!("baud divisor   {} clocks/bit", id.baud_divisor);
+                println!("counters       {} registers", id.counter_registers);
             }
         }
         What::Status => {
@@ -108,11 +126,21 @@ pub fn run(args: Args) -> Result<()> {
             }
         }
         What::Counters { watch } => loop {
-            let k = c.counters()?;
+            let k = c.snapshot()?;
             if args.json {
-                println!("{}", super::replay::counters_json(&k));
+                println!("{}", snapshot_json(&k));
             } else {
-                print!("{}", super::replay::counters_table(&k));
+                print!("{}", super::replay::counters_table(&k.core));
+                for (p, pc) in k.ports.iter().enumerate() {
+                    let row: Vec<String> = pc.named().iter().map(|(n, v)| format!("{n} {v}")).collect();
+                    println!("port {p}: {}", row.join(", "));
+                }
+                if let Some(f) = k.flooded {
+                    println!("sent to both ports: {f}");
+                }
+                if !k.quiescent {
+                    println!("(snapshot not quiescent: the core did not become idle)");
+                }
             }
             match watch {
                 Some(secs) => {

@@ -123,6 +123,8 @@ pub struct Identity {
     pub max_workers: u32,
     /// UART clocks per bit.
     pub baud_divisor: u32,
+    /// Counter registers (21: the core's; 46: a board's, with its MAC counters).
+    pub counter_registers: u32,
 }
 
 impl Identity {
@@ -164,6 +166,50 @@ pub struct BoardStatus {
     pub link_state: Vec<u32>,
     /// The job registers as read back: switch MAC hi, lo, IP, n, size code, S.
     pub job_registers: Vec<u32>,
+}
+
+/// One MAC port's counters (from power-up; not cleared by `reset_counters`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PortCounters {
+    /// Frames received with a good FCS and a legal length.
+    pub good: u64,
+    /// Frames received with a bad FCS (or a receive error).
+    pub bad_fcs: u64,
+    /// Frames shorter than 64 bytes.
+    pub runts: u64,
+    /// Frames longer than the largest the MAC takes.
+    pub giants: u64,
+    /// Good frames dropped for lack of room in the receive FIFO.
+    pub overflow: u64,
+    /// Frames sent.
+    pub sent: u64,
+}
+
+impl PortCounters {
+    /// Name and value of every field, in register order.
+    pub fn named(&self) -> [(&'static str, u64); 6] {
+        [
+            ("good", self.good),
+            ("bad_fcs", self.bad_fcs),
+            ("runts", self.runts),
+            ("giants", self.giants),
+            ("overflow", self.overflow),
+            ("sent", self.sent),
+        ]
+    }
+}
+
+/// One consistent snapshot of every counter of a design.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CounterSnapshot {
+    /// The core's counters.
+    pub core: Counters,
+    /// Each MAC port's counters (empty for a design without MACs).
+    pub ports: Vec<PortCounters>,
+    /// Frames sent to both ports (None without MACs).
+    pub flooded: Option<u64>,
+    /// The core was idle with its input held while the counters were copied.
+    pub quiescent: bool,
 }
 
 /// The name of a link state value.
@@ -316,14 +362,28 @@ impl<P: Read + Write> Control<P> {
             max_payload: w[7],
             max_workers: w[8],
             baud_divisor: w[9],
+            counter_registers: w[10],
         })
     }
 
-    /// All counters (32-bit hardware counters, widened).
-    pub fn counters(&mut self) -> Result<Counters, ControlError> {
-        let w = self.read(reg::COUNTERS, usize::from(reg::COUNTER_COUNT))?;
+    /// One snapshot of every counter (see the protocol's counter snapshot): a read at the
+    /// first counter refreshes the board's shadow, the rest are read from it.
+    pub fn snapshot(&mut self) -> Result<CounterSnapshot, ControlError> {
+        let total = match &self.identity {
+            Some(id) => id.counter_registers as usize,
+            None => self.read(reg::COUNTER_REGISTERS, 1)?[0] as usize,
+        };
+        let core_n = usize::from(reg::COUNTER_COUNT);
+        if total < core_n {
+            return Err(ControlError::Malformed {
+                request: "read of the counter count".into(),
+                why: format!("{total} counter registers, fewer than the core's {core_n}"),
+            });
+        }
+        let w = self.read(reg::COUNTERS, total)?;
+        let status = self.read(reg::STATUS, 1)?[0];
         let r = |i: usize| u64::from(w[i]);
-        let mut c = Counters {
+        let mut core = Counters {
             frames_in: r(0),
             frames_out: r(1),
             contributions: r(2),
@@ -335,9 +395,35 @@ impl<P: Read + Write> Control<P> {
             drops: [0; DropReason::COUNT],
         };
         for d in DropReason::ALL {
-            c.drops[d.index()] = r(8 + d.index());
+            core.drops[d.index()] = u64::from(w[8 + d.index()]);
         }
-        Ok(c)
+        let base = usize::from(reg::BOARD_COUNTERS - reg::COUNTERS);
+        let (mut ports, mut flooded) = (vec![], None);
+        if total >= usize::from(reg::BOARD_COUNTER_COUNT) {
+            for p in 0..2 {
+                let r = |j: usize| u64::from(w[base + 8 * p + j]);
+                ports.push(PortCounters {
+                    good: r(0),
+                    bad_fcs: r(1),
+                    runts: r(2),
+                    giants: r(3),
+                    overflow: r(4),
+                    sent: r(5),
+                });
+            }
+            flooded = Some(u64::from(w[usize::from(reg::FLOODED - reg::COUNTERS)]));
+        }
+        Ok(CounterSnapshot {
+            core,
+            ports,
+            flooded,
+            quiescent: status & 2 == 0,
+        })
+    }
+
+    /// The core's counters (32-bit hardware counters, widened), from one snapshot.
+    pub fn counters(&mut self) -> Result<Counters, ControlError> {
+        Ok(self.snapshot()?.core)
     }
 
     /// Zeroes the counters.
@@ -457,6 +543,7 @@ mod tests {
                 1024,
                 32,
                 8,
+                21,
             ],
         )
     }
@@ -507,13 +594,45 @@ mod tests {
     fn counters_in_order() {
         let words: Vec<u32> = (1..=21).collect();
         let mut c = Control::new_unchecked(
-            canned(vec![protocol::response(Status::Ok, &words)]),
+            canned(vec![
+                protocol::response(Status::Ok, &[21]),
+                protocol::response(Status::Ok, &words),
+                protocol::response(Status::Ok, &[1]),
+            ]),
             Duration::from_millis(30),
         );
         let k = c.counters().unwrap();
         assert_eq!((k.frames_in, k.icmp_replies), (1, 8));
         assert_eq!(k.dropped(DropReason::Truncated), 9);
         assert_eq!(k.dropped(DropReason::BadSlot), 21);
-        assert_eq!(c.port.sent, vec![0xA5, 0x01, 0x02, 0x00, 21, 0xDE, 0x80]);
+        let mut sent = protocol::read_request(reg::COUNTER_REGISTERS, 1);
+        sent.extend([0xA5, 0x01, 0x02, 0x00, 21, 0xDE, 0x80]);
+        sent.extend(protocol::read_request(reg::STATUS, 1));
+        assert_eq!(c.port.sent, sent);
+    }
+
+    #[test]
+    fn board_snapshot_reads_the_first_counter_first() {
+        let words: Vec<u32> = (1..=46).collect();
+        let mut c = Control::new_unchecked(
+            canned(vec![
+                protocol::response(Status::Ok, &[46]),
+                protocol::response(Status::Ok, &words[..32]),
+                protocol::response(Status::Ok, &words[32..]),
+                protocol::response(Status::Ok, &[3]),
+            ]),
+            Duration::from_millis(30),
+        );
+        let k = c.snapshot().unwrap();
+        assert_eq!(k.core.frames_in, 1);
+        assert_eq!(k.ports[0].good, 33);
+        assert_eq!(k.ports[1].sent, 46);
+        assert_eq!(k.flooded, Some(39));
+        assert!(!k.quiescent);
+        let mut sent = protocol::read_request(reg::COUNTER_REGISTERS, 1);
+        sent.extend(protocol::read_request(reg::COUNTERS, 32));
+        sent.extend(protocol::read_request(reg::COUNTERS + 32, 14));
+        sent.extend(protocol::read_request(reg::STATUS, 1));
+        assert_eq!(c.port.sent, sent);
     }
 }

@@ -50,6 +50,7 @@
 //! | 0x0007 | R | build parameter: max payload bytes |
 //! | 0x0008 | R | build parameter: max workers |
 //! | 0x0009 | R | UART clocks per bit (baud divisor) |
+//! | 0x000A | R | number of counter registers C (21: the core's only; 46: a board's, with its MAC counters) |
 //! | 0x0100 | RW | switch MAC bytes 0..2 (low 16 bits) — core register 0x00 |
 //! | 0x0101 | RW | switch MAC bytes 2..6 — core register 0x01 |
 //! | 0x0102 | RW | switch IPv4 — core register 0x02 |
@@ -60,14 +61,27 @@
 //! | 0x0180 + 4r | W | worker r's IPv4 — core register 0x80 + 4r |
 //! | 0x0181 + 4r | W | worker r's MAC bytes 0..2 — core register 0x81 + 4r |
 //! | 0x0182 + 4r | W | worker r's MAC bytes 2..6 — core register 0x82 + 4r |
-//! | 0x0200 + i | R | counter i (32-bit, wraps): `Counters` fields in order, then drops in `DropReason` order (21 counters) |
-//! | 0x0300 + p | R | link state of port p (0..=3): 0 unknown, 1 down, 2 up 10M, 3 up 100M, 4 up 1G (placeholder: driven by the board top) |
-//! | 0x0400 | R | status: bit 0 = core idle (nothing in flight) |
+//! | 0x0200 + i | R | core counter i, i < 21 (32-bit, wraps): `Counters` fields in order, then drops in `DropReason` order |
+//! | 0x0220 + 8p + j | R | board counter j of port p (p 0..=1, j 0..=5): good frames, bad FCS, runts, giants, dropped for lack of room, frames sent; present when C = 46 |
+//! | 0x0226 | R | board counter: frames sent to both ports (group destination or unknown MAC); present when C = 46 |
+//! | 0x0300 + p | R | link state of port p (0..=3): 0 unknown (no PHY answers, or no MDIO), 1 down, 2 up 10M, 3 up 100M, 4 up 1G, from each PHY's registers over MDIO |
+//! | 0x0400 | R | status: bit 0 = core idle (nothing in flight); bit 1 = the last counter snapshot was not quiescent (the core did not become idle within 2^16 cycles) |
 //! | 0x0401 | R | slot usage: slots in use, S clamped to the built slot count |
 //! | 0x0402 | R | uptime in clock cycles (32-bit, wraps) |
 //!
 //! The worker table is write-only (it lives in the core's block RAMs); reading it answers
 //! [`Status::UnknownRegister`].
+//!
+//! Counter snapshot: the counter region (0x0200 up to 0x0200 + C − 1) is read from a shadow
+//! copy. A read request whose first register is 0x0200 refreshes the whole shadow before it
+//! is answered: the board holds its core's input at the next frame boundary, waits until the
+//! core has nothing in flight, copies every counter (C consecutive clock cycles), and lets
+//! traffic go on. All C counters of one snapshot therefore describe the same set of processed
+//! frames (the MAC counters are sampled in the same cycles; frames still in a receive FIFO
+//! are counted by the MAC and not yet by the core). Reads starting elsewhere in the region
+//! return the last snapshot unchanged, so a snapshot larger than [`MAX_COUNT`] registers is
+//! one request at 0x0200 followed by requests at 0x0220 and on. Writing bit 1 of the control
+//! register zeroes the core's counters, not the MAC counters (they count from power-up).
 
 use std::fmt;
 
@@ -108,8 +122,10 @@ pub mod reg {
     pub const MAX_WORKERS: u16 = 0x0008;
     /// Baud divisor.
     pub const BAUD_DIVISOR: u16 = 0x0009;
+    /// Number of counter registers C.
+    pub const COUNTER_REGISTERS: u16 = 0x000A;
     /// Number of identity registers.
-    pub const IDENTITY_COUNT: u8 = 10;
+    pub const IDENTITY_COUNT: u8 = 11;
     /// Switch MAC bytes 0..2.
     pub const SWITCH_MAC_HI: u16 = 0x0100;
     /// Switch MAC bytes 2..6.
@@ -128,8 +144,16 @@ pub mod reg {
     pub const WORKER_TABLE: u16 = 0x0180;
     /// First counter.
     pub const COUNTERS: u16 = 0x0200;
-    /// Number of counters.
+    /// Number of core counters.
     pub const COUNTER_COUNT: u8 = 21;
+    /// First board (MAC) counter: port p's counter j at `BOARD_COUNTERS + 8p + j`.
+    pub const BOARD_COUNTERS: u16 = 0x0220;
+    /// Board counters per port.
+    pub const PORT_COUNTERS: u8 = 6;
+    /// Frames sent to both ports.
+    pub const FLOODED: u16 = 0x0226;
+    /// Counter registers of a board with two MAC ports (C).
+    pub const BOARD_COUNTER_COUNT: u8 = 46;
     /// Link state of port 0.
     pub const LINK_STATE: u16 = 0x0300;
     /// Number of link state registers.
@@ -149,11 +173,16 @@ pub struct BoardId(pub u32);
 impl BoardId {
     /// A simulation without a board.
     pub const SIMULATION: BoardId = BoardId(0);
-    /// The name of a known id.
+    /// Colorlight 5A-75B v8.0.
+    pub const COLORLIGHT_5A_75B_V8: BoardId = BoardId(0x5a75);
+    /// Colorlight i5 v7.0.
+    pub const COLORLIGHT_I5_V7: BoardId = BoardId(0x0015);
+    /// The name of a known id (the board's `--board` identifier).
     pub fn name(self) -> &'static str {
         match self.0 {
             0 => "simulation",
-            1 => "colorlight-i5",
+            0x5a75 => "colorlight-5a-75b-v8",
+            0x0015 => "colorlight-i5-v7",
             _ => "unknown",
         }
     }
