@@ -26,6 +26,7 @@ pub mod core_with_control;
 pub mod counters;
 pub mod frame_parser;
 pub mod lane_adders;
+pub mod mdio;
 pub mod result_builder;
 pub mod scoreboard;
 pub mod slot_memory;
