@@ -19,6 +19,10 @@
 //! and the transmit ports keep up on average (the receive FIFOs absorb 4 KiB per port of
 //! burst), and a frame that does not fit is dropped whole and counted (`frames_overflow`).
 //!
+//! Control: once the loader is done, `cfg_*` (a control link's writes) reach the core's
+//! configuration bus; `pause` holds the core's input at the next frame boundary (a frame
+//! already begun is taken whole), for a consistent counter snapshot.
+//!
 //! Port counters (`port_counter_address`): 0 good frames, 1 bad FCS, 2 runts, 3 giants,
 //! 4 dropped for capacity, 5 frames sent — port 0 at 0..=5, port 1 at 8..=13; 6 frames the
 //! dispatcher sent to both ports (group destination or unknown MAC).
@@ -76,6 +80,14 @@ pub struct SwitchFabric {
     pub port_counter_address: Signal<In, Bits<4>>,
     /// Port counter value.
     pub port_counter_data: Signal<Out, Bits<32>>,
+    /// Configuration write from a control link (taken once the loader is done).
+    pub cfg_write: Signal<In, Bit>,
+    /// Its register address.
+    pub cfg_address: Signal<In, Bits<8>>,
+    /// Its data.
+    pub cfg_data: Signal<In, Bits<32>>,
+    /// Hold the core's input from the next frame boundary on.
+    pub pause: Signal<In, Bit>,
     /// The configuration is loaded.
     pub configured: Signal<Out, Bit>,
     /// The core has nothing in flight.
@@ -93,6 +105,7 @@ pub struct SwitchFabric {
     loader: ConfigLoader,
     core: Core<32>,
     switch_mac: Constant<Bits<48>>,
+    in_frame: DFF<Bit>,
 }
 
 impl SwitchFabric {
@@ -129,6 +142,10 @@ impl SwitchFabric {
             counter_data: Default::default(),
             port_counter_address: Default::default(),
             port_counter_data: Default::default(),
+            cfg_write: Default::default(),
+            cfg_address: Default::default(),
+            cfg_data: Default::default(),
+            pause: Default::default(),
             configured: Default::default(),
             core_idle: Default::default(),
             merge_start: Default::default(),
@@ -142,6 +159,7 @@ impl SwitchFabric {
             loader: ConfigLoader::new(job),
             core: Core::<32>::new(core),
             switch_mac: Constant::new(mac.into()),
+            in_frame: Default::default(),
         }
     }
 }
@@ -150,6 +168,7 @@ impl Logic for SwitchFabric {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(self, core_clock, rx_arbiter, router, dispatcher, loader, core, mac_table);
+        dff_setup!(self, core_clock, in_frame);
         // Ports.
         self.eth0.rx_clock.next = self.eth0_rx_clock.val();
         self.eth0.core_clock.next = self.core_clock.val();
@@ -176,7 +195,10 @@ impl Logic for SwitchFabric {
         self.rx_arbiter.in1_valid.next = self.eth1.rxq_valid.val();
         self.rx_arbiter.in1_data.next = self.eth1.rxq_data.val();
         self.eth1.rxq_ready.next = self.rx_arbiter.in1_ready.val();
-        self.router.enable.next = self.loader.done.val();
+        self.router.enable.next = self.loader.done.val() & (self.in_frame.q.val() | !self.pause.val());
+        if self.router.core_valid.val() & self.core.rx_ready.val() {
+            self.in_frame.d.next = !self.router.core_last.val();
+        }
         self.router.in_valid.next = self.rx_arbiter.out_valid.val();
         self.router.in_data.next = self.rx_arbiter.out_data.val();
         self.router.in_source.next = self.rx_arbiter.out_source.val();
@@ -201,9 +223,13 @@ impl Logic for SwitchFabric {
         self.core.rx_bytes.next = self.router.core_bytes.val();
         self.router.core_ready.next = self.core.rx_ready.val();
         self.loader.start.next = self.start.val();
-        self.core.cfg_write.next = self.loader.cfg_write.val();
+        self.core.cfg_write.next = self.loader.cfg_write.val() | (self.loader.done.val() & self.cfg_write.val());
         self.core.cfg_address.next = self.loader.cfg_address.val();
         self.core.cfg_data.next = self.loader.cfg_data.val();
+        if self.loader.done.val() {
+            self.core.cfg_address.next = self.cfg_address.val();
+            self.core.cfg_data.next = self.cfg_data.val();
+        }
         self.configured.next = self.loader.done.val();
         self.core.counter_address.next = self.counter_address.val();
         self.counter_data.next = self.core.counter_data.val();
