@@ -2,15 +2,23 @@
 //! docs/switch.md §2 and §3 — scoreboard update, read-modify-write of the slot memory through
 //! the lane adders, and the reply frame written into the result builder's buffer.
 //!
-//! Timing and guarantees:
+//! Timing contract and guarantees:
 //! - A dropped frame takes one cycle. A contribution takes 2 cycles of scoreboard lookup, then
-//!   k + 1 cycles of read-modify-write (one element a cycle: frame buffer and slot memory read
-//!   in one cycle, the sum written the next), pipelined.
+//!   its elements are issued one a cycle and each is written 6 cycles after its issue: frame
+//!   buffer read (2 cycles, then 3 delay registers) and slot memory read (5 cycles) meet at the
+//!   registered lane adder (1 cycle), whose output register drives the slot memory and the
+//!   result builder's buffer. So k + 6 cycles of read-modify-write, and the pass ends only when
+//!   the pipeline is empty (no read of a later frame can overtake a write of this one).
 //! - Only a valid contribution reaches the scoreboard and the slot memory, and only after the
 //!   whole frame has been received and checked.
 //! - The last contribution of a round writes the sums into the result builder's buffer during
 //!   its read-modify-write (no second pass); a retransmission to a complete round copies the
-//!   stored values (k + 1 cycles). ICMP echo replies copy the frame body.
+//!   stored values through the same pipeline (k + 6 cycles). ICMP echo replies copy the frame
+//!   body through it too.
+//! - Header buffer writes are registered (they land one cycle after the word is chosen); the
+//!   reply checksums are computed from the descriptor in four registered steps, ready long
+//!   before the header word that carries them (word 6 at the earliest, 7 cycles after the
+//!   descriptor is loaded).
 //! - A reply header is written in 10 to 13 cycles; then the result builder is loaded with the
 //!   frame (rank range for results). When the result builder's buffer half is still busy, the
 //!   aggregator waits (and so does the parser: back-pressure, never a drop).
@@ -186,7 +194,10 @@ pub struct Aggregator {
     state: DFF<AggState>,
     i: DFF<Bits<10>>,
     wi: DFF<Bits<10>>,
-    wpend: DFF<Bit>,
+    pv: DFF<Bits<6>>,
+    inc1: DFF<Bits<32>>,
+    inc2: DFF<Bits<32>>,
+    inc3: DFF<Bits<32>>,
     first_r: DFF<Bit>,
     last_r: DFF<Bit>,
     retx: DFF<Bit>,
@@ -194,13 +205,21 @@ pub struct Aggregator {
     base: DFF<Bits<16>>,
     nwords: DFF<Bits<10>>,
     reply: DFF<Bits<2>>,
+    hw_address: DFF<Bits<5>>,
+    hw_data: DFF<Bits<32>>,
+    hw_enable: DFF<Bit>,
+    ck_a1: DFF<Bits<20>>,
+    ck_a2: DFF<Bits<20>>,
+    ck_a3: DFF<Bits<20>>,
+    ck_sum: DFF<Bits<20>>,
+    ck_f1: DFF<Bits<17>>,
+    ck_ip: DFF<Bits<16>>,
+    ck_i1: DFF<Bits<17>>,
+    ck_icmp: DFF<Bits<16>>,
     hdr_word: Signal<Local, Bits<32>>,
-    ck_sum: Signal<Local, Bits<20>>,
-    ck_f1: Signal<Local, Bits<17>>,
-    ck_ip: Signal<Local, Bits<16>>,
-    ck_i1: Signal<Local, Bits<17>>,
-    ck_icmp: Signal<Local, Bits<16>>,
     stop: Signal<Local, Bits<10>>,
+    issue: Signal<Local, Bit>,
+    write: Signal<Local, Bit>,
 }
 
 impl Aggregator {
@@ -290,7 +309,10 @@ impl Aggregator {
             state: Default::default(),
             i: Default::default(),
             wi: Default::default(),
-            wpend: Default::default(),
+            pv: Default::default(),
+            inc1: Default::default(),
+            inc2: Default::default(),
+            inc3: Default::default(),
             first_r: Default::default(),
             last_r: Default::default(),
             retx: Default::default(),
@@ -298,13 +320,21 @@ impl Aggregator {
             base: Default::default(),
             nwords: Default::default(),
             reply: Default::default(),
-            hdr_word: Default::default(),
+            hw_address: Default::default(),
+            hw_data: Default::default(),
+            hw_enable: Default::default(),
+            ck_a1: Default::default(),
+            ck_a2: Default::default(),
+            ck_a3: Default::default(),
             ck_sum: Default::default(),
             ck_f1: Default::default(),
             ck_ip: Default::default(),
             ck_i1: Default::default(),
             ck_icmp: Default::default(),
+            hdr_word: Default::default(),
             stop: Default::default(),
+            issue: Default::default(),
+            write: Default::default(),
         }
     }
 }
@@ -313,7 +343,8 @@ impl Logic for Aggregator {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, i, wi, wpend, first_r, last_r, retx, exps_r, base, nwords, reply
+            self, clock, state, i, wi, pv, inc1, inc2, inc3, first_r, last_r, retx, exps_r, base, nwords, reply,
+            hw_address, hw_data, hw_enable, ck_a1, ck_a2, ck_a3, ck_sum, ck_f1, ck_ip, ck_i1, ck_icmp
         );
         // Defaults.
         self.desc_done.next = false;
@@ -334,12 +365,19 @@ impl Logic for Aggregator {
         self.ex_write_address.next = bit_cast::<6, 15>(self.desc_slot.val());
         self.ex_write_data.next = 0.into();
         self.ex_write_enable.next = false;
+        // The element pipeline: frame buffer data (2 cycles) delayed 3 more to meet the slot
+        // memory data (5 cycles), then the registered lane adder: written 6 cycles after issue.
+        self.inc1.d.next = self.buf_read_data.val();
+        self.inc2.d.next = self.inc1.q.val();
+        self.inc3.d.next = self.inc2.q.val();
         self.la_stored.next = self.sm_read_data.val();
-        self.la_incoming.next = self.buf_read_data.val();
+        self.la_incoming.next = self.inc3.q.val();
         self.la_first.next = self.first_r.q.val();
         self.la_exp_stored.next = 0.into();
         self.la_exp_incoming.next = 0.into();
         self.la_exp_active.next = false;
+        self.issue.next = false;
+        self.write.next = self.pv.q.val().get_bit(5);
         self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val());
         if self.tx_half.val() {
             self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val()) | 512;
@@ -357,20 +395,37 @@ impl Logic for Aggregator {
         self.ev_multicast.next = false;
         self.ev_retransmit.next = false;
         self.idle.next = self.state.q.val() == AggState::Idle;
+        // Reply checksums, registered in stages from the descriptor (stable for many cycles
+        // before a header word needs them: at least 7 cycles after the descriptor is loaded).
+        self.ck_a1.d.next = bit_cast::<20, 32>(self.desc_h3.val() & 0xffff)
+            + bit_cast::<20, 32>(self.desc_h4.val() >> 16)
+            + bit_cast::<20, 32>(self.desc_h4.val() & 0xffff);
+        self.ck_a2.d.next = bit_cast::<20, 32>(self.desc_h5.val() >> 16)
+            + bit_cast::<20, 32>((self.desc_h5.val() & 0xff) | 0x4000)
+            + bit_cast::<20, 32>(self.switch_ip.val() >> 16);
+        self.ck_a3.d.next = bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
+            + bit_cast::<20, 32>(self.desc_h6.val() & 0xffff)
+            + bit_cast::<20, 32>(self.desc_h7.val() >> 16);
+        self.ck_sum.d.next = self.ck_a1.q.val() + self.ck_a2.q.val() + self.ck_a3.q.val();
+        self.ck_f1.d.next =
+            bit_cast::<17, 20>(self.ck_sum.q.val() & 0xffff) + bit_cast::<17, 20>(self.ck_sum.q.val() >> 16);
+        self.ck_ip.d.next = !(bit_cast::<16, 17>(self.ck_f1.q.val()) + bit_cast::<16, 17>(self.ck_f1.q.val() >> 16));
+        // The 16-bit complement as an XOR: a `!` inside a widening bit_cast becomes a
+        // 32-bit `~` in the generated Verilog, which sets bit 16 (found by Verilator).
+        self.ck_i1.d.next = bit_cast::<17, 32>((self.desc_h9.val() >> 16) ^ 0xffff) + 0xF7FF;
+        self.ck_icmp.d.next = !(bit_cast::<16, 17>(self.ck_i1.q.val()) + bit_cast::<16, 17>(self.ck_i1.q.val() >> 16));
         self.hdr_word.next = 0.into();
-        self.ck_sum.next = 0.into();
-        self.ck_f1.next = 0.into();
-        self.ck_ip.next = 0.into();
-        self.ck_i1.next = 0.into();
-        self.ck_icmp.next = 0.into();
         self.stop.next = 0.into();
-        // Header words of the reply, word `i` (results: during the body pass, i < 13).
-        self.hdr_write_address.next = bit_cast::<5, 10>(self.i.q.val()) & 15;
+        // Header words of the reply, word `i` (results: during the body pass, i < 13); the
+        // header buffer write is registered (it lands one cycle later).
+        self.hdr_write_address.next = self.hw_address.q.val();
+        self.hdr_write_data.next = self.hw_data.q.val();
+        self.hdr_write_enable.next = self.hw_enable.q.val();
+        self.hw_address.d.next = bit_cast::<5, 10>(self.i.q.val()) & 15;
         if self.tx_half.val() {
-            self.hdr_write_address.next = (bit_cast::<5, 10>(self.i.q.val()) & 15) | 16;
+            self.hw_address.d.next = (bit_cast::<5, 10>(self.i.q.val()) & 15) | 16;
         }
-        self.hdr_write_data.next = 0.into();
-        self.hdr_write_enable.next = false;
+        self.hw_enable.d.next = false;
         if ((self.state.q.val() == AggState::Header)
             | (self.state.q.val() == AggState::Rmw)
             | (self.state.q.val() == AggState::CopySlot))
@@ -392,8 +447,7 @@ impl Logic for Aggregator {
                         self.hdr_word.next = 0x0800_4500.into();
                     }
                     4 => {
-                        self.hdr_word.next =
-                            ((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38) << 16;
+                        self.hdr_word.next = ((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38) << 16;
                     }
                     5 => {
                         self.hdr_word.next = 0x0000_4011.into();
@@ -408,8 +462,8 @@ impl Logic for Aggregator {
                         self.hdr_word.next = self.desc_h9.val() >> 16;
                     }
                     9 => {
-                        self.hdr_word.next = (self.desc_h8.val() << 16)
-                            | ((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 18);
+                        self.hdr_word.next =
+                            (self.desc_h8.val() << 16) | ((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 18);
                     }
                     10 => {
                         self.hdr_word.next = self.desc_h10.val() & 0xffff;
@@ -418,20 +472,18 @@ impl Logic for Aggregator {
                         self.hdr_word.next = self.desc_h11.val();
                     }
                     _ => {
-                        self.hdr_word.next = (self.desc_h12.val() & 0xffff_0000_u64)
-                            | bit_cast::<32, 16>(self.exps_r.q.val());
+                        self.hdr_word.next =
+                            (self.desc_h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exps_r.q.val());
                     }
                 }
             } else if self.reply.q.val() == 1 {
                 self.stop.next = 10.into();
                 match self.i.q.val().index() {
                     0 => {
-                        self.hdr_word.next =
-                            (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+                        self.hdr_word.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
                     }
                     1 => {
-                        self.hdr_word.next = (self.desc_h6.val() << 16)
-                            | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                        self.hdr_word.next = (self.desc_h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
                     }
                     2 => {
                         self.hdr_word.next = self.switch_mac_lo.val();
@@ -443,8 +495,7 @@ impl Logic for Aggregator {
                         self.hdr_word.next = 0x0800_0604.into();
                     }
                     5 => {
-                        self.hdr_word.next =
-                            0x0002_0000 | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                        self.hdr_word.next = 0x0002_0000 | bit_cast::<32, 16>(self.switch_mac_hi.val());
                     }
                     6 => {
                         self.hdr_word.next = self.switch_mac_lo.val();
@@ -453,12 +504,10 @@ impl Logic for Aggregator {
                         self.hdr_word.next = self.switch_ip.val();
                     }
                     8 => {
-                        self.hdr_word.next =
-                            (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+                        self.hdr_word.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
                     }
                     9 => {
-                        self.hdr_word.next =
-                            (self.desc_h6.val() << 16) | (self.desc_h7.val() >> 16);
+                        self.hdr_word.next = (self.desc_h6.val() << 16) | (self.desc_h7.val() >> 16);
                     }
                     _ => {
                         self.hdr_word.next = self.desc_h7.val() << 16;
@@ -466,32 +515,12 @@ impl Logic for Aggregator {
                 }
             } else {
                 self.stop.next = 9.into();
-                self.ck_sum.next = bit_cast::<20, 32>(self.desc_h3.val() & 0xffff)
-                    + bit_cast::<20, 32>(self.desc_h4.val() >> 16)
-                    + bit_cast::<20, 32>(self.desc_h4.val() & 0xffff)
-                    + bit_cast::<20, 32>(self.desc_h5.val() >> 16)
-                    + bit_cast::<20, 32>((self.desc_h5.val() & 0xff) | 0x4000)
-                    + bit_cast::<20, 32>(self.switch_ip.val() >> 16)
-                    + bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
-                    + bit_cast::<20, 32>(self.desc_h6.val() & 0xffff)
-                    + bit_cast::<20, 32>(self.desc_h7.val() >> 16);
-                self.ck_f1.next = bit_cast::<17, 20>(self.ck_sum.val() & 0xffff)
-                    + bit_cast::<17, 20>(self.ck_sum.val() >> 16);
-                self.ck_ip.next = !(bit_cast::<16, 17>(self.ck_f1.val())
-                    + bit_cast::<16, 17>(self.ck_f1.val() >> 16));
-                // The 16-bit complement as an XOR: a `!` inside a widening bit_cast becomes a
-                // 32-bit `~` in the generated Verilog, which sets bit 16 (found by Verilator).
-                self.ck_i1.next = bit_cast::<17, 32>((self.desc_h9.val() >> 16) ^ 0xffff) + 0xF7FF;
-                self.ck_icmp.next = !(bit_cast::<16, 17>(self.ck_i1.val())
-                    + bit_cast::<16, 17>(self.ck_i1.val() >> 16));
                 match self.i.q.val().index() {
                     0 => {
-                        self.hdr_word.next =
-                            (self.desc_h1.val() << 16) | (self.desc_h2.val() >> 16);
+                        self.hdr_word.next = (self.desc_h1.val() << 16) | (self.desc_h2.val() >> 16);
                     }
                     1 => {
-                        self.hdr_word.next = (self.desc_h2.val() << 16)
-                            | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                        self.hdr_word.next = (self.desc_h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
                     }
                     2 => {
                         self.hdr_word.next = self.switch_mac_lo.val();
@@ -506,25 +535,23 @@ impl Logic for Aggregator {
                         self.hdr_word.next = (self.desc_h5.val() & 0xffff_00ff_u64) | 0x4000;
                     }
                     6 => {
-                        self.hdr_word.next = (bit_cast::<32, 16>(self.ck_ip.val()) << 16)
-                            | (self.switch_ip.val() >> 16);
+                        self.hdr_word.next =
+                            (bit_cast::<32, 16>(self.ck_ip.q.val()) << 16) | (self.switch_ip.val() >> 16);
                     }
                     7 => {
-                        self.hdr_word.next =
-                            (self.switch_ip.val() << 16) | (self.desc_h6.val() & 0xffff);
+                        self.hdr_word.next = (self.switch_ip.val() << 16) | (self.desc_h6.val() & 0xffff);
                     }
                     8 => {
                         self.hdr_word.next = self.desc_h7.val() & 0xffff_0000_u64;
                     }
                     _ => {
-                        self.hdr_word.next = (bit_cast::<32, 16>(self.ck_icmp.val()) << 16)
-                            | (self.desc_h9.val() & 0xffff);
+                        self.hdr_word.next =
+                            (bit_cast::<32, 16>(self.ck_icmp.q.val()) << 16) | (self.desc_h9.val() & 0xffff);
                     }
                 }
             }
         }
-        self.hdr_write_data.next = self.hdr_word.val();
-        self.wpend.d.next = false;
+        self.hw_data.d.next = self.hdr_word.val();
         match self.state.q.val() {
             AggState::Idle => {
                 self.i.d.next = 0.into();
@@ -547,8 +574,7 @@ impl Logic for Aggregator {
                         if self.desc_ip_len.val() > 2030 {
                             self.nwords.d.next = 511.into();
                         } else {
-                            self.nwords.d.next =
-                                bit_cast::<10, 16>((self.desc_ip_len.val() + 17) >> 2);
+                            self.nwords.d.next = bit_cast::<10, 16>((self.desc_ip_len.val() + 17) >> 2);
                         }
                         self.state.d.next = AggState::Header;
                     }
@@ -569,6 +595,7 @@ impl Logic for Aggregator {
                 }
                 self.ev_bucket.next = true;
                 self.i.d.next = 0.into();
+                self.wi.d.next = 0.into();
                 self.reply.d.next = 0.into();
                 self.nwords.d.next = bit_cast::<10, 9>(self.payload_words.val()) + 13;
                 if self.sb_new.val() {
@@ -576,11 +603,11 @@ impl Logic for Aggregator {
                     self.ev_bucket_index.next = 13.into();
                     self.ex_write_enable.next = true;
                     if self.desc_set.val() {
-                        self.ex_write_data.next = (bit_cast::<32, 16>(self.la_exp_out.val()) << 16)
-                            | (self.ex_read_data.val() & 0xffff);
+                        self.ex_write_data.next =
+                            (bit_cast::<32, 16>(self.la_exp_out.val()) << 16) | (self.ex_read_data.val() & 0xffff);
                     } else {
-                        self.ex_write_data.next = (self.ex_read_data.val() & 0xffff_0000_u64)
-                            | bit_cast::<32, 16>(self.la_exp_out.val());
+                        self.ex_write_data.next =
+                            (self.ex_read_data.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.la_exp_out.val());
                     }
                     self.first_r.d.next = self.sb_first.val();
                     self.last_r.d.next = self.sb_last.val();
@@ -608,59 +635,59 @@ impl Logic for Aggregator {
                 if self.tx_half.val() {
                     self.tx_write_address.next = (bit_cast::<10, 10>(self.wi.q.val()) + 13) | 512;
                 }
-                if !self.last_r.q.val() | self.tx_free.val() {
-                    if self.i.q.val() < bit_cast::<10, 9>(self.payload_words.val()) {
-                        self.i.d.next = self.i.q.val() + 1;
-                        self.wi.d.next = self.i.q.val();
-                        self.wpend.d.next = true;
-                        self.hdr_write_enable.next = self.last_r.q.val() & (self.i.q.val() < 13);
-                    }
-                    if self.wpend.q.val() {
-                        self.sm_write_enable.next = true;
-                        self.tx_write_enable.next = self.last_r.q.val();
-                        if self.wi.q.val() + 1 == bit_cast::<10, 9>(self.payload_words.val()) {
-                            self.i.d.next = 0.into();
-                            if self.last_r.q.val() {
-                                self.state.d.next = AggState::Load;
-                            } else {
-                                self.desc_done.next = true;
-                                self.state.d.next = AggState::Idle;
-                            }
+                if (!self.last_r.q.val() | self.tx_free.val())
+                    & (self.i.q.val() < bit_cast::<10, 9>(self.payload_words.val()))
+                {
+                    self.issue.next = true;
+                    self.i.d.next = self.i.q.val() + 1;
+                    self.hw_enable.d.next = self.last_r.q.val() & (self.i.q.val() < 13);
+                }
+                if self.write.val() {
+                    self.sm_write_enable.next = true;
+                    self.tx_write_enable.next = self.last_r.q.val();
+                    self.wi.d.next = self.wi.q.val() + 1;
+                    if self.wi.q.val() + 1 == bit_cast::<10, 9>(self.payload_words.val()) {
+                        self.i.d.next = 0.into();
+                        if self.last_r.q.val() {
+                            self.state.d.next = AggState::Load;
+                        } else {
+                            self.desc_done.next = true;
+                            self.state.d.next = AggState::Idle;
                         }
                     }
                 }
             }
             AggState::CopySlot => {
+                // The stored values through the adder unchanged (not first, nothing added).
+                self.la_first.next = false;
+                self.la_incoming.next = 0.into();
                 self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val()) + 13;
                 if self.tx_half.val() {
                     self.tx_write_address.next = (bit_cast::<10, 10>(self.wi.q.val()) + 13) | 512;
                 }
-                self.tx_write_data.next = self.sm_read_data.val();
-                if self.tx_free.val() {
-                    if self.i.q.val() < bit_cast::<10, 9>(self.payload_words.val()) {
-                        self.i.d.next = self.i.q.val() + 1;
-                        self.wi.d.next = self.i.q.val();
-                        self.wpend.d.next = true;
-                        self.hdr_write_enable.next = self.i.q.val() < 13;
-                    }
-                    if self.wpend.q.val() {
-                        self.tx_write_enable.next = true;
-                        if self.wi.q.val() + 1 == bit_cast::<10, 9>(self.payload_words.val()) {
-                            self.i.d.next = 0.into();
-                            self.state.d.next = AggState::Load;
-                        }
+                if self.tx_free.val() & (self.i.q.val() < bit_cast::<10, 9>(self.payload_words.val())) {
+                    self.issue.next = true;
+                    self.i.d.next = self.i.q.val() + 1;
+                    self.hw_enable.d.next = self.i.q.val() < 13;
+                }
+                if self.write.val() {
+                    self.tx_write_enable.next = true;
+                    self.wi.d.next = self.wi.q.val() + 1;
+                    if self.wi.q.val() + 1 == bit_cast::<10, 9>(self.payload_words.val()) {
+                        self.i.d.next = 0.into();
+                        self.state.d.next = AggState::Load;
                     }
                 }
             }
             AggState::Header => {
                 // ARP and ICMP replies (a result's header is written during its body pass).
-                self.hdr_write_data.next = self.hdr_word.val();
                 if self.tx_free.val() {
-                    self.hdr_write_enable.next = true;
+                    self.hw_enable.d.next = true;
                     self.i.d.next = self.i.q.val() + 1;
                     if self.i.q.val() == self.stop.val() {
                         if self.reply.q.val() == 2 {
                             self.i.d.next = 10.into();
+                            self.wi.d.next = 10.into();
                             self.state.d.next = AggState::CopyRx;
                         } else {
                             self.state.d.next = AggState::Load;
@@ -669,23 +696,23 @@ impl Logic for Aggregator {
                 }
             }
             AggState::CopyRx => {
-                self.tx_write_data.next = self.buf_read_data.val();
+                // The frame's words through the adder unchanged (first: written as they are).
+                self.la_first.next = true;
                 if self.i.q.val() < self.nwords.q.val() {
+                    self.issue.next = true;
                     self.i.d.next = self.i.q.val() + 1;
-                    self.wi.d.next = self.i.q.val();
-                    self.wpend.d.next = true;
                 }
-                if self.wpend.q.val() {
+                if self.write.val() {
                     self.tx_write_enable.next = true;
                     if self.wi.q.val() < 13 {
-                        self.hdr_write_address.next = bit_cast::<5, 10>(self.wi.q.val()) & 15;
+                        self.hw_address.d.next = bit_cast::<5, 10>(self.wi.q.val()) & 15;
                         if self.tx_half.val() {
-                            self.hdr_write_address.next =
-                                (bit_cast::<5, 10>(self.wi.q.val()) & 15) | 16;
+                            self.hw_address.d.next = (bit_cast::<5, 10>(self.wi.q.val()) & 15) | 16;
                         }
-                        self.hdr_write_data.next = self.buf_read_data.val();
-                        self.hdr_write_enable.next = true;
+                        self.hw_data.d.next = self.la_sum.val();
+                        self.hw_enable.d.next = true;
                     }
+                    self.wi.d.next = self.wi.q.val() + 1;
                     if self.wi.q.val() + 1 == self.nwords.q.val() {
                         self.state.d.next = AggState::Load;
                     }
@@ -712,11 +739,10 @@ impl Logic for Aggregator {
                 } else {
                     self.ev_bucket.next = true;
                     self.ev_bucket_index.next = 16.into();
-                    self.tx_last_bytes.next = bit_cast::<3, 16>(self.desc_ip_len.val() + 1) & 3;
-                    self.tx_last_bytes.next =
-                        (bit_cast::<3, 16>(self.desc_ip_len.val() + 1) & 3) + 1;
+                    self.tx_last_bytes.next = (bit_cast::<3, 16>(self.desc_ip_len.val() + 1) & 3) + 1;
                 }
             }
         }
+        self.pv.d.next = (self.pv.q.val() << 1) | bit_cast::<6, 1>(self.issue.val().into());
     }
 }

@@ -149,6 +149,7 @@ impl<const D: usize> Logic for Core<D> {
             parser,
             scoreboard,
             slot_memory,
+            lane_adders,
             aggregator,
             result_builder,
             counters

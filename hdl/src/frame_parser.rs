@@ -30,7 +30,7 @@
 //! Descriptor kinds: 0..=12 the drop reasons in `DropReason` order, 13 a valid contribution,
 //! 14 an ARP request to answer, 15 an ICMP echo request to answer.
 
-use crate::block_ram::BlockRam;
+use crate::block_ram::{BlockRam, PipelinedRam};
 use rust_hdl::prelude::*;
 
 /// Descriptor kind of a valid contribution.
@@ -77,7 +77,7 @@ pub struct FrameParser {
     pub wt_write_ip: Signal<In, Bit>,
     /// Frame buffer read address (bit 9: half, bits 8..0: word).
     pub buf_read_address: Signal<In, Bits<10>>,
-    /// Frame buffer word at the previous cycle's address.
+    /// Frame buffer word at the address of two cycles before (read latency 2).
     pub buf_read_data: Signal<Out, Bits<32>>,
     /// A decided frame is described on `desc_*`.
     pub desc_valid: Signal<Out, Bit>,
@@ -121,7 +121,7 @@ pub struct FrameParser {
     pub desc_h12: Signal<Out, Bits<32>>,
     /// A frame is being received, decided or waits in the descriptor.
     pub busy: Signal<Out, Bit>,
-    rx_buf: BlockRam<10, 32>,
+    rx_buf: PipelinedRam<10, 32>,
     ip_table: BlockRam<5, 32>,
     accept: Signal<Local, Bit>,
     src_ip: Signal<Local, Bits<32>>,
@@ -227,7 +227,7 @@ impl FrameParser {
             desc_h11: Default::default(),
             desc_h12: Default::default(),
             busy: Default::default(),
-            rx_buf: BlockRam::new(1024),
+            rx_buf: PipelinedRam::new(1024),
             ip_table: BlockRam::new(32),
             accept: Default::default(),
             src_ip: Default::default(),
@@ -290,10 +290,9 @@ impl Logic for FrameParser {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, deciding, wr_half, j, len, csum, h0, h1, h2, h3, h4, h5, h6, h7, h8, h9,
-            h10, h11, h12, s_busy, s_next, s_pend, s_pend_idx, s_found, s_rank, s_done, d_valid,
-            d_kind, d_rank, d_slot, d_set, d_half, d_len, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10,
-            d11, d12
+            self, clock, deciding, wr_half, j, len, csum, h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12,
+            s_busy, s_next, s_pend, s_pend_idx, s_found, s_rank, s_done, d_valid, d_kind, d_rank, d_slot, d_set,
+            d_half, d_len, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12
         );
         clock!(self, clock, rx_buf, ip_table);
         // Worker table writes and the buffer read port.
@@ -302,6 +301,7 @@ impl Logic for FrameParser {
         self.ip_table.write_enable.next = self.wt_write_ip.val();
         self.ip_table.read_address.next = bit_cast::<5, 6>(self.s_next.q.val());
         self.rx_buf.read_address.next = self.buf_read_address.val();
+        self.rx_buf.read_enable.next = true;
         self.buf_read_data.next = self.rx_buf.read_data.val();
         // Descriptor outputs.
         self.desc_valid.next = self.d_valid.q.val();
@@ -359,8 +359,7 @@ impl Logic for FrameParser {
                     }
                     3 => {
                         self.h3.d.next = self.word_data.val();
-                        self.csum.d.next =
-                            self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
+                        self.csum.d.next = self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
                     }
                     4 => {
                         self.h4.d.next = self.word_data.val();
@@ -388,8 +387,7 @@ impl Logic for FrameParser {
                     }
                     8 => {
                         self.h8.d.next = self.word_data.val();
-                        self.csum.d.next =
-                            self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.csum.d.next = self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
                     }
                     9 => {
                         self.h9.d.next = self.word_data.val();
@@ -451,17 +449,13 @@ impl Logic for FrameParser {
         if self.deciding.q.val() {
             self.total_len.next = self.h4.q.val().get_bits::<16>(16);
             self.udp_len.next = bit_cast::<16, 32>(self.h9.q.val());
-            self.fold1.next = bit_cast::<17, 20>(self.csum.q.val() & 0xffff)
-                + bit_cast::<17, 20>(self.csum.q.val() >> 16);
-            self.fold2.next =
-                bit_cast::<16, 17>(self.fold1.val()) + bit_cast::<16, 17>(self.fold1.val() >> 16);
+            self.fold1.next =
+                bit_cast::<17, 20>(self.csum.q.val() & 0xffff) + bit_cast::<17, 20>(self.csum.q.val() >> 16);
+            self.fold2.next = bit_cast::<16, 17>(self.fold1.val()) + bit_cast::<16, 17>(self.fold1.val() >> 16);
             self.dst_mac_ok.next = ((self.h0.q.val()
-                == ((bit_cast::<32, 16>(self.switch_mac_hi.val()) << 16)
-                    | (self.switch_mac_lo.val() >> 16)))
-                & (self.h1.q.val().get_bits::<16>(16)
-                    == bit_cast::<16, 32>(self.switch_mac_lo.val())))
-                | ((self.h0.q.val() == 0xffff_ffff_u64)
-                    & (self.h1.q.val().get_bits::<16>(16) == 0xffff));
+                == ((bit_cast::<32, 16>(self.switch_mac_hi.val()) << 16) | (self.switch_mac_lo.val() >> 16)))
+                & (self.h1.q.val().get_bits::<16>(16) == bit_cast::<16, 32>(self.switch_mac_lo.val())))
+                | ((self.h0.q.val() == 0xffff_ffff_u64) & (self.h1.q.val().get_bits::<16>(16) == 0xffff));
             if self.len.q.val() < 14 {
                 self.cls.next = 0.into();
             } else if !self.dst_mac_ok.val() {
@@ -474,10 +468,8 @@ impl Logic for FrameParser {
                     | (self.h5.q.val().get_bits::<16>(16) != 1)
                 {
                     self.cls.next = 2.into();
-                } else if (bit_cast::<16, 32>(self.h9.q.val())
-                    != self.switch_ip.val().get_bits::<16>(16))
-                    | (self.h10.q.val().get_bits::<16>(16)
-                        != bit_cast::<16, 32>(self.switch_ip.val()))
+                } else if (bit_cast::<16, 32>(self.h9.q.val()) != self.switch_ip.val().get_bits::<16>(16))
+                    | (self.h10.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.switch_ip.val()))
                 {
                     self.cls.next = 7.into();
                 } else {
@@ -494,14 +486,12 @@ impl Logic for FrameParser {
             } else if self.fold2.val() != 0xffff {
                 self.cls.next = 4.into();
             } else if (self.total_len.val() < 20)
-                | (bit_cast::<17, 16>(self.total_len.val()) + 14
-                    > bit_cast::<17, 16>(self.len.q.val()))
+                | (bit_cast::<17, 16>(self.total_len.val()) + 14 > bit_cast::<17, 16>(self.len.q.val()))
             {
                 self.cls.next = 5.into();
             } else if self.h5.q.val().get_bits::<14>(16) != 0 {
                 self.cls.next = 6.into();
-            } else if (bit_cast::<16, 32>(self.h7.q.val())
-                != self.switch_ip.val().get_bits::<16>(16))
+            } else if (bit_cast::<16, 32>(self.h7.q.val()) != self.switch_ip.val().get_bits::<16>(16))
                 | (self.h8.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.switch_ip.val()))
             {
                 self.cls.next = 7.into();
@@ -531,21 +521,15 @@ impl Logic for FrameParser {
                     self.cls.next = 10.into();
                 } else if self.h10.q.val().get_bits::<3>(8) != self.size_code.val() {
                     self.cls.next = 11.into();
-                } else if self.udp_len.val()
-                    != (bit_cast::<16, 9>(self.payload_words.val()) << 2) + 18
-                {
+                } else if self.udp_len.val() != (bit_cast::<16, 9>(self.payload_words.val()) << 2) + 18 {
                     self.cls.next = 5.into();
-                } else if bit_cast::<16, 15>(self.h12.q.val().get_bits::<15>(16))
-                    >= self.slots_in_use.val()
-                {
+                } else if bit_cast::<16, 15>(self.h12.q.val().get_bits::<15>(16)) >= self.slots_in_use.val() {
                     self.cls.next = 12.into();
                 } else {
                     self.cls.next = 13.into();
                 }
             }
-            if (!self.needs_rank.val() | self.s_done.q.val())
-                & (!self.d_valid.q.val() | self.desc_done.val())
-            {
+            if (!self.needs_rank.val() | self.s_done.q.val()) & (!self.d_valid.q.val() | self.desc_done.val()) {
                 self.d_valid.d.next = true;
                 self.d_kind.d.next = self.cls.val();
                 self.d_rank.d.next = self.s_rank.q.val();

@@ -1,22 +1,27 @@
 //! The fixed-point lane adders: the datapath-wide (one 32-bit lane) two's-complement
 //! wrap-around adder and the signed maximum of the exponents.
 //!
-//! Timing: combinational. `sum = first ? incoming : stored + incoming (mod 2^32)`;
-//! `exp_out = first ? exp_incoming : (max(e0), max(e1))` with int8 comparison, evaluated while
-//! `exp_active` is high (0 otherwise). Exponent words hold `e0` in bits 15..8, `e1` in 7..0.
+//! Timing: the value adder is registered: `sum` in cycle t + 1 is
+//! `first ? incoming : stored + incoming (mod 2^32)` of cycle t (its inputs are expected to come
+//! straight from registers, so one 32-bit carry chain and a mux lie between two registers).
+//! The exponent maximum is combinational: `exp_out = first ? exp_incoming : (max(e0), max(e1))`
+//! with int8 comparison, evaluated while `exp_active` is high (0 otherwise). Exponent words hold
+//! `e0` in bits 15..8, `e1` in 7..0.
 
 use rust_hdl::prelude::*;
 
 /// Adder and exponent maximum.
 #[derive(LogicBlock, Default)]
 pub struct LaneAdders {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
     /// Value held in the slot.
     pub stored: Signal<In, Bits<32>>,
     /// Value of the contribution.
     pub incoming: Signal<In, Bits<32>>,
     /// First contribution of the round: write instead of add.
     pub first: Signal<In, Bit>,
-    /// The new slot value.
+    /// The new slot value of the previous cycle's inputs.
     pub sum: Signal<Out, Bits<32>>,
     /// Exponents held in the slot.
     pub exp_stored: Signal<In, Bits<16>>,
@@ -28,15 +33,18 @@ pub struct LaneAdders {
     pub exp_out: Signal<Out, Bits<16>>,
     e0: Signal<Local, Bits<8>>,
     e1: Signal<Local, Bits<8>>,
+    sum_r: DFF<Bits<32>>,
 }
 
 impl Logic for LaneAdders {
     #[hdl_gen]
     fn update(&mut self) {
+        dff_setup!(self, clock, sum_r);
+        self.sum.next = self.sum_r.q.val();
         if self.first.val() {
-            self.sum.next = self.incoming.val();
+            self.sum_r.d.next = self.incoming.val();
         } else {
-            self.sum.next = self.stored.val() + self.incoming.val();
+            self.sum_r.d.next = self.stored.val() + self.incoming.val();
         }
         self.e0.next = 0.into();
         self.e1.next = 0.into();
@@ -45,9 +53,7 @@ impl Logic for LaneAdders {
             if self.first.val() {
                 self.exp_out.next = self.exp_incoming.val();
             } else {
-                if (self.exp_stored.val().get_bits::<8>(8) ^ 0x80)
-                    > (self.exp_incoming.val().get_bits::<8>(8) ^ 0x80)
-                {
+                if (self.exp_stored.val().get_bits::<8>(8) ^ 0x80) > (self.exp_incoming.val().get_bits::<8>(8) ^ 0x80) {
                     self.e0.next = self.exp_stored.val().get_bits::<8>(8);
                 } else {
                     self.e0.next = self.exp_incoming.val().get_bits::<8>(8);
@@ -59,8 +65,7 @@ impl Logic for LaneAdders {
                 } else {
                     self.e1.next = bit_cast::<8, 16>(self.exp_incoming.val());
                 }
-                self.exp_out.next =
-                    (bit_cast::<16, 8>(self.e0.val()) << 8) | bit_cast::<16, 8>(self.e1.val());
+                self.exp_out.next = (bit_cast::<16, 8>(self.e0.val()) << 8) | bit_cast::<16, 8>(self.e1.val());
             }
         }
     }
@@ -81,7 +86,12 @@ mod test {
         b.exp_incoming.next = u64::from(ei).into();
         b.exp_active.next = true;
         settle(&mut b);
-        (b.sum.val().to_u32(), b.exp_out.val().to_u16())
+        let e = b.exp_out.val().to_u16();
+        b.clock.next = true.into();
+        settle(&mut b);
+        b.clock.next = false.into();
+        settle(&mut b);
+        (b.sum.val().to_u32(), e)
     }
 
     #[test]

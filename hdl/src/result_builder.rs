@@ -7,23 +7,25 @@
 //! word. ARP and ICMP replies leave as written. A result is sent once per rank of the range, in
 //! rank order; for each, the per-rank fields are patched in on the way out:
 //! destination MAC (words 0, 1), IPv4 header checksum (word 6) and destination address
-//! (words 7, 8), read from the worker table (a block RAM) — so the payload is stored once and
-//! sent n times.
+//! (words 7, 8), read from the worker table — so the payload is stored once and sent n times.
 //!
-//! Timing: 2 cycles before the first frame of a half (worker table read, then the header
-//! checksum over the fixed fields and the rank's address); the frames of a multicast follow
-//! each other with no gap (the next rank's entry is read with the last word, its checksum
-//! computed during words 0..5); one word a cycle as long as `word_ready` is high. A half is freed after its last frame; the aggregator fills the other
-//! half meanwhile.
+//! Timing contract: a read pipeline of four stages with one enable (`go`: the output register
+//! is empty or taken this cycle), so a low `word_ready` stalls every stage and nothing is lost.
+//! Stage 1: header buffer and worker table read (one cycle, LUT RAM; their addresses are held
+//! while stalled); stage 2: frame buffer read (block RAM, two cycles, read enable), the per-rank
+//! checksum's first sum; stage 3: header or frame word selected, checksum folded; stage 4 (the
+//! output register, `word_*` come straight from flip-flops): per-rank fields patched in. One word
+//! a cycle while `word_ready` is high; the frames of a multicast follow each other with no gap;
+//! the first word of a half leaves 5 cycles after the half is loaded. A half is freed once its
+//! last word has left the buffers (stage 3), so the aggregator may refill it while the tail is
+//! still in the pipeline.
 
-use crate::block_ram::BlockRam;
+use crate::block_ram::{BlockRam, PipelinedRam};
 use rust_hdl::prelude::*;
 
 #[derive(Copy, Clone, PartialEq, Debug, LogicState)]
 enum TxState {
     Idle,
-    Prep1,
-    Prep2,
     Send,
 }
 
@@ -88,7 +90,7 @@ pub struct ResultBuilder {
     pub frame_sent: Signal<Out, Bit>,
     /// Frames are queued or being sent.
     pub busy: Signal<Out, Bit>,
-    tx_buf: BlockRam<10, 32>,
+    tx_buf: PipelinedRam<10, 32>,
     hdr_buf: BlockRam<5, 32>,
     wt_ip: BlockRam<5, 32>,
     wt_mac_hi: BlockRam<5, 16>,
@@ -110,18 +112,52 @@ pub struct ResultBuilder {
     state: DFF<TxState>,
     cur: DFF<Bits<5>>,
     w: DFF<Bits<10>>,
-    ck: DFF<Bits<16>>,
+    ck_base_a: DFF<Bits<20>>,
+    ck_base_b: DFF<Bits<20>>,
+    ck_base: DFF<Bits<20>>,
+    hold_hdr: DFF<Bits<5>>,
+    hold_wt: DFF<Bits<5>>,
+    v1: DFF<Bit>,
+    hdr1: DFF<Bit>,
+    last1: DFF<Bit>,
+    bytes1: DFF<Bits<3>>,
+    patch1: DFF<Bits<3>>,
+    end1: DFF<Bit>,
+    half1: DFF<Bit>,
+    v2: DFF<Bit>,
+    hdr2: DFF<Bit>,
+    last2: DFF<Bit>,
+    bytes2: DFF<Bits<3>>,
+    patch2: DFF<Bits<3>>,
+    end2: DFF<Bit>,
+    half2: DFF<Bit>,
+    hword2: DFF<Bits<32>>,
+    mac_hi2: DFF<Bits<16>>,
+    mac_lo2: DFF<Bits<32>>,
+    ip2: DFF<Bits<32>>,
+    sum2: DFF<Bits<20>>,
+    v3: DFF<Bit>,
+    last3: DFF<Bit>,
+    bytes3: DFF<Bits<3>>,
+    patch3: DFF<Bits<3>>,
+    raw3: DFF<Bits<32>>,
+    mac_hi3: DFF<Bits<16>>,
+    mac_lo3: DFF<Bits<32>>,
+    ip3: DFF<Bits<32>>,
+    fold3: DFF<Bits<17>>,
+    v4: DFF<Bit>,
+    last4: DFF<Bit>,
+    bytes4: DFF<Bits<3>>,
+    data4: DFF<Bits<32>>,
     kind: Signal<Local, Bits<2>>,
     last_rank: Signal<Local, Bits<5>>,
     nwords: Signal<Local, Bits<10>>,
     last_bytes: Signal<Local, Bits<3>>,
-    advance: Signal<Local, Bit>,
+    go: Signal<Local, Bit>,
+    issue: Signal<Local, Bit>,
     raw: Signal<Local, Bits<32>>,
-    sum: Signal<Local, Bits<20>>,
-    fold: Signal<Local, Bits<17>>,
-    rd_idx: Signal<Local, Bits<10>>,
-    wt_idx: Signal<Local, Bits<5>>,
-    next_rank: Signal<Local, Bit>,
+    ck: Signal<Local, Bits<16>>,
+    hdr_idx: Signal<Local, Bits<5>>,
 }
 
 impl Default for ResultBuilder {
@@ -163,7 +199,7 @@ impl ResultBuilder {
             word_ready: Default::default(),
             frame_sent: Default::default(),
             busy: Default::default(),
-            tx_buf: BlockRam::new(1024),
+            tx_buf: PipelinedRam::new(1024),
             hdr_buf: BlockRam::new(32),
             wt_ip: BlockRam::new(32),
             wt_mac_hi: BlockRam::new(32),
@@ -185,18 +221,52 @@ impl ResultBuilder {
             state: Default::default(),
             cur: Default::default(),
             w: Default::default(),
-            ck: Default::default(),
+            ck_base_a: Default::default(),
+            ck_base_b: Default::default(),
+            ck_base: Default::default(),
+            hold_hdr: Default::default(),
+            hold_wt: Default::default(),
+            v1: Default::default(),
+            hdr1: Default::default(),
+            last1: Default::default(),
+            bytes1: Default::default(),
+            patch1: Default::default(),
+            end1: Default::default(),
+            half1: Default::default(),
+            v2: Default::default(),
+            hdr2: Default::default(),
+            last2: Default::default(),
+            bytes2: Default::default(),
+            patch2: Default::default(),
+            end2: Default::default(),
+            half2: Default::default(),
+            hword2: Default::default(),
+            mac_hi2: Default::default(),
+            mac_lo2: Default::default(),
+            ip2: Default::default(),
+            sum2: Default::default(),
+            v3: Default::default(),
+            last3: Default::default(),
+            bytes3: Default::default(),
+            patch3: Default::default(),
+            raw3: Default::default(),
+            mac_hi3: Default::default(),
+            mac_lo3: Default::default(),
+            ip3: Default::default(),
+            fold3: Default::default(),
+            v4: Default::default(),
+            last4: Default::default(),
+            bytes4: Default::default(),
+            data4: Default::default(),
             kind: Default::default(),
             last_rank: Default::default(),
             nwords: Default::default(),
             last_bytes: Default::default(),
-            advance: Default::default(),
+            go: Default::default(),
+            issue: Default::default(),
             raw: Default::default(),
-            sum: Default::default(),
-            fold: Default::default(),
-            rd_idx: Default::default(),
-            wt_idx: Default::default(),
-            next_rank: Default::default(),
+            ck: Default::default(),
+            hdr_idx: Default::default(),
         }
     }
 }
@@ -205,8 +275,10 @@ impl Logic for ResultBuilder {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, full0, full1, lhalf, shalf, k0, f0, l0, n0, b0, k1, f1, l1, n1, b1, state,
-            cur, w, ck
+            self, clock, full0, full1, lhalf, shalf, k0, f0, l0, n0, b0, k1, f1, l1, n1, b1, state, cur, w, ck_base_a,
+            ck_base_b, ck_base, hold_hdr, hold_wt, v1, hdr1, last1, bytes1, patch1, end1, half1, v2, hdr2, last2,
+            bytes2, patch2, end2, half2, hword2, mac_hi2, mac_lo2, ip2, sum2, v3, last3, bytes3, patch3, raw3, mac_hi3,
+            mac_lo3, ip3, fold3, v4, last4, bytes4, data4
         );
         clock!(self, clock, tx_buf, hdr_buf, wt_ip, wt_mac_hi, wt_mac_lo);
         self.hdr_buf.write_address.next = self.hdr_write_address.val();
@@ -230,9 +302,20 @@ impl Logic for ResultBuilder {
         if self.lhalf.q.val() {
             self.load_free.next = !self.full1.q.val();
         }
-        self.busy.next =
-            self.full0.q.val() | self.full1.q.val() | (self.state.q.val() != TxState::Idle);
-        // The half being sent.
+        self.busy.next = self.full0.q.val()
+            | self.full1.q.val()
+            | (self.state.q.val() != TxState::Idle)
+            | self.v1.q.val()
+            | self.v2.q.val()
+            | self.v3.q.val()
+            | self.v4.q.val();
+        // The checksum's fixed part (configuration only), in two registered steps.
+        self.ck_base_a.d.next =
+            bit_cast::<20, 32>((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38) + 0x4500 + 0x4011;
+        self.ck_base_b.d.next =
+            bit_cast::<20, 32>(self.switch_ip.val() >> 16) + bit_cast::<20, 32>(self.switch_ip.val() & 0xffff);
+        self.ck_base.d.next = self.ck_base_a.q.val() + self.ck_base_b.q.val();
+        // The half being issued.
         if self.shalf.q.val() {
             self.kind.next = self.k1.q.val();
             self.last_rank.next = self.l1.q.val();
@@ -244,114 +327,36 @@ impl Logic for ResultBuilder {
             self.nwords.next = self.n0.q.val();
             self.last_bytes.next = self.b0.q.val();
         }
-        self.word_valid.next = false;
-        self.word_data.next = 0.into();
-        self.word_last.next = false;
-        self.word_bytes.next = 4.into();
-        self.frame_sent.next = false;
-        self.advance.next = false;
-        self.next_rank.next = false;
-        self.raw.next = self.tx_buf.read_data.val();
-        if self.w.q.val() < 13 {
-            self.raw.next = self.hdr_buf.read_data.val();
-        }
-        self.sum.next = 0.into();
-        self.fold.next = 0.into();
+        // Output register and pipeline enable.
+        self.word_valid.next = self.v4.q.val();
+        self.word_data.next = self.data4.q.val();
+        self.word_last.next = self.last4.q.val();
+        self.word_bytes.next = self.bytes4.q.val();
+        self.frame_sent.next = self.v4.q.val() & self.word_ready.val() & self.last4.q.val();
+        self.go.next = !self.v4.q.val() | self.word_ready.val();
+        self.issue.next = false;
         match self.state.q.val() {
             TxState::Idle => {
                 self.w.d.next = 0.into();
                 if self.shalf.q.val() {
                     if self.full1.q.val() {
                         self.cur.d.next = self.f1.q.val();
-                        self.state.d.next = TxState::Prep1;
+                        self.state.d.next = TxState::Send;
                     }
                 } else if self.full0.q.val() {
                     self.cur.d.next = self.f0.q.val();
-                    self.state.d.next = TxState::Prep1;
+                    self.state.d.next = TxState::Send;
                 }
-            }
-            TxState::Prep1 => {
-                self.state.d.next = TxState::Prep2;
-            }
-            TxState::Prep2 => {
-                self.sum.next =
-                    bit_cast::<20, 32>((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38)
-                        + 0x4500
-                        + 0x4011
-                        + bit_cast::<20, 32>(self.switch_ip.val() >> 16)
-                        + bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
-                        + bit_cast::<20, 32>(self.wt_ip.read_data.val() >> 16)
-                        + bit_cast::<20, 32>(self.wt_ip.read_data.val() & 0xffff);
-                self.fold.next = bit_cast::<17, 20>(self.sum.val() & 0xffff)
-                    + bit_cast::<17, 20>(self.sum.val() >> 16);
-                self.ck.d.next = !(bit_cast::<16, 17>(self.fold.val())
-                    + bit_cast::<16, 17>(self.fold.val() >> 16));
-                self.state.d.next = TxState::Send;
             }
             _ => {
-                // The rank's header checksum, registered before word 6 leaves.
-                if self.w.q.val() < 6 {
-                    self.sum.next =
-                        bit_cast::<20, 32>((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38)
-                            + 0x4500
-                            + 0x4011
-                            + bit_cast::<20, 32>(self.switch_ip.val() >> 16)
-                            + bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
-                            + bit_cast::<20, 32>(self.wt_ip.read_data.val() >> 16)
-                            + bit_cast::<20, 32>(self.wt_ip.read_data.val() & 0xffff);
-                    self.fold.next = bit_cast::<17, 20>(self.sum.val() & 0xffff)
-                        + bit_cast::<17, 20>(self.sum.val() >> 16);
-                    self.ck.d.next = !(bit_cast::<16, 17>(self.fold.val())
-                        + bit_cast::<16, 17>(self.fold.val() >> 16));
-                }
-                self.word_valid.next = true;
-                self.word_data.next = self.raw.val();
-                if self.kind.val() == 0 {
-                    match self.w.q.val().index() {
-                        0 => {
-                            self.word_data.next =
-                                (bit_cast::<32, 16>(self.wt_mac_hi.read_data.val()) << 16)
-                                    | (self.wt_mac_lo.read_data.val() >> 16);
-                        }
-                        1 => {
-                            self.word_data.next =
-                                (self.wt_mac_lo.read_data.val() << 16) | (self.raw.val() & 0xffff);
-                        }
-                        6 => {
-                            self.word_data.next = (bit_cast::<32, 16>(self.ck.q.val()) << 16)
-                                | (self.raw.val() & 0xffff);
-                        }
-                        7 => {
-                            self.word_data.next = (self.raw.val() & 0xffff_0000_u64)
-                                | (self.wt_ip.read_data.val() >> 16);
-                        }
-                        8 => {
-                            self.word_data.next =
-                                (self.wt_ip.read_data.val() << 16) | (self.raw.val() & 0xffff);
-                        }
-                        _ => {}
-                    }
-                }
-                if self.w.q.val() + 1 == self.nwords.val() {
-                    self.word_last.next = true;
-                    self.word_bytes.next = self.last_bytes.val();
-                }
-                if self.word_ready.val() {
-                    self.advance.next = true;
+                if self.go.val() {
+                    self.issue.next = true;
                     if self.w.q.val() + 1 == self.nwords.val() {
-                        self.frame_sent.next = true;
                         self.w.d.next = 0.into();
                         if (self.kind.val() == 0) & (self.cur.q.val() != self.last_rank.val()) {
-                            // Next rank: its worker entry is read this cycle, so the
-                            // next frame starts at once.
-                            self.next_rank.next = true;
+                            // Next rank: its first word is issued next cycle.
                             self.cur.d.next = self.cur.q.val() + 1;
                         } else {
-                            if self.shalf.q.val() {
-                                self.full1.d.next = false;
-                            } else {
-                                self.full0.d.next = false;
-                            }
                             self.shalf.d.next = !self.shalf.q.val();
                             self.state.d.next = TxState::Idle;
                         }
@@ -361,27 +366,122 @@ impl Logic for ResultBuilder {
                 }
             }
         }
-        // Worker table read address: the rank of the next cycle.
-        self.wt_idx.next = self.cur.q.val();
-        if self.next_rank.val() {
-            self.wt_idx.next = self.cur.q.val() + 1;
-        }
-        self.wt_ip.read_address.next = self.wt_idx.val();
-        self.wt_mac_hi.read_address.next = self.wt_idx.val();
-        self.wt_mac_lo.read_address.next = self.wt_idx.val();
-        // Buffer read address: the word shown next cycle.
-        self.rd_idx.next = self.w.q.val();
-        if self.advance.val() & !self.word_last.val() {
-            self.rd_idx.next = self.w.q.val() + 1;
-        }
-        if self.advance.val() & self.word_last.val() {
-            self.rd_idx.next = 0.into();
-        }
-        self.tx_buf.read_address.next = self.rd_idx.val();
-        self.hdr_buf.read_address.next = bit_cast::<5, 10>(self.rd_idx.val()) & 15;
+        // Stage 1: the issued word's header buffer and worker table reads (addresses held while
+        // stalled, so the read data stays that of the word in stage 1).
+        self.hdr_idx.next = bit_cast::<5, 10>(self.w.q.val()) & 15;
         if self.shalf.q.val() {
-            self.tx_buf.read_address.next = self.rd_idx.val() | 512;
-            self.hdr_buf.read_address.next = (bit_cast::<5, 10>(self.rd_idx.val()) & 15) | 16;
+            self.hdr_idx.next = (bit_cast::<5, 10>(self.w.q.val()) & 15) | 16;
+        }
+        self.hdr_buf.read_address.next = self.hold_hdr.q.val();
+        self.wt_ip.read_address.next = self.hold_wt.q.val();
+        self.wt_mac_hi.read_address.next = self.hold_wt.q.val();
+        self.wt_mac_lo.read_address.next = self.hold_wt.q.val();
+        self.tx_buf.read_address.next = self.w.q.val();
+        if self.shalf.q.val() {
+            self.tx_buf.read_address.next = self.w.q.val() | 512;
+        }
+        self.tx_buf.read_enable.next = self.go.val();
+        self.raw.next = self.tx_buf.read_data.val();
+        if self.hdr2.q.val() {
+            self.raw.next = self.hword2.q.val();
+        }
+        self.ck.next = !(bit_cast::<16, 17>(self.fold3.q.val()) + bit_cast::<16, 17>(self.fold3.q.val() >> 16));
+        if self.go.val() {
+            self.hdr_buf.read_address.next = self.hdr_idx.val();
+            self.wt_ip.read_address.next = self.cur.q.val();
+            self.wt_mac_hi.read_address.next = self.cur.q.val();
+            self.wt_mac_lo.read_address.next = self.cur.q.val();
+            self.hold_hdr.d.next = self.hdr_idx.val();
+            self.hold_wt.d.next = self.cur.q.val();
+            // Into stage 1.
+            self.v1.d.next = self.issue.val();
+            self.hdr1.d.next = self.w.q.val() < 13;
+            self.last1.d.next = self.w.q.val() + 1 == self.nwords.val();
+            self.bytes1.d.next = 4.into();
+            if self.w.q.val() + 1 == self.nwords.val() {
+                self.bytes1.d.next = self.last_bytes.val();
+            }
+            self.end1.d.next = (self.w.q.val() + 1 == self.nwords.val())
+                & ((self.kind.val() != 0) | (self.cur.q.val() == self.last_rank.val()));
+            self.half1.d.next = self.shalf.q.val();
+            self.patch1.d.next = 0.into();
+            if self.kind.val() == 0 {
+                match self.w.q.val().index() {
+                    0 => {
+                        self.patch1.d.next = 1.into();
+                    }
+                    1 => {
+                        self.patch1.d.next = 2.into();
+                    }
+                    6 => {
+                        self.patch1.d.next = 3.into();
+                    }
+                    7 => {
+                        self.patch1.d.next = 4.into();
+                    }
+                    8 => {
+                        self.patch1.d.next = 5.into();
+                    }
+                    _ => {}
+                }
+            }
+            // Into stage 2.
+            self.v2.d.next = self.v1.q.val();
+            self.hdr2.d.next = self.hdr1.q.val();
+            self.last2.d.next = self.last1.q.val();
+            self.bytes2.d.next = self.bytes1.q.val();
+            self.patch2.d.next = self.patch1.q.val();
+            self.end2.d.next = self.end1.q.val();
+            self.half2.d.next = self.half1.q.val();
+            self.hword2.d.next = self.hdr_buf.read_data.val();
+            self.mac_hi2.d.next = self.wt_mac_hi.read_data.val();
+            self.mac_lo2.d.next = self.wt_mac_lo.read_data.val();
+            self.ip2.d.next = self.wt_ip.read_data.val();
+            self.sum2.d.next = self.ck_base.q.val()
+                + bit_cast::<20, 32>(self.wt_ip.read_data.val() >> 16)
+                + bit_cast::<20, 32>(self.wt_ip.read_data.val() & 0xffff);
+            // Into stage 3: the buffers are read, the half is free once its last word is here.
+            self.v3.d.next = self.v2.q.val();
+            self.last3.d.next = self.last2.q.val();
+            self.bytes3.d.next = self.bytes2.q.val();
+            self.patch3.d.next = self.patch2.q.val();
+            self.raw3.d.next = self.raw.val();
+            self.mac_hi3.d.next = self.mac_hi2.q.val();
+            self.mac_lo3.d.next = self.mac_lo2.q.val();
+            self.ip3.d.next = self.ip2.q.val();
+            self.fold3.d.next =
+                bit_cast::<17, 20>(self.sum2.q.val() & 0xffff) + bit_cast::<17, 20>(self.sum2.q.val() >> 16);
+            if self.v2.q.val() & self.end2.q.val() {
+                if self.half2.q.val() {
+                    self.full1.d.next = false;
+                } else {
+                    self.full0.d.next = false;
+                }
+            }
+            // Into stage 4 (the output register): the rank's fields patched in.
+            self.v4.d.next = self.v3.q.val();
+            self.last4.d.next = self.last3.q.val();
+            self.bytes4.d.next = self.bytes3.q.val();
+            match self.patch3.q.val().index() {
+                1 => {
+                    self.data4.d.next = (bit_cast::<32, 16>(self.mac_hi3.q.val()) << 16) | (self.mac_lo3.q.val() >> 16);
+                }
+                2 => {
+                    self.data4.d.next = (self.mac_lo3.q.val() << 16) | (self.raw3.q.val() & 0xffff);
+                }
+                3 => {
+                    self.data4.d.next = (bit_cast::<32, 16>(self.ck.val()) << 16) | (self.raw3.q.val() & 0xffff);
+                }
+                4 => {
+                    self.data4.d.next = (self.raw3.q.val() & 0xffff_0000_u64) | (self.ip3.q.val() >> 16);
+                }
+                5 => {
+                    self.data4.d.next = (self.ip3.q.val() << 16) | (self.raw3.q.val() & 0xffff);
+                }
+                _ => {
+                    self.data4.d.next = self.raw3.q.val();
+                }
+            }
         }
         if self.load.val() {
             if self.lhalf.q.val() {

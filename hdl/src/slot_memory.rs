@@ -1,16 +1,183 @@
 //! The slot memory: for every slot and set, k int32 values and the two int8 exponent maxima.
 //!
-//! Values live in one block RAM of `slots × 2 × (max_payload / 4)` words, word
-//! `(slot · 2 + set) · kmax + i` holding element i; the exponents in a second RAM, one word per
-//! slot: bits 15..8 `e0` and 7..0 `e1` of set 0, bits 31..24 and 23..16 of set 1.
+//! Values live in `slots × 2 × (max_payload / 4)` words, word `(slot · 2 + set) · kmax + i`
+//! holding element i; the exponents in a second RAM, one word per slot: bits 15..8 `e0` and
+//! 7..0 `e1` of set 0, bits 31..24 and 23..16 of set 1.
 //!
-//! Timing: block RAM, one read and one write port each; read data one cycle after the address
-//! (read-first on a collision). Values are never cleared: the first contribution of a round
-//! writes them (docs/switch.md §2), so stale values are never read as a sum.
+//! Timing contract:
+//! - Values: read latency [`VALUE_READ_LATENCY`] (5): `read_data` in cycle t + 5 is the word at
+//!   the `read_address` of cycle t. A write presented in cycle t lands one edge later than a
+//!   plain block RAM write (the inputs are registered first), which keeps the order of reads and
+//!   writes: a read presented in the same cycle as a write to its address returns the old word
+//!   (read-first), a read presented later the new one. The pipeline: input registers (one
+//!   fan-out point for address and data), the banks' block RAM read, a register right after each
+//!   bank (nothing between a block RAM output and a flip-flop), an 8:1 bank mux into a register
+//!   per group of 8 banks, a group mux into the output register.
+//! - The values are split in banks of 1024 words (two ECP5 DP16KD each in 1024 × 18 mode, side
+//!   by side), so no bank needs a depth mux after its RAM outputs.
+//! - Exponents: a small RAM (LUT RAM), read data one cycle after the address.
+//!
+//! Values are never cleared: the first contribution of a round writes them (docs/switch.md §2),
+//! so stale values are never read as a sum.
 
 use crate::block_ram::BlockRam;
 use crate::config::CoreConfig;
 use rust_hdl::prelude::*;
+
+/// Cycles from a value read address to its data.
+pub const VALUE_READ_LATENCY: usize = 5;
+/// Words per value bank.
+pub const BANK_WORDS: usize = 1024;
+
+/// The value banks: 16-bit word addresses, 32-bit words, read latency 5 (module doc).
+#[derive(LogicBlock)]
+pub struct BankedRam {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Read address.
+    pub read_address: Signal<In, Bits<16>>,
+    /// Word at the read address of five cycles before.
+    pub read_data: Signal<Out, Bits<32>>,
+    /// Write address.
+    pub write_address: Signal<In, Bits<16>>,
+    /// Word to write.
+    pub write_data: Signal<In, Bits<32>>,
+    /// Write strobe.
+    pub write_enable: Signal<In, Bit>,
+    _mem: Vec<Bits<32>>,
+    _ra: usize,
+    _wa: usize,
+    _wd: Bits<32>,
+    _we: bool,
+    _s1: Bits<32>,
+    _s2: Bits<32>,
+    _s3: Bits<32>,
+}
+
+impl BankedRam {
+    /// Banks for at least `words` words (whole banks of [`BANK_WORDS`], at most 64).
+    pub fn new(words: usize) -> Self {
+        let banks = words.div_ceil(BANK_WORDS);
+        assert!(
+            (1..=64).contains(&banks),
+            "BankedRam of {words} words needs {banks} banks"
+        );
+        Self {
+            clock: Default::default(),
+            read_address: Default::default(),
+            read_data: Default::default(),
+            write_address: Default::default(),
+            write_data: Default::default(),
+            write_enable: Default::default(),
+            _mem: vec![Bits::default(); banks * BANK_WORDS],
+            _ra: 0,
+            _wa: 0,
+            _wd: Bits::default(),
+            _we: false,
+            _s1: Bits::default(),
+            _s2: Bits::default(),
+            _s3: Bits::default(),
+        }
+    }
+
+    /// Number of banks.
+    pub fn banks(&self) -> usize {
+        self._mem.len() / BANK_WORDS
+    }
+}
+
+impl Logic for BankedRam {
+    fn update(&mut self) {
+        if self.clock.pos_edge() {
+            self.read_data.next = self._s3;
+            self._s3 = self._s2;
+            self._s2 = self._s1;
+            self._s1 = if self._ra < self._mem.len() {
+                self._mem[self._ra]
+            } else {
+                Bits::default()
+            };
+            if self._we && self._wa < self._mem.len() {
+                self._mem[self._wa] = self._wd;
+            }
+            self._ra = self.read_address.val().index();
+            self._wa = self.write_address.val().index();
+            self._wd = self.write_data.val();
+            self._we = self.write_enable.val();
+        }
+    }
+
+    fn connect(&mut self) {
+        self.read_data.connect();
+    }
+
+    fn hdl(&self) -> Verilog {
+        Verilog::Custom(format!(
+            "\
+localparam BANKS = {banks};
+reg [15:0] ra_r;
+reg [15:0] wa_r;
+reg [31:0] wd_r;
+reg we_r;
+reg [5:0] sel0;
+reg [5:0] sel1;
+reg [2:0] sel2;
+wire [2047:0] bank_q;
+reg [255:0] group_q;
+genvar b;
+generate
+   for (b = 0; b < 64; b = b + 1) begin : bank
+      if (b < BANKS) begin : used
+         reg [31:0] mem [0:1023];
+         reg [31:0] stage;
+         reg [31:0] q;
+         always @(posedge clock) begin
+            stage <= mem[ra_r[9:0]];
+            q <= stage;
+            if (we_r && (wa_r[15:10] == b)) begin
+               mem[wa_r[9:0]] <= wd_r;
+            end
+         end
+         assign bank_q[32 * b +: 32] = q;
+      end else begin : unused
+         assign bank_q[32 * b +: 32] = 32'd0;
+      end
+   end
+endgenerate
+
+integer g;
+always @(posedge clock) begin
+   ra_r <= read_address;
+   wa_r <= write_address;
+   wd_r <= write_data;
+   we_r <= write_enable;
+   sel0 <= ra_r[15:10];
+   sel1 <= sel0;
+   sel2 <= sel1[5:3];
+   for (g = 0; g < 8; g = g + 1) begin
+      group_q[32 * g +: 32] <= bank_q[32 * (8 * g + sel1[2:0]) +: 32];
+   end
+   read_data <= group_q[32 * sel2 +: 32];
+end
+",
+            banks = self.banks()
+        ))
+    }
+
+    fn timing(&self) -> Vec<TimingInfo> {
+        vec![TimingInfo {
+            name: "banked_ram".into(),
+            clock: "clock".into(),
+            inputs: vec![
+                "read_address".into(),
+                "write_address".into(),
+                "write_data".into(),
+                "write_enable".into(),
+            ],
+            outputs: vec!["read_data".into()],
+        }]
+    }
+}
 
 /// Values and exponents of every slot and set.
 #[derive(LogicBlock)]
@@ -19,7 +186,7 @@ pub struct SlotMemory {
     pub clock: Signal<In, Clock>,
     /// Value read address.
     pub read_address: Signal<In, Bits<16>>,
-    /// Value at the previous cycle's read address.
+    /// Value at the read address of [`VALUE_READ_LATENCY`] cycles before.
     pub read_data: Signal<Out, Bits<32>>,
     /// Value write address.
     pub write_address: Signal<In, Bits<16>>,
@@ -37,7 +204,7 @@ pub struct SlotMemory {
     pub exp_write_data: Signal<In, Bits<32>>,
     /// Exponent write strobe.
     pub exp_write_enable: Signal<In, Bit>,
-    values: BlockRam<16, 32>,
+    values: BankedRam,
     exponents: BlockRam<6, 32>,
 }
 
@@ -56,7 +223,7 @@ impl SlotMemory {
             exp_write_address: Default::default(),
             exp_write_data: Default::default(),
             exp_write_enable: Default::default(),
-            values: BlockRam::new(config.slot_memory_words()),
+            values: BankedRam::new(config.slot_memory_words()),
             exponents: BlockRam::new(config.slots),
         }
     }
