@@ -2,10 +2,13 @@
 //!
 //! Inputs and output carry [`crate::frame_fifo`] words (the `last` bit ends a frame). A frame,
 //! once started, is passed whole (the arbiter switches only after a `last` word); when both
-//! inputs have a frame waiting, they alternate. The path is combinational (no added latency,
-//! no bubble between frames): `out_valid`/`out_data` are the chosen input's, and `ready` goes
-//! back to it only. `out_source` names the input the current word comes from; `out_first`
-//! marks the first word of a frame.
+//! inputs have a frame waiting, they alternate. `out_source` names the input the current word
+//! comes from; `out_first` marks the first word of a frame.
+//!
+//! Timing: the output is registered with a skid register behind it, so `out_valid`,
+//! `out_data`, `out_source`, `out_first` and the inputs' `ready` all come from flip-flops
+//! (no combinational path from `out_ready` to an input, none from an input to the output);
+//! one clock of latency, a word a clock, no bubble between frames.
 
 use crate::frame_fifo::WORD_BITS;
 use rust_hdl::prelude::*;
@@ -40,13 +43,27 @@ pub struct FrameArbiter {
     busy: DFF<Bit>,
     current: DFF<Bit>,
     prefer: DFF<Bit>,
+    o_valid: DFF<Bit>,
+    o_data: DFF<Bits<WORD_BITS>>,
+    o_source: DFF<Bit>,
+    o_first: DFF<Bit>,
+    s_valid: DFF<Bit>,
+    s_data: DFF<Bits<WORD_BITS>>,
+    s_source: DFF<Bit>,
+    s_first: DFF<Bit>,
     sel: Signal<Local, Bit>,
+    in_valid: Signal<Local, Bit>,
+    in_data: Signal<Local, Bits<WORD_BITS>>,
+    take: Signal<Local, Bit>,
+    drain: Signal<Local, Bit>,
 }
 
 impl Logic for FrameArbiter {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, busy, current, prefer);
+        dff_setup!(
+            self, clock, busy, current, prefer, o_valid, o_data, o_source, o_first, s_valid, s_data, s_source, s_first
+        );
         if self.busy.q.val() {
             self.sel.next = self.current.q.val();
         } else if self.prefer.q.val() {
@@ -54,21 +71,21 @@ impl Logic for FrameArbiter {
         } else {
             self.sel.next = !self.in0_valid.val() & self.in1_valid.val();
         }
-        self.in0_ready.next = false;
-        self.in1_ready.next = false;
         if self.sel.val() {
-            self.out_valid.next = self.in1_valid.val();
-            self.out_data.next = self.in1_data.val();
-            self.in1_ready.next = self.out_ready.val();
+            self.in_valid.next = self.in1_valid.val();
+            self.in_data.next = self.in1_data.val();
         } else {
-            self.out_valid.next = self.in0_valid.val();
-            self.out_data.next = self.in0_data.val();
-            self.in0_ready.next = self.out_ready.val();
+            self.in_valid.next = self.in0_valid.val();
+            self.in_data.next = self.in0_data.val();
         }
-        self.out_source.next = self.sel.val();
-        self.out_first.next = !self.busy.q.val();
-        if self.out_valid.val() & self.out_ready.val() {
-            if self.out_data.val().get_bit(35) {
+        // An input word is taken while the skid register is empty.
+        self.in0_ready.next = !self.s_valid.q.val() & !self.sel.val();
+        self.in1_ready.next = !self.s_valid.q.val() & self.sel.val();
+        self.take.next = self.in_valid.val() & !self.s_valid.q.val();
+        // The output register is free this clock.
+        self.drain.next = !self.o_valid.q.val() | self.out_ready.val();
+        if self.take.val() {
+            if self.in_data.val().get_bit(35) {
                 self.busy.d.next = false;
                 self.prefer.d.next = !self.sel.val();
             } else {
@@ -76,5 +93,28 @@ impl Logic for FrameArbiter {
                 self.current.d.next = self.sel.val();
             }
         }
+        if self.drain.val() {
+            if self.s_valid.q.val() {
+                self.o_valid.d.next = true;
+                self.o_data.d.next = self.s_data.q.val();
+                self.o_source.d.next = self.s_source.q.val();
+                self.o_first.d.next = self.s_first.q.val();
+                self.s_valid.d.next = false;
+            } else {
+                self.o_valid.d.next = self.take.val();
+                self.o_data.d.next = self.in_data.val();
+                self.o_source.d.next = self.sel.val();
+                self.o_first.d.next = !self.busy.q.val();
+            }
+        } else if self.take.val() {
+            self.s_valid.d.next = true;
+            self.s_data.d.next = self.in_data.val();
+            self.s_source.d.next = self.sel.val();
+            self.s_first.d.next = !self.busy.q.val();
+        }
+        self.out_valid.next = self.o_valid.q.val();
+        self.out_data.next = self.o_data.q.val();
+        self.out_source.next = self.o_source.q.val();
+        self.out_first.next = self.o_first.q.val();
     }
 }

@@ -6,22 +6,29 @@
 //! committed frames are ever visible to the reader, so a reader that sees `read_valid` can
 //! take a whole frame at one word a clock without a gap.
 //!
-//! - Write side (`write_clock`): `write_ready` is high while there is room for one more word.
+//! - Write side (`write_clock`): the inputs are registered (a word reaches the RAM one clock
+//!   after it is offered); `write_ready` is high while a word offered now will fit (a
+//!   registered, conservative flag: it may be low with one or two words of room left).
 //!   A word written without room is lost and marks the frame *overflowed*: its commit then
 //!   drops it instead and counts it in `overflow_drops` (a frame dropped for capacity). A
 //!   writer that cannot wait (a receive MAC) uses this; one that can (in the core's clock
 //!   domain) waits on `write_ready`. `write_commit`/`write_drop` may come with the frame's
 //!   last `write_enable` or alone.
 //! - Read side (`read_clock`): first-word-fall-through: `read_valid`/`read_data` show the
-//!   oldest committed word, taken on a rising edge with `read_ready` high.
+//!   oldest committed word, taken on a rising edge with `read_ready` high. Words are fetched
+//!   ahead into a four-word output buffer through the RAM's output register, so `read_valid`
+//!   is a flip-flop, `read_data` a 4:1 multiplexer of flip-flops, and `read_ready` reaches no
+//!   RAM input; a word a clock with `read_ready` held high.
 //! - Crossing: the committed write pointer and the read pointer each cross into the other
 //!   clock domain by a request/acknowledge handshake ([`PointerSync`]); the pointer is held
 //!   stable while a request is in flight, so no multi-bit value is sampled while it changes.
-//!   A commit becomes readable 4–6 read clocks later; freed room is seen by the writer 4–6
-//!   write clocks later. With one clock for both sides the structure is unchanged.
-//! - Capacity: `2^A` words in a dual-clock block RAM (512 words take one DP16KD at 36 bits a
-//!   word, two at 38); a frame longer than the FIFO always overflows.
+//!   A commit becomes readable about 8 read clocks later; freed room is seen by the writer
+//!   about 6 write clocks later. With one clock for both sides the structure is unchanged.
+//! - Capacity: `2^A` words in dual-clock `DP16KD`s ([`FifoRam`]: 512 words of 36 bits take
+//!   one, 1024 words of 38 bits three, 2048 words of 36 bits four); a frame longer than the
+//!   FIFO always overflows.
 
+use crate::ecp5::FifoRam;
 use rust_hdl::prelude::*;
 
 /// Width of a FIFO word.
@@ -97,6 +104,10 @@ impl<const N: usize> Logic for PointerSync<N> {
     }
 }
 
+/// Words of the read side's output buffer (RAM read, RAM output register, buffer: a word a
+/// clock needs three in flight).
+const OUT_WORDS: u64 = 4;
+
 /// The frame FIFO with `2^A` words of `W` bits; `P = A + 1` (pointer width) must be given as
 /// well. `W` is [`WORD_BITS`] where the routing bits are needed, 36 (one DP16KD per 512 words)
 /// where they are not.
@@ -124,20 +135,39 @@ pub struct FrameFifo<const W: usize, const A: usize, const P: usize> {
     pub read_data: Signal<Out, Bits<W>>,
     /// Take the word.
     pub read_ready: Signal<In, Bit>,
-    ram: RAM<Bits<W>, A>,
+    ram: FifoRam<W, A>,
     commit_sync: PointerSync<P>,
     read_sync: PointerSync<P>,
+    // Write side.
+    in_data: DFF<Bits<W>>,
+    in_enable: DFF<Bit>,
+    in_commit: DFF<Bit>,
+    in_drop: DFF<Bit>,
     wr_ptr: DFF<Bits<P>>,
     commit_ptr: DFF<Bits<P>>,
     overflow: DFF<Bit>,
     drops: DFF<Bits<32>>,
-    rd_ptr: DFF<Bits<P>>,
+    room: DFF<Bit>,
+    ready: DFF<Bit>,
     used: Signal<Local, Bits<P>>,
-    room: Signal<Local, Bit>,
     wrote: Signal<Local, Bit>,
+    // Read side.
+    rd_ptr: DFF<Bits<P>>,
+    fetched: DFF<Bit>,
+    staged: DFF<Bit>,
+    buf0: DFF<Bits<W>>,
+    buf1: DFF<Bits<W>>,
+    buf2: DFF<Bits<W>>,
+    buf3: DFF<Bits<W>>,
+    head: DFF<Bits<2>>,
+    tail: DFF<Bits<2>>,
+    held: DFF<Bits<3>>,
+    credit: DFF<Bits<3>>,
+    fetch: Signal<Local, Bit>,
     pop: Signal<Local, Bit>,
-    next_rd: Signal<Local, Bits<P>>,
-    depth: Constant<Bits<P>>,
+    room_margin: Constant<Bits<P>>,
+    ready_margin: Constant<Bits<P>>,
+    out_words: Constant<Bits<3>>,
 }
 
 impl<const W: usize, const A: usize, const P: usize> Default for FrameFifo<W, A, P> {
@@ -159,17 +189,34 @@ impl<const W: usize, const A: usize, const P: usize> Default for FrameFifo<W, A,
             ram: Default::default(),
             commit_sync: Default::default(),
             read_sync: Default::default(),
+            in_data: Default::default(),
+            in_enable: Default::default(),
+            in_commit: Default::default(),
+            in_drop: Default::default(),
             wr_ptr: Default::default(),
             commit_ptr: Default::default(),
             overflow: Default::default(),
             drops: Default::default(),
-            rd_ptr: Default::default(),
-            used: Default::default(),
             room: Default::default(),
+            ready: Default::default(),
+            used: Default::default(),
             wrote: Default::default(),
+            rd_ptr: Default::default(),
+            fetched: Default::default(),
+            staged: Default::default(),
+            buf0: Default::default(),
+            buf1: Default::default(),
+            buf2: Default::default(),
+            buf3: Default::default(),
+            head: Default::default(),
+            tail: Default::default(),
+            held: Default::default(),
+            credit: Default::default(),
+            fetch: Default::default(),
             pop: Default::default(),
-            next_rd: Default::default(),
-            depth: Constant::new((1u64 << A).into()),
+            room_margin: Constant::new(((1u64 << A) - 1).into()),
+            ready_margin: Constant::new(((1u64 << A) - 2).into()),
+            out_words: Constant::new(OUT_WORDS.into()),
         }
     }
 }
@@ -177,37 +224,50 @@ impl<const W: usize, const A: usize, const P: usize> Default for FrameFifo<W, A,
 impl<const W: usize, const A: usize, const P: usize> Logic for FrameFifo<W, A, P> {
     #[hdl_gen]
     fn update(&mut self) {
-        // Write side.
-        self.wr_ptr.clock.next = self.write_clock.val();
-        self.commit_ptr.clock.next = self.write_clock.val();
-        self.overflow.clock.next = self.write_clock.val();
-        self.drops.clock.next = self.write_clock.val();
+        // Write side: the inputs are registered, the RAM is written from registers, and the
+        // room flags are registered comparisons of the previous clock's fill (`room`: the
+        // registered word fits; `ready`: a word offered now will fit when it is written).
+        dff_setup!(
+            self,
+            write_clock,
+            in_data,
+            in_enable,
+            in_commit,
+            in_drop,
+            wr_ptr,
+            commit_ptr,
+            overflow,
+            drops,
+            room,
+            ready
+        );
         self.ram.write_clock.next = self.write_clock.val();
         self.commit_sync.src_clock.next = self.write_clock.val();
         self.read_sync.dst_clock.next = self.write_clock.val();
-        self.wr_ptr.d.next = self.wr_ptr.q.val();
-        self.commit_ptr.d.next = self.commit_ptr.q.val();
-        self.overflow.d.next = self.overflow.q.val();
-        self.drops.d.next = self.drops.q.val();
+        self.in_data.d.next = self.write_data.val();
+        self.in_enable.d.next = self.write_enable.val();
+        self.in_commit.d.next = self.write_commit.val();
+        self.in_drop.d.next = self.write_drop.val();
         self.used.next = self.wr_ptr.q.val() - self.read_sync.dst_value.val();
-        self.room.next = self.used.val() < self.depth.val();
-        self.write_ready.next = self.room.val();
+        self.room.d.next = self.used.val() < self.room_margin.val();
+        self.ready.d.next = self.used.val() < self.ready_margin.val();
+        self.write_ready.next = self.ready.q.val();
         self.overflow_drops.next = self.drops.q.val();
-        self.wrote.next = self.write_enable.val() & self.room.val() & !self.overflow.q.val();
+        self.wrote.next = self.in_enable.q.val() & self.room.q.val() & !self.overflow.q.val();
         self.ram.write_address.next = bit_cast::<A, P>(self.wr_ptr.q.val());
-        self.ram.write_data.next = self.write_data.val();
+        self.ram.write_data.next = self.in_data.q.val();
         self.ram.write_enable.next = self.wrote.val();
         if self.wrote.val() {
             self.wr_ptr.d.next = self.wr_ptr.q.val() + 1;
         }
-        if self.write_enable.val() & !self.room.val() {
+        if self.in_enable.q.val() & !self.room.q.val() {
             self.overflow.d.next = true;
         }
-        if self.write_drop.val() {
+        if self.in_drop.q.val() {
             self.wr_ptr.d.next = self.commit_ptr.q.val();
             self.overflow.d.next = false;
-        } else if self.write_commit.val() {
-            if self.overflow.q.val() | (self.write_enable.val() & !self.room.val()) {
+        } else if self.in_commit.q.val() {
+            if self.overflow.q.val() | (self.in_enable.q.val() & !self.room.q.val()) {
                 self.wr_ptr.d.next = self.commit_ptr.q.val();
                 self.overflow.d.next = false;
                 self.drops.d.next = self.drops.q.val() + 1;
@@ -218,20 +278,53 @@ impl<const W: usize, const A: usize, const P: usize> Logic for FrameFifo<W, A, P
             }
         }
         self.commit_sync.src_value.next = self.commit_ptr.q.val();
-        // Read side.
-        self.rd_ptr.clock.next = self.read_clock.val();
+        // Read side: the RAM address is a register; a word is fetched while the words held
+        // and in flight leave room in the output buffer (`credit`, counted before this clock's
+        // pop, so `read_ready` reaches no RAM input); the RAM's output register (two clocks
+        // after the fetch) goes into the buffer, which shows its oldest word.
+        dff_setup!(self, read_clock, rd_ptr, fetched, staged, buf0, buf1, buf2, buf3, head, tail, held, credit);
         self.ram.read_clock.next = self.read_clock.val();
         self.commit_sync.dst_clock.next = self.read_clock.val();
         self.read_sync.src_clock.next = self.read_clock.val();
-        self.read_valid.next = self.rd_ptr.q.val() != self.commit_sync.dst_value.val();
-        self.read_data.next = self.ram.read_data.val();
-        self.pop.next = (self.rd_ptr.q.val() != self.commit_sync.dst_value.val()) & self.read_ready.val();
-        self.next_rd.next = self.rd_ptr.q.val();
-        if self.pop.val() {
-            self.next_rd.next = self.rd_ptr.q.val() + 1;
+        self.fetch.next =
+            (self.rd_ptr.q.val() != self.commit_sync.dst_value.val()) & (self.credit.q.val() < self.out_words.val());
+        self.ram.read_address.next = bit_cast::<A, P>(self.rd_ptr.q.val());
+        if self.fetch.val() {
+            self.rd_ptr.d.next = self.rd_ptr.q.val() + 1;
         }
-        self.rd_ptr.d.next = self.next_rd.val();
-        self.ram.read_address.next = bit_cast::<A, P>(self.next_rd.val());
+        self.fetched.d.next = self.fetch.val();
+        self.staged.d.next = self.fetched.q.val();
+        if self.staged.q.val() {
+            match self.tail.q.val().index() {
+                0 => self.buf0.d.next = self.ram.read_data.val(),
+                1 => self.buf1.d.next = self.ram.read_data.val(),
+                2 => self.buf2.d.next = self.ram.read_data.val(),
+                _ => self.buf3.d.next = self.ram.read_data.val(),
+            }
+            self.tail.d.next = self.tail.q.val() + 1;
+        }
+        match self.head.q.val().index() {
+            0 => self.read_data.next = self.buf0.q.val(),
+            1 => self.read_data.next = self.buf1.q.val(),
+            2 => self.read_data.next = self.buf2.q.val(),
+            _ => self.read_data.next = self.buf3.q.val(),
+        }
+        self.read_valid.next = self.held.q.val() != 0;
+        self.pop.next = (self.held.q.val() != 0) & self.read_ready.val();
+        if self.pop.val() {
+            self.head.d.next = self.head.q.val() + 1;
+        }
+        if self.staged.q.val() & !self.pop.val() {
+            self.held.d.next = self.held.q.val() + 1;
+        } else if !self.staged.q.val() & self.pop.val() {
+            self.held.d.next = self.held.q.val() - 1;
+        }
+        if self.fetch.val() & !self.pop.val() {
+            self.credit.d.next = self.credit.q.val() + 1;
+        } else if !self.fetch.val() & self.pop.val() {
+            self.credit.d.next = self.credit.q.val() - 1;
+        }
+        // The read pointer the writer sees counts words fetched (they are out of the RAM).
         self.read_sync.src_value.next = self.rd_ptr.q.val();
     }
 }

@@ -9,7 +9,8 @@
 //!   ignored until `rx_dv` falls.
 //! - The last four bytes are held back (a five-byte delay line): a byte leaves when the fifth
 //!   byte after it arrives, and the last data byte leaves, with `out_last`, one clock after
-//!   `rx_dv` falls. So the output is at most one byte a clock, six clocks behind the wire,
+//!   `rx_dv` falls; the outputs are registered. So the output is at most one byte a clock,
+//!   seven clocks behind the wire,
 //!   and never needs back-pressure (there is none: Ethernet does not wait).
 //! - `out_good` is high when the CRC-32 register over the frame and its FCS ends at the
 //!   residue, no `rx_er` was seen, and the length with FCS is 64..=1522 bytes (VLAN-tagged
@@ -69,6 +70,13 @@ pub struct MacRx {
     runt: DFF<Bits<32>>,
     giant: DFF<Bits<32>>,
     length_ok: Signal<Local, Bit>,
+    o_valid: DFF<Bit>,
+    o_data: DFF<Bits<8>>,
+    o_last: DFF<Bit>,
+    o_good: DFF<Bit>,
+    valid: Signal<Local, Bit>,
+    last: Signal<Local, Bit>,
+    good_now: Signal<Local, Bit>,
 }
 
 impl Default for MacRx {
@@ -102,6 +110,13 @@ impl Default for MacRx {
             runt: Default::default(),
             giant: Default::default(),
             length_ok: Default::default(),
+            o_valid: Default::default(),
+            o_data: Default::default(),
+            o_last: Default::default(),
+            o_good: Default::default(),
+            valid: Default::default(),
+            last: Default::default(),
+            good_now: Default::default(),
         }
     }
 }
@@ -109,18 +124,24 @@ impl Default for MacRx {
 impl Logic for MacRx {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, rxd, dv, er, state, line, count, crc_reg, err, good, bad, runt, giant);
+        dff_setup!(
+            self, clock, rxd, dv, er, state, line, count, crc_reg, err, good, bad, runt, giant, o_valid, o_data,
+            o_last, o_good
+        );
+        self.out_valid.next = self.o_valid.q.val();
+        self.out_data.next = self.o_data.q.val();
+        self.out_last.next = self.o_last.q.val();
+        self.out_good.next = self.o_good.q.val();
         self.rxd.d.next = self.gmii_rxd.val();
         self.dv.d.next = self.gmii_rx_dv.val();
         self.er.d.next = self.gmii_rx_er.val();
         self.crc.crc.next = self.crc_reg.q.val();
         self.crc.data.next = self.rxd.q.val();
-        self.out_valid.next = false;
-        self.out_data.next = self.line.q.val().get_bits::<8>(32);
-        self.out_last.next = false;
+        self.valid.next = false;
+        self.o_data.d.next = self.line.q.val().get_bits::<8>(32);
+        self.last.next = false;
         self.length_ok.next = (self.count.q.val() >= 64) & (self.count.q.val() <= 1522);
-        self.out_good.next =
-            self.length_ok.val() & !self.err.q.val() & (self.crc_reg.q.val() == self.residue.val());
+        self.good_now.next = self.length_ok.val() & !self.err.q.val() & (self.crc_reg.q.val() == self.residue.val());
         self.frames_good.next = self.good.q.val();
         self.frames_bad_fcs.next = self.bad.q.val();
         self.frames_runt.next = self.runt.q.val();
@@ -150,23 +171,27 @@ impl Logic for MacRx {
                 self.count.d.next = self.count.q.val() + 1;
             }
             self.err.d.next = self.err.q.val() | self.er.q.val();
-            self.out_valid.next = self.count.q.val() >= 5;
+            self.valid.next = self.count.q.val() >= 5;
         } else {
             self.state.d.next = 1.into();
             if self.count.q.val() >= 5 {
-                self.out_valid.next = true;
-                self.out_last.next = true;
+                self.valid.next = true;
+                self.last.next = true;
             }
             if self.count.q.val() < 64 {
                 self.runt.d.next = self.runt.q.val() + 1;
             } else if self.count.q.val() > 1522 {
                 self.giant.d.next = self.giant.q.val() + 1;
-            } else if self.out_good.val() {
+            } else if self.good_now.val() {
                 self.good.d.next = self.good.q.val() + 1;
             } else {
                 self.bad.d.next = self.bad.q.val() + 1;
             }
         }
+        // The outputs are registered (one clock later than the byte leaves the delay line).
+        self.o_valid.d.next = self.valid.val();
+        self.o_last.d.next = self.last.val();
+        self.o_good.d.next = self.good_now.val();
     }
 }
 
@@ -214,7 +239,10 @@ mod test {
         let ok: Vec<u8> = (0..60u8).collect();
         let runt: Vec<u8> = (0..40u8).collect();
         let giant: Vec<u8> = (0..1600u32).map(|x| x as u8).collect();
-        let got = receive(&mut uut, &[(ok.clone(), false), (runt.clone(), false), (giant, false), (ok.clone(), true), (ok.clone(), false)]);
+        let got = receive(
+            &mut uut,
+            &[(ok.clone(), false), (runt.clone(), false), (giant, false), (ok.clone(), true), (ok.clone(), false)],
+        );
         let flags: Vec<bool> = got.iter().map(|g| g.1).collect();
         assert_eq!(flags, vec![true, false, false, false, true]);
         assert_eq!(got[0].0, ok);

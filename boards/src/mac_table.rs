@@ -2,17 +2,19 @@
 //!
 //! Learning writes `{valid, port, mac}` at the entry chosen by a hash of the MAC (the XOR of
 //! its last three bytes, low six bits); a later MAC with the same hash replaces the entry.
-//! Lookup: present `lookup_mac`; one clock later `lookup_hit` says whether the entry holds
-//! that MAC and `lookup_port` its port. A miss (never seen, or evicted) makes the caller send
+//! Lookup: present `lookup_mac`; three clocks later `lookup_hit` says whether the entry held
+//! that MAC and `lookup_port` its port (RAM read, the RAM's output register, registered
+//! compare in three parts: `lookup_hit` is one LUT of flip-flops). A miss (never seen, or evicted) makes the caller send
 //! to every port, so a collision costs bandwidth, never a lost frame.
 //!
-//! The table is a block RAM (LUT RAM at this size) in the core clock domain; it starts empty.
+//! The table is a block RAM ([`FifoRam`]: two `DP16KD`s with their output registers) in the
+//! core clock domain; it starts empty (an entry without the valid bit never hits).
 
-use spotagg_hdl::block_ram::BlockRam;
+use crate::ecp5::FifoRam;
 use rust_hdl::prelude::*;
 
 /// The MAC table.
-#[derive(LogicBlock)]
+#[derive(LogicBlock, Default)]
 pub struct MacTable {
     /// Core clock.
     pub clock: Signal<In, Clock>,
@@ -24,35 +26,26 @@ pub struct MacTable {
     pub learn_port: Signal<In, Bit>,
     /// MAC to look up.
     pub lookup_mac: Signal<In, Bits<48>>,
-    /// One clock after `lookup_mac`: it is in the table.
+    /// Three clocks after `lookup_mac`: it is in the table.
     pub lookup_hit: Signal<Out, Bit>,
     /// Its port.
     pub lookup_port: Signal<Out, Bit>,
-    ram: BlockRam<6, 50>,
+    ram: FifoRam<50, 6>,
     asked: DFF<Bits<48>>,
-}
-
-impl Default for MacTable {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            learn_valid: Default::default(),
-            learn_mac: Default::default(),
-            learn_port: Default::default(),
-            lookup_mac: Default::default(),
-            lookup_hit: Default::default(),
-            lookup_port: Default::default(),
-            ram: BlockRam::new(64),
-            asked: Default::default(),
-        }
-    }
+    asked2: DFF<Bits<48>>,
+    eq_hi: DFF<Bit>,
+    eq_mid: DFF<Bit>,
+    eq_lo: DFF<Bit>,
+    valid: DFF<Bit>,
+    port: DFF<Bit>,
 }
 
 impl Logic for MacTable {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, asked);
-        clock!(self, clock, ram);
+        dff_setup!(self, clock, asked, asked2, eq_hi, eq_mid, eq_lo, valid, port);
+        self.ram.write_clock.next = self.clock.val();
+        self.ram.read_clock.next = self.clock.val();
         self.asked.d.next = self.lookup_mac.val();
         self.ram.read_address.next =
             bit_cast::<6, 48>(self.lookup_mac.val() ^ (self.lookup_mac.val() >> 8) ^ (self.lookup_mac.val() >> 16));
@@ -62,8 +55,14 @@ impl Logic for MacTable {
             | (bit_cast::<50, 1>(self.learn_port.val().into()) << 48)
             | (bit_cast::<50, 1>(true.into()) << 49);
         self.ram.write_enable.next = self.learn_valid.val();
-        self.lookup_hit.next = self.ram.read_data.val().get_bit(49)
-            & (self.ram.read_data.val().get_bits::<48>(0) == self.asked.q.val());
-        self.lookup_port.next = self.ram.read_data.val().get_bit(48);
+        self.asked2.d.next = self.asked.q.val();
+        // The compare in three registered 16-bit parts, ANDed at the output.
+        self.eq_hi.d.next = self.ram.read_data.val().get_bits::<16>(32) == self.asked2.q.val().get_bits::<16>(32);
+        self.eq_mid.d.next = self.ram.read_data.val().get_bits::<16>(16) == self.asked2.q.val().get_bits::<16>(16);
+        self.eq_lo.d.next = self.ram.read_data.val().get_bits::<16>(0) == self.asked2.q.val().get_bits::<16>(0);
+        self.valid.d.next = self.ram.read_data.val().get_bit(49);
+        self.port.d.next = self.ram.read_data.val().get_bit(48);
+        self.lookup_hit.next = self.valid.q.val() & self.eq_hi.q.val() & self.eq_mid.q.val() & self.eq_lo.q.val();
+        self.lookup_port.next = self.port.q.val();
     }
 }

@@ -2,11 +2,12 @@
 //!
 //! In: the core's transmit beats (32 bits, `bytes` on the last). Out: writes into the two
 //! ports' result FIFOs ([`crate::frame_fifo`] words). The first two words are held while the
-//! destination MAC is looked up in the [`crate::mac_table::MacTable`]; a hit sends the frame
+//! destination MAC (from those registers) is looked up in the [`crate::mac_table::MacTable`]
+//! (three clocks); a hit sends the frame
 //! to that port, a miss or a group (broadcast/multicast) destination to both. A frame to both
 //! moves a word only when both FIFOs have room, so the two copies are identical.
 //!
-//! Timing: four clocks of overhead per frame (hold, hold, lookup, then the held words), then
+//! Timing: seven clocks of overhead per frame (hold, hold, four of lookup, then the held words), then
 //! one word a clock; `in_ready` is low while a FIFO is full (the core waits).
 
 use crate::frame_fifo::WORD_BITS;
@@ -29,7 +30,7 @@ pub struct ResultDispatcher {
     pub in_ready: Signal<Out, Bit>,
     /// MAC to look up.
     pub lookup_mac: Signal<Out, Bits<48>>,
-    /// Lookup result (one clock later).
+    /// Lookup result (three clocks later).
     pub lookup_hit: Signal<In, Bit>,
     /// Port of the hit.
     pub lookup_port: Signal<In, Bit>,
@@ -53,6 +54,7 @@ pub struct ResultDispatcher {
     pub flooded: Signal<Out, Bits<32>>,
     /// 0 first word, 1 second word, 2 lookup, 3 write first, 4 write second, 5 stream.
     state: DFF<Bits<3>>,
+    lookup_wait: DFF<Bits<2>>,
     hold0: DFF<Bits<WORD_BITS>>,
     hold1: DFF<Bits<WORD_BITS>>,
     mask: DFF<Bits<2>>,
@@ -67,14 +69,14 @@ pub struct ResultDispatcher {
 impl Logic for ResultDispatcher {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, state, hold0, hold1, mask, floods);
+        dff_setup!(self, clock, state, lookup_wait, hold0, hold1, mask, floods);
         self.incoming.next = bit_cast::<WORD_BITS, 32>(self.in_data.val())
             | (bit_cast::<WORD_BITS, 3>(bit_cast::<3, 4>(self.in_bytes.val())) << 32)
             | (bit_cast::<WORD_BITS, 1>(self.in_last.val().into()) << 35);
         self.room.next = (!self.mask.q.val().get_bit(0) | self.out0_ready.val())
             & (!self.mask.q.val().get_bit(1) | self.out1_ready.val());
         self.lookup_mac.next = (bit_cast::<48, WORD_BITS>(self.hold0.q.val() & 0xFFFF_FFFF_u64) << 16)
-            | bit_cast::<48, 32>(self.in_data.val() >> 16);
+            | bit_cast::<48, WORD_BITS>((self.hold1.q.val() & 0xFFFF_FFFF_u64) >> 16);
         self.flooded.next = self.floods.q.val();
         self.in_ready.next = false;
         self.data.next = self.hold0.q.val();
@@ -96,15 +98,20 @@ impl Logic for ResultDispatcher {
                 }
             }
             2 => {
-                if self.hold0.q.val().get_bit(24) | !self.lookup_hit.val() {
-                    self.mask.d.next = 3.into();
-                    self.floods.d.next = self.floods.q.val() + 1;
-                } else if self.lookup_port.val() {
-                    self.mask.d.next = 2.into();
-                } else {
-                    self.mask.d.next = 1.into();
+                // The MAC has been presented since entering this state; its result is in after
+                // three clocks.
+                self.lookup_wait.d.next = self.lookup_wait.q.val() + 1;
+                if self.lookup_wait.q.val() == 3 {
+                    if self.hold0.q.val().get_bit(24) | !self.lookup_hit.val() {
+                        self.mask.d.next = 3.into();
+                        self.floods.d.next = self.floods.q.val() + 1;
+                    } else if self.lookup_port.val() {
+                        self.mask.d.next = 2.into();
+                    } else {
+                        self.mask.d.next = 1.into();
+                    }
+                    self.state.d.next = 3.into();
                 }
-                self.state.d.next = 3.into();
             }
             3 => {
                 if self.room.val() {

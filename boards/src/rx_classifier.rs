@@ -16,7 +16,8 @@
 //! The frame is committed after its last word when `good`, dropped otherwise; a frame of one
 //! word is dropped. Words arrive at most one every clock here (one every four from a byte
 //! MAC), and the extra word written at the end of a frame uses a clock of the gap. There is
-//! no back-pressure: a full FIFO drops the frame and counts it.
+//! no back-pressure: a full FIFO drops the frame and counts it. The inputs are registered
+//! (one clock of latency), so the destination compare starts from flip-flops.
 
 use crate::frame_fifo::{word, WORD_BITS};
 use rust_hdl::prelude::*;
@@ -46,6 +47,11 @@ pub struct RxClassifier {
     pub write_commit: Signal<Out, Bit>,
     /// Discard the frame.
     pub write_drop: Signal<Out, Bit>,
+    r_valid: DFF<Bit>,
+    r_data: DFF<Bits<32>>,
+    r_last: DFF<Bit>,
+    r_bytes: DFF<Bits<3>>,
+    r_good: DFF<Bit>,
     /// 0: first word expected, 1: second, 2: streaming, 3: flush the held last word.
     state: DFF<Bits<2>>,
     hold: DFF<Bits<WORD_BITS>>,
@@ -59,13 +65,18 @@ pub struct RxClassifier {
 impl Logic for RxClassifier {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, state, hold, route, good);
-        self.incoming.next = bit_cast::<WORD_BITS, 32>(self.in_data.val())
-            | (bit_cast::<WORD_BITS, 3>(self.in_bytes.val()) << 32)
-            | (bit_cast::<WORD_BITS, 1>(self.in_last.val().into()) << 35)
+        dff_setup!(self, clock, r_valid, r_data, r_last, r_bytes, r_good, state, hold, route, good);
+        self.r_valid.d.next = self.in_valid.val();
+        self.r_data.d.next = self.in_data.val();
+        self.r_last.d.next = self.in_last.val();
+        self.r_bytes.d.next = self.in_bytes.val();
+        self.r_good.d.next = self.in_good.val();
+        self.incoming.next = bit_cast::<WORD_BITS, 32>(self.r_data.q.val())
+            | (bit_cast::<WORD_BITS, 3>(self.r_bytes.q.val()) << 32)
+            | (bit_cast::<WORD_BITS, 1>(self.r_last.q.val().into()) << 35)
             | (bit_cast::<WORD_BITS, 2>(self.route.q.val()) << 36);
         self.dst.next = (bit_cast::<48, WORD_BITS>(self.hold.q.val() & 0xFFFF_FFFF_u64) << 16)
-            | bit_cast::<48, 32>(self.in_data.val() >> 16);
+            | bit_cast::<48, 32>(self.r_data.q.val() >> 16);
         self.new_route.next = 2.into();
         if self.dst.val() == self.switch_mac.val() {
             self.new_route.next = 1.into();
@@ -78,26 +89,26 @@ impl Logic for RxClassifier {
         self.write_drop.next = false;
         match self.state.q.val().index() {
             0 => {
-                if self.in_valid.val() {
-                    if self.in_last.val() {
+                if self.r_valid.q.val() {
+                    if self.r_last.q.val() {
                         self.write_drop.next = true;
                     } else {
-                        self.hold.d.next = bit_cast::<WORD_BITS, 32>(self.in_data.val());
+                        self.hold.d.next = bit_cast::<WORD_BITS, 32>(self.r_data.q.val());
                         self.state.d.next = 1.into();
                     }
                 }
             }
             1 => {
-                if self.in_valid.val() {
+                if self.r_valid.q.val() {
                     self.route.d.next = self.new_route.val();
                     self.write_enable.next = true;
                     self.write_data.next = self.hold.q.val() | (bit_cast::<WORD_BITS, 2>(self.new_route.val()) << 36);
-                    self.hold.d.next = bit_cast::<WORD_BITS, 32>(self.in_data.val())
-                        | (bit_cast::<WORD_BITS, 3>(self.in_bytes.val()) << 32)
-                        | (bit_cast::<WORD_BITS, 1>(self.in_last.val().into()) << 35)
+                    self.hold.d.next = bit_cast::<WORD_BITS, 32>(self.r_data.q.val())
+                        | (bit_cast::<WORD_BITS, 3>(self.r_bytes.q.val()) << 32)
+                        | (bit_cast::<WORD_BITS, 1>(self.r_last.q.val().into()) << 35)
                         | (bit_cast::<WORD_BITS, 2>(self.new_route.val()) << 36);
-                    if self.in_last.val() {
-                        self.good.d.next = self.in_good.val();
+                    if self.r_last.q.val() {
+                        self.good.d.next = self.r_good.q.val();
                         self.state.d.next = 3.into();
                     } else {
                         self.state.d.next = 2.into();
@@ -105,11 +116,11 @@ impl Logic for RxClassifier {
                 }
             }
             2 => {
-                if self.in_valid.val() {
+                if self.r_valid.q.val() {
                     self.write_enable.next = true;
                     self.hold.d.next = self.incoming.val();
-                    if self.in_last.val() {
-                        self.good.d.next = self.in_good.val();
+                    if self.r_last.q.val() {
+                        self.good.d.next = self.r_good.q.val();
                         self.state.d.next = 3.into();
                     }
                 }
