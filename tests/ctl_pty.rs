@@ -1,31 +1,42 @@
-//! The control link end to end through a real pseudo-terminal: the core with its control link
-//! (the generated Verilog in Verilator, UART at 8 clocks per bit) on the master side of a pty
-//! pair, moved bit by bit between the pty and the UART pins by a simulation thread; the
-//! driver (`Control`) and the `spotagg ctl` binary on the slave side.
+//! The control link end to end through a real pseudo-terminal, against the MAC-level board
+//! model: [`BoardLogic`] (both MAC ports, FIFOs, core, control link, MDIO master — everything of
+//! the board top but the ECP5 primitives) in Verilator, its UART (8 clocks per bit, a
+//! simulation-only divisor; the board uses 1085 = 115200 baud at 125 MHz) moved bit by bit
+//! between the pins and the master side of a pty pair by a simulation thread, two behavioural
+//! PHYs answering its MDIO reads; the driver (`Control`) and the `spotagg ctl` binary on the
+//! slave side.
 //!
-//! The test configures a job over the link, runs a troubled trace (loss, duplicates, malformed
-//! frames, ARP, pings) into the core's receive stream, and checks that the counters read over
-//! the link — by the driver and by `spotagg ctl counters --json` — equal the reference switch's
-//! for the same frames. A request with a corrupted CRC, a partial request and a misaddressed
-//! write are answered with errors and change nothing.
+//! The board powers up with a ROM job that is not the test's (another switch MAC, n = 2); the
+//! test reads it back, configures its own job over the link, and feeds a troubled trace (loss,
+//! duplicates, malformed frames, ARP, pings) as Ethernet frames with preamble and FCS into the
+//! GMII receive side of both ports (workers by rank parity), plus one frame with a bad FCS.
+//! While the traffic runs it takes counter snapshots: each must equal the reference switch's
+//! counters after some prefix of the frames the core took (in the order it took them), i.e.
+//! be consistent. Afterwards the counters read by the driver and by
+//! `spotagg ctl counters --json` equal the reference's for the same frames, the MAC counters
+//! count what went in and out of each port, and the link state read over the link is the
+//! PHYs'. A request with a corrupted CRC, a partial request and a misaddressed write are
+//! answered with errors and change nothing.
 //!
 //! Without Verilator the test fails with a message, unless `SPOTAGG_SKIP_VERILATOR=1` says that
 //! skipping it is intended.
 
+use spotagg_boards::board_logic::{board_logic_verilog, BoardLogic, ControlParams};
+use spotagg_boards::crc32::fcs;
 use spotagg_driver::control::protocol::{self, reg, Status};
 use spotagg_driver::control::serialport::{SerialPort, TTYPort};
-use spotagg_driver::control::{pack_version, Control, ControlError, DESIGN_VERSION};
-use spotagg_driver::wire::PayloadSize;
-use spotagg_driver::Engine;
+use spotagg_driver::control::{pack_version, Control, ControlError, CounterSnapshot, DESIGN_VERSION};
+use spotagg_driver::wire::{MacAddr, PayloadSize};
+use spotagg_driver::{Counters, Engine, JobConfig};
 use spotagg_hdl::control_link::ControlIdentity;
-use spotagg_hdl::core_with_control::{core_with_control_verilog, CoreWithControl};
+use spotagg_hdl::mdio::MdioPhyModel;
 use spotagg_hdl::rust_hdl::prelude::*;
 use spotagg_hdl::uart::SerialModel;
+use spotagg_hdl::CoreConfig;
 use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::trace::{generate, TraceSpec};
 use spotagg_sim::verilator::{ports_of, verilator_available, BuildOptions, VerilatedModel};
-use spotagg_sim::verilator_engine::{shared_core, WAIVERS};
-use std::collections::VecDeque;
+use spotagg_sim::verilator_engine::WAIVERS;
 use std::io::{Read, Write};
 use std::process::Command;
 use std::sync::mpsc;
@@ -33,60 +44,151 @@ use std::time::{Duration, Instant};
 
 /// UART clocks per bit in the simulation.
 const DIV: u32 = 8;
-const WIDTH: usize = 4;
+/// MDC half period in the simulation.
+const MDC_HALF: u32 = 4;
+/// Cycles the simulation runs between looks at the pty (well inside the link's frame timeout
+/// of 40 bit times, so a request split across pty reads is not cut).
+const CHUNK: usize = 128;
+/// Idle cycles between frames on a port (a 12-byte gap at least; more to spread the traffic
+/// over several counter snapshots).
+const GAP: usize = 600;
 
-fn identity() -> ControlIdentity {
-    ControlIdentity {
-        board_id: 0,
-        version: pack_version(DESIGN_VERSION),
-        git_hash: 0x5eed_c0de,
-        build_date_days: 20_000,
-        baud_divisor: DIV,
+fn params() -> ControlParams {
+    ControlParams {
+        identity: ControlIdentity {
+            board_id: 0x5a75,
+            version: pack_version(DESIGN_VERSION),
+            git_hash: 0x5eed_c0de,
+            build_date_days: 20_000,
+            baud_divisor: DIV,
+        },
+        mdc_half_period: MDC_HALF,
+        phy_addresses: [0, 1],
     }
 }
 
+/// A frame on the wire: preamble, SFD, the frame padded to 60 bytes, FCS.
+fn wire(frame: &[u8]) -> Vec<u8> {
+    let mut w = vec![0x55; 7];
+    w.push(0xD5);
+    let f = padded(frame);
+    w.extend_from_slice(&f);
+    w.extend_from_slice(&fcs(&f));
+    w
+}
+
+fn padded(frame: &[u8]) -> Vec<u8> {
+    let mut f = frame.to_vec();
+    if f.len() < 60 {
+        f.resize(60, 0);
+    }
+    f
+}
+
+/// What the board did with one batch of traffic.
+struct Done {
+    /// (port, index in that port's input) of each frame the core took, in order.
+    merged: Vec<(usize, usize)>,
+    /// Frames sent on each port (preamble and FCS checked and stripped).
+    sent: [Vec<Vec<u8>>; 2],
+}
+
 enum Cmd {
-    /// Frames into the receive stream; the count of frames emitted is sent back when the core
-    /// is idle again.
-    Traffic(Vec<Vec<u8>>, mpsc::Sender<usize>),
+    /// Wire bytes of each frame into each port; answered when everything is out and idle.
+    Traffic([Vec<Vec<u8>>; 2], mpsc::Sender<Done>),
     Stop,
 }
 
+struct Pins {
+    clocks: [u32; 3],
+    start: u32,
+    rxd: [u32; 2],
+    rx_dv: [u32; 2],
+    txd: [u32; 2],
+    tx_en: [u32; 2],
+    uart_rx: u32,
+    uart_tx: u32,
+    mdc: u32,
+    mdio_o: u32,
+    mdio_oe: u32,
+    mdio_i: u32,
+    core_idle: u32,
+    merge_start: u32,
+    merge_port: u32,
+}
+
+/// Decodes one port's GMII transmit bytes into frames.
+#[derive(Default)]
+struct TxDecoder {
+    cur: Vec<u8>,
+    frames: Vec<Vec<u8>>,
+}
+
+impl TxDecoder {
+    fn clock(&mut self, en: bool, d: u8) {
+        if en {
+            self.cur.push(d);
+        } else if !self.cur.is_empty() {
+            let w = std::mem::take(&mut self.cur);
+            assert_eq!(&w[..8], &[0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0xD5], "preamble");
+            let f = &w[8..w.len() - 4];
+            assert_eq!(&w[w.len() - 4..], &fcs(f), "FCS of a sent frame");
+            self.frames.push(f.to_vec());
+        }
+    }
+}
+
 /// The simulated board: runs until `Cmd::Stop`.
-fn board(mut m: VerilatedModel, mut pty: TTYPort, cmds: mpsc::Receiver<Cmd>) {
-    let p = |m: &VerilatedModel, n: &str| m.port(n);
-    let (clock, rx_valid, rx_data, rx_last, rx_bytes, rx_ready) = (
-        p(&m, "clock"),
-        p(&m, "rx_valid"),
-        p(&m, "rx_data"),
-        p(&m, "rx_last"),
-        p(&m, "rx_bytes"),
-        p(&m, "rx_ready"),
-    );
-    let (tx_valid, tx_last, tx_ready, uart_rx, uart_tx, idle) = (
-        p(&m, "tx_valid"),
-        p(&m, "tx_last"),
-        p(&m, "tx_ready"),
-        p(&m, "uart_rx"),
-        p(&m, "uart_tx"),
-        p(&m, "idle"),
-    );
-    m.set(tx_ready, 1);
-    m.set(uart_rx, 1);
+fn board(mut m: VerilatedModel, mut pty: TTYPort, cmds: mpsc::Receiver<Cmd>, mut phys: [MdioPhyModel; 2]) {
+    let p = |n: &str| m.port(n);
+    let id = Pins {
+        clocks: [p("core_clock"), p("eth0_rx_clock"), p("eth1_rx_clock")],
+        start: p("start"),
+        rxd: [p("eth0_rxd"), p("eth1_rxd")],
+        rx_dv: [p("eth0_rx_dv"), p("eth1_rx_dv")],
+        txd: [p("eth0_txd"), p("eth1_txd")],
+        tx_en: [p("eth0_tx_en"), p("eth1_tx_en")],
+        uart_rx: p("uart_rx"),
+        uart_tx: p("uart_tx"),
+        mdc: p("mdc"),
+        mdio_o: p("mdio_o"),
+        mdio_oe: p("mdio_oe"),
+        mdio_i: p("mdio_i"),
+        core_idle: p("core_idle"),
+        merge_start: p("merge_start"),
+        merge_port: p("merge_port"),
+    };
+    m.set(id.start, 1);
+    m.set(id.uart_rx, 1);
+    m.set(id.mdio_i, 1);
     m.eval();
     pty.set_timeout(Duration::ZERO).unwrap();
     let mut line = SerialModel::new(DIV);
-    let mut frames: VecDeque<Vec<u8>> = VecDeque::new();
-    let mut beat = 0usize;
-    let mut emitted = 0usize;
-    let mut reply: Option<mpsc::Sender<usize>> = None;
+    let mut streams: [Vec<(bool, u8)>; 2] = [vec![], vec![]];
+    let mut t = 0usize;
+    let mut dec = [TxDecoder::default(), TxDecoder::default()];
+    let mut merged = vec![];
+    let mut counts = [0usize; 2];
+    let mut reply: Option<mpsc::Sender<Done>> = None;
+    let mut quiet = 0usize;
+    let mut bus = true;
     let mut buf = [0u8; 1024];
     loop {
         while let Ok(c) = cmds.try_recv() {
             match c {
-                Cmd::Traffic(f, r) => {
-                    frames.extend(f);
-                    emitted = 0;
+                Cmd::Traffic(frames, r) => {
+                    for (s, fs) in streams.iter_mut().zip(frames) {
+                        s.clear();
+                        for w in fs {
+                            s.extend(w.iter().map(|&x| (true, x)));
+                            s.extend(std::iter::repeat_n((false, 0), GAP));
+                        }
+                    }
+                    t = 0;
+                    merged.clear();
+                    counts = [0, 0];
+                    dec = [TxDecoder::default(), TxDecoder::default()];
+                    quiet = 0;
                     reply = Some(r);
                 }
                 Cmd::Stop => return,
@@ -99,116 +201,100 @@ fn board(mut m: VerilatedModel, mut pty: TTYPort, cmds: mpsc::Receiver<Cmd>) {
                 got_input = true;
             }
         }
-        // Run until nothing has moved for two byte times (well inside the link's frame
-        // timeout, so a request split across pty reads is not cut), or a few cycles when idle.
-        let mut quiet = 0u32;
-        let limit = if got_input || !frames.is_empty() || reply.is_some() {
-            20 * DIV
-        } else {
-            64
-        };
         let mut out = vec![];
-        let mut core_idle = false;
-        while quiet < limit {
-            m.set(uart_rx, u64::from(line.drive()));
-            let (valid, data, last, bytes) = match frames.front() {
-                Some(f) => {
-                    let start = beat * WIDTH;
-                    let end = (start + WIDTH).min(f.len());
-                    let mut d = 0u64;
-                    for i in 0..WIDTH {
-                        d = (d << 8) | u64::from(*f.get(start + i).filter(|_| start + i < end).unwrap_or(&0));
-                    }
-                    (true, d, end == f.len(), (end - start.min(end)) as u64)
-                }
-                None => (false, 0, false, 0),
-            };
-            m.set(rx_valid, u64::from(valid));
-            m.set(rx_data, data);
-            m.set(rx_last, u64::from(last));
-            m.set(rx_bytes, bytes);
+        let traffic = reply.is_some();
+        for _ in 0..CHUNK {
+            m.set(id.uart_rx, u64::from(line.drive()));
+            for (p, stream) in streams.iter().enumerate() {
+                let (dv, d) = if traffic { stream.get(t).cloned().unwrap_or((false, 0)) } else { (false, 0) };
+                m.set(id.rx_dv[p], u64::from(dv));
+                m.set(id.rxd[p], u64::from(d));
+            }
             m.eval();
-            let mut moved = line.sending() || line.receiving();
-            if valid && m.get(rx_ready) != 0 {
-                moved = true;
-                if last {
-                    frames.pop_front();
-                    beat = 0;
-                } else {
-                    beat += 1;
+            // MDIO: the master, two PHYs and the pull-up on one wire.
+            let mdc = m.get(id.mdc) != 0;
+            let master = (m.get(id.mdio_oe) != 0).then(|| m.get(id.mdio_o) != 0);
+            let mut level = master.unwrap_or(true);
+            for phy in phys.iter_mut() {
+                if let Some(d) = phy.step(mdc, bus) {
+                    level &= d;
                 }
             }
-            if m.get(tx_valid) != 0 {
-                moved = true;
-                if m.get(tx_last) != 0 {
-                    emitted += 1;
-                }
+            bus = level;
+            m.set(id.mdio_i, u64::from(bus));
+            let mut active = false;
+            for (p, d) in dec.iter_mut().enumerate() {
+                let en = m.get(id.tx_en[p]) != 0;
+                active |= en;
+                d.clock(en, m.get(id.txd[p]) as u8);
             }
-            core_idle = m.get(idle) != 0;
-            if !core_idle {
-                moved = true;
+            if m.get(id.merge_start) != 0 {
+                let p = m.get(id.merge_port) as usize;
+                merged.push((p, counts[p]));
+                counts[p] += 1;
             }
-            if let Some(b) = line.sample(m.get(uart_tx) != 0) {
+            if let Some(b) = line.sample(m.get(id.uart_tx) != 0) {
                 out.push(b);
-                moved = true;
             }
-            m.tick(clock);
-            quiet = if moved { 0 } else { quiet + 1 };
+            if traffic {
+                let fed = t >= streams[0].len().max(streams[1].len());
+                quiet = if fed && !active && m.get(id.core_idle) != 0 { quiet + 1 } else { 0 };
+            }
+            for c in id.clocks {
+                m.set(c, 1);
+            }
+            m.eval();
+            for c in id.clocks {
+                m.set(c, 0);
+            }
+            m.eval();
+            t += 1;
         }
         if !out.is_empty() {
             let _ = pty.write_all(&out);
         }
-        if frames.is_empty() && core_idle {
+        if quiet > 2000 {
             if let Some(r) = reply.take() {
-                let _ = r.send(emitted);
+                let [d0, d1] = std::mem::take(&mut dec);
+                let _ = r.send(Done { merged: std::mem::take(&mut merged), sent: [d0.frames, d1.frames] });
             }
+            quiet = 0;
         }
-        if !got_input && out.is_empty() {
-            std::thread::sleep(Duration::from_micros(200));
+        if !got_input && out.is_empty() && !line.sending() && !line.receiving() && reply.is_none() {
+            std::thread::sleep(Duration::from_micros(100));
         }
     }
 }
 
-/// The core's own UNOPTFLAT waivers ([`WAIVERS`]) name signals under `top.`; in the wrapper
-/// the core is `top.core`. The control link's counter port is one more such false loop: the
-/// link's single always block drives `counter_address` and reads the core's combinational
-/// `counter_data` back (no real loop: the address does not depend on the data).
-const WRAPPER_WAIVERS: &str = "
-lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.core.scoreboard$is_new*\"
-lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.core.lane_adders$exp_out*\"
-lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.core.tx$word_ready*\"
-lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.link$counter_address*\"
-";
-
-fn build_model() -> VerilatedModel {
-    let core = shared_core(WIDTH).unwrap();
-    let mut uut = CoreWithControl::<32>::new(core, identity());
+fn build_model(core: CoreConfig, rom_job: &JobConfig) -> VerilatedModel {
+    let mut uut = BoardLogic::new(core, rom_job, params());
     uut.connect_all();
     let ports = ports_of(&uut);
-    let verilog = core_with_control_verilog(&core, identity());
+    let verilog = board_logic_verilog(core, rom_job, params());
     let opts = BuildOptions {
         trace: false,
-        config: Some(format!("{WAIVERS}{WRAPPER_WAIVERS}")),
-        extra_args: vec![],
+        config: Some(format!("{WAIVERS}lint_off -rule UNOPTFLAT -file \"*top.v\"\n")),
+        extra_args: vec!["-Wno-fatal".into()],
     };
-    VerilatedModel::build(&verilog, &ports, &opts).expect("Verilator build of the core with control link")
+    VerilatedModel::build(&verilog, &ports, &opts).expect("Verilator build of the board logic")
 }
 
 fn ctl(slave: &str, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_spotagg"))
-        .args(["ctl", "--serial", slave, "--timeout-ms", "3000"])
+        .args(["ctl", "--serial", slave, "--timeout-ms", "5000"])
         .args(args)
         .output()
         .expect("run spotagg ctl");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 
 fn json(s: &str) -> serde_json::Value {
     serde_json::from_str(s.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {s}"))
+}
+
+/// The port of a worker's MAC: rank parity; other sources by their MAC's last bit.
+fn port_of(job: &JobConfig, mac: &[u8]) -> usize {
+    job.workers.iter().position(|w| w.mac.0 == mac).map(|r| r % 2).unwrap_or((mac[5] & 1) as usize)
 }
 
 #[test]
@@ -221,36 +307,51 @@ fn control_link_through_a_pty() {
         );
         return;
     }
+    let core = CoreConfig::new(4, 8, 256, 32).unwrap();
+    let trace = generate(&TraceSpec::new(4, PayloadSize::B256, 8, 24, 11).troubled(0.1));
+    let job = trace.job.clone();
+    let mut rom_job = JobConfig::example(2, PayloadSize::B256, 4);
+    rom_job.switch_mac = MacAddr([0x02, 0x00, 0x5a, 0x00, 0x00, 0x77]);
+    assert_ne!(rom_job.switch_mac, job.switch_mac);
+
     let t0 = Instant::now();
-    let model = build_model();
+    let model = build_model(core, &rom_job);
     let built = t0.elapsed();
+    let mut phys = [MdioPhyModel::new(0), MdioPhyModel::new(1)];
+    phys[0].set_link(Some(1000));
+    phys[1].set_link(Some(100));
     let (master, mut slave) = TTYPort::pair().expect("pty pair");
     let slave_name = slave.name().expect("pty slave name");
     let (cmd_tx, cmd_rx) = mpsc::channel();
-    let sim = std::thread::spawn(move || board(model, master, cmd_rx));
+    let sim = std::thread::spawn(move || board(model, master, cmd_rx, phys));
     let t1 = Instant::now();
 
     // The CLI: identity.
     let (ok, out, err) = ctl(&slave_name, &["id", "--json"]);
     assert!(ok, "spotagg ctl id failed: {err}");
     let id = json(&out);
-    assert_eq!(id["width_bytes"], 4);
-    assert_eq!(id["slots"], 64);
-    assert_eq!(id["max_payload"], 1024);
-    assert_eq!(id["max_workers"], 32);
+    assert_eq!(id["board"], "colorlight-5a-75b-v8");
+    assert_eq!((id["width_bytes"].clone(), id["slots"].clone()), (4.into(), 8.into()));
+    assert_eq!((id["max_payload"].clone(), id["max_workers"].clone()), (256.into(), 32.into()));
     assert_eq!(id["git_hash"], 0x5eed_c0de_u32);
     assert_eq!(id["baud_divisor"], DIV);
-    let (ok, out, _) = ctl(&slave_name, &["id"]);
-    assert!(
-        ok && out.contains("design version 1.0.0") && out.contains("2024-10-04"),
-        "{out}"
-    );
+    assert_eq!(id["counter_registers"], reg::BOARD_COUNTER_COUNT);
 
-    // The CLI: configure a job from its TOML, then status.
-    let trace = generate(&TraceSpec::new(4, PayloadSize::B256, 8, 24, 11).troubled(0.1));
+    // The ROM job, read back; the PHYs' link state over MDIO.
+    let (ok, out, err) = ctl(&slave_name, &["status", "--json"]);
+    assert!(ok, "{err}");
+    let st = json(&out);
+    assert_eq!(st["job_enabled"], true);
+    assert_eq!(st["job_registers"][1], u32::from_be_bytes([0x5a, 0x00, 0x00, 0x77]));
+    assert_eq!(st["job_registers"][3], 2);
+    assert_eq!(st["link_state"], serde_json::json!([4, 3, 0, 0]), "port 0 up 1G, port 1 up 100M");
+    let (ok, out, _) = ctl(&slave_name, &["status"]);
+    assert!(ok && out.contains("port 0 link    up 1G") && out.contains("port 1 link    up 100M"), "{out}");
+
+    // The CLI: configure the test's job at run time, then status.
     let dir = tempfile::tempdir().unwrap();
     let job_path = dir.path().join("job.toml");
-    std::fs::write(&job_path, trace.job.to_toml()).unwrap();
+    std::fs::write(&job_path, job.to_toml()).unwrap();
     let (ok, out, err) = ctl(&slave_name, &["configure", job_path.to_str().unwrap()]);
     assert!(ok, "spotagg ctl configure failed: {err}");
     assert!(out.contains("n = 4"), "{out}");
@@ -259,78 +360,102 @@ fn control_link_through_a_pty() {
     let st = json(&out);
     assert_eq!(st["job_enabled"], true);
     assert_eq!(st["slots_in_use"], 8);
-    assert_eq!(st["job_registers"][2], u32::from(trace.job.switch_ip));
+    assert_eq!(st["job_registers"][2], u32::from(job.switch_ip));
     assert_eq!(st["job_registers"][3], 4);
-    assert_eq!(st["link_state"], serde_json::json!([0, 0, 0, 0]));
 
-    // Traffic into the core, and the same frames into the reference switch.
-    let (done_tx, done_rx) = mpsc::channel();
-    cmd_tx.send(Cmd::Traffic(trace.frames.clone(), done_tx)).unwrap();
-    let emitted = done_rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("traffic through the core");
-    let mut reference = RefSwitch::new(trace.job.clone());
-    let mut ref_out = vec![];
+    // Traffic into both ports as Ethernet frames; one extra copy of a frame with a bad FCS.
+    let sw = job.switch_mac.0;
+    let mut frames: [Vec<Vec<u8>>; 2] = [vec![], vec![]];
     for f in &trace.frames {
-        reference.process(f, &mut ref_out);
+        frames[port_of(&job, &f[6..12])].push(padded(f));
+    }
+    let mut inputs: [Vec<Vec<u8>>; 2] = [0, 1].map(|p| frames[p].iter().map(|f| wire(f)).collect());
+    let mut bad = wire(&frames[0][0]);
+    let n = bad.len();
+    bad[n - 1] ^= 0x40;
+    inputs[0].insert(1, bad);
+    let mut c = Control::open(&mut slave, Duration::from_secs(5)).expect("open control link");
+    let (done_tx, done_rx) = mpsc::channel();
+    cmd_tx.send(Cmd::Traffic(inputs.clone(), done_tx)).unwrap();
+    let mut snapshots: Vec<CounterSnapshot> = vec![];
+    let done = loop {
+        if let Ok(d) = done_rx.try_recv() {
+            break d;
+        }
+        assert!(t1.elapsed() < Duration::from_secs(600), "traffic through the board did not finish");
+        snapshots.push(c.snapshot().expect("snapshot during traffic"));
+    };
+
+    // The reference switch over the frames the core took, in the order it took them.
+    let to_core = |f: &[u8]| f[0..6] == sw || f[0] & 1 == 1;
+    let core_frames: [Vec<Vec<u8>>; 2] = [0, 1].map(|p| frames[p].iter().filter(|f| to_core(f)).cloned().collect());
+    assert_eq!(done.merged.len(), core_frames[0].len() + core_frames[1].len(), "frames taken by the core");
+    let mut reference = RefSwitch::new(job.clone());
+    let mut ref_out = vec![];
+    let mut prefixes: Vec<Counters> = vec![reference.counters()];
+    for &(p, i) in &done.merged {
+        reference.process(&core_frames[p][i], &mut ref_out);
+        prefixes.push(reference.counters());
     }
     let want = reference.counters();
-    assert_eq!(emitted, ref_out.len(), "frames emitted");
-    assert!(
-        want.dropped_total() > 0 && want.duplicates > 0,
-        "the trace should be troubled: {want:?}"
-    );
+    assert!(want.dropped_total() > 0 && want.duplicates > 0, "the trace should be troubled: {want:?}");
+    let from_switch: usize = done.sent.iter().flatten().filter(|f| f[6..12] == sw).count();
+    assert_eq!(from_switch, ref_out.len(), "frames sent by the switch");
 
-    // The driver: counters equal the reference's.
-    let mut c = Control::open(&mut slave, Duration::from_secs(3)).expect("open control link");
-    let got = c.counters().unwrap();
-    assert_eq!(got, want, "counters over the control link");
+    // Every snapshot taken during the traffic is the reference's state after some prefix.
+    let mut mid = 0;
+    for (i, s) in snapshots.iter().enumerate() {
+        assert!(s.quiescent, "snapshot {i} not quiescent");
+        let k = prefixes.iter().position(|p| *p == s.core);
+        assert!(k.is_some(), "snapshot {i} is no prefix of the reference: {:?}", s.core);
+        if s.core.frames_in > 0 && s.core.frames_in < want.frames_in {
+            mid += 1;
+        }
+    }
+    assert!(mid >= 1, "no snapshot during the traffic ({} snapshots)", snapshots.len());
+
+    // The driver: counters equal the reference's; MAC counters count each port's frames.
+    let snap = c.snapshot().unwrap();
+    assert_eq!(snap.core, want, "counters over the control link");
+    assert!(snap.quiescent);
+    for (p, pc) in snap.ports.iter().enumerate() {
+        assert_eq!(pc.good, frames[p].len() as u64, "port {p} good frames");
+        assert_eq!(pc.bad_fcs, u64::from(p == 0), "port {p} bad FCS");
+        assert_eq!((pc.runts, pc.giants, pc.overflow), (0, 0, 0), "port {p}");
+        assert_eq!(pc.sent, done.sent[p].len() as u64, "port {p} frames sent");
+    }
 
     // Bad requests change nothing.
     let before_job = c.read(reg::SWITCH_MAC_HI, 7).unwrap();
     let mut bad = protocol::write_request(reg::WORKERS, &[7]);
     let last = bad.len() - 1;
     bad[last] ^= 0x40;
-    let r = c.transact_raw(&bad, "corrupted write").unwrap();
-    assert_eq!(r.status, Status::BadChecksum);
+    assert_eq!(c.transact_raw(&bad, "corrupted write").unwrap().status, Status::BadChecksum);
     let mut flipped = protocol::write_request(reg::WORKERS, &[7]);
     flipped[7] ^= 0x01; // a data bit: the CRC no longer matches
-    assert_eq!(
-        c.transact_raw(&flipped, "flipped write").unwrap().status,
-        Status::BadChecksum
-    );
+    assert_eq!(c.transact_raw(&flipped, "flipped write").unwrap().status, Status::BadChecksum);
     let partial = &protocol::write_request(reg::WORKERS, &[7])[..6];
-    assert_eq!(
-        c.transact_raw(partial, "partial write").unwrap().status,
-        Status::Timeout
-    );
+    assert_eq!(c.transact_raw(partial, "partial write").unwrap().status, Status::Timeout);
     match c.write(reg::MAGIC, &[0]) {
-        Err(ControlError::Status {
-            status: Status::UnknownRegister,
-            ..
-        }) => {}
+        Err(ControlError::Status { status: Status::UnknownRegister, .. }) => {}
         other => panic!("write to identity: {other:?}"),
     }
-    assert_eq!(
-        c.read(reg::SWITCH_MAC_HI, 7).unwrap(),
-        before_job,
-        "job registers unchanged"
-    );
+    assert_eq!(c.read(reg::SWITCH_MAC_HI, 7).unwrap(), before_job, "job registers unchanged");
     assert_eq!(c.counters().unwrap(), want, "counters unchanged");
     // `c` is not used again: the CLI opens the slave by name from here on.
 
-    // The CLI: counters as JSON equal the reference's; then reset.
+    // The CLI: counters as JSON equal the reference's; then reset (the core's, not the MACs').
     let (ok, out, err) = ctl(&slave_name, &["counters", "--json"]);
     assert!(ok, "{err}");
     let k = json(&out);
     for (name, v) in want.named() {
         assert_eq!(k[name], v, "counter {name} from spotagg ctl");
     }
+    assert_eq!(k["ports"][0]["bad_fcs"], 1);
+    assert_eq!(k["quiescent"], true);
     let (ok, out, _) = ctl(&slave_name, &["counters"]);
-    assert!(
-        ok && out.contains("frames_in") && out.contains(&want.frames_in.to_string()),
-        "{out}"
-    );
+    assert!(ok && out.contains("frames_in") && out.contains(&want.frames_in.to_string()), "{out}");
+    assert!(out.contains("port 0: good"), "{out}");
     let (ok, _, err) = ctl(&slave_name, &["reset-counters"]);
     assert!(ok, "{err}");
     let (ok, out, _) = ctl(&slave_name, &["counters", "--json"]);
@@ -339,16 +464,19 @@ fn control_link_through_a_pty() {
     for (name, _) in want.named() {
         assert_eq!(k[name], 0, "counter {name} after reset-counters: {out}");
     }
-    assert_eq!(k["quiescent"], true, "{out}");
+    assert_eq!(k["ports"][0]["good"], frames[0].len(), "MAC counters are not reset");
 
     cmd_tx.send(Cmd::Stop).unwrap();
     sim.join().unwrap();
     eprintln!(
-        "ctl_pty: Verilator build {:.1} s, link session {:.1} s, {} frames ({} emitted), counters {:?}",
+        "ctl_pty: Verilator build {:.1} s, link session {:.1} s, {} frames ({} to the core, {} sent by the switch), \
+         {} snapshots during the traffic ({mid} mid-traffic), counters {:?}",
         built.as_secs_f64(),
         t1.elapsed().as_secs_f64(),
-        trace.frames.len(),
-        emitted,
+        trace.frames.len() + 1,
+        done.merged.len(),
+        from_switch,
+        snapshots.len(),
         want.named()
     );
 }
@@ -358,10 +486,7 @@ fn control_link_through_a_pty() {
 #[test]
 fn ctl_errors_without_a_board() {
     let (ok, _, err) = ctl("/dev/spotagg-no-such-port", &["id"]);
-    assert!(
-        !ok && err.contains("cannot open serial port /dev/spotagg-no-such-port"),
-        "{err}"
-    );
+    assert!(!ok && err.contains("cannot open serial port /dev/spotagg-no-such-port"), "{err}");
     let (_master, slave) = TTYPort::pair().expect("pty pair");
     let name = slave.name().unwrap();
     let t = Instant::now();

@@ -2,6 +2,7 @@
 //! constraint file is generated from it. A board is added by writing one more module that
 //! returns a [`Board`]; nothing in the core changes.
 
+pub mod board_logic;
 pub mod colorlight_5a_75b_v8;
 pub mod colorlight_i5;
 pub mod core_top;
@@ -16,6 +17,7 @@ pub mod lpf;
 pub mod mac_rx;
 pub mod mac_table;
 pub mod mac_tx;
+pub mod mdio_pad;
 pub mod result_dispatcher;
 pub mod rgmii;
 pub mod rx_classifier;
@@ -124,6 +126,17 @@ pub struct RgmiiSites {
     pub txd: [&'static str; 4],
 }
 
+/// The control link's serial port: the two pins and where they were found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UartSites {
+    /// Transmit (FPGA to host).
+    pub tx: &'static str,
+    /// Receive (host to FPGA); gets a weak pull-up (idle high when nothing is connected).
+    pub rx: &'static str,
+    /// What the pins are on the board and the source of the assignment.
+    pub source: &'static str,
+}
+
 /// What the PHY straps do to RGMII timing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PhyDelays {
@@ -146,8 +159,14 @@ pub struct Board {
     pub board_id: u16,
     /// The oscillator input.
     pub clk_in: (&'static str, f64),
-    /// Active-low user LED, if any.
+    /// Active-low user LED, if any. Not a pin of the board top (on the 5A-75B it is the UART's
+    /// transmit line); the LPF still locates `led_n` there for tops that drive it (the
+    /// core-only top), and nextpnr ignores the constraint where no port has that name.
     pub led_n: Option<&'static str>,
+    /// The control link's serial port.
+    pub uart: UartSites,
+    /// MDIO addresses of the two PHYs, port 0 first.
+    pub phy_addresses: [u8; 2],
     /// Shared PHY reset (active low), MDC and MDIO.
     pub phy_reset_n: &'static str,
     /// MDIO clock.
@@ -166,11 +185,10 @@ impl Board {
     /// Every pin of the board top, in a fixed order.
     pub fn pins(&self) -> Vec<Pin> {
         let mut v = vec![Pin::lvcmos33("clk25", self.clk_in.0)];
-        if let Some(led) = self.led_n {
-            let mut p = Pin::lvcmos33("led_n", led);
-            p.open_drain = true;
-            v.push(p);
-        }
+        v.push(Pin::lvcmos33("uart_tx", self.uart.tx));
+        let mut rx = Pin::lvcmos33("uart_rx", self.uart.rx);
+        rx.pull_up = true;
+        v.push(rx);
         v.push(Pin::lvcmos33("phy_reset_n", self.phy_reset_n));
         v.push(Pin::lvcmos33("mdc", self.mdc));
         let mut mdio = Pin::lvcmos33("mdio", self.mdio);
@@ -200,8 +218,22 @@ impl Board {
         v
     }
 
-    /// Checks that no site is used twice; returns the first clash.
+    /// The user LED as a pin (`led_n`, open drain), for tops that drive it.
+    pub fn led_pin(&self) -> Option<Pin> {
+        self.led_n.map(|site| {
+            let mut p = Pin::lvcmos33("led_n", site);
+            p.open_drain = true;
+            p
+        })
+    }
+
+    /// Checks that no site is used twice by the board top and that the PHY addresses are
+    /// distinct clause 22 addresses; returns the first problem.
     pub fn check(&self) -> Result<(), String> {
+        let [a, b] = self.phy_addresses;
+        if a > 31 || b > 31 || a == b {
+            return Err(format!("board {}: PHY addresses {a} and {b} must be distinct and at most 31", self.id));
+        }
         let pins = self.pins();
         for (i, a) in pins.iter().enumerate() {
             if let Some(b) = pins[i + 1..].iter().find(|b| b.site == a.site) {
@@ -233,6 +265,7 @@ mod test {
         for b in boards() {
             b.check().unwrap();
             assert_eq!(b.pins().iter().filter(|p| p.port.starts_with("eth")).count(), 24);
+            assert_eq!(b.pins().iter().filter(|p| p.port.starts_with("uart_")).count(), 2);
         }
         assert!(board("nope").unwrap_err().contains("colorlight-5a-75b-v8"));
     }

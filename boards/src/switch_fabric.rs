@@ -21,7 +21,9 @@
 //!
 //! Control: once the loader is done, `cfg_*` (a control link's writes) reach the core's
 //! configuration bus; `pause` holds the core's input at the next frame boundary (a frame
-//! already begun is taken whole), for a consistent counter snapshot.
+//! already begun is taken whole), for a consistent counter snapshot. The switch MAC the ports
+//! classify frames by follows the core's registers 0x00/0x01 (the ROM job's at power-up, then
+//! whatever is written; the receive side reads it as a quasi-static value).
 //!
 //! Port counters (`port_counter_address`): 0 good frames, 1 bad FCS, 2 runts, 3 giants,
 //! 4 dropped for capacity, 5 frames sent — port 0 at 0..=5, port 1 at 8..=13; 6 frames the
@@ -104,7 +106,9 @@ pub struct SwitchFabric {
     dispatcher: ResultDispatcher,
     loader: ConfigLoader,
     core: Core<32>,
-    switch_mac: Constant<Bits<48>>,
+    mac_hi: DFFWithInit<Bits<16>>,
+    mac_lo: DFFWithInit<Bits<32>>,
+    switch_mac: Signal<Local, Bits<48>>,
     in_frame: DFF<Bit>,
 }
 
@@ -158,7 +162,9 @@ impl SwitchFabric {
             dispatcher: Default::default(),
             loader: ConfigLoader::new(job),
             core: Core::<32>::new(core),
-            switch_mac: Constant::new(mac.into()),
+            mac_hi: DFFWithInit::new((mac >> 32).into()),
+            mac_lo: DFFWithInit::new((mac & 0xffff_ffff).into()),
+            switch_mac: Default::default(),
             in_frame: Default::default(),
         }
     }
@@ -168,13 +174,15 @@ impl Logic for SwitchFabric {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(self, core_clock, rx_arbiter, router, dispatcher, loader, core, mac_table);
-        dff_setup!(self, core_clock, in_frame);
+        dff_setup!(self, core_clock, in_frame, mac_hi, mac_lo);
         // Ports.
         self.eth0.rx_clock.next = self.eth0_rx_clock.val();
         self.eth0.core_clock.next = self.core_clock.val();
         self.eth0.gmii_rxd.next = self.eth0_rxd.val();
         self.eth0.gmii_rx_dv.next = self.eth0_rx_dv.val();
         self.eth0.gmii_rx_er.next = self.eth0_rx_er.val();
+        self.switch_mac.next =
+            (bit_cast::<48, 16>(self.mac_hi.q.val()) << 32) | bit_cast::<48, 32>(self.mac_lo.q.val());
         self.eth0.switch_mac.next = self.switch_mac.val();
         self.eth0_txd.next = self.eth0.gmii_txd.val();
         self.eth0_tx_en.next = self.eth0.gmii_tx_en.val();
@@ -229,6 +237,12 @@ impl Logic for SwitchFabric {
         if self.loader.done.val() {
             self.core.cfg_address.next = self.cfg_address.val();
             self.core.cfg_data.next = self.cfg_data.val();
+        }
+        if self.loader.done.val() & self.cfg_write.val() & (self.cfg_address.val() == 0) {
+            self.mac_hi.d.next = self.cfg_data.val().get_bits::<16>(0);
+        }
+        if self.loader.done.val() & self.cfg_write.val() & (self.cfg_address.val() == 1) {
+            self.mac_lo.d.next = self.cfg_data.val();
         }
         self.configured.next = self.loader.done.val();
         self.core.counter_address.next = self.counter_address.val();

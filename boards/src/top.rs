@@ -1,31 +1,41 @@
-//! The board top: the [`SwitchFabric`] (MACs, FIFOs, merge, core, dispatch, bridge) inside the
-//! board's FPGA primitives.
+//! The board top: the [`BoardLogic`] (MACs, FIFOs, merge, core, dispatch, bridge, control
+//! link, MDIO master) inside the board's FPGA primitives.
 //!
 //! ```text
-//! clk25 ─ EHXPLLL ─ clk125 ─ core clock, transmit clock of both ports
+//! clk25 ─ EHXPLLL ─ clk125 ─ core clock, transmit clock of both ports, control plane
 //! eth{i}_rxc/rx_ctl/rxd ─ RgmiiRx (IDDRX1F [+ DELAYG]) ─ GMII ─┐
-//!                                                            SwitchFabric
-//! eth{i}_txc/tx_ctl/txd ─ RgmiiTx (ODDRX1F [+ DELAYG]) ─ GMII ─┘
+//!                                                            BoardLogic ─ uart_tx, uart_rx
+//! eth{i}_txc/tx_ctl/txd ─ RgmiiTx (ODDRX1F [+ DELAYG]) ─ GMII ─┘    └─ mdc, mdio (BB pad)
 //! ```
 //!
-//! Port names are the board definition's ([`Board::pins`]): `clk25`, `led_n`, `phy_reset_n`,
-//! `mdc`, `mdio`, `eth{0,1}_rxc`, `eth{i}_rx_ctl`, `eth{i}_rxd[3:0]`, `eth{i}_txc`,
-//! `eth{i}_tx_ctl`, `eth{i}_txd[3:0]`; the module is `top`; the PLL's output net is `clk125`.
+//! Port names are the board definition's ([`Board::pins`]): `clk25`, `uart_tx`, `uart_rx`,
+//! `phy_reset_n`, `mdc`, `mdio`, `eth{0,1}_rxc`, `eth{i}_rx_ctl`, `eth{i}_rxd[3:0]`,
+//! `eth{i}_txc`, `eth{i}_tx_ctl`, `eth{i}_txd[3:0]`; the module is `top`; the PLL's output net
+//! is `clk125`.
 //!
 //! - The core's configuration (the job) is loaded from a ROM once the PLL has locked; it is
-//!   baked in at build time ([`BoardTop::new`]).
-//! - `phy_reset_n` is held high (on the 5A-75B the 25 MHz clock comes from a PHY); MDC is low
-//!   and MDIO is driven high (idle): the PHYs run on their strap settings.
-//! - `led_n` blinks at about 1 Hz while the configuration is loaded (a heartbeat of clk125).
+//!   baked in at build time ([`BoardTop::new`]) and is the power-up default: the control link
+//!   (8N1 on `uart_tx`/`uart_rx`, 115200 baud by default) reads it back and replaces it at run
+//!   time, reads every counter (the core's and the MACs') as one snapshot, and the link state
+//!   of both ports.
+//! - `phy_reset_n` is held high (on the 5A-75B the 25 MHz clock comes from a PHY). The MDIO
+//!   master reads each PHY's registers at 2.5 MHz (MDC) through an ECP5 `BB` on `mdio`; it
+//!   writes nothing, so the PHYs run on their strap settings.
+//! - No LED is driven: the 5A-75B's user LED is the UART's transmit line (it flickers with
+//!   each response).
 //! - RGMII delays follow [`Board::phy_delays`]: a `DELAYG` of about 2 ns where the PHY does not
 //!   delay the clock itself.
 
+use crate::board_logic::{BoardLogic, ControlParams};
 use crate::ecp5::Pll25To125;
+use crate::mdio_pad::BidirPad;
 use crate::rgmii::{RgmiiRx, RgmiiTx};
-use crate::switch_fabric::SwitchFabric;
 use crate::Board;
 use rust_hdl::prelude::*;
 use spotagg_driver::JobConfig;
+use spotagg_hdl::control_link::ControlIdentity;
+use spotagg_hdl::mdio::DEFAULT_HALF_PERIOD;
+use spotagg_hdl::uart::DEFAULT_DIVISOR;
 use spotagg_hdl::CoreConfig;
 
 /// The board top.
@@ -33,14 +43,16 @@ use spotagg_hdl::CoreConfig;
 pub struct BoardTop {
     /// 25 MHz oscillator.
     pub clk25: Signal<In, Clock>,
-    /// User LED, active low.
-    pub led_n: Signal<Out, Bit>,
+    /// Control link transmit line.
+    pub uart_tx: Signal<Out, Bit>,
+    /// Control link receive line.
+    pub uart_rx: Signal<In, Bit>,
     /// PHY reset, active low (held high).
     pub phy_reset_n: Signal<Out, Bit>,
-    /// MDIO clock (held low).
+    /// MDIO clock.
     pub mdc: Signal<Out, Bit>,
-    /// MDIO data (driven high, idle).
-    pub mdio: Signal<Out, Bit>,
+    /// MDIO data.
+    pub mdio: Signal<InOut, Bit>,
     /// Port 0 receive clock.
     pub eth0_rxc: Signal<In, Clock>,
     /// Port 0 RX_CTL.
@@ -71,16 +83,28 @@ pub struct BoardTop {
     rgmii_rx1: RgmiiRx,
     rgmii_tx0: RgmiiTx,
     rgmii_tx1: RgmiiTx,
-    fabric: SwitchFabric,
-    heartbeat: DFF<Bits<27>>,
+    logic: BoardLogic,
+    mdio_pad: BidirPad,
 }
 
 impl BoardTop {
-    /// The top for `board`, a width-4 `core`, and `job` loaded at power-up.
+    /// The top for `board`, a width-4 `core`, and `job` loaded at power-up; the control link at
+    /// 115200 baud (at 125 MHz), identity stamped now, MDC at 2.5 MHz.
     pub fn new(board: &Board, core: CoreConfig, job: &JobConfig) -> Self {
+        let params = ControlParams {
+            identity: ControlIdentity::stamp(u32::from(board.board_id), DEFAULT_DIVISOR),
+            mdc_half_period: DEFAULT_HALF_PERIOD,
+            phy_addresses: board.phy_addresses,
+        };
+        Self::with_control(board, core, job, params)
+    }
+
+    /// The top with the control plane of `params`.
+    pub fn with_control(board: &Board, core: CoreConfig, job: &JobConfig, params: ControlParams) -> Self {
         Self {
             clk25: Default::default(),
-            led_n: Default::default(),
+            uart_tx: Default::default(),
+            uart_rx: Default::default(),
             phy_reset_n: Default::default(),
             mdc: Default::default(),
             mdio: Default::default(),
@@ -102,8 +126,8 @@ impl BoardTop {
             rgmii_rx1: RgmiiRx::new(!board.phy_delays.rx_delay_in_phy),
             rgmii_tx0: RgmiiTx::new(!board.phy_delays.tx_delay_in_phy),
             rgmii_tx1: RgmiiTx::new(!board.phy_delays.tx_delay_in_phy),
-            fabric: SwitchFabric::new(core, job),
-            heartbeat: Default::default(),
+            logic: BoardLogic::new(core, job, params),
+            mdio_pad: Default::default(),
         }
     }
 }
@@ -113,12 +137,14 @@ impl Logic for BoardTop {
     fn update(&mut self) {
         self.pll.clkin.next = self.clk25.val();
         self.clk125.next = self.pll.clkout.val();
-        self.heartbeat.clock.next = self.clk125.val();
-        self.heartbeat.d.next = self.heartbeat.q.val() + 1;
-        self.led_n.next = !(self.heartbeat.q.val().get_bit(26) & self.fabric.configured.val());
         self.phy_reset_n.next = true;
-        self.mdc.next = false;
-        self.mdio.next = true;
+        Signal::<InOut, Bit>::link(&mut self.mdio, &mut self.mdio_pad.b);
+        self.mdc.next = self.logic.mdc.val();
+        self.mdio_pad.o.next = self.logic.mdio_o.val();
+        self.mdio_pad.oe.next = self.logic.mdio_oe.val();
+        self.logic.mdio_i.next = self.mdio_pad.i.val();
+        self.logic.uart_rx.next = self.uart_rx.val();
+        self.uart_tx.next = self.logic.uart_tx.val();
         // Receive.
         self.rgmii_rx0.rxc.next = self.eth0_rxc.val();
         self.rgmii_rx0.rx_ctl.next = self.eth0_rx_ctl.val();
@@ -126,28 +152,26 @@ impl Logic for BoardTop {
         self.rgmii_rx1.rxc.next = self.eth1_rxc.val();
         self.rgmii_rx1.rx_ctl.next = self.eth1_rx_ctl.val();
         self.rgmii_rx1.rxd.next = self.eth1_rxd.val();
-        self.fabric.eth0_rx_clock.next = self.eth0_rxc.val();
-        self.fabric.eth0_rxd.next = self.rgmii_rx0.gmii_rxd.val();
-        self.fabric.eth0_rx_dv.next = self.rgmii_rx0.gmii_rx_dv.val();
-        self.fabric.eth0_rx_er.next = self.rgmii_rx0.gmii_rx_er.val();
-        self.fabric.eth1_rx_clock.next = self.eth1_rxc.val();
-        self.fabric.eth1_rxd.next = self.rgmii_rx1.gmii_rxd.val();
-        self.fabric.eth1_rx_dv.next = self.rgmii_rx1.gmii_rx_dv.val();
-        self.fabric.eth1_rx_er.next = self.rgmii_rx1.gmii_rx_er.val();
+        self.logic.eth0_rx_clock.next = self.eth0_rxc.val();
+        self.logic.eth0_rxd.next = self.rgmii_rx0.gmii_rxd.val();
+        self.logic.eth0_rx_dv.next = self.rgmii_rx0.gmii_rx_dv.val();
+        self.logic.eth0_rx_er.next = self.rgmii_rx0.gmii_rx_er.val();
+        self.logic.eth1_rx_clock.next = self.eth1_rxc.val();
+        self.logic.eth1_rxd.next = self.rgmii_rx1.gmii_rxd.val();
+        self.logic.eth1_rx_dv.next = self.rgmii_rx1.gmii_rx_dv.val();
+        self.logic.eth1_rx_er.next = self.rgmii_rx1.gmii_rx_er.val();
         // Core.
-        self.fabric.core_clock.next = self.clk125.val();
-        self.fabric.start.next = self.pll.lock.val();
-        self.fabric.counter_address.next = 0.into();
-        self.fabric.port_counter_address.next = 0.into();
+        self.logic.core_clock.next = self.clk125.val();
+        self.logic.start.next = self.pll.lock.val();
         // Transmit.
         self.rgmii_tx0.clock.next = self.clk125.val();
-        self.rgmii_tx0.gmii_txd.next = self.fabric.eth0_txd.val();
-        self.rgmii_tx0.gmii_tx_en.next = self.fabric.eth0_tx_en.val();
-        self.rgmii_tx0.gmii_tx_er.next = self.fabric.eth0_tx_er.val();
+        self.rgmii_tx0.gmii_txd.next = self.logic.eth0_txd.val();
+        self.rgmii_tx0.gmii_tx_en.next = self.logic.eth0_tx_en.val();
+        self.rgmii_tx0.gmii_tx_er.next = self.logic.eth0_tx_er.val();
         self.rgmii_tx1.clock.next = self.clk125.val();
-        self.rgmii_tx1.gmii_txd.next = self.fabric.eth1_txd.val();
-        self.rgmii_tx1.gmii_tx_en.next = self.fabric.eth1_tx_en.val();
-        self.rgmii_tx1.gmii_tx_er.next = self.fabric.eth1_tx_er.val();
+        self.rgmii_tx1.gmii_txd.next = self.logic.eth1_txd.val();
+        self.rgmii_tx1.gmii_tx_en.next = self.logic.eth1_tx_en.val();
+        self.rgmii_tx1.gmii_tx_er.next = self.logic.eth1_tx_er.val();
         self.eth0_txc.next = self.rgmii_tx0.txc.val();
         self.eth0_tx_ctl.next = self.rgmii_tx0.tx_ctl.val();
         self.eth0_txd.next = self.rgmii_tx0.txd.val();
@@ -182,7 +206,7 @@ mod test {
             let name = pin.port.split('[').next().unwrap();
             assert!(ports.contains(&name), "port {name} missing: {ports:?}");
         }
-        for cell in ["EHXPLLL", "IDDRX1F", "ODDRX1F", "DELAYG"] {
+        for cell in ["EHXPLLL", "IDDRX1F", "ODDRX1F", "DELAYG", "BB"] {
             assert!(v.contains(cell), "{cell} not instantiated");
         }
         // The 5A-75B's PHYs delay RXC but not TXC: DELAYG of 80 taps on TXC only.

@@ -53,7 +53,7 @@ pub struct MdioMaster {
     sync2: DFF<Bit>,
     div: DFF<Bits<16>>,
     high: DFF<Bit>,
-    bit: DFF<Bits<7>>,
+    period: DFF<Bits<7>>,
     reg_idx: DFF<Bits<3>>,
     port: DFF<Bit>,
     rdata: DFF<Bits<16>>,
@@ -95,7 +95,7 @@ impl MdioMaster {
             sync2: Default::default(),
             div: Default::default(),
             high: Default::default(),
-            bit: Default::default(),
+            period: Default::default(),
             reg_idx: Default::default(),
             port: Default::default(),
             rdata: Default::default(),
@@ -124,8 +124,8 @@ impl Logic for MdioMaster {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, sync1, sync2, div, high, bit, reg_idx, port, rdata, ta_ok, present, bmcr, bmsr, anar, anlpar,
-            gctl, state0, state1
+            self, clock, sync1, sync2, div, high, period, reg_idx, port, rdata, ta_ok, present, bmcr, bmsr, anar,
+            anlpar, gctl, state0, state1
         );
         self.sync1.d.next = self.mdio_i.val();
         self.sync2.d.next = self.sync1.q.val();
@@ -159,10 +159,10 @@ impl Logic for MdioMaster {
             self.phy_addr.next = self.phy0.val();
         }
         self.cmd.next = (self.phy_addr.val() << 5) | self.reg_addr.val() | 0x1800;
-        self.cmd_shifted.next = self.cmd.val() << bit_cast::<16, 7>(self.bit.q.val() - 32);
-        self.mdio_oe.next = self.bit.q.val() < 46;
+        self.cmd_shifted.next = self.cmd.val() << bit_cast::<16, 7>(self.period.q.val() - 32);
+        self.mdio_oe.next = self.period.q.val() < 46;
         self.mdio_o.next = true;
-        if (self.bit.q.val() >= 32) && (self.bit.q.val() < 46) {
+        if (self.period.q.val() >= 32) && (self.period.q.val() < 46) {
             self.mdio_o.next = self.cmd_shifted.val().get_bit(13);
         }
 
@@ -197,17 +197,17 @@ impl Logic for MdioMaster {
             if !self.high.q.val() {
                 // Rising edge of MDC: sample what the PHY put out after the previous one.
                 self.high.d.next = true;
-                if self.bit.q.val() == 47 {
+                if self.period.q.val() == 47 {
                     self.ta_ok.d.next = !self.sync2.q.val();
                 }
-                if (self.bit.q.val() >= 48) && (self.bit.q.val() < 64) {
+                if (self.period.q.val() >= 48) && (self.period.q.val() < 64) {
                     self.rdata.d.next = (self.rdata.q.val() << 1) | bit_cast::<16, 1>(self.sync2.q.val().into());
                 }
             } else {
                 // Falling edge: the next period.
                 self.high.d.next = false;
-                self.bit.d.next = self.bit.q.val() + 1;
-                if self.bit.q.val() == 63 {
+                self.period.d.next = self.period.q.val() + 1;
+                if self.period.q.val() == 63 {
                     if self.reg_idx.q.val() == 0 {
                         self.present.d.next = self.ta_ok.q.val();
                     } else {
@@ -232,8 +232,8 @@ impl Logic for MdioMaster {
                         _ => {}
                     }
                 }
-                if self.bit.q.val() == 64 {
-                    self.bit.d.next = 0.into();
+                if self.period.q.val() == 64 {
+                    self.period.d.next = 0.into();
                     if self.reg_idx.q.val() == 5 {
                         self.reg_idx.d.next = 0.into();
                         self.port.d.next = !self.port.q.val();

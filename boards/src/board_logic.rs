@@ -1,0 +1,197 @@
+//! The board's logic with its control plane: the [`SwitchFabric`] (MACs, FIFOs, core), the
+//! control link on the UART pins, and the MDIO master polling both PHYs. This is everything of
+//! the board top but the ECP5 primitives (PLL, DDR registers, delays, the MDIO pad), and what
+//! the MAC-level board simulation runs.
+//!
+//! ```text
+//! uart_rx/uart_tx ─ ControlLink ─ cfg_* (once the ROM job is loaded), pause ─ SwitchFabric
+//!                       │  counter port: 0..32 the core's counters, 32..46 the port counters
+//!                       └─ link_state ─ MdioMaster ─ mdc, mdio_o/mdio_oe/mdio_i
+//! ```
+//!
+//! - At power-up the fabric's loader writes the job baked into its ROM; the control link's job
+//!   registers hold the same values from the start, so `spotagg ctl status` shows the ROM job
+//!   until a `configure` replaces it. A job written over the link takes effect at once.
+//! - Counter registers: the core's 21 at 0x0200.., the fabric's port counters (port 0 good,
+//!   bad FCS, runts, giants, overflow, sent; flooded; port 1 the same) at 0x0220.. as
+//!   `spotagg_driver::control::protocol` maps them (46 in all). A snapshot holds the core's
+//!   input at a frame boundary (the fabric's `pause`).
+//! - Link state: ports 0 and 1 from the PHYs at the board's addresses; ports 2 and 3 read 0.
+
+use crate::config_loader::config_writes;
+use crate::switch_fabric::SwitchFabric;
+use rust_hdl::prelude::*;
+use spotagg_driver::control::protocol::reg;
+use spotagg_driver::JobConfig;
+use spotagg_hdl::control_link::{ControlIdentity, ControlLink};
+use spotagg_hdl::mdio::MdioMaster;
+use spotagg_hdl::CoreConfig;
+
+/// Build parameters of the control plane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControlParams {
+    /// The identity registers (board id, version, baud divisor, …).
+    pub identity: ControlIdentity,
+    /// MDC half period in core clocks.
+    pub mdc_half_period: u32,
+    /// The PHYs' MDIO addresses, port 0 first.
+    pub phy_addresses: [u8; 2],
+}
+
+/// Fabric, control link and MDIO master.
+#[derive(LogicBlock)]
+pub struct BoardLogic {
+    /// Core clock (125 MHz; also the transmit clock of both ports and the control plane's).
+    pub core_clock: Signal<In, Clock>,
+    /// Start loading the configuration (the PLL has locked).
+    pub start: Signal<In, Bit>,
+    /// Port 0 receive clock.
+    pub eth0_rx_clock: Signal<In, Clock>,
+    /// Port 0 GMII receive data.
+    pub eth0_rxd: Signal<In, Bits<8>>,
+    /// Port 0 GMII receive data valid.
+    pub eth0_rx_dv: Signal<In, Bit>,
+    /// Port 0 GMII receive error.
+    pub eth0_rx_er: Signal<In, Bit>,
+    /// Port 0 GMII transmit data.
+    pub eth0_txd: Signal<Out, Bits<8>>,
+    /// Port 0 GMII transmit enable.
+    pub eth0_tx_en: Signal<Out, Bit>,
+    /// Port 0 GMII transmit error.
+    pub eth0_tx_er: Signal<Out, Bit>,
+    /// Port 1 receive clock.
+    pub eth1_rx_clock: Signal<In, Clock>,
+    /// Port 1 GMII receive data.
+    pub eth1_rxd: Signal<In, Bits<8>>,
+    /// Port 1 GMII receive data valid.
+    pub eth1_rx_dv: Signal<In, Bit>,
+    /// Port 1 GMII receive error.
+    pub eth1_rx_er: Signal<In, Bit>,
+    /// Port 1 GMII transmit data.
+    pub eth1_txd: Signal<Out, Bits<8>>,
+    /// Port 1 GMII transmit enable.
+    pub eth1_tx_en: Signal<Out, Bit>,
+    /// Port 1 GMII transmit error.
+    pub eth1_tx_er: Signal<Out, Bit>,
+    /// Control link receive line (idle high).
+    pub uart_rx: Signal<In, Bit>,
+    /// Control link transmit line (idle high).
+    pub uart_tx: Signal<Out, Bit>,
+    /// MDIO clock.
+    pub mdc: Signal<Out, Bit>,
+    /// MDIO value to drive.
+    pub mdio_o: Signal<Out, Bit>,
+    /// Drive MDIO.
+    pub mdio_oe: Signal<Out, Bit>,
+    /// MDIO as seen on the pin.
+    pub mdio_i: Signal<In, Bit>,
+    /// The configuration is loaded.
+    pub configured: Signal<Out, Bit>,
+    /// The core has nothing in flight.
+    pub core_idle: Signal<Out, Bit>,
+    /// The core takes the first word of a frame.
+    pub merge_start: Signal<Out, Bit>,
+    /// The port that frame came in on.
+    pub merge_port: Signal<Out, Bit>,
+    fabric: SwitchFabric,
+    link: ControlLink,
+    mdio: MdioMaster,
+}
+
+impl BoardLogic {
+    /// The board logic for a width-4 `core` with `job` in its ROM and the control plane of
+    /// `params`.
+    pub fn new(core: CoreConfig, job: &JobConfig, params: ControlParams) -> Self {
+        let w = config_writes(job);
+        let mut regs = [0u32; 6];
+        for (a, d) in w.iter().filter(|(a, _)| *a < 6) {
+            regs[usize::from(*a)] = *d;
+        }
+        Self {
+            core_clock: Default::default(),
+            start: Default::default(),
+            eth0_rx_clock: Default::default(),
+            eth0_rxd: Default::default(),
+            eth0_rx_dv: Default::default(),
+            eth0_rx_er: Default::default(),
+            eth0_txd: Default::default(),
+            eth0_tx_en: Default::default(),
+            eth0_tx_er: Default::default(),
+            eth1_rx_clock: Default::default(),
+            eth1_rxd: Default::default(),
+            eth1_rx_dv: Default::default(),
+            eth1_rx_er: Default::default(),
+            eth1_txd: Default::default(),
+            eth1_tx_en: Default::default(),
+            eth1_tx_er: Default::default(),
+            uart_rx: Default::default(),
+            uart_tx: Default::default(),
+            mdc: Default::default(),
+            mdio_o: Default::default(),
+            mdio_oe: Default::default(),
+            mdio_i: Default::default(),
+            configured: Default::default(),
+            core_idle: Default::default(),
+            merge_start: Default::default(),
+            merge_port: Default::default(),
+            fabric: SwitchFabric::new(core, job),
+            link: ControlLink::with_board(&core, params.identity, usize::from(reg::BOARD_COUNTER_COUNT), Some(regs)),
+            mdio: MdioMaster::new(params.mdc_half_period, params.phy_addresses),
+        }
+    }
+}
+
+impl Logic for BoardLogic {
+    #[hdl_gen]
+    fn update(&mut self) {
+        clock!(self, core_clock, link, mdio);
+        self.fabric.core_clock.next = self.core_clock.val();
+        self.fabric.start.next = self.start.val();
+        self.fabric.eth0_rx_clock.next = self.eth0_rx_clock.val();
+        self.fabric.eth0_rxd.next = self.eth0_rxd.val();
+        self.fabric.eth0_rx_dv.next = self.eth0_rx_dv.val();
+        self.fabric.eth0_rx_er.next = self.eth0_rx_er.val();
+        self.eth0_txd.next = self.fabric.eth0_txd.val();
+        self.eth0_tx_en.next = self.fabric.eth0_tx_en.val();
+        self.eth0_tx_er.next = self.fabric.eth0_tx_er.val();
+        self.fabric.eth1_rx_clock.next = self.eth1_rx_clock.val();
+        self.fabric.eth1_rxd.next = self.eth1_rxd.val();
+        self.fabric.eth1_rx_dv.next = self.eth1_rx_dv.val();
+        self.fabric.eth1_rx_er.next = self.eth1_rx_er.val();
+        self.eth1_txd.next = self.fabric.eth1_txd.val();
+        self.eth1_tx_en.next = self.fabric.eth1_tx_en.val();
+        self.eth1_tx_er.next = self.fabric.eth1_tx_er.val();
+        self.configured.next = self.fabric.configured.val();
+        self.core_idle.next = self.fabric.core_idle.val();
+        self.merge_start.next = self.fabric.merge_start.val();
+        self.merge_port.next = self.fabric.merge_port.val();
+        // Control link.
+        self.link.uart_rx.next = self.uart_rx.val();
+        self.uart_tx.next = self.link.uart_tx.val();
+        self.fabric.cfg_write.next = self.link.cfg_write.val();
+        self.fabric.cfg_address.next = self.link.cfg_address.val();
+        self.fabric.cfg_data.next = self.link.cfg_data.val();
+        self.fabric.pause.next = self.link.pause.val();
+        self.link.core_idle.next = self.fabric.core_idle.val();
+        self.fabric.counter_address.next = bit_cast::<5, 6>(self.link.counter_address.val());
+        self.fabric.port_counter_address.next = bit_cast::<4, 6>(self.link.counter_address.val());
+        if self.link.counter_address.val().get_bit(5) {
+            self.link.counter_data.next = self.fabric.port_counter_data.val();
+        } else {
+            self.link.counter_data.next = self.fabric.counter_data.val();
+        }
+        // MDIO.
+        self.mdc.next = self.mdio.mdc.val();
+        self.mdio_o.next = self.mdio.mdio_o.val();
+        self.mdio_oe.next = self.mdio.mdio_oe.val();
+        self.mdio.mdio_i.next = self.mdio_i.val();
+        self.link.link_state.next = self.mdio.link_state.val();
+    }
+}
+
+/// The Verilog of the board logic (top module `top`), for simulation.
+pub fn board_logic_verilog(core: CoreConfig, job: &JobConfig, params: ControlParams) -> String {
+    let mut b = BoardLogic::new(core, job, params);
+    b.connect_all();
+    generate_verilog(&b)
+}
