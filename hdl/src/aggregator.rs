@@ -3,7 +3,8 @@
 //! the lane adders, and the reply frame written into the result builder's buffer.
 //!
 //! Timing contract and guarantees:
-//! - A dropped frame takes one cycle. A contribution takes 2 cycles of scoreboard lookup, then
+//! - A dropped frame takes one cycle. A contribution takes 3 cycles of scoreboard lookup (RAM
+//!   read, registered lookup with the exponent maxima, commit), then
 //!   its elements are issued one a cycle and each is written 6 cycles after its issue: frame
 //!   buffer read (2 cycles, then 3 delay registers) and slot memory read (5 cycles) meet at the
 //!   registered lane adder (1 cycle), whose output register drives the slot memory and the
@@ -30,6 +31,7 @@ enum AggState {
     Idle,
     Lookup,
     Decide,
+    Commit,
     Rmw,
     CopySlot,
     Header,
@@ -202,6 +204,7 @@ pub struct Aggregator {
     last_r: DFF<Bit>,
     retx: DFF<Bit>,
     exps_r: DFF<Bits<16>>,
+    exp_max: DFF<Bits<16>>,
     base: DFF<Bits<16>>,
     nwords: DFF<Bits<10>>,
     reply: DFF<Bits<2>>,
@@ -218,6 +221,7 @@ pub struct Aggregator {
     ck_icmp: DFF<Bits<16>>,
     hdr_word: Signal<Local, Bits<32>>,
     stop: Signal<Local, Bits<10>>,
+    exp_new: Signal<Local, Bits<16>>,
     issue: Signal<Local, Bit>,
     write: Signal<Local, Bit>,
 }
@@ -317,6 +321,7 @@ impl Aggregator {
             last_r: Default::default(),
             retx: Default::default(),
             exps_r: Default::default(),
+            exp_max: Default::default(),
             base: Default::default(),
             nwords: Default::default(),
             reply: Default::default(),
@@ -333,6 +338,7 @@ impl Aggregator {
             ck_icmp: Default::default(),
             hdr_word: Default::default(),
             stop: Default::default(),
+            exp_new: Default::default(),
             issue: Default::default(),
             write: Default::default(),
         }
@@ -343,8 +349,8 @@ impl Logic for Aggregator {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, i, wi, pv, inc1, inc2, inc3, first_r, last_r, retx, exps_r, base, nwords, reply,
-            hw_address, hw_data, hw_enable, ck_a1, ck_a2, ck_a3, ck_sum, ck_f1, ck_ip, ck_i1, ck_icmp
+            self, clock, state, i, wi, pv, inc1, inc2, inc3, first_r, last_r, retx, exps_r, exp_max, base, nwords,
+            reply, hw_address, hw_data, hw_enable, ck_a1, ck_a2, ck_a3, ck_sum, ck_f1, ck_ip, ck_i1, ck_icmp
         );
         // Defaults.
         self.desc_done.next = false;
@@ -584,10 +590,25 @@ impl Logic for Aggregator {
                 self.state.d.next = AggState::Decide;
             }
             AggState::Decide => {
+                // The scoreboard registers its lookup; the exponent maxima are registered too
+                // (as if not first: the first contribution's own exponents are chosen next cycle).
                 self.sb_active.next = true;
                 self.la_exp_active.next = true;
-                self.la_first.next = self.sb_first.val();
+                self.la_first.next = false;
                 self.la_exp_incoming.next = bit_cast::<16, 32>(self.desc_h12.val());
+                if self.desc_set.val() {
+                    self.la_exp_stored.next = self.ex_read_data.val().get_bits::<16>(16);
+                } else {
+                    self.la_exp_stored.next = bit_cast::<16, 32>(self.ex_read_data.val());
+                }
+                self.exp_max.d.next = self.la_exp_out.val();
+                self.state.d.next = AggState::Commit;
+            }
+            AggState::Commit => {
+                self.exp_new.next = self.exp_max.q.val();
+                if self.sb_first.val() {
+                    self.exp_new.next = bit_cast::<16, 32>(self.desc_h12.val());
+                }
                 if self.desc_set.val() {
                     self.la_exp_stored.next = self.ex_read_data.val().get_bits::<16>(16);
                 } else {
@@ -604,15 +625,15 @@ impl Logic for Aggregator {
                     self.ex_write_enable.next = true;
                     if self.desc_set.val() {
                         self.ex_write_data.next =
-                            (bit_cast::<32, 16>(self.la_exp_out.val()) << 16) | (self.ex_read_data.val() & 0xffff);
+                            (bit_cast::<32, 16>(self.exp_new.val()) << 16) | (self.ex_read_data.val() & 0xffff);
                     } else {
                         self.ex_write_data.next =
-                            (self.ex_read_data.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.la_exp_out.val());
+                            (self.ex_read_data.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exp_new.val());
                     }
                     self.first_r.d.next = self.sb_first.val();
                     self.last_r.d.next = self.sb_last.val();
                     self.retx.d.next = false;
-                    self.exps_r.d.next = self.la_exp_out.val();
+                    self.exps_r.d.next = self.exp_new.val();
                     self.state.d.next = AggState::Rmw;
                 } else {
                     self.ev_bucket_index.next = 14.into();

@@ -20,8 +20,11 @@
 //!   2048 bytes are stored whole) while the header words are captured and the IPv4 header
 //!   checksum is summed on the fly. The worker table (a block RAM of source addresses) is
 //!   searched one entry a cycle from the moment the source address has arrived (word 7).
-//! - The decision is taken after the last word: one cycle, plus the rest of the worker search
-//!   when the frame gets as far as the source check (at most n + 2 cycles after word 7).
+//! - The decision is taken in the third cycle after the last word (every check is a registered
+//!   flag, the header checksum is folded and verified in two registered steps, then a priority
+//!   chain over flip-flops picks the reason), or later when the frame gets as far as the source
+//!   check and the worker search is still running (at most n + 2 cycles after word 7).
+//! - Timing: the frame buffer is a block RAM with registered output, read latency 2.
 //! - The decision and the header words are handed over in a descriptor (`desc_*`), held until
 //!   `desc_done`; the next frame is received into the other half meanwhile. The parser takes
 //!   no word (`word_ready` low) only while a decided frame waits for the descriptor register.
@@ -129,9 +132,33 @@ pub struct FrameParser {
     needs_rank: Signal<Local, Bit>,
     total_len: Signal<Local, Bits<16>>,
     udp_len: Signal<Local, Bits<16>>,
-    fold1: Signal<Local, Bits<17>>,
-    fold2: Signal<Local, Bits<16>>,
-    dst_mac_ok: Signal<Local, Bit>,
+    fl_len14: DFF<Bit>,
+    fl_dst_ok: DFF<Bit>,
+    fl_arp: DFF<Bit>,
+    fl_len42: DFF<Bit>,
+    fl_arp_bad: DFF<Bit>,
+    fl_arp_ip_bad: DFF<Bit>,
+    fl_ipv4: DFF<Bit>,
+    fl_len34: DFF<Bit>,
+    fl_ver_bad: DFF<Bit>,
+    fl_ihl_bad: DFF<Bit>,
+    fl_tl_bad: DFF<Bit>,
+    fl_frag: DFF<Bit>,
+    fl_dip_bad: DFF<Bit>,
+    fl_icmp: DFF<Bit>,
+    fl_tl28: DFF<Bit>,
+    fl_icmp_bad: DFF<Bit>,
+    fl_udp: DFF<Bit>,
+    fl_udplen_bad: DFF<Bit>,
+    fl_port_bad: DFF<Bit>,
+    fl_ul18: DFF<Bit>,
+    fl_msg_bad: DFF<Bit>,
+    fl_size_bad: DFF<Bit>,
+    fl_pay_bad: DFF<Bit>,
+    fl_slot_bad: DFF<Bit>,
+    ck_bad: DFF<Bit>,
+    fold1_r: DFF<Bits<17>>,
+    dstage: DFF<Bits<2>>,
     deciding: DFF<Bit>,
     wr_half: DFF<Bit>,
     j: DFF<Bits<14>>,
@@ -235,9 +262,33 @@ impl FrameParser {
             needs_rank: Default::default(),
             total_len: Default::default(),
             udp_len: Default::default(),
-            fold1: Default::default(),
-            fold2: Default::default(),
-            dst_mac_ok: Default::default(),
+            fl_len14: Default::default(),
+            fl_dst_ok: Default::default(),
+            fl_arp: Default::default(),
+            fl_len42: Default::default(),
+            fl_arp_bad: Default::default(),
+            fl_arp_ip_bad: Default::default(),
+            fl_ipv4: Default::default(),
+            fl_len34: Default::default(),
+            fl_ver_bad: Default::default(),
+            fl_ihl_bad: Default::default(),
+            fl_tl_bad: Default::default(),
+            fl_frag: Default::default(),
+            fl_dip_bad: Default::default(),
+            fl_icmp: Default::default(),
+            fl_tl28: Default::default(),
+            fl_icmp_bad: Default::default(),
+            fl_udp: Default::default(),
+            fl_udplen_bad: Default::default(),
+            fl_port_bad: Default::default(),
+            fl_ul18: Default::default(),
+            fl_msg_bad: Default::default(),
+            fl_size_bad: Default::default(),
+            fl_pay_bad: Default::default(),
+            fl_slot_bad: Default::default(),
+            ck_bad: Default::default(),
+            fold1_r: Default::default(),
+            dstage: Default::default(),
             deciding: Default::default(),
             wr_half: Default::default(),
             j: Default::default(),
@@ -290,9 +341,79 @@ impl Logic for FrameParser {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, deciding, wr_half, j, len, csum, h0, h1, h2, h3, h4, h5, h6, h7, h8, h9, h10, h11, h12,
-            s_busy, s_next, s_pend, s_pend_idx, s_found, s_rank, s_done, d_valid, d_kind, d_rank, d_slot, d_set,
-            d_half, d_len, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12
+            self,
+            clock,
+            fl_len14,
+            fl_dst_ok,
+            fl_arp,
+            fl_len42,
+            fl_arp_bad,
+            fl_arp_ip_bad,
+            fl_ipv4,
+            fl_len34,
+            fl_ver_bad,
+            fl_ihl_bad,
+            fl_tl_bad,
+            fl_frag,
+            fl_dip_bad,
+            fl_icmp,
+            fl_tl28,
+            fl_icmp_bad,
+            fl_udp,
+            fl_udplen_bad,
+            fl_port_bad,
+            fl_ul18,
+            fl_msg_bad,
+            fl_size_bad,
+            fl_pay_bad,
+            fl_slot_bad,
+            ck_bad,
+            fold1_r,
+            dstage,
+            deciding,
+            wr_half,
+            j,
+            len,
+            csum,
+            h0,
+            h1,
+            h2,
+            h3,
+            h4,
+            h5,
+            h6,
+            h7,
+            h8,
+            h9,
+            h10,
+            h11,
+            h12,
+            s_busy,
+            s_next,
+            s_pend,
+            s_pend_idx,
+            s_found,
+            s_rank,
+            s_done,
+            d_valid,
+            d_kind,
+            d_rank,
+            d_slot,
+            d_set,
+            d_half,
+            d_len,
+            d1,
+            d2,
+            d3,
+            d4,
+            d5,
+            d6,
+            d7,
+            d8,
+            d9,
+            d10,
+            d11,
+            d12
         );
         clock!(self, clock, rx_buf, ip_table);
         // Worker table writes and the buffer read port.
@@ -435,95 +556,116 @@ impl Logic for FrameParser {
             self.s_found.d.next = false;
             self.s_done.d.next = false;
         }
-        // Decide (docs/switch.md §1, in order).
+        // Decide (docs/switch.md §1, in order). Every check is a registered flag, computed each
+        // cycle from the header registers (stable while deciding), so the priority chain below
+        // reads flip-flops only; the header checksum takes two registered steps (fold, verify).
+        // The decision is taken in the third deciding cycle, when every flag describes the frame.
+        self.total_len.next = self.h4.q.val().get_bits::<16>(16);
+        self.udp_len.next = bit_cast::<16, 32>(self.h9.q.val());
+        self.fold1_r.d.next =
+            bit_cast::<17, 20>(self.csum.q.val() & 0xffff) + bit_cast::<17, 20>(self.csum.q.val() >> 16);
+        self.ck_bad.d.next =
+            (bit_cast::<16, 17>(self.fold1_r.q.val()) + bit_cast::<16, 17>(self.fold1_r.q.val() >> 16)) != 0xffff;
+        self.fl_len14.d.next = self.len.q.val() < 14;
+        self.fl_dst_ok.d.next = ((self.h0.q.val()
+            == ((bit_cast::<32, 16>(self.switch_mac_hi.val()) << 16) | (self.switch_mac_lo.val() >> 16)))
+            & (self.h1.q.val().get_bits::<16>(16) == bit_cast::<16, 32>(self.switch_mac_lo.val())))
+            | ((self.h0.q.val() == 0xffff_ffff_u64) & (self.h1.q.val().get_bits::<16>(16) == 0xffff));
+        self.fl_arp.d.next = self.h3.q.val().get_bits::<16>(16) == 0x0806;
+        self.fl_len42.d.next = self.len.q.val() < 42;
+        self.fl_arp_bad.d.next = (bit_cast::<16, 32>(self.h3.q.val()) != 1)
+            | (self.h4.q.val() != 0x0800_0604)
+            | (self.h5.q.val().get_bits::<16>(16) != 1);
+        self.fl_arp_ip_bad.d.next = (bit_cast::<16, 32>(self.h9.q.val()) != self.switch_ip.val().get_bits::<16>(16))
+            | (self.h10.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.switch_ip.val()));
+        self.fl_ipv4.d.next = self.h3.q.val().get_bits::<16>(16) == 0x0800;
+        self.fl_len34.d.next = self.len.q.val() < 34;
+        self.fl_ver_bad.d.next = self.h3.q.val().get_bits::<4>(12) != 4;
+        self.fl_ihl_bad.d.next = self.h3.q.val().get_bits::<4>(8) != 5;
+        self.fl_tl_bad.d.next = (self.total_len.val() < 20)
+            | (bit_cast::<17, 16>(self.total_len.val()) + 14 > bit_cast::<17, 16>(self.len.q.val()));
+        self.fl_frag.d.next = self.h5.q.val().get_bits::<14>(16) != 0;
+        self.fl_dip_bad.d.next = (bit_cast::<16, 32>(self.h7.q.val()) != self.switch_ip.val().get_bits::<16>(16))
+            | (self.h8.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.switch_ip.val()));
+        self.fl_icmp.d.next = bit_cast::<8, 32>(self.h5.q.val()) == 1;
+        self.fl_tl28.d.next = self.total_len.val() < 28;
+        self.fl_icmp_bad.d.next = bit_cast::<16, 32>(self.h8.q.val()) != 0x0800;
+        self.fl_udp.d.next = bit_cast::<8, 32>(self.h5.q.val()) == 17;
+        self.fl_udplen_bad.d.next = self.udp_len.val() + 20 != self.total_len.val();
+        self.fl_port_bad.d.next = self.h9.q.val().get_bits::<12>(20) != 0xBEE;
+        self.fl_ul18.d.next = self.udp_len.val() < 18;
+        self.fl_msg_bad.d.next = self.h10.q.val().get_bits::<4>(12) != 1;
+        self.fl_size_bad.d.next = self.h10.q.val().get_bits::<3>(8) != self.size_code.val();
+        self.fl_pay_bad.d.next = self.udp_len.val() != (bit_cast::<16, 9>(self.payload_words.val()) << 2) + 18;
+        self.fl_slot_bad.d.next = bit_cast::<16, 15>(self.h12.q.val().get_bits::<15>(16)) >= self.slots_in_use.val();
         self.cls.next = 0.into();
         self.needs_rank.next = false;
-        self.total_len.next = 0.into();
-        self.udp_len.next = 0.into();
-        self.fold1.next = 0.into();
-        self.fold2.next = 0.into();
-        self.dst_mac_ok.next = false;
         if self.desc_done.val() {
             self.d_valid.d.next = false;
         }
-        if self.deciding.q.val() {
-            self.total_len.next = self.h4.q.val().get_bits::<16>(16);
-            self.udp_len.next = bit_cast::<16, 32>(self.h9.q.val());
-            self.fold1.next =
-                bit_cast::<17, 20>(self.csum.q.val() & 0xffff) + bit_cast::<17, 20>(self.csum.q.val() >> 16);
-            self.fold2.next = bit_cast::<16, 17>(self.fold1.val()) + bit_cast::<16, 17>(self.fold1.val() >> 16);
-            self.dst_mac_ok.next = ((self.h0.q.val()
-                == ((bit_cast::<32, 16>(self.switch_mac_hi.val()) << 16) | (self.switch_mac_lo.val() >> 16)))
-                & (self.h1.q.val().get_bits::<16>(16) == bit_cast::<16, 32>(self.switch_mac_lo.val())))
-                | ((self.h0.q.val() == 0xffff_ffff_u64) & (self.h1.q.val().get_bits::<16>(16) == 0xffff));
-            if self.len.q.val() < 14 {
+        if self.deciding.q.val() & (self.dstage.q.val() != 2) {
+            self.dstage.d.next = self.dstage.q.val() + 1;
+        }
+        if self.deciding.q.val() & (self.dstage.q.val() == 2) {
+            if self.fl_len14.q.val() {
                 self.cls.next = 0.into();
-            } else if !self.dst_mac_ok.val() {
+            } else if !self.fl_dst_ok.q.val() {
                 self.cls.next = 1.into();
-            } else if self.h3.q.val().get_bits::<16>(16) == 0x0806 {
-                if self.len.q.val() < 42 {
+            } else if self.fl_arp.q.val() {
+                if self.fl_len42.q.val() {
                     self.cls.next = 0.into();
-                } else if (bit_cast::<16, 32>(self.h3.q.val()) != 1)
-                    | (self.h4.q.val() != 0x0800_0604)
-                    | (self.h5.q.val().get_bits::<16>(16) != 1)
-                {
+                } else if self.fl_arp_bad.q.val() {
                     self.cls.next = 2.into();
-                } else if (bit_cast::<16, 32>(self.h9.q.val()) != self.switch_ip.val().get_bits::<16>(16))
-                    | (self.h10.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.switch_ip.val()))
-                {
+                } else if self.fl_arp_ip_bad.q.val() {
                     self.cls.next = 7.into();
                 } else {
                     self.cls.next = 14.into();
                 }
-            } else if self.h3.q.val().get_bits::<16>(16) != 0x0800 {
+            } else if !self.fl_ipv4.q.val() {
                 self.cls.next = 2.into();
-            } else if self.len.q.val() < 34 {
+            } else if self.fl_len34.q.val() {
                 self.cls.next = 0.into();
-            } else if self.h3.q.val().get_bits::<4>(12) != 4 {
+            } else if self.fl_ver_bad.q.val() {
                 self.cls.next = 2.into();
-            } else if self.h3.q.val().get_bits::<4>(8) != 5 {
+            } else if self.fl_ihl_bad.q.val() {
                 self.cls.next = 3.into();
-            } else if self.fold2.val() != 0xffff {
+            } else if self.ck_bad.q.val() {
                 self.cls.next = 4.into();
-            } else if (self.total_len.val() < 20)
-                | (bit_cast::<17, 16>(self.total_len.val()) + 14 > bit_cast::<17, 16>(self.len.q.val()))
-            {
+            } else if self.fl_tl_bad.q.val() {
                 self.cls.next = 5.into();
-            } else if self.h5.q.val().get_bits::<14>(16) != 0 {
+            } else if self.fl_frag.q.val() {
                 self.cls.next = 6.into();
-            } else if (bit_cast::<16, 32>(self.h7.q.val()) != self.switch_ip.val().get_bits::<16>(16))
-                | (self.h8.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.switch_ip.val()))
-            {
+            } else if self.fl_dip_bad.q.val() {
                 self.cls.next = 7.into();
-            } else if bit_cast::<8, 32>(self.h5.q.val()) == 1 {
-                if self.total_len.val() < 28 {
+            } else if self.fl_icmp.q.val() {
+                if self.fl_tl28.q.val() {
                     self.cls.next = 0.into();
-                } else if bit_cast::<16, 32>(self.h8.q.val()) != 0x0800 {
+                } else if self.fl_icmp_bad.q.val() {
                     self.cls.next = 2.into();
                 } else {
                     self.cls.next = 15.into();
                 }
-            } else if bit_cast::<8, 32>(self.h5.q.val()) != 17 {
+            } else if !self.fl_udp.q.val() {
                 self.cls.next = 2.into();
-            } else if self.total_len.val() < 28 {
+            } else if self.fl_tl28.q.val() {
                 self.cls.next = 0.into();
-            } else if self.udp_len.val() + 20 != self.total_len.val() {
+            } else if self.fl_udplen_bad.q.val() {
                 self.cls.next = 5.into();
-            } else if self.h9.q.val().get_bits::<12>(20) != 0xBEE {
+            } else if self.fl_port_bad.q.val() {
                 self.cls.next = 8.into();
             } else {
                 self.needs_rank.next = true;
                 if !self.s_found.q.val() {
                     self.cls.next = 9.into();
-                } else if self.udp_len.val() < 18 {
+                } else if self.fl_ul18.q.val() {
                     self.cls.next = 0.into();
-                } else if self.h10.q.val().get_bits::<4>(12) != 1 {
+                } else if self.fl_msg_bad.q.val() {
                     self.cls.next = 10.into();
-                } else if self.h10.q.val().get_bits::<3>(8) != self.size_code.val() {
+                } else if self.fl_size_bad.q.val() {
                     self.cls.next = 11.into();
-                } else if self.udp_len.val() != (bit_cast::<16, 9>(self.payload_words.val()) << 2) + 18 {
+                } else if self.fl_pay_bad.q.val() {
                     self.cls.next = 5.into();
-                } else if bit_cast::<16, 15>(self.h12.q.val().get_bits::<15>(16)) >= self.slots_in_use.val() {
+                } else if self.fl_slot_bad.q.val() {
                     self.cls.next = 12.into();
                 } else {
                     self.cls.next = 13.into();
@@ -551,6 +693,7 @@ impl Logic for FrameParser {
                 self.d12.d.next = self.h12.q.val();
                 self.wr_half.d.next = !self.wr_half.q.val();
                 self.deciding.d.next = false;
+                self.dstage.d.next = 0.into();
                 self.j.d.next = 0.into();
                 self.len.d.next = 0.into();
                 self.csum.d.next = 0.into();

@@ -1,11 +1,12 @@
 //! The scoreboard: per slot and set, the worker bitmap `seen[v][s]` and the round counter
 //! `count[v][s]` of docs/switch.md §2.
 //!
-//! Timing: `slot` must be stable for a cycle before the outputs are read (block RAM read);
-//! then, while `active` is high, `is_new`, `first`, `last` and `complete` describe a contribution
-//! of `rank` to (`slot`, `set`) combinationally. A `commit` pulse in that cycle writes the update
-//! (`seen[v].rank = 1`, `seen[1-v].rank = 0`, `count[v] = (count[v] + 1) mod n`), visible to
-//! the next lookup (`first` and `last` describe the contribution as if new; they matter only
+//! Timing contract: `slot`, `set` and `rank` must be stable for a cycle before `active`
+//! (block RAM read) and until the commit. `active` high in cycle t registers the lookup: in
+//! cycle t + 1, `is_new`, `first`, `last` and `complete` describe a contribution of `rank` to
+//! (`slot`, `set`) from flip-flops, and a `commit` pulse in that cycle writes the registered
+//! update (`seen[v].rank = 1`, `seen[1-v].rank = 0`, `count[v] = (count[v] + 1) mod n`), visible
+//! to the next lookup (`first` and `last` describe the contribution as if new; they matter only
 //! when `is_new`). `clear` zeroes every slot, one a cycle, with `clearing` high meanwhile.
 //! Guarantees: nothing changes without `commit`; a duplicate is detected from the bitmap alone.
 
@@ -49,6 +50,13 @@ pub struct Scoreboard {
     seen_v: Signal<Local, Bits<32>>,
     cnt_v: Signal<Local, Bits<5>>,
     cnt_next: Signal<Local, Bits<5>>,
+    r_new: DFF<Bit>,
+    r_first: DFF<Bit>,
+    r_last: DFF<Bit>,
+    r_complete: DFF<Bit>,
+    w_seen0: DFF<Bits<32>>,
+    w_seen1: DFF<Bits<32>>,
+    w_count: DFF<Bits<10>>,
     clr: DFF<Bit>,
     clr_idx: DFF<Bits<7>>,
 }
@@ -78,6 +86,13 @@ impl Scoreboard {
             seen_v: Default::default(),
             cnt_v: Default::default(),
             cnt_next: Default::default(),
+            r_new: Default::default(),
+            r_first: Default::default(),
+            r_last: Default::default(),
+            r_complete: Default::default(),
+            w_seen0: Default::default(),
+            w_seen1: Default::default(),
+            w_count: Default::default(),
             clr: Default::default(),
             clr_idx: Default::default(),
         }
@@ -87,7 +102,7 @@ impl Scoreboard {
 impl Logic for Scoreboard {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, clr, clr_idx);
+        dff_setup!(self, clock, r_new, r_first, r_last, r_complete, w_seen0, w_seen1, w_count, clr, clr_idx);
         clock!(self, clock, seen0, seen1, count);
         self.seen0.read_address.next = self.slot.val();
         self.seen1.read_address.next = self.slot.val();
@@ -95,21 +110,21 @@ impl Logic for Scoreboard {
         self.seen0.write_address.next = self.slot.val();
         self.seen1.write_address.next = self.slot.val();
         self.count.write_address.next = self.slot.val();
-        self.seen0.write_data.next = 0.into();
-        self.seen1.write_data.next = 0.into();
-        self.count.write_data.next = 0.into();
-        self.seen0.write_enable.next = false;
-        self.seen1.write_enable.next = false;
-        self.count.write_enable.next = false;
+        self.seen0.write_data.next = self.w_seen0.q.val();
+        self.seen1.write_data.next = self.w_seen1.q.val();
+        self.count.write_data.next = self.w_count.q.val();
+        self.seen0.write_enable.next = self.commit.val();
+        self.seen1.write_enable.next = self.commit.val();
+        self.count.write_enable.next = self.commit.val();
         self.clearing.next = self.clr.q.val();
         self.bit_mask.next = 0.into();
         self.seen_v.next = 0.into();
         self.cnt_v.next = 0.into();
         self.cnt_next.next = 0.into();
-        self.is_new.next = false;
-        self.first.next = false;
-        self.last.next = false;
-        self.complete.next = false;
+        self.is_new.next = self.r_new.q.val();
+        self.first.next = self.r_first.q.val();
+        self.last.next = self.r_last.q.val();
+        self.complete.next = self.r_complete.q.val();
         if self.active.val() {
             self.bit_mask.next = bits::<32>(1) << bit_cast::<32, 5>(self.rank.val());
             if self.set.val() {
@@ -124,28 +139,25 @@ impl Logic for Scoreboard {
             } else {
                 self.cnt_next.next = self.cnt_v.val() + 1;
             }
-            self.is_new.next = (self.seen_v.val() & self.bit_mask.val()) == 0;
-            self.first.next = self.cnt_v.val() == 0;
-            self.last.next = self.cnt_next.val() == 0;
-            self.complete.next = self.cnt_v.val() == 0;
-            if self.commit.val() {
-                self.seen0.write_enable.next = true;
-                self.seen1.write_enable.next = true;
-                self.count.write_enable.next = true;
-                if self.set.val() {
-                    self.seen0.write_data.next = self.seen0.read_data.val() & !self.bit_mask.val();
-                    self.seen1.write_data.next = self.seen1.read_data.val() | self.bit_mask.val();
-                    self.count.write_data.next = (bit_cast::<10, 5>(self.cnt_next.val()) << 5)
-                        | (self.count.read_data.val() & 0x1f);
-                } else {
-                    self.seen0.write_data.next = self.seen0.read_data.val() | self.bit_mask.val();
-                    self.seen1.write_data.next = self.seen1.read_data.val() & !self.bit_mask.val();
-                    self.count.write_data.next = (self.count.read_data.val() & 0x3e0)
-                        | bit_cast::<10, 5>(self.cnt_next.val());
-                }
+            self.r_new.d.next = (self.seen_v.val() & self.bit_mask.val()) == 0;
+            self.r_first.d.next = self.cnt_v.val() == 0;
+            self.r_last.d.next = self.cnt_next.val() == 0;
+            self.r_complete.d.next = self.cnt_v.val() == 0;
+            if self.set.val() {
+                self.w_seen0.d.next = self.seen0.read_data.val() & !self.bit_mask.val();
+                self.w_seen1.d.next = self.seen1.read_data.val() | self.bit_mask.val();
+                self.w_count.d.next =
+                    (bit_cast::<10, 5>(self.cnt_next.val()) << 5) | (self.count.read_data.val() & 0x1f);
+            } else {
+                self.w_seen0.d.next = self.seen0.read_data.val() | self.bit_mask.val();
+                self.w_seen1.d.next = self.seen1.read_data.val() & !self.bit_mask.val();
+                self.w_count.d.next = (self.count.read_data.val() & 0x3e0) | bit_cast::<10, 5>(self.cnt_next.val());
             }
         }
         if self.clr.q.val() {
+            self.seen0.write_data.next = 0.into();
+            self.seen1.write_data.next = 0.into();
+            self.count.write_data.next = 0.into();
             self.seen0.write_address.next = bit_cast::<6, 7>(self.clr_idx.q.val());
             self.seen1.write_address.next = bit_cast::<6, 7>(self.clr_idx.q.val());
             self.count.write_address.next = bit_cast::<6, 7>(self.clr_idx.q.val());
@@ -187,12 +199,10 @@ mod test {
         tick(b);
         b.active.next = true;
         settle(b);
-        let r = (
-            b.is_new.val(),
-            b.first.val(),
-            b.last.val(),
-            b.complete.val(),
-        );
+        tick(b);
+        b.active.next = false;
+        settle(b);
+        let r = (b.is_new.val(), b.first.val(), b.last.val(), b.complete.val());
         b.commit.next = r.0;
         settle(b);
         tick(b);
