@@ -1,6 +1,8 @@
 //! The Linux network stack against the simulated switch: a network namespace of the test's
-//! own, a TAP device in it, `spotagg tap` attaching the Verilator core to the device, and the
-//! kernel talking to it as to a host on the link:
+//! own, a TAP device in it, `spotagg tap` attaching the Verilator core (first test) or the
+//! MAC-level board model (second test: the switch fabric with both MACs, frames in and out of
+//! port 0 with preamble and FCS) to the device, and the kernel talking to it as to a host on
+//! the link:
 //!
 //! - the kernel resolves the switch's MAC by ARP (answered by the HDL): `ip neigh` shows it;
 //! - `ping -c 3` of the switch's address gets 3 replies (the RTT is printed);
@@ -65,10 +67,16 @@ impl Drop for Netns {
             let _ = c.kill();
             let _ = c.wait();
         }
-        let _ = Command::new("ip").args(["netns", "exec", &self.name, "ip", "link", "del", &self.tap]).stderr(Stdio::null()).status();
+        let _ = Command::new("ip")
+            .args(["netns", "exec", &self.name, "ip", "link", "del", &self.tap])
+            .stderr(Stdio::null())
+            .status();
         let ok = Command::new("ip").args(["netns", "del", &self.name]).status().map(|s| s.success()).unwrap_or(false);
         if !ok {
-            eprintln!("tap_netns: could not delete network namespace {} (remove it with `ip netns del {}`)", self.name, self.name);
+            eprintln!(
+                "tap_netns: could not delete network namespace {} (remove it with `ip netns del {}`)",
+                self.name, self.name
+            );
         }
     }
 }
@@ -117,25 +125,42 @@ fn first_line(child: &mut Child, limit: Duration) -> (String, mpsc::Receiver<Str
     (line, rx)
 }
 
+/// One test at a time: both simulate a switch on the same 2 cores and report throughput.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn kernel_arp_ping_and_udp_workers_through_tap_attached_verilator_core() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    through_tap(&["--engine", "verilator"], "verilator", "c", "Verilator core");
+}
+
+#[test]
+fn kernel_arp_ping_and_udp_workers_through_tap_attached_board_model() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    through_tap(&["--board-model"], "board model", "b", "MAC-level board model");
+}
+
+/// The test with `spotagg tap ENGINE_ARGS` (whose first line names `engine`); `tag` tells the
+/// namespace and device apart, `what` names the switch in the report.
+fn through_tap(engine_args: &[&str], engine: &str, tag: &str, what: &str) {
     let t0 = Instant::now();
     if let Some(why) = unavailable() {
         return not_run(&why);
     }
     let pid = std::process::id();
-    let name = format!("spotagg-tap-{pid}");
+    let name = format!("spotagg-tap-{pid}-{tag}");
     let add = Command::new("ip").args(["netns", "add", &name]).output().expect("cannot run `ip`");
     if !add.status.success() {
         return not_run(&format!("`ip netns add {name}` failed: {}", String::from_utf8_lossy(&add.stderr).trim()));
     }
-    let mut ns = Netns { name, tap: format!("sat{}", pid % 1_000_000), procs: Vec::new() };
+    let mut ns = Netns { name, tap: format!("sat{}{tag}", pid % 1_000_000), procs: Vec::new() };
     let tap = ns.tap.clone();
 
     // The link: lo, IPv6 off (no neighbour discovery noise), the TAP device with a fixed MAC
     // and the 4 worker addresses.
     ns.run(&["ip", "link", "set", "lo", "up"]);
-    let _ = ns.cmd(&["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]).status();
+    let _ =
+        ns.cmd(&["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]).status();
     ns.run(&["ip", "tuntap", "add", "dev", &tap, "mode", "tap"]);
     ns.run(&["ip", "link", "set", "dev", &tap, "address", TAP_MAC]);
     ns.run(&["ip", "link", "set", "dev", &tap, "up"]);
@@ -155,35 +180,57 @@ fn kernel_arp_ping_and_udp_workers_through_tap_attached_verilator_core() {
     std::fs::write(&cfg, toml).unwrap();
     let cfg = cfg.to_str().unwrap().to_string();
 
-    // The switch: the Verilator core attached to the TAP device.
-    let switch = ns
-        .cmd(&[BIN, "tap", "--config", &cfg, "--tap", &tap, "--engine", "verilator", "--exit-after-idle", "60", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("cannot start `spotagg tap`");
+    // The switch attached to the TAP device.
+    let mut args = vec![BIN, "tap", "--config", &cfg, "--tap", &tap];
+    args.extend_from_slice(engine_args);
+    args.extend(["--exit-after-idle", "60", "--json"]);
+    let switch =
+        ns.cmd(&args).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("cannot start `spotagg tap`");
     ns.procs.push(switch);
     let (first, rest) = first_line(&mut ns.procs[0], Duration::from_secs(180));
-    assert!(first.contains(&format!("attached to {tap}")) && first.contains("verilator"), "unexpected first line {first:?}");
+    assert!(first.contains(&format!("attached to {tap}")) && first.contains(engine), "unexpected first line {first:?}");
     eprintln!("tap_netns: {first} ({:.1} s after the start)", t0.elapsed().as_secs_f64());
 
     // ping: the kernel first resolves the switch's MAC by ARP, then 3 echo requests.
     let ping = ns.cmd(&["ping", "-c", "3", "-i", "0.2", "-W", "2", "-w", "10", SWITCH_IP]).output().unwrap();
     let ping_out = String::from_utf8_lossy(&ping.stdout).to_string();
     eprint!("tap_netns: {ping_out}");
-    assert!(ping.status.success() && ping_out.contains("3 received"), "ping of the switch failed:\n{ping_out}{}", String::from_utf8_lossy(&ping.stderr));
+    assert!(
+        ping.status.success() && ping_out.contains("3 received"),
+        "ping of the switch failed:\n{ping_out}{}",
+        String::from_utf8_lossy(&ping.stderr)
+    );
     let rtt = ping_out.lines().find(|l| l.contains("rtt min/avg/max")).expect("no RTT line from ping");
-    eprintln!("tap_netns: ping RTT to the TAP-attached Verilator core: {rtt}");
+    eprintln!("tap_netns: ping RTT to the TAP-attached {what}: {rtt}");
 
     let neigh = String::from_utf8_lossy(&ns.run(&["ip", "neigh", "show", SWITCH_IP, "dev", &tap]).stdout).to_string();
     eprintln!("tap_netns: ip neigh: {}", neigh.trim());
-    assert!(neigh.contains(&format!("lladdr {SWITCH_MAC}")), "the kernel did not resolve {SWITCH_IP} to {SWITCH_MAC} by ARP: {neigh:?}");
+    assert!(
+        neigh.contains(&format!("lladdr {SWITCH_MAC}")),
+        "the kernel did not resolve {SWITCH_IP} to {SWITCH_MAC} by ARP: {neigh:?}"
+    );
 
     // 4 worker processes with kernel UDP sockets, each bound to its own address.
     let switch_addr = format!("{SWITCH_IP}:48864");
     for (r, ip) in ips.iter().enumerate() {
         let w = ns
-            .cmd(&[BIN, "worker", "--config", &cfg, "--rank", &r.to_string(), "--switch", &switch_addr, "--bind", ip, "--elements", &ELEMENTS.to_string(), "--seed", "5", "--verify"])
+            .cmd(&[
+                BIN,
+                "worker",
+                "--config",
+                &cfg,
+                "--rank",
+                &r.to_string(),
+                "--switch",
+                &switch_addr,
+                "--bind",
+                ip,
+                "--elements",
+                &ELEMENTS.to_string(),
+                "--seed",
+                "5",
+                "--verify",
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -207,7 +254,8 @@ fn kernel_arp_ping_and_udp_workers_through_tap_attached_verilator_core() {
         let mut err = String::new();
         c.stderr.as_mut().unwrap().read_to_string(&mut err).unwrap();
         assert!(status.success(), "worker {} failed ({status}): {out}{err}", i - 1);
-        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("worker {} printed {out:?}: {e}", i - 1));
+        let v: serde_json::Value =
+            serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("worker {} printed {out:?}: {e}", i - 1));
         assert_eq!(v["ok"], true, "worker {}: {out}", i - 1);
         gbps.push(v["gbps"].as_f64().unwrap());
         sent += v["packets"].as_u64().unwrap();
@@ -233,13 +281,17 @@ fn kernel_arp_ping_and_udp_workers_through_tap_attached_verilator_core() {
     // Every packet a worker sent reached the core: a new contribution or a duplicate; every
     // round completed and was answered to all 4.
     assert!(contributions >= 4 * ELEMENTS.div_ceil(PAYLOAD_ELEMENTS) as u64, "too few contributions: {report}");
-    assert_eq!(contributions + c["duplicates"].as_u64().unwrap(), sent, "packets sent by the workers vs the core's counters: {report}");
+    assert_eq!(
+        contributions + c["duplicates"].as_u64().unwrap(),
+        sent,
+        "packets sent by the workers vs the core's counters: {report}"
+    );
     assert_eq!(c["results_multicast"].as_u64().unwrap(), contributions, "results: {report}");
     assert_eq!(v["tap"]["frames_from_kernel"], c["frames_in"], "{report}");
     assert_eq!(v["tap"]["frames_to_kernel"], c["frames_out"], "{report}");
     assert_eq!(v["tap"]["write_errors"], 0, "{report}");
     eprintln!(
-        "tap_netns: all-reduce of 4 x {ELEMENTS} f32 exact; per-worker payload Gb/s {:?}; test took {:.1} s",
+        "tap_netns: {what}: all-reduce of 4 x {ELEMENTS} f32 exact; per-worker payload Gb/s {:?}; test took {:.1} s",
         gbps,
         t0.elapsed().as_secs_f64()
     );
