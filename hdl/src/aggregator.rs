@@ -205,6 +205,8 @@ pub struct Aggregator {
     retx: DFF<Bit>,
     exps_r: DFF<Bits<16>>,
     exp_max: DFF<Bits<16>>,
+    k_m1: DFF<Bits<10>>,
+    nw_m1: DFF<Bits<10>>,
     base: DFF<Bits<16>>,
     nwords: DFF<Bits<10>>,
     reply: DFF<Bits<2>>,
@@ -322,6 +324,8 @@ impl Aggregator {
             retx: Default::default(),
             exps_r: Default::default(),
             exp_max: Default::default(),
+            k_m1: Default::default(),
+            nw_m1: Default::default(),
             base: Default::default(),
             nwords: Default::default(),
             reply: Default::default(),
@@ -349,8 +353,8 @@ impl Logic for Aggregator {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, i, wi, pv, inc1, inc2, inc3, first_r, last_r, retx, exps_r, exp_max, base, nwords,
-            reply, hw_address, hw_data, hw_enable, ck_a1, ck_a2, ck_a3, ck_sum, ck_f1, ck_ip, ck_i1, ck_icmp
+            self, clock, state, i, wi, pv, inc1, inc2, inc3, first_r, last_r, retx, exps_r, exp_max, k_m1, nw_m1, base,
+            nwords, reply, hw_address, hw_data, hw_enable, ck_a1, ck_a2, ck_a3, ck_sum, ck_f1, ck_ip, ck_i1, ck_icmp
         );
         // Defaults.
         self.desc_done.next = false;
@@ -384,6 +388,9 @@ impl Logic for Aggregator {
         self.la_exp_active.next = false;
         self.issue.next = false;
         self.write.next = self.pv.q.val().get_bit(5);
+        // Last element indices, registered (the pass ends on an equality, no adder before it).
+        self.k_m1.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 1;
+        self.nw_m1.d.next = self.nwords.q.val() - 1;
         self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val());
         if self.tx_half.val() {
             self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val()) | 512;
@@ -422,6 +429,7 @@ impl Logic for Aggregator {
         self.ck_icmp.d.next = !(bit_cast::<16, 17>(self.ck_i1.q.val()) + bit_cast::<16, 17>(self.ck_i1.q.val() >> 16));
         self.hdr_word.next = 0.into();
         self.stop.next = 0.into();
+        self.exp_new.next = 0.into();
         // Header words of the reply, word `i` (results: during the body pass, i < 13); the
         // header buffer write is registered (it lands one cycle later).
         self.hdr_write_address.next = self.hw_address.q.val();
@@ -667,7 +675,7 @@ impl Logic for Aggregator {
                     self.sm_write_enable.next = true;
                     self.tx_write_enable.next = self.last_r.q.val();
                     self.wi.d.next = self.wi.q.val() + 1;
-                    if self.wi.q.val() + 1 == bit_cast::<10, 9>(self.payload_words.val()) {
+                    if self.wi.q.val() == self.k_m1.q.val() {
                         self.i.d.next = 0.into();
                         if self.last_r.q.val() {
                             self.state.d.next = AggState::Load;
@@ -694,7 +702,7 @@ impl Logic for Aggregator {
                 if self.write.val() {
                     self.tx_write_enable.next = true;
                     self.wi.d.next = self.wi.q.val() + 1;
-                    if self.wi.q.val() + 1 == bit_cast::<10, 9>(self.payload_words.val()) {
+                    if self.wi.q.val() == self.k_m1.q.val() {
                         self.i.d.next = 0.into();
                         self.state.d.next = AggState::Load;
                     }
@@ -734,7 +742,7 @@ impl Logic for Aggregator {
                         self.hw_enable.d.next = true;
                     }
                     self.wi.d.next = self.wi.q.val() + 1;
-                    if self.wi.q.val() + 1 == self.nwords.q.val() {
+                    if self.wi.q.val() == self.nw_m1.q.val() {
                         self.state.d.next = AggState::Load;
                     }
                 }
