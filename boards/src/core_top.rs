@@ -194,9 +194,12 @@ pub fn core_top_verilog(core_verilog: &str, width_bytes: usize) -> String {
 }
 
 /// The board's LPF keeping only the pins the core-only top has (and every clock constraint of
-/// those pins and of the internal nets).
+/// those pins and of the internal nets; the PLL's output is `clk125` of the top module here).
 pub fn core_top_lpf(board: &Board) -> String {
-    let full = crate::lpf::lpf(board);
+    let full = crate::lpf::lpf(board).replace(
+        &format!("FREQUENCY NET \"{}\"", crate::lpf::PLL_CLOCK_NET),
+        "FREQUENCY NET \"clk125\"",
+    );
     let mut s = String::new();
     for line in full.lines() {
         let port = ["COMP \"", "PORT \""].iter().find_map(|k| {

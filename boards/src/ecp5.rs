@@ -39,8 +39,15 @@ impl Logic for Pll25To125 {
         self.lock.connect();
     }
     fn hdl(&self) -> Verilog {
+        // The output net is a kept wire named `clk125`: after flattening it is
+        // `<instance>.clk125` (`pll.clk125` in the board top), a name the LPF can constrain
+        // (the rust-hdl nets that carry it further are merged away by synthesis under
+        // whichever name Yosys prefers).
         Verilog::Wrapper(Wrapper {
-            code: crate::core_top::pll_25_to_125("pll", "clkin", "clkout", "lock"),
+            code: format!(
+                "(* keep *) wire clk125;\nassign clkout = clk125;\n{}",
+                crate::core_top::pll_25_to_125("pll", "clkin", "clk125", "lock")
+            ),
             cores: String::new(),
         })
     }

@@ -7,8 +7,13 @@
 use crate::{Board, Slew};
 use std::fmt::Write;
 
-/// Internal clock nets of the board top and their constraints in MHz.
-pub const INTERNAL_CLOCKS: &[(&str, f64)] = &[("clk125", 125.0)];
+/// Internal clock nets of the board top and their constraints in MHz: the PLL's output, the
+/// kept net `clk125` of the board top's [`crate::ecp5::Pll25To125`] instance `pll` (synthesis
+/// merges the top's own `clk125` into another name, so a constraint on it would be ignored).
+pub const INTERNAL_CLOCKS: &[(&str, f64)] = &[(PLL_CLOCK_NET, 125.0)];
+
+/// The board top's 125 MHz net as synthesis leaves it.
+pub const PLL_CLOCK_NET: &str = "pll.clk125";
 
 /// The constraint file of a board.
 pub fn lpf(board: &Board) -> String {
