@@ -10,7 +10,9 @@
 //! br_*  ─ bridge FIFO ─┘
 //! ```
 //!
-//! Capacity: receive FIFO 1024 words (4 KiB, 38-bit words with the routing bits: 3 DP16KD),
+//! Capacity: receive FIFO 2048 words (8 KiB in 4 DP16KD: the words are kept in 36 bits, the
+//! routing bits in place of the byte count on every word but the last, and expanded to
+//! [`WORD_BITS`] on the way out, the routing bits of the frame's first word on every word),
 //! result FIFO 2048 words (8 KiB, a burst of results while the port is busy: 4 DP16KD), bridge
 //! FIFO 512 words (1 DP16KD); the transmit FIFOs keep 36 bits a word (no routing bits). Each
 //! holds at least one frame of the largest size. The transmit side runs in the core clock
@@ -51,6 +53,8 @@ pub struct EthPort {
     pub rxq_data: Signal<Out, Bits<WORD_BITS>>,
     /// Received frames: take the word.
     pub rxq_ready: Signal<In, Bit>,
+    /// Received frames: committed words waiting (core clock domain, for the merge).
+    pub rxq_fill: Signal<Out, Bits<16>>,
     /// Result FIFO: word.
     pub res_data: Signal<In, Bits<WORD_BITS>>,
     /// Result FIFO: write.
@@ -82,7 +86,11 @@ pub struct EthPort {
     mac_rx: MacRx,
     pack: RxWidth<8>,
     classifier: RxClassifier,
-    rx_fifo: FrameFifo<WORD_BITS, 10, 11>,
+    rx_fifo: FrameFifo<36, 11, 12>,
+    /// Read side of the receive FIFO: inside a frame (its routing is `route`).
+    in_frame: DFF<Bit>,
+    route: DFF<Bits<2>>,
+    rx_route: Signal<Local, Bits<2>>,
     res_fifo: FrameFifo<36, 11, 12>,
     br_fifo: FrameFifo<36, 9, 10>,
     tx_arbiter: FrameArbiter,
@@ -112,7 +120,15 @@ impl Logic for EthPort {
         self.classifier.in_last.next = self.pack.word_last.val();
         self.classifier.in_bytes.next = self.pack.word_bytes.val();
         self.classifier.in_good.next = self.mac_rx.out_good.val();
-        self.rx_fifo.write_data.next = self.classifier.write_data.val();
+        // 36-bit receive FIFO word: data, then the byte count on the last word, the routing
+        // bits on the others, then `last`.
+        self.rx_fifo.write_data.next = bit_cast::<36, WORD_BITS>(self.classifier.write_data.val());
+        if !self.classifier.write_data.val().get_bit(35) {
+            self.rx_fifo.write_data.next = bit_cast::<36, WORD_BITS>(
+                (self.classifier.write_data.val() & 0xFFFF_FFFF_u64)
+                    | ((self.classifier.write_data.val() >> 4) & 0x3_0000_0000_u64),
+            );
+        }
         self.rx_fifo.write_enable.next = self.classifier.write_enable.val();
         self.rx_fifo.write_commit.next = self.classifier.write_commit.val();
         self.rx_fifo.write_drop.next = self.classifier.write_drop.val();
@@ -130,9 +146,32 @@ impl Logic for EthPort {
         self.tx_arbiter.clock.next = self.core_clock.val();
         self.unpack.clock.next = self.core_clock.val();
         self.mac_tx.clock.next = self.core_clock.val();
+        self.in_frame.clock.next = self.core_clock.val();
+        self.route.clock.next = self.core_clock.val();
+        self.in_frame.d.next = self.in_frame.q.val();
+        self.route.d.next = self.route.q.val();
         self.rxq_valid.next = self.rx_fifo.read_valid.val();
-        self.rxq_data.next = self.rx_fifo.read_data.val();
+        self.rx_route.next = self.rx_fifo.read_data.val().get_bits::<2>(32);
+        if self.in_frame.q.val() {
+            self.rx_route.next = self.route.q.val();
+        }
+        self.rxq_data.next = (bit_cast::<WORD_BITS, 36>(self.rx_fifo.read_data.val()) & 0xF_FFFF_FFFF_u64)
+            | (bit_cast::<WORD_BITS, 2>(self.rx_route.val()) << 36);
+        if !self.rx_fifo.read_data.val().get_bit(35) {
+            self.rxq_data.next = (bit_cast::<WORD_BITS, 36>(self.rx_fifo.read_data.val()) & 0xFFFF_FFFF_u64)
+                | 0x4_0000_0000_u64
+                | (bit_cast::<WORD_BITS, 2>(self.rx_route.val()) << 36);
+        }
         self.rx_fifo.read_ready.next = self.rxq_ready.val();
+        self.rxq_fill.next = bit_cast::<16, 12>(self.rx_fifo.read_fill.val());
+        self.tx_arbiter.in0_fill.next = 0.into();
+        self.tx_arbiter.in1_fill.next = 0.into();
+        if self.rx_fifo.read_valid.val() & self.rxq_ready.val() {
+            self.in_frame.d.next = !self.rx_fifo.read_data.val().get_bit(35);
+            if !self.in_frame.q.val() {
+                self.route.d.next = self.rx_route.val();
+            }
+        }
         self.res_fifo.write_data.next = bit_cast::<36, WORD_BITS>(self.res_data.val());
         self.res_fifo.write_enable.next = self.res_enable.val();
         self.res_fifo.write_commit.next = self.res_commit.val();

@@ -2,7 +2,11 @@
 //!
 //! Inputs and output carry [`crate::frame_fifo`] words (the `last` bit ends a frame). A frame,
 //! once started, is passed whole (the arbiter switches only after a `last` word); when both
-//! inputs have a frame waiting, they alternate. `out_source` names the input the current word
+//! inputs have a frame waiting, the one whose FIFO holds more (`in0_fill`, `in1_fill`, compared
+//! in a register: one clock old) goes first, and with equal fills they alternate (tie the
+//! fills to zero for plain round robin). Serving the fuller queue first pools the two FIFOs
+//! when the downstream is the bottleneck, instead of letting the busier input's FIFO fill
+//! alone. `out_source` names the input the current word
 //! comes from; `out_first` marks the first word of a frame.
 //!
 //! Timing: the output is registered with a skid register behind it, so `out_valid`,
@@ -40,6 +44,12 @@ pub struct FrameArbiter {
     pub out_first: Signal<Out, Bit>,
     /// Downstream takes the word.
     pub out_ready: Signal<In, Bit>,
+    /// Words waiting behind input 0 (its FIFO's fill).
+    pub in0_fill: Signal<In, Bits<16>>,
+    /// Words waiting behind input 1.
+    pub in1_fill: Signal<In, Bits<16>>,
+    more0: DFF<Bit>,
+    more1: DFF<Bit>,
     busy: DFF<Bit>,
     current: DFF<Bit>,
     prefer: DFF<Bit>,
@@ -62,10 +72,17 @@ impl Logic for FrameArbiter {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, busy, current, prefer, o_valid, o_data, o_source, o_first, s_valid, s_data, s_source, s_first
+            self, clock, more0, more1, busy, current, prefer, o_valid, o_data, o_source, o_first, s_valid, s_data,
+            s_source, s_first
         );
+        self.more0.d.next = self.in0_fill.val() > self.in1_fill.val();
+        self.more1.d.next = self.in1_fill.val() > self.in0_fill.val();
         if self.busy.q.val() {
             self.sel.next = self.current.q.val();
+        } else if self.in0_valid.val() & self.in1_valid.val() & self.more1.q.val() {
+            self.sel.next = true;
+        } else if self.in0_valid.val() & self.in1_valid.val() & self.more0.q.val() {
+            self.sel.next = false;
         } else if self.prefer.q.val() {
             self.sel.next = self.in1_valid.val() | !self.in0_valid.val();
         } else {

@@ -5,7 +5,7 @@
 //! ```text
 //! port 0 rx FIFO ─┐                       ┌─ core ─ ResultDispatcher ─┬─ port 0 result FIFO
 //!                 ├─ FrameArbiter ─ RxRouter                          └─ port 1 result FIFO
-//! port 1 rx FIFO ─┘   (round robin)       └─ port 0 / port 1 bridge FIFO (the other port's)
+//! port 1 rx FIFO ─┘ (fuller FIFO first)   └─ port 0 / port 1 bridge FIFO (the other port's)
 //!                             └─ learn (source MAC, port) ─ MacTable ─ lookup ┘
 //! ```
 //!
@@ -16,7 +16,7 @@
 //!
 //! Guarantees: whole frames only, in per-port order; a frame with a bad FCS, a runt or a giant
 //! never reaches the core or the bridge; nothing is dropped for capacity as long as the core
-//! and the transmit ports keep up on average (the receive FIFOs absorb 4 KiB per port of
+//! and the transmit ports keep up on average (the receive FIFOs absorb 8 KiB per port of
 //! burst), and a frame that does not fit is dropped whole and counted (`frames_overflow`).
 //!
 //! Control: once the loader is done, `cfg_*` (a control link's writes) reach the core's
@@ -203,6 +203,8 @@ impl Logic for SwitchFabric {
         self.rx_arbiter.in1_valid.next = self.eth1.rxq_valid.val();
         self.rx_arbiter.in1_data.next = self.eth1.rxq_data.val();
         self.eth1.rxq_ready.next = self.rx_arbiter.in1_ready.val();
+        self.rx_arbiter.in0_fill.next = self.eth0.rxq_fill.val();
+        self.rx_arbiter.in1_fill.next = self.eth1.rxq_fill.val();
         self.router.enable.next = self.loader.done.val() & (self.in_frame.q.val() | !self.pause.val());
         if self.router.core_valid.val() & self.core.rx_ready.val() {
             self.in_frame.d.next = !self.router.core_last.val();
