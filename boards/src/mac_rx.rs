@@ -57,12 +57,15 @@ pub struct MacRx {
     residue: Constant<Bits<32>>,
     ones: Constant<Bits<32>>,
     rxd: DFF<Bits<8>>,
+    /// The registered byte is the SFD / a preamble byte (compared before the register).
+    sfd: DFF<Bit>,
+    pre: DFF<Bit>,
     dv: DFF<Bit>,
     er: DFF<Bit>,
     /// 0: wait for rx_dv low, 1: idle, 2: preamble, 3: data.
     state: DFF<Bits<2>>,
     line: DFF<Bits<40>>,
-    count: DFF<Bits<16>>,
+    count: DFF<Bits<12>>,
     crc_reg: DFF<Bits<32>>,
     err: DFF<Bit>,
     good: DFF<Bits<32>>,
@@ -98,6 +101,8 @@ impl Default for MacRx {
             residue: Constant::new(u64::from(CRC32_RESIDUE).into()),
             ones: Constant::new(0xFFFF_FFFFu64.into()),
             rxd: Default::default(),
+            sfd: Default::default(),
+            pre: Default::default(),
             dv: Default::default(),
             er: Default::default(),
             state: Default::default(),
@@ -125,14 +130,16 @@ impl Logic for MacRx {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, rxd, dv, er, state, line, count, crc_reg, err, good, bad, runt, giant, o_valid, o_data,
-            o_last, o_good
+            self, clock, rxd, sfd, pre, dv, er, state, line, count, crc_reg, err, good, bad, runt, giant, o_valid,
+            o_data, o_last, o_good
         );
         self.out_valid.next = self.o_valid.q.val();
         self.out_data.next = self.o_data.q.val();
         self.out_last.next = self.o_last.q.val();
         self.out_good.next = self.o_good.q.val();
         self.rxd.d.next = self.gmii_rxd.val();
+        self.sfd.d.next = self.gmii_rxd.val() == 0xD5;
+        self.pre.d.next = self.gmii_rxd.val() == 0x55;
         self.dv.d.next = self.gmii_rx_dv.val();
         self.er.d.next = self.gmii_rx_er.val();
         self.crc.crc.next = self.crc_reg.q.val();
@@ -151,13 +158,13 @@ impl Logic for MacRx {
                 self.state.d.next = 1.into();
             }
         } else if (self.state.q.val() != 3) & self.dv.q.val() {
-            if self.rxd.q.val() == 0xD5 {
+            // (The delay line needs no clearing: nothing leaves it before five bytes are in.)
+            if self.sfd.q.val() {
                 self.state.d.next = 3.into();
                 self.crc_reg.d.next = self.ones.val();
                 self.count.d.next = 0.into();
                 self.err.d.next = false;
-                self.line.d.next = 0.into();
-            } else if self.rxd.q.val() == 0x55 {
+            } else if self.pre.q.val() {
                 self.state.d.next = 2.into();
             } else {
                 self.state.d.next = 0.into();
@@ -167,7 +174,7 @@ impl Logic for MacRx {
         } else if self.dv.q.val() {
             self.line.d.next = (self.line.q.val() << 8) | bit_cast::<40, 8>(self.rxd.q.val());
             self.crc_reg.d.next = self.crc.out.val();
-            if self.count.q.val() != 0xFFFF {
+            if self.count.q.val() != 0xFFF {
                 self.count.d.next = self.count.q.val() + 1;
             }
             self.err.d.next = self.err.q.val() | self.er.q.val();
