@@ -442,7 +442,7 @@ impl Logic for ControlLink {
         self.tx_byte.next = 0.into();
         self.tx_send.next = false;
         self.tx_in_crc.next = false;
-        if self.rx.valid.val() {
+        if self.rx.valid.val() || self.rx.frame_error.val() {
             self.quiet.d.next = 0.into();
         } else if self.quiet.q.val() != 0xff_ffff {
             self.quiet.d.next = self.quiet.q.val() + 1;

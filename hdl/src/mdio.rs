@@ -66,14 +66,14 @@ pub struct MdioMaster {
     gctl: DFF<Bits<16>>,
     state0: DFF<Bits<8>>,
     state1: DFF<Bits<8>>,
-    cmd: Signal<Local, Bits<16>>,
-    cmd_shifted: Signal<Local, Bits<16>>,
-    reg_addr: Signal<Local, Bits<16>>,
-    phy_addr: Signal<Local, Bits<16>>,
+    shift: DFF<Bits<14>>,
+    cmd: Signal<Local, Bits<14>>,
+    reg_addr: Signal<Local, Bits<14>>,
+    phy_addr: Signal<Local, Bits<14>>,
     decoded: Signal<Local, Bits<8>>,
     half_m1: Constant<Bits<16>>,
-    phy0: Constant<Bits<16>>,
-    phy1: Constant<Bits<16>>,
+    phy0: Constant<Bits<14>>,
+    phy1: Constant<Bits<14>>,
 }
 
 impl MdioMaster {
@@ -108,8 +108,8 @@ impl MdioMaster {
             gctl: Default::default(),
             state0: Default::default(),
             state1: Default::default(),
+            shift: Default::default(),
             cmd: Default::default(),
-            cmd_shifted: Default::default(),
             reg_addr: Default::default(),
             phy_addr: Default::default(),
             decoded: Default::default(),
@@ -125,7 +125,7 @@ impl Logic for MdioMaster {
     fn update(&mut self) {
         dff_setup!(
             self, clock, sync1, sync2, div, high, period, reg_idx, port, rdata, ta_ok, present, bmcr, bmsr, anar,
-            anlpar, gctl, state0, state1
+            anlpar, gctl, state0, state1, shift
         );
         self.sync1.d.next = self.mdio_i.val();
         self.sync2.d.next = self.sync1.q.val();
@@ -159,11 +159,10 @@ impl Logic for MdioMaster {
             self.phy_addr.next = self.phy0.val();
         }
         self.cmd.next = (self.phy_addr.val() << 5) | self.reg_addr.val() | 0x1800;
-        self.cmd_shifted.next = self.cmd.val() << bit_cast::<16, 7>(self.period.q.val() - 32);
         self.mdio_oe.next = self.period.q.val() < 46;
         self.mdio_o.next = true;
         if (self.period.q.val() >= 32) && (self.period.q.val() < 46) {
-            self.mdio_o.next = self.cmd_shifted.val().get_bit(13);
+            self.mdio_o.next = self.shift.q.val().get_bit(13);
         }
 
         // The link state of this PHY from its registers (the last one, reg 10, in rdata).
@@ -207,6 +206,12 @@ impl Logic for MdioMaster {
                 // Falling edge: the next period.
                 self.high.d.next = false;
                 self.period.d.next = self.period.q.val() + 1;
+                if self.period.q.val() == 31 {
+                    self.shift.d.next = self.cmd.val();
+                }
+                if (self.period.q.val() >= 32) && (self.period.q.val() < 46) {
+                    self.shift.d.next = self.shift.q.val() << 1;
+                }
                 if self.period.q.val() == 63 {
                     if self.reg_idx.q.val() == 0 {
                         self.present.d.next = self.ta_ok.q.val();
@@ -433,6 +438,48 @@ mod tests {
         uut.connect_all();
         phys[1].set_link(Some(1000));
         assert_eq!(run(&mut uut, &mut phys, 2 * round), 0x0003);
+    }
+
+    /// Verilator `-Wall` finds nothing in the MDIO master and the control link (with the
+    /// project's two rust-hdl waivers: one file for every module, and widths).
+    #[test]
+    fn lint_wall_clean() {
+        use crate::control_link::{ControlIdentity, ControlLink};
+        if std::process::Command::new("verilator")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            eprintln!("NOT RUN: verilator is not installed: -Wall lint of the MDIO master skipped");
+            return;
+        }
+        let mut m = MdioMaster::new(DEFAULT_HALF_PERIOD, [0, 1]);
+        m.connect_all();
+        let core = crate::CoreConfig::new(4, 64, 1024, 32).unwrap();
+        let mut l = ControlLink::with_board(&core, ControlIdentity::stamp(0, 1085), 46, Some([1, 2, 3, 4, 1, 8]));
+        l.connect_all();
+        for (what, v) in [("mdio", generate_verilog(&m)), ("control link", generate_verilog(&l))] {
+            let dir = std::env::temp_dir().join(format!(
+                "spotagg-lint-{}-{}",
+                std::process::id(),
+                what.replace(' ', "-")
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("top.v"), v).unwrap();
+            std::fs::write(
+                dir.join("w.vlt"),
+                "`verilator_config\nlint_off -rule DECLFILENAME -file \"*top.v\"\nlint_off -rule WIDTH -file \"*top.v\"\n",
+            )
+            .unwrap();
+            let out = std::process::Command::new("verilator")
+                .current_dir(&dir)
+                .args(["--lint-only", "-Wall", "--top-module", "top", "w.vlt", "top.v"])
+                .output()
+                .unwrap();
+            let _ = std::fs::remove_dir_all(&dir);
+            let log = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{what}: verilator -Wall:\n{log}");
+        }
     }
 
     /// The master at 125 MHz / 2.5 MHz synthesizes without latches.
