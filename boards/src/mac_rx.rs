@@ -73,6 +73,10 @@ pub struct MacRx {
     runt: DFF<Bits<32>>,
     giant: DFF<Bits<32>>,
     length_ok: Signal<Local, Bit>,
+    inc_good: DFF<Bit>,
+    inc_bad: DFF<Bit>,
+    inc_runt: DFF<Bit>,
+    inc_giant: DFF<Bit>,
     o_valid: DFF<Bit>,
     o_data: DFF<Bits<8>>,
     o_last: DFF<Bit>,
@@ -115,6 +119,10 @@ impl Default for MacRx {
             runt: Default::default(),
             giant: Default::default(),
             length_ok: Default::default(),
+            inc_good: Default::default(),
+            inc_bad: Default::default(),
+            inc_runt: Default::default(),
+            inc_giant: Default::default(),
             o_valid: Default::default(),
             o_data: Default::default(),
             o_last: Default::default(),
@@ -131,8 +139,12 @@ impl Logic for MacRx {
     fn update(&mut self) {
         dff_setup!(
             self, clock, rxd, sfd, pre, dv, er, state, line, count, crc_reg, err, good, bad, runt, giant, o_valid,
-            o_data, o_last, o_good
+            o_data, o_last, o_good, inc_good, inc_bad, inc_runt, inc_giant
         );
+        self.inc_good.d.next = false;
+        self.inc_bad.d.next = false;
+        self.inc_runt.d.next = false;
+        self.inc_giant.d.next = false;
         self.out_valid.next = self.o_valid.q.val();
         self.out_data.next = self.o_data.q.val();
         self.out_last.next = self.o_last.q.val();
@@ -186,14 +198,27 @@ impl Logic for MacRx {
                 self.last.next = true;
             }
             if self.count.q.val() < 64 {
-                self.runt.d.next = self.runt.q.val() + 1;
+                self.inc_runt.d.next = true;
             } else if self.count.q.val() > 1522 {
-                self.giant.d.next = self.giant.q.val() + 1;
+                self.inc_giant.d.next = true;
             } else if self.good_now.val() {
-                self.good.d.next = self.good.q.val() + 1;
+                self.inc_good.d.next = true;
             } else {
-                self.bad.d.next = self.bad.q.val() + 1;
+                self.inc_bad.d.next = true;
             }
+        }
+        // The counters count a clock after the frame's end, from registered verdicts.
+        if self.inc_good.q.val() {
+            self.good.d.next = self.good.q.val() + 1;
+        }
+        if self.inc_bad.q.val() {
+            self.bad.d.next = self.bad.q.val() + 1;
+        }
+        if self.inc_runt.q.val() {
+            self.runt.d.next = self.runt.q.val() + 1;
+        }
+        if self.inc_giant.q.val() {
+            self.giant.d.next = self.giant.q.val() + 1;
         }
         // The outputs are registered (one clock later than the byte leaves the delay line).
         self.o_valid.d.next = self.valid.val();

@@ -7,7 +7,7 @@
 
 use spotagg_boards::eth_port::EthPort;
 use spotagg_boards::frame_arbiter::FrameArbiter;
-use spotagg_boards::frame_fifo::{FrameFifo, WORD_BITS};
+use spotagg_boards::frame_fifo::FrameFifo;
 use spotagg_boards::mac_rx::MacRx;
 use spotagg_boards::mac_table::MacTable;
 use spotagg_boards::mac_tx::MacTx;
@@ -32,8 +32,9 @@ fn blocks() -> Vec<(&'static str, String)> {
         ("mac_rx", verilog_of(MacRx::default())),
         ("mac_tx", verilog_of(MacTx::default())),
         ("rx_classifier", verilog_of(RxClassifier::default())),
-        ("rx_fifo", verilog_of(FrameFifo::<WORD_BITS, 10, 11>::default())),
+        ("rx_fifo", verilog_of(FrameFifo::<36, 11, 12>::default())),
         ("res_fifo", verilog_of(FrameFifo::<36, 11, 12>::default())),
+        ("br_fifo", verilog_of(FrameFifo::<36, 9, 10>::default())),
         ("frame_arbiter", verilog_of(FrameArbiter::default())),
         ("rx_router", verilog_of(RxRouter::default())),
         ("mac_table", verilog_of(MacTable::default())),

@@ -180,7 +180,11 @@ struct Outcome {
 
 /// Streams `inputs[p]` (wire bytes of each frame) into port p, both ports from the same
 /// clock, back to back with 12 idle clocks; runs until everything has been sent.
-fn run(b: &mut Bench, inputs: &[Vec<Vec<u8>>; 2]) -> Outcome {
+///
+/// With `periods` (core, port 0 receive, port 1 receive clock periods in ps), each clock runs
+/// at its own period from the first frame on: each port takes one GMII byte a clock of its
+/// receive clock, the transmit side is sampled on core clock edges.
+fn run(b: &mut Bench, inputs: &[Vec<Vec<u8>>; 2], periods: Option<[u64; 3]>) -> Outcome {
     b.m.set(b.id.start, 1);
     let mut guard = 0;
     while b.m.get(b.id.configured) == 0 || b.m.get(b.id.core_idle) == 0 {
@@ -206,7 +210,53 @@ fn run(b: &mut Bench, inputs: &[Vec<Vec<u8>>; 2]) -> Outcome {
     let len = streams[0].len().max(streams[1].len());
     let mut quiet = 0;
     let mut t = 0usize;
-    loop {
+    if let Some(periods) = periods {
+        // Event-driven: the next edge of whichever clock comes first.
+        let (mut next, mut high, mut pos) = ([periods[0] / 2, periods[1] / 2, periods[2] / 2], [false; 3], [0usize; 2]);
+        loop {
+            let k = (0..3).min_by_key(|&k| next[k]).unwrap();
+            next[k] += periods[k] / 2;
+            high[k] = !high[k];
+            if high[k] && k > 0 {
+                let p = k - 1;
+                let (dv, d) = streams[p].get(pos[p]).cloned().unwrap_or((false, 0));
+                b.m.set(b.id.rx_dv[p], dv as u64);
+                b.m.set(b.id.rxd[p], u64::from(d));
+                b.m.set(b.id.rx_er[p], 0);
+                pos[p] += 1;
+                b.m.eval();
+            }
+            let mut active = false;
+            if high[k] && k == 0 {
+                for p in 0..2 {
+                    let en = b.m.get(b.id.tx_en[p]) != 0;
+                    active |= en;
+                    dec[p].clock(en, b.m.get(b.id.tx_er[p]) != 0, b.m.get(b.id.txd[p]) as u8);
+                }
+                if b.m.get(b.id.merge_start) != 0 {
+                    let p = b.m.get(b.id.merge_port) as usize;
+                    merged.push((p, counts[p]));
+                    counts[p] += 1;
+                }
+                b.cycles += 1;
+                t += 1;
+            }
+            b.m.set(b.id.clocks[k], high[k] as u64);
+            b.m.eval();
+            if high[k] && k == 0 {
+                if pos[0] > streams[0].len() && pos[1] > streams[1].len() && !active && b.m.get(b.id.core_idle) != 0 {
+                    quiet += 1;
+                    if quiet > 3000 {
+                        break;
+                    }
+                } else {
+                    quiet = 0;
+                }
+                assert!(t < len * 4 + 1_000_000, "the board did not finish");
+            }
+        }
+    }
+    while periods.is_none() {
         for p in 0..2 {
             let (dv, d) = streams[p].get(t).cloned().unwrap_or((false, 0));
             b.m.set(b.id.rx_dv[p], dv as u64);
@@ -264,6 +314,10 @@ fn expected_ports(job: &JobConfig, dst: &[u8]) -> Vec<usize> {
 }
 
 fn check_trace(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged: usize) {
+    check_trace_clocks(spec, core, bad_fcs, bridged, None)
+}
+
+fn check_trace_clocks(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged: usize, periods: Option<[u64; 3]>) {
     let trace = generate(&spec);
     let job = trace.job.clone();
     let Some(mut b) = Bench::new(core, &job) else { return };
@@ -293,7 +347,7 @@ fn check_trace(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged: usize)
         w[n - 1] ^= 0x40;
         inputs[0].insert(1, w);
     }
-    let out = run(&mut b, &inputs);
+    let out = run(&mut b, &inputs, periods);
     // The order in which the core took frames, and the reference's outputs for it.
     let core_frames: [Vec<Vec<u8>>; 2] =
         [kept[0].iter().filter(|f| to_core(f)).cloned().collect(), kept[1].iter().filter(|f| to_core(f)).cloned().collect()];
@@ -388,6 +442,15 @@ fn both_ports_at_line_rate_match_the_reference() {
 fn troubled_trace_with_arp_ping_and_malformed_frames() {
     let core = CoreConfig::new(4, 8, 256, 32).unwrap();
     check_trace(TraceSpec::new(6, PayloadSize::B256, 8, 12, 11).troubled(0.08), core, false, 4);
+}
+
+/// Three clocks of unrelated periods: core (and transmit) 8.000 ns, port 0 receive 7.993 ns
+/// (875 ppm fast), port 1 receive 8.011 ns (1375 ppm slow): the receive FIFOs' pointer
+/// crossings and the transmit side at its own rate, everything else as at one clock.
+#[test]
+fn unrelated_clock_periods() {
+    let core = CoreConfig::new(4, 8, 256, 32).unwrap();
+    check_trace_clocks(TraceSpec::new(4, PayloadSize::B256, 8, 12, 5), core, true, 4, Some([8000, 7993, 8011]));
 }
 
 /// Port 0 must send 3% more than it receives (retransmitted results): its result FIFO fills
