@@ -58,14 +58,30 @@ pub struct RxClassifier {
     route: DFF<Bits<2>>,
     good: DFF<Bit>,
     incoming: Signal<Local, Bits<WORD_BITS>>,
-    dst: Signal<Local, Bits<48>>,
+    /// The first word (destination bytes 0..4) equals the switch MAC's; it has the group bit.
+    first_eq: DFF<Bit>,
+    first_group: DFF<Bit>,
     new_route: Signal<Local, Bits<2>>,
 }
 
 impl Logic for RxClassifier {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, r_valid, r_data, r_last, r_bytes, r_good, state, hold, route, good);
+        dff_setup!(
+            self,
+            clock,
+            r_valid,
+            r_data,
+            r_last,
+            r_bytes,
+            r_good,
+            state,
+            hold,
+            route,
+            good,
+            first_eq,
+            first_group
+        );
         self.r_valid.d.next = self.in_valid.val();
         self.r_data.d.next = self.in_data.val();
         self.r_last.d.next = self.in_last.val();
@@ -75,12 +91,12 @@ impl Logic for RxClassifier {
             | (bit_cast::<WORD_BITS, 3>(self.r_bytes.q.val()) << 32)
             | (bit_cast::<WORD_BITS, 1>(self.r_last.q.val().into()) << 35)
             | (bit_cast::<WORD_BITS, 2>(self.route.q.val()) << 36);
-        self.dst.next = (bit_cast::<48, WORD_BITS>(self.hold.q.val() & 0xFFFF_FFFF_u64) << 16)
-            | bit_cast::<48, 32>(self.r_data.q.val() >> 16);
+        // The destination compare in two steps: the first word's 32 bits when it comes (into
+        // `first_eq`, in state 0), the second word's 16 with it.
         self.new_route.next = 2.into();
-        if self.dst.val() == self.switch_mac.val() {
+        if self.first_eq.q.val() & (self.r_data.q.val().get_bits::<16>(16) == self.switch_mac.val().get_bits::<16>(0)) {
             self.new_route.next = 1.into();
-        } else if self.dst.val().get_bit(40) {
+        } else if self.first_group.q.val() {
             self.new_route.next = 3.into();
         }
         self.write_data.next = self.hold.q.val();
@@ -93,6 +109,8 @@ impl Logic for RxClassifier {
                     if self.r_last.q.val() {
                         self.write_drop.next = true;
                     } else {
+                        self.first_eq.d.next = self.r_data.q.val() == self.switch_mac.val().get_bits::<32>(16);
+                        self.first_group.d.next = self.r_data.q.val().get_bit(24);
                         self.hold.d.next = bit_cast::<WORD_BITS, 32>(self.r_data.q.val());
                         self.state.d.next = 1.into();
                     }
