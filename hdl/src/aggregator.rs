@@ -9,7 +9,8 @@
 //!   buffer read (2 cycles, then 3 delay registers) and slot memory read (5 cycles) meet at the
 //!   registered lane adder (1 cycle), whose output register drives the slot memory and the
 //!   result builder's buffer. So k + 6 cycles of read-modify-write, and the pass ends only when
-//!   the pipeline is empty (no read of a later frame can overtake a write of this one).
+//!   the pipeline is empty (no read of a later frame can overtake a write of this one). Issue
+//!   counters stop on an equality (they count up by one from below the end), not a comparison.
 //! - Only a valid contribution reaches the scoreboard and the slot memory, and only after the
 //!   whole frame has been received and checked.
 //! - The last contribution of a round writes the sums into the result builder's buffer during
@@ -206,6 +207,8 @@ pub struct Aggregator {
     exps_r: DFF<Bits<16>>,
     exp_max: DFF<Bits<16>>,
     k_m1: DFF<Bits<10>>,
+    len_ip: DFF<Bits<32>>,
+    len_udp: DFF<Bits<32>>,
     nw_m1: DFF<Bits<10>>,
     base: DFF<Bits<16>>,
     nwords: DFF<Bits<10>>,
@@ -213,6 +216,8 @@ pub struct Aggregator {
     hw_address: DFF<Bits<5>>,
     hw_data: DFF<Bits<32>>,
     hw_enable: DFF<Bit>,
+    hw_sum: DFF<Bits<32>>,
+    hw_from_sum: DFF<Bit>,
     ck_a1: DFF<Bits<20>>,
     ck_a2: DFF<Bits<20>>,
     ck_a3: DFF<Bits<20>>,
@@ -224,6 +229,7 @@ pub struct Aggregator {
     hdr_word: Signal<Local, Bits<32>>,
     stop: Signal<Local, Bits<10>>,
     exp_new: Signal<Local, Bits<16>>,
+    i4: Signal<Local, Bits<4>>,
     issue: Signal<Local, Bit>,
     write: Signal<Local, Bit>,
 }
@@ -325,6 +331,8 @@ impl Aggregator {
             exps_r: Default::default(),
             exp_max: Default::default(),
             k_m1: Default::default(),
+            len_ip: Default::default(),
+            len_udp: Default::default(),
             nw_m1: Default::default(),
             base: Default::default(),
             nwords: Default::default(),
@@ -332,6 +340,8 @@ impl Aggregator {
             hw_address: Default::default(),
             hw_data: Default::default(),
             hw_enable: Default::default(),
+            hw_sum: Default::default(),
+            hw_from_sum: Default::default(),
             ck_a1: Default::default(),
             ck_a2: Default::default(),
             ck_a3: Default::default(),
@@ -343,6 +353,7 @@ impl Aggregator {
             hdr_word: Default::default(),
             stop: Default::default(),
             exp_new: Default::default(),
+            i4: Default::default(),
             issue: Default::default(),
             write: Default::default(),
         }
@@ -353,8 +364,40 @@ impl Logic for Aggregator {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, i, wi, pv, inc1, inc2, inc3, first_r, last_r, retx, exps_r, exp_max, k_m1, nw_m1, base,
-            nwords, reply, hw_address, hw_data, hw_enable, ck_a1, ck_a2, ck_a3, ck_sum, ck_f1, ck_ip, ck_i1, ck_icmp
+            self,
+            clock,
+            state,
+            i,
+            wi,
+            pv,
+            inc1,
+            inc2,
+            inc3,
+            first_r,
+            last_r,
+            retx,
+            exps_r,
+            exp_max,
+            k_m1,
+            len_ip,
+            len_udp,
+            nw_m1,
+            base,
+            nwords,
+            reply,
+            hw_address,
+            hw_data,
+            hw_enable,
+            hw_sum,
+            hw_from_sum,
+            ck_a1,
+            ck_a2,
+            ck_a3,
+            ck_sum,
+            ck_f1,
+            ck_ip,
+            ck_i1,
+            ck_icmp
         );
         // Defaults.
         self.desc_done.next = false;
@@ -391,6 +434,9 @@ impl Logic for Aggregator {
         // Last element indices, registered (the pass ends on an equality, no adder before it).
         self.k_m1.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 1;
         self.nw_m1.d.next = self.nwords.q.val() - 1;
+        // A result's IPv4 and UDP lengths, registered from the configuration.
+        self.len_ip.d.next = (bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38;
+        self.len_udp.d.next = (bit_cast::<32, 9>(self.payload_words.val()) << 2) + 18;
         self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val());
         if self.tx_half.val() {
             self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val()) | 512;
@@ -430,138 +476,137 @@ impl Logic for Aggregator {
         self.hdr_word.next = 0.into();
         self.stop.next = 0.into();
         self.exp_new.next = 0.into();
+        // Header words are chosen by the low 4 bits of `i` only (they are written for i < 13).
+        self.i4.next = bit_cast::<4, 10>(self.i.q.val());
         // Header words of the reply, word `i` (results: during the body pass, i < 13); the
         // header buffer write is registered (it lands one cycle later).
         self.hdr_write_address.next = self.hw_address.q.val();
         self.hdr_write_data.next = self.hw_data.q.val();
+        if self.hw_from_sum.q.val() {
+            self.hdr_write_data.next = self.hw_sum.q.val();
+        }
+        self.hw_sum.d.next = self.la_sum.val();
+        self.hw_from_sum.d.next = false;
         self.hdr_write_enable.next = self.hw_enable.q.val();
         self.hw_address.d.next = bit_cast::<5, 10>(self.i.q.val()) & 15;
         if self.tx_half.val() {
             self.hw_address.d.next = (bit_cast::<5, 10>(self.i.q.val()) & 15) | 16;
         }
         self.hw_enable.d.next = false;
-        if ((self.state.q.val() == AggState::Header)
-            | (self.state.q.val() == AggState::Rmw)
-            | (self.state.q.val() == AggState::CopySlot))
-            & (self.i.q.val() < 13)
-        {
-            if self.reply.q.val() == 0 {
-                self.stop.next = 12.into();
-                match self.i.q.val().index() {
-                    0 => {
-                        self.hdr_word.next = 0.into();
-                    }
-                    1 => {
-                        self.hdr_word.next = bit_cast::<32, 16>(self.switch_mac_hi.val());
-                    }
-                    2 => {
-                        self.hdr_word.next = self.switch_mac_lo.val();
-                    }
-                    3 => {
-                        self.hdr_word.next = 0x0800_4500.into();
-                    }
-                    4 => {
-                        self.hdr_word.next = ((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38) << 16;
-                    }
-                    5 => {
-                        self.hdr_word.next = 0x0000_4011.into();
-                    }
-                    6 => {
-                        self.hdr_word.next = self.switch_ip.val() >> 16;
-                    }
-                    7 => {
-                        self.hdr_word.next = self.switch_ip.val() << 16;
-                    }
-                    8 => {
-                        self.hdr_word.next = self.desc_h9.val() >> 16;
-                    }
-                    9 => {
-                        self.hdr_word.next =
-                            (self.desc_h8.val() << 16) | ((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 18);
-                    }
-                    10 => {
-                        self.hdr_word.next = self.desc_h10.val() & 0xffff;
-                    }
-                    11 => {
-                        self.hdr_word.next = self.desc_h11.val();
-                    }
-                    _ => {
-                        self.hdr_word.next =
-                            (self.desc_h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exps_r.q.val());
-                    }
+        if self.reply.q.val() == 0 {
+            self.stop.next = 12.into();
+            match self.i4.val().index() {
+                0 => {
+                    self.hdr_word.next = 0.into();
                 }
-            } else if self.reply.q.val() == 1 {
-                self.stop.next = 10.into();
-                match self.i.q.val().index() {
-                    0 => {
-                        self.hdr_word.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
-                    }
-                    1 => {
-                        self.hdr_word.next = (self.desc_h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
-                    }
-                    2 => {
-                        self.hdr_word.next = self.switch_mac_lo.val();
-                    }
-                    3 => {
-                        self.hdr_word.next = 0x0806_0001.into();
-                    }
-                    4 => {
-                        self.hdr_word.next = 0x0800_0604.into();
-                    }
-                    5 => {
-                        self.hdr_word.next = 0x0002_0000 | bit_cast::<32, 16>(self.switch_mac_hi.val());
-                    }
-                    6 => {
-                        self.hdr_word.next = self.switch_mac_lo.val();
-                    }
-                    7 => {
-                        self.hdr_word.next = self.switch_ip.val();
-                    }
-                    8 => {
-                        self.hdr_word.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
-                    }
-                    9 => {
-                        self.hdr_word.next = (self.desc_h6.val() << 16) | (self.desc_h7.val() >> 16);
-                    }
-                    _ => {
-                        self.hdr_word.next = self.desc_h7.val() << 16;
-                    }
+                1 => {
+                    self.hdr_word.next = bit_cast::<32, 16>(self.switch_mac_hi.val());
                 }
-            } else {
-                self.stop.next = 9.into();
-                match self.i.q.val().index() {
-                    0 => {
-                        self.hdr_word.next = (self.desc_h1.val() << 16) | (self.desc_h2.val() >> 16);
-                    }
-                    1 => {
-                        self.hdr_word.next = (self.desc_h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
-                    }
-                    2 => {
-                        self.hdr_word.next = self.switch_mac_lo.val();
-                    }
-                    3 => {
-                        self.hdr_word.next = 0x0800_0000 | (self.desc_h3.val() & 0xffff);
-                    }
-                    4 => {
-                        self.hdr_word.next = self.desc_h4.val();
-                    }
-                    5 => {
-                        self.hdr_word.next = (self.desc_h5.val() & 0xffff_00ff_u64) | 0x4000;
-                    }
-                    6 => {
-                        self.hdr_word.next =
-                            (bit_cast::<32, 16>(self.ck_ip.q.val()) << 16) | (self.switch_ip.val() >> 16);
-                    }
-                    7 => {
-                        self.hdr_word.next = (self.switch_ip.val() << 16) | (self.desc_h6.val() & 0xffff);
-                    }
-                    8 => {
-                        self.hdr_word.next = self.desc_h7.val() & 0xffff_0000_u64;
-                    }
-                    _ => {
-                        self.hdr_word.next =
-                            (bit_cast::<32, 16>(self.ck_icmp.q.val()) << 16) | (self.desc_h9.val() & 0xffff);
-                    }
+                2 => {
+                    self.hdr_word.next = self.switch_mac_lo.val();
+                }
+                3 => {
+                    self.hdr_word.next = 0x0800_4500.into();
+                }
+                4 => {
+                    self.hdr_word.next = self.len_ip.q.val() << 16;
+                }
+                5 => {
+                    self.hdr_word.next = 0x0000_4011.into();
+                }
+                6 => {
+                    self.hdr_word.next = self.switch_ip.val() >> 16;
+                }
+                7 => {
+                    self.hdr_word.next = self.switch_ip.val() << 16;
+                }
+                8 => {
+                    self.hdr_word.next = self.desc_h9.val() >> 16;
+                }
+                9 => {
+                    self.hdr_word.next = (self.desc_h8.val() << 16) | self.len_udp.q.val();
+                }
+                10 => {
+                    self.hdr_word.next = self.desc_h10.val() & 0xffff;
+                }
+                11 => {
+                    self.hdr_word.next = self.desc_h11.val();
+                }
+                _ => {
+                    self.hdr_word.next =
+                        (self.desc_h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exps_r.q.val());
+                }
+            }
+        } else if self.reply.q.val() == 1 {
+            self.stop.next = 10.into();
+            match self.i4.val().index() {
+                0 => {
+                    self.hdr_word.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+                }
+                1 => {
+                    self.hdr_word.next = (self.desc_h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                }
+                2 => {
+                    self.hdr_word.next = self.switch_mac_lo.val();
+                }
+                3 => {
+                    self.hdr_word.next = 0x0806_0001.into();
+                }
+                4 => {
+                    self.hdr_word.next = 0x0800_0604.into();
+                }
+                5 => {
+                    self.hdr_word.next = 0x0002_0000 | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                }
+                6 => {
+                    self.hdr_word.next = self.switch_mac_lo.val();
+                }
+                7 => {
+                    self.hdr_word.next = self.switch_ip.val();
+                }
+                8 => {
+                    self.hdr_word.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+                }
+                9 => {
+                    self.hdr_word.next = (self.desc_h6.val() << 16) | (self.desc_h7.val() >> 16);
+                }
+                _ => {
+                    self.hdr_word.next = self.desc_h7.val() << 16;
+                }
+            }
+        } else {
+            self.stop.next = 9.into();
+            match self.i4.val().index() {
+                0 => {
+                    self.hdr_word.next = (self.desc_h1.val() << 16) | (self.desc_h2.val() >> 16);
+                }
+                1 => {
+                    self.hdr_word.next = (self.desc_h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                }
+                2 => {
+                    self.hdr_word.next = self.switch_mac_lo.val();
+                }
+                3 => {
+                    self.hdr_word.next = 0x0800_0000 | (self.desc_h3.val() & 0xffff);
+                }
+                4 => {
+                    self.hdr_word.next = self.desc_h4.val();
+                }
+                5 => {
+                    self.hdr_word.next = (self.desc_h5.val() & 0xffff_00ff_u64) | 0x4000;
+                }
+                6 => {
+                    self.hdr_word.next = (bit_cast::<32, 16>(self.ck_ip.q.val()) << 16) | (self.switch_ip.val() >> 16);
+                }
+                7 => {
+                    self.hdr_word.next = (self.switch_ip.val() << 16) | (self.desc_h6.val() & 0xffff);
+                }
+                8 => {
+                    self.hdr_word.next = self.desc_h7.val() & 0xffff_0000_u64;
+                }
+                _ => {
+                    self.hdr_word.next =
+                        (bit_cast::<32, 16>(self.ck_icmp.q.val()) << 16) | (self.desc_h9.val() & 0xffff);
                 }
             }
         }
@@ -665,7 +710,7 @@ impl Logic for Aggregator {
                     self.tx_write_address.next = (bit_cast::<10, 10>(self.wi.q.val()) + 13) | 512;
                 }
                 if (!self.last_r.q.val() | self.tx_free.val())
-                    & (self.i.q.val() < bit_cast::<10, 9>(self.payload_words.val()))
+                    & (self.i.q.val() != bit_cast::<10, 9>(self.payload_words.val()))
                 {
                     self.issue.next = true;
                     self.i.d.next = self.i.q.val() + 1;
@@ -694,7 +739,7 @@ impl Logic for Aggregator {
                 if self.tx_half.val() {
                     self.tx_write_address.next = (bit_cast::<10, 10>(self.wi.q.val()) + 13) | 512;
                 }
-                if self.tx_free.val() & (self.i.q.val() < bit_cast::<10, 9>(self.payload_words.val())) {
+                if self.tx_free.val() & (self.i.q.val() != bit_cast::<10, 9>(self.payload_words.val())) {
                     self.issue.next = true;
                     self.i.d.next = self.i.q.val() + 1;
                     self.hw_enable.d.next = self.i.q.val() < 13;
@@ -727,7 +772,7 @@ impl Logic for Aggregator {
             AggState::CopyRx => {
                 // The frame's words through the adder unchanged (first: written as they are).
                 self.la_first.next = true;
-                if self.i.q.val() < self.nwords.q.val() {
+                if self.i.q.val() != self.nwords.q.val() {
                     self.issue.next = true;
                     self.i.d.next = self.i.q.val() + 1;
                 }
@@ -738,7 +783,7 @@ impl Logic for Aggregator {
                         if self.tx_half.val() {
                             self.hw_address.d.next = (bit_cast::<5, 10>(self.wi.q.val()) & 15) | 16;
                         }
-                        self.hw_data.d.next = self.la_sum.val();
+                        self.hw_from_sum.d.next = true;
                         self.hw_enable.d.next = true;
                     }
                     self.wi.d.next = self.wi.q.val() + 1;

@@ -104,6 +104,71 @@ end
     }
 }
 
+/// Verilog of ECP5 `DP16KD` blocks in 1024 × 18 mode holding `width` bits of up to 1024 words:
+/// written on port A (`we`, `wa`, `wd`), read on port B (`ra`) with the output register on
+/// (`REGMODE_B` = `OUTREG`, which Yosys does not infer), so the read data leaves a register
+/// inside the block two enabled clocks after its address (`re` enables both read registers).
+/// Address and data are given as vector names; `ra_bits`/`wa_bits` low bits are used.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn dp16kd_1024x18(
+    name: &str,
+    width: usize,
+    clock: &str,
+    ra: &str,
+    ra_bits: usize,
+    re: &str,
+    wa: &str,
+    wa_bits: usize,
+    wd: &str,
+    we: &str,
+    out: &str,
+) -> String {
+    let pins = |port: &str, addr: &str, bits: usize, write: bool| -> String {
+        (0..14)
+            .map(|b| {
+                let x = if b < 4 {
+                    // Byte enables (on for writes) at 18 bits.
+                    if write && b < 2 {
+                        "1'b1".to_string()
+                    } else {
+                        "1'b0".to_string()
+                    }
+                } else if b - 4 < bits.min(10) {
+                    format!("{addr}[{}]", b - 4)
+                } else {
+                    "1'b0".to_string()
+                };
+                format!(".AD{port}{b}({x})")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut code = String::new();
+    for k in 0..width.div_ceil(18) {
+        let mut data = vec![];
+        for pin in 0..18 {
+            let bit = k * 18 + pin;
+            if bit < width {
+                data.push(format!(".DIA{pin}({wd}[{bit}])"));
+                data.push(format!(".DOB{pin}({out}[{bit}])"));
+            } else {
+                data.push(format!(".DIA{pin}(1'b0)"));
+            }
+        }
+        code += &format!(
+            "DP16KD #(.DATA_WIDTH_A(18), .DATA_WIDTH_B(18), .REGMODE_A(\"NOREG\"), .REGMODE_B(\"OUTREG\"), \
+.RESETMODE(\"SYNC\"), .CSDECODE_A(\"0b000\"), .CSDECODE_B(\"0b000\"), .WRITEMODE_A(\"NORMAL\"), \
+.WRITEMODE_B(\"NORMAL\"), .GSR(\"DISABLED\")) {name}{k} (\n  .CLKA({clock}), .CEA(1'b1), .OCEA(1'b1), \
+.WEA({we}), .RSTA(1'b0), .CSA0(1'b0), .CSA1(1'b0), .CSA2(1'b0),\n  {},\n  .CLKB({clock}), .CEB({re}), \
+.OCEB({re}), .WEB(1'b0), .RSTB(1'b0), .CSB0(1'b0), .CSB1(1'b0), .CSB2(1'b0),\n  {},\n  {});\n",
+            pins("A", wa, wa_bits, true),
+            pins("B", ra, ra_bits, false),
+            data.join(", ")
+        );
+    }
+    code
+}
+
 /// Simple dual-port RAM of `depth` words of `D` bits with a registered output: read latency 2.
 ///
 /// Timing: `read_data` holds the word at the `read_address` presented two enabled rising edges
@@ -111,8 +176,11 @@ end
 /// block RAM's clock-to-output time is the only delay on that path). Both read registers hold
 /// while `read_enable` is low (a stalled pipeline keeps its data). A write lands at the
 /// rising edge; a read of the same address in the same cycle returns the old word (read-first).
-/// Zero at power-up in simulation. Yosys maps the template to DP16KD with the output register
-/// in the fabric right after the block (it does not infer the DP16KD's own OUTREG).
+/// Zero at power-up in simulation. Synthesis (up to 1024 words) instantiates ECP5 DP16KDs in
+/// 1024 × 18 mode with the output register inside the block (`OUTREG`, which Yosys does not
+/// infer); simulators, or synthesis with `SPOTAGG_INFERRED_RAM` defined, take the portable
+/// template with the same cycle behaviour. A read of the word written in the same cycle is
+/// read-first in the template and undefined in the DP16KD: the core never uses such a read.
 #[derive(LogicBlock)]
 pub struct PipelinedRam<const A: usize, const D: usize> {
     /// Clock of both ports.
@@ -180,24 +248,52 @@ impl<const A: usize, const D: usize> Logic for PipelinedRam<A, D> {
     }
 
     fn hdl(&self) -> Verilog {
-        Verilog::Custom(format!(
+        let model = format!(
             "\
 reg [{dmax}:0] mem [0:{last}];
 reg [{dmax}:0] stage;
+reg [{dmax}:0] out;
 
 always @(posedge clock) begin
    if (read_enable) begin
       stage <= mem[read_address];
-      read_data <= stage;
+      out <= stage;
    end
    if (write_enable) begin
       mem[write_address] <= write_data;
    end
 end
+assign read_data = out;
 ",
             dmax = D - 1,
             last = self._mem.len() - 1
-        ))
+        );
+        // Simulators take the model; synthesis (Yosys defines SYNTHESIS) the DP16KDs with
+        // their output register, unless SPOTAGG_INFERRED_RAM asks for the portable template.
+        let code = if A <= 10 {
+            format!(
+                "`ifndef SYNTHESIS\n{model}`elsif SPOTAGG_INFERRED_RAM\n{model}`else\n{}`endif\n",
+                dp16kd_1024x18(
+                    "ram",
+                    D,
+                    "clock",
+                    "read_address",
+                    A,
+                    "read_enable",
+                    "write_address",
+                    A,
+                    "write_data",
+                    "write_enable",
+                    "read_data"
+                )
+            )
+        } else {
+            model
+        };
+        Verilog::Wrapper(Wrapper {
+            code,
+            cores: String::new(),
+        })
     }
 
     fn timing(&self) -> Vec<TimingInfo> {

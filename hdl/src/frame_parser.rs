@@ -20,8 +20,8 @@
 //!   2048 bytes are stored whole) while the header words are captured and the IPv4 header
 //!   checksum is summed on the fly. The worker table (a block RAM of source addresses) is
 //!   searched one entry a cycle from the moment the source address has arrived (word 7).
-//! - The decision is taken in the third cycle after the last word (every check is a registered
-//!   flag, the header checksum is folded and verified in two registered steps, then a priority
+//! - The decision is taken in the fourth cycle after the last word (every check is a registered
+//!   flag, the header checksum is summed, folded and verified in registered steps, then a priority
 //!   chain over flip-flops picks the reason), or later when the frame gets as far as the source
 //!   check and the worker search is still running (at most n + 2 cycles after word 7).
 //! - Timing: the frame buffer is a block RAM with registered output, read latency 2.
@@ -164,6 +164,8 @@ pub struct FrameParser {
     j: DFF<Bits<14>>,
     len: DFF<Bits<16>>,
     csum: DFF<Bits<20>>,
+    csum_hi: DFF<Bits<20>>,
+    csum_lo: DFF<Bits<20>>,
     h0: DFF<Bits<32>>,
     h1: DFF<Bits<32>>,
     h2: DFF<Bits<32>>,
@@ -294,6 +296,8 @@ impl FrameParser {
             j: Default::default(),
             len: Default::default(),
             csum: Default::default(),
+            csum_hi: Default::default(),
+            csum_lo: Default::default(),
             h0: Default::default(),
             h1: Default::default(),
             h2: Default::default(),
@@ -375,6 +379,8 @@ impl Logic for FrameParser {
             j,
             len,
             csum,
+            csum_hi,
+            csum_lo,
             h0,
             h1,
             h2,
@@ -480,35 +486,31 @@ impl Logic for FrameParser {
                     }
                     3 => {
                         self.h3.d.next = self.word_data.val();
-                        self.csum.d.next = self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
+                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
                     }
                     4 => {
                         self.h4.d.next = self.word_data.val();
-                        self.csum.d.next = self.csum.q.val()
-                            + bit_cast::<20, 32>(self.word_data.val() & 0xffff)
-                            + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
+                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
                     }
                     5 => {
                         self.h5.d.next = self.word_data.val();
-                        self.csum.d.next = self.csum.q.val()
-                            + bit_cast::<20, 32>(self.word_data.val() & 0xffff)
-                            + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
+                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
                     }
                     6 => {
                         self.h6.d.next = self.word_data.val();
-                        self.csum.d.next = self.csum.q.val()
-                            + bit_cast::<20, 32>(self.word_data.val() & 0xffff)
-                            + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
+                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
                     }
                     7 => {
                         self.h7.d.next = self.word_data.val();
-                        self.csum.d.next = self.csum.q.val()
-                            + bit_cast::<20, 32>(self.word_data.val() & 0xffff)
-                            + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
+                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
                     }
                     8 => {
                         self.h8.d.next = self.word_data.val();
-                        self.csum.d.next = self.csum.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
                     }
                     9 => {
                         self.h9.d.next = self.word_data.val();
@@ -558,10 +560,12 @@ impl Logic for FrameParser {
         }
         // Decide (docs/switch.md §1, in order). Every check is a registered flag, computed each
         // cycle from the header registers (stable while deciding), so the priority chain below
-        // reads flip-flops only; the header checksum takes two registered steps (fold, verify).
-        // The decision is taken in the third deciding cycle, when every flag describes the frame.
+        // reads flip-flops only; the header checksum is summed in two accumulators (high and low
+        // halves of the words) and takes three registered steps (sum, fold, verify). The decision
+        // is taken in the fourth deciding cycle, when every flag describes the frame.
         self.total_len.next = self.h4.q.val().get_bits::<16>(16);
         self.udp_len.next = bit_cast::<16, 32>(self.h9.q.val());
+        self.csum.d.next = self.csum_hi.q.val() + self.csum_lo.q.val();
         self.fold1_r.d.next =
             bit_cast::<17, 20>(self.csum.q.val() & 0xffff) + bit_cast::<17, 20>(self.csum.q.val() >> 16);
         self.ck_bad.d.next =
@@ -603,10 +607,10 @@ impl Logic for FrameParser {
         if self.desc_done.val() {
             self.d_valid.d.next = false;
         }
-        if self.deciding.q.val() & (self.dstage.q.val() != 2) {
+        if self.deciding.q.val() & (self.dstage.q.val() != 3) {
             self.dstage.d.next = self.dstage.q.val() + 1;
         }
-        if self.deciding.q.val() & (self.dstage.q.val() == 2) {
+        if self.deciding.q.val() & (self.dstage.q.val() == 3) {
             if self.fl_len14.q.val() {
                 self.cls.next = 0.into();
             } else if !self.fl_dst_ok.q.val() {
@@ -696,7 +700,8 @@ impl Logic for FrameParser {
                 self.dstage.d.next = 0.into();
                 self.j.d.next = 0.into();
                 self.len.d.next = 0.into();
-                self.csum.d.next = 0.into();
+                self.csum_hi.d.next = 0.into();
+                self.csum_lo.d.next = 0.into();
                 self.s_busy.d.next = false;
             }
         }

@@ -14,13 +14,16 @@
 //!   bank (nothing between a block RAM output and a flip-flop), an 8:1 bank mux into a register
 //!   per group of 8 banks, a group mux into the output register.
 //! - The values are split in banks of 1024 words (two ECP5 DP16KD each in 1024 × 18 mode, side
-//!   by side), so no bank needs a depth mux after its RAM outputs.
+//!   by side), so no bank needs a depth mux after its RAM outputs. Synthesis instantiates the
+//!   DP16KDs with their output register on (`OUTREG`, the register after each bank is inside
+//!   the block); simulators, or synthesis with `SPOTAGG_INFERRED_RAM` defined, take a portable
+//!   template with the same cycle behaviour.
 //! - Exponents: a small RAM (LUT RAM), read data one cycle after the address.
 //!
 //! Values are never cleared: the first contribution of a round writes them (docs/switch.md §2),
 //! so stale values are never read as a sum.
 
-use crate::block_ram::BlockRam;
+use crate::block_ram::{dp16kd_1024x18, BlockRam};
 use crate::config::CoreConfig;
 use rust_hdl::prelude::*;
 
@@ -112,7 +115,35 @@ impl Logic for BankedRam {
     }
 
     fn hdl(&self) -> Verilog {
-        Verilog::Custom(format!(
+        let model = "\
+         reg [31:0] mem [0:1023];
+         reg [31:0] stage;
+         reg [31:0] qr;
+         always @(posedge clock) begin
+            stage <= mem[ra_r[9:0]];
+            qr <= stage;
+            if (we_r && (wa_r[15:10] == b)) begin
+               mem[wa_r[9:0]] <= wd_r;
+            end
+         end
+         assign q = qr;
+";
+        let ram = dp16kd_1024x18(
+            "ram",
+            32,
+            "clock",
+            "ra_r",
+            10,
+            "1'b1",
+            "wa_r",
+            10,
+            "wd_r",
+            "we_r && (wa_r[15:10] == b)",
+            "q",
+        );
+        // Simulators take the model; synthesis (Yosys defines SYNTHESIS) the DP16KDs with
+        // their output register, unless SPOTAGG_INFERRED_RAM asks for the portable template.
+        let code = format!(
             "\
 localparam BANKS = {banks};
 reg [15:0] ra_r;
@@ -122,22 +153,18 @@ reg we_r;
 reg [5:0] sel0;
 reg [5:0] sel1;
 reg [2:0] sel2;
+reg [31:0] out;
 wire [2047:0] bank_q;
 reg [255:0] group_q;
 genvar b;
 generate
    for (b = 0; b < 64; b = b + 1) begin : bank
       if (b < BANKS) begin : used
-         reg [31:0] mem [0:1023];
-         reg [31:0] stage;
-         reg [31:0] q;
-         always @(posedge clock) begin
-            stage <= mem[ra_r[9:0]];
-            q <= stage;
-            if (we_r && (wa_r[15:10] == b)) begin
-               mem[wa_r[9:0]] <= wd_r;
-            end
-         end
+         wire [31:0] q;
+`ifndef SYNTHESIS
+{model}`elsif SPOTAGG_INFERRED_RAM
+{model}`else
+{ram}`endif
          assign bank_q[32 * b +: 32] = q;
       end else begin : unused
          assign bank_q[32 * b +: 32] = 32'd0;
@@ -157,11 +184,16 @@ always @(posedge clock) begin
    for (g = 0; g < 8; g = g + 1) begin
       group_q[32 * g +: 32] <= bank_q[32 * (8 * g + sel1[2:0]) +: 32];
    end
-   read_data <= group_q[32 * sel2 +: 32];
+   out <= group_q[32 * sel2 +: 32];
 end
+assign read_data = out;
 ",
             banks = self.banks()
-        ))
+        );
+        Verilog::Wrapper(Wrapper {
+            code,
+            cores: String::new(),
+        })
     }
 
     fn timing(&self) -> Vec<TimingInfo> {
