@@ -16,8 +16,9 @@
 //! The frame is committed after its last word when `good`, dropped otherwise; a frame of one
 //! word is dropped. Words arrive at most one every clock here (one every four from a byte
 //! MAC), and the extra word written at the end of a frame uses a clock of the gap. There is
-//! no back-pressure: a full FIFO drops the frame and counts it. The inputs are registered
-//! (one clock of latency), so the destination compare starts from flip-flops.
+//! no back-pressure: a full FIFO drops the frame and counts it. The inputs and the outputs are
+//! registered (two clocks of latency), so the destination compare starts and ends at
+//! flip-flops.
 
 use crate::frame_fifo::{word, WORD_BITS};
 use rust_hdl::prelude::*;
@@ -61,6 +62,14 @@ pub struct RxClassifier {
     /// The first word (destination bytes 0..4) equals the switch MAC's; it has the group bit.
     first_eq: DFF<Bit>,
     first_group: DFF<Bit>,
+    o_data: DFF<Bits<WORD_BITS>>,
+    o_enable: DFF<Bit>,
+    o_commit: DFF<Bit>,
+    o_drop: DFF<Bit>,
+    data: Signal<Local, Bits<WORD_BITS>>,
+    enable: Signal<Local, Bit>,
+    commit: Signal<Local, Bit>,
+    drop: Signal<Local, Bit>,
     new_route: Signal<Local, Bits<2>>,
 }
 
@@ -80,7 +89,11 @@ impl Logic for RxClassifier {
             route,
             good,
             first_eq,
-            first_group
+            first_group,
+            o_data,
+            o_enable,
+            o_commit,
+            o_drop
         );
         self.r_valid.d.next = self.in_valid.val();
         self.r_data.d.next = self.in_data.val();
@@ -99,15 +112,15 @@ impl Logic for RxClassifier {
         } else if self.first_group.q.val() {
             self.new_route.next = 3.into();
         }
-        self.write_data.next = self.hold.q.val();
-        self.write_enable.next = false;
-        self.write_commit.next = false;
-        self.write_drop.next = false;
+        self.data.next = self.hold.q.val();
+        self.enable.next = false;
+        self.commit.next = false;
+        self.drop.next = false;
         match self.state.q.val().index() {
             0 => {
                 if self.r_valid.q.val() {
                     if self.r_last.q.val() {
-                        self.write_drop.next = true;
+                        self.drop.next = true;
                     } else {
                         self.first_eq.d.next = self.r_data.q.val() == self.switch_mac.val().get_bits::<32>(16);
                         self.first_group.d.next = self.r_data.q.val().get_bit(24);
@@ -119,8 +132,8 @@ impl Logic for RxClassifier {
             1 => {
                 if self.r_valid.q.val() {
                     self.route.d.next = self.new_route.val();
-                    self.write_enable.next = true;
-                    self.write_data.next = self.hold.q.val() | (bit_cast::<WORD_BITS, 2>(self.new_route.val()) << 36);
+                    self.enable.next = true;
+                    self.data.next = self.hold.q.val() | (bit_cast::<WORD_BITS, 2>(self.new_route.val()) << 36);
                     self.hold.d.next = bit_cast::<WORD_BITS, 32>(self.r_data.q.val())
                         | (bit_cast::<WORD_BITS, 3>(self.r_bytes.q.val()) << 32)
                         | (bit_cast::<WORD_BITS, 1>(self.r_last.q.val().into()) << 35)
@@ -135,7 +148,7 @@ impl Logic for RxClassifier {
             }
             2 => {
                 if self.r_valid.q.val() {
-                    self.write_enable.next = true;
+                    self.enable.next = true;
                     self.hold.d.next = self.incoming.val();
                     if self.r_last.q.val() {
                         self.good.d.next = self.r_good.q.val();
@@ -144,12 +157,21 @@ impl Logic for RxClassifier {
                 }
             }
             _ => {
-                self.write_enable.next = true;
-                self.write_commit.next = self.good.q.val();
-                self.write_drop.next = !self.good.q.val();
+                self.enable.next = true;
+                self.commit.next = self.good.q.val();
+                self.drop.next = !self.good.q.val();
                 self.state.d.next = 0.into();
             }
         }
+        // The outputs are registered.
+        self.o_data.d.next = self.data.val();
+        self.o_enable.d.next = self.enable.val();
+        self.o_commit.d.next = self.commit.val();
+        self.o_drop.d.next = self.drop.val();
+        self.write_data.next = self.o_data.q.val();
+        self.write_enable.next = self.o_enable.q.val();
+        self.write_commit.next = self.o_commit.q.val();
+        self.write_drop.next = self.o_drop.q.val();
     }
 }
 
