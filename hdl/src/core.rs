@@ -285,6 +285,7 @@ impl<const D: usize> Logic for Core<D> {
         self.idle.next = !self.parser.busy.val()
             & self.aggregator.idle.val()
             & !self.result_builder.busy.val()
-            & !self.scoreboard.clearing.val();
+            & !self.scoreboard.clearing.val()
+            & !self.counters.pending.val();
     }
 }

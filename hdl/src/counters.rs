@@ -24,8 +24,8 @@
 //! | 19 | `bad_size` |
 //! | 20 | `bad_slot` |
 //!
-//! Timing: events are counted at the rising edge where they are high; several different
-//! events may come in one cycle. `bucket` files a received frame under `bucket_index`
+//! Timing: events are registered first and counted one rising edge after the one where they are
+//! high (`pending` is high meanwhile); several different events may come in one cycle. `bucket` files a received frame under `bucket_index`
 //! (0..=12 the drop reasons, 13 contributions, 14 duplicates, 15 ARP replies, 16 ICMP replies)
 //! and counts it in `frames_in`. `read_data` is combinational from `read_address`.
 //! `clear` zeroes every counter.
@@ -55,6 +55,14 @@ pub struct Counters {
     pub read_address: Signal<In, Bits<5>>,
     /// Counter value.
     pub read_data: Signal<Out, Bits<32>>,
+    /// Registered events not counted yet.
+    pub pending: Signal<Out, Bit>,
+    r_bucket: DFF<Bit>,
+    r_index: DFF<Bits<5>>,
+    r_multicast: DFF<Bit>,
+    r_count: DFF<Bits<6>>,
+    r_retransmit: DFF<Bit>,
+    r_frame_out: DFF<Bit>,
     c0: DFF<Bits<32>>,
     c1: DFF<Bits<32>>,
     c2: DFF<Bits<32>>,
@@ -82,12 +90,47 @@ impl Logic for Counters {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16,
-            c17, c18, c19, c20
+            self,
+            clock,
+            r_bucket,
+            r_index,
+            r_multicast,
+            r_count,
+            r_retransmit,
+            r_frame_out,
+            c0,
+            c1,
+            c2,
+            c3,
+            c4,
+            c5,
+            c6,
+            c7,
+            c8,
+            c9,
+            c10,
+            c11,
+            c12,
+            c13,
+            c14,
+            c15,
+            c16,
+            c17,
+            c18,
+            c19,
+            c20
         );
-        if self.bucket.val() {
+        self.r_bucket.d.next = self.bucket.val();
+        self.r_index.d.next = self.bucket_index.val();
+        self.r_multicast.d.next = self.multicast.val();
+        self.r_count.d.next = self.multicast_count.val();
+        self.r_retransmit.d.next = self.retransmit.val();
+        self.r_frame_out.d.next = self.frame_out.val();
+        self.pending.next =
+            self.r_bucket.q.val() | self.r_multicast.q.val() | self.r_retransmit.q.val() | self.r_frame_out.q.val();
+        if self.r_bucket.q.val() {
             self.c0.d.next = self.c0.q.val() + 1;
-            match self.bucket_index.val().index() {
+            match self.r_index.q.val().index() {
                 0 => {
                     self.c8.d.next = self.c8.q.val() + 1;
                 }
@@ -142,13 +185,13 @@ impl Logic for Counters {
                 _ => {}
             }
         }
-        if self.frame_out.val() {
+        if self.r_frame_out.q.val() {
             self.c1.d.next = self.c1.q.val() + 1;
         }
-        if self.multicast.val() {
-            self.c4.d.next = self.c4.q.val() + bit_cast::<32, 6>(self.multicast_count.val());
+        if self.r_multicast.q.val() {
+            self.c4.d.next = self.c4.q.val() + bit_cast::<32, 6>(self.r_count.q.val());
         }
-        if self.retransmit.val() {
+        if self.r_retransmit.q.val() {
             self.c5.d.next = self.c5.q.val() + 1;
         }
         if self.clear.val() {
