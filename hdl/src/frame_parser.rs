@@ -159,6 +159,8 @@ pub struct FrameParser {
     ck_bad: DFF<Bit>,
     fold1_r: DFF<Bits<17>>,
     dstage: DFF<Bits<2>>,
+    w_last: DFF<Bits<6>>,
+    w_zero: DFF<Bit>,
     deciding: DFF<Bit>,
     wr_half: DFF<Bit>,
     j: DFF<Bits<14>>,
@@ -291,6 +293,8 @@ impl FrameParser {
             ck_bad: Default::default(),
             fold1_r: Default::default(),
             dstage: Default::default(),
+            w_last: Default::default(),
+            w_zero: Default::default(),
             deciding: Default::default(),
             wr_half: Default::default(),
             j: Default::default(),
@@ -374,6 +378,8 @@ impl Logic for FrameParser {
             ck_bad,
             fold1_r,
             dstage,
+            w_last,
+            w_zero,
             deciding,
             wr_half,
             j,
@@ -528,14 +534,17 @@ impl Logic for FrameParser {
                 }
             }
         }
-        // Worker search: one table entry a cycle, from word 7 on.
+        // Worker search: one table entry a cycle, from word 7 on; it ends at the last rank
+        // (n - 1 and n = 0 registered from the configuration: a comparison, no adder before it).
+        self.w_last.d.next = self.workers.val() - 1;
+        self.w_zero.d.next = self.workers.val() == 0;
         self.src_ip.next = 0.into();
         self.s_pend.d.next = false;
         if self.s_busy.q.val() {
             self.s_pend.d.next = true;
             self.s_pend_idx.d.next = bit_cast::<5, 6>(self.s_next.q.val());
             self.s_next.d.next = self.s_next.q.val() + 1;
-            if self.s_next.q.val() + 1 >= self.workers.val() {
+            if (self.s_next.q.val() >= self.w_last.q.val()) | self.w_zero.q.val() {
                 self.s_busy.d.next = false;
             }
         }
@@ -547,7 +556,7 @@ impl Logic for FrameParser {
                 self.s_done.d.next = true;
                 self.s_busy.d.next = false;
                 self.s_pend.d.next = false;
-            } else if bit_cast::<6, 5>(self.s_pend_idx.q.val()) + 1 >= self.workers.val() {
+            } else if (bit_cast::<6, 5>(self.s_pend_idx.q.val()) >= self.w_last.q.val()) | self.w_zero.q.val() {
                 self.s_done.d.next = true;
             }
         }
