@@ -3,7 +3,7 @@
 //! The register writes ([`config_writes`]: switch MAC and IP, n, payload size, slots in use,
 //! the worker table, then a slot-state clear) are baked into a ROM at build time. Once
 //! `start` is high (the PLL has locked) the loader plays one write a clock on the core's
-//! `cfg_*` bus, then raises `done` and stays idle. A control link written later can take the
+//! `cfg_*` bus (from registers), then raises `done` and stays idle. A control link written later can take the
 //! bus over after `done`.
 
 use rust_hdl::prelude::*;
@@ -51,6 +51,10 @@ pub struct ConfigLoader {
     last: Constant<Bits<8>>,
     index: DFF<Bits<8>>,
     finished: DFF<Bit>,
+    o_write: DFF<Bit>,
+    o_address: DFF<Bits<8>>,
+    o_data: DFF<Bits<32>>,
+    o_done: DFF<Bit>,
 }
 
 impl ConfigLoader {
@@ -74,6 +78,10 @@ impl ConfigLoader {
             last: Constant::new(((writes.len() - 1) as u64).into()),
             index: Default::default(),
             finished: Default::default(),
+            o_write: Default::default(),
+            o_address: Default::default(),
+            o_data: Default::default(),
+            o_done: Default::default(),
         }
     }
 }
@@ -81,12 +89,18 @@ impl ConfigLoader {
 impl Logic for ConfigLoader {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, index, finished);
+        dff_setup!(self, clock, index, finished, o_write, o_address, o_data, o_done);
+        // The bus is driven from registers (the ROM's read is logic): a write a clock later
+        // than its ROM address, `done` after the last write.
         self.rom.address.next = self.index.q.val();
-        self.cfg_address.next = self.rom.data.val().get_bits::<8>(32);
-        self.cfg_data.next = self.rom.data.val().get_bits::<32>(0);
-        self.cfg_write.next = self.start.val() & !self.finished.q.val();
-        self.done.next = self.finished.q.val();
+        self.o_address.d.next = self.rom.data.val().get_bits::<8>(32);
+        self.o_data.d.next = self.rom.data.val().get_bits::<32>(0);
+        self.o_write.d.next = self.start.val() & !self.finished.q.val();
+        self.o_done.d.next = self.finished.q.val();
+        self.cfg_address.next = self.o_address.q.val();
+        self.cfg_data.next = self.o_data.q.val();
+        self.cfg_write.next = self.o_write.q.val();
+        self.done.next = self.o_done.q.val();
         if self.start.val() & !self.finished.q.val() {
             self.index.d.next = self.index.q.val() + 1;
             if self.index.q.val() == self.last.val() {
