@@ -26,7 +26,8 @@
 //!   check and the worker search is still running (at most n + 2 cycles after word 7).
 //! - Timing: the frame buffer is a block RAM with registered output, read latency 2.
 //! - The decision and the header words are handed over in a descriptor (`desc_*`), held until
-//!   `desc_done`; the next frame is received into the other half meanwhile. The parser takes
+//!   `desc_done` (a new one is loaded from the cycle after, so `desc_done` drives no load
+//!   enable); the next frame is received into the other half meanwhile. The parser takes
 //!   no word (`word_ready` low) only while a decided frame waits for the descriptor register.
 //! - Nothing here touches slot state: a malformed or truncated frame only yields a drop kind.
 //!
@@ -684,7 +685,7 @@ impl Logic for FrameParser {
                     self.cls.next = 13.into();
                 }
             }
-            if (!self.needs_rank.val() | self.s_done.q.val()) & (!self.d_valid.q.val() | self.desc_done.val()) {
+            if (!self.needs_rank.val() | self.s_done.q.val()) & !self.d_valid.q.val() {
                 self.d_valid.d.next = true;
                 self.d_kind.d.next = self.cls.val();
                 self.d_rank.d.next = self.s_rank.q.val();
