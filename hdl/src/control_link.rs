@@ -135,6 +135,8 @@ pub struct ControlLink {
     ridx: DFF<Bits<2>>,
     count_out: DFF<Bits<8>>,
     out_word: DFF<Bits<32>>,
+    shadow_q: DFF<Bits<32>>,
+    rd_hold: DFF<Bits<32>>,
     tx_crc: DFF<Bits<16>>,
     mac_hi: DFFWithInit<Bits<32>>,
     mac_lo: DFFWithInit<Bits<32>>,
@@ -238,6 +240,8 @@ impl ControlLink {
             ridx: Default::default(),
             count_out: Default::default(),
             out_word: Default::default(),
+            shadow_q: Default::default(),
+            rd_hold: Default::default(),
             tx_crc: Default::default(),
             mac_hi: w32(j[0]),
             mac_lo: w32(j[1]),
@@ -290,7 +294,7 @@ impl Logic for ControlLink {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, crc_hi, cidx, status, quiet, phase,
-            ridx, count_out, out_word, tx_crc, mac_hi, mac_lo, ip, n, size, slots_s, enabled, uptime, snap_idx,
+            ridx, count_out, out_word, shadow_q, rd_hold, tx_crc, mac_hi, mac_lo, ip, n, size, slots_s, enabled, uptime, snap_idx,
             snap_wait, snap_late
         );
         clock!(self, clock, rx, tx, buffer, shadow);
@@ -378,7 +382,7 @@ impl Logic for ControlLink {
                 }
             },
             2 => {
-                self.rd_value.next = self.shadow.read_data.val();
+                self.rd_value.next = self.shadow_q.q.val();
             }
             3 => {
                 self.rd_value.next = (self.link_state.val() >> (bit_cast::<32, 8>(self.rd_off.val()) << 3)) & 0xff;
@@ -399,6 +403,13 @@ impl Logic for ControlLink {
                 }
             },
         }
+
+        // Timing (135 MHz): the shadow RAM's output and the read mux each end at a register, so the
+        // response path starts from flip-flops. The read value lags the word index by three
+        // cycles (RAM, shadow_q, rd_hold); the transmitter uses a word's value only after a whole
+        // byte has gone out on the line since the index moved (at least 10 bit times).
+        self.shadow_q.d.next = self.shadow.read_data.val();
+        self.rd_hold.d.next = self.rd_value.val();
 
         // Does every register of the request exist for its access?
         self.last_addr.next = self.addr.q.val() + bit_cast::<16, 8>(self.count.q.val()) - 1;
@@ -470,7 +481,7 @@ impl Logic for ControlLink {
                 self.tx_send.next = true;
                 self.tx_in_crc.next = true;
                 if self.ridx.q.val() == 0 {
-                    self.tx_byte.next = bit_cast::<8, 32>(self.rd_value.val() >> 24);
+                    self.tx_byte.next = bit_cast::<8, 32>(self.rd_hold.q.val() >> 24);
                 } else {
                     self.tx_byte.next = bit_cast::<8, 32>(self.out_word.q.val() >> 24);
                 }
@@ -694,7 +705,7 @@ impl Logic for ControlLink {
                         }
                         1 => {
                             if self.ridx.q.val() == 0 {
-                                self.out_word.d.next = self.rd_value.val() << 8;
+                                self.out_word.d.next = self.rd_hold.q.val() << 8;
                             } else {
                                 self.out_word.d.next = self.out_word.q.val() << 8;
                             }
