@@ -102,16 +102,18 @@ pub struct ResultBuilder {
     k0: DFF<Bits<2>>,
     f0: DFF<Bits<5>>,
     l0: DFF<Bits<5>>,
-    n0: DFF<Bits<10>>,
+    e0: DFF<Bits<10>>,
     b0: DFF<Bits<3>>,
     k1: DFF<Bits<2>>,
     f1: DFF<Bits<5>>,
     l1: DFF<Bits<5>>,
-    n1: DFF<Bits<10>>,
+    e1: DFF<Bits<10>>,
     b1: DFF<Bits<3>>,
     state: DFF<TxState>,
     cur: DFF<Bits<5>>,
     w: DFF<Bits<10>>,
+    wend: DFF<Bit>,
+    more: DFF<Bit>,
     ck_base_a: DFF<Bits<20>>,
     ck_base_b: DFF<Bits<20>>,
     ck_base: DFF<Bits<20>>,
@@ -151,7 +153,7 @@ pub struct ResultBuilder {
     data4: DFF<Bits<32>>,
     kind: Signal<Local, Bits<2>>,
     last_rank: Signal<Local, Bits<5>>,
-    nwords: Signal<Local, Bits<10>>,
+    last_word: Signal<Local, Bits<10>>,
     last_bytes: Signal<Local, Bits<3>>,
     go: Signal<Local, Bit>,
     issue: Signal<Local, Bit>,
@@ -211,16 +213,18 @@ impl ResultBuilder {
             k0: Default::default(),
             f0: Default::default(),
             l0: Default::default(),
-            n0: Default::default(),
+            e0: Default::default(),
             b0: Default::default(),
             k1: Default::default(),
             f1: Default::default(),
             l1: Default::default(),
-            n1: Default::default(),
+            e1: Default::default(),
             b1: Default::default(),
             state: Default::default(),
             cur: Default::default(),
             w: Default::default(),
+            wend: Default::default(),
+            more: Default::default(),
             ck_base_a: Default::default(),
             ck_base_b: Default::default(),
             ck_base: Default::default(),
@@ -260,7 +264,7 @@ impl ResultBuilder {
             data4: Default::default(),
             kind: Default::default(),
             last_rank: Default::default(),
-            nwords: Default::default(),
+            last_word: Default::default(),
             last_bytes: Default::default(),
             go: Default::default(),
             issue: Default::default(),
@@ -275,10 +279,10 @@ impl Logic for ResultBuilder {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, full0, full1, lhalf, shalf, k0, f0, l0, n0, b0, k1, f1, l1, n1, b1, state, cur, w, ck_base_a,
-            ck_base_b, ck_base, hold_hdr, hold_wt, v1, hdr1, last1, bytes1, patch1, end1, half1, v2, hdr2, last2,
-            bytes2, patch2, end2, half2, hword2, mac_hi2, mac_lo2, ip2, sum2, v3, last3, bytes3, patch3, raw3, mac_hi3,
-            mac_lo3, ip3, fold3, v4, last4, bytes4, data4
+            self, clock, full0, full1, lhalf, shalf, k0, f0, l0, e0, b0, k1, f1, l1, e1, b1, state, cur, w, wend, more,
+            ck_base_a, ck_base_b, ck_base, hold_hdr, hold_wt, v1, hdr1, last1, bytes1, patch1, end1, half1, v2, hdr2,
+            last2, bytes2, patch2, end2, half2, hword2, mac_hi2, mac_lo2, ip2, sum2, v3, last3, bytes3, patch3, raw3,
+            mac_hi3, mac_lo3, ip3, fold3, v4, last4, bytes4, data4
         );
         clock!(self, clock, tx_buf, hdr_buf, wt_ip, wt_mac_hi, wt_mac_lo);
         self.hdr_buf.write_address.next = self.hdr_write_address.val();
@@ -319,12 +323,12 @@ impl Logic for ResultBuilder {
         if self.shalf.q.val() {
             self.kind.next = self.k1.q.val();
             self.last_rank.next = self.l1.q.val();
-            self.nwords.next = self.n1.q.val();
+            self.last_word.next = self.e1.q.val();
             self.last_bytes.next = self.b1.q.val();
         } else {
             self.kind.next = self.k0.q.val();
             self.last_rank.next = self.l0.q.val();
-            self.nwords.next = self.n0.q.val();
+            self.last_word.next = self.e0.q.val();
             self.last_bytes.next = self.b0.q.val();
         }
         // Output register and pipeline enable.
@@ -335,33 +339,41 @@ impl Logic for ResultBuilder {
         self.frame_sent.next = self.v4.q.val() & self.word_ready.val() & self.last4.q.val();
         self.go.next = !self.v4.q.val() | self.word_ready.val();
         self.issue.next = false;
+        // `wend`: `w` is the half's last word index; `more`: a result whose rank is not the last
+        // (another rank follows). Both registered one cycle ahead, so the issue decision is a few gates.
         match self.state.q.val() {
             TxState::Idle => {
                 self.w.d.next = 0.into();
+                self.wend.d.next = self.last_word.val() == 0;
                 if self.shalf.q.val() {
                     if self.full1.q.val() {
                         self.cur.d.next = self.f1.q.val();
+                        self.more.d.next = (self.k1.q.val() == 0) & (self.f1.q.val() != self.l1.q.val());
                         self.state.d.next = TxState::Send;
                     }
                 } else if self.full0.q.val() {
                     self.cur.d.next = self.f0.q.val();
+                    self.more.d.next = (self.k0.q.val() == 0) & (self.f0.q.val() != self.l0.q.val());
                     self.state.d.next = TxState::Send;
                 }
             }
             _ => {
                 if self.go.val() {
                     self.issue.next = true;
-                    if self.w.q.val() + 1 == self.nwords.val() {
+                    if self.wend.q.val() {
                         self.w.d.next = 0.into();
-                        if (self.kind.val() == 0) & (self.cur.q.val() != self.last_rank.val()) {
+                        self.wend.d.next = self.last_word.val() == 0;
+                        if self.more.q.val() {
                             // Next rank: its first word is issued next cycle.
                             self.cur.d.next = self.cur.q.val() + 1;
+                            self.more.d.next = self.cur.q.val() + 1 != self.last_rank.val();
                         } else {
                             self.shalf.d.next = !self.shalf.q.val();
                             self.state.d.next = TxState::Idle;
                         }
                     } else {
                         self.w.d.next = self.w.q.val() + 1;
+                        self.wend.d.next = self.w.q.val() + 1 == self.last_word.val();
                     }
                 }
             }
@@ -396,13 +408,12 @@ impl Logic for ResultBuilder {
             // Into stage 1.
             self.v1.d.next = self.issue.val();
             self.hdr1.d.next = self.w.q.val() < 13;
-            self.last1.d.next = self.w.q.val() + 1 == self.nwords.val();
+            self.last1.d.next = self.wend.q.val();
             self.bytes1.d.next = 4.into();
-            if self.w.q.val() + 1 == self.nwords.val() {
+            if self.wend.q.val() {
                 self.bytes1.d.next = self.last_bytes.val();
             }
-            self.end1.d.next = (self.w.q.val() + 1 == self.nwords.val())
-                & ((self.kind.val() != 0) | (self.cur.q.val() == self.last_rank.val()));
+            self.end1.d.next = self.wend.q.val() & !self.more.q.val();
             self.half1.d.next = self.shalf.q.val();
             self.patch1.d.next = 0.into();
             if self.kind.val() == 0 {
@@ -489,14 +500,14 @@ impl Logic for ResultBuilder {
                 self.k1.d.next = self.load_kind.val();
                 self.f1.d.next = self.load_first.val();
                 self.l1.d.next = self.load_last.val();
-                self.n1.d.next = self.load_nwords.val();
+                self.e1.d.next = self.load_nwords.val() - 1;
                 self.b1.d.next = self.load_last_bytes.val();
             } else {
                 self.full0.d.next = true;
                 self.k0.d.next = self.load_kind.val();
                 self.f0.d.next = self.load_first.val();
                 self.l0.d.next = self.load_last.val();
-                self.n0.d.next = self.load_nwords.val();
+                self.e0.d.next = self.load_nwords.val() - 1;
                 self.b0.d.next = self.load_last_bytes.val();
             }
             self.lhalf.d.next = !self.lhalf.q.val();
