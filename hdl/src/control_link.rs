@@ -30,7 +30,7 @@
 //! Counter snapshot: a read whose first register is the first counter (0x0200) takes a
 //! snapshot before it answers. The link raises `pause` (the core's owner holds the core's
 //! input at the next frame boundary), waits until `core_idle` has been high for a cycle with
-//! `pause` up, then copies every counter, one a cycle over the `counter_address` /
+//! `pause` up (sampled through a register: the core's `idle` is combinational), then copies every counter, one a cycle over the `counter_address` /
 //! `counter_data` port, into a shadow RAM, and drops `pause`. Since no frame enters or is in
 //! flight while the copy runs, the counters in the shadow all describe the same set of
 //! processed frames. Every read of the counter region answers from the shadow, so a
@@ -137,6 +137,7 @@ pub struct ControlLink {
     out_word: DFF<Bits<32>>,
     shadow_q: DFF<Bits<32>>,
     rd_hold: DFF<Bits<32>>,
+    idle_q: DFF<Bit>,
     tx_crc: DFF<Bits<16>>,
     mac_hi: DFFWithInit<Bits<32>>,
     mac_lo: DFFWithInit<Bits<32>>,
@@ -242,6 +243,7 @@ impl ControlLink {
             out_word: Default::default(),
             shadow_q: Default::default(),
             rd_hold: Default::default(),
+            idle_q: Default::default(),
             tx_crc: Default::default(),
             mac_hi: w32(j[0]),
             mac_lo: w32(j[1]),
@@ -294,7 +296,7 @@ impl Logic for ControlLink {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, crc_hi, cidx, status, quiet, phase,
-            ridx, count_out, out_word, shadow_q, rd_hold, tx_crc, mac_hi, mac_lo, ip, n, size, slots_s, enabled, uptime, snap_idx,
+            ridx, count_out, out_word, shadow_q, rd_hold, idle_q, tx_crc, mac_hi, mac_lo, ip, n, size, slots_s, enabled, uptime, snap_idx,
             snap_wait, snap_late
         );
         clock!(self, clock, rx, tx, buffer, shadow);
@@ -389,7 +391,7 @@ impl Logic for ControlLink {
             }
             _ => match self.rd_off.val().index() {
                 0 => {
-                    self.rd_value.next = bit_cast::<32, 1>(self.core_idle.val().into())
+                    self.rd_value.next = bit_cast::<32, 1>(self.idle_q.q.val().into())
                         | (bit_cast::<32, 1>(self.snap_late.q.val().into()) << 1);
                 }
                 1 => {
@@ -410,6 +412,7 @@ impl Logic for ControlLink {
         // byte has gone out on the line since the index moved (at least 10 bit times).
         self.shadow_q.d.next = self.shadow.read_data.val();
         self.rd_hold.d.next = self.rd_value.val();
+        self.idle_q.d.next = self.core_idle.val();
 
         // Does every register of the request exist for its access?
         self.last_addr.next = self.addr.q.val() + bit_cast::<16, 8>(self.count.q.val()) - 1;
@@ -664,8 +667,8 @@ impl Logic for ControlLink {
                 // Snapshot: hold the core's input; wait until nothing is in flight.
                 self.pause.next = true;
                 self.snap_wait.d.next = self.snap_wait.q.val() + 1;
-                if (self.snap_wait.q.val() >= 2) && (self.core_idle.val() || self.snap_wait.q.val().get_bit(16)) {
-                    self.snap_late.d.next = !self.core_idle.val();
+                if (self.snap_wait.q.val() >= 3) && (self.idle_q.q.val() || self.snap_wait.q.val().get_bit(16)) {
+                    self.snap_late.d.next = !self.idle_q.q.val();
                     self.state.d.next = 9.into();
                 }
             }
@@ -837,10 +840,11 @@ mod tests {
                 21
             ]
         );
-        // A read at 0x0200 takes a snapshot: pause up for the wait and the 21 copy cycles.
+        // A read at 0x0200 takes a snapshot: pause up for the wait (4 cycles: the idle input is
+        // sampled through a register) and the 21 copy cycles.
         let r = b.transact(&read_request(0x0200, 21));
         assert_eq!(r.words, (1000..1021).collect::<Vec<u32>>());
-        assert_eq!((b.snapshots, b.paused), (1, 3 + 21));
+        assert_eq!((b.snapshots, b.paused), (1, 4 + 21));
         // Reads further in the region answer from the same snapshot.
         let r = b.transact(&read_request(0x0210, 5));
         assert_eq!(r.words, (1016..1021).collect::<Vec<u32>>());
