@@ -138,6 +138,7 @@ pub struct ControlLink {
     shadow_q: DFF<Bits<32>>,
     rd_hold: DFF<Bits<32>>,
     idle_q: DFF<Bit>,
+    range_ok_q: DFF<Bit>,
     tx_crc: DFF<Bits<16>>,
     mac_hi: DFFWithInit<Bits<32>>,
     mac_lo: DFFWithInit<Bits<32>>,
@@ -244,6 +245,7 @@ impl ControlLink {
             shadow_q: Default::default(),
             rd_hold: Default::default(),
             idle_q: Default::default(),
+            range_ok_q: Default::default(),
             tx_crc: Default::default(),
             mac_hi: w32(j[0]),
             mac_lo: w32(j[1]),
@@ -296,8 +298,8 @@ impl Logic for ControlLink {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, crc_hi, cidx, status, quiet, phase,
-            ridx, count_out, out_word, shadow_q, rd_hold, idle_q, tx_crc, mac_hi, mac_lo, ip, n, size, slots_s, enabled, uptime, snap_idx,
-            snap_wait, snap_late
+            ridx, count_out, out_word, shadow_q, rd_hold, idle_q, range_ok_q, tx_crc, mac_hi, mac_lo, ip, n, size,
+            slots_s, enabled, uptime, snap_idx, snap_wait, snap_late
         );
         clock!(self, clock, rx, tx, buffer, shadow);
         self.rx.line.next = self.uart_rx.val();
@@ -442,6 +444,9 @@ impl Logic for ControlLink {
                     (bit_cast::<8, 16>(self.last_addr.val()) <= 6) || (bit_cast::<8, 16>(self.addr.q.val()) >= 0x80);
             }
         }
+
+        // Registered: the address and count are complete two bytes (the CRC) before it is used.
+        self.range_ok_q.d.next = self.range_ok.val();
 
         // Defaults.
         self.cfg_write.next = false;
@@ -588,7 +593,7 @@ impl Logic for ControlLink {
                         {
                             self.status.d.next = 1.into();
                             self.state.d.next = 7.into();
-                        } else if !self.range_ok.val() {
+                        } else if !self.range_ok_q.q.val() {
                             self.status.d.next = 3.into();
                             self.state.d.next = 7.into();
                         } else if self.op.q.val() == 2 {
