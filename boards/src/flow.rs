@@ -210,6 +210,27 @@ impl Toolchain {
         if let Some(t) = Toolchain::find(venv) {
             return Ok(t);
         }
+        // One installer at a time (parallel tests, several `spotagg build`s): an exclusive lock
+        // on a file beside the environment, held until this function returns; whoever waited
+        // finds the tools installed.
+        let lock_path = venv.with_extension("lock");
+        let lock_error = |e: std::io::Error| FlowError::Install {
+            command: format!("lock {}", lock_path.display()),
+            detail: e.to_string(),
+        };
+        if let Some(parent) = lock_path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(lock_error)?;
+        }
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(lock_error)?;
+        lock.lock().map_err(lock_error)?;
+        if let Some(t) = Toolchain::find(venv) {
+            return Ok(t);
+        }
         let python = venv.join("bin").join("python3");
         if !python.is_file() {
             run_install(Command::new("python3").arg("-m").arg("venv").arg(venv))?;
