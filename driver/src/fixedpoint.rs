@@ -249,7 +249,7 @@ fn quantize_generic(src: &[f32], f: f64, dst: &mut [i32]) {
 /// Quantizes `src` into a SwitchML payload (int32 big-endian); elements of `dst` beyond
 /// `src.len()` are zero (the padding of a last, short chunk).
 pub fn quantize_be(src: &[f32], scale: &Scale, dst: &mut [u8]) {
-    assert!(dst.len() % 4 == 0 && dst.len() / 4 >= src.len(), "quantize_be: payload too small");
+    assert!(dst.len().is_multiple_of(4) && dst.len() / 4 >= src.len(), "quantize_be: payload too small");
     let (head, tail) = dst.split_at_mut(src.len() * 4);
     quantize_be_raw(src, scale.factor, head);
     tail.fill(0);

@@ -66,7 +66,7 @@ impl FromStr for MacAddr {
     type Err = ParseMacError;
     fn from_str(s: &str) -> core::result::Result<Self, Self::Err> {
         let mut a = [0u8; 6];
-        let mut parts = s.split(|c| c == ':' || c == '-');
+        let mut parts = s.split([':', '-']);
         for byte in &mut a {
             let p = parts.next().ok_or(ParseMacError)?;
             if p.len() != 2 {
