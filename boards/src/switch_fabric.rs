@@ -76,11 +76,11 @@ pub struct SwitchFabric {
     pub eth1_tx_er: Signal<Out, Bit>,
     /// Core counter index.
     pub counter_address: Signal<In, Bits<5>>,
-    /// Core counter value.
+    /// Core counter value: the counter `counter_address` named one cycle earlier (registered).
     pub counter_data: Signal<Out, Bits<32>>,
     /// Port counter index.
     pub port_counter_address: Signal<In, Bits<4>>,
-    /// Port counter value.
+    /// Port counter value: the counter `port_counter_address` named one cycle earlier.
     pub port_counter_data: Signal<Out, Bits<32>>,
     /// Configuration write from a control link (taken once the loader is done).
     pub cfg_write: Signal<In, Bit>,
@@ -110,6 +110,13 @@ pub struct SwitchFabric {
     mac_lo: DFFWithInit<Bits<32>>,
     switch_mac: Signal<Local, Bits<48>>,
     in_frame: DFF<Bit>,
+    cfg_write_q: DFF<Bit>,
+    cfg_address_q: DFF<Bits<8>>,
+    cfg_data_q: DFF<Bits<32>>,
+    done_q: DFF<Bit>,
+    counter_q: DFF<Bits<32>>,
+    port_counter_q: DFF<Bits<32>>,
+    port_counter: Signal<Local, Bits<32>>,
 }
 
 impl SwitchFabric {
@@ -166,6 +173,13 @@ impl SwitchFabric {
             mac_lo: DFFWithInit::new((mac & 0xffff_ffff).into()),
             switch_mac: Default::default(),
             in_frame: Default::default(),
+            cfg_write_q: Default::default(),
+            cfg_address_q: Default::default(),
+            cfg_data_q: Default::default(),
+            done_q: Default::default(),
+            counter_q: Default::default(),
+            port_counter_q: Default::default(),
+            port_counter: Default::default(),
         }
     }
 }
@@ -174,7 +188,19 @@ impl Logic for SwitchFabric {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(self, core_clock, rx_arbiter, router, dispatcher, loader, core, mac_table);
-        dff_setup!(self, core_clock, in_frame, mac_hi, mac_lo);
+        dff_setup!(
+            self,
+            core_clock,
+            in_frame,
+            mac_hi,
+            mac_lo,
+            cfg_write_q,
+            cfg_address_q,
+            cfg_data_q,
+            done_q,
+            counter_q,
+            port_counter_q
+        );
         // Ports.
         self.eth0.rx_clock.next = self.eth0_rx_clock.val();
         self.eth0.core_clock.next = self.core_clock.val();
@@ -205,7 +231,7 @@ impl Logic for SwitchFabric {
         self.eth1.rxq_ready.next = self.rx_arbiter.in1_ready.val();
         self.rx_arbiter.in0_fill.next = self.eth0.rxq_fill.val();
         self.rx_arbiter.in1_fill.next = self.eth1.rxq_fill.val();
-        self.router.enable.next = self.loader.done.val() & (self.in_frame.q.val() | !self.pause.val());
+        self.router.enable.next = self.done_q.q.val() & (self.in_frame.q.val() | !self.pause.val());
         if self.router.core_valid.val() & self.core.rx_ready.val() {
             self.in_frame.d.next = !self.router.core_last.val();
         }
@@ -233,22 +259,31 @@ impl Logic for SwitchFabric {
         self.core.rx_bytes.next = self.router.core_bytes.val();
         self.router.core_ready.next = self.core.rx_ready.val();
         self.loader.start.next = self.start.val();
-        self.core.cfg_write.next = self.loader.cfg_write.val() | (self.loader.done.val() & self.cfg_write.val());
-        self.core.cfg_address.next = self.loader.cfg_address.val();
-        self.core.cfg_data.next = self.loader.cfg_data.val();
+        // The configuration bus: the loader's or (once it is done) the link's, chosen into
+        // registers, so the core's decode starts from flip-flops (a write reaches the core a cycle
+        // after its master drives it; `configured` follows the loader's last write likewise).
+        self.cfg_write_q.d.next = self.loader.cfg_write.val() | (self.loader.done.val() & self.cfg_write.val());
+        self.cfg_address_q.d.next = self.loader.cfg_address.val();
+        self.cfg_data_q.d.next = self.loader.cfg_data.val();
         if self.loader.done.val() {
-            self.core.cfg_address.next = self.cfg_address.val();
-            self.core.cfg_data.next = self.cfg_data.val();
+            self.cfg_address_q.d.next = self.cfg_address.val();
+            self.cfg_data_q.d.next = self.cfg_data.val();
         }
+        self.done_q.d.next = self.loader.done.val();
+        self.core.cfg_write.next = self.cfg_write_q.q.val();
+        self.core.cfg_address.next = self.cfg_address_q.q.val();
+        self.core.cfg_data.next = self.cfg_data_q.q.val();
         if self.loader.done.val() & self.cfg_write.val() & (self.cfg_address.val() == 0) {
             self.mac_hi.d.next = self.cfg_data.val().get_bits::<16>(0);
         }
         if self.loader.done.val() & self.cfg_write.val() & (self.cfg_address.val() == 1) {
             self.mac_lo.d.next = self.cfg_data.val();
         }
-        self.configured.next = self.loader.done.val();
+        self.configured.next = self.done_q.q.val();
+        // Counter reads: the core's read is combinational; registered here, next to the core.
         self.core.counter_address.next = self.counter_address.val();
-        self.counter_data.next = self.core.counter_data.val();
+        self.counter_q.d.next = self.core.counter_data.val();
+        self.counter_data.next = self.counter_q.q.val();
         self.core_idle.next = self.core.idle.val();
         // Dispatch.
         self.dispatcher.in_valid.next = self.core.tx_valid.val();
@@ -267,24 +302,26 @@ impl Logic for SwitchFabric {
         self.eth1.res_enable.next = self.dispatcher.out1_enable.val();
         self.eth1.res_commit.next = self.dispatcher.out1_commit.val();
         self.dispatcher.out1_ready.next = self.eth1.res_ready.val();
-        // Port counters.
-        self.port_counter_data.next = 0.into();
+        // Port counters, registered like the core's.
+        self.port_counter_data.next = self.port_counter_q.q.val();
+        self.port_counter.next = 0.into();
         match self.port_counter_address.val().index() {
-            0 => self.port_counter_data.next = self.eth0.frames_good.val(),
-            1 => self.port_counter_data.next = self.eth0.frames_bad_fcs.val(),
-            2 => self.port_counter_data.next = self.eth0.frames_runt.val(),
-            3 => self.port_counter_data.next = self.eth0.frames_giant.val(),
-            4 => self.port_counter_data.next = self.eth0.frames_overflow.val(),
-            5 => self.port_counter_data.next = self.eth0.frames_sent.val(),
-            6 => self.port_counter_data.next = self.dispatcher.flooded.val(),
-            8 => self.port_counter_data.next = self.eth1.frames_good.val(),
-            9 => self.port_counter_data.next = self.eth1.frames_bad_fcs.val(),
-            10 => self.port_counter_data.next = self.eth1.frames_runt.val(),
-            11 => self.port_counter_data.next = self.eth1.frames_giant.val(),
-            12 => self.port_counter_data.next = self.eth1.frames_overflow.val(),
-            13 => self.port_counter_data.next = self.eth1.frames_sent.val(),
+            0 => self.port_counter.next = self.eth0.frames_good.val(),
+            1 => self.port_counter.next = self.eth0.frames_bad_fcs.val(),
+            2 => self.port_counter.next = self.eth0.frames_runt.val(),
+            3 => self.port_counter.next = self.eth0.frames_giant.val(),
+            4 => self.port_counter.next = self.eth0.frames_overflow.val(),
+            5 => self.port_counter.next = self.eth0.frames_sent.val(),
+            6 => self.port_counter.next = self.dispatcher.flooded.val(),
+            8 => self.port_counter.next = self.eth1.frames_good.val(),
+            9 => self.port_counter.next = self.eth1.frames_bad_fcs.val(),
+            10 => self.port_counter.next = self.eth1.frames_runt.val(),
+            11 => self.port_counter.next = self.eth1.frames_giant.val(),
+            12 => self.port_counter.next = self.eth1.frames_overflow.val(),
+            13 => self.port_counter.next = self.eth1.frames_sent.val(),
             _ => {}
         }
+        self.port_counter_q.d.next = self.port_counter.val();
     }
 }
 

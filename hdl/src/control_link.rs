@@ -23,15 +23,19 @@
 //! Bytes that arrive while a response is being sent are dropped.
 //!
 //! Timing: a write request is applied one register per clock cycle after its last CRC byte
-//! (the core sees ordinary `cfg_write` strobes, the same as `spotagg_sim::rtl::configure`);
-//! the response starts in the cycle after. A read samples each register just before its first
+//! (the core sees ordinary `cfg_write` strobes, the same as `spotagg_sim::rtl::configure`,
+//! driven straight from registers), the first three cycles after the cycle its last CRC byte
+//! arrives; the response starts in the cycle of the last write. A read samples each register just before its first
 //! byte is sent. `uptime` counts clock cycles from power-up.
 //!
 //! Counter snapshot: a read whose first register is the first counter (0x0200) takes a
 //! snapshot before it answers. The link raises `pause` (the core's owner holds the core's
 //! input at the next frame boundary), waits until `core_idle` has been high for a cycle with
-//! `pause` up (sampled through a register: the core's `idle` is combinational), then copies every counter, one a cycle over the `counter_address` /
-//! `counter_data` port, into a shadow RAM, and drops `pause`. Since no frame enters or is in
+//! `pause` up (sampled through a register: the core's `idle` is combinational; the owner may
+//! add one more, so the first sample used is from the third cycle of `pause`), then copies
+//! every counter, one a cycle over the `counter_address` / `counter_data` port (address from
+//! a register, data registered by the owner and again here, so a copy lands two cycles after
+//! its address), into a shadow RAM, and drops `pause`. `pause` comes from a register. Since no frame enters or is in
 //! flight while the copy runs, the counters in the shadow all describe the same set of
 //! processed frames. Every read of the counter region answers from the shadow, so a
 //! snapshot of more than [`MAX_COUNT`] counters is read with a request at 0x0200 followed by
@@ -103,9 +107,11 @@ pub struct ControlLink {
     pub cfg_data: Signal<Out, Bits<32>>,
     /// Counter index (0..32 the core's; the board's own counters above).
     pub counter_address: Signal<Out, Bits<6>>,
-    /// Counter value (combinational from `counter_address`).
+    /// Counter value: the counter `counter_address` named one cycle earlier (the owner
+    /// registers the core's combinational read, so no path runs from the link through the core
+    /// and back).
     pub counter_data: Signal<In, Bits<32>>,
-    /// The core has nothing in flight.
+    /// The core has nothing in flight (directly or through one register of the owner's).
     pub core_idle: Signal<In, Bit>,
     /// Hold the core's input at the next frame boundary (a counter snapshot is being taken).
     pub pause: Signal<Out, Bit>,
@@ -139,6 +145,15 @@ pub struct ControlLink {
     rd_hold: DFF<Bits<32>>,
     idle_q: DFF<Bit>,
     range_ok_q: DFF<Bit>,
+    pause_q: DFF<Bit>,
+    o_write: DFF<Bit>,
+    o_address: DFF<Bits<8>>,
+    o_data: DFF<Bits<32>>,
+    ctr_q: DFF<Bits<32>>,
+    ctr_we: DFF<Bits<2>>,
+    ctr_wa1: DFF<Bits<6>>,
+    ctr_wa2: DFF<Bits<6>>,
+    link_q: DFF<Bits<32>>,
     tx_crc: DFF<Bits<16>>,
     mac_hi: DFFWithInit<Bits<32>>,
     mac_lo: DFFWithInit<Bits<32>>,
@@ -176,6 +191,7 @@ pub struct ControlLink {
     divisor: Constant<Bits<32>>,
     counter_count: Constant<Bits<32>>,
     counter_last: Constant<Bits<8>>,
+    copy_end: Constant<Bits<8>>,
     timeout: Constant<Bits<24>>,
     max_count: Constant<Bits<8>>,
 }
@@ -246,6 +262,15 @@ impl ControlLink {
             rd_hold: Default::default(),
             idle_q: Default::default(),
             range_ok_q: Default::default(),
+            pause_q: Default::default(),
+            o_write: Default::default(),
+            o_address: Default::default(),
+            o_data: Default::default(),
+            ctr_q: Default::default(),
+            ctr_we: Default::default(),
+            ctr_wa1: Default::default(),
+            ctr_wa2: Default::default(),
+            link_q: Default::default(),
             tx_crc: Default::default(),
             mac_hi: w32(j[0]),
             mac_lo: w32(j[1]),
@@ -283,6 +308,7 @@ impl ControlLink {
             divisor: k32(u64::from(d)),
             counter_count: k32(counters as u64),
             counter_last: Constant::new(((counters - 1) as u64).into()),
+            copy_end: Constant::new(((counters + 1) as u64).into()),
             timeout: Constant::new((u64::from(FRAME_TIMEOUT_BITS) * u64::from(d)).into()),
             max_count: Constant::new(u64::from(MAX_COUNT).into()),
         }
@@ -298,7 +324,8 @@ impl Logic for ControlLink {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, crc_hi, cidx, status, quiet, phase,
-            ridx, count_out, out_word, shadow_q, rd_hold, idle_q, range_ok_q, tx_crc, mac_hi, mac_lo, ip, n, size,
+            ridx, count_out, out_word, shadow_q, rd_hold, idle_q, range_ok_q, tx_crc, pause_q, o_write, o_address,
+            o_data, ctr_q, ctr_we, ctr_wa1, ctr_wa2, link_q, mac_hi, mac_lo, ip, n, size,
             slots_s, enabled, uptime, snap_idx, snap_wait, snap_late
         );
         clock!(self, clock, rx, tx, buffer, shadow);
@@ -319,12 +346,24 @@ impl Logic for ControlLink {
         self.rd_addr.next = self.addr.q.val() + bit_cast::<16, 8>(self.word.q.val());
         self.rd_region.next = bit_cast::<8, 16>(self.rd_addr.val() >> 8);
         self.rd_off.next = bit_cast::<8, 16>(self.rd_addr.val());
+        // Counter copy pipeline: counter_address (snap_idx, a register) → the owner's register
+        // → ctr_q → the shadow RAM, two cycles after the address.
         self.counter_address.next = bit_cast::<6, 8>(self.snap_idx.q.val());
+        self.ctr_q.d.next = self.counter_data.val();
+        self.ctr_wa1.d.next = bit_cast::<6, 8>(self.snap_idx.q.val());
+        self.ctr_wa2.d.next = self.ctr_wa1.q.val();
+        self.ctr_we.d.next = self.ctr_we.q.val() << 1;
         self.shadow.read_address.next = bit_cast::<6, 8>(self.rd_off.val());
-        self.shadow.write_address.next = bit_cast::<6, 8>(self.snap_idx.q.val());
-        self.shadow.write_data.next = self.counter_data.val();
-        self.shadow.write_enable.next = false;
-        self.pause.next = false;
+        self.shadow.write_address.next = self.ctr_wa2.q.val();
+        self.shadow.write_data.next = self.ctr_q.q.val();
+        self.shadow.write_enable.next = self.ctr_we.q.val().get_bit(1);
+        self.pause.next = self.pause_q.q.val();
+        self.link_q.d.next = self.link_state.val();
+        // The configuration bus from registers: a write leaves a cycle after its word is read.
+        self.o_write.d.next = false;
+        self.cfg_write.next = self.o_write.q.val();
+        self.cfg_address.next = self.o_address.q.val();
+        self.cfg_data.next = self.o_data.q.val();
         self.rd_value.next = 0.into();
         match self.rd_region.val().index() {
             0 => match self.rd_off.val().index() {
@@ -389,7 +428,7 @@ impl Logic for ControlLink {
                 self.rd_value.next = self.shadow_q.q.val();
             }
             3 => {
-                self.rd_value.next = (self.link_state.val() >> (bit_cast::<32, 8>(self.rd_off.val()) << 3)) & 0xff;
+                self.rd_value.next = (self.link_q.q.val() >> (bit_cast::<32, 8>(self.rd_off.val()) << 3)) & 0xff;
             }
             _ => match self.rd_off.val().index() {
                 0 => {
@@ -449,9 +488,6 @@ impl Logic for ControlLink {
         self.range_ok_q.d.next = self.range_ok.val();
 
         // Defaults.
-        self.cfg_write.next = false;
-        self.cfg_address.next = bit_cast::<8, 16>(self.rd_addr.val());
-        self.cfg_data.next = self.buffer.read_data.val();
         self.buffer.read_address.next = bit_cast::<5, 8>(self.word.q.val() + 1);
         self.buffer.write_address.next = bit_cast::<5, 8>(self.word.q.val());
         self.buffer.write_data.next = self.asm_next.val();
@@ -603,6 +639,7 @@ impl Logic for ControlLink {
                             self.status.d.next = 0.into();
                             self.snap_idx.d.next = 0.into();
                             self.snap_wait.d.next = 0.into();
+                            self.pause_q.d.next = true;
                             self.state.d.next = 8.into();
                         } else {
                             self.status.d.next = 0.into();
@@ -634,7 +671,9 @@ impl Logic for ControlLink {
             }
             6 => {
                 // One register per cycle: word w's data is on the buffer's read port.
-                self.cfg_write.next = true;
+                self.o_write.d.next = true;
+                self.o_address.d.next = self.rd_off.val();
+                self.o_data.d.next = self.buffer.read_data.val();
                 if self.rd_off.val() <= 5 {
                     self.enabled.d.next = false;
                 }
@@ -670,19 +709,22 @@ impl Logic for ControlLink {
             }
             8 => {
                 // Snapshot: hold the core's input; wait until nothing is in flight.
-                self.pause.next = true;
                 self.snap_wait.d.next = self.snap_wait.q.val() + 1;
-                if (self.snap_wait.q.val() >= 3) && (self.idle_q.q.val() || self.snap_wait.q.val().get_bit(16)) {
+                if (self.snap_wait.q.val() >= 4) && (self.idle_q.q.val() || self.snap_wait.q.val().get_bit(16)) {
                     self.snap_late.d.next = !self.idle_q.q.val();
                     self.state.d.next = 9.into();
                 }
             }
             9 => {
-                // Copy counter snap_idx into the shadow, one a cycle.
-                self.pause.next = true;
-                self.shadow.write_enable.next = true;
+                // Copy counter snap_idx into the shadow, one a cycle; the copy of counter i is
+                // written two cycles after its address, so the state ends two cycles after the
+                // last address.
                 self.snap_idx.d.next = self.snap_idx.q.val() + 1;
-                if self.snap_idx.q.val() == self.counter_last.val() {
+                if self.snap_idx.q.val() <= self.counter_last.val() {
+                    self.ctr_we.d.next = (self.ctr_we.q.val() << 1) | 1;
+                }
+                if self.snap_idx.q.val() == self.copy_end.val() {
+                    self.pause_q.d.next = false;
                     self.count_out.d.next = self.count.q.val();
                     self.state.d.next = 7.into();
                 }
@@ -754,6 +796,7 @@ mod tests {
         paused: u64,
         was_paused: bool,
         snapshots: u64,
+        counter_reg: u64,
     }
 
     impl Bench {
@@ -778,19 +821,18 @@ mod tests {
                 paused: 0,
                 was_paused: false,
                 snapshots: 0,
+                counter_reg: 0,
             }
         }
         fn cycle(&mut self) -> Option<u8> {
             self.uut.uart_rx.next = self.line.drive();
             settle(&mut self.uut);
-            // A fake core: counter i reads 1000 + i + 100 * (number of cycles with `pause` up),
-            // so that a snapshot whose copy were not made in consecutive paused cycles shows.
+            // A fake core: counter i reads 1000 + i + 100 * (number of snapshots taken), through
+            // one register as the link's owner provides it.
             if self.uut.pause.val() {
                 self.paused += 1;
             }
-            self.uut.counter_data.next =
-                (1000 + self.uut.counter_address.val().index() as u64 + 100 * self.snapshots).into();
-            settle(&mut self.uut);
+            let next_reg = 1000 + self.uut.counter_address.val().index() as u64 + 100 * self.snapshots;
             if self.was_paused && !self.uut.pause.val() {
                 self.snapshots += 1;
             }
@@ -804,6 +846,8 @@ mod tests {
             let got = self.line.sample(self.uut.uart_tx.val());
             self.uut.clock.next = true.into();
             settle(&mut self.uut);
+            self.counter_reg = next_reg;
+            self.uut.counter_data.next = self.counter_reg.into();
             self.uut.clock.next = false.into();
             settle(&mut self.uut);
             self.cycles += 1;
@@ -845,11 +889,12 @@ mod tests {
                 21
             ]
         );
-        // A read at 0x0200 takes a snapshot: pause up for the wait (4 cycles: the idle input is
-        // sampled through a register) and the 21 copy cycles.
+        // A read at 0x0200 takes a snapshot: pause up for the wait (5 cycles: the idle input may
+        // come through a register of the owner's and is sampled through one of the link's) and
+        // the 21 copy cycles plus 2 (the counter port's two registers).
         let r = b.transact(&read_request(0x0200, 21));
         assert_eq!(r.words, (1000..1021).collect::<Vec<u32>>());
-        assert_eq!((b.snapshots, b.paused), (1, 4 + 21));
+        assert_eq!((b.snapshots, b.paused), (1, 5 + 21 + 2));
         // Reads further in the region answer from the same snapshot.
         let r = b.transact(&read_request(0x0210, 5));
         assert_eq!(r.words, (1016..1021).collect::<Vec<u32>>());

@@ -49,6 +49,7 @@ pub struct CoreWithControl<const D: usize> {
     core: Core<D>,
     link: ControlLink,
     in_frame: DFF<Bit>,
+    counter_q: DFF<Bits<32>>,
     hold: Signal<Local, Bit>,
 }
 
@@ -74,6 +75,7 @@ impl<const D: usize> CoreWithControl<D> {
             core: Core::new(config),
             link: ControlLink::new(&config, identity),
             in_frame: Default::default(),
+            counter_q: Default::default(),
             hold: Default::default(),
         }
     }
@@ -83,7 +85,7 @@ impl<const D: usize> Logic for CoreWithControl<D> {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(self, clock, core, link);
-        dff_setup!(self, clock, in_frame);
+        dff_setup!(self, clock, in_frame, counter_q);
         // Between frames, a snapshot holds the receive stream.
         self.hold.next = self.link.pause.val() & !self.in_frame.q.val();
         if self.rx_valid.val() & self.core.rx_ready.val() & !self.hold.val() {
@@ -108,7 +110,9 @@ impl<const D: usize> Logic for CoreWithControl<D> {
         self.core.cfg_address.next = self.link.cfg_address.val();
         self.core.cfg_data.next = self.link.cfg_data.val();
         self.core.counter_address.next = bit_cast::<5, 6>(self.link.counter_address.val());
-        self.link.counter_data.next = self.core.counter_data.val();
+        // The core's counter read is combinational: registered here, as the link expects.
+        self.counter_q.d.next = self.core.counter_data.val();
+        self.link.counter_data.next = self.counter_q.q.val();
     }
 }
 
