@@ -172,7 +172,8 @@ pub struct ControlLink {
     tx_x: Signal<Local, Bits<8>>,
     tx_x2: Signal<Local, Bits<8>>,
     tx_crc_next: Signal<Local, Bits<16>>,
-    rd_addr: Signal<Local, Bits<16>>,
+    rd_addr: DFF<Bits<16>>,
+    wr_off: DFF<Bits<8>>,
     rd_region: Signal<Local, Bits<8>>,
     rd_off: Signal<Local, Bits<8>>,
     rd_value: Signal<Local, Bits<32>>,
@@ -290,6 +291,7 @@ impl ControlLink {
             tx_x2: Default::default(),
             tx_crc_next: Default::default(),
             rd_addr: Default::default(),
+            wr_off: Default::default(),
             rd_region: Default::default(),
             rd_off: Default::default(),
             rd_value: Default::default(),
@@ -325,7 +327,7 @@ impl Logic for ControlLink {
         dff_setup!(
             self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, crc_hi, cidx, status, quiet, phase,
             ridx, count_out, out_word, shadow_q, rd_hold, idle_q, range_ok_q, tx_crc, pause_q, o_write, o_address,
-            o_data, ctr_q, ctr_we, ctr_wa1, ctr_wa2, link_q, mac_hi, mac_lo, ip, n, size,
+            o_data, ctr_q, ctr_we, ctr_wa1, ctr_wa2, link_q, rd_addr, wr_off, mac_hi, mac_lo, ip, n, size,
             slots_s, enabled, uptime, snap_idx, snap_wait, snap_late
         );
         clock!(self, clock, rx, tx, buffer, shadow);
@@ -342,10 +344,11 @@ impl Logic for ControlLink {
             ^ bit_cast::<16, 8>(self.rx_x2.val());
         self.asm_next.next = (self.assemble.q.val() << 8) | bit_cast::<32, 8>(self.rx.data.val());
 
-        // The register at addr + word, read combinationally.
-        self.rd_addr.next = self.addr.q.val() + bit_cast::<16, 8>(self.word.q.val());
-        self.rd_region.next = bit_cast::<8, 16>(self.rd_addr.val() >> 8);
-        self.rd_off.next = bit_cast::<8, 16>(self.rd_addr.val());
+        // The register at addr + word (the sum registered: it follows the word index a cycle
+        // late), read combinationally into rd_hold.
+        self.rd_addr.d.next = self.addr.q.val() + bit_cast::<16, 8>(self.word.q.val());
+        self.rd_region.next = bit_cast::<8, 16>(self.rd_addr.q.val() >> 8);
+        self.rd_off.next = bit_cast::<8, 16>(self.rd_addr.q.val());
         // Counter copy pipeline: counter_address (snap_idx, a register) → the owner's register
         // → ctr_q → the shadow RAM, two cycles after the address.
         self.counter_address.next = bit_cast::<6, 8>(self.snap_idx.q.val());
@@ -447,9 +450,9 @@ impl Logic for ControlLink {
             },
         }
 
-        // Timing (135 MHz): the shadow RAM's output and the read mux each end at a register, so the
-        // response path starts from flip-flops. The read value lags the word index by three
-        // cycles (RAM, shadow_q, rd_hold); the transmitter uses a word's value only after a whole
+        // Timing (135 MHz): the address sum, the shadow RAM's output and the read mux each end at
+        // a register, so the response path starts from flip-flops. The read value lags the word
+        // index by four cycles (rd_addr, RAM, shadow_q, rd_hold); the transmitter uses a word's value only after a whole
         // byte has gone out on the line since the index moved (at least 10 bit times).
         self.shadow_q.d.next = self.shadow.read_data.val();
         self.rd_hold.d.next = self.rd_value.val();
@@ -665,19 +668,22 @@ impl Logic for ControlLink {
                 }
             }
             5 => {
-                // Present buffer word 0.
+                // Present buffer word 0; the first register's offset (a request stays within one
+                // region, so the low byte does not carry).
                 self.buffer.read_address.next = 0.into();
+                self.wr_off.d.next = bit_cast::<8, 16>(self.addr.q.val());
                 self.state.d.next = 6.into();
             }
             6 => {
                 // One register per cycle: word w's data is on the buffer's read port.
                 self.o_write.d.next = true;
-                self.o_address.d.next = self.rd_off.val();
+                self.o_address.d.next = self.wr_off.q.val();
+                self.wr_off.d.next = self.wr_off.q.val() + 1;
                 self.o_data.d.next = self.buffer.read_data.val();
-                if self.rd_off.val() <= 5 {
+                if self.wr_off.q.val() <= 5 {
                     self.enabled.d.next = false;
                 }
-                match self.rd_off.val().index() {
+                match self.wr_off.q.val().index() {
                     0 => {
                         self.mac_hi.d.next = self.buffer.read_data.val() & 0xffff;
                     }
