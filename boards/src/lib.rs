@@ -22,6 +22,7 @@ pub mod result_dispatcher;
 pub mod rgmii;
 pub mod rx_classifier;
 pub mod rx_router;
+pub mod stream_slice;
 pub mod switch_fabric;
 pub mod top;
 

@@ -14,6 +14,10 @@
 //! the port counters, which are read as they are: quasi-static values for a control link that
 //! samples them twice).
 //!
+//! Timing: everything crossing into or out of the core meets a register on the fabric's side:
+//! the stream handshakes both ways through a [`StreamSlice`], the configuration bus, the
+//! counter values and `idle`.
+//!
 //! Guarantees: whole frames only, in per-port order; a frame with a bad FCS, a runt or a giant
 //! never reaches the core or the bridge; nothing is dropped for capacity as long as the core
 //! and the transmit ports keep up on average (the receive FIFOs absorb 8 KiB per port of
@@ -35,6 +39,7 @@ use crate::frame_arbiter::FrameArbiter;
 use crate::mac_table::MacTable;
 use crate::result_dispatcher::ResultDispatcher;
 use crate::rx_router::RxRouter;
+use crate::stream_slice::StreamSlice;
 use rust_hdl::prelude::*;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::{Core, CoreConfig};
@@ -92,7 +97,8 @@ pub struct SwitchFabric {
     pub pause: Signal<In, Bit>,
     /// The configuration is loaded.
     pub configured: Signal<Out, Bit>,
-    /// The core has nothing in flight.
+    /// Nothing in flight: the core idle, no frame begun on the way in, nothing held in the
+    /// register slices around the core (registered: a clock late).
     pub core_idle: Signal<Out, Bit>,
     /// The core takes the first word of a frame.
     pub merge_start: Signal<Out, Bit>,
@@ -106,6 +112,9 @@ pub struct SwitchFabric {
     dispatcher: ResultDispatcher,
     loader: ConfigLoader,
     core: Core<32>,
+    to_core: StreamSlice<37>,
+    from_core: StreamSlice<37>,
+    idle_q: DFF<Bit>,
     mac_hi: DFFWithInit<Bits<16>>,
     mac_lo: DFFWithInit<Bits<32>>,
     switch_mac: Signal<Local, Bits<48>>,
@@ -169,6 +178,9 @@ impl SwitchFabric {
             dispatcher: Default::default(),
             loader: ConfigLoader::new(job),
             core: Core::<32>::new(core),
+            to_core: Default::default(),
+            from_core: Default::default(),
+            idle_q: Default::default(),
             mac_hi: DFFWithInit::new((mac >> 32).into()),
             mac_lo: DFFWithInit::new((mac & 0xffff_ffff).into()),
             switch_mac: Default::default(),
@@ -187,7 +199,7 @@ impl SwitchFabric {
 impl Logic for SwitchFabric {
     #[hdl_gen]
     fn update(&mut self) {
-        clock!(self, core_clock, rx_arbiter, router, dispatcher, loader, core, mac_table);
+        clock!(self, core_clock, rx_arbiter, router, dispatcher, loader, core, mac_table, to_core, from_core);
         dff_setup!(
             self,
             core_clock,
@@ -199,7 +211,8 @@ impl Logic for SwitchFabric {
             cfg_data_q,
             done_q,
             counter_q,
-            port_counter_q
+            port_counter_q,
+            idle_q
         );
         // Ports.
         self.eth0.rx_clock.next = self.eth0_rx_clock.val();
@@ -232,7 +245,7 @@ impl Logic for SwitchFabric {
         self.rx_arbiter.in0_fill.next = self.eth0.rxq_fill.val();
         self.rx_arbiter.in1_fill.next = self.eth1.rxq_fill.val();
         self.router.enable.next = self.done_q.q.val() & (self.in_frame.q.val() | !self.pause.val());
-        if self.router.core_valid.val() & self.core.rx_ready.val() {
+        if self.router.core_valid.val() & self.to_core.in_ready.val() {
             self.in_frame.d.next = !self.router.core_last.val();
         }
         self.router.in_valid.next = self.rx_arbiter.out_valid.val();
@@ -252,12 +265,18 @@ impl Logic for SwitchFabric {
         self.mac_table.learn_port.next = self.router.learn_port.val();
         self.merge_start.next = self.router.merge_start.val();
         self.merge_port.next = self.router.merge_port.val();
-        // Core.
-        self.core.rx_valid.next = self.router.core_valid.val();
-        self.core.rx_data.next = self.router.core_data.val();
-        self.core.rx_last.next = self.router.core_last.val();
-        self.core.rx_bytes.next = self.router.core_bytes.val();
-        self.router.core_ready.next = self.core.rx_ready.val();
+        // Core, behind register slices both ways (its `rx_ready` and `tx_valid` are logic of its
+        // own state: they meet the router's and the dispatcher's logic only at registers).
+        self.to_core.in_valid.next = self.router.core_valid.val();
+        self.to_core.in_data.next = bit_cast::<37, 32>(self.router.core_data.val())
+            | (bit_cast::<37, 1>(self.router.core_last.val().into()) << 32)
+            | (bit_cast::<37, 4>(self.router.core_bytes.val()) << 33);
+        self.router.core_ready.next = self.to_core.in_ready.val();
+        self.core.rx_valid.next = self.to_core.out_valid.val();
+        self.core.rx_data.next = self.to_core.out_data.val().get_bits::<32>(0);
+        self.core.rx_last.next = self.to_core.out_data.val().get_bit(32);
+        self.core.rx_bytes.next = self.to_core.out_data.val().get_bits::<4>(33);
+        self.to_core.out_ready.next = self.core.rx_ready.val();
         self.loader.start.next = self.start.val();
         // The configuration bus: the loader's or (once it is done) the link's, chosen into
         // registers, so the core's decode starts from flip-flops (a write reaches the core a cycle
@@ -284,13 +303,23 @@ impl Logic for SwitchFabric {
         self.core.counter_address.next = self.counter_address.val();
         self.counter_q.d.next = self.core.counter_data.val();
         self.counter_data.next = self.counter_q.q.val();
-        self.core_idle.next = self.core.idle.val();
+        // Idle: the core, and no frame begun or held on the way in or out (registered).
+        self.idle_q.d.next = self.core.idle.val()
+            & !self.in_frame.q.val()
+            & self.to_core.empty.val()
+            & self.from_core.empty.val();
+        self.core_idle.next = self.idle_q.q.val();
         // Dispatch.
-        self.dispatcher.in_valid.next = self.core.tx_valid.val();
-        self.dispatcher.in_data.next = self.core.tx_data.val();
-        self.dispatcher.in_last.next = self.core.tx_last.val();
-        self.dispatcher.in_bytes.next = self.core.tx_bytes.val();
-        self.core.tx_ready.next = self.dispatcher.in_ready.val();
+        self.from_core.in_valid.next = self.core.tx_valid.val();
+        self.from_core.in_data.next = bit_cast::<37, 32>(self.core.tx_data.val())
+            | (bit_cast::<37, 1>(self.core.tx_last.val().into()) << 32)
+            | (bit_cast::<37, 4>(self.core.tx_bytes.val()) << 33);
+        self.core.tx_ready.next = self.from_core.in_ready.val();
+        self.dispatcher.in_valid.next = self.from_core.out_valid.val();
+        self.dispatcher.in_data.next = self.from_core.out_data.val().get_bits::<32>(0);
+        self.dispatcher.in_last.next = self.from_core.out_data.val().get_bit(32);
+        self.dispatcher.in_bytes.next = self.from_core.out_data.val().get_bits::<4>(33);
+        self.from_core.out_ready.next = self.dispatcher.in_ready.val();
         self.mac_table.lookup_mac.next = self.dispatcher.lookup_mac.val();
         self.dispatcher.lookup_hit.next = self.mac_table.lookup_hit.val();
         self.dispatcher.lookup_port.next = self.mac_table.lookup_port.val();
