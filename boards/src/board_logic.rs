@@ -96,7 +96,7 @@ pub struct BoardLogic {
     fabric: SwitchFabric,
     link: ControlLink,
     mdio: MdioMaster,
-    high_q: DFF<Bit>,
+    counter_q: DFF<Bits<32>>,
 }
 
 impl BoardLogic {
@@ -138,7 +138,7 @@ impl BoardLogic {
             fabric: SwitchFabric::new(core, job),
             link: ControlLink::with_board(&core, params.identity, usize::from(reg::BOARD_COUNTER_COUNT), Some(regs)),
             mdio: MdioMaster::new(params.mdc_half_period, params.phy_addresses),
-            high_q: Default::default(),
+            counter_q: Default::default(),
         }
     }
 }
@@ -147,7 +147,7 @@ impl Logic for BoardLogic {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(self, core_clock, link, mdio);
-        dff_setup!(self, core_clock, high_q);
+        dff_setup!(self, core_clock, counter_q);
         self.fabric.core_clock.next = self.core_clock.val();
         self.fabric.start.next = self.start.val();
         self.fabric.eth0_rx_clock.next = self.eth0_rx_clock.val();
@@ -178,14 +178,14 @@ impl Logic for BoardLogic {
         self.link.core_idle.next = self.fabric.core_idle.val();
         self.fabric.counter_address.next = bit_cast::<5, 6>(self.link.counter_address.val());
         self.fabric.port_counter_address.next = bit_cast::<4, 6>(self.link.counter_address.val());
-        // The fabric's counter values come a cycle after their address (registered): so does
-        // the choice between them.
-        self.high_q.d.next = self.link.counter_address.val().get_bit(5);
-        if self.high_q.q.val() {
-            self.link.counter_data.next = self.fabric.port_counter_data.val();
+        // The core's counter read is combinational: the value is registered on its way back
+        // (the link expects it a cycle after its address).
+        if self.link.counter_address.val().get_bit(5) {
+            self.counter_q.d.next = self.fabric.port_counter_data.val();
         } else {
-            self.link.counter_data.next = self.fabric.counter_data.val();
+            self.counter_q.d.next = self.fabric.counter_data.val();
         }
+        self.link.counter_data.next = self.counter_q.q.val();
         // MDIO.
         self.mdc.next = self.mdio.mdc.val();
         self.mdio_o.next = self.mdio.mdio_o.val();

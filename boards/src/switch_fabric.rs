@@ -15,8 +15,9 @@
 //! samples them twice).
 //!
 //! Timing: everything crossing into or out of the core meets a register on the fabric's side:
-//! the stream handshakes both ways through a [`StreamSlice`], the configuration bus, the
-//! counter values and `idle`.
+//! the stream handshakes both ways through a [`StreamSlice`], the configuration bus and `idle`.
+//! The counter ports stay combinational (a model reads them between clocks); the board logic
+//! registers what it reads.
 //!
 //! Guarantees: whole frames only, in per-port order; a frame with a bad FCS, a runt or a giant
 //! never reaches the core or the bridge; nothing is dropped for capacity as long as the core
@@ -81,11 +82,11 @@ pub struct SwitchFabric {
     pub eth1_tx_er: Signal<Out, Bit>,
     /// Core counter index.
     pub counter_address: Signal<In, Bits<5>>,
-    /// Core counter value: the counter `counter_address` named one cycle earlier (registered).
+    /// Core counter value (combinational, as the core's).
     pub counter_data: Signal<Out, Bits<32>>,
     /// Port counter index.
     pub port_counter_address: Signal<In, Bits<4>>,
-    /// Port counter value: the counter `port_counter_address` named one cycle earlier.
+    /// Port counter value (combinational).
     pub port_counter_data: Signal<Out, Bits<32>>,
     /// Configuration write from a control link (taken once the loader is done).
     pub cfg_write: Signal<In, Bit>,
@@ -123,9 +124,6 @@ pub struct SwitchFabric {
     cfg_address_q: DFF<Bits<8>>,
     cfg_data_q: DFF<Bits<32>>,
     done_q: DFF<Bit>,
-    counter_q: DFF<Bits<32>>,
-    port_counter_q: DFF<Bits<32>>,
-    port_counter: Signal<Local, Bits<32>>,
 }
 
 impl SwitchFabric {
@@ -189,9 +187,6 @@ impl SwitchFabric {
             cfg_address_q: Default::default(),
             cfg_data_q: Default::default(),
             done_q: Default::default(),
-            counter_q: Default::default(),
-            port_counter_q: Default::default(),
-            port_counter: Default::default(),
         }
     }
 }
@@ -210,8 +205,6 @@ impl Logic for SwitchFabric {
             cfg_address_q,
             cfg_data_q,
             done_q,
-            counter_q,
-            port_counter_q,
             idle_q
         );
         // Ports.
@@ -299,10 +292,8 @@ impl Logic for SwitchFabric {
             self.mac_lo.d.next = self.cfg_data.val();
         }
         self.configured.next = self.done_q.q.val();
-        // Counter reads: the core's read is combinational; registered here, next to the core.
         self.core.counter_address.next = self.counter_address.val();
-        self.counter_q.d.next = self.core.counter_data.val();
-        self.counter_data.next = self.counter_q.q.val();
+        self.counter_data.next = self.core.counter_data.val();
         // Idle: the core, and no frame begun or held on the way in or out (registered).
         self.idle_q.d.next = self.core.idle.val()
             & !self.in_frame.q.val()
@@ -331,26 +322,24 @@ impl Logic for SwitchFabric {
         self.eth1.res_enable.next = self.dispatcher.out1_enable.val();
         self.eth1.res_commit.next = self.dispatcher.out1_commit.val();
         self.dispatcher.out1_ready.next = self.eth1.res_ready.val();
-        // Port counters, registered like the core's.
-        self.port_counter_data.next = self.port_counter_q.q.val();
-        self.port_counter.next = 0.into();
+        // Port counters.
+        self.port_counter_data.next = 0.into();
         match self.port_counter_address.val().index() {
-            0 => self.port_counter.next = self.eth0.frames_good.val(),
-            1 => self.port_counter.next = self.eth0.frames_bad_fcs.val(),
-            2 => self.port_counter.next = self.eth0.frames_runt.val(),
-            3 => self.port_counter.next = self.eth0.frames_giant.val(),
-            4 => self.port_counter.next = self.eth0.frames_overflow.val(),
-            5 => self.port_counter.next = self.eth0.frames_sent.val(),
-            6 => self.port_counter.next = self.dispatcher.flooded.val(),
-            8 => self.port_counter.next = self.eth1.frames_good.val(),
-            9 => self.port_counter.next = self.eth1.frames_bad_fcs.val(),
-            10 => self.port_counter.next = self.eth1.frames_runt.val(),
-            11 => self.port_counter.next = self.eth1.frames_giant.val(),
-            12 => self.port_counter.next = self.eth1.frames_overflow.val(),
-            13 => self.port_counter.next = self.eth1.frames_sent.val(),
+            0 => self.port_counter_data.next = self.eth0.frames_good.val(),
+            1 => self.port_counter_data.next = self.eth0.frames_bad_fcs.val(),
+            2 => self.port_counter_data.next = self.eth0.frames_runt.val(),
+            3 => self.port_counter_data.next = self.eth0.frames_giant.val(),
+            4 => self.port_counter_data.next = self.eth0.frames_overflow.val(),
+            5 => self.port_counter_data.next = self.eth0.frames_sent.val(),
+            6 => self.port_counter_data.next = self.dispatcher.flooded.val(),
+            8 => self.port_counter_data.next = self.eth1.frames_good.val(),
+            9 => self.port_counter_data.next = self.eth1.frames_bad_fcs.val(),
+            10 => self.port_counter_data.next = self.eth1.frames_runt.val(),
+            11 => self.port_counter_data.next = self.eth1.frames_giant.val(),
+            12 => self.port_counter_data.next = self.eth1.frames_overflow.val(),
+            13 => self.port_counter_data.next = self.eth1.frames_sent.val(),
             _ => {}
         }
-        self.port_counter_q.d.next = self.port_counter.val();
     }
 }
 

@@ -100,16 +100,14 @@ impl Bench {
     }
 
     fn port_counter(&mut self, i: u64) -> u32 {
-        // The value comes a clock after its address (registered next to the core).
         self.m.set(self.id.port_counter_address, i);
-        self.edge();
+        self.m.eval();
         self.m.get(self.id.port_counter_data) as u32
     }
 
     fn core_counter(&mut self, i: u64) -> u32 {
-        // The value comes a clock after its address (registered next to the core).
         self.m.set(self.id.counter_address, i);
-        self.edge();
+        self.m.eval();
         self.m.get(self.id.counter_data) as u32
     }
 }
