@@ -129,6 +129,8 @@ pub struct ControlLink {
     op: DFF<Bits<8>>,
     addr: DFF<Bits<16>>,
     count: DFF<Bits<8>>,
+    count_m1: DFF<Bits<8>>,
+    quiet_over: DFF<Bit>,
     word: DFF<Bits<8>>,
     bidx: DFF<Bits<2>>,
     assemble: DFF<Bits<32>>,
@@ -177,7 +179,7 @@ pub struct ControlLink {
     rd_region: Signal<Local, Bits<8>>,
     rd_off: Signal<Local, Bits<8>>,
     rd_value: Signal<Local, Bits<32>>,
-    last_addr: Signal<Local, Bits<16>>,
+    last_addr: DFF<Bits<16>>,
     range_ok: Signal<Local, Bit>,
     asm_next: Signal<Local, Bits<32>>,
     magic: Constant<Bits<32>>,
@@ -194,6 +196,7 @@ pub struct ControlLink {
     counter_last: Constant<Bits<8>>,
     copy_end: Constant<Bits<8>>,
     timeout: Constant<Bits<24>>,
+    timeout_m1: Constant<Bits<24>>,
     max_count: Constant<Bits<8>>,
 }
 
@@ -247,6 +250,8 @@ impl ControlLink {
             op: Default::default(),
             addr: Default::default(),
             count: Default::default(),
+            count_m1: Default::default(),
+            quiet_over: Default::default(),
             word: Default::default(),
             bidx: Default::default(),
             assemble: Default::default(),
@@ -312,6 +317,7 @@ impl ControlLink {
             counter_last: Constant::new(((counters - 1) as u64).into()),
             copy_end: Constant::new(((counters + 1) as u64).into()),
             timeout: Constant::new((u64::from(FRAME_TIMEOUT_BITS) * u64::from(d)).into()),
+            timeout_m1: Constant::new((u64::from(FRAME_TIMEOUT_BITS) * u64::from(d) - 1).into()),
             max_count: Constant::new(u64::from(MAX_COUNT).into()),
         }
     }
@@ -327,7 +333,8 @@ impl Logic for ControlLink {
         dff_setup!(
             self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, crc_hi, cidx, status, quiet, phase,
             ridx, count_out, out_word, shadow_q, rd_hold, idle_q, range_ok_q, tx_crc, pause_q, o_write, o_address,
-            o_data, ctr_q, ctr_we, ctr_wa1, ctr_wa2, link_q, rd_addr, wr_off, mac_hi, mac_lo, ip, n, size,
+            o_data, ctr_q, ctr_we, ctr_wa1, ctr_wa2, link_q, rd_addr, wr_off, count_m1, quiet_over, last_addr,
+            mac_hi, mac_lo, ip, n, size,
             slots_s, enabled, uptime, snap_idx, snap_wait, snap_late
         );
         clock!(self, clock, rx, tx, buffer, shadow);
@@ -459,35 +466,36 @@ impl Logic for ControlLink {
         self.idle_q.d.next = self.core_idle.val();
 
         // Does every register of the request exist for its access?
-        self.last_addr.next = self.addr.q.val() + bit_cast::<16, 8>(self.count.q.val()) - 1;
+        self.last_addr.d.next = self.addr.q.val() + bit_cast::<16, 8>(self.count_m1.q.val());
         self.range_ok.next = false;
-        if (self.last_addr.val() >= self.addr.q.val()) && ((self.last_addr.val() >> 8) == (self.addr.q.val() >> 8)) {
+        if (self.last_addr.q.val() >= self.addr.q.val()) && ((self.last_addr.q.val() >> 8) == (self.addr.q.val() >> 8)) {
             if self.op.q.val() == 1 {
                 match bit_cast::<8, 16>(self.addr.q.val() >> 8).index() {
                     0 => {
-                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.val()) <= 10;
+                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 10;
                     }
                     1 => {
-                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.val()) <= 6;
+                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 6;
                     }
                     2 => {
-                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.val()) <= self.counter_last.val();
+                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= self.counter_last.val();
                     }
                     3 => {
-                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.val()) <= 3;
+                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 3;
                     }
                     4 => {
-                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.val()) <= 2;
+                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 2;
                     }
                     _ => {}
                 }
             } else if (self.addr.q.val() >> 8) == 1 {
                 self.range_ok.next =
-                    (bit_cast::<8, 16>(self.last_addr.val()) <= 6) || (bit_cast::<8, 16>(self.addr.q.val()) >= 0x80);
+                    (bit_cast::<8, 16>(self.last_addr.q.val()) <= 6) || (bit_cast::<8, 16>(self.addr.q.val()) >= 0x80);
             }
         }
 
-        // Registered: the address and count are complete two bytes (the CRC) before it is used.
+        // Registered, the last address too: the address and count are complete two bytes (the
+        // CRC) before the check is used.
         self.range_ok_q.d.next = self.range_ok.val();
 
         // Defaults.
@@ -500,10 +508,15 @@ impl Logic for ControlLink {
         self.tx_byte.next = 0.into();
         self.tx_send.next = false;
         self.tx_in_crc.next = false;
+        // quiet_over is quiet >= timeout, from a register: set a cycle ahead.
+        self.quiet_over.d.next = false;
         if self.rx.valid.val() || self.rx.frame_error.val() {
             self.quiet.d.next = 0.into();
-        } else if self.quiet.q.val() != 0xff_ffff {
-            self.quiet.d.next = self.quiet.q.val() + 1;
+        } else {
+            self.quiet_over.d.next = self.quiet.q.val() >= self.timeout_m1.val();
+            if self.quiet.q.val() != 0xff_ffff {
+                self.quiet.d.next = self.quiet.q.val() + 1;
+            }
         }
 
         // The response byte of the current position and its CRC (used in state 7).
@@ -573,6 +586,7 @@ impl Logic for ControlLink {
                         }
                         _ => {
                             self.count.d.next = self.rx.data.val();
+                            self.count_m1.d.next = self.rx.data.val() - 1;
                             self.word.d.next = 0.into();
                             self.bidx.d.next = 0.into();
                             self.cidx.d.next = false;
@@ -589,7 +603,7 @@ impl Logic for ControlLink {
                             }
                         }
                     }
-                } else if self.quiet.q.val() >= self.timeout.val() {
+                } else if self.quiet_over.q.val() {
                     self.status.d.next = 4.into();
                     self.count_out.d.next = 0.into();
                     self.phase.d.next = 0.into();
@@ -605,11 +619,11 @@ impl Logic for ControlLink {
                     if self.bidx.q.val() == 3 {
                         self.buffer.write_enable.next = true;
                         self.word.d.next = self.word.q.val() + 1;
-                        if self.word.q.val() + 1 == self.count.q.val() {
+                        if self.word.q.val() == self.count_m1.q.val() {
                             self.state.d.next = 3.into();
                         }
                     }
-                } else if self.quiet.q.val() >= self.timeout.val() {
+                } else if self.quiet_over.q.val() {
                     self.status.d.next = 4.into();
                     self.count_out.d.next = 0.into();
                     self.phase.d.next = 0.into();
@@ -650,7 +664,7 @@ impl Logic for ControlLink {
                             self.state.d.next = 7.into();
                         }
                     }
-                } else if self.quiet.q.val() >= self.timeout.val() {
+                } else if self.quiet_over.q.val() {
                     self.status.d.next = 4.into();
                     self.count_out.d.next = 0.into();
                     self.phase.d.next = 0.into();
@@ -660,7 +674,7 @@ impl Logic for ControlLink {
             }
             4 => {
                 // Skip an unparseable frame until the line is quiet; status already set.
-                if self.quiet.q.val() >= self.timeout.val() {
+                if self.quiet_over.q.val() {
                     self.count_out.d.next = 0.into();
                     self.phase.d.next = 0.into();
                     self.ridx.d.next = 0.into();
@@ -708,7 +722,7 @@ impl Logic for ControlLink {
                     _ => {}
                 }
                 self.word.d.next = self.word.q.val() + 1;
-                if self.word.q.val() + 1 == self.count.q.val() {
+                if self.word.q.val() == self.count_m1.q.val() {
                     self.word.d.next = 0.into();
                     self.state.d.next = 7.into();
                 }
@@ -767,7 +781,8 @@ impl Logic for ControlLink {
                             }
                             if self.ridx.q.val() == 3 {
                                 self.word.d.next = self.word.q.val() + 1;
-                                if self.word.q.val() + 1 == self.count_out.q.val() {
+                                // In phase 1 count_out is the request's count.
+                                if self.word.q.val() == self.count_m1.q.val() {
                                     self.phase.d.next = 2.into();
                                 }
                             }
