@@ -17,7 +17,8 @@
 //!   its read-modify-write (no second pass); a retransmission to a complete round copies the
 //!   stored values through the same pipeline (k + 6 cycles). ICMP echo replies copy the frame
 //!   body through it too.
-//! - Header buffer writes are registered (they land one cycle after the word is chosen); the
+//! - Header buffer writes are registered in two stages (they land two cycles after the word is
+//!   chosen; the result builder reads a header word many cycles after its load); the
 //!   reply checksums are computed from the descriptor in four registered steps, ready long
 //!   before the header word that carries them (word 6 at the earliest, 7 cycles after the
 //!   descriptor is loaded).
@@ -226,7 +227,15 @@ pub struct Aggregator {
     ck_ip: DFF<Bits<16>>,
     ck_i1: DFF<Bits<17>>,
     ck_icmp: DFF<Bits<16>>,
-    hdr_word: Signal<Local, Bits<32>>,
+    exw_enable: DFF<Bit>,
+    exw_data: DFF<Bits<32>>,
+    hdr_lo: Signal<Local, Bits<32>>,
+    hdr_hi: Signal<Local, Bits<32>>,
+    hw_lo: DFF<Bits<32>>,
+    hw_hi: DFF<Bits<32>>,
+    hw_sel_hi: DFF<Bit>,
+    hw_address2: DFF<Bits<5>>,
+    hw_enable2: DFF<Bit>,
     stop: Signal<Local, Bits<10>>,
     exp_new: Signal<Local, Bits<16>>,
     i4: Signal<Local, Bits<4>>,
@@ -350,7 +359,15 @@ impl Aggregator {
             ck_ip: Default::default(),
             ck_i1: Default::default(),
             ck_icmp: Default::default(),
-            hdr_word: Default::default(),
+            exw_enable: Default::default(),
+            exw_data: Default::default(),
+            hdr_lo: Default::default(),
+            hdr_hi: Default::default(),
+            hw_lo: Default::default(),
+            hw_hi: Default::default(),
+            hw_sel_hi: Default::default(),
+            hw_address2: Default::default(),
+            hw_enable2: Default::default(),
             stop: Default::default(),
             exp_new: Default::default(),
             i4: Default::default(),
@@ -397,7 +414,14 @@ impl Logic for Aggregator {
             ck_f1,
             ck_ip,
             ck_i1,
-            ck_icmp
+            ck_icmp,
+            exw_enable,
+            exw_data,
+            hw_lo,
+            hw_hi,
+            hw_sel_hi,
+            hw_address2,
+            hw_enable2
         );
         // Defaults.
         self.desc_done.next = false;
@@ -416,8 +440,11 @@ impl Logic for Aggregator {
         self.sm_write_enable.next = false;
         self.ex_read_address.next = bit_cast::<6, 15>(self.desc_slot.val());
         self.ex_write_address.next = bit_cast::<6, 15>(self.desc_slot.val());
-        self.ex_write_data.next = 0.into();
-        self.ex_write_enable.next = false;
+        // The exponent write is registered: it lands one edge after Commit, long before the
+        // next Decide reads the exponents (Commit, then Idle and Lookup at the least).
+        self.ex_write_data.next = self.exw_data.q.val();
+        self.ex_write_enable.next = self.exw_enable.q.val();
+        self.exw_enable.d.next = false;
         // The element pipeline: frame buffer data (2 cycles) delayed 3 more to meet the slot
         // memory data (5 cycles), then the registered lane adder: written 6 cycles after issue.
         self.inc1.d.next = self.buf_read_data.val();
@@ -473,21 +500,32 @@ impl Logic for Aggregator {
         // 32-bit `~` in the generated Verilog, which sets bit 16 (found by Verilator).
         self.ck_i1.d.next = bit_cast::<17, 32>((self.desc_h9.val() >> 16) ^ 0xffff) + 0xF7FF;
         self.ck_icmp.d.next = !(bit_cast::<16, 17>(self.ck_i1.q.val()) + bit_cast::<16, 17>(self.ck_i1.q.val() >> 16));
-        self.hdr_word.next = 0.into();
+        self.hdr_lo.next = 0.into();
+        self.hdr_hi.next = 0.into();
         self.stop.next = 0.into();
         self.exp_new.next = 0.into();
         // Header words are chosen by the low 4 bits of `i` only (they are written for i < 13).
         self.i4.next = bit_cast::<4, 10>(self.i.q.val());
         // Header words of the reply, word `i` (results: during the body pass, i < 13); the
         // header buffer write is registered (it lands one cycle later).
-        self.hdr_write_address.next = self.hw_address.q.val();
+        // Two register stages: words 0..7 and 8..12 of the reply chosen by i's low 3 bits
+        // (hw_lo, hw_hi), then one of them or the adder's output (hw_data, with the address
+        // and strobe delayed to match).
+        self.hdr_write_address.next = self.hw_address2.q.val();
         self.hdr_write_data.next = self.hw_data.q.val();
-        if self.hw_from_sum.q.val() {
-            self.hdr_write_data.next = self.hw_sum.q.val();
+        self.hdr_write_enable.next = self.hw_enable2.q.val();
+        self.hw_address2.d.next = self.hw_address.q.val();
+        self.hw_enable2.d.next = self.hw_enable.q.val();
+        self.hw_data.d.next = self.hw_lo.q.val();
+        if self.hw_sel_hi.q.val() {
+            self.hw_data.d.next = self.hw_hi.q.val();
         }
+        if self.hw_from_sum.q.val() {
+            self.hw_data.d.next = self.hw_sum.q.val();
+        }
+        self.hw_sel_hi.d.next = self.i4.val().get_bit(3);
         self.hw_sum.d.next = self.la_sum.val();
         self.hw_from_sum.d.next = false;
-        self.hdr_write_enable.next = self.hw_enable.q.val();
         self.hw_address.d.next = bit_cast::<5, 10>(self.i.q.val()) & 15;
         if self.tx_half.val() {
             self.hw_address.d.next = (bit_cast::<5, 10>(self.i.q.val()) & 15) | 16;
@@ -495,122 +533,129 @@ impl Logic for Aggregator {
         self.hw_enable.d.next = false;
         if self.reply.q.val() == 0 {
             self.stop.next = 12.into();
-            match self.i4.val().index() {
+            match self.i4.val().get_bits::<3>(0).index() {
                 0 => {
-                    self.hdr_word.next = 0.into();
+                    self.hdr_lo.next = 0.into();
                 }
                 1 => {
-                    self.hdr_word.next = bit_cast::<32, 16>(self.switch_mac_hi.val());
+                    self.hdr_lo.next = bit_cast::<32, 16>(self.switch_mac_hi.val());
                 }
                 2 => {
-                    self.hdr_word.next = self.switch_mac_lo.val();
+                    self.hdr_lo.next = self.switch_mac_lo.val();
                 }
                 3 => {
-                    self.hdr_word.next = 0x0800_4500.into();
+                    self.hdr_lo.next = 0x0800_4500.into();
                 }
                 4 => {
-                    self.hdr_word.next = self.len_ip.q.val() << 16;
+                    self.hdr_lo.next = self.len_ip.q.val() << 16;
                 }
                 5 => {
-                    self.hdr_word.next = 0x0000_4011.into();
+                    self.hdr_lo.next = 0x0000_4011.into();
                 }
                 6 => {
-                    self.hdr_word.next = self.switch_ip.val() >> 16;
-                }
-                7 => {
-                    self.hdr_word.next = self.switch_ip.val() << 16;
-                }
-                8 => {
-                    self.hdr_word.next = self.desc_h9.val() >> 16;
-                }
-                9 => {
-                    self.hdr_word.next = (self.desc_h8.val() << 16) | self.len_udp.q.val();
-                }
-                10 => {
-                    self.hdr_word.next = self.desc_h10.val() & 0xffff;
-                }
-                11 => {
-                    self.hdr_word.next = self.desc_h11.val();
+                    self.hdr_lo.next = self.switch_ip.val() >> 16;
                 }
                 _ => {
-                    self.hdr_word.next =
+                    self.hdr_lo.next = self.switch_ip.val() << 16;
+                }
+            }
+            match self.i4.val().get_bits::<3>(0).index() {
+                0 => {
+                    self.hdr_hi.next = self.desc_h9.val() >> 16;
+                }
+                1 => {
+                    self.hdr_hi.next = (self.desc_h8.val() << 16) | self.len_udp.q.val();
+                }
+                2 => {
+                    self.hdr_hi.next = self.desc_h10.val() & 0xffff;
+                }
+                3 => {
+                    self.hdr_hi.next = self.desc_h11.val();
+                }
+                _ => {
+                    self.hdr_hi.next =
                         (self.desc_h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exps_r.q.val());
                 }
             }
         } else if self.reply.q.val() == 1 {
             self.stop.next = 10.into();
-            match self.i4.val().index() {
+            match self.i4.val().get_bits::<3>(0).index() {
                 0 => {
-                    self.hdr_word.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+                    self.hdr_lo.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
                 }
                 1 => {
-                    self.hdr_word.next = (self.desc_h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                    self.hdr_lo.next = (self.desc_h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
                 }
                 2 => {
-                    self.hdr_word.next = self.switch_mac_lo.val();
+                    self.hdr_lo.next = self.switch_mac_lo.val();
                 }
                 3 => {
-                    self.hdr_word.next = 0x0806_0001.into();
+                    self.hdr_lo.next = 0x0806_0001.into();
                 }
                 4 => {
-                    self.hdr_word.next = 0x0800_0604.into();
+                    self.hdr_lo.next = 0x0800_0604.into();
                 }
                 5 => {
-                    self.hdr_word.next = 0x0002_0000 | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                    self.hdr_lo.next = 0x0002_0000 | bit_cast::<32, 16>(self.switch_mac_hi.val());
                 }
                 6 => {
-                    self.hdr_word.next = self.switch_mac_lo.val();
-                }
-                7 => {
-                    self.hdr_word.next = self.switch_ip.val();
-                }
-                8 => {
-                    self.hdr_word.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
-                }
-                9 => {
-                    self.hdr_word.next = (self.desc_h6.val() << 16) | (self.desc_h7.val() >> 16);
+                    self.hdr_lo.next = self.switch_mac_lo.val();
                 }
                 _ => {
-                    self.hdr_word.next = self.desc_h7.val() << 16;
+                    self.hdr_lo.next = self.switch_ip.val();
+                }
+            }
+            match self.i4.val().get_bits::<3>(0).index() {
+                0 => {
+                    self.hdr_hi.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+                }
+                1 => {
+                    self.hdr_hi.next = (self.desc_h6.val() << 16) | (self.desc_h7.val() >> 16);
+                }
+                _ => {
+                    self.hdr_hi.next = self.desc_h7.val() << 16;
                 }
             }
         } else {
             self.stop.next = 9.into();
-            match self.i4.val().index() {
+            match self.i4.val().get_bits::<3>(0).index() {
                 0 => {
-                    self.hdr_word.next = (self.desc_h1.val() << 16) | (self.desc_h2.val() >> 16);
+                    self.hdr_lo.next = (self.desc_h1.val() << 16) | (self.desc_h2.val() >> 16);
                 }
                 1 => {
-                    self.hdr_word.next = (self.desc_h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                    self.hdr_lo.next = (self.desc_h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
                 }
                 2 => {
-                    self.hdr_word.next = self.switch_mac_lo.val();
+                    self.hdr_lo.next = self.switch_mac_lo.val();
                 }
                 3 => {
-                    self.hdr_word.next = 0x0800_0000 | (self.desc_h3.val() & 0xffff);
+                    self.hdr_lo.next = 0x0800_0000 | (self.desc_h3.val() & 0xffff);
                 }
                 4 => {
-                    self.hdr_word.next = self.desc_h4.val();
+                    self.hdr_lo.next = self.desc_h4.val();
                 }
                 5 => {
-                    self.hdr_word.next = (self.desc_h5.val() & 0xffff_00ff_u64) | 0x4000;
+                    self.hdr_lo.next = (self.desc_h5.val() & 0xffff_00ff_u64) | 0x4000;
                 }
                 6 => {
-                    self.hdr_word.next = (bit_cast::<32, 16>(self.ck_ip.q.val()) << 16) | (self.switch_ip.val() >> 16);
-                }
-                7 => {
-                    self.hdr_word.next = (self.switch_ip.val() << 16) | (self.desc_h6.val() & 0xffff);
-                }
-                8 => {
-                    self.hdr_word.next = self.desc_h7.val() & 0xffff_0000_u64;
+                    self.hdr_lo.next = (bit_cast::<32, 16>(self.ck_ip.q.val()) << 16) | (self.switch_ip.val() >> 16);
                 }
                 _ => {
-                    self.hdr_word.next =
+                    self.hdr_lo.next = (self.switch_ip.val() << 16) | (self.desc_h6.val() & 0xffff);
+                }
+            }
+            match self.i4.val().get_bits::<3>(0).index() {
+                0 => {
+                    self.hdr_hi.next = self.desc_h7.val() & 0xffff_0000_u64;
+                }
+                _ => {
+                    self.hdr_hi.next =
                         (bit_cast::<32, 16>(self.ck_icmp.q.val()) << 16) | (self.desc_h9.val() & 0xffff);
                 }
             }
         }
-        self.hw_data.d.next = self.hdr_word.val();
+        self.hw_lo.d.next = self.hdr_lo.val();
+        self.hw_hi.d.next = self.hdr_hi.val();
         match self.state.q.val() {
             AggState::Idle => {
                 self.i.d.next = 0.into();
@@ -675,12 +720,12 @@ impl Logic for Aggregator {
                 if self.sb_new.val() {
                     self.sb_commit.next = true;
                     self.ev_bucket_index.next = 13.into();
-                    self.ex_write_enable.next = true;
+                    self.exw_enable.d.next = true;
                     if self.desc_set.val() {
-                        self.ex_write_data.next =
+                        self.exw_data.d.next =
                             (bit_cast::<32, 16>(self.exp_new.val()) << 16) | (self.ex_read_data.val() & 0xffff);
                     } else {
-                        self.ex_write_data.next =
+                        self.exw_data.d.next =
                             (self.ex_read_data.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exp_new.val());
                     }
                     self.first_r.d.next = self.sb_first.val();

@@ -15,7 +15,8 @@
 //!
 //! Timing: a write (`write` high at a rising edge) takes effect at that edge; the worker table
 //! lives in block RAMs of the parser and the result builder, which this block's `wt_*` outputs
-//! write in the same cycle. `clear` and `clear_counters` are one-cycle pulses after a control
+//! write one cycle later (they come from flip-flops, so the table's write port is driven from
+//! registers only). `clear` and `clear_counters` are one-cycle pulses after a control
 //! write.
 
 use rust_hdl::prelude::*;
@@ -67,6 +68,11 @@ pub struct ConfigRegisters {
     slots: DFF<Bits<16>>,
     clear_pulse: DFF<Bit>,
     clear_counters_pulse: DFF<Bit>,
+    wt_a: DFF<Bits<5>>,
+    wt_d: DFF<Bits<32>>,
+    wt_ip: DFF<Bit>,
+    wt_mhi: DFF<Bit>,
+    wt_mlo: DFF<Bit>,
     built_slots: Constant<Bits<16>>,
 }
 
@@ -100,6 +106,11 @@ impl ConfigRegisters {
             slots: Default::default(),
             clear_pulse: Default::default(),
             clear_counters_pulse: Default::default(),
+            wt_a: Default::default(),
+            wt_d: Default::default(),
+            wt_ip: Default::default(),
+            wt_mhi: Default::default(),
+            wt_mlo: Default::default(),
             built_slots: Constant::new((slots as u64).into()),
         }
     }
@@ -118,7 +129,12 @@ impl Logic for ConfigRegisters {
             size,
             slots,
             clear_pulse,
-            clear_counters_pulse
+            clear_counters_pulse,
+            wt_a,
+            wt_d,
+            wt_ip,
+            wt_mhi,
+            wt_mlo
         );
         self.switch_mac_hi.next = self.mac_hi.q.val();
         self.switch_mac_lo.next = self.mac_lo.q.val();
@@ -144,23 +160,28 @@ impl Logic for ConfigRegisters {
                 self.payload_words.next = 256.into();
             }
         }
-        self.wt_address.next = 0.into();
-        self.wt_data.next = self.data.val();
-        self.wt_write_ip.next = false;
-        self.wt_write_mac_hi.next = false;
-        self.wt_write_mac_lo.next = false;
+        self.wt_address.next = self.wt_a.q.val();
+        self.wt_data.next = self.wt_d.q.val();
+        self.wt_write_ip.next = self.wt_ip.q.val();
+        self.wt_write_mac_hi.next = self.wt_mhi.q.val();
+        self.wt_write_mac_lo.next = self.wt_mlo.q.val();
+        self.wt_a.d.next = 0.into();
+        self.wt_d.d.next = self.data.val();
+        self.wt_ip.d.next = false;
+        self.wt_mhi.d.next = false;
+        self.wt_mlo.d.next = false;
         if self.write.val() {
             if self.address.val().get_bit(7) {
-                self.wt_address.next = bit_cast::<5, 8>(self.address.val() >> 2);
+                self.wt_a.d.next = bit_cast::<5, 8>(self.address.val() >> 2);
                 match bit_cast::<2, 8>(self.address.val()).index() {
                     0 => {
-                        self.wt_write_ip.next = true;
+                        self.wt_ip.d.next = true;
                     }
                     1 => {
-                        self.wt_write_mac_hi.next = true;
+                        self.wt_mhi.d.next = true;
                     }
                     2 => {
-                        self.wt_write_mac_lo.next = true;
+                        self.wt_mlo.d.next = true;
                     }
                     _ => {}
                 }

@@ -18,7 +18,8 @@
 //! Guarantees: store and forward, so a frame is decided only once it is whole and slot state
 //! is touched only by valid contributions; three frames in flight (one being received, one
 //! being aggregated, one or two being sent); when a stage is full the core lowers `rx_ready`
-//! rather than dropping anything. `idle` is high when nothing is in flight.
+//! rather than dropping anything. `idle` is high when nothing is in flight; it comes from a
+//! flip-flop, so it follows the blocks' state one cycle late.
 //!
 //! Control: configuration writes on `cfg_*` (see `config_registers`), counters read
 //! combinationally on `counter_address`/`counter_data` (see `counters`).
@@ -87,6 +88,7 @@ pub struct Core<const D: usize> {
     aggregator: Aggregator,
     result_builder: ResultBuilder,
     counters: Counters,
+    idle_r: DFF<Bit>,
     _config: CoreConfig,
 }
 
@@ -127,6 +129,7 @@ impl<const D: usize> Core<D> {
             aggregator: Aggregator::new(config.max_elements()),
             result_builder: ResultBuilder::new(),
             counters: Default::default(),
+            idle_r: Default::default(),
             _config: config,
         }
     }
@@ -140,6 +143,7 @@ impl<const D: usize> Core<D> {
 impl<const D: usize> Logic for Core<D> {
     #[hdl_gen]
     fn update(&mut self) {
+        dff_setup!(self, clock, idle_r);
         clock!(
             self,
             clock,
@@ -282,7 +286,8 @@ impl<const D: usize> Logic for Core<D> {
         self.counters.frame_out.next = self.result_builder.frame_sent.val();
         self.counters.read_address.next = self.counter_address.val();
         self.counter_data.next = self.counters.read_data.val();
-        self.idle.next = !self.parser.busy.val()
+        self.idle.next = self.idle_r.q.val();
+        self.idle_r.d.next = !self.parser.busy.val()
             & self.aggregator.idle.val()
             & !self.result_builder.busy.val()
             & !self.scoreboard.clearing.val()

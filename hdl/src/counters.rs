@@ -84,6 +84,9 @@ pub struct Counters {
     c18: DFF<Bits<32>>,
     c19: DFF<Bits<32>>,
     c20: DFF<Bits<32>>,
+    group0: Signal<Local, Bits<32>>,
+    group1: Signal<Local, Bits<32>>,
+    group2: Signal<Local, Bits<32>>,
 }
 
 impl Logic for Counters {
@@ -217,72 +220,66 @@ impl Logic for Counters {
             self.c19.d.next = 0.into();
             self.c20.d.next = 0.into();
         }
-        self.read_data.next = 0.into();
-        match self.read_address.val().index() {
+        // The read mux in two levels: three 8:1 groups by the low address bits, then a 4:1
+        // by the high bits (addresses above 20 read 0).
+        self.group0.next = self.c0.q.val();
+        self.group1.next = self.c8.q.val();
+        self.group2.next = self.c16.q.val();
+        match self.read_address.val().get_bits::<3>(0).index() {
             0 => {
-                self.read_data.next = self.c0.q.val();
+                self.group0.next = self.c0.q.val();
+                self.group1.next = self.c8.q.val();
+                self.group2.next = self.c16.q.val();
             }
             1 => {
-                self.read_data.next = self.c1.q.val();
+                self.group0.next = self.c1.q.val();
+                self.group1.next = self.c9.q.val();
+                self.group2.next = self.c17.q.val();
             }
             2 => {
-                self.read_data.next = self.c2.q.val();
+                self.group0.next = self.c2.q.val();
+                self.group1.next = self.c10.q.val();
+                self.group2.next = self.c18.q.val();
             }
             3 => {
-                self.read_data.next = self.c3.q.val();
+                self.group0.next = self.c3.q.val();
+                self.group1.next = self.c11.q.val();
+                self.group2.next = self.c19.q.val();
             }
             4 => {
-                self.read_data.next = self.c4.q.val();
+                self.group0.next = self.c4.q.val();
+                self.group1.next = self.c12.q.val();
+                self.group2.next = self.c20.q.val();
             }
             5 => {
-                self.read_data.next = self.c5.q.val();
+                self.group0.next = self.c5.q.val();
+                self.group1.next = self.c13.q.val();
+                self.group2.next = 0.into();
             }
             6 => {
-                self.read_data.next = self.c6.q.val();
+                self.group0.next = self.c6.q.val();
+                self.group1.next = self.c14.q.val();
+                self.group2.next = 0.into();
             }
-            7 => {
-                self.read_data.next = self.c7.q.val();
+            _ => {
+                self.group0.next = self.c7.q.val();
+                self.group1.next = self.c15.q.val();
+                self.group2.next = 0.into();
             }
-            8 => {
-                self.read_data.next = self.c8.q.val();
+        }
+        match self.read_address.val().get_bits::<2>(3).index() {
+            0 => {
+                self.read_data.next = self.group0.val();
             }
-            9 => {
-                self.read_data.next = self.c9.q.val();
+            1 => {
+                self.read_data.next = self.group1.val();
             }
-            10 => {
-                self.read_data.next = self.c10.q.val();
+            2 => {
+                self.read_data.next = self.group2.val();
             }
-            11 => {
-                self.read_data.next = self.c11.q.val();
+            _ => {
+                self.read_data.next = 0.into();
             }
-            12 => {
-                self.read_data.next = self.c12.q.val();
-            }
-            13 => {
-                self.read_data.next = self.c13.q.val();
-            }
-            14 => {
-                self.read_data.next = self.c14.q.val();
-            }
-            15 => {
-                self.read_data.next = self.c15.q.val();
-            }
-            16 => {
-                self.read_data.next = self.c16.q.val();
-            }
-            17 => {
-                self.read_data.next = self.c17.q.val();
-            }
-            18 => {
-                self.read_data.next = self.c18.q.val();
-            }
-            19 => {
-                self.read_data.next = self.c19.q.val();
-            }
-            20 => {
-                self.read_data.next = self.c20.q.val();
-            }
-            _ => {}
         }
     }
 }

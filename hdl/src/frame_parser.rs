@@ -23,7 +23,8 @@
 //! - The decision is taken in the fourth cycle after the last word (every check is a registered
 //!   flag, the header checksum is summed, folded and verified in registered steps, then a priority
 //!   chain over flip-flops picks the reason), or later when the frame gets as far as the source
-//!   check and the worker search is still running (at most n + 2 cycles after word 7).
+//!   check and the worker search is still running (at most n + 3 cycles after word 7: an entry
+//!   is read, compared into a register, then acted on).
 //! - Timing: the frame buffer is a block RAM with registered output, read latency 2.
 //! - The decision and the header words are handed over in a descriptor (`desc_*`), held until
 //!   `desc_done` (a new one is loaded from the cycle after, so `desc_done` drives no load
@@ -189,6 +190,9 @@ pub struct FrameParser {
     s_found: DFF<Bit>,
     s_rank: DFF<Bits<5>>,
     s_done: DFF<Bit>,
+    s_chk: DFF<Bit>,
+    s_chk_idx: DFF<Bits<5>>,
+    s_hit: DFF<Bit>,
     d_valid: DFF<Bit>,
     d_kind: DFF<Bits<5>>,
     d_rank: DFF<Bits<5>>,
@@ -323,6 +327,9 @@ impl FrameParser {
             s_found: Default::default(),
             s_rank: Default::default(),
             s_done: Default::default(),
+            s_chk: Default::default(),
+            s_chk_idx: Default::default(),
+            s_hit: Default::default(),
             d_valid: Default::default(),
             d_kind: Default::default(),
             d_rank: Default::default(),
@@ -408,6 +415,9 @@ impl Logic for FrameParser {
             s_found,
             s_rank,
             s_done,
+            s_chk,
+            s_chk_idx,
+            s_hit,
             d_valid,
             d_kind,
             d_rank,
@@ -539,7 +549,6 @@ impl Logic for FrameParser {
         // (n - 1 and n = 0 registered from the configuration: a comparison, no adder before it).
         self.w_last.d.next = self.workers.val() - 1;
         self.w_zero.d.next = self.workers.val() == 0;
-        self.src_ip.next = 0.into();
         self.s_pend.d.next = false;
         if self.s_busy.q.val() {
             self.s_pend.d.next = true;
@@ -549,15 +558,20 @@ impl Logic for FrameParser {
                 self.s_busy.d.next = false;
             }
         }
-        if self.s_pend.q.val() {
-            self.src_ip.next = (self.h6.q.val() << 16) | (self.h7.q.val() >> 16);
-            if self.ip_table.read_data.val() == self.src_ip.val() {
+        // The entry read is compared into a register (s_hit), acted on one cycle later.
+        self.src_ip.next = (self.h6.q.val() << 16) | (self.h7.q.val() >> 16);
+        self.s_hit.d.next = self.ip_table.read_data.val() == self.src_ip.val();
+        self.s_chk.d.next = self.s_pend.q.val();
+        self.s_chk_idx.d.next = self.s_pend_idx.q.val();
+        if self.s_chk.q.val() {
+            if self.s_hit.q.val() {
                 self.s_found.d.next = true;
-                self.s_rank.d.next = self.s_pend_idx.q.val();
+                self.s_rank.d.next = self.s_chk_idx.q.val();
                 self.s_done.d.next = true;
                 self.s_busy.d.next = false;
                 self.s_pend.d.next = false;
-            } else if (bit_cast::<6, 5>(self.s_pend_idx.q.val()) >= self.w_last.q.val()) | self.w_zero.q.val() {
+                self.s_chk.d.next = false;
+            } else if (bit_cast::<6, 5>(self.s_chk_idx.q.val()) >= self.w_last.q.val()) | self.w_zero.q.val() {
                 self.s_done.d.next = true;
             }
         }
@@ -565,6 +579,7 @@ impl Logic for FrameParser {
             self.s_busy.d.next = true;
             self.s_next.d.next = 0.into();
             self.s_pend.d.next = false;
+            self.s_chk.d.next = false;
             self.s_found.d.next = false;
             self.s_done.d.next = false;
         }

@@ -98,6 +98,7 @@ pub struct ResultBuilder {
     full0: DFF<Bit>,
     full1: DFF<Bit>,
     lhalf: DFF<Bit>,
+    free: DFF<Bit>,
     shalf: DFF<Bit>,
     k0: DFF<Bits<2>>,
     f0: DFF<Bits<5>>,
@@ -209,6 +210,7 @@ impl ResultBuilder {
             full0: Default::default(),
             full1: Default::default(),
             lhalf: Default::default(),
+            free: Default::default(),
             shalf: Default::default(),
             k0: Default::default(),
             f0: Default::default(),
@@ -279,7 +281,7 @@ impl Logic for ResultBuilder {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, full0, full1, lhalf, shalf, k0, f0, l0, e0, b0, k1, f1, l1, e1, b1, state, cur, w, wend, more,
+            self, clock, full0, full1, lhalf, free, shalf, k0, f0, l0, e0, b0, k1, f1, l1, e1, b1, state, cur, w, wend, more,
             ck_base_a, ck_base_b, ck_base, hold_hdr, hold_wt, v1, hdr1, last1, bytes1, patch1, end1, half1, v2, hdr2,
             last2, bytes2, patch2, end2, half2, hword2, mac_hi2, mac_lo2, ip2, sum2, v3, last3, bytes3, patch3, raw3,
             mac_hi3, mac_lo3, ip3, fold3, v4, last4, bytes4, data4
@@ -302,10 +304,8 @@ impl Logic for ResultBuilder {
         self.wt_mac_lo.write_enable.next = self.wt_write_mac_lo.val();
         // Loading (aggregator side).
         self.load_half.next = self.lhalf.q.val();
-        self.load_free.next = !self.full0.q.val();
-        if self.lhalf.q.val() {
-            self.load_free.next = !self.full1.q.val();
-        }
+        // `load_free` from a flip-flop holding the next cycle's `!full[lhalf]` (set below).
+        self.load_free.next = self.free.q.val();
         self.busy.next = self.full0.q.val()
             | self.full1.q.val()
             | (self.state.q.val() != TxState::Idle)
@@ -511,6 +511,10 @@ impl Logic for ResultBuilder {
                 self.b0.d.next = self.load_last_bytes.val();
             }
             self.lhalf.d.next = !self.lhalf.q.val();
+        }
+        self.free.d.next = !self.full0.d.val();
+        if self.lhalf.d.val() {
+            self.free.d.next = !self.full1.d.val();
         }
     }
 }

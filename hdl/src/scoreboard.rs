@@ -7,7 +7,13 @@
 //! (`slot`, `set`) from flip-flops, and a `commit` pulse in that cycle writes the registered
 //! update (`seen[v].rank = 1`, `seen[1-v].rank = 0`, `count[v] = (count[v] + 1) mod n`), visible
 //! to the next lookup (`first` and `last` describe the contribution as if new; they matter only
-//! when `is_new`). `clear` zeroes every slot, one a cycle, with `clearing` high meanwhile.
+//! when `is_new`). The next `active` may come two cycles after the commit at the earliest.
+//!
+//! The RAM write itself is registered (a flip-flop to the LUT RAM write enable, nothing from
+//! the ports in between): it lands one rising edge after the commit, the same edge that reads
+//! the next lookup when `active` follows two cycles after the commit. That read returns the old
+//! word (read-first), so a registered hit (`bypass`: the write just landed at the address read)
+//! selects the written words instead. `clear` zeroes every slot, one a cycle, with `clearing` high meanwhile.
 //! Guarantees: nothing changes without `commit`; a duplicate is detected from the bitmap alone.
 
 use crate::block_ram::BlockRam;
@@ -59,6 +65,12 @@ pub struct Scoreboard {
     w_count: DFF<Bits<10>>,
     clr: DFF<Bit>,
     clr_idx: DFF<Bits<7>>,
+    w_slot: DFF<Bits<6>>,
+    w_pending: DFF<Bit>,
+    bypass: DFF<Bit>,
+    rd_seen0: Signal<Local, Bits<32>>,
+    rd_seen1: Signal<Local, Bits<32>>,
+    rd_count: Signal<Local, Bits<10>>,
 }
 
 impl Scoreboard {
@@ -95,6 +107,12 @@ impl Scoreboard {
             w_count: Default::default(),
             clr: Default::default(),
             clr_idx: Default::default(),
+            w_slot: Default::default(),
+            w_pending: Default::default(),
+            bypass: Default::default(),
+            rd_seen0: Default::default(),
+            rd_seen1: Default::default(),
+            rd_count: Default::default(),
         }
     }
 }
@@ -102,20 +120,35 @@ impl Scoreboard {
 impl Logic for Scoreboard {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, r_new, r_first, r_last, r_complete, w_seen0, w_seen1, w_count, clr, clr_idx);
+        dff_setup!(
+            self, clock, r_new, r_first, r_last, r_complete, w_seen0, w_seen1, w_count, clr, clr_idx, w_slot,
+            w_pending, bypass
+        );
         clock!(self, clock, seen0, seen1, count);
         self.seen0.read_address.next = self.slot.val();
         self.seen1.read_address.next = self.slot.val();
         self.count.read_address.next = self.slot.val();
-        self.seen0.write_address.next = self.slot.val();
-        self.seen1.write_address.next = self.slot.val();
-        self.count.write_address.next = self.slot.val();
+        // The write, one edge after the commit, from flip-flops only.
+        self.w_pending.d.next = self.commit.val();
+        self.seen0.write_address.next = self.w_slot.q.val();
+        self.seen1.write_address.next = self.w_slot.q.val();
+        self.count.write_address.next = self.w_slot.q.val();
         self.seen0.write_data.next = self.w_seen0.q.val();
         self.seen1.write_data.next = self.w_seen1.q.val();
         self.count.write_data.next = self.w_count.q.val();
-        self.seen0.write_enable.next = self.commit.val();
-        self.seen1.write_enable.next = self.commit.val();
-        self.count.write_enable.next = self.commit.val();
+        self.seen0.write_enable.next = self.w_pending.q.val();
+        self.seen1.write_enable.next = self.w_pending.q.val();
+        self.count.write_enable.next = self.w_pending.q.val();
+        // Read-after-write: the read at the edge where the write lands returns the old word.
+        self.bypass.d.next = self.w_pending.q.val() & !self.clr.q.val() & (self.w_slot.q.val() == self.slot.val());
+        self.rd_seen0.next = self.seen0.read_data.val();
+        self.rd_seen1.next = self.seen1.read_data.val();
+        self.rd_count.next = self.count.read_data.val();
+        if self.bypass.q.val() {
+            self.rd_seen0.next = self.w_seen0.q.val();
+            self.rd_seen1.next = self.w_seen1.q.val();
+            self.rd_count.next = self.w_count.q.val();
+        }
         self.clearing.next = self.clr.q.val();
         self.bit_mask.next = 0.into();
         self.seen_v.next = 0.into();
@@ -126,13 +159,14 @@ impl Logic for Scoreboard {
         self.last.next = self.r_last.q.val();
         self.complete.next = self.r_complete.q.val();
         if self.active.val() {
+            self.w_slot.d.next = self.slot.val();
             self.bit_mask.next = bits::<32>(1) << bit_cast::<32, 5>(self.rank.val());
             if self.set.val() {
-                self.seen_v.next = self.seen1.read_data.val();
-                self.cnt_v.next = bit_cast::<5, 10>(self.count.read_data.val() >> 5);
+                self.seen_v.next = self.rd_seen1.val();
+                self.cnt_v.next = bit_cast::<5, 10>(self.rd_count.val() >> 5);
             } else {
-                self.seen_v.next = self.seen0.read_data.val();
-                self.cnt_v.next = bit_cast::<5, 10>(self.count.read_data.val());
+                self.seen_v.next = self.rd_seen0.val();
+                self.cnt_v.next = bit_cast::<5, 10>(self.rd_count.val());
             }
             if bit_cast::<6, 5>(self.cnt_v.val()) + 1 == self.workers.val() {
                 self.cnt_next.next = 0.into();
@@ -144,14 +178,14 @@ impl Logic for Scoreboard {
             self.r_last.d.next = self.cnt_next.val() == 0;
             self.r_complete.d.next = self.cnt_v.val() == 0;
             if self.set.val() {
-                self.w_seen0.d.next = self.seen0.read_data.val() & !self.bit_mask.val();
-                self.w_seen1.d.next = self.seen1.read_data.val() | self.bit_mask.val();
+                self.w_seen0.d.next = self.rd_seen0.val() & !self.bit_mask.val();
+                self.w_seen1.d.next = self.rd_seen1.val() | self.bit_mask.val();
                 self.w_count.d.next =
-                    (bit_cast::<10, 5>(self.cnt_next.val()) << 5) | (self.count.read_data.val() & 0x1f);
+                    (bit_cast::<10, 5>(self.cnt_next.val()) << 5) | (self.rd_count.val() & 0x1f);
             } else {
-                self.w_seen0.d.next = self.seen0.read_data.val() | self.bit_mask.val();
-                self.w_seen1.d.next = self.seen1.read_data.val() & !self.bit_mask.val();
-                self.w_count.d.next = (self.count.read_data.val() & 0x3e0) | bit_cast::<10, 5>(self.cnt_next.val());
+                self.w_seen0.d.next = self.rd_seen0.val() | self.bit_mask.val();
+                self.w_seen1.d.next = self.rd_seen1.val() & !self.bit_mask.val();
+                self.w_count.d.next = (self.rd_count.val() & 0x3e0) | bit_cast::<10, 5>(self.cnt_next.val());
             }
         }
         if self.clr.q.val() {
@@ -188,8 +222,21 @@ mod test {
         settle(b);
     }
 
-    /// Looks up (slot, set, rank); commits when new. Returns (new, first, last, complete).
+    /// Looks up (slot, set, rank) right after the previous commit (the earliest `active` the
+    /// contract allows: the read at the edge where the registered write lands is bypassed);
+    /// commits when new. Returns (new, first, last, complete).
     fn contribute(b: &mut Scoreboard, slot: u64, set: bool, rank: u64) -> (bool, bool, bool, bool) {
+        contribute_after(b, 0, slot, set, rank)
+    }
+
+    /// As `contribute`, `gap` idle cycles after the previous commit.
+    fn contribute_after(b: &mut Scoreboard, gap: usize, slot: u64, set: bool, rank: u64) -> (bool, bool, bool, bool) {
+        b.active.next = false;
+        b.commit.next = false;
+        for _ in 0..gap {
+            settle(b);
+            tick(b);
+        }
         b.slot.next = slot.into();
         b.set.next = set;
         b.rank.next = rank.into();
@@ -236,5 +283,30 @@ mod test {
         assert_eq!(contribute(&mut b, 1, false, 0), (true, true, false, true));
         // Other slots are untouched.
         assert_eq!(contribute(&mut b, 2, false, 1), (true, true, false, true));
+    }
+
+    /// Read-after-write around the registered write: the next lookup of the same slot and set
+    /// sees the commit whatever the gap (the aggregator leaves at least Idle and Lookup between
+    /// a Commit and the next Decide), and a lookup of another slot in the landing cycle neither
+    /// sees nor disturbs it.
+    #[test]
+    fn lookup_after_commit_sees_it() {
+        for gap in 0..4 {
+            let mut b = Scoreboard::new(8);
+            b.connect_all();
+            b.workers.next = 3u64.into();
+            settle(&mut b);
+            assert_eq!(contribute_after(&mut b, gap, 5, false, 2), (true, true, false, true), "gap {gap}");
+            assert!(!contribute_after(&mut b, gap, 5, false, 2).0, "duplicate seen, gap {gap}");
+            assert_eq!(contribute_after(&mut b, gap, 5, false, 1), (true, false, false, false), "gap {gap}");
+            // Another slot in the landing cycle: untouched, and slot 5's write still lands.
+            assert_eq!(contribute_after(&mut b, gap, 6, false, 1), (true, true, false, true), "gap {gap}");
+            assert!(!contribute_after(&mut b, gap, 5, false, 1).0, "gap {gap}");
+            assert_eq!(contribute_after(&mut b, gap, 5, false, 0), (true, false, true, false), "gap {gap}");
+            assert_eq!(contribute_after(&mut b, gap, 5, false, 0), (false, true, false, true), "gap {gap}");
+            // The other set, then back: the bit moved.
+            assert_eq!(contribute_after(&mut b, gap, 5, true, 0), (true, true, false, true), "gap {gap}");
+            assert!(contribute_after(&mut b, gap, 5, false, 0).0, "gap {gap}");
+        }
     }
 }
