@@ -187,7 +187,7 @@ pub fn sim_speed_report() -> Result<String, VerilatorEngineError> {
     for payload in [PayloadSize::B256, PayloadSize::B1024] {
         let t = trace::generate(&TraceSpec::new(4, payload, 8, 16, 7));
         let core = shared_core(4)?;
-        let mut measure = |mut e: RtlEngine, frames: &[Vec<u8>]| {
+        let measure = |mut e: RtlEngine, frames: &[Vec<u8>]| {
             let mut out = vec![];
             let c0 = e.cycles();
             let start = Instant::now();
