@@ -96,7 +96,9 @@ pub struct BoardLogic {
     fabric: SwitchFabric,
     link: ControlLink,
     mdio: MdioMaster,
-    counter_q: DFF<Bits<32>>,
+    core_counter_q: DFF<Bits<32>>,
+    port_counter_q: DFF<Bits<32>>,
+    high_q: DFF<Bit>,
 }
 
 impl BoardLogic {
@@ -138,7 +140,9 @@ impl BoardLogic {
             fabric: SwitchFabric::new(core, job),
             link: ControlLink::with_board(&core, params.identity, usize::from(reg::BOARD_COUNTER_COUNT), Some(regs)),
             mdio: MdioMaster::new(params.mdc_half_period, params.phy_addresses),
-            counter_q: Default::default(),
+            core_counter_q: Default::default(),
+            port_counter_q: Default::default(),
+            high_q: Default::default(),
         }
     }
 }
@@ -147,7 +151,7 @@ impl Logic for BoardLogic {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(self, core_clock, link, mdio);
-        dff_setup!(self, core_clock, counter_q);
+        dff_setup!(self, core_clock, core_counter_q, port_counter_q, high_q);
         self.fabric.core_clock.next = self.core_clock.val();
         self.fabric.start.next = self.start.val();
         self.fabric.eth0_rx_clock.next = self.eth0_rx_clock.val();
@@ -178,14 +182,16 @@ impl Logic for BoardLogic {
         self.link.core_idle.next = self.fabric.core_idle.val();
         self.fabric.counter_address.next = bit_cast::<5, 6>(self.link.counter_address.val());
         self.fabric.port_counter_address.next = bit_cast::<4, 6>(self.link.counter_address.val());
-        // The core's counter read is combinational: the value is registered on its way back
-        // (the link expects it a cycle after its address).
-        if self.link.counter_address.val().get_bit(5) {
-            self.counter_q.d.next = self.fabric.port_counter_data.val();
+        // The core's counter read is combinational: the values are registered on their way back
+        // (the link expects one a cycle after its address), and chosen between after that.
+        self.core_counter_q.d.next = self.fabric.counter_data.val();
+        self.port_counter_q.d.next = self.fabric.port_counter_data.val();
+        self.high_q.d.next = self.link.counter_address.val().get_bit(5);
+        if self.high_q.q.val() {
+            self.link.counter_data.next = self.port_counter_q.q.val();
         } else {
-            self.counter_q.d.next = self.fabric.counter_data.val();
+            self.link.counter_data.next = self.core_counter_q.q.val();
         }
-        self.link.counter_data.next = self.counter_q.q.val();
         // MDIO.
         self.mdc.next = self.mdio.mdc.val();
         self.mdio_o.next = self.mdio.mdio_o.val();
