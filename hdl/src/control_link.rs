@@ -131,6 +131,7 @@ pub struct ControlLink {
     count: DFF<Bits<8>>,
     count_m1: DFF<Bits<8>>,
     quiet_over: DFF<Bit>,
+    slots_used: DFF<Bits<32>>,
     word: DFF<Bits<8>>,
     bidx: DFF<Bits<2>>,
     assemble: DFF<Bits<32>>,
@@ -252,6 +253,7 @@ impl ControlLink {
             count: Default::default(),
             count_m1: Default::default(),
             quiet_over: Default::default(),
+            slots_used: Default::default(),
             word: Default::default(),
             bidx: Default::default(),
             assemble: Default::default(),
@@ -334,6 +336,7 @@ impl Logic for ControlLink {
             self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, crc_hi, cidx, status, quiet, phase,
             ridx, count_out, out_word, shadow_q, rd_hold, idle_q, range_ok_q, tx_crc, pause_q, o_write, o_address,
             o_data, ctr_q, ctr_we, ctr_wa1, ctr_wa2, link_q, rd_addr, wr_off, count_m1, quiet_over, last_addr,
+            slots_used,
             mac_hi, mac_lo, ip, n, size,
             slots_s, enabled, uptime, snap_idx, snap_wait, snap_late
         );
@@ -446,10 +449,7 @@ impl Logic for ControlLink {
                         | (bit_cast::<32, 1>(self.snap_late.q.val().into()) << 1);
                 }
                 1 => {
-                    self.rd_value.next = self.slots_s.q.val();
-                    if self.slots_s.q.val() > self.built_slots.val() {
-                        self.rd_value.next = self.built_slots.val();
-                    }
+                    self.rd_value.next = self.slots_used.q.val();
                 }
                 _ => {
                     self.rd_value.next = self.uptime.q.val();
@@ -464,6 +464,11 @@ impl Logic for ControlLink {
         self.shadow_q.d.next = self.shadow.read_data.val();
         self.rd_hold.d.next = self.rd_value.val();
         self.idle_q.d.next = self.core_idle.val();
+        // S clamped to the built slots, from a register (S changes only by a write).
+        self.slots_used.d.next = self.slots_s.q.val();
+        if self.slots_s.q.val() > self.built_slots.val() {
+            self.slots_used.d.next = self.built_slots.val();
+        }
 
         // Does every register of the request exist for its access?
         self.last_addr.d.next = self.addr.q.val() + bit_cast::<16, 8>(self.count_m1.q.val());
