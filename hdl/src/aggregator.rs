@@ -10,7 +10,10 @@
 //!   registered lane adder (1 cycle), whose output register drives the slot memory and the
 //!   result builder's buffer. So k + 6 cycles of read-modify-write, and the pass ends only when
 //!   the pipeline is empty (no read of a later frame can overtake a write of this one). Issue
-//!   counters stop on an equality (they count up by one from below the end), not a comparison.
+//!   counters stop on an equality (they count up by one from below the end), not a comparison;
+//!   the equality is itself registered one count ahead (`i_end`, `wi_last`, against end - 1 and
+//!   end - 2 registers), and the frame buffer and result buffer addresses (`i + 13`, `wi + 13`)
+//!   come from their own counters (`i13`, `wi13`), not from an adder.
 //! - Only a valid contribution reaches the scoreboard and the slot memory, and only after the
 //!   whole frame has been received and checked.
 //! - The last contribution of a round writes the sums into the result builder's buffer during
@@ -198,6 +201,12 @@ pub struct Aggregator {
     state: DFF<AggState>,
     i: DFF<Bits<10>>,
     wi: DFF<Bits<10>>,
+    i_end: DFF<Bit>,
+    wi_last: DFF<Bit>,
+    i13: DFF<Bits<10>>,
+    wi13: DFF<Bits<10>>,
+    k_m2: DFF<Bits<10>>,
+    nw_m2: DFF<Bits<10>>,
     pv: DFF<Bits<6>>,
     inc1: DFF<Bits<32>>,
     inc2: DFF<Bits<32>>,
@@ -236,7 +245,7 @@ pub struct Aggregator {
     hw_sel_hi: DFF<Bit>,
     hw_address2: DFF<Bits<5>>,
     hw_enable2: DFF<Bit>,
-    stop: Signal<Local, Bits<10>>,
+    stop_m1: Signal<Local, Bits<10>>,
     exp_new: Signal<Local, Bits<16>>,
     i4: Signal<Local, Bits<4>>,
     issue: Signal<Local, Bit>,
@@ -330,6 +339,12 @@ impl Aggregator {
             state: Default::default(),
             i: Default::default(),
             wi: Default::default(),
+            i_end: Default::default(),
+            wi_last: Default::default(),
+            i13: Default::default(),
+            wi13: Default::default(),
+            k_m2: Default::default(),
+            nw_m2: Default::default(),
             pv: Default::default(),
             inc1: Default::default(),
             inc2: Default::default(),
@@ -368,7 +383,7 @@ impl Aggregator {
             hw_sel_hi: Default::default(),
             hw_address2: Default::default(),
             hw_enable2: Default::default(),
-            stop: Default::default(),
+            stop_m1: Default::default(),
             exp_new: Default::default(),
             i4: Default::default(),
             issue: Default::default(),
@@ -386,6 +401,12 @@ impl Logic for Aggregator {
             state,
             i,
             wi,
+            i_end,
+            wi_last,
+            i13,
+            wi13,
+            k_m2,
+            nw_m2,
             pv,
             inc1,
             inc2,
@@ -461,6 +482,8 @@ impl Logic for Aggregator {
         // Last element indices, registered (the pass ends on an equality, no adder before it).
         self.k_m1.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 1;
         self.nw_m1.d.next = self.nwords.q.val() - 1;
+        self.k_m2.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 2;
+        self.nw_m2.d.next = self.nwords.q.val() - 2;
         // A result's IPv4 and UDP lengths, registered from the configuration.
         self.len_ip.d.next = (bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38;
         self.len_udp.d.next = (bit_cast::<32, 9>(self.payload_words.val()) << 2) + 18;
@@ -502,7 +525,7 @@ impl Logic for Aggregator {
         self.ck_icmp.d.next = !(bit_cast::<16, 17>(self.ck_i1.q.val()) + bit_cast::<16, 17>(self.ck_i1.q.val() >> 16));
         self.hdr_lo.next = 0.into();
         self.hdr_hi.next = 0.into();
-        self.stop.next = 0.into();
+        self.stop_m1.next = 0.into();
         self.exp_new.next = 0.into();
         // Header words are chosen by the low 4 bits of `i` only (they are written for i < 13).
         self.i4.next = bit_cast::<4, 10>(self.i.q.val());
@@ -532,7 +555,7 @@ impl Logic for Aggregator {
         }
         self.hw_enable.d.next = false;
         if self.reply.q.val() == 0 {
-            self.stop.next = 12.into();
+            self.stop_m1.next = 11.into();
             match self.i4.val().get_bits::<3>(0).index() {
                 0 => {
                     self.hdr_lo.next = 0.into();
@@ -578,7 +601,7 @@ impl Logic for Aggregator {
                 }
             }
         } else if self.reply.q.val() == 1 {
-            self.stop.next = 10.into();
+            self.stop_m1.next = 9.into();
             match self.i4.val().get_bits::<3>(0).index() {
                 0 => {
                     self.hdr_lo.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
@@ -617,7 +640,7 @@ impl Logic for Aggregator {
                 }
             }
         } else {
-            self.stop.next = 9.into();
+            self.stop_m1.next = 8.into();
             match self.i4.val().get_bits::<3>(0).index() {
                 0 => {
                     self.hdr_lo.next = (self.desc_h1.val() << 16) | (self.desc_h2.val() >> 16);
@@ -659,6 +682,8 @@ impl Logic for Aggregator {
         match self.state.q.val() {
             AggState::Idle => {
                 self.i.d.next = 0.into();
+                self.i13.d.next = 13.into();
+                self.i_end.d.next = false;
                 if self.desc_valid.val() & !self.clearing.val() {
                     if self.desc_kind.val() < 13 {
                         self.ev_bucket.next = true;
@@ -714,7 +739,11 @@ impl Logic for Aggregator {
                 }
                 self.ev_bucket.next = true;
                 self.i.d.next = 0.into();
+                self.i13.d.next = 13.into();
+                self.i_end.d.next = false;
                 self.wi.d.next = 0.into();
+                self.wi13.d.next = 13.into();
+                self.wi_last.d.next = self.k_m1.q.val() == 0;
                 self.reply.d.next = 0.into();
                 self.nwords.d.next = bit_cast::<10, 9>(self.payload_words.val()) + 13;
                 if self.sb_new.val() {
@@ -746,27 +775,31 @@ impl Logic for Aggregator {
                 }
             }
             AggState::Rmw => {
-                self.buf_read_address.next = bit_cast::<10, 10>(self.i.q.val()) + 13;
+                self.buf_read_address.next = self.i13.q.val();
                 if self.desc_half.val() {
-                    self.buf_read_address.next = (bit_cast::<10, 10>(self.i.q.val()) + 13) | 512;
+                    self.buf_read_address.next = self.i13.q.val() | 512;
                 }
-                self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val()) + 13;
+                self.tx_write_address.next = self.wi13.q.val();
                 if self.tx_half.val() {
-                    self.tx_write_address.next = (bit_cast::<10, 10>(self.wi.q.val()) + 13) | 512;
+                    self.tx_write_address.next = self.wi13.q.val() | 512;
                 }
-                if (!self.last_r.q.val() | self.tx_free.val())
-                    & (self.i.q.val() != bit_cast::<10, 9>(self.payload_words.val()))
-                {
+                if (!self.last_r.q.val() | self.tx_free.val()) & !self.i_end.q.val() {
                     self.issue.next = true;
                     self.i.d.next = self.i.q.val() + 1;
+                    self.i13.d.next = self.i13.q.val() + 1;
+                    self.i_end.d.next = self.i.q.val() == self.k_m1.q.val();
                     self.hw_enable.d.next = self.last_r.q.val() & (self.i.q.val() < 13);
                 }
                 if self.write.val() {
                     self.sm_write_enable.next = true;
                     self.tx_write_enable.next = self.last_r.q.val();
                     self.wi.d.next = self.wi.q.val() + 1;
-                    if self.wi.q.val() == self.k_m1.q.val() {
+                    self.wi13.d.next = self.wi13.q.val() + 1;
+                    self.wi_last.d.next = self.wi.q.val() == self.k_m2.q.val();
+                    if self.wi_last.q.val() {
                         self.i.d.next = 0.into();
+                        self.i13.d.next = 13.into();
+                        self.i_end.d.next = false;
                         if self.last_r.q.val() {
                             self.state.d.next = AggState::Load;
                         } else {
@@ -780,20 +813,26 @@ impl Logic for Aggregator {
                 // The stored values through the adder unchanged (not first, nothing added).
                 self.la_first.next = false;
                 self.la_incoming.next = 0.into();
-                self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val()) + 13;
+                self.tx_write_address.next = self.wi13.q.val();
                 if self.tx_half.val() {
-                    self.tx_write_address.next = (bit_cast::<10, 10>(self.wi.q.val()) + 13) | 512;
+                    self.tx_write_address.next = self.wi13.q.val() | 512;
                 }
-                if self.tx_free.val() & (self.i.q.val() != bit_cast::<10, 9>(self.payload_words.val())) {
+                if self.tx_free.val() & !self.i_end.q.val() {
                     self.issue.next = true;
                     self.i.d.next = self.i.q.val() + 1;
+                    self.i13.d.next = self.i13.q.val() + 1;
+                    self.i_end.d.next = self.i.q.val() == self.k_m1.q.val();
                     self.hw_enable.d.next = self.i.q.val() < 13;
                 }
                 if self.write.val() {
                     self.tx_write_enable.next = true;
                     self.wi.d.next = self.wi.q.val() + 1;
-                    if self.wi.q.val() == self.k_m1.q.val() {
+                    self.wi13.d.next = self.wi13.q.val() + 1;
+                    self.wi_last.d.next = self.wi.q.val() == self.k_m2.q.val();
+                    if self.wi_last.q.val() {
                         self.i.d.next = 0.into();
+                        self.i13.d.next = 13.into();
+                        self.i_end.d.next = false;
                         self.state.d.next = AggState::Load;
                     }
                 }
@@ -803,10 +842,16 @@ impl Logic for Aggregator {
                 if self.tx_free.val() {
                     self.hw_enable.d.next = true;
                     self.i.d.next = self.i.q.val() + 1;
-                    if self.i.q.val() == self.stop.val() {
+                    self.i13.d.next = self.i13.q.val() + 1;
+                    self.i_end.d.next = self.i.q.val() == self.stop_m1.val();
+                    if self.i_end.q.val() {
                         if self.reply.q.val() == 2 {
                             self.i.d.next = 10.into();
+                            self.i13.d.next = 23.into();
+                            self.i_end.d.next = self.nwords.q.val() == 10;
                             self.wi.d.next = 10.into();
+                            self.wi13.d.next = 23.into();
+                            self.wi_last.d.next = self.nw_m1.q.val() == 10;
                             self.state.d.next = AggState::CopyRx;
                         } else {
                             self.state.d.next = AggState::Load;
@@ -817,9 +862,11 @@ impl Logic for Aggregator {
             AggState::CopyRx => {
                 // The frame's words through the adder unchanged (first: written as they are).
                 self.la_first.next = true;
-                if self.i.q.val() != self.nwords.q.val() {
+                if !self.i_end.q.val() {
                     self.issue.next = true;
                     self.i.d.next = self.i.q.val() + 1;
+                    self.i13.d.next = self.i13.q.val() + 1;
+                    self.i_end.d.next = self.i.q.val() == self.nw_m1.q.val();
                 }
                 if self.write.val() {
                     self.tx_write_enable.next = true;
@@ -832,7 +879,9 @@ impl Logic for Aggregator {
                         self.hw_enable.d.next = true;
                     }
                     self.wi.d.next = self.wi.q.val() + 1;
-                    if self.wi.q.val() == self.nw_m1.q.val() {
+                    self.wi13.d.next = self.wi13.q.val() + 1;
+                    self.wi_last.d.next = self.wi.q.val() == self.nw_m2.q.val();
+                    if self.wi_last.q.val() {
                         self.state.d.next = AggState::Load;
                     }
                 }

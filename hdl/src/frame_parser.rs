@@ -166,6 +166,7 @@ pub struct FrameParser {
     deciding: DFF<Bit>,
     wr_half: DFF<Bit>,
     j: DFF<Bits<14>>,
+    j_sat: DFF<Bit>,
     len: DFF<Bits<16>>,
     csum: DFF<Bits<20>>,
     csum_hi: DFF<Bits<20>>,
@@ -303,6 +304,7 @@ impl FrameParser {
             deciding: Default::default(),
             wr_half: Default::default(),
             j: Default::default(),
+            j_sat: Default::default(),
             len: Default::default(),
             csum: Default::default(),
             csum_hi: Default::default(),
@@ -391,6 +393,7 @@ impl Logic for FrameParser {
             deciding,
             wr_half,
             j,
+            j_sat,
             len,
             csum,
             csum_hi,
@@ -481,8 +484,10 @@ impl Logic for FrameParser {
             if self.j.q.val() < 512 {
                 self.rx_buf.write_enable.next = true;
             }
-            if self.j.q.val() != 0x3fff {
+            // `j_sat`: j is at its largest value (registered one count ahead).
+            if !self.j_sat.q.val() {
                 self.j.d.next = self.j.q.val() + 1;
+                self.j_sat.d.next = self.j.q.val() == 0x3ffe;
             }
             if self.word_last.val() {
                 self.len.d.next = self.len.q.val() + bit_cast::<16, 3>(self.word_bytes.val());
@@ -724,6 +729,7 @@ impl Logic for FrameParser {
                 self.deciding.d.next = false;
                 self.dstage.d.next = 0.into();
                 self.j.d.next = 0.into();
+                self.j_sat.d.next = false;
                 self.len.d.next = 0.into();
                 self.csum_hi.d.next = 0.into();
                 self.csum_lo.d.next = 0.into();

@@ -104,11 +104,13 @@ pub struct ResultBuilder {
     f0: DFF<Bits<5>>,
     l0: DFF<Bits<5>>,
     e0: DFF<Bits<10>>,
+    e0m1: DFF<Bits<10>>,
     b0: DFF<Bits<3>>,
     k1: DFF<Bits<2>>,
     f1: DFF<Bits<5>>,
     l1: DFF<Bits<5>>,
     e1: DFF<Bits<10>>,
+    e1m1: DFF<Bits<10>>,
     b1: DFF<Bits<3>>,
     state: DFF<TxState>,
     cur: DFF<Bits<5>>,
@@ -155,6 +157,7 @@ pub struct ResultBuilder {
     kind: Signal<Local, Bits<2>>,
     last_rank: Signal<Local, Bits<5>>,
     last_word: Signal<Local, Bits<10>>,
+    last_word_m1: Signal<Local, Bits<10>>,
     last_bytes: Signal<Local, Bits<3>>,
     go: Signal<Local, Bit>,
     issue: Signal<Local, Bit>,
@@ -216,11 +219,13 @@ impl ResultBuilder {
             f0: Default::default(),
             l0: Default::default(),
             e0: Default::default(),
+            e0m1: Default::default(),
             b0: Default::default(),
             k1: Default::default(),
             f1: Default::default(),
             l1: Default::default(),
             e1: Default::default(),
+            e1m1: Default::default(),
             b1: Default::default(),
             state: Default::default(),
             cur: Default::default(),
@@ -267,6 +272,7 @@ impl ResultBuilder {
             kind: Default::default(),
             last_rank: Default::default(),
             last_word: Default::default(),
+            last_word_m1: Default::default(),
             last_bytes: Default::default(),
             go: Default::default(),
             issue: Default::default(),
@@ -281,7 +287,7 @@ impl Logic for ResultBuilder {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, full0, full1, lhalf, free, shalf, k0, f0, l0, e0, b0, k1, f1, l1, e1, b1, state, cur, w, wend, more,
+            self, clock, full0, full1, lhalf, free, shalf, k0, f0, l0, e0, e0m1, b0, k1, f1, l1, e1, e1m1, b1, state, cur, w, wend, more,
             ck_base_a, ck_base_b, ck_base, hold_hdr, hold_wt, v1, hdr1, last1, bytes1, patch1, end1, half1, v2, hdr2,
             last2, bytes2, patch2, end2, half2, hword2, mac_hi2, mac_lo2, ip2, sum2, v3, last3, bytes3, patch3, raw3,
             mac_hi3, mac_lo3, ip3, fold3, v4, last4, bytes4, data4
@@ -324,11 +330,13 @@ impl Logic for ResultBuilder {
             self.kind.next = self.k1.q.val();
             self.last_rank.next = self.l1.q.val();
             self.last_word.next = self.e1.q.val();
+            self.last_word_m1.next = self.e1m1.q.val();
             self.last_bytes.next = self.b1.q.val();
         } else {
             self.kind.next = self.k0.q.val();
             self.last_rank.next = self.l0.q.val();
             self.last_word.next = self.e0.q.val();
+            self.last_word_m1.next = self.e0m1.q.val();
             self.last_bytes.next = self.b0.q.val();
         }
         // Output register and pipeline enable.
@@ -373,7 +381,7 @@ impl Logic for ResultBuilder {
                         }
                     } else {
                         self.w.d.next = self.w.q.val() + 1;
-                        self.wend.d.next = self.w.q.val() + 1 == self.last_word.val();
+                        self.wend.d.next = self.w.q.val() == self.last_word_m1.val();
                     }
                 }
             }
@@ -501,6 +509,7 @@ impl Logic for ResultBuilder {
                 self.f1.d.next = self.load_first.val();
                 self.l1.d.next = self.load_last.val();
                 self.e1.d.next = self.load_nwords.val() - 1;
+                self.e1m1.d.next = self.load_nwords.val() - 2;
                 self.b1.d.next = self.load_last_bytes.val();
             } else {
                 self.full0.d.next = true;
@@ -508,6 +517,7 @@ impl Logic for ResultBuilder {
                 self.f0.d.next = self.load_first.val();
                 self.l0.d.next = self.load_last.val();
                 self.e0.d.next = self.load_nwords.val() - 1;
+                self.e0m1.d.next = self.load_nwords.val() - 2;
                 self.b0.d.next = self.load_last_bytes.val();
             }
             self.lhalf.d.next = !self.lhalf.q.val();

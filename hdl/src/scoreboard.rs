@@ -60,6 +60,7 @@ pub struct Scoreboard {
     r_first: DFF<Bit>,
     r_last: DFF<Bit>,
     r_complete: DFF<Bit>,
+    w_m1: DFF<Bits<6>>,
     w_seen0: DFF<Bits<32>>,
     w_seen1: DFF<Bits<32>>,
     w_count: DFF<Bits<10>>,
@@ -102,6 +103,7 @@ impl Scoreboard {
             r_first: Default::default(),
             r_last: Default::default(),
             r_complete: Default::default(),
+            w_m1: Default::default(),
             w_seen0: Default::default(),
             w_seen1: Default::default(),
             w_count: Default::default(),
@@ -121,7 +123,7 @@ impl Logic for Scoreboard {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, r_new, r_first, r_last, r_complete, w_seen0, w_seen1, w_count, clr, clr_idx, w_slot,
+            self, clock, r_new, r_first, r_last, r_complete, w_m1, w_seen0, w_seen1, w_count, clr, clr_idx, w_slot,
             w_pending, bypass
         );
         clock!(self, clock, seen0, seen1, count);
@@ -150,6 +152,7 @@ impl Logic for Scoreboard {
             self.rd_count.next = self.w_count.q.val();
         }
         self.clearing.next = self.clr.q.val();
+        self.w_m1.d.next = self.workers.val() - 1;
         self.bit_mask.next = 0.into();
         self.seen_v.next = 0.into();
         self.cnt_v.next = 0.into();
@@ -168,7 +171,9 @@ impl Logic for Scoreboard {
                 self.seen_v.next = self.rd_seen0.val();
                 self.cnt_v.next = bit_cast::<5, 10>(self.rd_count.val());
             }
-            if bit_cast::<6, 5>(self.cnt_v.val()) + 1 == self.workers.val() {
+            // The count's wrap against n - 1 registered (no adder before the compare; with n = 0,
+            // n - 1 = 63 is never reached, as count + 1 = 0 was not).
+            if bit_cast::<6, 5>(self.cnt_v.val()) == self.w_m1.q.val() {
                 self.cnt_next.next = 0.into();
             } else {
                 self.cnt_next.next = self.cnt_v.val() + 1;
