@@ -196,7 +196,6 @@ pub struct ControlLink {
     counter_count: Constant<Bits<32>>,
     counter_last: Constant<Bits<8>>,
     copy_end: Constant<Bits<8>>,
-    timeout: Constant<Bits<24>>,
     timeout_m1: Constant<Bits<24>>,
     max_count: Constant<Bits<8>>,
 }
@@ -318,7 +317,6 @@ impl ControlLink {
             counter_count: k32(counters as u64),
             counter_last: Constant::new(((counters - 1) as u64).into()),
             copy_end: Constant::new(((counters + 1) as u64).into()),
-            timeout: Constant::new((u64::from(FRAME_TIMEOUT_BITS) * u64::from(d)).into()),
             timeout_m1: Constant::new((u64::from(FRAME_TIMEOUT_BITS) * u64::from(d) - 1).into()),
             max_count: Constant::new(u64::from(MAX_COUNT).into()),
         }
