@@ -45,9 +45,8 @@ pub struct Args {
     /// Output directory (default `build/BOARD`).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// nextpnr placer seed (2: the default board top, 30 slots, meets 125 MHz with it:
-    /// 125.60 MHz, where seed 1 gives 122.17; a changed design may need another seed).
-    #[arg(long, default_value_t = 2)]
+    /// nextpnr placer seed.
+    #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Stream width of the core in bytes (1, 4 or 8).
     #[arg(long, default_value_t = 4)]
