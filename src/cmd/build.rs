@@ -45,9 +45,13 @@ pub struct Args {
     /// Output directory (default `build/BOARD`).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// nextpnr placer seed.
+    /// nextpnr placer seed (the first of a sweep with --seeds).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Place and route with this many seeds (SEED, SEED+1, ...), as many at once as there are
+    /// cores, stopping after the round in which one meets timing; keeps the fastest.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    seeds: u64,
     /// Stream width of the core in bytes (1, 4 or 8).
     #[arg(long, default_value_t = 4)]
     width: usize,
@@ -134,7 +138,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let out = args.out.unwrap_or_else(|| PathBuf::from("build").join(board.id));
     eprintln!(
-        "building {} ({}, {} {}, speed {}): {}, width {} bytes, {}{} slots, seed {}",
+        "building {} ({}, {} {}, speed {}): {}, width {} bytes, {}{} slots, {}",
         board.name,
         board.id,
         board.part.device,
@@ -147,7 +151,11 @@ pub fn run(args: Args) -> Result<()> {
         config.width_bytes,
         if args.slots.is_none() { "up to " } else { "" },
         config.slots,
-        args.seed
+        if args.seeds > 1 {
+            format!("seeds {}..={}", args.seed, args.seed + args.seeds - 1)
+        } else {
+            format!("seed {}", args.seed)
+        }
     );
     let started = Instant::now();
 
@@ -167,6 +175,7 @@ pub fn run(args: Args) -> Result<()> {
         board: &board,
         top: args.top,
         job: given_job,
+        seeds: (args.seed..args.seed + args.seeds).collect(),
     };
     let result = build(&flow, &target, config, args.slots.is_none(), args.allow_timing_fail);
     match result {
@@ -195,6 +204,7 @@ struct Target<'a> {
     board: &'a Board,
     top: TopKind,
     job: Option<JobConfig>,
+    seeds: Vec<u64>,
 }
 
 /// Runs one step under a spinner.
@@ -282,10 +292,40 @@ fn build(
         config = with_slots(&config, next);
     };
     let t = Instant::now();
-    let pnr = step(Step::PlaceAndRoute, || flow.place_and_route())?;
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pb = spinner(Step::PlaceAndRoute);
+    let several = target.seeds.len() > 1;
+    let on_done = |seed: u64, r: &spotagg_boards::flow::PnrReport| {
+        if several {
+            let clocks: Vec<String> = r
+                .fmax
+                .iter()
+                .map(|c| format!("{} {:.2}", c.clock, c.achieved_mhz))
+                .collect();
+            let verdict = if r.meets_timing() { "met" } else { "not met" };
+            let line = format!("      seed {seed}: {} MHz, {verdict}", clocks.join(", "));
+            if pb.is_hidden() {
+                eprintln!("{line}");
+            } else {
+                pb.println(line);
+            }
+        }
+    };
+    let sweep = flow.place_and_route_seeds(&target.seeds, jobs, &on_done);
+    match &sweep {
+        Ok(_) => finish(&pb, Step::PlaceAndRoute, t),
+        Err(_) => {
+            pb.finish_and_clear();
+            eprintln!("FAIL  {}", Step::PlaceAndRoute.label());
+        }
+    }
+    let sweep = sweep?;
     steps.push((Step::PlaceAndRoute, t.elapsed()));
     let top = if target.top == TopKind::Board { "top" } else { CORE_TOP };
-    let mut report = BuildReport::new(top, flow.seed, &flow.part, synth, pnr);
+    let mut report = BuildReport::new(top, sweep.seed, &flow.part, synth, sweep.report);
+    if several {
+        report.seeds_tried = sweep.tried;
+    }
     report.slots = Some(config.slots);
     report.steps = steps.clone();
     if !allow_timing_fail {
