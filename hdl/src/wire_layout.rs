@@ -27,7 +27,7 @@ const fn check(ok: bool) {
 }
 
 const _: () = {
-    check(PAYLOAD_OFFSET == 52 && PAYLOAD_OFFSET % 4 == 0 && HEADER_WORDS == 13);
+    check(PAYLOAD_OFFSET == 52 && PAYLOAD_OFFSET.is_multiple_of(4) && HEADER_WORDS == 13);
     check(ARP_FRAME_LEN == 42); // 11 words, 2 bytes in the last
     check(L4_OFFSET == 34 && SWITCHML_OFFSET == 42);
     check(EtherType::IPV4.0 == 0x0800 && EtherType::ARP.0 == 0x0806);

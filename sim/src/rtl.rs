@@ -298,7 +298,7 @@ impl RtlEngine {
             x ^= x << 17;
             self.tx_stall = x;
             // Downstream takes a beat two cycles out of three on average.
-            let ready = x % 3 != 0;
+            let ready = !x.is_multiple_of(3);
             self.tx_ready = ready;
             self.drv().set_tx_ready(ready);
         }

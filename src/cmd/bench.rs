@@ -155,7 +155,7 @@ fn bench_engines(kinds: &[EngineKind], budget: Duration) {
                     engine.process(black_box(f), &mut out);
                     black_box(&out);
                     fed += 1;
-                    if fed % 16 == 0 && t.elapsed() >= budget {
+                    if fed.is_multiple_of(16) && t.elapsed() >= budget {
                         break 'feed;
                     }
                 }
