@@ -14,6 +14,8 @@
 //!   the equality is itself registered one count ahead (`i_end`, `wi_last`, against end - 1 and
 //!   end - 2 registers), and the frame buffer and result buffer addresses (`i + 13`, `wi + 13`)
 //!   come from their own counters (`i13`, `wi13`), not from an adder.
+//! - The sequencer's state is one-hot in flip-flops, and the issue counters' end indices are
+//!   registered at the transition into a pass (`i_stop`, `wi_stop`).
 //! - Only a valid contribution reaches the scoreboard and the slot memory, and only after the
 //!   whole frame has been received and checked.
 //! - The last contribution of a round writes the sums into the result builder's buffer during
@@ -30,19 +32,6 @@
 //!   aggregator waits (and so does the parser: back-pressure, never a drop).
 
 use rust_hdl::prelude::*;
-
-#[derive(Copy, Clone, PartialEq, Debug, LogicState)]
-enum AggState {
-    Idle,
-    Lookup,
-    Decide,
-    Commit,
-    Rmw,
-    CopySlot,
-    Header,
-    CopyRx,
-    Load,
-}
 
 /// The aggregation sequencer.
 #[derive(LogicBlock)]
@@ -198,7 +187,21 @@ pub struct Aggregator {
     /// Nothing in progress.
     pub idle: Signal<Out, Bit>,
     elements_log2: Constant<Bits<5>>,
-    state: DFF<AggState>,
+    s_act: DFF<Bit>,
+    s_lookup: DFF<Bit>,
+    s_decide: DFF<Bit>,
+    s_commit: DFF<Bit>,
+    s_rmw: DFF<Bit>,
+    s_copyslot: DFF<Bit>,
+    s_header: DFF<Bit>,
+    s_copyrx: DFF<Bit>,
+    s_load: DFF<Bit>,
+    i_stop: DFF<Bits<10>>,
+    nw10: DFF<Bit>,
+    nw11: DFF<Bit>,
+    k1: DFF<Bit>,
+    wi_stop: DFF<Bits<10>>,
+    lf: DFF<Bit>,
     i: DFF<Bits<10>>,
     wi: DFF<Bits<10>>,
     i_end: DFF<Bit>,
@@ -238,14 +241,21 @@ pub struct Aggregator {
     ck_icmp: DFF<Bits<16>>,
     exw_enable: DFF<Bit>,
     exw_data: DFF<Bits<32>>,
-    hdr_lo: Signal<Local, Bits<32>>,
-    hdr_hi: Signal<Local, Bits<32>>,
-    hw_lo: DFF<Bits<32>>,
-    hw_hi: DFF<Bits<32>>,
+    hdr_lo_r: Signal<Local, Bits<32>>,
+    hdr_hi_r: Signal<Local, Bits<32>>,
+    hdr_lo_a: Signal<Local, Bits<32>>,
+    hdr_hi_a: Signal<Local, Bits<32>>,
+    hdr_lo_i: Signal<Local, Bits<32>>,
+    hdr_hi_i: Signal<Local, Bits<32>>,
+    hw_lo_r: DFF<Bits<32>>,
+    hw_hi_r: DFF<Bits<32>>,
+    hw_lo_a: DFF<Bits<32>>,
+    hw_hi_a: DFF<Bits<32>>,
+    hw_lo_i: DFF<Bits<32>>,
+    hw_hi_i: DFF<Bits<32>>,
     hw_sel_hi: DFF<Bit>,
     hw_address2: DFF<Bits<5>>,
     hw_enable2: DFF<Bit>,
-    stop_m1: Signal<Local, Bits<10>>,
     exp_new: Signal<Local, Bits<16>>,
     i4: Signal<Local, Bits<4>>,
     issue: Signal<Local, Bit>,
@@ -336,7 +346,21 @@ impl Aggregator {
             ev_retransmit: Default::default(),
             idle: Default::default(),
             elements_log2: Constant::new((max_elements.trailing_zeros() as u64).into()),
-            state: Default::default(),
+            s_act: Default::default(),
+            s_lookup: Default::default(),
+            s_decide: Default::default(),
+            s_commit: Default::default(),
+            s_rmw: Default::default(),
+            s_copyslot: Default::default(),
+            s_header: Default::default(),
+            s_copyrx: Default::default(),
+            s_load: Default::default(),
+            i_stop: Default::default(),
+            nw10: Default::default(),
+            nw11: Default::default(),
+            k1: Default::default(),
+            wi_stop: Default::default(),
+            lf: Default::default(),
             i: Default::default(),
             wi: Default::default(),
             i_end: Default::default(),
@@ -376,14 +400,21 @@ impl Aggregator {
             ck_icmp: Default::default(),
             exw_enable: Default::default(),
             exw_data: Default::default(),
-            hdr_lo: Default::default(),
-            hdr_hi: Default::default(),
-            hw_lo: Default::default(),
-            hw_hi: Default::default(),
+            hdr_lo_r: Default::default(),
+            hdr_hi_r: Default::default(),
+            hdr_lo_a: Default::default(),
+            hdr_hi_a: Default::default(),
+            hdr_lo_i: Default::default(),
+            hdr_hi_i: Default::default(),
+            hw_lo_r: Default::default(),
+            hw_hi_r: Default::default(),
+            hw_lo_a: Default::default(),
+            hw_hi_a: Default::default(),
+            hw_lo_i: Default::default(),
+            hw_hi_i: Default::default(),
             hw_sel_hi: Default::default(),
             hw_address2: Default::default(),
             hw_enable2: Default::default(),
-            stop_m1: Default::default(),
             exp_new: Default::default(),
             i4: Default::default(),
             issue: Default::default(),
@@ -398,7 +429,21 @@ impl Logic for Aggregator {
         dff_setup!(
             self,
             clock,
-            state,
+            s_act,
+            s_lookup,
+            s_decide,
+            s_commit,
+            s_rmw,
+            s_copyslot,
+            s_header,
+            s_copyrx,
+            s_load,
+            i_stop,
+            nw10,
+            nw11,
+            k1,
+            wi_stop,
+            lf,
             i,
             wi,
             i_end,
@@ -438,8 +483,12 @@ impl Logic for Aggregator {
             ck_icmp,
             exw_enable,
             exw_data,
-            hw_lo,
-            hw_hi,
+            hw_lo_r,
+            hw_hi_r,
+            hw_lo_a,
+            hw_hi_a,
+            hw_lo_i,
+            hw_hi_i,
             hw_sel_hi,
             hw_address2,
             hw_enable2
@@ -470,10 +519,26 @@ impl Logic for Aggregator {
         // memory data (5 cycles), then the registered lane adder: written 6 cycles after issue.
         self.inc1.d.next = self.buf_read_data.val();
         self.inc2.d.next = self.inc1.q.val();
+        // A copy of the stored values adds nothing; the adder's controls are registered (the
+        // state they follow lasts the whole pass, and nothing is written in its first 6 cycles).
         self.inc3.d.next = self.inc2.q.val();
+        if self.s_copyslot.q.val() {
+            self.inc3.d.next = 0.into();
+        }
+        self.lf.d.next = self.first_r.q.val();
+        if self.s_copyslot.q.val() {
+            self.lf.d.next = false;
+        }
+        if self.s_copyrx.q.val() {
+            self.lf.d.next = true;
+        }
         self.la_stored.next = self.sm_read_data.val();
         self.la_incoming.next = self.inc3.q.val();
-        self.la_first.next = self.first_r.q.val();
+        // (`first_r` is cleared in Idle, so the exponent maxima in Decide are taken as not first.)
+        self.la_first.next = self.lf.q.val();
+        self.nw10.d.next = self.nwords.q.val() == 10;
+        self.nw11.d.next = self.nwords.q.val() == 11;
+        self.k1.d.next = self.k_m1.q.val() == 0;
         self.la_exp_stored.next = 0.into();
         self.la_exp_incoming.next = 0.into();
         self.la_exp_active.next = false;
@@ -503,7 +568,7 @@ impl Logic for Aggregator {
         self.ev_bucket_index.next = 0.into();
         self.ev_multicast.next = false;
         self.ev_retransmit.next = false;
-        self.idle.next = self.state.q.val() == AggState::Idle;
+        self.idle.next = !self.s_act.q.val();
         // Reply checksums, registered in stages from the descriptor (stable for many cycles
         // before a header word needs them: at least 7 cycles after the descriptor is loaded).
         self.ck_a1.d.next = bit_cast::<20, 32>(self.desc_h3.val() & 0xffff)
@@ -523,25 +588,40 @@ impl Logic for Aggregator {
         // 32-bit `~` in the generated Verilog, which sets bit 16 (found by Verilator).
         self.ck_i1.d.next = bit_cast::<17, 32>((self.desc_h9.val() >> 16) ^ 0xffff) + 0xF7FF;
         self.ck_icmp.d.next = !(bit_cast::<16, 17>(self.ck_i1.q.val()) + bit_cast::<16, 17>(self.ck_i1.q.val() >> 16));
-        self.hdr_lo.next = 0.into();
-        self.hdr_hi.next = 0.into();
-        self.stop_m1.next = 0.into();
+        self.hdr_lo_r.next = 0.into();
+        self.hdr_hi_r.next = 0.into();
+        self.hdr_lo_a.next = 0.into();
+        self.hdr_hi_a.next = 0.into();
+        self.hdr_lo_i.next = 0.into();
+        self.hdr_hi_i.next = 0.into();
         self.exp_new.next = 0.into();
         // Header words are chosen by the low 4 bits of `i` only (they are written for i < 13).
         self.i4.next = bit_cast::<4, 10>(self.i.q.val());
         // Header words of the reply, word `i` (results: during the body pass, i < 13); the
         // header buffer write is registered (it lands one cycle later).
         // Two register stages: words 0..7 and 8..12 of the reply chosen by i's low 3 bits
-        // (hw_lo, hw_hi), then one of them or the adder's output (hw_data, with the address
+        // (hw_lo_*, hw_hi_*, one pair per reply kind), then one of them or the adder's output (hw_data, with the address
         // and strobe delayed to match).
         self.hdr_write_address.next = self.hw_address2.q.val();
         self.hdr_write_data.next = self.hw_data.q.val();
         self.hdr_write_enable.next = self.hw_enable2.q.val();
         self.hw_address2.d.next = self.hw_address.q.val();
         self.hw_enable2.d.next = self.hw_enable.q.val();
-        self.hw_data.d.next = self.hw_lo.q.val();
-        if self.hw_sel_hi.q.val() {
-            self.hw_data.d.next = self.hw_hi.q.val();
+        if self.reply.q.val() == 0 {
+            self.hw_data.d.next = self.hw_lo_r.q.val();
+            if self.hw_sel_hi.q.val() {
+                self.hw_data.d.next = self.hw_hi_r.q.val();
+            }
+        } else if self.reply.q.val() == 1 {
+            self.hw_data.d.next = self.hw_lo_a.q.val();
+            if self.hw_sel_hi.q.val() {
+                self.hw_data.d.next = self.hw_hi_a.q.val();
+            }
+        } else {
+            self.hw_data.d.next = self.hw_lo_i.q.val();
+            if self.hw_sel_hi.q.val() {
+                self.hw_data.d.next = self.hw_hi_i.q.val();
+            }
         }
         if self.hw_from_sum.q.val() {
             self.hw_data.d.next = self.hw_sum.q.val();
@@ -554,361 +634,382 @@ impl Logic for Aggregator {
             self.hw_address.d.next = (bit_cast::<5, 10>(self.i.q.val()) & 15) | 16;
         }
         self.hw_enable.d.next = false;
-        if self.reply.q.val() == 0 {
-            self.stop_m1.next = 11.into();
-            match self.i4.val().get_bits::<3>(0).index() {
-                0 => {
-                    self.hdr_lo.next = 0.into();
-                }
-                1 => {
-                    self.hdr_lo.next = bit_cast::<32, 16>(self.switch_mac_hi.val());
-                }
-                2 => {
-                    self.hdr_lo.next = self.switch_mac_lo.val();
-                }
-                3 => {
-                    self.hdr_lo.next = 0x0800_4500.into();
-                }
-                4 => {
-                    self.hdr_lo.next = self.len_ip.q.val() << 16;
-                }
-                5 => {
-                    self.hdr_lo.next = 0x0000_4011.into();
-                }
-                6 => {
-                    self.hdr_lo.next = self.switch_ip.val() >> 16;
-                }
-                _ => {
-                    self.hdr_lo.next = self.switch_ip.val() << 16;
+        // Each reply kind's candidates, registered separately (a mux on i's low 3 bits each); the
+        // kind is chosen in the next stage.
+        // Result.
+        match self.i4.val().get_bits::<3>(0).index() {
+            0 => {
+                self.hdr_lo_r.next = 0.into();
+            }
+            1 => {
+                self.hdr_lo_r.next = bit_cast::<32, 16>(self.switch_mac_hi.val());
+            }
+            2 => {
+                self.hdr_lo_r.next = self.switch_mac_lo.val();
+            }
+            3 => {
+                self.hdr_lo_r.next = 0x0800_4500.into();
+            }
+            4 => {
+                self.hdr_lo_r.next = self.len_ip.q.val() << 16;
+            }
+            5 => {
+                self.hdr_lo_r.next = 0x0000_4011.into();
+            }
+            6 => {
+                self.hdr_lo_r.next = self.switch_ip.val() >> 16;
+            }
+            _ => {
+                self.hdr_lo_r.next = self.switch_ip.val() << 16;
+            }
+        }
+        match self.i4.val().get_bits::<3>(0).index() {
+            0 => {
+                self.hdr_hi_r.next = self.desc_h9.val() >> 16;
+            }
+            1 => {
+                self.hdr_hi_r.next = (self.desc_h8.val() << 16) | self.len_udp.q.val();
+            }
+            2 => {
+                self.hdr_hi_r.next = self.desc_h10.val() & 0xffff;
+            }
+            3 => {
+                self.hdr_hi_r.next = self.desc_h11.val();
+            }
+            _ => {
+                self.hdr_hi_r.next =
+                    (self.desc_h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exps_r.q.val());
+            }
+        }
+        // ARP reply.
+        match self.i4.val().get_bits::<3>(0).index() {
+            0 => {
+                self.hdr_lo_a.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+            }
+            1 => {
+                self.hdr_lo_a.next = (self.desc_h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
+            }
+            2 => {
+                self.hdr_lo_a.next = self.switch_mac_lo.val();
+            }
+            3 => {
+                self.hdr_lo_a.next = 0x0806_0001.into();
+            }
+            4 => {
+                self.hdr_lo_a.next = 0x0800_0604.into();
+            }
+            5 => {
+                self.hdr_lo_a.next = 0x0002_0000 | bit_cast::<32, 16>(self.switch_mac_hi.val());
+            }
+            6 => {
+                self.hdr_lo_a.next = self.switch_mac_lo.val();
+            }
+            _ => {
+                self.hdr_lo_a.next = self.switch_ip.val();
+            }
+        }
+        match self.i4.val().get_bits::<3>(0).index() {
+            0 => {
+                self.hdr_hi_a.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+            }
+            1 => {
+                self.hdr_hi_a.next = (self.desc_h6.val() << 16) | (self.desc_h7.val() >> 16);
+            }
+            _ => {
+                self.hdr_hi_a.next = self.desc_h7.val() << 16;
+            }
+        }
+        // ICMP echo reply.
+        match self.i4.val().get_bits::<3>(0).index() {
+            0 => {
+                self.hdr_lo_i.next = (self.desc_h1.val() << 16) | (self.desc_h2.val() >> 16);
+            }
+            1 => {
+                self.hdr_lo_i.next = (self.desc_h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
+            }
+            2 => {
+                self.hdr_lo_i.next = self.switch_mac_lo.val();
+            }
+            3 => {
+                self.hdr_lo_i.next = 0x0800_0000 | (self.desc_h3.val() & 0xffff);
+            }
+            4 => {
+                self.hdr_lo_i.next = self.desc_h4.val();
+            }
+            5 => {
+                self.hdr_lo_i.next = (self.desc_h5.val() & 0xffff_00ff_u64) | 0x4000;
+            }
+            6 => {
+                self.hdr_lo_i.next = (bit_cast::<32, 16>(self.ck_ip.q.val()) << 16) | (self.switch_ip.val() >> 16);
+            }
+            _ => {
+                self.hdr_lo_i.next = (self.switch_ip.val() << 16) | (self.desc_h6.val() & 0xffff);
+            }
+        }
+        match self.i4.val().get_bits::<3>(0).index() {
+            0 => {
+                self.hdr_hi_i.next = self.desc_h7.val() & 0xffff_0000_u64;
+            }
+            _ => {
+                self.hdr_hi_i.next =
+                    (bit_cast::<32, 16>(self.ck_icmp.q.val()) << 16) | (self.desc_h9.val() & 0xffff);
+            }
+        }
+        self.hw_lo_r.d.next = self.hdr_lo_r.val();
+        self.hw_hi_r.d.next = self.hdr_hi_r.val();
+        self.hw_lo_a.d.next = self.hdr_lo_a.val();
+        self.hw_hi_a.d.next = self.hdr_hi_a.val();
+        self.hw_lo_i.d.next = self.hdr_lo_i.val();
+        self.hw_hi_i.d.next = self.hdr_hi_i.val();
+        // The sequencer's state, one-hot in flip-flops (`s_act` low is Idle): every branch below
+        // is entered on one registered flag, and a transition clears the current flag and sets
+        // the next one. The end index of the issue counter for the coming pass (`i_stop`) is
+        // registered at the transition into it, so `i_end` is an equality of two registers.
+        if !self.s_act.q.val() {
+            self.first_r.d.next = false;
+            // Header's last index (ARP kind 14: word 9, ICMP kind 15: word 8); a contribution
+            // sets its own in Commit.
+            self.i_stop.d.next = 9.into();
+            if self.desc_kind.val().get_bit(0) {
+                self.i_stop.d.next = 8.into();
+            }
+            // A reply's word count, chosen from the kind alone (used only after Header; a
+            // contribution sets its own in Commit).
+            self.nwords.d.next = 11.into();
+            if self.desc_kind.val().get_bit(0) {
+                if self.desc_ip_len.val() > 2030 {
+                    self.nwords.d.next = 511.into();
+                } else {
+                    self.nwords.d.next = bit_cast::<10, 16>((self.desc_ip_len.val() + 17) >> 2);
                 }
             }
-            match self.i4.val().get_bits::<3>(0).index() {
-                0 => {
-                    self.hdr_hi.next = self.desc_h9.val() >> 16;
-                }
-                1 => {
-                    self.hdr_hi.next = (self.desc_h8.val() << 16) | self.len_udp.q.val();
-                }
-                2 => {
-                    self.hdr_hi.next = self.desc_h10.val() & 0xffff;
-                }
-                3 => {
-                    self.hdr_hi.next = self.desc_h11.val();
-                }
-                _ => {
-                    self.hdr_hi.next =
-                        (self.desc_h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exps_r.q.val());
-                }
-            }
-        } else if self.reply.q.val() == 1 {
-            self.stop_m1.next = 9.into();
-            match self.i4.val().get_bits::<3>(0).index() {
-                0 => {
-                    self.hdr_lo.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
-                }
-                1 => {
-                    self.hdr_lo.next = (self.desc_h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
-                }
-                2 => {
-                    self.hdr_lo.next = self.switch_mac_lo.val();
-                }
-                3 => {
-                    self.hdr_lo.next = 0x0806_0001.into();
-                }
-                4 => {
-                    self.hdr_lo.next = 0x0800_0604.into();
-                }
-                5 => {
-                    self.hdr_lo.next = 0x0002_0000 | bit_cast::<32, 16>(self.switch_mac_hi.val());
-                }
-                6 => {
-                    self.hdr_lo.next = self.switch_mac_lo.val();
-                }
-                _ => {
-                    self.hdr_lo.next = self.switch_ip.val();
-                }
-            }
-            match self.i4.val().get_bits::<3>(0).index() {
-                0 => {
-                    self.hdr_hi.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
-                }
-                1 => {
-                    self.hdr_hi.next = (self.desc_h6.val() << 16) | (self.desc_h7.val() >> 16);
-                }
-                _ => {
-                    self.hdr_hi.next = self.desc_h7.val() << 16;
-                }
-            }
-        } else {
-            self.stop_m1.next = 8.into();
-            match self.i4.val().get_bits::<3>(0).index() {
-                0 => {
-                    self.hdr_lo.next = (self.desc_h1.val() << 16) | (self.desc_h2.val() >> 16);
-                }
-                1 => {
-                    self.hdr_lo.next = (self.desc_h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
-                }
-                2 => {
-                    self.hdr_lo.next = self.switch_mac_lo.val();
-                }
-                3 => {
-                    self.hdr_lo.next = 0x0800_0000 | (self.desc_h3.val() & 0xffff);
-                }
-                4 => {
-                    self.hdr_lo.next = self.desc_h4.val();
-                }
-                5 => {
-                    self.hdr_lo.next = (self.desc_h5.val() & 0xffff_00ff_u64) | 0x4000;
-                }
-                6 => {
-                    self.hdr_lo.next = (bit_cast::<32, 16>(self.ck_ip.q.val()) << 16) | (self.switch_ip.val() >> 16);
-                }
-                _ => {
-                    self.hdr_lo.next = (self.switch_ip.val() << 16) | (self.desc_h6.val() & 0xffff);
-                }
-            }
-            match self.i4.val().get_bits::<3>(0).index() {
-                0 => {
-                    self.hdr_hi.next = self.desc_h7.val() & 0xffff_0000_u64;
-                }
-                _ => {
-                    self.hdr_hi.next =
-                        (bit_cast::<32, 16>(self.ck_icmp.q.val()) << 16) | (self.desc_h9.val() & 0xffff);
+            self.i.d.next = 0.into();
+            self.i13.d.next = 13.into();
+            self.i_end.d.next = false;
+            if self.desc_valid.val() & !self.clearing.val() {
+                if self.desc_kind.val() < 13 {
+                    self.ev_bucket.next = true;
+                    self.ev_bucket_index.next = self.desc_kind.val();
+                    self.desc_done.next = true;
+                } else if self.desc_kind.val() == 13 {
+                    self.base.d.next = ((bit_cast::<16, 15>(self.desc_slot.val()) << 1)
+                        | bit_cast::<16, 1>(self.desc_set.val().into()))
+                        << self.elements_log2.val();
+                    self.s_act.d.next = true;
+                    self.s_lookup.d.next = true;
+                } else if self.desc_kind.val() == 14 {
+                    self.reply.d.next = 1.into();
+                    self.s_act.d.next = true;
+                    self.s_header.d.next = true;
+                } else {
+                    self.reply.d.next = 2.into();
+                    self.s_act.d.next = true;
+                    self.s_header.d.next = true;
                 }
             }
         }
-        self.hw_lo.d.next = self.hdr_lo.val();
-        self.hw_hi.d.next = self.hdr_hi.val();
-        match self.state.q.val() {
-            AggState::Idle => {
-                self.i.d.next = 0.into();
-                self.i13.d.next = 13.into();
-                self.i_end.d.next = false;
-                if self.desc_valid.val() & !self.clearing.val() {
-                    if self.desc_kind.val() < 13 {
-                        self.ev_bucket.next = true;
-                        self.ev_bucket_index.next = self.desc_kind.val();
-                        self.desc_done.next = true;
-                    } else if self.desc_kind.val() == 13 {
-                        self.base.d.next = ((bit_cast::<16, 15>(self.desc_slot.val()) << 1)
-                            | bit_cast::<16, 1>(self.desc_set.val().into()))
-                            << self.elements_log2.val();
-                        self.state.d.next = AggState::Lookup;
-                    } else if self.desc_kind.val() == 14 {
-                        self.reply.d.next = 1.into();
-                        self.nwords.d.next = 11.into();
-                        self.state.d.next = AggState::Header;
-                    } else {
-                        self.reply.d.next = 2.into();
-                        if self.desc_ip_len.val() > 2030 {
-                            self.nwords.d.next = 511.into();
-                        } else {
-                            self.nwords.d.next = bit_cast::<10, 16>((self.desc_ip_len.val() + 17) >> 2);
-                        }
-                        self.state.d.next = AggState::Header;
-                    }
-                }
+        if self.s_lookup.q.val() {
+            self.s_lookup.d.next = false;
+            self.s_decide.d.next = true;
+        }
+        if self.s_decide.q.val() {
+            // The scoreboard registers its lookup; the exponent maxima are registered too
+            // (as if not first: the first contribution's own exponents are chosen next cycle).
+            self.sb_active.next = true;
+            self.la_exp_active.next = true;
+            self.la_exp_incoming.next = bit_cast::<16, 32>(self.desc_h12.val());
+            if self.desc_set.val() {
+                self.la_exp_stored.next = self.ex_read_data.val().get_bits::<16>(16);
+            } else {
+                self.la_exp_stored.next = bit_cast::<16, 32>(self.ex_read_data.val());
             }
-            AggState::Lookup => {
-                self.state.d.next = AggState::Decide;
+            self.exp_max.d.next = self.la_exp_out.val();
+            self.s_decide.d.next = false;
+            self.s_commit.d.next = true;
+        }
+        if self.s_commit.q.val() {
+            self.exp_new.next = self.exp_max.q.val();
+            if self.sb_first.val() {
+                self.exp_new.next = bit_cast::<16, 32>(self.desc_h12.val());
             }
-            AggState::Decide => {
-                // The scoreboard registers its lookup; the exponent maxima are registered too
-                // (as if not first: the first contribution's own exponents are chosen next cycle).
-                self.sb_active.next = true;
-                self.la_exp_active.next = true;
-                self.la_first.next = false;
-                self.la_exp_incoming.next = bit_cast::<16, 32>(self.desc_h12.val());
+            if self.desc_set.val() {
+                self.la_exp_stored.next = self.ex_read_data.val().get_bits::<16>(16);
+            } else {
+                self.la_exp_stored.next = bit_cast::<16, 32>(self.ex_read_data.val());
+            }
+            self.ev_bucket.next = true;
+            self.i.d.next = 0.into();
+            self.i13.d.next = 13.into();
+            self.i_end.d.next = false;
+            self.i_stop.d.next = self.k_m1.q.val();
+            self.wi.d.next = 0.into();
+            self.wi13.d.next = 13.into();
+            self.wi_last.d.next = self.k1.q.val();
+            self.wi_stop.d.next = self.k_m2.q.val();
+            self.reply.d.next = 0.into();
+            self.nwords.d.next = bit_cast::<10, 9>(self.payload_words.val()) + 13;
+            self.s_commit.d.next = false;
+            if self.sb_new.val() {
+                self.sb_commit.next = true;
+                self.ev_bucket_index.next = 13.into();
+                self.exw_enable.d.next = true;
                 if self.desc_set.val() {
-                    self.la_exp_stored.next = self.ex_read_data.val().get_bits::<16>(16);
+                    self.exw_data.d.next =
+                        (bit_cast::<32, 16>(self.exp_new.val()) << 16) | (self.ex_read_data.val() & 0xffff);
                 } else {
-                    self.la_exp_stored.next = bit_cast::<16, 32>(self.ex_read_data.val());
+                    self.exw_data.d.next =
+                        (self.ex_read_data.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exp_new.val());
                 }
-                self.exp_max.d.next = self.la_exp_out.val();
-                self.state.d.next = AggState::Commit;
+                self.first_r.d.next = self.sb_first.val();
+                self.last_r.d.next = self.sb_last.val();
+                self.retx.d.next = false;
+                self.exps_r.d.next = self.exp_new.val();
+                self.s_rmw.d.next = true;
+            } else {
+                self.ev_bucket_index.next = 14.into();
+                self.exps_r.d.next = self.la_exp_stored.val();
+                if self.sb_complete.val() {
+                    self.retx.d.next = true;
+                    self.s_copyslot.d.next = true;
+                } else {
+                    self.desc_done.next = true;
+                    self.s_act.d.next = false;
+                }
             }
-            AggState::Commit => {
-                self.exp_new.next = self.exp_max.q.val();
-                if self.sb_first.val() {
-                    self.exp_new.next = bit_cast::<16, 32>(self.desc_h12.val());
-                }
-                if self.desc_set.val() {
-                    self.la_exp_stored.next = self.ex_read_data.val().get_bits::<16>(16);
-                } else {
-                    self.la_exp_stored.next = bit_cast::<16, 32>(self.ex_read_data.val());
-                }
-                self.ev_bucket.next = true;
-                self.i.d.next = 0.into();
-                self.i13.d.next = 13.into();
-                self.i_end.d.next = false;
-                self.wi.d.next = 0.into();
-                self.wi13.d.next = 13.into();
-                self.wi_last.d.next = self.k_m1.q.val() == 0;
-                self.reply.d.next = 0.into();
-                self.nwords.d.next = bit_cast::<10, 9>(self.payload_words.val()) + 13;
-                if self.sb_new.val() {
-                    self.sb_commit.next = true;
-                    self.ev_bucket_index.next = 13.into();
-                    self.exw_enable.d.next = true;
-                    if self.desc_set.val() {
-                        self.exw_data.d.next =
-                            (bit_cast::<32, 16>(self.exp_new.val()) << 16) | (self.ex_read_data.val() & 0xffff);
-                    } else {
-                        self.exw_data.d.next =
-                            (self.ex_read_data.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exp_new.val());
-                    }
-                    self.first_r.d.next = self.sb_first.val();
-                    self.last_r.d.next = self.sb_last.val();
-                    self.retx.d.next = false;
-                    self.exps_r.d.next = self.exp_new.val();
-                    self.state.d.next = AggState::Rmw;
-                } else {
-                    self.ev_bucket_index.next = 14.into();
-                    self.exps_r.d.next = self.la_exp_stored.val();
-                    if self.sb_complete.val() {
-                        self.retx.d.next = true;
-                        self.state.d.next = AggState::CopySlot;
+        }
+        if self.s_rmw.q.val() {
+            self.buf_read_address.next = self.i13.q.val();
+            if self.desc_half.val() {
+                self.buf_read_address.next = self.i13.q.val() | 512;
+            }
+            self.tx_write_address.next = self.wi13.q.val();
+            if self.tx_half.val() {
+                self.tx_write_address.next = self.wi13.q.val() | 512;
+            }
+            if (!self.last_r.q.val() | self.tx_free.val()) & !self.i_end.q.val() {
+                self.issue.next = true;
+                self.i.d.next = self.i.q.val() + 1;
+                self.i13.d.next = self.i13.q.val() + 1;
+                self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
+                self.hw_enable.d.next = self.last_r.q.val() & (self.i.q.val() < 13);
+            }
+            if self.write.val() {
+                self.sm_write_enable.next = true;
+                self.tx_write_enable.next = self.last_r.q.val();
+                self.wi.d.next = self.wi.q.val() + 1;
+                self.wi13.d.next = self.wi13.q.val() + 1;
+                self.wi_last.d.next = self.wi.q.val() == self.wi_stop.q.val();
+                if self.wi_last.q.val() {
+                    // (`i` is left as it is: Load does not use it and Idle resets it.)
+                    self.s_rmw.d.next = false;
+                    if self.last_r.q.val() {
+                        self.s_load.d.next = true;
                     } else {
                         self.desc_done.next = true;
-                        self.state.d.next = AggState::Idle;
+                        self.s_act.d.next = false;
                     }
                 }
             }
-            AggState::Rmw => {
-                self.buf_read_address.next = self.i13.q.val();
-                if self.desc_half.val() {
-                    self.buf_read_address.next = self.i13.q.val() | 512;
+        }
+        if self.s_copyslot.q.val() {
+            // The stored values through the adder unchanged (not first, nothing added).
+            self.tx_write_address.next = self.wi13.q.val();
+            if self.tx_half.val() {
+                self.tx_write_address.next = self.wi13.q.val() | 512;
+            }
+            if self.tx_free.val() & !self.i_end.q.val() {
+                self.issue.next = true;
+                self.i.d.next = self.i.q.val() + 1;
+                self.i13.d.next = self.i13.q.val() + 1;
+                self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
+                self.hw_enable.d.next = self.i.q.val() < 13;
+            }
+            if self.write.val() {
+                self.tx_write_enable.next = true;
+                self.wi.d.next = self.wi.q.val() + 1;
+                self.wi13.d.next = self.wi13.q.val() + 1;
+                self.wi_last.d.next = self.wi.q.val() == self.wi_stop.q.val();
+                if self.wi_last.q.val() {
+                    // (`i` is left as it is: Load does not use it and Idle resets it.)
+                    self.s_copyslot.d.next = false;
+                    self.s_load.d.next = true;
                 }
-                self.tx_write_address.next = self.wi13.q.val();
-                if self.tx_half.val() {
-                    self.tx_write_address.next = self.wi13.q.val() | 512;
-                }
-                if (!self.last_r.q.val() | self.tx_free.val()) & !self.i_end.q.val() {
-                    self.issue.next = true;
-                    self.i.d.next = self.i.q.val() + 1;
-                    self.i13.d.next = self.i13.q.val() + 1;
-                    self.i_end.d.next = self.i.q.val() == self.k_m1.q.val();
-                    self.hw_enable.d.next = self.last_r.q.val() & (self.i.q.val() < 13);
-                }
-                if self.write.val() {
-                    self.sm_write_enable.next = true;
-                    self.tx_write_enable.next = self.last_r.q.val();
-                    self.wi.d.next = self.wi.q.val() + 1;
-                    self.wi13.d.next = self.wi13.q.val() + 1;
-                    self.wi_last.d.next = self.wi.q.val() == self.k_m2.q.val();
-                    if self.wi_last.q.val() {
-                        self.i.d.next = 0.into();
-                        self.i13.d.next = 13.into();
-                        self.i_end.d.next = false;
-                        if self.last_r.q.val() {
-                            self.state.d.next = AggState::Load;
-                        } else {
-                            self.desc_done.next = true;
-                            self.state.d.next = AggState::Idle;
-                        }
+            }
+        }
+        if self.s_header.q.val() {
+            // ARP and ICMP replies (a result's header is written during its body pass).
+            if self.tx_free.val() {
+                self.hw_enable.d.next = true;
+                self.i.d.next = self.i.q.val() + 1;
+                self.i13.d.next = self.i13.q.val() + 1;
+                self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
+                if self.i_end.q.val() {
+                    self.s_header.d.next = false;
+                    if self.reply.q.val() == 2 {
+                        self.i.d.next = 10.into();
+                        self.i13.d.next = 23.into();
+                        self.i_end.d.next = self.nw10.q.val();
+                        self.i_stop.d.next = self.nw_m1.q.val();
+                        self.wi.d.next = 10.into();
+                        self.wi13.d.next = 23.into();
+                        self.wi_last.d.next = self.nw11.q.val();
+                        self.wi_stop.d.next = self.nw_m2.q.val();
+                        self.s_copyrx.d.next = true;
+                    } else {
+                        self.s_load.d.next = true;
                     }
                 }
             }
-            AggState::CopySlot => {
-                // The stored values through the adder unchanged (not first, nothing added).
-                self.la_first.next = false;
-                self.la_incoming.next = 0.into();
-                self.tx_write_address.next = self.wi13.q.val();
-                if self.tx_half.val() {
-                    self.tx_write_address.next = self.wi13.q.val() | 512;
-                }
-                if self.tx_free.val() & !self.i_end.q.val() {
-                    self.issue.next = true;
-                    self.i.d.next = self.i.q.val() + 1;
-                    self.i13.d.next = self.i13.q.val() + 1;
-                    self.i_end.d.next = self.i.q.val() == self.k_m1.q.val();
-                    self.hw_enable.d.next = self.i.q.val() < 13;
-                }
-                if self.write.val() {
-                    self.tx_write_enable.next = true;
-                    self.wi.d.next = self.wi.q.val() + 1;
-                    self.wi13.d.next = self.wi13.q.val() + 1;
-                    self.wi_last.d.next = self.wi.q.val() == self.k_m2.q.val();
-                    if self.wi_last.q.val() {
-                        self.i.d.next = 0.into();
-                        self.i13.d.next = 13.into();
-                        self.i_end.d.next = false;
-                        self.state.d.next = AggState::Load;
-                    }
-                }
+        }
+        if self.s_copyrx.q.val() {
+            // The frame's words through the adder unchanged (first: written as they are).
+            if !self.i_end.q.val() {
+                self.issue.next = true;
+                self.i.d.next = self.i.q.val() + 1;
+                self.i13.d.next = self.i13.q.val() + 1;
+                self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
             }
-            AggState::Header => {
-                // ARP and ICMP replies (a result's header is written during its body pass).
-                if self.tx_free.val() {
+            if self.write.val() {
+                self.tx_write_enable.next = true;
+                if self.wi.q.val() < 13 {
+                    self.hw_address.d.next = bit_cast::<5, 10>(self.wi.q.val()) & 15;
+                    if self.tx_half.val() {
+                        self.hw_address.d.next = (bit_cast::<5, 10>(self.wi.q.val()) & 15) | 16;
+                    }
+                    self.hw_from_sum.d.next = true;
                     self.hw_enable.d.next = true;
-                    self.i.d.next = self.i.q.val() + 1;
-                    self.i13.d.next = self.i13.q.val() + 1;
-                    self.i_end.d.next = self.i.q.val() == self.stop_m1.val();
-                    if self.i_end.q.val() {
-                        if self.reply.q.val() == 2 {
-                            self.i.d.next = 10.into();
-                            self.i13.d.next = 23.into();
-                            self.i_end.d.next = self.nwords.q.val() == 10;
-                            self.wi.d.next = 10.into();
-                            self.wi13.d.next = 23.into();
-                            self.wi_last.d.next = self.nw_m1.q.val() == 10;
-                            self.state.d.next = AggState::CopyRx;
-                        } else {
-                            self.state.d.next = AggState::Load;
-                        }
-                    }
+                }
+                self.wi.d.next = self.wi.q.val() + 1;
+                self.wi13.d.next = self.wi13.q.val() + 1;
+                self.wi_last.d.next = self.wi.q.val() == self.wi_stop.q.val();
+                if self.wi_last.q.val() {
+                    self.s_copyrx.d.next = false;
+                    self.s_load.d.next = true;
                 }
             }
-            AggState::CopyRx => {
-                // The frame's words through the adder unchanged (first: written as they are).
-                self.la_first.next = true;
-                if !self.i_end.q.val() {
-                    self.issue.next = true;
-                    self.i.d.next = self.i.q.val() + 1;
-                    self.i13.d.next = self.i13.q.val() + 1;
-                    self.i_end.d.next = self.i.q.val() == self.nw_m1.q.val();
-                }
-                if self.write.val() {
-                    self.tx_write_enable.next = true;
-                    if self.wi.q.val() < 13 {
-                        self.hw_address.d.next = bit_cast::<5, 10>(self.wi.q.val()) & 15;
-                        if self.tx_half.val() {
-                            self.hw_address.d.next = (bit_cast::<5, 10>(self.wi.q.val()) & 15) | 16;
-                        }
-                        self.hw_from_sum.d.next = true;
-                        self.hw_enable.d.next = true;
-                    }
-                    self.wi.d.next = self.wi.q.val() + 1;
-                    self.wi13.d.next = self.wi13.q.val() + 1;
-                    self.wi_last.d.next = self.wi.q.val() == self.nw_m2.q.val();
-                    if self.wi_last.q.val() {
-                        self.state.d.next = AggState::Load;
-                    }
-                }
-            }
-            _ => {
-                // Load.
-                self.tx_load.next = true;
-                self.desc_done.next = true;
-                self.state.d.next = AggState::Idle;
-                if self.reply.q.val() == 0 {
-                    if self.retx.q.val() {
-                        self.ev_retransmit.next = true;
-                        self.tx_first.next = self.desc_rank.val();
-                        self.tx_last.next = self.desc_rank.val();
-                    } else {
-                        self.ev_multicast.next = true;
-                        self.tx_last.next = bit_cast::<5, 6>(self.workers.val() - 1);
-                    }
-                } else if self.reply.q.val() == 1 {
-                    self.ev_bucket.next = true;
-                    self.ev_bucket_index.next = 15.into();
-                    self.tx_last_bytes.next = 2.into();
+        }
+        if self.s_load.q.val() {
+            self.tx_load.next = true;
+            self.desc_done.next = true;
+            self.s_load.d.next = false;
+            self.s_act.d.next = false;
+            if self.reply.q.val() == 0 {
+                if self.retx.q.val() {
+                    self.ev_retransmit.next = true;
+                    self.tx_first.next = self.desc_rank.val();
+                    self.tx_last.next = self.desc_rank.val();
                 } else {
-                    self.ev_bucket.next = true;
-                    self.ev_bucket_index.next = 16.into();
-                    self.tx_last_bytes.next = (bit_cast::<3, 16>(self.desc_ip_len.val() + 1) & 3) + 1;
+                    self.ev_multicast.next = true;
+                    self.tx_last.next = bit_cast::<5, 6>(self.workers.val() - 1);
                 }
+            } else if self.reply.q.val() == 1 {
+                self.ev_bucket.next = true;
+                self.ev_bucket_index.next = 15.into();
+                self.tx_last_bytes.next = 2.into();
+            } else {
+                self.ev_bucket.next = true;
+                self.ev_bucket_index.next = 16.into();
+                self.tx_last_bytes.next = (bit_cast::<3, 16>(self.desc_ip_len.val() + 1) & 3) + 1;
             }
         }
         self.pv.d.next = (self.pv.q.val() << 1) | bit_cast::<6, 1>(self.issue.val().into());

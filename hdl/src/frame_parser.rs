@@ -21,9 +21,10 @@
 //!   checksum is summed on the fly. The worker table (a block RAM of source addresses) is
 //!   searched one entry a cycle from the moment the source address has arrived (word 7).
 //! - The decision is taken in the fourth cycle after the last word (every check is a registered
-//!   flag, the header checksum is summed, folded and verified in registered steps, then a priority
-//!   chain over flip-flops picks the reason), or later when the frame gets as far as the source
-//!   check and the worker search is still running (at most n + 3 cycles after word 7: an entry
+//!   flag, some from registered parts (T - 20, T + 14, address halves), the header checksum is
+//!   summed, folded and verified in registered steps, the priority chain over the flags is
+//!   registered a cycle ahead, and the decision picks among registers), or later when the
+//!   frame gets as far as the source check and the worker search is still running (at most n + 3 cycles after word 7: an entry
 //!   is read, compared into a register, then acted on).
 //! - Timing: the frame buffer is a block RAM with registered output, read latency 2.
 //! - The decision and the header words are handed over in a descriptor (`desc_*`), held until
@@ -134,6 +135,20 @@ pub struct FrameParser {
     needs_rank: Signal<Local, Bit>,
     total_len: Signal<Local, Bits<16>>,
     udp_len: Signal<Local, Bits<16>>,
+    tl_m20: DFF<Bits<16>>,
+    dst_eq_a: DFF<Bit>,
+    dst_eq_b: DFF<Bit>,
+    dst_bc_a: DFF<Bit>,
+    dst_bc_b: DFF<Bit>,
+    arp_ip_hi_ne: DFF<Bit>,
+    arp_ip_lo_ne: DFF<Bit>,
+    dip_hi_ne: DFF<Bit>,
+    dip_lo_ne: DFF<Bit>,
+    tl_p14: DFF<Bits<17>>,
+    reach_ck: DFF<Bit>,
+    cls_pre: DFF<Bits<5>>,
+    nr_pre: DFF<Bit>,
+    cls_rank: DFF<Bits<5>>,
     fl_len14: DFF<Bit>,
     fl_dst_ok: DFF<Bit>,
     fl_arp: DFF<Bit>,
@@ -167,6 +182,9 @@ pub struct FrameParser {
     wr_half: DFF<Bit>,
     j: DFF<Bits<14>>,
     j_sat: DFF<Bit>,
+    j_ge13: DFF<Bit>,
+    j_ge512: DFF<Bit>,
+    j_eq7: DFF<Bit>,
     len: DFF<Bits<16>>,
     csum: DFF<Bits<20>>,
     csum_hi: DFF<Bits<20>>,
@@ -272,6 +290,20 @@ impl FrameParser {
             needs_rank: Default::default(),
             total_len: Default::default(),
             udp_len: Default::default(),
+            tl_m20: Default::default(),
+            dst_eq_a: Default::default(),
+            dst_eq_b: Default::default(),
+            dst_bc_a: Default::default(),
+            dst_bc_b: Default::default(),
+            arp_ip_hi_ne: Default::default(),
+            arp_ip_lo_ne: Default::default(),
+            dip_hi_ne: Default::default(),
+            dip_lo_ne: Default::default(),
+            tl_p14: Default::default(),
+            reach_ck: Default::default(),
+            cls_pre: Default::default(),
+            nr_pre: Default::default(),
+            cls_rank: Default::default(),
             fl_len14: Default::default(),
             fl_dst_ok: Default::default(),
             fl_arp: Default::default(),
@@ -305,6 +337,9 @@ impl FrameParser {
             wr_half: Default::default(),
             j: Default::default(),
             j_sat: Default::default(),
+            j_ge13: Default::default(),
+            j_ge512: Default::default(),
+            j_eq7: Default::default(),
             len: Default::default(),
             csum: Default::default(),
             csum_hi: Default::default(),
@@ -361,6 +396,20 @@ impl Logic for FrameParser {
         dff_setup!(
             self,
             clock,
+            tl_m20,
+            dst_eq_a,
+            dst_eq_b,
+            dst_bc_a,
+            dst_bc_b,
+            arp_ip_hi_ne,
+            arp_ip_lo_ne,
+            dip_hi_ne,
+            dip_lo_ne,
+            tl_p14,
+            reach_ck,
+            cls_pre,
+            nr_pre,
+            cls_rank,
             fl_len14,
             fl_dst_ok,
             fl_arp,
@@ -394,6 +443,9 @@ impl Logic for FrameParser {
             wr_half,
             j,
             j_sat,
+            j_ge13,
+            j_ge512,
+            j_eq7,
             len,
             csum,
             csum_hi,
@@ -481,13 +533,17 @@ impl Logic for FrameParser {
             self.rx_buf.write_address.next = bit_cast::<10, 14>(self.j.q.val()) | 512;
         }
         if self.accept.val() {
-            if self.j.q.val() < 512 {
+            if !self.j_ge512.q.val() {
                 self.rx_buf.write_enable.next = true;
             }
-            // `j_sat`: j is at its largest value (registered one count ahead).
+            // `j_sat`: j is at its largest value; `j_ge13`, `j_ge512`, `j_eq7` compare j with the
+            // constants the receive logic needs (all registered one count ahead).
             if !self.j_sat.q.val() {
                 self.j.d.next = self.j.q.val() + 1;
                 self.j_sat.d.next = self.j.q.val() == 0x3ffe;
+                self.j_ge13.d.next = self.j.q.val() >= 12;
+                self.j_ge512.d.next = self.j.q.val() >= 511;
+                self.j_eq7.d.next = self.j.q.val() == 6;
             }
             if self.word_last.val() {
                 self.len.d.next = self.len.q.val() + bit_cast::<16, 3>(self.word_bytes.val());
@@ -495,8 +551,8 @@ impl Logic for FrameParser {
             } else {
                 self.len.d.next = self.len.q.val() + 4;
             }
-            if self.j.q.val() < 13 {
-                match self.j.q.val().index() {
+            if !self.j_ge13.q.val() {
+                match self.j.q.val().get_bits::<4>(0).index() {
                     0 => {
                         self.h0.d.next = self.word_data.val();
                     }
@@ -580,7 +636,7 @@ impl Logic for FrameParser {
                 self.s_done.d.next = true;
             }
         }
-        if self.accept.val() & (self.j.q.val() == 7) {
+        if self.accept.val() & self.j_eq7.q.val() {
             self.s_busy.d.next = true;
             self.s_next.d.next = 0.into();
             self.s_pend.d.next = false;
@@ -601,31 +657,41 @@ impl Logic for FrameParser {
         self.ck_bad.d.next =
             (bit_cast::<16, 17>(self.fold1_r.q.val()) + bit_cast::<16, 17>(self.fold1_r.q.val() >> 16)) != 0xffff;
         self.fl_len14.d.next = self.len.q.val() < 14;
-        self.fl_dst_ok.d.next = ((self.h0.q.val()
-            == ((bit_cast::<32, 16>(self.switch_mac_hi.val()) << 16) | (self.switch_mac_lo.val() >> 16)))
-            & (self.h1.q.val().get_bits::<16>(16) == bit_cast::<16, 32>(self.switch_mac_lo.val())))
-            | ((self.h0.q.val() == 0xffff_ffff_u64) & (self.h1.q.val().get_bits::<16>(16) == 0xffff));
+        // The destination compares registered in parts first (flag final in the third cycle).
+        self.dst_eq_a.d.next =
+            self.h0.q.val() == ((bit_cast::<32, 16>(self.switch_mac_hi.val()) << 16) | (self.switch_mac_lo.val() >> 16));
+        self.dst_eq_b.d.next = self.h1.q.val().get_bits::<16>(16) == bit_cast::<16, 32>(self.switch_mac_lo.val());
+        self.dst_bc_a.d.next = self.h0.q.val() == 0xffff_ffff_u64;
+        self.dst_bc_b.d.next = self.h1.q.val().get_bits::<16>(16) == 0xffff;
+        self.fl_dst_ok.d.next =
+            (self.dst_eq_a.q.val() & self.dst_eq_b.q.val()) | (self.dst_bc_a.q.val() & self.dst_bc_b.q.val());
         self.fl_arp.d.next = self.h3.q.val().get_bits::<16>(16) == 0x0806;
         self.fl_len42.d.next = self.len.q.val() < 42;
         self.fl_arp_bad.d.next = (bit_cast::<16, 32>(self.h3.q.val()) != 1)
             | (self.h4.q.val() != 0x0800_0604)
             | (self.h5.q.val().get_bits::<16>(16) != 1);
-        self.fl_arp_ip_bad.d.next = (bit_cast::<16, 32>(self.h9.q.val()) != self.switch_ip.val().get_bits::<16>(16))
-            | (self.h10.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.switch_ip.val()));
+        // Address compares in two registered halves (flags final in the third deciding cycle).
+        self.arp_ip_hi_ne.d.next = bit_cast::<16, 32>(self.h9.q.val()) != self.switch_ip.val().get_bits::<16>(16);
+        self.arp_ip_lo_ne.d.next = self.h10.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.switch_ip.val());
+        self.fl_arp_ip_bad.d.next = self.arp_ip_hi_ne.q.val() | self.arp_ip_lo_ne.q.val();
         self.fl_ipv4.d.next = self.h3.q.val().get_bits::<16>(16) == 0x0800;
         self.fl_len34.d.next = self.len.q.val() < 34;
         self.fl_ver_bad.d.next = self.h3.q.val().get_bits::<4>(12) != 4;
         self.fl_ihl_bad.d.next = self.h3.q.val().get_bits::<4>(8) != 5;
-        self.fl_tl_bad.d.next = (self.total_len.val() < 20)
-            | (bit_cast::<17, 16>(self.total_len.val()) + 14 > bit_cast::<17, 16>(self.len.q.val()));
+        // Lengths precomputed one register stage earlier (T - 20, T + 14), so each flag below is a
+        // compare of two registers (ready in the third deciding cycle, read in the fourth).
+        self.tl_m20.d.next = self.total_len.val() - 20;
+        self.tl_p14.d.next = bit_cast::<17, 16>(self.total_len.val()) + 14;
+        self.fl_tl_bad.d.next = (self.total_len.val() < 20) | (self.tl_p14.q.val() > bit_cast::<17, 16>(self.len.q.val()));
         self.fl_frag.d.next = self.h5.q.val().get_bits::<14>(16) != 0;
-        self.fl_dip_bad.d.next = (bit_cast::<16, 32>(self.h7.q.val()) != self.switch_ip.val().get_bits::<16>(16))
-            | (self.h8.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.switch_ip.val()));
+        self.dip_hi_ne.d.next = bit_cast::<16, 32>(self.h7.q.val()) != self.switch_ip.val().get_bits::<16>(16);
+        self.dip_lo_ne.d.next = self.h8.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.switch_ip.val());
+        self.fl_dip_bad.d.next = self.dip_hi_ne.q.val() | self.dip_lo_ne.q.val();
         self.fl_icmp.d.next = bit_cast::<8, 32>(self.h5.q.val()) == 1;
         self.fl_tl28.d.next = self.total_len.val() < 28;
         self.fl_icmp_bad.d.next = bit_cast::<16, 32>(self.h8.q.val()) != 0x0800;
         self.fl_udp.d.next = bit_cast::<8, 32>(self.h5.q.val()) == 17;
-        self.fl_udplen_bad.d.next = self.udp_len.val() + 20 != self.total_len.val();
+        self.fl_udplen_bad.d.next = self.udp_len.val() != self.tl_m20.q.val();
         self.fl_port_bad.d.next = self.h9.q.val().get_bits::<12>(20) != 0xBEE;
         self.fl_ul18.d.next = self.udp_len.val() < 18;
         self.fl_msg_bad.d.next = self.h10.q.val().get_bits::<4>(12) != 1;
@@ -640,70 +706,92 @@ impl Logic for FrameParser {
         if self.deciding.q.val() & (self.dstage.q.val() != 3) {
             self.dstage.d.next = self.dstage.q.val() + 1;
         }
-        if self.deciding.q.val() & (self.dstage.q.val() == 3) {
-            if self.fl_len14.q.val() {
-                self.cls.next = 0.into();
-            } else if !self.fl_dst_ok.q.val() {
-                self.cls.next = 1.into();
-            } else if self.fl_arp.q.val() {
-                if self.fl_len42.q.val() {
-                    self.cls.next = 0.into();
-                } else if self.fl_arp_bad.q.val() {
-                    self.cls.next = 2.into();
-                } else if self.fl_arp_ip_bad.q.val() {
-                    self.cls.next = 7.into();
-                } else {
-                    self.cls.next = 14.into();
-                }
-            } else if !self.fl_ipv4.q.val() {
-                self.cls.next = 2.into();
-            } else if self.fl_len34.q.val() {
-                self.cls.next = 0.into();
-            } else if self.fl_ver_bad.q.val() {
-                self.cls.next = 2.into();
-            } else if self.fl_ihl_bad.q.val() {
-                self.cls.next = 3.into();
-            } else if self.ck_bad.q.val() {
-                self.cls.next = 4.into();
-            } else if self.fl_tl_bad.q.val() {
-                self.cls.next = 5.into();
-            } else if self.fl_frag.q.val() {
-                self.cls.next = 6.into();
-            } else if self.fl_dip_bad.q.val() {
-                self.cls.next = 7.into();
-            } else if self.fl_icmp.q.val() {
-                if self.fl_tl28.q.val() {
-                    self.cls.next = 0.into();
-                } else if self.fl_icmp_bad.q.val() {
-                    self.cls.next = 2.into();
-                } else {
-                    self.cls.next = 15.into();
-                }
-            } else if !self.fl_udp.q.val() {
-                self.cls.next = 2.into();
-            } else if self.fl_tl28.q.val() {
-                self.cls.next = 0.into();
-            } else if self.fl_udplen_bad.q.val() {
-                self.cls.next = 5.into();
-            } else if self.fl_port_bad.q.val() {
-                self.cls.next = 8.into();
+        // The priority chain over the flags, registered a cycle before the decision (every flag
+        // is final from the third deciding cycle on): `cls_pre` and `nr_pre` as if the header
+        // checksum were good, `reach_ck` when the chain gets as far as the checksum check, and
+        // `cls_rank` the kind after the worker search has found the sender. The decision then
+        // picks among registers only (`ck_bad` and the search result are the late inputs).
+        self.reach_ck.d.next = !self.fl_len14.q.val()
+            & self.fl_dst_ok.q.val()
+            & !self.fl_arp.q.val()
+            & self.fl_ipv4.q.val()
+            & !self.fl_len34.q.val()
+            & !self.fl_ver_bad.q.val()
+            & !self.fl_ihl_bad.q.val();
+        self.nr_pre.d.next = false;
+        if self.fl_len14.q.val() {
+            self.cls_pre.d.next = 0.into();
+        } else if !self.fl_dst_ok.q.val() {
+            self.cls_pre.d.next = 1.into();
+        } else if self.fl_arp.q.val() {
+            if self.fl_len42.q.val() {
+                self.cls_pre.d.next = 0.into();
+            } else if self.fl_arp_bad.q.val() {
+                self.cls_pre.d.next = 2.into();
+            } else if self.fl_arp_ip_bad.q.val() {
+                self.cls_pre.d.next = 7.into();
             } else {
+                self.cls_pre.d.next = 14.into();
+            }
+        } else if !self.fl_ipv4.q.val() {
+            self.cls_pre.d.next = 2.into();
+        } else if self.fl_len34.q.val() {
+            self.cls_pre.d.next = 0.into();
+        } else if self.fl_ver_bad.q.val() {
+            self.cls_pre.d.next = 2.into();
+        } else if self.fl_ihl_bad.q.val() {
+            self.cls_pre.d.next = 3.into();
+        } else if self.fl_tl_bad.q.val() {
+            self.cls_pre.d.next = 5.into();
+        } else if self.fl_frag.q.val() {
+            self.cls_pre.d.next = 6.into();
+        } else if self.fl_dip_bad.q.val() {
+            self.cls_pre.d.next = 7.into();
+        } else if self.fl_icmp.q.val() {
+            if self.fl_tl28.q.val() {
+                self.cls_pre.d.next = 0.into();
+            } else if self.fl_icmp_bad.q.val() {
+                self.cls_pre.d.next = 2.into();
+            } else {
+                self.cls_pre.d.next = 15.into();
+            }
+        } else if !self.fl_udp.q.val() {
+            self.cls_pre.d.next = 2.into();
+        } else if self.fl_tl28.q.val() {
+            self.cls_pre.d.next = 0.into();
+        } else if self.fl_udplen_bad.q.val() {
+            self.cls_pre.d.next = 5.into();
+        } else if self.fl_port_bad.q.val() {
+            self.cls_pre.d.next = 8.into();
+        } else {
+            self.nr_pre.d.next = true;
+            self.cls_pre.d.next = 13.into();
+        }
+        if self.fl_ul18.q.val() {
+            self.cls_rank.d.next = 0.into();
+        } else if self.fl_msg_bad.q.val() {
+            self.cls_rank.d.next = 10.into();
+        } else if self.fl_size_bad.q.val() {
+            self.cls_rank.d.next = 11.into();
+        } else if self.fl_pay_bad.q.val() {
+            self.cls_rank.d.next = 5.into();
+        } else if self.fl_slot_bad.q.val() {
+            self.cls_rank.d.next = 12.into();
+        } else {
+            self.cls_rank.d.next = 13.into();
+        }
+        if self.deciding.q.val() & (self.dstage.q.val() == 3) {
+            if self.reach_ck.q.val() & self.ck_bad.q.val() {
+                self.cls.next = 4.into();
+            } else if self.nr_pre.q.val() {
                 self.needs_rank.next = true;
                 if !self.s_found.q.val() {
                     self.cls.next = 9.into();
-                } else if self.fl_ul18.q.val() {
-                    self.cls.next = 0.into();
-                } else if self.fl_msg_bad.q.val() {
-                    self.cls.next = 10.into();
-                } else if self.fl_size_bad.q.val() {
-                    self.cls.next = 11.into();
-                } else if self.fl_pay_bad.q.val() {
-                    self.cls.next = 5.into();
-                } else if self.fl_slot_bad.q.val() {
-                    self.cls.next = 12.into();
                 } else {
-                    self.cls.next = 13.into();
+                    self.cls.next = self.cls_rank.q.val();
                 }
+            } else {
+                self.cls.next = self.cls_pre.q.val();
             }
             if (!self.needs_rank.val() | self.s_done.q.val()) & !self.d_valid.q.val() {
                 self.d_valid.d.next = true;
@@ -730,6 +818,9 @@ impl Logic for FrameParser {
                 self.dstage.d.next = 0.into();
                 self.j.d.next = 0.into();
                 self.j_sat.d.next = false;
+                self.j_ge13.d.next = false;
+                self.j_ge512.d.next = false;
+                self.j_eq7.d.next = false;
                 self.len.d.next = 0.into();
                 self.csum_hi.d.next = 0.into();
                 self.csum_lo.d.next = 0.into();

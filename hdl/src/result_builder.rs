@@ -155,7 +155,9 @@ pub struct ResultBuilder {
     bytes4: DFF<Bits<3>>,
     data4: DFF<Bits<32>>,
     kind: Signal<Local, Bits<2>>,
-    last_rank: Signal<Local, Bits<5>>,
+    last_rank_m1: Signal<Local, Bits<5>>,
+    l0m1: DFF<Bits<5>>,
+    l1m1: DFF<Bits<5>>,
     last_word: Signal<Local, Bits<10>>,
     last_word_m1: Signal<Local, Bits<10>>,
     last_bytes: Signal<Local, Bits<3>>,
@@ -270,7 +272,9 @@ impl ResultBuilder {
             bytes4: Default::default(),
             data4: Default::default(),
             kind: Default::default(),
-            last_rank: Default::default(),
+            last_rank_m1: Default::default(),
+            l0m1: Default::default(),
+            l1m1: Default::default(),
             last_word: Default::default(),
             last_word_m1: Default::default(),
             last_bytes: Default::default(),
@@ -287,7 +291,7 @@ impl Logic for ResultBuilder {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, full0, full1, lhalf, free, shalf, k0, f0, l0, e0, e0m1, b0, k1, f1, l1, e1, e1m1, b1, state, cur, w, wend, more,
+            self, clock, full0, full1, lhalf, free, shalf, k0, f0, l0, l0m1, l1m1, e0, e0m1, b0, k1, f1, l1, e1, e1m1, b1, state, cur, w, wend, more,
             ck_base_a, ck_base_b, ck_base, hold_hdr, hold_wt, v1, hdr1, last1, bytes1, patch1, end1, half1, v2, hdr2,
             last2, bytes2, patch2, end2, half2, hword2, mac_hi2, mac_lo2, ip2, sum2, v3, last3, bytes3, patch3, raw3,
             mac_hi3, mac_lo3, ip3, fold3, v4, last4, bytes4, data4
@@ -328,13 +332,13 @@ impl Logic for ResultBuilder {
         // The half being issued.
         if self.shalf.q.val() {
             self.kind.next = self.k1.q.val();
-            self.last_rank.next = self.l1.q.val();
+            self.last_rank_m1.next = self.l1m1.q.val();
             self.last_word.next = self.e1.q.val();
             self.last_word_m1.next = self.e1m1.q.val();
             self.last_bytes.next = self.b1.q.val();
         } else {
             self.kind.next = self.k0.q.val();
-            self.last_rank.next = self.l0.q.val();
+            self.last_rank_m1.next = self.l0m1.q.val();
             self.last_word.next = self.e0.q.val();
             self.last_word_m1.next = self.e0m1.q.val();
             self.last_bytes.next = self.b0.q.val();
@@ -374,7 +378,8 @@ impl Logic for ResultBuilder {
                         if self.more.q.val() {
                             // Next rank: its first word is issued next cycle.
                             self.cur.d.next = self.cur.q.val() + 1;
-                            self.more.d.next = self.cur.q.val() + 1 != self.last_rank.val();
+                            // cur + 1 != last, as an equality against last - 1 registered at the load.
+                            self.more.d.next = self.cur.q.val() != self.last_rank_m1.val();
                         } else {
                             self.shalf.d.next = !self.shalf.q.val();
                             self.state.d.next = TxState::Idle;
@@ -508,6 +513,7 @@ impl Logic for ResultBuilder {
                 self.k1.d.next = self.load_kind.val();
                 self.f1.d.next = self.load_first.val();
                 self.l1.d.next = self.load_last.val();
+                self.l1m1.d.next = self.load_last.val() - 1;
                 self.e1.d.next = self.load_nwords.val() - 1;
                 self.e1m1.d.next = self.load_nwords.val() - 2;
                 self.b1.d.next = self.load_last_bytes.val();
@@ -516,6 +522,7 @@ impl Logic for ResultBuilder {
                 self.k0.d.next = self.load_kind.val();
                 self.f0.d.next = self.load_first.val();
                 self.l0.d.next = self.load_last.val();
+                self.l0m1.d.next = self.load_last.val() - 1;
                 self.e0.d.next = self.load_nwords.val() - 1;
                 self.e0m1.d.next = self.load_nwords.val() - 2;
                 self.b0.d.next = self.load_last_bytes.val();

@@ -56,6 +56,11 @@ pub struct Scoreboard {
     seen_v: Signal<Local, Bits<32>>,
     cnt_v: Signal<Local, Bits<5>>,
     cnt_next: Signal<Local, Bits<5>>,
+    mask_r: DFF<Bits<32>>,
+    whit_r: DFF<Bit>,
+    rank_r: DFF<Bits<5>>,
+    w_sh: Signal<Local, Bits<32>>,
+    r_sh: Signal<Local, Bits<32>>,
     r_new: DFF<Bit>,
     r_first: DFF<Bit>,
     r_last: DFF<Bit>,
@@ -99,6 +104,11 @@ impl Scoreboard {
             seen_v: Default::default(),
             cnt_v: Default::default(),
             cnt_next: Default::default(),
+            mask_r: Default::default(),
+            whit_r: Default::default(),
+            rank_r: Default::default(),
+            w_sh: Default::default(),
+            r_sh: Default::default(),
             r_new: Default::default(),
             r_first: Default::default(),
             r_last: Default::default(),
@@ -123,7 +133,7 @@ impl Logic for Scoreboard {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, r_new, r_first, r_last, r_complete, w_m1, w_seen0, w_seen1, w_count, clr, clr_idx, w_slot,
+            self, clock, mask_r, whit_r, rank_r, r_new, r_first, r_last, r_complete, w_m1, w_seen0, w_seen1, w_count, clr, clr_idx, w_slot,
             w_pending, bypass
         );
         clock!(self, clock, seen0, seen1, count);
@@ -161,9 +171,26 @@ impl Logic for Scoreboard {
         self.first.next = self.r_first.q.val();
         self.last.next = self.r_last.q.val();
         self.complete.next = self.r_complete.q.val();
+        // The rank's bit, and whether it is set in the pending write's bitmap of the set looked
+        // up, registered every cycle (`rank` and `set` are stable a cycle before `active`, and
+        // the write registers change only under `active`, never in two consecutive cycles).
+        self.mask_r.d.next = bits::<32>(1) << bit_cast::<32, 5>(self.rank.val());
+        self.rank_r.d.next = self.rank.val();
+        if self.set.val() {
+            self.w_sh.next = self.w_seen1.q.val() >> bit_cast::<32, 5>(self.rank.val());
+        } else {
+            self.w_sh.next = self.w_seen0.q.val() >> bit_cast::<32, 5>(self.rank.val());
+        }
+        self.whit_r.d.next = self.w_sh.val().get_bit(0);
+        // The rank's bit of the word read: a 32-to-1 mux on the registered rank.
+        if self.set.val() {
+            self.r_sh.next = self.seen1.read_data.val() >> bit_cast::<32, 5>(self.rank_r.q.val());
+        } else {
+            self.r_sh.next = self.seen0.read_data.val() >> bit_cast::<32, 5>(self.rank_r.q.val());
+        }
         if self.active.val() {
             self.w_slot.d.next = self.slot.val();
-            self.bit_mask.next = bits::<32>(1) << bit_cast::<32, 5>(self.rank.val());
+            self.bit_mask.next = self.mask_r.q.val();
             if self.set.val() {
                 self.seen_v.next = self.rd_seen1.val();
                 self.cnt_v.next = bit_cast::<5, 10>(self.rd_count.val() >> 5);
@@ -178,9 +205,13 @@ impl Logic for Scoreboard {
             } else {
                 self.cnt_next.next = self.cnt_v.val() + 1;
             }
-            self.r_new.d.next = (self.seen_v.val() & self.bit_mask.val()) == 0;
+            self.r_new.d.next = !self.r_sh.val().get_bit(0);
+            if self.bypass.q.val() {
+                self.r_new.d.next = !self.whit_r.q.val();
+            }
             self.r_first.d.next = self.cnt_v.val() == 0;
-            self.r_last.d.next = self.cnt_next.val() == 0;
+            // cnt_next == 0 without the adder: the wrap, or count + 1 overflowing 5 bits.
+            self.r_last.d.next = (bit_cast::<6, 5>(self.cnt_v.val()) == self.w_m1.q.val()) | (self.cnt_v.val() == 31);
             self.r_complete.d.next = self.cnt_v.val() == 0;
             if self.set.val() {
                 self.w_seen0.d.next = self.rd_seen0.val() & !self.bit_mask.val();
