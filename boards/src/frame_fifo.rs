@@ -165,6 +165,7 @@ pub struct FrameFifo<const W: usize, const A: usize, const P: usize> {
     head: DFF<Bits<2>>,
     tail: DFF<Bits<2>>,
     held: DFF<Bits<3>>,
+    held_nz: DFF<Bit>,
     credit: DFF<Bits<3>>,
     fill: DFF<Bits<P>>,
     fetch: Signal<Local, Bit>,
@@ -216,6 +217,7 @@ impl<const W: usize, const A: usize, const P: usize> Default for FrameFifo<W, A,
             head: Default::default(),
             tail: Default::default(),
             held: Default::default(),
+            held_nz: Default::default(),
             credit: Default::default(),
             fill: Default::default(),
             fetch: Default::default(),
@@ -288,7 +290,7 @@ impl<const W: usize, const A: usize, const P: usize> Logic for FrameFifo<W, A, P
         // and in flight leave room in the output buffer (`credit`, counted before this clock's
         // pop, so `read_ready` reaches no RAM input); the RAM's output register (two clocks
         // after the fetch) goes into the buffer, which shows its oldest word.
-        dff_setup!(self, read_clock, rd_ptr, fetched, staged, buf0, buf1, buf2, buf3, head, tail, held, credit, fill);
+        dff_setup!(self, read_clock, rd_ptr, fetched, staged, buf0, buf1, buf2, buf3, head, tail, held, held_nz, credit, fill);
         self.ram.read_clock.next = self.read_clock.val();
         self.commit_sync.dst_clock.next = self.read_clock.val();
         self.read_sync.src_clock.next = self.read_clock.val();
@@ -315,8 +317,10 @@ impl<const W: usize, const A: usize, const P: usize> Logic for FrameFifo<W, A, P
             2 => self.read_data.next = self.buf2.q.val(),
             _ => self.read_data.next = self.buf3.q.val(),
         }
-        self.read_valid.next = self.held.q.val() != 0;
-        self.pop.next = (self.held.q.val() != 0) & self.read_ready.val();
+        // held != 0 kept in its own flip-flop (held_nz), so read_valid is a register.
+        self.read_valid.next = self.held_nz.q.val();
+        self.pop.next = self.held_nz.q.val() & self.read_ready.val();
+        self.held_nz.d.next = self.staged.q.val() | (self.held.q.val() >= 2) | ((self.held.q.val() == 1) & !self.pop.val());
         if self.pop.val() {
             self.head.d.next = self.head.q.val() + 1;
         }

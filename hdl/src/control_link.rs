@@ -12,7 +12,7 @@
 //! | 2..4 | address | header |
 //! | 4 | count | header: opcode and count checked here |
 //! | 5.. | 4·count data bytes (write) | data: stored in a 32-word buffer |
-//! | end−2.. | CRC-16 | crc: compared, then the address range is checked |
+//! | end−2.. | CRC-16 | crc: compared a byte at a time; the verdict (CRC, then the address range, checked in registers while the CRC arrives) the next cycle |
 //!
 //! Guarantees: the core's configuration bus is driven only after a whole write request whose
 //! CRC matched and whose every register exists and is writable, so a bad, partial or
@@ -24,7 +24,7 @@
 //!
 //! Timing: a write request is applied one register per clock cycle after its last CRC byte
 //! (the core sees ordinary `cfg_write` strobes, the same as `spotagg_sim::rtl::configure`,
-//! driven straight from registers), the first three cycles after the cycle its last CRC byte
+//! driven straight from registers), the first four cycles after the cycle its last CRC byte
 //! arrives; the response starts in the cycle of the last write. A read samples each register just before its first
 //! byte is sent. `uptime` counts clock cycles from power-up.
 //!
@@ -120,8 +120,35 @@ pub struct ControlLink {
     rx: UartRx,
     tx: UartTx,
     buffer: BlockRam<5, 32>,
-    shadow: BlockRam<6, 32>,
+    shadow: ShadowRam,
     state: DFF<Bits<4>>,
+    snap_ge4: DFF<Bit>,
+    cp_more: DFF<Bit>,
+    cp_end: DFF<Bit>,
+    crc_hi_ok: DFF<Bit>,
+    crc_ok: DFF<Bit>,
+    op_rd: DFF<Bit>,
+    op_wr: DFF<Bit>,
+    snap_req: DFF<Bit>,
+    r_same: DFF<Bit>,
+    r_le10: DFF<Bit>,
+    r_le6: DFF<Bit>,
+    r_lecl: DFF<Bit>,
+    r_le3: DFF<Bit>,
+    r_le2: DFF<Bit>,
+    r_lo80: DFF<Bit>,
+    r_reg: DFF<Bits<5>>,
+    v_id: DFF<Bits<32>>,
+    v_job: DFF<Bits<32>>,
+    v_link: DFF<Bits<32>>,
+    v_stat: DFF<Bits<32>>,
+    v_reg: DFF<Bits<3>>,
+    crc_pend: DFF<Bit>,
+    crc_byte: DFF<Bits<8>>,
+    wsel: DFF<Bits<7>>,
+    wle5: DFF<Bit>,
+    w_last: DFF<Bit>,
+    cnt_zero: DFF<Bit>,
     snap_idx: DFF<Bits<8>>,
     snap_wait: DFF<Bits<17>>,
     snap_late: DFF<Bit>,
@@ -136,7 +163,6 @@ pub struct ControlLink {
     bidx: DFF<Bits<2>>,
     assemble: DFF<Bits<32>>,
     crc: DFF<Bits<16>>,
-    crc_hi: DFF<Bits<8>>,
     cidx: DFF<Bit>,
     status: DFF<Bits<8>>,
     quiet: DFF<Bits<24>>,
@@ -195,7 +221,7 @@ pub struct ControlLink {
     divisor: Constant<Bits<32>>,
     counter_count: Constant<Bits<32>>,
     counter_last: Constant<Bits<8>>,
-    copy_end: Constant<Bits<8>>,
+    counter_n: Constant<Bits<8>>,
     timeout_m1: Constant<Bits<24>>,
     max_count: Constant<Bits<8>>,
 }
@@ -240,8 +266,35 @@ impl ControlLink {
             rx: UartRx::new(d),
             tx: UartTx::new(d),
             buffer: BlockRam::new(32),
-            shadow: BlockRam::new(64),
+            shadow: ShadowRam::new(64),
             state: Default::default(),
+            snap_ge4: Default::default(),
+            cp_more: Default::default(),
+            cp_end: Default::default(),
+            crc_hi_ok: Default::default(),
+            crc_ok: Default::default(),
+            op_rd: Default::default(),
+            op_wr: Default::default(),
+            snap_req: Default::default(),
+            r_same: Default::default(),
+            r_le10: Default::default(),
+            r_le6: Default::default(),
+            r_lecl: Default::default(),
+            r_le3: Default::default(),
+            r_le2: Default::default(),
+            r_lo80: Default::default(),
+            r_reg: Default::default(),
+            v_id: Default::default(),
+            v_job: Default::default(),
+            v_link: Default::default(),
+            v_stat: Default::default(),
+            v_reg: Default::default(),
+            crc_pend: Default::default(),
+            crc_byte: Default::default(),
+            wsel: Default::default(),
+            wle5: Default::default(),
+            w_last: Default::default(),
+            cnt_zero: Default::default(),
             snap_idx: Default::default(),
             snap_wait: Default::default(),
             snap_late: Default::default(),
@@ -257,7 +310,6 @@ impl ControlLink {
             bidx: Default::default(),
             assemble: Default::default(),
             crc: Default::default(),
-            crc_hi: Default::default(),
             cidx: Default::default(),
             status: Default::default(),
             quiet: Default::default(),
@@ -316,27 +368,122 @@ impl ControlLink {
             divisor: k32(u64::from(d)),
             counter_count: k32(counters as u64),
             counter_last: Constant::new(((counters - 1) as u64).into()),
-            copy_end: Constant::new(((counters + 1) as u64).into()),
+            counter_n: Constant::new((counters as u64).into()),
             timeout_m1: Constant::new((u64::from(FRAME_TIMEOUT_BITS) * u64::from(d) - 1).into()),
             max_count: Constant::new(u64::from(MAX_COUNT).into()),
         }
     }
 }
 
+/// The counter shadow: a simple dual-port RAM of 64 words of 32 bits, the same as
+/// [`BlockRam`] (read data registered, read-first in simulation) except that its Verilog marks
+/// the memory `no_rw_check`: the link never reads a word in the cycle it is written (the shadow
+/// is written only while a snapshot is copied, read only while a response is sent), so Yosys
+/// adds no collision bypass and the block RAM's output goes straight to `shadow_q`.
+#[derive(LogicBlock)]
+pub struct ShadowRam {
+    /// Clock of both ports.
+    pub clock: Signal<In, Clock>,
+    /// Read address.
+    pub read_address: Signal<In, Bits<6>>,
+    /// Word at the read address of the previous cycle.
+    pub read_data: Signal<Out, Bits<32>>,
+    /// Write address.
+    pub write_address: Signal<In, Bits<6>>,
+    /// Word to write.
+    pub write_data: Signal<In, Bits<32>>,
+    /// Write strobe.
+    pub write_enable: Signal<In, Bit>,
+    _mem: Vec<Bits<32>>,
+}
+
+impl ShadowRam {
+    /// A RAM of `depth` words (at most 64).
+    pub fn new(depth: usize) -> Self {
+        assert!((1..=64).contains(&depth), "ShadowRam depth {depth} outside 1..=64");
+        Self {
+            clock: Default::default(),
+            read_address: Default::default(),
+            read_data: Default::default(),
+            write_address: Default::default(),
+            write_data: Default::default(),
+            write_enable: Default::default(),
+            _mem: vec![Bits::<32>::default(); depth],
+        }
+    }
+}
+
+impl Logic for ShadowRam {
+    fn update(&mut self) {
+        if self.clock.pos_edge() {
+            let ra = self.read_address.val().index();
+            self.read_data.next = if ra < self._mem.len() {
+                self._mem[ra]
+            } else {
+                Bits::default()
+            };
+            if self.write_enable.val() {
+                let wa = self.write_address.val().index();
+                if wa < self._mem.len() {
+                    self._mem[wa] = self.write_data.val();
+                }
+            }
+        }
+    }
+
+    fn connect(&mut self) {
+        self.read_data.connect();
+    }
+
+    fn hdl(&self) -> Verilog {
+        Verilog::Custom(format!(
+            "\
+(* no_rw_check *)
+reg [31:0] mem [0:{last}];
+
+always @(posedge clock) begin
+   read_data <= mem[read_address];
+   if (write_enable) begin
+      mem[write_address] <= write_data;
+   end
+end
+",
+            last = self._mem.len() - 1
+        ))
+    }
+
+    fn timing(&self) -> Vec<TimingInfo> {
+        vec![TimingInfo {
+            name: "shadow_ram".into(),
+            clock: "clock".into(),
+            inputs: vec![
+                "read_address".into(),
+                "write_address".into(),
+                "write_data".into(),
+                "write_enable".into(),
+            ],
+            outputs: vec!["read_data".into()],
+        }]
+    }
+}
+
 // States: 0 idle, 1 header, 2 data, 3 crc, 4 discard, 5 write prepare, 6 write, 7 respond,
-// 8 snapshot: wait for the core to be idle, 9 snapshot: copy the counters.
+// 8 snapshot: wait for the core to be idle, 9 snapshot: copy the counters,
+// 10 verdict (after the last CRC byte).
 // Status codes as `protocol::Status`: 0 ok, 1 bad checksum, 2 bad length, 3 unknown
 // register, 4 timeout, 5 bad opcode.
 impl Logic for ControlLink {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, crc_hi, cidx, status, quiet, phase,
+            self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, cidx, status, quiet, phase,
             ridx, count_out, out_word, shadow_q, rd_hold, idle_q, range_ok_q, tx_crc, pause_q, o_write, o_address,
             o_data, ctr_q, ctr_we, ctr_wa1, ctr_wa2, link_q, rd_addr, wr_off, count_m1, quiet_over, last_addr,
             slots_used,
             mac_hi, mac_lo, ip, n, size,
-            slots_s, enabled, uptime, snap_idx, snap_wait, snap_late
+            slots_s, enabled, uptime, snap_idx, snap_wait, snap_late, snap_ge4, cp_more, cp_end, crc_hi_ok, crc_ok,
+            op_rd, op_wr, snap_req, r_same, r_le10, r_le6, r_lecl, r_le3, r_le2, r_lo80, r_reg, v_id, v_job, v_link,
+            v_stat, v_reg, crc_pend, crc_byte, wsel, wle5, w_last, cnt_zero
         );
         clock!(self, clock, rx, tx, buffer, shadow);
         self.rx.line.next = self.uart_rx.val();
@@ -375,90 +522,102 @@ impl Logic for ControlLink {
         self.cfg_write.next = self.o_write.q.val();
         self.cfg_address.next = self.o_address.q.val();
         self.cfg_data.next = self.o_data.q.val();
-        self.rd_value.next = 0.into();
-        match self.rd_region.val().index() {
-            0 => match self.rd_off.val().index() {
-                0 => {
-                    self.rd_value.next = self.magic.val();
-                }
-                1 => {
-                    self.rd_value.next = self.board_id.val();
-                }
-                2 => {
-                    self.rd_value.next = self.version.val();
-                }
-                3 => {
-                    self.rd_value.next = self.git_hash.val();
-                }
-                4 => {
-                    self.rd_value.next = self.build_date.val();
-                }
-                5 => {
-                    self.rd_value.next = self.width.val();
-                }
-                6 => {
-                    self.rd_value.next = self.built_slots.val();
-                }
-                7 => {
-                    self.rd_value.next = self.max_payload.val();
-                }
-                8 => {
-                    self.rd_value.next = self.max_workers.val();
-                }
-                9 => {
-                    self.rd_value.next = self.divisor.val();
-                }
-                _ => {
-                    self.rd_value.next = self.counter_count.val();
-                }
-            },
-            1 => match self.rd_off.val().index() {
-                0 => {
-                    self.rd_value.next = self.mac_hi.q.val();
-                }
-                1 => {
-                    self.rd_value.next = self.mac_lo.q.val();
-                }
-                2 => {
-                    self.rd_value.next = self.ip.q.val();
-                }
-                3 => {
-                    self.rd_value.next = self.n.q.val();
-                }
-                4 => {
-                    self.rd_value.next = self.size.q.val();
-                }
-                5 => {
-                    self.rd_value.next = self.slots_s.q.val();
-                }
-                _ => {
-                    self.rd_value.next = bit_cast::<32, 1>(self.enabled.q.val().into());
-                }
-            },
+        // The read mux in two register stages: each region's value by offset (v_id, v_job, v_link,
+        // v_stat; the shadow's is shadow_q), then the region's.
+        self.v_id.d.next = self.counter_count.val();
+        match self.rd_off.val().index() {
+            0 => {
+                self.v_id.d.next = self.magic.val();
+            }
+            1 => {
+                self.v_id.d.next = self.board_id.val();
+            }
+            2 => {
+                self.v_id.d.next = self.version.val();
+            }
+            3 => {
+                self.v_id.d.next = self.git_hash.val();
+            }
+            4 => {
+                self.v_id.d.next = self.build_date.val();
+            }
+            5 => {
+                self.v_id.d.next = self.width.val();
+            }
+            6 => {
+                self.v_id.d.next = self.built_slots.val();
+            }
+            7 => {
+                self.v_id.d.next = self.max_payload.val();
+            }
+            8 => {
+                self.v_id.d.next = self.max_workers.val();
+            }
+            9 => {
+                self.v_id.d.next = self.divisor.val();
+            }
+            _ => {}
+        }
+        self.v_job.d.next = bit_cast::<32, 1>(self.enabled.q.val().into());
+        match self.rd_off.val().index() {
+            0 => {
+                self.v_job.d.next = self.mac_hi.q.val();
+            }
+            1 => {
+                self.v_job.d.next = self.mac_lo.q.val();
+            }
+            2 => {
+                self.v_job.d.next = self.ip.q.val();
+            }
+            3 => {
+                self.v_job.d.next = self.n.q.val();
+            }
+            4 => {
+                self.v_job.d.next = self.size.q.val();
+            }
+            5 => {
+                self.v_job.d.next = self.slots_s.q.val();
+            }
+            _ => {}
+        }
+        self.v_link.d.next = (self.link_q.q.val() >> (bit_cast::<32, 8>(self.rd_off.val()) << 3)) & 0xff;
+        self.v_stat.d.next = self.uptime.q.val();
+        match self.rd_off.val().index() {
+            0 => {
+                self.v_stat.d.next = bit_cast::<32, 1>(self.idle_q.q.val().into())
+                    | (bit_cast::<32, 1>(self.snap_late.q.val().into()) << 1);
+            }
+            1 => {
+                self.v_stat.d.next = self.slots_used.q.val();
+            }
+            _ => {}
+        }
+        self.v_reg.d.next = 4.into();
+        if self.rd_region.val() < 4 {
+            self.v_reg.d.next = bit_cast::<3, 8>(self.rd_region.val());
+        }
+        self.rd_value.next = self.v_stat.q.val();
+        match self.v_reg.q.val().index() {
+            0 => {
+                self.rd_value.next = self.v_id.q.val();
+            }
+            1 => {
+                self.rd_value.next = self.v_job.q.val();
+            }
             2 => {
                 self.rd_value.next = self.shadow_q.q.val();
             }
             3 => {
-                self.rd_value.next = (self.link_q.q.val() >> (bit_cast::<32, 8>(self.rd_off.val()) << 3)) & 0xff;
+                self.rd_value.next = self.v_link.q.val();
             }
-            _ => match self.rd_off.val().index() {
-                0 => {
-                    self.rd_value.next = bit_cast::<32, 1>(self.idle_q.q.val().into())
-                        | (bit_cast::<32, 1>(self.snap_late.q.val().into()) << 1);
-                }
-                1 => {
-                    self.rd_value.next = self.slots_used.q.val();
-                }
-                _ => {
-                    self.rd_value.next = self.uptime.q.val();
-                }
-            },
+            _ => {}
         }
 
-        // Timing (135 MHz): the address sum, the shadow RAM's output and the read mux each end at
-        // a register, so the response path starts from flip-flops. The read value lags the word
-        // index by four cycles (rd_addr, RAM, shadow_q, rd_hold); the transmitter uses a word's value only after a whole
-        // byte has gone out on the line since the index moved (at least 10 bit times).
+        // Timing (135 MHz): the address sum, the shadow RAM's output and both stages of the read
+        // mux end at registers, so the response path starts from flip-flops. The read value lags
+        // the word index by four cycles (rd_addr, RAM or v_*, shadow_q, rd_hold); the transmitter
+        // uses a word's value only after a whole byte has gone out on the line since the index
+        // moved (at least 10 bit times).
         self.shadow_q.d.next = self.shadow.read_data.val();
         self.rd_hold.d.next = self.rd_value.val();
         self.idle_q.d.next = self.core_idle.val();
@@ -470,35 +629,53 @@ impl Logic for ControlLink {
 
         // Does every register of the request exist for its access?
         self.last_addr.d.next = self.addr.q.val() + bit_cast::<16, 8>(self.count_m1.q.val());
+        // In two register stages: comparisons of the first and last address (r_*), then their
+        // combination (range_ok_q).
+        self.op_rd.d.next = self.op.q.val() == 1;
+        self.op_wr.d.next = self.op.q.val() == 2;
+        self.snap_req.d.next = self.addr.q.val() == 0x0200;
+        self.r_same.d.next =
+            (self.last_addr.q.val() >= self.addr.q.val()) && ((self.last_addr.q.val() >> 8) == (self.addr.q.val() >> 8));
+        self.r_le10.d.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 10;
+        self.r_le6.d.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 6;
+        self.r_lecl.d.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= self.counter_last.val();
+        self.r_le3.d.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 3;
+        self.r_le2.d.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 2;
+        self.r_lo80.d.next = bit_cast::<8, 16>(self.addr.q.val()) >= 0x80;
+        self.r_reg.d.next = 0.into();
+        match bit_cast::<8, 16>(self.addr.q.val() >> 8).index() {
+            0 => {
+                self.r_reg.d.next = 1.into();
+            }
+            1 => {
+                self.r_reg.d.next = 2.into();
+            }
+            2 => {
+                self.r_reg.d.next = 4.into();
+            }
+            3 => {
+                self.r_reg.d.next = 8.into();
+            }
+            4 => {
+                self.r_reg.d.next = 16.into();
+            }
+            _ => {}
+        }
         self.range_ok.next = false;
-        if (self.last_addr.q.val() >= self.addr.q.val()) && ((self.last_addr.q.val() >> 8) == (self.addr.q.val() >> 8)) {
-            if self.op.q.val() == 1 {
-                match bit_cast::<8, 16>(self.addr.q.val() >> 8).index() {
-                    0 => {
-                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 10;
-                    }
-                    1 => {
-                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 6;
-                    }
-                    2 => {
-                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= self.counter_last.val();
-                    }
-                    3 => {
-                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 3;
-                    }
-                    4 => {
-                        self.range_ok.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 2;
-                    }
-                    _ => {}
-                }
-            } else if (self.addr.q.val() >> 8) == 1 {
-                self.range_ok.next =
-                    (bit_cast::<8, 16>(self.last_addr.q.val()) <= 6) || (bit_cast::<8, 16>(self.addr.q.val()) >= 0x80);
+        if self.r_same.q.val() {
+            if self.op_rd.q.val() {
+                self.range_ok.next = (self.r_reg.q.val().get_bit(0) && self.r_le10.q.val())
+                    || (self.r_reg.q.val().get_bit(1) && self.r_le6.q.val())
+                    || (self.r_reg.q.val().get_bit(2) && self.r_lecl.q.val())
+                    || (self.r_reg.q.val().get_bit(3) && self.r_le3.q.val())
+                    || (self.r_reg.q.val().get_bit(4) && self.r_le2.q.val());
+            } else {
+                self.range_ok.next = self.r_reg.q.val().get_bit(1) && (self.r_le6.q.val() || self.r_lo80.q.val());
             }
         }
 
-        // Registered, the last address too: the address and count are complete two bytes (the
-        // CRC) before the check is used.
+        // Registered, the last address and the comparisons too: the address and count are
+        // complete two bytes (the CRC) before the check is used.
         self.range_ok_q.d.next = self.range_ok.val();
 
         // Defaults.
@@ -558,12 +735,31 @@ impl Logic for ControlLink {
                 }
             }
         }
-        self.tx_x.next = bit_cast::<8, 16>(self.tx_crc.q.val() >> 8) ^ self.tx_byte.val();
+        // The response CRC takes each byte the cycle after it was sent (crc_byte), from registers.
+        self.crc_pend.d.next = false;
+        self.tx_x.next = bit_cast::<8, 16>(self.tx_crc.q.val() >> 8) ^ self.crc_byte.q.val();
         self.tx_x2.next = self.tx_x.val() ^ (self.tx_x.val() >> 4);
         self.tx_crc_next.next = (self.tx_crc.q.val() << 8)
             ^ (bit_cast::<16, 8>(self.tx_x2.val()) << 12)
             ^ (bit_cast::<16, 8>(self.tx_x2.val()) << 5)
             ^ bit_cast::<16, 8>(self.tx_x2.val());
+        if self.crc_pend.q.val() {
+            self.tx_crc.d.next = self.tx_crc_next.val();
+        }
+        // Flags for the states below, each from registers a cycle ahead.
+        self.snap_ge4.d.next = (self.state.q.val() == 8) && (self.snap_wait.q.val() >= 3);
+        self.cp_more.d.next = true;
+        self.cp_end.d.next = false;
+        if self.state.q.val() == 9 {
+            self.cp_more.d.next = self.snap_idx.q.val() < self.counter_last.val();
+            self.cp_end.d.next = self.snap_idx.q.val() == self.counter_n.val();
+        }
+        self.wsel.d.next = self.wsel.q.val() << 1;
+        self.wle5.d.next = (self.wsel.q.val() & 0x1f) != 0;
+        // word == count_m1 and count_out == 0 a cycle late: in states 2 and 7 the word index and
+        // count_out change at most once per byte on the line.
+        self.w_last.d.next = self.word.q.val() == self.count_m1.q.val();
+        self.cnt_zero.d.next = self.count_out.q.val() == 0;
 
         match self.state.q.val().index() {
             0 => {
@@ -593,13 +789,13 @@ impl Logic for ControlLink {
                             self.word.d.next = 0.into();
                             self.bidx.d.next = 0.into();
                             self.cidx.d.next = false;
-                            if (self.op.q.val() != 1) && (self.op.q.val() != 2) {
+                            if !self.op_rd.q.val() && !self.op_wr.q.val() {
                                 self.status.d.next = 5.into();
                                 self.state.d.next = 4.into();
                             } else if (self.rx.data.val() == 0) || (self.rx.data.val() > self.max_count.val()) {
                                 self.status.d.next = 2.into();
                                 self.state.d.next = 4.into();
-                            } else if self.op.q.val() == 2 {
+                            } else if self.op_wr.q.val() {
                                 self.state.d.next = 2.into();
                             } else {
                                 self.state.d.next = 3.into();
@@ -622,7 +818,7 @@ impl Logic for ControlLink {
                     if self.bidx.q.val() == 3 {
                         self.buffer.write_enable.next = true;
                         self.word.d.next = self.word.q.val() + 1;
-                        if self.word.q.val() == self.count_m1.q.val() {
+                        if self.w_last.q.val() {
                             self.state.d.next = 3.into();
                         }
                     }
@@ -636,36 +832,18 @@ impl Logic for ControlLink {
             }
             3 => {
                 if self.rx.valid.val() {
+                    // The CRC compared a byte at a time, the verdict in state 10.
                     if !self.cidx.q.val() {
-                        self.crc_hi.d.next = self.rx.data.val();
+                        self.crc_hi_ok.d.next = self.rx.data.val() == bit_cast::<8, 16>(self.crc.q.val() >> 8);
                         self.cidx.d.next = true;
                     } else {
+                        self.crc_ok.d.next =
+                            self.crc_hi_ok.q.val() && (self.rx.data.val() == bit_cast::<8, 16>(self.crc.q.val()));
                         self.word.d.next = 0.into();
+                        self.count_out.d.next = 0.into();
                         self.phase.d.next = 0.into();
                         self.ridx.d.next = 0.into();
-                        self.count_out.d.next = 0.into();
-                        if ((bit_cast::<16, 8>(self.crc_hi.q.val()) << 8) | bit_cast::<16, 8>(self.rx.data.val()))
-                            != self.crc.q.val()
-                        {
-                            self.status.d.next = 1.into();
-                            self.state.d.next = 7.into();
-                        } else if !self.range_ok_q.q.val() {
-                            self.status.d.next = 3.into();
-                            self.state.d.next = 7.into();
-                        } else if self.op.q.val() == 2 {
-                            self.status.d.next = 0.into();
-                            self.state.d.next = 5.into();
-                        } else if self.addr.q.val() == 0x0200 {
-                            self.status.d.next = 0.into();
-                            self.snap_idx.d.next = 0.into();
-                            self.snap_wait.d.next = 0.into();
-                            self.pause_q.d.next = true;
-                            self.state.d.next = 8.into();
-                        } else {
-                            self.status.d.next = 0.into();
-                            self.count_out.d.next = self.count.q.val();
-                            self.state.d.next = 7.into();
-                        }
+                        self.state.d.next = 10.into();
                     }
                 } else if self.quiet_over.q.val() {
                     self.status.d.next = 4.into();
@@ -689,6 +867,33 @@ impl Logic for ControlLink {
                 // region, so the low byte does not carry).
                 self.buffer.read_address.next = 0.into();
                 self.wr_off.d.next = bit_cast::<8, 16>(self.addr.q.val());
+                // wsel: one-hot of the offset being written (0..=6; none above); wle5: offset <= 5.
+                self.wsel.d.next = 0.into();
+                match bit_cast::<8, 16>(self.addr.q.val()).index() {
+                    0 => {
+                        self.wsel.d.next = 1.into();
+                    }
+                    1 => {
+                        self.wsel.d.next = 2.into();
+                    }
+                    2 => {
+                        self.wsel.d.next = 4.into();
+                    }
+                    3 => {
+                        self.wsel.d.next = 8.into();
+                    }
+                    4 => {
+                        self.wsel.d.next = 16.into();
+                    }
+                    5 => {
+                        self.wsel.d.next = 32.into();
+                    }
+                    6 => {
+                        self.wsel.d.next = 64.into();
+                    }
+                    _ => {}
+                }
+                self.wle5.d.next = bit_cast::<8, 16>(self.addr.q.val()) <= 5;
                 self.state.d.next = 6.into();
             }
             6 => {
@@ -697,32 +902,29 @@ impl Logic for ControlLink {
                 self.o_address.d.next = self.wr_off.q.val();
                 self.wr_off.d.next = self.wr_off.q.val() + 1;
                 self.o_data.d.next = self.buffer.read_data.val();
-                if self.wr_off.q.val() <= 5 {
+                if self.wle5.q.val() {
                     self.enabled.d.next = false;
                 }
-                match self.wr_off.q.val().index() {
-                    0 => {
-                        self.mac_hi.d.next = self.buffer.read_data.val() & 0xffff;
-                    }
-                    1 => {
-                        self.mac_lo.d.next = self.buffer.read_data.val();
-                    }
-                    2 => {
-                        self.ip.d.next = self.buffer.read_data.val();
-                    }
-                    3 => {
-                        self.n.d.next = self.buffer.read_data.val() & 0x3f;
-                    }
-                    4 => {
-                        self.size.d.next = self.buffer.read_data.val() & 0x7;
-                    }
-                    5 => {
-                        self.slots_s.d.next = self.buffer.read_data.val() & 0xffff;
-                    }
-                    6 => {
-                        self.enabled.d.next = self.enabled.q.val() || self.buffer.read_data.val().get_bit(0);
-                    }
-                    _ => {}
+                if self.wsel.q.val().get_bit(0) {
+                    self.mac_hi.d.next = self.buffer.read_data.val() & 0xffff;
+                }
+                if self.wsel.q.val().get_bit(1) {
+                    self.mac_lo.d.next = self.buffer.read_data.val();
+                }
+                if self.wsel.q.val().get_bit(2) {
+                    self.ip.d.next = self.buffer.read_data.val();
+                }
+                if self.wsel.q.val().get_bit(3) {
+                    self.n.d.next = self.buffer.read_data.val() & 0x3f;
+                }
+                if self.wsel.q.val().get_bit(4) {
+                    self.size.d.next = self.buffer.read_data.val() & 0x7;
+                }
+                if self.wsel.q.val().get_bit(5) {
+                    self.slots_s.d.next = self.buffer.read_data.val() & 0xffff;
+                }
+                if self.wsel.q.val().get_bit(6) {
+                    self.enabled.d.next = self.enabled.q.val() || self.buffer.read_data.val().get_bit(0);
                 }
                 self.word.d.next = self.word.q.val() + 1;
                 if self.word.q.val() == self.count_m1.q.val() {
@@ -733,7 +935,7 @@ impl Logic for ControlLink {
             8 => {
                 // Snapshot: hold the core's input; wait until nothing is in flight.
                 self.snap_wait.d.next = self.snap_wait.q.val() + 1;
-                if (self.snap_wait.q.val() >= 4) && (self.idle_q.q.val() || self.snap_wait.q.val().get_bit(16)) {
+                if self.snap_ge4.q.val() && (self.idle_q.q.val() || self.snap_wait.q.val().get_bit(16)) {
                     self.snap_late.d.next = !self.idle_q.q.val();
                     self.state.d.next = 9.into();
                 }
@@ -743,11 +945,34 @@ impl Logic for ControlLink {
                 // written two cycles after its address, so the state ends two cycles after the
                 // last address.
                 self.snap_idx.d.next = self.snap_idx.q.val() + 1;
-                if self.snap_idx.q.val() <= self.counter_last.val() {
+                if self.cp_more.q.val() {
                     self.ctr_we.d.next = (self.ctr_we.q.val() << 1) | 1;
                 }
-                if self.snap_idx.q.val() == self.copy_end.val() {
+                if self.cp_end.q.val() {
                     self.pause_q.d.next = false;
+                    self.count_out.d.next = self.count.q.val();
+                    self.state.d.next = 7.into();
+                }
+            }
+            10 => {
+                // The request's verdict, from registers.
+                if !self.crc_ok.q.val() {
+                    self.status.d.next = 1.into();
+                    self.state.d.next = 7.into();
+                } else if !self.range_ok_q.q.val() {
+                    self.status.d.next = 3.into();
+                    self.state.d.next = 7.into();
+                } else if self.op_wr.q.val() {
+                    self.status.d.next = 0.into();
+                    self.state.d.next = 5.into();
+                } else if self.snap_req.q.val() {
+                    self.status.d.next = 0.into();
+                    self.snap_idx.d.next = 0.into();
+                    self.snap_wait.d.next = 0.into();
+                    self.pause_q.d.next = true;
+                    self.state.d.next = 8.into();
+                } else {
+                    self.status.d.next = 0.into();
                     self.count_out.d.next = self.count.q.val();
                     self.state.d.next = 7.into();
                 }
@@ -758,7 +983,8 @@ impl Logic for ControlLink {
                     self.tx.data.next = self.tx_byte.val();
                     self.tx.start.next = true;
                     if self.tx_in_crc.val() {
-                        self.tx_crc.d.next = self.tx_crc_next.val();
+                        self.crc_pend.d.next = true;
+                        self.crc_byte.d.next = self.tx_byte.val();
                     }
                     self.ridx.d.next = self.ridx.q.val() + 1;
                     match self.phase.q.val().index() {
@@ -769,7 +995,7 @@ impl Logic for ControlLink {
                             if self.ridx.q.val() == 2 {
                                 self.ridx.d.next = 0.into();
                                 self.word.d.next = 0.into();
-                                if self.count_out.q.val() == 0 {
+                                if self.cnt_zero.q.val() {
                                     self.phase.d.next = 2.into();
                                 } else {
                                     self.phase.d.next = 1.into();
@@ -785,7 +1011,7 @@ impl Logic for ControlLink {
                             if self.ridx.q.val() == 3 {
                                 self.word.d.next = self.word.q.val() + 1;
                                 // In phase 1 count_out is the request's count.
-                                if self.word.q.val() == self.count_m1.q.val() {
+                                if self.w_last.q.val() {
                                     self.phase.d.next = 2.into();
                                 }
                             }

@@ -52,6 +52,15 @@ pub struct MdioMaster {
     sync1: DFF<Bit>,
     sync2: DFF<Bit>,
     div: DFF<Bits<16>>,
+    tick: DFFWithInit<Bit>,
+    p31: DFF<Bit>,
+    p47: DFF<Bit>,
+    p63: DFF<Bit>,
+    p64: DFF<Bit>,
+    p_tx: DFF<Bit>,
+    p_rx: DFF<Bit>,
+    ri0: DFF<Bit>,
+    ri5: DFF<Bit>,
     high: DFF<Bit>,
     period: DFF<Bits<7>>,
     reg_idx: DFF<Bits<3>>,
@@ -94,6 +103,15 @@ impl MdioMaster {
             sync1: Default::default(),
             sync2: Default::default(),
             div: Default::default(),
+            tick: DFFWithInit::new(true),
+            p31: Default::default(),
+            p47: Default::default(),
+            p63: Default::default(),
+            p64: Default::default(),
+            p_tx: Default::default(),
+            p_rx: Default::default(),
+            ri0: Default::default(),
+            ri5: Default::default(),
             high: Default::default(),
             period: Default::default(),
             reg_idx: Default::default(),
@@ -124,7 +142,7 @@ impl Logic for MdioMaster {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, sync1, sync2, div, high, period, reg_idx, port, rdata, ta_ok, present, bmcr, bmsr, anar,
+            self, clock, sync1, sync2, div, tick, p31, p47, p63, p64, p_tx, p_rx, ri0, ri5, high, period, reg_idx, port, rdata, ta_ok, present, bmcr, bmsr, anar,
             anlpar, gctl, state0, state1, shift
         );
         self.sync1.d.next = self.mdio_i.val();
@@ -189,31 +207,43 @@ impl Logic for MdioMaster {
             }
         }
 
-        if self.div.q.val() != 0 {
+        // tick is div == 0, from a register (div counts down from half_m1 >= 3).
+        self.tick.d.next = self.div.q.val() == 1;
+        // Decodes of period and reg_idx, a cycle late: both change only at a tick, and ticks are
+        // at least 4 cycles apart.
+        self.p31.d.next = self.period.q.val() == 31;
+        self.p47.d.next = self.period.q.val() == 47;
+        self.p63.d.next = self.period.q.val() == 63;
+        self.p64.d.next = self.period.q.val() == 64;
+        self.p_tx.d.next = (self.period.q.val() >= 32) && (self.period.q.val() < 46);
+        self.p_rx.d.next = (self.period.q.val() >= 48) && (self.period.q.val() < 64);
+        self.ri0.d.next = self.reg_idx.q.val() == 0;
+        self.ri5.d.next = self.reg_idx.q.val() == 5;
+        if !self.tick.q.val() {
             self.div.d.next = self.div.q.val() - 1;
         } else {
             self.div.d.next = self.half_m1.val();
             if !self.high.q.val() {
                 // Rising edge of MDC: sample what the PHY put out after the previous one.
                 self.high.d.next = true;
-                if self.period.q.val() == 47 {
+                if self.p47.q.val() {
                     self.ta_ok.d.next = !self.sync2.q.val();
                 }
-                if (self.period.q.val() >= 48) && (self.period.q.val() < 64) {
+                if self.p_rx.q.val() {
                     self.rdata.d.next = (self.rdata.q.val() << 1) | bit_cast::<16, 1>(self.sync2.q.val().into());
                 }
             } else {
                 // Falling edge: the next period.
                 self.high.d.next = false;
                 self.period.d.next = self.period.q.val() + 1;
-                if self.period.q.val() == 31 {
+                if self.p31.q.val() {
                     self.shift.d.next = self.cmd.val();
                 }
-                if (self.period.q.val() >= 32) && (self.period.q.val() < 46) {
+                if self.p_tx.q.val() {
                     self.shift.d.next = self.shift.q.val() << 1;
                 }
-                if self.period.q.val() == 63 {
-                    if self.reg_idx.q.val() == 0 {
+                if self.p63.q.val() {
+                    if self.ri0.q.val() {
                         self.present.d.next = self.ta_ok.q.val();
                     } else {
                         self.present.d.next = self.present.q.val() & self.ta_ok.q.val();
@@ -237,9 +267,9 @@ impl Logic for MdioMaster {
                         _ => {}
                     }
                 }
-                if self.period.q.val() == 64 {
+                if self.p64.q.val() {
                     self.period.d.next = 0.into();
-                    if self.reg_idx.q.val() == 5 {
+                    if self.ri5.q.val() {
                         self.reg_idx.d.next = 0.into();
                         self.port.d.next = !self.port.q.val();
                         if self.port.q.val() {
