@@ -67,7 +67,8 @@ pub struct ControlIdentity {
 
 impl ControlIdentity {
     /// Identity of this source tree built now: [`DESIGN_VERSION`], the git hash of the working
-    /// directory's HEAD (0 when git is unavailable) and today's date.
+    /// directory's HEAD (0 when git is unavailable) and today's date (the day of
+    /// `SOURCE_DATE_EPOCH` when that is set).
     pub fn stamp(board_id: u32, baud_divisor: u32) -> ControlIdentity {
         let git_hash = std::process::Command::new("git")
             .args(["rev-parse", "--short=8", "HEAD"])
@@ -76,10 +77,17 @@ impl ControlIdentity {
             .filter(|o| o.status.success())
             .and_then(|o| u32::from_str_radix(String::from_utf8_lossy(&o.stdout).trim(), 16).ok())
             .unwrap_or(0);
-        let days = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| (d.as_secs() / 86_400) as u32)
-            .unwrap_or(0);
+        // SOURCE_DATE_EPOCH (reproducible-builds.org) when set, else now.
+        let secs = std::env::var("SOURCE_DATE_EPOCH")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()
+                    .map(|d| d.as_secs())
+            });
+        let days = secs.map(|s| (s / 86_400) as u32).unwrap_or(0);
         ControlIdentity {
             board_id,
             version: pack_version(DESIGN_VERSION),
@@ -138,7 +146,6 @@ pub struct ControlLink {
     r_le2: DFF<Bit>,
     r_lo80: DFF<Bit>,
     r_reg: DFF<Bits<5>>,
-    v_id: DFF<Bits<32>>,
     v_job: DFF<Bits<32>>,
     v_link: DFF<Bits<32>>,
     v_stat: DFF<Bits<32>>,
@@ -209,17 +216,7 @@ pub struct ControlLink {
     last_addr: DFF<Bits<16>>,
     range_ok: Signal<Local, Bit>,
     asm_next: Signal<Local, Bits<32>>,
-    magic: Constant<Bits<32>>,
-    board_id: Constant<Bits<32>>,
-    version: Constant<Bits<32>>,
-    git_hash: Constant<Bits<32>>,
-    build_date: Constant<Bits<32>>,
-    width: Constant<Bits<32>>,
     built_slots: Constant<Bits<32>>,
-    max_payload: Constant<Bits<32>>,
-    max_workers: Constant<Bits<32>>,
-    divisor: Constant<Bits<32>>,
-    counter_count: Constant<Bits<32>>,
     counter_last: Constant<Bits<8>>,
     counter_n: Constant<Bits<8>>,
     timeout_m1: Constant<Bits<24>>,
@@ -232,6 +229,30 @@ fn k32(v: u64) -> Constant<Bits<32>> {
 
 /// Counters of the core alone (`protocol::reg::COUNTER_COUNT`).
 pub const CORE_COUNTERS: usize = protocol::reg::COUNTER_COUNT as usize;
+
+/// Shadow RAM word of identity register 0 (the magic): the identity registers 0x0000..=0x000A
+/// are the shadow's initial contents from this word on, above the counters (at most this many).
+/// Being block RAM contents rather than constants in the read mux, the git hash and build date
+/// leave the synthesized netlist unchanged: two builds of one design differ only in the RAM's
+/// INITVAL, so they place and route alike.
+pub const IDENTITY_BASE: usize = 0x30;
+
+/// The identity registers 0x0000..=0x000A in order.
+fn identity_words(core: &CoreConfig, identity: &ControlIdentity, counters: usize) -> [u32; 11] {
+    [
+        protocol::MAGIC,
+        identity.board_id,
+        identity.version,
+        identity.git_hash,
+        identity.build_date_days,
+        core.width_bytes as u32,
+        core.slots as u32,
+        core.max_payload as u32,
+        core.max_workers as u32,
+        identity.baud_divisor,
+        counters as u32,
+    ]
+}
 
 impl ControlLink {
     /// A control link for a core built with `core`, answering `identity`, reading the core's
@@ -246,8 +267,8 @@ impl ControlLink {
     /// and the job enabled. `None`: every job register zero, no job enabled.
     pub fn with_board(core: &CoreConfig, identity: ControlIdentity, counters: usize, job: Option<[u32; 6]>) -> Self {
         assert!(
-            (1..=64).contains(&counters),
-            "{counters} counters: the counter port has 64"
+            (1..=IDENTITY_BASE).contains(&counters),
+            "{counters} counters: the shadow holds {IDENTITY_BASE} below the identity registers"
         );
         let j = job.unwrap_or([0; 6]);
         let w32 = |v: u32| DFFWithInit::new(Bits::<32>::from(u64::from(v)));
@@ -266,7 +287,7 @@ impl ControlLink {
             rx: UartRx::new(d),
             tx: UartTx::new(d),
             buffer: BlockRam::new(32),
-            shadow: ShadowRam::new(64),
+            shadow: ShadowRam::with_contents(64, IDENTITY_BASE, &identity_words(core, &identity, counters)),
             state: Default::default(),
             snap_ge4: Default::default(),
             cp_more: Default::default(),
@@ -284,7 +305,6 @@ impl ControlLink {
             r_le2: Default::default(),
             r_lo80: Default::default(),
             r_reg: Default::default(),
-            v_id: Default::default(),
             v_job: Default::default(),
             v_link: Default::default(),
             v_stat: Default::default(),
@@ -356,17 +376,7 @@ impl ControlLink {
             last_addr: Default::default(),
             range_ok: Default::default(),
             asm_next: Default::default(),
-            magic: k32(u64::from(protocol::MAGIC)),
-            board_id: k32(u64::from(identity.board_id)),
-            version: k32(u64::from(identity.version)),
-            git_hash: k32(u64::from(identity.git_hash)),
-            build_date: k32(u64::from(identity.build_date_days)),
-            width: k32(core.width_bytes as u64),
             built_slots: k32(core.slots as u64),
-            max_payload: k32(core.max_payload as u64),
-            max_workers: k32(core.max_workers as u64),
-            divisor: k32(u64::from(d)),
-            counter_count: k32(counters as u64),
             counter_last: Constant::new(((counters - 1) as u64).into()),
             counter_n: Constant::new((counters as u64).into()),
             timeout_m1: Constant::new((u64::from(FRAME_TIMEOUT_BITS) * u64::from(d) - 1).into()),
@@ -398,7 +408,7 @@ pub struct ShadowRam {
 }
 
 impl ShadowRam {
-    /// A RAM of `depth` words (at most 64).
+    /// A RAM of `depth` words (at most 64), zero at power-up.
     pub fn new(depth: usize) -> Self {
         assert!((1..=64).contains(&depth), "ShadowRam depth {depth} outside 1..=64");
         Self {
@@ -410,6 +420,36 @@ impl ShadowRam {
             write_enable: Default::default(),
             _mem: vec![Bits::<32>::default(); depth],
         }
+    }
+
+    /// A RAM of `depth` words whose words `base..base + words.len()` hold `words` at power-up
+    /// (the block RAM's initial contents), the rest zero.
+    pub fn with_contents(depth: usize, base: usize, words: &[u32]) -> Self {
+        assert!(base + words.len() <= depth, "initial words past the end of the RAM");
+        let mut ram = Self::new(depth);
+        for (i, w) in words.iter().enumerate() {
+            ram._mem[base + i] = u64::from(*w).into();
+        }
+        ram
+    }
+}
+
+impl ShadowRam {
+    /// The Verilog `initial` block of every word (Yosys puts them in the block RAM's INITVAL),
+    /// empty when all are zero. Every word, zero or not, in the same text width: Yosys names
+    /// cells after their source lines, and its results depend on the names, so the values
+    /// must not move a line.
+    fn initial_block(&self) -> String {
+        if self._mem.iter().all(|w| !w.any()) {
+            return String::new();
+        }
+        let words: Vec<String> = self
+            ._mem
+            .iter()
+            .enumerate()
+            .map(|(i, w)| format!("   mem[{i:2}] = 32'h{:08x};\n", w.index()))
+            .collect();
+        format!("\ninitial begin\n{}end\n", words.concat())
     }
 }
 
@@ -440,7 +480,7 @@ impl Logic for ShadowRam {
             "\
 (* no_rw_check *)
 reg [31:0] mem [0:{last}];
-
+{init}
 always @(posedge clock) begin
    read_data <= mem[read_address];
    if (write_enable) begin
@@ -448,7 +488,8 @@ always @(posedge clock) begin
    end
 end
 ",
-            last = self._mem.len() - 1
+            last = self._mem.len() - 1,
+            init = self.initial_block()
         ))
     }
 
@@ -482,7 +523,7 @@ impl Logic for ControlLink {
             slots_used,
             mac_hi, mac_lo, ip, n, size,
             slots_s, enabled, uptime, snap_idx, snap_wait, snap_late, snap_ge4, cp_more, cp_end, crc_hi_ok, crc_ok,
-            op_rd, op_wr, snap_req, r_same, r_le10, r_le6, r_lecl, r_le3, r_le2, r_lo80, r_reg, v_id, v_job, v_link,
+            op_rd, op_wr, snap_req, r_same, r_le10, r_le6, r_lecl, r_le3, r_le2, r_lo80, r_reg, v_job, v_link,
             v_stat, v_reg, crc_pend, crc_byte, wsel, wle5, w_last, cnt_zero
         );
         clock!(self, clock, rx, tx, buffer, shadow);
@@ -511,7 +552,13 @@ impl Logic for ControlLink {
         self.ctr_wa1.d.next = bit_cast::<6, 8>(self.snap_idx.q.val());
         self.ctr_wa2.d.next = self.ctr_wa1.q.val();
         self.ctr_we.d.next = self.ctr_we.q.val() << 1;
+        // The identity registers (region 0) are words IDENTITY_BASE.. of the shadow, its
+        // initial contents; the counters (region 2) are words 0..C.
         self.shadow.read_address.next = bit_cast::<6, 8>(self.rd_off.val());
+        if self.rd_region.val() == 0 {
+            self.shadow.read_address.next =
+                (bit_cast::<6, 8>(self.rd_off.val()) & 0x0F) | 0x30; // IDENTITY_BASE
+        }
         self.shadow.write_address.next = self.ctr_wa2.q.val();
         self.shadow.write_data.next = self.ctr_q.q.val();
         self.shadow.write_enable.next = self.ctr_we.q.val().get_bit(1);
@@ -522,42 +569,8 @@ impl Logic for ControlLink {
         self.cfg_write.next = self.o_write.q.val();
         self.cfg_address.next = self.o_address.q.val();
         self.cfg_data.next = self.o_data.q.val();
-        // The read mux in two register stages: each region's value by offset (v_id, v_job, v_link,
-        // v_stat; the shadow's is shadow_q), then the region's.
-        self.v_id.d.next = self.counter_count.val();
-        match self.rd_off.val().index() {
-            0 => {
-                self.v_id.d.next = self.magic.val();
-            }
-            1 => {
-                self.v_id.d.next = self.board_id.val();
-            }
-            2 => {
-                self.v_id.d.next = self.version.val();
-            }
-            3 => {
-                self.v_id.d.next = self.git_hash.val();
-            }
-            4 => {
-                self.v_id.d.next = self.build_date.val();
-            }
-            5 => {
-                self.v_id.d.next = self.width.val();
-            }
-            6 => {
-                self.v_id.d.next = self.built_slots.val();
-            }
-            7 => {
-                self.v_id.d.next = self.max_payload.val();
-            }
-            8 => {
-                self.v_id.d.next = self.max_workers.val();
-            }
-            9 => {
-                self.v_id.d.next = self.divisor.val();
-            }
-            _ => {}
-        }
+        // The read mux in two register stages: each region's value by offset (v_job, v_link,
+        // v_stat; the identity's and the counters' are shadow_q), then the region's.
         self.v_job.d.next = bit_cast::<32, 1>(self.enabled.q.val().into());
         match self.rd_off.val().index() {
             0 => {
@@ -596,11 +609,12 @@ impl Logic for ControlLink {
         if self.rd_region.val() < 4 {
             self.v_reg.d.next = bit_cast::<3, 8>(self.rd_region.val());
         }
+        // The identity (region 0) is read from the shadow, as the counters are.
+        if self.rd_region.val() == 0 {
+            self.v_reg.d.next = 2.into();
+        }
         self.rd_value.next = self.v_stat.q.val();
         match self.v_reg.q.val().index() {
-            0 => {
-                self.rd_value.next = self.v_id.q.val();
-            }
             1 => {
                 self.rd_value.next = self.v_job.q.val();
             }
@@ -1189,6 +1203,37 @@ mod tests {
         assert_eq!(b.writes.len(), n, "no write from a bad frame");
         // Still in step afterwards.
         assert_eq!(b.transact(&read_request(0x0103, 1)).words, vec![4]);
+    }
+
+    /// Two identities give Verilog that differs only in the values of the shadow RAM's initial
+    /// words, line for line: the git hash and build date reach the block RAM's contents, not
+    /// the logic, so a build's netlist does not depend on them.
+    #[test]
+    fn identity_changes_only_the_ram_contents() {
+        let core = CoreConfig::new(4, 16, 1024, 32).unwrap();
+        let verilog = |git_hash: u32, build_date_days: u32| {
+            let id = ControlIdentity {
+                board_id: 1,
+                version: pack_version(DESIGN_VERSION),
+                git_hash,
+                build_date_days,
+                baud_divisor: 1085,
+            };
+            let mut link = ControlLink::new(&core, id);
+            link.connect_all();
+            generate_verilog(&link)
+        };
+        let (a, b) = (verilog(0xabcd1234, 20_000), verilog(0, 0));
+        let (a, b): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+        assert_eq!(a.len(), b.len());
+        let differ: Vec<(&str, &str)> = a.iter().zip(&b).filter(|(x, y)| x != y).map(|(x, y)| (*x, *y)).collect();
+        assert_eq!(
+            differ,
+            vec![
+                ("       mem[51] = 32'habcd1234;", "       mem[51] = 32'h00000000;"),
+                ("       mem[52] = 32'h00004e20;", "       mem[52] = 32'h00000000;"),
+            ]
+        );
     }
 
     /// The link at 115200 baud / 125 MHz synthesizes for the ECP5 without latches.
