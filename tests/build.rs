@@ -399,11 +399,15 @@ fn builds_a_small_core_to_a_bitstream() {
     }
 }
 
-/// The board top (PLL, RGMII, MACs, switch fabric, a 4-slot core with 256-byte payloads) through
-/// the whole flow: `spotagg build --board colorlight-5a-75b-v8` gives a bitstream, and the summary
-/// and the warning name every clock: the PLL's and both receive clocks, each against 125 MHz.
+/// The board top as it ships (PLL, RGMII, MACs, switch fabric, control link, MDIO, the core
+/// with the most slots that fit: 30 slots of 1024 bytes) through the whole flow with no
+/// `--allow-timing-fail`: `spotagg build --board colorlight-5a-75b-v8` gives a bitstream that
+/// meets every clock's constraint (the PLL's and both receive clocks, 125 MHz). One seed of the
+/// default sweep (seed 3, the one the sweep keeps) to save time: the netlist does not depend on
+/// the git hash or the date (they are block RAM contents), so it places alike on every clone of
+/// a commit, with the pinned nextpnr.
 #[test]
-fn builds_the_board_top_to_a_bitstream() {
+fn builds_the_board_top_to_a_bitstream_that_meets_timing() {
     if let Err(e) = Toolchain::ensure(&Toolchain::default_venv()) {
         if e.is_network() {
             eprintln!("\n!!!!!!!! PyPI is not reachable: the real FPGA build is SKIPPED !!!!!!!!\n{e}\n");
@@ -413,18 +417,8 @@ fn builds_the_board_top_to_a_bitstream() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = spotagg()
-        .args([
-            "build",
-            "--board",
-            "colorlight-5a-75b-v8",
-            "--top",
-            "board",
-            "--slots",
-            "4",
-            "--max-payload",
-            "256",
-        ])
-        .args(["--seed", "1", "--allow-timing-fail", "--out"])
+        .args(["build", "--board", "colorlight-5a-75b-v8", "--top", "board"])
+        .args(["--seed", "3", "--seeds", "1", "--out"])
         .arg(dir.path())
         .output()
         .unwrap();
@@ -433,9 +427,13 @@ fn builds_the_board_top_to_a_bitstream() {
     println!("{stderr}\n{stdout}");
     assert!(out.status.success(), "{stderr}\n{stdout}");
     assert!(std::fs::metadata(dir.path().join("top.bit")).unwrap().len() > 100_000);
+    // The slot search: the part's block RAM holds 30 slots and no more.
+    assert!(stdout.contains("seed 3, 30 slots"), "{stdout}");
+    assert!(stderr.contains("31 slots: "), "{stderr}");
     let json = std::fs::read_to_string(dir.path().join("report.json")).unwrap();
     let report = spotagg_boards::flow::parse_nextpnr_report(&json).unwrap();
     assert_eq!(report.usage("EHXPLLL").unwrap().used, 1);
+    assert_eq!(report.usage("DP16KD").unwrap().used, 55);
     for rxc in ["eth0_rxc", "eth1_rxc"] {
         assert!(
             report.fmax.iter().any(|c| c.clock == rxc),
@@ -447,12 +445,8 @@ fn builds_the_board_top_to_a_bitstream() {
     for c in &report.fmax {
         assert_eq!(c.constraint_mhz, 125.0, "{c:?}");
         assert!(stdout.contains(&c.clock), "{stdout}");
-        if !c.met() {
-            println!(
-                "NOTE: {} reaches {:.2} MHz, below 125 MHz: timing is not met yet",
-                c.clock, c.achieved_mhz
-            );
-            assert!(stderr.contains(&format!("clock {} reaches", c.clock)), "{stderr}");
-        }
+        assert!(c.met(), "{} reaches {:.2} MHz, below 125 MHz\n{stderr}", c.clock, c.achieved_mhz);
+        println!("{}: {:.2} MHz", c.clock, c.achieved_mhz);
     }
+    assert!(!stdout.contains("FAILED"), "{stdout}");
 }
