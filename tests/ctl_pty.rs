@@ -100,7 +100,7 @@ enum Cmd {
 }
 
 struct Pins {
-    clocks: [u32; 3],
+    clocks: [u32; 4],
     start: u32,
     rxd: [u32; 2],
     rx_dv: [u32; 2],
@@ -142,7 +142,7 @@ impl TxDecoder {
 fn board(mut m: VerilatedModel, mut pty: TTYPort, cmds: mpsc::Receiver<Cmd>, mut phys: [MdioPhyModel; 2]) {
     let p = |n: &str| m.port(n);
     let id = Pins {
-        clocks: [p("core_clock"), p("eth0_rx_clock"), p("eth1_rx_clock")],
+        clocks: [p("core_clock"), p("tx_clock"), p("eth0_rx_clock"), p("eth1_rx_clock")],
         start: p("start"),
         rxd: [p("eth0_rxd"), p("eth1_rxd")],
         rx_dv: [p("eth0_rx_dv"), p("eth1_rx_dv")],

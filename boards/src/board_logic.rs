@@ -41,8 +41,10 @@ pub struct ControlParams {
 /// Fabric, control link and MDIO master.
 #[derive(LogicBlock)]
 pub struct BoardLogic {
-    /// Core clock (125 MHz; also the transmit clock of both ports and the control plane's).
+    /// Core clock (100 MHz on the board; also the control plane's).
     pub core_clock: Signal<In, Clock>,
+    /// Transmit clock of both ports (125 MHz).
+    pub tx_clock: Signal<In, Clock>,
     /// Start loading the configuration (the PLL has locked).
     pub start: Signal<In, Bit>,
     /// Port 0 receive clock.
@@ -112,6 +114,7 @@ impl BoardLogic {
         }
         Self {
             core_clock: Default::default(),
+            tx_clock: Default::default(),
             start: Default::default(),
             eth0_rx_clock: Default::default(),
             eth0_rxd: Default::default(),
@@ -153,6 +156,7 @@ impl Logic for BoardLogic {
         clock!(self, core_clock, link, mdio);
         dff_setup!(self, core_clock, core_counter_q, port_counter_q, high_q);
         self.fabric.core_clock.next = self.core_clock.val();
+        self.fabric.tx_clock.next = self.tx_clock.val();
         self.fabric.start.next = self.start.val();
         self.fabric.eth0_rx_clock.next = self.eth0_rx_clock.val();
         self.fabric.eth0_rxd.next = self.eth0_rxd.val();

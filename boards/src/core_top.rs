@@ -209,7 +209,8 @@ pub fn core_top_lpf(board: &Board) -> String {
         });
         let keep = match port {
             Some(p) => CORE_TOP_PORTS.contains(&p.split('[').next().unwrap_or(p)),
-            None => true,
+            // The board top's 100 MHz core clock is not here: this top runs everything on clk125.
+            None => !line.contains(crate::lpf::CORE_CLOCK_NET),
         };
         if keep {
             s += line;

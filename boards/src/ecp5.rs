@@ -4,8 +4,8 @@
 //! `ODDRX1F`, `DELAYG`), which Yosys `synth_ecp5` knows from its cell library; nothing of
 //! their insides is generated. Their `update` is a model for rust-hdl simulation:
 //!
-//! - [`Pll25To125`]: the output clock follows the input clock edge for edge (a simulation has
-//!   no real frequencies), `lock` is high. On the chip: 25 MHz in, 125 MHz out (VCO 625 MHz).
+//! - [`BoardPll`]: both output clocks follow the input clock edge for edge, `lock` is high.
+//!   On the chip: 25 MHz in, 125 MHz and 100 MHz out (VCO 500 MHz).
 //! - [`Iddrx1f`]: `q0` is `d` sampled at a rising edge of `sclk`, `q1` the sample at the
 //!   following falling edge; both are presented at the next rising edge.
 //! - [`Oddrx1f`]: `q` is `d0` (taken at a rising edge) while `sclk` is high, then `d1` (taken
@@ -18,36 +18,90 @@
 
 use rust_hdl::prelude::*;
 
-/// EHXPLLL configured for 125 MHz from 25 MHz.
+/// EHXPLLL of the board top: 125 MHz (the RGMII transmit clock, `CLKOP`) and 100 MHz (the
+/// core clock, `CLKOS`) from 25 MHz.
+///
+/// VCO = 25 MHz × CLKFB_DIV (5) × CLKOP_DIV (4) / CLKI_DIV (1) = 500 MHz (inside 400–800 MHz),
+/// fed back from CLKOP; CLKOP = 500 / 4 = 125 MHz, CLKOS = 500 / 5 = 100 MHz. The two outputs
+/// meet only at FIFOs (their phase relation is not used); CPHASE = (DIV − 1) / 2 with FPHASE 0
+/// on each, the zero-phase setting our single-output PLL uses. The output nets are kept wires
+/// `clk125` and `clk100` (after flattening `pll.clk125`, `pll.clk100`, the names the LPF
+/// constrains); `FREQUENCY_PIN_*` let nextpnr derive them too. The simulation model passes the
+/// input clock to both outputs (a simulation has no frequencies; tests that need two rates
+/// drive the board logic's clocks themselves).
 #[derive(LogicBlock, Default)]
-pub struct Pll25To125 {
+pub struct BoardPll {
     /// 25 MHz input.
     pub clkin: Signal<In, Clock>,
-    /// 125 MHz output.
-    pub clkout: Signal<Out, Clock>,
+    /// 125 MHz output (transmit clock).
+    pub clk_tx: Signal<Out, Clock>,
+    /// 100 MHz output (core clock).
+    pub clk_core: Signal<Out, Clock>,
     /// The PLL has locked.
     pub lock: Signal<Out, Bit>,
 }
 
-impl Logic for Pll25To125 {
+impl Logic for BoardPll {
     fn update(&mut self) {
-        self.clkout.next = self.clkin.val();
+        self.clk_tx.next = self.clkin.val();
+        self.clk_core.next = self.clkin.val();
         self.lock.next = true;
     }
     fn connect(&mut self) {
-        self.clkout.connect();
+        self.clk_tx.connect();
+        self.clk_core.connect();
         self.lock.connect();
     }
     fn hdl(&self) -> Verilog {
-        // The output net is a kept wire named `clk125`: after flattening it is
-        // `<instance>.clk125` (`pll.clk125` in the board top), a name the LPF can constrain
-        // (the rust-hdl nets that carry it further are merged away by synthesis under
-        // whichever name Yosys prefers).
         Verilog::Wrapper(Wrapper {
-            code: format!(
-                "(* keep *) wire clk125;\nassign clkout = clk125;\n{}",
-                crate::core_top::pll_25_to_125("pll", "clkin", "clk125", "lock")
-            ),
+            code: r#"(* keep *) wire clk125;
+(* keep *) wire clk100;
+assign clk_tx = clk125;
+assign clk_core = clk100;
+(* FREQUENCY_PIN_CLKI="25" *)
+(* FREQUENCY_PIN_CLKOP="125" *)
+(* FREQUENCY_PIN_CLKOS="100" *)
+(* ICP_CURRENT="12" *) (* LPF_RESISTOR="8" *) (* MFG_ENABLE_FILTEROPAMP="1" *) (* MFG_GMCREF_SEL="2" *)
+EHXPLLL #(
+    .PLLRST_ENA("DISABLED"),
+    .INTFB_WAKE("DISABLED"),
+    .STDBY_ENABLE("DISABLED"),
+    .DPHASE_SOURCE("DISABLED"),
+    .OUTDIVIDER_MUXA("DIVA"),
+    .OUTDIVIDER_MUXB("DIVB"),
+    .OUTDIVIDER_MUXC("DIVC"),
+    .OUTDIVIDER_MUXD("DIVD"),
+    .CLKI_DIV(1),
+    .CLKFB_DIV(5),
+    .CLKOP_ENABLE("ENABLED"),
+    .CLKOP_DIV(4),
+    .CLKOP_CPHASE(1),
+    .CLKOP_FPHASE(0),
+    .CLKOS_ENABLE("ENABLED"),
+    .CLKOS_DIV(5),
+    .CLKOS_CPHASE(2),
+    .CLKOS_FPHASE(0),
+    .FEEDBK_PATH("CLKOP")
+) pll (
+    .RST(1'b0),
+    .STDBY(1'b0),
+    .CLKI(clkin),
+    .CLKOP(clk125),
+    .CLKOS(clk100),
+    .CLKFB(clk125),
+    .CLKINTFB(),
+    .PHASESEL0(1'b0),
+    .PHASESEL1(1'b0),
+    .PHASEDIR(1'b1),
+    .PHASESTEP(1'b1),
+    .PHASELOADREG(1'b1),
+    .PLLWAKESYNC(1'b0),
+    .ENCLKOP(1'b0),
+    .ENCLKOS(1'b0),
+    .LOCK(lock)
+);
+"#
+            .into(),
             cores: String::new(),
         })
     }

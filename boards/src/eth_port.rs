@@ -5,9 +5,9 @@
 //!
 //! ```text
 //! GMII rx ─ MacRx ─ RxWidth<8> ─ RxClassifier ─ rx FIFO ══(rx clock | core clock)══ rxq_*
-//! res_* ─ result FIFO ─┐
-//!                      ├─ FrameArbiter ─ TxWidth<8> ─ MacTx ─ GMII tx   (core clock)
-//! br_*  ─ bridge FIFO ─┘
+//! res_* ─ result FIFO ══(core clock | tx clock)══┐
+//!                                                ├─ FrameArbiter ─ TxWidth<8> ─ StreamSlice ─ MacTx ─ GMII tx
+//! br_*  ─ bridge FIFO ══(core clock | tx clock)══┘                                     (tx clock)
 //! ```
 //!
 //! Capacity: receive FIFO 2048 words (8 KiB in 4 DP16KD: the words are kept in 36 bits, the
@@ -15,14 +15,18 @@
 //! [`WORD_BITS`] on the way out, the routing bits of the frame's first word on every word),
 //! result FIFO 2048 words (8 KiB, a burst of results while the port is busy: 4 DP16KD), bridge
 //! FIFO 512 words (1 DP16KD); the transmit FIFOs keep 36 bits a word (no routing bits). Each
-//! holds at least one frame of the largest size. The transmit side runs in the core clock
-//! (the board's 125 MHz transmit clock), so only the receive side crosses clocks.
+//! holds at least one frame of the largest size. Three clock domains: the receive side in the
+//! PHY's receive clock, the FIFOs' core-facing ends in the core clock, the transmit side (the
+//! transmit FIFOs' read ends, the merge, the MAC) in the 125 MHz transmit clock; every crossing
+//! is a FIFO's Gray-coded pointers. The counters are read as quasi-static values from the core
+//! clock (each counts in its own domain).
 
 use crate::frame_arbiter::FrameArbiter;
 use crate::frame_fifo::{FrameFifo, WORD_BITS};
 use crate::mac_rx::MacRx;
 use crate::mac_tx::MacTx;
 use crate::rx_classifier::RxClassifier;
+use crate::stream_slice::StreamSlice;
 use rust_hdl::prelude::*;
 use spotagg_hdl::stream_width::{RxWidth, TxWidth};
 
@@ -39,8 +43,11 @@ pub struct EthPort {
     pub gmii_rx_er: Signal<In, Bit>,
     /// The switch's MAC (quasi-static).
     pub switch_mac: Signal<In, Bits<48>>,
-    /// Core clock (also the transmit clock).
+    /// Core clock (the FIFOs' core-facing ends).
     pub core_clock: Signal<In, Clock>,
+    /// Transmit clock (125 MHz on the board): the transmit FIFOs' read ends, the merge and
+    /// the transmit MAC.
+    pub tx_clock: Signal<In, Clock>,
     /// GMII transmit data.
     pub gmii_txd: Signal<Out, Bits<8>>,
     /// GMII transmit enable.
@@ -81,7 +88,7 @@ pub struct EthPort {
     pub frames_giant: Signal<Out, Bits<32>>,
     /// Good frames dropped because the receive FIFO was full (receive clock domain).
     pub frames_overflow: Signal<Out, Bits<32>>,
-    /// Frames sent.
+    /// Frames sent (transmit clock domain).
     pub frames_sent: Signal<Out, Bits<32>>,
     mac_rx: MacRx,
     pack: RxWidth<8>,
@@ -95,6 +102,9 @@ pub struct EthPort {
     br_fifo: FrameFifo<36, 9, 10>,
     tx_arbiter: FrameArbiter,
     unpack: TxWidth<8>,
+    /// Byte and `last` into the MAC from flip-flops: the MAC's CRC starts from a register, not
+    /// from the unpacker's byte multiplexer.
+    tx_slice: StreamSlice<9>,
     mac_tx: MacTx,
 }
 
@@ -140,12 +150,15 @@ impl Logic for EthPort {
         // Core clock domain.
         self.rx_fifo.read_clock.next = self.core_clock.val();
         self.res_fifo.write_clock.next = self.core_clock.val();
-        self.res_fifo.read_clock.next = self.core_clock.val();
         self.br_fifo.write_clock.next = self.core_clock.val();
-        self.br_fifo.read_clock.next = self.core_clock.val();
-        self.tx_arbiter.clock.next = self.core_clock.val();
-        self.unpack.clock.next = self.core_clock.val();
-        self.mac_tx.clock.next = self.core_clock.val();
+        // Transmit clock domain.
+        self.res_fifo.read_clock.next = self.tx_clock.val();
+        self.br_fifo.read_clock.next = self.tx_clock.val();
+        self.tx_arbiter.clock.next = self.tx_clock.val();
+        self.unpack.clock.next = self.tx_clock.val();
+        self.tx_slice.clock.next = self.tx_clock.val();
+        self.mac_tx.clock.next = self.tx_clock.val();
+        // Core clock domain.
         self.in_frame.clock.next = self.core_clock.val();
         self.route.clock.next = self.core_clock.val();
         self.in_frame.d.next = self.in_frame.q.val();
@@ -193,10 +206,14 @@ impl Logic for EthPort {
         self.unpack.word_last.next = self.tx_arbiter.out_data.val().get_bit(35);
         self.unpack.word_bytes.next = self.tx_arbiter.out_data.val().get_bits::<3>(32);
         self.tx_arbiter.out_ready.next = self.unpack.word_ready.val();
-        self.mac_tx.in_valid.next = self.unpack.out_valid.val();
-        self.mac_tx.in_data.next = self.unpack.out_data.val();
-        self.mac_tx.in_last.next = self.unpack.out_last.val();
-        self.unpack.out_ready.next = self.mac_tx.in_ready.val();
+        self.tx_slice.in_valid.next = self.unpack.out_valid.val();
+        self.tx_slice.in_data.next =
+            bit_cast::<9, 8>(self.unpack.out_data.val()) | (bit_cast::<9, 1>(self.unpack.out_last.val().into()) << 8);
+        self.unpack.out_ready.next = self.tx_slice.in_ready.val();
+        self.mac_tx.in_valid.next = self.tx_slice.out_valid.val();
+        self.mac_tx.in_data.next = self.tx_slice.out_data.val().get_bits::<8>(0);
+        self.mac_tx.in_last.next = self.tx_slice.out_data.val().get_bit(8);
+        self.tx_slice.out_ready.next = self.mac_tx.in_ready.val();
         self.gmii_txd.next = self.mac_tx.gmii_txd.val();
         self.gmii_tx_en.next = self.mac_tx.gmii_tx_en.val();
         self.gmii_tx_er.next = self.mac_tx.gmii_tx_er.val();

@@ -66,6 +66,11 @@ pub struct MacRx {
     state: DFF<Bits<2>>,
     line: DFF<Bits<40>>,
     count: DFF<Bits<12>>,
+    /// `count` ≥ 5, ≥ 64 and > 1522, kept in flip-flops as `count` steps past each bound (an
+    /// equality a clock ahead instead of a 12-bit magnitude compare on the way to the verdict).
+    ge5: DFF<Bit>,
+    ge64: DFF<Bit>,
+    gt1522: DFF<Bit>,
     crc_reg: DFF<Bits<32>>,
     err: DFF<Bit>,
     good: DFF<Bits<32>>,
@@ -112,6 +117,9 @@ impl Default for MacRx {
             state: Default::default(),
             line: Default::default(),
             count: Default::default(),
+            ge5: Default::default(),
+            ge64: Default::default(),
+            gt1522: Default::default(),
             crc_reg: Default::default(),
             err: Default::default(),
             good: Default::default(),
@@ -138,7 +146,7 @@ impl Logic for MacRx {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, rxd, sfd, pre, dv, er, state, line, count, crc_reg, err, good, bad, runt, giant, o_valid,
+            self, clock, rxd, sfd, pre, dv, er, state, line, count, ge5, ge64, gt1522, crc_reg, err, good, bad, runt, giant, o_valid,
             o_data, o_last, o_good, inc_good, inc_bad, inc_runt, inc_giant
         );
         self.inc_good.d.next = false;
@@ -159,7 +167,7 @@ impl Logic for MacRx {
         self.valid.next = false;
         self.o_data.d.next = self.line.q.val().get_bits::<8>(32);
         self.last.next = false;
-        self.length_ok.next = (self.count.q.val() >= 64) & (self.count.q.val() <= 1522);
+        self.length_ok.next = self.ge64.q.val() & !self.gt1522.q.val();
         self.good_now.next = self.length_ok.val() & !self.err.q.val() & (self.crc_reg.q.val() == self.residue.val());
         self.frames_good.next = self.good.q.val();
         self.frames_bad_fcs.next = self.bad.q.val();
@@ -175,6 +183,9 @@ impl Logic for MacRx {
                 self.state.d.next = 3.into();
                 self.crc_reg.d.next = self.ones.val();
                 self.count.d.next = 0.into();
+                self.ge5.d.next = false;
+                self.ge64.d.next = false;
+                self.gt1522.d.next = false;
                 self.err.d.next = false;
             } else if self.pre.q.val() {
                 self.state.d.next = 2.into();
@@ -189,17 +200,26 @@ impl Logic for MacRx {
             if self.count.q.val() != 0xFFF {
                 self.count.d.next = self.count.q.val() + 1;
             }
+            if self.count.q.val() == 4 {
+                self.ge5.d.next = true;
+            }
+            if self.count.q.val() == 63 {
+                self.ge64.d.next = true;
+            }
+            if self.count.q.val() == 1522 {
+                self.gt1522.d.next = true;
+            }
             self.err.d.next = self.err.q.val() | self.er.q.val();
-            self.valid.next = self.count.q.val() >= 5;
+            self.valid.next = self.ge5.q.val();
         } else {
             self.state.d.next = 1.into();
-            if self.count.q.val() >= 5 {
+            if self.ge5.q.val() {
                 self.valid.next = true;
                 self.last.next = true;
             }
-            if self.count.q.val() < 64 {
+            if !self.ge64.q.val() {
                 self.inc_runt.d.next = true;
-            } else if self.count.q.val() > 1522 {
+            } else if self.gt1522.q.val() {
                 self.inc_giant.d.next = true;
             } else if self.good_now.val() {
                 self.inc_good.d.next = true;
@@ -283,5 +303,25 @@ mod test {
         assert_eq!(uut.frames_runt.val().to_u32(), 1);
         assert_eq!(uut.frames_giant.val().to_u32(), 1);
         assert_eq!(uut.frames_bad_fcs.val().to_u32(), 1);
+    }
+
+    /// The length bounds exactly: 63 and 1523 bytes with FCS are a runt and a giant, 64 and
+    /// 1522 are good; every frame comes out whole.
+    #[test]
+    fn length_bounds_are_exact() {
+        let mut uut = MacRx::default();
+        uut.connect_all();
+        let frame = |n: usize| -> Vec<u8> { (0..n).map(|x| (x * 7 + n) as u8).collect() };
+        let lens = [59, 60, 1518, 1519, 60];
+        let got = receive(&mut uut, &lens.map(|n| (frame(n), false)));
+        let flags: Vec<bool> = got.iter().map(|g| g.1).collect();
+        assert_eq!(flags, vec![false, true, true, false, true]);
+        for (g, &n) in got.iter().zip(&lens) {
+            assert_eq!(g.0, frame(n));
+        }
+        assert_eq!(uut.frames_good.val().to_u32(), 3);
+        assert_eq!(uut.frames_runt.val().to_u32(), 1);
+        assert_eq!(uut.frames_giant.val().to_u32(), 1);
+        assert_eq!(uut.frames_bad_fcs.val().to_u32(), 0);
     }
 }

@@ -9,10 +9,12 @@
 //!                             └─ learn (source MAC, port) ─ MacTable ─ lookup ┘
 //! ```
 //!
-//! Clocks: each port's receive side runs in its receive clock (`eth{i}_rx_clock`); the rest,
-//! the transmit MACs included, in `core_clock`. The only crossings are the receive FIFOs (and
-//! the port counters, which are read as they are: quasi-static values for a control link that
-//! samples them twice).
+//! Clocks: each port's receive side runs in its receive clock (`eth{i}_rx_clock`), each
+//! port's transmit side (the transmit FIFOs' read ends, the merge of results and bridged
+//! frames, the MAC) in `tx_clock` (125 MHz, the RGMII transmit clock), the rest (merge, router,
+//! core, dispatcher, loader) in `core_clock`, which needs only to keep up with both ports on
+//! average (100 MHz on the board). The only crossings are the FIFOs (and the port counters,
+//! which are read as they are: quasi-static values for a control link that samples them twice).
 //!
 //! Timing: everything crossing into or out of the core meets a register on the fabric's side:
 //! the stream handshakes both ways through a [`StreamSlice`], the configuration bus and `idle`.
@@ -48,8 +50,10 @@ use spotagg_hdl::{Core, CoreConfig};
 /// The board logic with a width-4 core.
 #[derive(LogicBlock)]
 pub struct SwitchFabric {
-    /// Core clock (125 MHz; also the transmit clock of both ports).
+    /// Core clock (100 MHz on the board).
     pub core_clock: Signal<In, Clock>,
+    /// Transmit clock of both ports (125 MHz).
+    pub tx_clock: Signal<In, Clock>,
     /// Start loading the configuration (the PLL has locked).
     pub start: Signal<In, Bit>,
     /// Port 0 receive clock.
@@ -141,6 +145,7 @@ impl SwitchFabric {
         let mac = m.iter().fold(0u64, |a, &b| (a << 8) | u64::from(b));
         Self {
             core_clock: Default::default(),
+            tx_clock: Default::default(),
             start: Default::default(),
             eth0_rx_clock: Default::default(),
             eth0_rxd: Default::default(),
@@ -210,6 +215,7 @@ impl Logic for SwitchFabric {
         // Ports.
         self.eth0.rx_clock.next = self.eth0_rx_clock.val();
         self.eth0.core_clock.next = self.core_clock.val();
+        self.eth0.tx_clock.next = self.tx_clock.val();
         self.eth0.gmii_rxd.next = self.eth0_rxd.val();
         self.eth0.gmii_rx_dv.next = self.eth0_rx_dv.val();
         self.eth0.gmii_rx_er.next = self.eth0_rx_er.val();
@@ -221,6 +227,7 @@ impl Logic for SwitchFabric {
         self.eth0_tx_er.next = self.eth0.gmii_tx_er.val();
         self.eth1.rx_clock.next = self.eth1_rx_clock.val();
         self.eth1.core_clock.next = self.core_clock.val();
+        self.eth1.tx_clock.next = self.tx_clock.val();
         self.eth1.gmii_rxd.next = self.eth1_rxd.val();
         self.eth1.gmii_rx_dv.next = self.eth1_rx_dv.val();
         self.eth1.gmii_rx_er.next = self.eth1_rx_er.val();

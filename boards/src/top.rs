@@ -2,7 +2,8 @@
 //! link, MDIO master) inside the board's FPGA primitives.
 //!
 //! ```text
-//! clk25 ─ EHXPLLL ─ clk125 ─ core clock, transmit clock of both ports, control plane
+//! clk25 ─ EHXPLLL ─ clk125 ─ transmit clock of both ports (MACs, RGMII transmit)
+//!                 └ clk100 ─ core clock: merge, core, dispatch, bridge, control plane
 //! eth{i}_rxc/rx_ctl/rxd ─ RgmiiRx (IDDRX1F [+ DELAYG]) ─ GMII ─┐
 //!                                                            BoardLogic ─ uart_tx, uart_rx
 //! eth{i}_txc/tx_ctl/txd ─ RgmiiTx (ODDRX1F [+ DELAYG]) ─ GMII ─┘    └─ mdc, mdio (BB pad)
@@ -10,8 +11,15 @@
 //!
 //! Port names are the board definition's ([`Board::pins`]): `clk25`, `uart_tx`, `uart_rx`,
 //! `phy_reset_n`, `mdc`, `mdio`, `eth{0,1}_rxc`, `eth{i}_rx_ctl`, `eth{i}_rxd[3:0]`,
-//! `eth{i}_txc`, `eth{i}_tx_ctl`, `eth{i}_txd[3:0]`; the module is `top`; the PLL's output net
-//! is `clk125`.
+//! `eth{i}_txc`, `eth{i}_tx_ctl`, `eth{i}_txd[3:0]`; the module is `top`; the PLL's output nets
+//! are `pll.clk125` and `pll.clk100`.
+//!
+//! Clocks: the 125 MHz clocks (both receive clocks, the transmit clock) carry only the MACs and
+//! the FIFOs' ends; the core runs at 100 MHz, which keeps up with both ports at line rate (the
+//! board-level simulation runs the four clocks at their periods with back-to-back frames on
+//! both ports, nothing dropped). This is how LiteX and verilog-ethernet designs separate a
+//! system clock from the PHY clocks; it lets the 125 MHz clocks meet their constraint with room
+//! to spare where a 125 MHz core did not.
 //!
 //! - The core's configuration (the job) is loaded from a ROM once the PLL has locked; it is
 //!   baked in at build time ([`BoardTop::new`]) and is the power-up default: the control link
@@ -27,16 +35,23 @@
 //!   delay the clock itself.
 
 use crate::board_logic::{BoardLogic, ControlParams};
-use crate::ecp5::Pll25To125;
+use crate::ecp5::BoardPll;
 use crate::mdio_pad::BidirPad;
 use crate::rgmii::{RgmiiRx, RgmiiTx};
 use crate::Board;
 use rust_hdl::prelude::*;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::control_link::ControlIdentity;
-use spotagg_hdl::mdio::DEFAULT_HALF_PERIOD;
-use spotagg_hdl::uart::DEFAULT_DIVISOR;
 use spotagg_hdl::CoreConfig;
+
+/// The board top's core clock in MHz (the PLL's `CLKOS`).
+pub const CORE_CLOCK_MHZ: u32 = 100;
+
+/// Core clocks per UART bit at 115200 baud: 100 MHz / 115200 = 868.06.
+pub const CORE_CLOCK_BAUD_DIVISOR: u32 = 868;
+
+/// Core clocks per half MDC period: 100 MHz / (2 × 20) = 2.5 MHz.
+pub const CORE_CLOCK_MDC_HALF_PERIOD: u32 = 20;
 
 /// The board top.
 #[derive(LogicBlock)]
@@ -78,7 +93,8 @@ pub struct BoardTop {
     /// Port 1 TXD.
     pub eth1_txd: Signal<Out, Bits<4>>,
     clk125: Signal<Local, Clock>,
-    pll: Pll25To125,
+    clk100: Signal<Local, Clock>,
+    pll: BoardPll,
     rgmii_rx0: RgmiiRx,
     rgmii_rx1: RgmiiRx,
     rgmii_tx0: RgmiiTx,
@@ -89,11 +105,11 @@ pub struct BoardTop {
 
 impl BoardTop {
     /// The top for `board`, a width-4 `core`, and `job` loaded at power-up; the control link at
-    /// 115200 baud (at 125 MHz), identity stamped now, MDC at 2.5 MHz.
+    /// 115200 baud (at the 100 MHz core clock), identity stamped now, MDC at 2.5 MHz.
     pub fn new(board: &Board, core: CoreConfig, job: &JobConfig) -> Self {
         let params = ControlParams {
-            identity: ControlIdentity::stamp(u32::from(board.board_id), DEFAULT_DIVISOR),
-            mdc_half_period: DEFAULT_HALF_PERIOD,
+            identity: ControlIdentity::stamp(u32::from(board.board_id), CORE_CLOCK_BAUD_DIVISOR),
+            mdc_half_period: CORE_CLOCK_MDC_HALF_PERIOD,
             phy_addresses: board.phy_addresses,
         };
         Self::with_control(board, core, job, params)
@@ -121,6 +137,7 @@ impl BoardTop {
             eth1_tx_ctl: Default::default(),
             eth1_txd: Default::default(),
             clk125: Default::default(),
+            clk100: Default::default(),
             pll: Default::default(),
             rgmii_rx0: RgmiiRx::new(!board.phy_delays.rx_delay_in_phy),
             rgmii_rx1: RgmiiRx::new(!board.phy_delays.rx_delay_in_phy),
@@ -136,7 +153,8 @@ impl Logic for BoardTop {
     #[hdl_gen]
     fn update(&mut self) {
         self.pll.clkin.next = self.clk25.val();
-        self.clk125.next = self.pll.clkout.val();
+        self.clk125.next = self.pll.clk_tx.val();
+        self.clk100.next = self.pll.clk_core.val();
         self.phy_reset_n.next = true;
         Signal::<InOut, Bit>::link(&mut self.mdio, &mut self.mdio_pad.b);
         self.mdc.next = self.logic.mdc.val();
@@ -161,7 +179,8 @@ impl Logic for BoardTop {
         self.logic.eth1_rx_dv.next = self.rgmii_rx1.gmii_rx_dv.val();
         self.logic.eth1_rx_er.next = self.rgmii_rx1.gmii_rx_er.val();
         // Core.
-        self.logic.core_clock.next = self.clk125.val();
+        self.logic.core_clock.next = self.clk100.val();
+        self.logic.tx_clock.next = self.clk125.val();
         self.logic.start.next = self.pll.lock.val();
         // Transmit.
         self.rgmii_tx0.clock.next = self.clk125.val();

@@ -5,8 +5,11 @@
 //! Checks: the frames the switch sends equal the reference switch's outputs for the frames
 //! the core took, in the order it took them (observed on `merge_start`/`merge_port`), each on
 //! the port its destination was seen on; nothing dropped for capacity; a bad-FCS frame is
-//! dropped and counted; bridged frames come out of the other port unchanged. All clocks run
-//! from one clock here (the crossing structure is kept).
+//! dropped and counted; bridged frames come out of the other port unchanged. The line-rate
+//! tests run the board's clocks at their own periods ([`BOARD_PERIODS`]: the core at 100 MHz,
+//! transmit and both receive clocks at 125 MHz), so they show that the 100 MHz core keeps up
+//! with two ports at line rate; the troubled trace runs every clock from one clock (the
+//! crossing structure is kept).
 
 // Both ports are driven in step: loops index the per-port arrays by port number.
 #![allow(clippy::needless_range_loop)]
@@ -25,7 +28,8 @@ use spotagg_sim::verilator::{ports_of, verilator_available, BuildOptions, Verila
 const WAIVERS_EXTRA: &str = "lint_off -rule UNOPTFLAT -file \"*top.v\"\n";
 
 struct Ids {
-    clocks: [u32; 3],
+    /// Core, transmit, port 0 receive, port 1 receive.
+    clocks: [u32; 4],
     start: u32,
     rxd: [u32; 2],
     rx_dv: [u32; 2],
@@ -67,7 +71,7 @@ impl Bench {
         let m = VerilatedModel::build(&verilog, &ports, &opts).expect("verilator build");
         let p = |n: &str| m.port(n);
         let id = Ids {
-            clocks: [p("core_clock"), p("eth0_rx_clock"), p("eth1_rx_clock")],
+            clocks: [p("core_clock"), p("tx_clock"), p("eth0_rx_clock"), p("eth1_rx_clock")],
             start: p("start"),
             rxd: [p("eth0_rxd"), p("eth1_rxd")],
             rx_dv: [p("eth0_rx_dv"), p("eth1_rx_dv")],
@@ -184,10 +188,11 @@ struct Outcome {
 /// Streams `inputs[p]` (wire bytes of each frame) into port p, both ports from the same
 /// clock, back to back with 12 idle clocks; runs until everything has been sent.
 ///
-/// With `periods` (core, port 0 receive, port 1 receive clock periods in ps), each clock runs
-/// at its own period from the first frame on: each port takes one GMII byte a clock of its
-/// receive clock, the transmit side is sampled on core clock edges.
-fn run(b: &mut Bench, inputs: &[Vec<Vec<u8>>; 2], periods: Option<[u64; 3]>) -> Outcome {
+/// With `periods` (core, transmit, port 0 receive, port 1 receive clock periods in ps), each
+/// clock runs at its own period from the first frame on: each port takes one GMII byte a clock
+/// of its receive clock, the transmit side is sampled on transmit clock edges, the merge on
+/// core clock edges; `cycles` counts transmit clocks.
+fn run(b: &mut Bench, inputs: &[Vec<Vec<u8>>; 2], periods: Option<[u64; 4]>) -> Outcome {
     b.m.set(b.id.start, 1);
     let mut guard = 0;
     while b.m.get(b.id.configured) == 0 || b.m.get(b.id.core_idle) == 0 {
@@ -215,13 +220,13 @@ fn run(b: &mut Bench, inputs: &[Vec<Vec<u8>>; 2], periods: Option<[u64; 3]>) -> 
     let mut t = 0usize;
     if let Some(periods) = periods {
         // Event-driven: the next edge of whichever clock comes first.
-        let (mut next, mut high, mut pos) = ([periods[0] / 2, periods[1] / 2, periods[2] / 2], [false; 3], [0usize; 2]);
+        let (mut next, mut high, mut pos) = (periods.map(|p| p / 2), [false; 4], [0usize; 2]);
         loop {
-            let k = (0..3).min_by_key(|&k| next[k]).unwrap();
+            let k = (0..4).min_by_key(|&k| next[k]).unwrap();
             next[k] += periods[k] / 2;
             high[k] = !high[k];
-            if high[k] && k > 0 {
-                let p = k - 1;
+            if high[k] && k > 1 {
+                let p = k - 2;
                 let (dv, d) = streams[p].get(pos[p]).cloned().unwrap_or((false, 0));
                 b.m.set(b.id.rx_dv[p], dv as u64);
                 b.m.set(b.id.rxd[p], u64::from(d));
@@ -230,23 +235,23 @@ fn run(b: &mut Bench, inputs: &[Vec<Vec<u8>>; 2], periods: Option<[u64; 3]>) -> 
                 b.m.eval();
             }
             let mut active = false;
-            if high[k] && k == 0 {
+            if high[k] && k == 0 && b.m.get(b.id.merge_start) != 0 {
+                let p = b.m.get(b.id.merge_port) as usize;
+                merged.push((p, counts[p]));
+                counts[p] += 1;
+            }
+            if high[k] && k == 1 {
                 for p in 0..2 {
                     let en = b.m.get(b.id.tx_en[p]) != 0;
                     active |= en;
                     dec[p].clock(en, b.m.get(b.id.tx_er[p]) != 0, b.m.get(b.id.txd[p]) as u8);
-                }
-                if b.m.get(b.id.merge_start) != 0 {
-                    let p = b.m.get(b.id.merge_port) as usize;
-                    merged.push((p, counts[p]));
-                    counts[p] += 1;
                 }
                 b.cycles += 1;
                 t += 1;
             }
             b.m.set(b.id.clocks[k], high[k] as u64);
             b.m.eval();
-            if high[k] && k == 0 {
+            if high[k] && k == 1 {
                 if pos[0] > streams[0].len() && pos[1] > streams[1].len() && !active && b.m.get(b.id.core_idle) != 0 {
                     quiet += 1;
                     if quiet > 3000 {
@@ -320,7 +325,7 @@ fn check_trace(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged: usize)
     check_trace_clocks(spec, core, bad_fcs, bridged, None)
 }
 
-fn check_trace_clocks(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged: usize, periods: Option<[u64; 3]>) {
+fn check_trace_clocks(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged: usize, periods: Option<[u64; 4]>) {
     let trace = generate(&spec);
     let job = trace.job.clone();
     let Some(mut b) = Bench::new(core, &job) else { return };
@@ -435,10 +440,14 @@ fn check_trace_clocks(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged:
     );
 }
 
+/// The board top's clock periods in ps: core (100 MHz), transmit, port 0 and port 1 receive
+/// (125 MHz).
+const BOARD_PERIODS: [u64; 4] = [10_000, 8_000, 8_000, 8_000];
+
 #[test]
 fn both_ports_at_line_rate_match_the_reference() {
     let core = CoreConfig::new(4, 8, 256, 32).unwrap();
-    check_trace(TraceSpec::new(4, PayloadSize::B256, 8, 24, 7), core, true, 6);
+    check_trace_clocks(TraceSpec::new(4, PayloadSize::B256, 8, 24, 7), core, true, 6, Some(BOARD_PERIODS));
 }
 
 #[test]
@@ -447,23 +456,23 @@ fn troubled_trace_with_arp_ping_and_malformed_frames() {
     check_trace(TraceSpec::new(6, PayloadSize::B256, 8, 12, 11).troubled(0.08), core, false, 4);
 }
 
-/// Three clocks of unrelated periods: core (and transmit) 8.000 ns, port 0 receive 7.993 ns
-/// (875 ppm fast), port 1 receive 8.011 ns (1375 ppm slow): the receive FIFOs' pointer
-/// crossings and the transmit side at its own rate, everything else as at one clock.
+/// Four clocks of unrelated periods: core 9.007 ns (111 MHz), transmit 8.000 ns, port 0
+/// receive 7.993 ns (875 ppm fast), port 1 receive 8.011 ns (1375 ppm slow): every FIFO's
+/// pointer crossings at unrelated rates.
 #[test]
 fn unrelated_clock_periods() {
     let core = CoreConfig::new(4, 8, 256, 32).unwrap();
-    check_trace_clocks(TraceSpec::new(4, PayloadSize::B256, 8, 12, 5), core, true, 4, Some([8000, 7993, 8011]));
+    check_trace_clocks(TraceSpec::new(4, PayloadSize::B256, 8, 12, 5), core, true, 4, Some([9007, 8000, 7993, 8011]));
 }
 
 /// Port 0 must send 3% more than it receives (retransmitted results): its result FIFO fills
 /// and the core waits, so both receive FIFOs fill meanwhile. Nothing is dropped with 8 KiB
 /// receive FIFOs (36-bit words, 4 DP16KD a port) and the merge serving the fuller FIFO first
-/// (with 4 KiB and round robin, port 1's FIFO overflowed once).
+/// (with 4 KiB and round robin, port 1's FIFO overflowed once). At the board's periods.
 #[test]
 fn large_payloads_eight_workers() {
     let core = CoreConfig::new(4, 8, 1024, 32).unwrap();
-    check_trace(TraceSpec::new(8, PayloadSize::B1024, 8, 6, 3).troubled(0.05), core, true, 2);
+    check_trace_clocks(TraceSpec::new(8, PayloadSize::B1024, 8, 6, 3).troubled(0.05), core, true, 2, Some(BOARD_PERIODS));
 }
 
 /// Verilator lint (default warnings) of the board logic with the core's waivers (rust-hdl's

@@ -82,7 +82,7 @@ pub struct BoardModel {
 }
 
 struct BoardPins {
-    clocks: [u32; 3],
+    clocks: [u32; 4],
     rxd: u32,
     rx_dv: u32,
     txd: [u32; 2],
@@ -117,7 +117,7 @@ impl BoardModel {
         let mut m = VerilatedModel::build(&verilog, &ports, &opts).context("building the Verilator board model")?;
         let id = |n: &str| m.port(n);
         let p = BoardPins {
-            clocks: [id("core_clock"), id("eth0_rx_clock"), id("eth1_rx_clock")],
+            clocks: [id("core_clock"), id("tx_clock"), id("eth0_rx_clock"), id("eth1_rx_clock")],
             rxd: id("eth0_rxd"),
             rx_dv: id("eth0_rx_dv"),
             txd: [id("eth0_txd"), id("eth1_txd")],
