@@ -1,7 +1,7 @@
 //! The control link end to end through a real pseudo-terminal, against the MAC-level board
 //! model: [`BoardLogic`] (both MAC ports, FIFOs, core, control link, MDIO master — everything of
 //! the board top but the ECP5 primitives) in Verilator, its UART (8 clocks per bit, a
-//! simulation-only divisor; the board uses 1085 = 115200 baud at 125 MHz) moved bit by bit
+//! simulation-only divisor; the board uses 868 = 115200 baud at its 100 MHz core clock) moved bit by bit
 //! between the pins and the master side of a pty pair by a simulation thread, two behavioural
 //! PHYs answering its MDIO reads; the driver (`Control`) and the `spotagg ctl` binary on the
 //! slave side.

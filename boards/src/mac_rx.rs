@@ -263,7 +263,7 @@ mod test {
             w.extend_from_slice(&fcs(f));
             let mid = w.len() / 2;
             wire.extend(w.iter().enumerate().map(|(i, &b)| (true, *er && i == mid, b)));
-            wire.extend(std::iter::repeat((false, false, 0)).take(12));
+            wire.extend(std::iter::repeat_n((false, false, 0), 12));
         }
         let (mut got, mut cur) = (vec![], vec![]);
         for (dv, er, d) in wire {

@@ -38,10 +38,18 @@ pub struct MacTx {
     /// Frames sent.
     pub frames_sent: Signal<Out, Bits<32>>,
     crc: Crc32,
-    /// 0 idle, 1 preamble, 2 data, 3 pad, 4 FCS, 5 gap.
-    state: DFF<Bits<3>>,
+    /// A frame is under way (from its preamble to the end of its gap); then one-hot: preamble,
+    /// data, padding, FCS, gap (flip-flops, so no state is decoded on the way to the CRC).
+    active: DFF<Bit>,
+    s_pre: DFF<Bit>,
+    s_data: DFF<Bit>,
+    s_pad: DFF<Bit>,
+    s_fcs: DFF<Bit>,
+    s_gap: DFF<Bit>,
     count: DFF<Bits<4>>,
+    /// Frame bytes so far (saturating at 127), and `length` ≥ 59 in a flip-flop.
     length: DFF<Bits<7>>,
+    long: DFF<Bit>,
     crc_reg: DFF<Bits<32>>,
     txd: DFF<Bits<8>>,
     en: DFF<Bit>,
@@ -64,9 +72,15 @@ impl Default for MacTx {
             gmii_tx_er: Default::default(),
             frames_sent: Default::default(),
             crc: Default::default(),
-            state: Default::default(),
+            active: Default::default(),
+            s_pre: Default::default(),
+            s_data: Default::default(),
+            s_pad: Default::default(),
+            s_fcs: Default::default(),
+            s_gap: Default::default(),
             count: Default::default(),
             length: Default::default(),
+            long: Default::default(),
             crc_reg: Default::default(),
             txd: Default::default(),
             en: Default::default(),
@@ -81,83 +95,92 @@ impl Default for MacTx {
 impl Logic for MacTx {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, state, count, length, crc_reg, txd, en, er, sent);
+        dff_setup!(
+            self, clock, active, s_pre, s_data, s_pad, s_fcs, s_gap, count, length, long, crc_reg, txd, en, er, sent
+        );
         self.gmii_txd.next = self.txd.q.val();
         self.gmii_tx_en.next = self.en.q.val();
         self.gmii_tx_er.next = self.er.q.val();
         self.frames_sent.next = self.sent.q.val();
-        self.in_ready.next = false;
+        self.in_ready.next = self.s_data.q.val();
         self.en.d.next = false;
         self.er.d.next = false;
         self.txd.d.next = 0.into();
         self.tx_byte.next = 0.into();
         self.crc.crc.next = self.crc_reg.q.val();
-        match self.state.q.val().index() {
-            0 => {
-                if self.in_valid.val() {
-                    self.state.d.next = 1.into();
-                    self.count.d.next = 0.into();
-                }
+        if !self.active.q.val() & self.in_valid.val() {
+            self.active.d.next = true;
+            self.s_pre.d.next = true;
+            self.count.d.next = 0.into();
+        }
+        if self.s_pre.q.val() {
+            self.en.d.next = true;
+            self.count.d.next = self.count.q.val() + 1;
+            if self.count.q.val() == 7 {
+                self.txd.d.next = 0xD5.into();
+                self.s_pre.d.next = false;
+                self.s_data.d.next = true;
+                self.crc_reg.d.next = self.ones.val();
+                self.length.d.next = 0.into();
+                self.long.d.next = false;
+            } else {
+                self.txd.d.next = 0x55.into();
             }
-            1 => {
-                self.en.d.next = true;
-                self.count.d.next = self.count.q.val() + 1;
-                if self.count.q.val() == 7 {
-                    self.txd.d.next = 0xD5.into();
-                    self.state.d.next = 2.into();
-                    self.crc_reg.d.next = self.ones.val();
-                    self.length.d.next = 0.into();
-                } else {
-                    self.txd.d.next = 0x55.into();
-                }
-            }
-            2 => {
-                self.in_ready.next = true;
-                self.en.d.next = true;
-                if self.in_valid.val() {
-                    self.tx_byte.next = self.in_data.val();
-                    self.txd.d.next = self.in_data.val();
-                    self.crc_reg.d.next = self.crc.out.val();
-                    if self.length.q.val() != 127 {
-                        self.length.d.next = self.length.q.val() + 1;
-                    }
-                    if self.in_last.val() {
-                        self.count.d.next = 0.into();
-                        if self.length.q.val() < 59 {
-                            self.state.d.next = 3.into();
-                        } else {
-                            self.state.d.next = 4.into();
-                        }
-                    }
-                } else {
-                    self.er.d.next = true;
-                }
-            }
-            3 => {
-                self.en.d.next = true;
+        }
+        if self.s_data.q.val() {
+            self.en.d.next = true;
+            if self.in_valid.val() {
+                self.tx_byte.next = self.in_data.val();
+                self.txd.d.next = self.in_data.val();
                 self.crc_reg.d.next = self.crc.out.val();
-                self.length.d.next = self.length.q.val() + 1;
-                if self.length.q.val() == 59 {
-                    self.state.d.next = 4.into();
+                if self.length.q.val() != 127 {
+                    self.length.d.next = self.length.q.val() + 1;
                 }
-            }
-            4 => {
-                self.en.d.next = true;
-                self.txd.d.next = !self.crc_reg.q.val().get_bits::<8>(0);
-                self.crc_reg.d.next = self.crc_reg.q.val() >> 8;
-                self.count.d.next = self.count.q.val() + 1;
-                if self.count.q.val() == 3 {
-                    self.state.d.next = 5.into();
+                if self.length.q.val() == 58 {
+                    self.long.d.next = true;
+                }
+                if self.in_last.val() {
                     self.count.d.next = 0.into();
-                    self.sent.d.next = self.sent.q.val() + 1;
+                    self.s_data.d.next = false;
+                    // Fewer than 59 bytes before this last one: pad up to 60.
+                    self.s_pad.d.next = !self.long.q.val();
+                    self.s_fcs.d.next = self.long.q.val();
                 }
+            } else {
+                self.er.d.next = true;
             }
-            _ => {
-                // 11 clocks here and at least one in idle: a gap of 12 bytes or more.
-                self.count.d.next = self.count.q.val() + 1;
-                if self.count.q.val() == 10 {
-                    self.state.d.next = 0.into();
-                }
+        }
+        if self.s_pad.q.val() {
+            self.en.d.next = true;
+            self.crc_reg.d.next = self.crc.out.val();
+            self.length.d.next = self.length.q.val() + 1;
+            if self.length.q.val() == 58 {
+                self.long.d.next = true;
+            }
+            // This zero byte is the 60th.
+            if self.long.q.val() {
+                self.s_pad.d.next = false;
+                self.s_fcs.d.next = true;
+            }
+        }
+        if self.s_fcs.q.val() {
+            self.en.d.next = true;
+            self.txd.d.next = !self.crc_reg.q.val().get_bits::<8>(0);
+            self.crc_reg.d.next = self.crc_reg.q.val() >> 8;
+            self.count.d.next = self.count.q.val() + 1;
+            if self.count.q.val() == 3 {
+                self.s_fcs.d.next = false;
+                self.s_gap.d.next = true;
+                self.count.d.next = 0.into();
+                self.sent.d.next = self.sent.q.val() + 1;
+            }
+        }
+        if self.s_gap.q.val() {
+            // 11 clocks here and at least one idle: a gap of 12 bytes or more.
+            self.count.d.next = self.count.q.val() + 1;
+            if self.count.q.val() == 10 {
+                self.s_gap.d.next = false;
+                self.active.d.next = false;
             }
         }
         // After the state machine has chosen the byte (blocking assignments).
@@ -233,7 +256,7 @@ mod test {
             uut.corrupt.next = if corrupt_at == Some(wire_pos) && uut.tx_en.val() { 0x01.into() } else { 0.into() };
             assert!(simulate(&mut uut, 1000));
             if uut.tx_en.val() {
-                if idle > 0 && !wire.is_empty() || idle > 0 && !cur.is_empty() {
+                if idle > 0 && (!wire.is_empty() || !cur.is_empty()) {
                     gaps.push(idle);
                 }
                 idle = 0;
@@ -281,6 +304,30 @@ mod test {
         assert_eq!(&wire[1][208..], &fcs(&long));
         assert!(gaps.iter().all(|&g| g == 12), "gaps {gaps:?}");
         assert_eq!(got, vec![(padded.clone(), true), (long, true), (padded, true)]);
+        assert_eq!(bad, 0);
+    }
+
+    /// Around the 60-byte minimum: 1, 58, 59, 60, 61 and 200 bytes (saturating length) each
+    /// leave exactly as long as they must (padded to 60), with their FCS, 12 idle clocks apart.
+    #[test]
+    fn padding_bounds() {
+        let lens = [59usize, 60, 1, 58, 61, 200, 59];
+        let frames: Vec<Vec<u8>> = lens.iter().map(|&n| (0..n).map(|x| (x * 3 + n) as u8 | 1).collect()).collect();
+        let (wire, got, gaps, bad) = run(&frames, None);
+        assert_eq!(wire.len(), frames.len());
+        for (w, f) in wire.iter().zip(&frames) {
+            let mut p = f.clone();
+            if p.len() < 60 {
+                p.resize(60, 0);
+            }
+            let mut expect = vec![0x55; 7];
+            expect.push(0xD5);
+            expect.extend_from_slice(&p);
+            expect.extend_from_slice(&fcs(&p));
+            assert_eq!(w, &expect, "a frame of {} bytes", f.len());
+        }
+        assert!(gaps.iter().all(|&g| g == 12), "gaps {gaps:?}");
+        assert!(got.iter().all(|g| g.1));
         assert_eq!(bad, 0);
     }
 

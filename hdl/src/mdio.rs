@@ -24,7 +24,8 @@
 //! sees them stable around the rising edge; 46..48 turnaround and 48..64 data, driven by the
 //! PHY, sampled by the master on its rising edge of MDC (through a two-flop synchroniser of
 //! `mdio_i`, so the value sampled is the one the PHY put out after the previous rising edge);
-//! period 64 idle. `half` = 25 at 125 MHz gives MDC = 2.5 MHz, the clause 22 maximum.
+//! period 64 idle. `half` = 25 at 125 MHz gives MDC = 2.5 MHz, the clause 22 maximum (the board
+//! top's 100 MHz core clock uses 20).
 
 use rust_hdl::prelude::*;
 

@@ -1,7 +1,8 @@
 //! 8N1 UART receiver and transmitter for the control link.
 //!
 //! Both take the baud divisor (clocks per bit) as a build parameter: [`DEFAULT_DIVISOR`] is
-//! 115200 baud at 125 MHz; a simulation uses a small divisor (≥ 4) to stay fast.
+//! 115200 baud at 125 MHz (the board top, whose core clock is 100 MHz, uses 868); a simulation
+//! uses a small divisor (≥ 4) to stay fast.
 //!
 //! Receiver timing: the line passes a two-flop synchroniser; a low level while idle starts a
 //! byte, the start bit is checked again half a bit later (a glitch shorter than half a bit is
