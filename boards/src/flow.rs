@@ -26,8 +26,10 @@
 //! and had not converged.)
 //!
 //! One netlist's Fmax varies by several MHz with the placer seed (seeds 1–4 of the 30-slot
-//! board top: 118.3–128.4 MHz on the core clock), so [`Flow::place_and_route_seeds`] can place
-//! and route with several seeds, as many at once as there are cores, and keep the fastest.
+//! board top: 146.8–159.1 MHz on the 125 MHz transmit clock, 113.7–130.0 MHz on the 100 MHz
+//! core clock; 118.3–128.4 MHz when the core ran at 125 MHz), so
+//! [`Flow::place_and_route_seeds`] can place and route with several seeds, as many at once as
+//! there are cores, and keep the fastest.
 
 use crate::Ecp5Part;
 use std::fmt;

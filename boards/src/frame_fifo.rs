@@ -372,9 +372,8 @@ mod test {
             }
         }
         let mut got = vec![];
-        let mut t = 0;
         for cycle in 0..400 {
-            let (word, commit, drop) = seq.get(t).cloned().unwrap_or((None, false, false));
+            let (word, commit, drop) = seq.get(cycle).cloned().unwrap_or((None, false, false));
             f.write_enable.next = word.is_some();
             f.write_data.next = word.unwrap_or(0).into();
             f.write_commit.next = commit;
@@ -387,7 +386,6 @@ mod test {
             if f.read_valid.val() && f.read_ready.val() {
                 got.push(f.read_data.val().to_u64());
             }
-            t += 1;
             f.write_clock.next = true.into();
             f.read_clock.next = true.into();
             assert!(simulate(&mut f, 1000));

@@ -237,7 +237,11 @@ mod test {
 
     /// Sends `frames`; returns the wire bytes of each frame, the received frames with their
     /// good flags, and the idle clocks between frames on the wire.
-    fn run(frames: &[Vec<u8>], corrupt_at: Option<usize>) -> (Vec<Vec<u8>>, Vec<(Vec<u8>, bool)>, Vec<usize>, u32) {
+    /// Wire bytes of each frame, received frames with their good flags, idle clocks between
+    /// frames, bad-FCS count.
+    type Run = (Vec<Vec<u8>>, Vec<(Vec<u8>, bool)>, Vec<usize>, u32);
+
+    fn run(frames: &[Vec<u8>], corrupt_at: Option<usize>) -> Run {
         let mut uut = Loop::default();
         uut.connect_all();
         let (mut f, mut i) = (0, 0);

@@ -232,4 +232,28 @@ mod test {
         assert!(v.contains("DEL_VALUE(80)"));
         assert!(v.contains("DEL_VALUE(0)"));
     }
+
+    /// The PLL's dividers give the frequencies the LPF constrains and the control plane's
+    /// divisors assume: VCO inside 400–800 MHz, CLKOP = the transmit clock, CLKOS = the core
+    /// clock; 115200 baud within 0.1 %, MDC at 2.5 MHz.
+    #[test]
+    fn pll_dividers_match_the_constraints() {
+        let mut pll = BoardPll::default();
+        pll.connect_all();
+        let Verilog::Wrapper(w) = pll.hdl() else { panic!("the PLL is a wrapper") };
+        let param = |name: &str| -> f64 {
+            let at = w.code.find(&format!(".{name}(")).unwrap_or_else(|| panic!("{name} missing")) + name.len() + 2;
+            w.code[at..at + w.code[at..].find(')').unwrap()].parse().unwrap()
+        };
+        let vco = 25.0 * param("CLKFB_DIV") * param("CLKOP_DIV") / param("CLKI_DIV");
+        assert!((400.0..=800.0).contains(&vco), "VCO {vco} MHz");
+        let lpf_mhz = |net: &str| crate::lpf::INTERNAL_CLOCKS.iter().find(|c| c.0 == net).unwrap().1;
+        assert_eq!(vco / param("CLKOP_DIV"), lpf_mhz(crate::lpf::PLL_CLOCK_NET));
+        assert_eq!(vco / param("CLKOS_DIV"), lpf_mhz(crate::lpf::CORE_CLOCK_NET));
+        assert_eq!(vco / param("CLKOS_DIV"), f64::from(CORE_CLOCK_MHZ));
+        assert!(w.code.contains(&format!("FREQUENCY_PIN_CLKOS=\"{CORE_CLOCK_MHZ}\"")));
+        let baud = f64::from(CORE_CLOCK_MHZ) * 1e6 / f64::from(CORE_CLOCK_BAUD_DIVISOR);
+        assert!((baud / 115_200.0 - 1.0).abs() < 1e-3, "{baud} baud");
+        assert_eq!(f64::from(CORE_CLOCK_MHZ) / f64::from(2 * CORE_CLOCK_MDC_HALF_PERIOD), 2.5);
+    }
 }

@@ -50,7 +50,7 @@ pub struct Args {
     seed: u64,
     /// Place and route with this many seeds (SEED, SEED+1, ...), as many at once as there are
     /// cores, stopping after the round in which one meets timing; keeps the fastest. (The
-    /// 30-slot board top's core clock spreads 118-128 MHz over seeds 1-4.)
+    /// 30-slot board top's 125 MHz transmit clock spreads 147-159 MHz over seeds 1-4.)
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=64))]
     seeds: u64,
     /// Stream width of the core in bytes (1, 4 or 8).
