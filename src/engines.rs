@@ -29,7 +29,8 @@ impl EngineKind {
         match (self, vcd) {
             (EngineKind::Model, None) => Ok(Box::new(spotagg_sim::reference::RefSwitch::new(job.clone()))),
             (EngineKind::Rtl, None) => Ok(Box::new(
-                spotagg_sim::rtl::RtlEngine::for_job(job, SIM_WIDTH_BYTES).context("building the rust-hdl core for the job")?,
+                spotagg_sim::rtl::RtlEngine::for_job(job, SIM_WIDTH_BYTES)
+                    .context("building the rust-hdl core for the job")?,
             )),
             (EngineKind::Verilator, vcd) => Ok(Box::new(
                 spotagg_sim::verilator_engine::verilator_engine_for_job(job, SIM_WIDTH_BYTES, vcd)
@@ -37,9 +38,14 @@ impl EngineKind {
             )),
             (EngineKind::Rtl, Some(path)) => {
                 let core = spotagg_sim::rtl::RtlEngine::core_for_job(job, SIM_WIDTH_BYTES)?;
-                Ok(Box::new(spotagg_sim::rtl::RtlEngine::with_vcd(job, core, path).context("building the rust-hdl core for the job")?))
+                Ok(Box::new(
+                    spotagg_sim::rtl::RtlEngine::with_vcd(job, core, path)
+                        .context("building the rust-hdl core for the job")?,
+                ))
             }
-            (EngineKind::Model, Some(_)) => anyhow::bail!("--vcd needs a simulated engine (rtl or verilator): the model has no signals"),
+            (EngineKind::Model, Some(_)) => {
+                anyhow::bail!("--vcd needs a simulated engine (rtl or verilator): the model has no signals")
+            }
         }
     }
 }

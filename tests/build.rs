@@ -43,33 +43,13 @@ const REPORT: &str = r#"{
 #[test]
 fn nextpnr_report_is_parsed() {
     let r = parse_nextpnr_report(REPORT).unwrap();
-    assert_eq!(
-        r.usage("DP16KD"),
-        Some(Usage {
-            used: 20,
-            available: 56
-        })
-    );
-    assert_eq!(
-        r.usage("TRELLIS_COMB"),
-        Some(Usage {
-            used: 6123,
-            available: 24288
-        })
-    );
+    assert_eq!(r.usage("DP16KD"), Some(Usage { used: 20, available: 56 }));
+    assert_eq!(r.usage("TRELLIS_COMB"), Some(Usage { used: 6123, available: 24288 }));
     assert_eq!(
         r.fmax,
         vec![
-            ClockFmax {
-                clock: "clk125".into(),
-                achieved_mhz: 141.23,
-                constraint_mhz: 125.0
-            },
-            ClockFmax {
-                clock: "eth0_rxc".into(),
-                achieved_mhz: 118.5,
-                constraint_mhz: 125.0
-            },
+            ClockFmax { clock: "clk125".into(), achieved_mhz: 141.23, constraint_mhz: 125.0 },
+            ClockFmax { clock: "eth0_rxc".into(), achieved_mhz: 118.5, constraint_mhz: 125.0 },
         ]
     );
     // Only paths inside one clock domain are kept.
@@ -78,13 +58,7 @@ fn nextpnr_report_is_parsed() {
     assert_eq!(r.critical_path("eth0_rxc").unwrap().logic_levels, 1);
     let part = spotagg_boards::board("colorlight-5a-75b-v8").unwrap().part;
     let report = BuildReport::new("t", 7, &part, SynthStats::default(), r);
-    assert_eq!(
-        report.luts,
-        Usage {
-            used: 6123,
-            available: 24288
-        }
-    );
+    assert_eq!(report.luts, Usage { used: 6123, available: 24288 });
     assert_eq!(report.ffs.used, 3210);
     assert_eq!(report.dp16kd.used, 20);
     let err = report.check_timing().unwrap_err().to_string();
@@ -94,17 +68,11 @@ fn nextpnr_report_is_parsed() {
          (critical path 8.44 ns, 1 logic cells, from rx0.q to rx0.d)"
     );
     assert!(
-        report
-            .table()
-            .contains("clk125                         141.23       125.00     met\n"),
+        report.table().contains("clk125                         141.23       125.00     met\n"),
         "{}",
         report.table()
     );
-    assert!(
-        report.table().contains("DP16KD               20       56   35.7%\n"),
-        "{}",
-        report.table()
-    );
+    assert!(report.table().contains("DP16KD               20       56   35.7%\n"), "{}", report.table());
 }
 
 #[test]
@@ -120,10 +88,7 @@ fn ignored_constraints_are_reported() {
 #[test]
 fn nextpnr_report_errors_name_the_problem() {
     assert!(parse_nextpnr_report("{").unwrap_err().starts_with("not JSON"));
-    assert_eq!(
-        parse_nextpnr_report(r#"{"utilization": {}}"#).unwrap_err(),
-        "no \"fmax\" object"
-    );
+    assert_eq!(parse_nextpnr_report(r#"{"utilization": {}}"#).unwrap_err(), "no \"fmax\" object");
     let e = parse_nextpnr_report(r#"{"utilization": {"DP16KD": {"used": 1}}, "fmax": {}}"#).unwrap_err();
     assert_eq!(e, "DP16KD: no number \"available\"");
 }
@@ -167,13 +132,7 @@ const YOSYS_OLD: &str = "2.50. Printing statistics.
 
 #[test]
 fn yosys_utilization_is_extracted() {
-    let want = SynthStats {
-        lut4: 3901,
-        ccu2c: 212,
-        flip_flops: 1655,
-        dp16kd: 20,
-        lut_ram: 16,
-    };
+    let want = SynthStats { lut4: 3901, ccu2c: 212, flip_flops: 1655, dp16kd: 20, lut_ram: 16 };
     assert_eq!(parse_yosys_log(YOSYS_NEW).unwrap(), want);
     assert_eq!(parse_yosys_log(YOSYS_OLD).unwrap(), want);
     // Only the last statistics block counts.
@@ -186,10 +145,7 @@ fn yosys_errors_and_latches_fail() {
     let latch = format!("Latch inferred for signal `\\top.\\q' from process `\\top.$proc$t.v:3$1'.\n{YOSYS_NEW}");
     assert_eq!(parse_yosys_log(&latch).unwrap_err().unwrap().len(), 1);
     let error = "ERROR: Module `nope' referenced in module `top' in cell `x' is not part of the design.\n";
-    assert!(parse_yosys_log(error)
-        .unwrap_err()
-        .unwrap_err()
-        .contains("Module `nope'"));
+    assert!(parse_yosys_log(error).unwrap_err().unwrap_err().contains("Module `nope'"));
     assert!(parse_yosys_log("no stat here").is_err());
 }
 
@@ -201,24 +157,14 @@ fn flash_dry_run_prints_the_exact_command() {
     let bit_s = bit.display().to_string();
     let run = |extra: &[&str]| {
         let out = spotagg()
-            .args([
-                "flash",
-                "--board",
-                "colorlight-5a-75b-v8",
-                "--bitstream",
-                &bit_s,
-                "--dry-run",
-            ])
+            .args(["flash", "--board", "colorlight-5a-75b-v8", "--bitstream", &bit_s, "--dry-run"])
             .args(extra)
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };
-    assert_eq!(
-        run(&[]),
-        format!("openFPGALoader --board colorlight --write-sram {bit_s}\n")
-    );
+    assert_eq!(run(&[]), format!("openFPGALoader --board colorlight --write-sram {bit_s}\n"));
     assert_eq!(
         run(&["--cable", "ft232", "--write-flash"]),
         format!("openFPGALoader --board colorlight --cable ft232 --write-flash {bit_s}\n")
@@ -231,10 +177,7 @@ fn flash_dry_run_prints_the_exact_command() {
         .arg(&spaced)
         .output()
         .unwrap();
-    let want = format!(
-        "openFPGALoader --board colorlight-i5 --write-sram '{}'\n",
-        spaced.display()
-    );
+    let want = format!("openFPGALoader --board colorlight-i5 --write-sram '{}'\n", spaced.display());
     assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
 }
 
@@ -242,13 +185,7 @@ fn flash_dry_run_prints_the_exact_command() {
 fn flash_names_a_missing_bitstream() {
     for dry in [true, false] {
         let mut cmd = spotagg();
-        cmd.args([
-            "flash",
-            "--board",
-            "colorlight-5a-75b-v8",
-            "--bitstream",
-            "/nonexistent/spotagg/top.bit",
-        ]);
+        cmd.args(["flash", "--board", "colorlight-5a-75b-v8", "--bitstream", "/nonexistent/spotagg/top.bit"]);
         if dry {
             cmd.arg("--dry-run");
         }
@@ -271,14 +208,7 @@ fn flash_without_a_cable_says_what_it_tried() {
     let bit = dir.path().join("top.bit");
     std::fs::write(&bit, b"bits").unwrap();
     let out = spotagg()
-        .args([
-            "flash",
-            "--board",
-            "colorlight-5a-75b-v8",
-            "--cable",
-            "ft232",
-            "--bitstream",
-        ])
+        .args(["flash", "--board", "colorlight-5a-75b-v8", "--cable", "ft232", "--bitstream"])
         .arg(&bit)
         .output()
         .unwrap();
@@ -286,10 +216,7 @@ fn flash_without_a_cable_says_what_it_tried() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("with cable ft232"), "{err}");
     assert!(
-        err.contains(&format!(
-            "Tried: openFPGALoader --board colorlight --cable ft232 --write-sram {}",
-            bit.display()
-        )),
+        err.contains(&format!("Tried: openFPGALoader --board colorlight --cable ft232 --write-sram {}", bit.display())),
         "{err}"
     );
 }
@@ -345,11 +272,7 @@ fn builds_a_small_core_to_a_bitstream() {
     assert!(bit.len() > 100_000, "bitstream of {} bytes", bit.len());
     let json = std::fs::read_to_string(dir.path().join("report.json")).unwrap();
     let report = spotagg_boards::flow::parse_nextpnr_report(&json).unwrap();
-    let clk = report
-        .fmax
-        .iter()
-        .find(|c| c.clock == "clk125")
-        .expect("clk125 in the report");
+    let clk = report.fmax.iter().find(|c| c.clock == "clk125").expect("clk125 in the report");
     // The seed kept, from the summary's last line ("seed N, 4 slots, bitstream ...").
     let kept: u64 = stdout
         .lines()
@@ -392,10 +315,7 @@ fn builds_a_small_core_to_a_bitstream() {
             c.clock, c.achieved_mhz, c.constraint_mhz
         );
         assert!(stderr.contains(&format!("clock {} reaches", c.clock)), "{stderr}");
-        assert!(
-            stderr.contains(&format!("timing not met (seed {kept}, the best of 2 seeds)")),
-            "{stderr}"
-        );
+        assert!(stderr.contains(&format!("timing not met (seed {kept}, the best of 2 seeds)")), "{stderr}");
     }
 }
 
@@ -437,11 +357,7 @@ fn builds_the_board_top_to_a_bitstream_that_meets_timing() {
     assert_eq!(report.usage("EHXPLLL").unwrap().used, 1);
     assert_eq!(report.usage("DP16KD").unwrap().used, 55);
     for clock in ["eth0_rxc", "eth1_rxc", "pll.clk125", "pll.clk100"] {
-        assert!(
-            report.fmax.iter().any(|c| c.clock == clock),
-            "{clock} missing: {:?}",
-            report.fmax
-        );
+        assert!(report.fmax.iter().any(|c| c.clock == clock), "{clock} missing: {:?}", report.fmax);
     }
     assert_eq!(report.fmax.len(), 4, "{:?}", report.fmax);
     for c in &report.fmax {
@@ -451,7 +367,12 @@ fn builds_the_board_top_to_a_bitstream_that_meets_timing() {
             assert_eq!(c.constraint_mhz, 100.0, "{c:?}");
         } else {
             assert_eq!(c.constraint_mhz, 125.0, "{c:?}");
-            assert!(c.achieved_mhz >= 135.0, "{} reaches {:.2} MHz, below the 135 MHz target\n{stderr}", c.clock, c.achieved_mhz);
+            assert!(
+                c.achieved_mhz >= 135.0,
+                "{} reaches {:.2} MHz, below the 135 MHz target\n{stderr}",
+                c.clock,
+                c.achieved_mhz
+            );
         }
         println!("{}: {:.2} MHz", c.clock, c.achieved_mhz);
     }

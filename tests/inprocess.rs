@@ -81,7 +81,8 @@ fn check_f32(n: usize, payload: PayloadSize, slots: u16, len: usize, seed: u64) 
     for (r, d) in res.iter().enumerate() {
         assert_eq!(d, &res[0], "rank {r} differs from rank 0");
         for (c, out) in d.chunks(k).enumerate() {
-            let e_max = inputs.iter().map(|x| fixedpoint::exponent(&x[c * k..c * k + out.len()]).unwrap()).max().unwrap();
+            let e_max =
+                inputs.iter().map(|x| fixedpoint::exponent(&x[c * k..c * k + out.len()]).unwrap()).max().unwrap();
             for (i, &y) in out.iter().enumerate() {
                 let exact: f64 = inputs.iter().map(|x| f64::from(x[c * k + i])).sum();
                 let b = fixedpoint::error_bound(n, e_max, y);

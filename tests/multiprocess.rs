@@ -45,7 +45,19 @@ fn switch_and_four_worker_processes_with_loss() {
 
     let mut procs = Procs(Vec::new());
     let mut switch = Command::new(BIN)
-        .args(["switch", "--config", &cfg_path, "--bind", "127.0.0.1:0", "--loss", "0.01", "--seed", "7", "--exit-after-idle", "30"])
+        .args([
+            "switch",
+            "--config",
+            &cfg_path,
+            "--bind",
+            "127.0.0.1:0",
+            "--loss",
+            "0.01",
+            "--seed",
+            "7",
+            "--exit-after-idle",
+            "30",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -53,11 +65,28 @@ fn switch_and_four_worker_processes_with_loss() {
     let mut lines = BufReader::new(switch.stdout.take().unwrap()).lines();
     procs.0.push(switch);
     let first = lines.next().expect("the switch printed nothing").unwrap();
-    let addr = first.split_whitespace().find(|w| w.starts_with("127.0.0.1:")).unwrap_or_else(|| panic!("no address in {first:?}")).to_string();
+    let addr = first
+        .split_whitespace()
+        .find(|w| w.starts_with("127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .to_string();
 
     for r in 0..4 {
         let w = Command::new(BIN)
-            .args(["worker", "--config", &cfg_path, "--rank", &r.to_string(), "--switch", &addr, "--elements", "50000", "--seed", "3", "--verify"])
+            .args([
+                "worker",
+                "--config",
+                &cfg_path,
+                "--rank",
+                &r.to_string(),
+                "--switch",
+                &addr,
+                "--elements",
+                "50000",
+                "--seed",
+                "3",
+                "--verify",
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -80,7 +109,8 @@ fn switch_and_four_worker_processes_with_loss() {
         let mut err = String::new();
         std::io::Read::read_to_string(c.stderr.as_mut().unwrap(), &mut err).unwrap();
         assert!(status.success(), "worker {}: {status}\nstdout: {out}\nstderr: {err}", i - 1);
-        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("worker {}: {e}: {out:?}", i - 1));
+        let v: serde_json::Value =
+            serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("worker {}: {e}: {out:?}", i - 1));
         assert_eq!(v["ok"], true, "{out}");
         assert_eq!(v["rank"], i - 1);
         assert_eq!(v["elements"], 50000);

@@ -74,12 +74,29 @@ fn rtl_engine_writes_a_vcd() {
 fn verilator_engine_reproduces_the_independent_traces() {
     if !spotagg_sim::verilator::verilator_available() {
         eprintln!("NOT RUN: verilator is not installed (apt-get install verilator)");
-        assert!(std::env::var_os("SPOTAGG_SKIP_VERILATOR").is_some(), "verilator is missing: install it or set SPOTAGG_SKIP_VERILATOR=1");
+        assert!(
+            std::env::var_os("SPOTAGG_SKIP_VERILATOR").is_some(),
+            "verilator is missing: install it or set SPOTAGG_SKIP_VERILATOR=1"
+        );
         return;
     }
     let dir = traces();
-    for name in ["malformed", "arp", "ping", "duplicates", "n1", "n2", "n3", "n32", "p1024", "wrap", "mixed", "mixed1024", "fuzz", "csum_alias"]
-    {
+    for name in [
+        "malformed",
+        "arp",
+        "ping",
+        "duplicates",
+        "n1",
+        "n2",
+        "n3",
+        "n32",
+        "p1024",
+        "wrap",
+        "mixed",
+        "mixed1024",
+        "fuzz",
+        "csum_alias",
+    ] {
         replay("verilator", dir.path(), name, None);
     }
     let vcd = dir.path().join("ping.vcd");

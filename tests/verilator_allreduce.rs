@@ -55,7 +55,10 @@ fn allreduce(engine: Box<dyn Engine>, job: &JobConfig, inputs: &[Vec<f32>]) -> (
 fn million_elements_four_workers_through_verilator() {
     if !verilator_available() {
         eprintln!("NOT RUN: verilator is not installed (apt-get install verilator)");
-        assert!(std::env::var_os("SPOTAGG_SKIP_VERILATOR").is_some(), "verilator is missing: install it or set SPOTAGG_SKIP_VERILATOR=1");
+        assert!(
+            std::env::var_os("SPOTAGG_SKIP_VERILATOR").is_some(),
+            "verilator is missing: install it or set SPOTAGG_SKIP_VERILATOR=1"
+        );
         return;
     }
     let mut job = JobConfig::example(N, PayloadSize::B1024, 8);
@@ -70,7 +73,10 @@ fn million_elements_four_workers_through_verilator() {
         assert_eq!(got[r].len(), ELEMENTS);
         let diff = got[r].iter().zip(&want[r]).position(|(a, b)| a.to_bits() != b.to_bits());
         assert_eq!(diff, None, "rank {r}: element {diff:?} differs between Verilator and the reference switch");
-        assert_eq!(got[r].iter().map(|x| x.to_bits()).collect::<Vec<_>>(), got[0].iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+        assert_eq!(
+            got[r].iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            got[0].iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        );
     }
     // Within the documented bound of the exact sum, chunk by chunk (k = 256).
     let k = job.payload.elements();

@@ -21,15 +21,8 @@ use std::fmt::Write;
 pub const CORE_TOP: &str = "spotagg_core_top";
 
 /// Top-level ports of the core-only top (bus ports without their index).
-pub const CORE_TOP_PORTS: &[&str] = &[
-    "clk25",
-    "led_n",
-    "phy_reset_n",
-    "eth0_rx_ctl",
-    "eth0_rxd",
-    "eth0_tx_ctl",
-    "eth0_txd",
-];
+pub const CORE_TOP_PORTS: &[&str] =
+    &["clk25", "led_n", "phy_reset_n", "eth0_rx_ctl", "eth0_rxd", "eth0_tx_ctl", "eth0_txd"];
 
 /// The EHXPLLL instance making 125 MHz on `clkout` from 25 MHz on `clkin`.
 ///
@@ -110,14 +103,8 @@ pub fn core_top_verilog(core_verilog: &str, width_bytes: usize) -> String {
     let sr = n_in.div_ceil(5) * 5;
 
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "// Core-only top (spotagg-boards core_top.rs): the core between a PLL and shift registers."
-    );
-    let _ = writeln!(
-        s,
-        "// Not a switch: no MAC. For utilization and timing of the core on the board's FPGA."
-    );
+    let _ = writeln!(s, "// Core-only top (spotagg-boards core_top.rs): the core between a PLL and shift registers.");
+    let _ = writeln!(s, "// Not a switch: no MAC. For utilization and timing of the core on the board's FPGA.");
     let _ = writeln!(s, "module {CORE_TOP}(");
     let _ = writeln!(s, "    input wire clk25,");
     let _ = writeln!(s, "    output wire led_n,");
@@ -133,16 +120,9 @@ pub fn core_top_verilog(core_verilog: &str, width_bytes: usize) -> String {
     let _ = writeln!(s, "    assign phy_reset_n = 1'b1;");
     let _ = writeln!(s, "    assign led_n = ~pll_lock;");
     let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "    // Inputs: a {sr}-bit shift register fed 5 bits a cycle from the receive pins."
-    );
+    let _ = writeln!(s, "    // Inputs: a {sr}-bit shift register fed 5 bits a cycle from the receive pins.");
     let _ = writeln!(s, "    reg [{}:0] in_sr = {sr}'d0;", sr - 1);
-    let _ = writeln!(
-        s,
-        "    always @(posedge clk125) in_sr <= {{in_sr[{}:0], eth0_rx_ctl, eth0_rxd}};",
-        sr - 6
-    );
+    let _ = writeln!(s, "    always @(posedge clk125) in_sr <= {{in_sr[{}:0], eth0_rx_ctl, eth0_rxd}};", sr - 6);
     let mut bit = 0;
     for (name, w) in inputs {
         if w == 1 {
@@ -162,18 +142,12 @@ pub fn core_top_verilog(core_verilog: &str, width_bytes: usize) -> String {
     let _ = writeln!(s);
     let _ = writeln!(s, "    top core (");
     let _ = writeln!(s, "        .clock(clk125),");
-    let ports: Vec<String> = inputs
-        .iter()
-        .chain(outputs.iter())
-        .map(|(n, _)| format!("        .{n}(core_{n})"))
-        .collect();
+    let ports: Vec<String> =
+        inputs.iter().chain(outputs.iter()).map(|(n, _)| format!("        .{n}(core_{n})")).collect();
     let _ = writeln!(s, "{}", ports.join(",\n"));
     let _ = writeln!(s, "    );");
     let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "    // Outputs: registered, then folded by XOR onto the 5 transmit pins."
-    );
+    let _ = writeln!(s, "    // Outputs: registered, then folded by XOR onto the 5 transmit pins.");
     let names: Vec<String> = outputs.iter().map(|(n, _)| format!("core_{n}")).collect();
     let _ = writeln!(s, "    reg [{}:0] out_r = {n_out}'d0;", n_out - 1);
     let _ = writeln!(s, "    always @(posedge clk125) out_r <= {{{}}};", names.join(", "));
@@ -181,10 +155,7 @@ pub fn core_top_verilog(core_verilog: &str, width_bytes: usize) -> String {
     let _ = writeln!(s, "    integer i;");
     let _ = writeln!(s, "    always @* begin");
     let _ = writeln!(s, "        fold = 5'd0;");
-    let _ = writeln!(
-        s,
-        "        for (i = 0; i < {n_out}; i = i + 1) fold[i % 5] = fold[i % 5] ^ out_r[i];"
-    );
+    let _ = writeln!(s, "        for (i = 0; i < {n_out}; i = i + 1) fold[i % 5] = fold[i % 5] ^ out_r[i];");
     let _ = writeln!(s, "    end");
     let _ = writeln!(s, "    initial begin eth0_tx_ctl = 1'b0; eth0_txd = 4'd0; end");
     let _ = writeln!(s, "    always @(posedge clk125) {{eth0_tx_ctl, eth0_txd}} <= fold;");
@@ -196,10 +167,8 @@ pub fn core_top_verilog(core_verilog: &str, width_bytes: usize) -> String {
 /// The board's LPF keeping only the pins the core-only top has (and every clock constraint of
 /// those pins and of the internal nets; the PLL's output is `clk125` of the top module here).
 pub fn core_top_lpf(board: &Board) -> String {
-    let full = crate::lpf::lpf(board).replace(
-        &format!("FREQUENCY NET \"{}\"", crate::lpf::PLL_CLOCK_NET),
-        "FREQUENCY NET \"clk125\"",
-    );
+    let full = crate::lpf::lpf(board)
+        .replace(&format!("FREQUENCY NET \"{}\"", crate::lpf::PLL_CLOCK_NET), "FREQUENCY NET \"clk125\"");
     let mut s = String::new();
     for line in full.lines() {
         let port = ["COMP \"", "PORT \""].iter().find_map(|k| {

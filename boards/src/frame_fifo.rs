@@ -290,7 +290,9 @@ impl<const W: usize, const A: usize, const P: usize> Logic for FrameFifo<W, A, P
         // and in flight leave room in the output buffer (`credit`, counted before this clock's
         // pop, so `read_ready` reaches no RAM input); the RAM's output register (two clocks
         // after the fetch) goes into the buffer, which shows its oldest word.
-        dff_setup!(self, read_clock, rd_ptr, fetched, staged, buf0, buf1, buf2, buf3, head, tail, held, held_nz, credit, fill);
+        dff_setup!(
+            self, read_clock, rd_ptr, fetched, staged, buf0, buf1, buf2, buf3, head, tail, held, held_nz, credit, fill
+        );
         self.ram.read_clock.next = self.read_clock.val();
         self.commit_sync.dst_clock.next = self.read_clock.val();
         self.read_sync.src_clock.next = self.read_clock.val();
@@ -320,7 +322,8 @@ impl<const W: usize, const A: usize, const P: usize> Logic for FrameFifo<W, A, P
         // held != 0 kept in its own flip-flop (held_nz), so read_valid is a register.
         self.read_valid.next = self.held_nz.q.val();
         self.pop.next = self.held_nz.q.val() & self.read_ready.val();
-        self.held_nz.d.next = self.staged.q.val() | (self.held.q.val() >= 2) | ((self.held.q.val() == 1) & !self.pop.val());
+        self.held_nz.d.next =
+            self.staged.q.val() | (self.held.q.val() >= 2) | ((self.held.q.val() == 1) & !self.pop.val());
         if self.pop.val() {
             self.head.d.next = self.head.q.val() + 1;
         }

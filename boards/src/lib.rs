@@ -5,8 +5,8 @@
 pub mod board_logic;
 pub mod colorlight_5a_75b_v8;
 pub mod colorlight_i5;
-pub mod core_top;
 pub mod config_loader;
+pub mod core_top;
 pub mod crc32;
 pub mod ecp5;
 pub mod eth_port;
@@ -91,7 +91,15 @@ pub struct Pin {
 impl Pin {
     /// A 3.3 V pin with default drive.
     pub fn lvcmos33(port: impl Into<String>, site: &'static str) -> Pin {
-        Pin { port: port.into(), site, io: IoStandard::Lvcmos33, drive: None, slew: None, pull_up: false, open_drain: false }
+        Pin {
+            port: port.into(),
+            site,
+            io: IoStandard::Lvcmos33,
+            drive: None,
+            slew: None,
+            pull_up: false,
+            open_drain: false,
+        }
     }
     /// The same pin with fast slew and the given drive.
     pub fn fast(mut self, drive: u8) -> Pin {

@@ -146,8 +146,8 @@ impl Logic for MacRx {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, rxd, sfd, pre, dv, er, state, line, count, ge5, ge64, gt1522, crc_reg, err, good, bad, runt, giant, o_valid,
-            o_data, o_last, o_good, inc_good, inc_bad, inc_runt, inc_giant
+            self, clock, rxd, sfd, pre, dv, er, state, line, count, ge5, ge64, gt1522, crc_reg, err, good, bad, runt,
+            giant, o_valid, o_data, o_last, o_good, inc_good, inc_bad, inc_runt, inc_giant
         );
         self.inc_good.d.next = false;
         self.inc_bad.d.next = false;

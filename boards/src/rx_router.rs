@@ -104,17 +104,13 @@ impl Logic for RxRouter {
         self.bridge1_data.next = self.in_data.val();
         self.bridge0_enable.next = self.go.val() & self.to_bridge.val() & self.in_source.val();
         self.bridge1_enable.next = self.go.val() & self.to_bridge.val() & !self.in_source.val();
-        self.bridge0_commit.next = self.go.val()
-            & self.to_bridge.val()
-            & self.in_source.val()
-            & self.in_data.val().get_bit(35);
-        self.bridge1_commit.next = self.go.val()
-            & self.to_bridge.val()
-            & !self.in_source.val()
-            & self.in_data.val().get_bit(35);
+        self.bridge0_commit.next =
+            self.go.val() & self.to_bridge.val() & self.in_source.val() & self.in_data.val().get_bit(35);
+        self.bridge1_commit.next =
+            self.go.val() & self.to_bridge.val() & !self.in_source.val() & self.in_data.val().get_bit(35);
         self.learn_valid.next = false;
-        self.learn_mac.next = (bit_cast::<48, 16>(self.src_hi.q.val()) << 32)
-            | bit_cast::<48, 32>(self.in_data.val().get_bits::<32>(0));
+        self.learn_mac.next =
+            (bit_cast::<48, 16>(self.src_hi.q.val()) << 32) | bit_cast::<48, 32>(self.in_data.val().get_bits::<32>(0));
         self.learn_port.next = self.in_source.val();
         self.merge_start.next = self.go.val() & self.to_core.val() & (self.words.q.val() == 0);
         self.merge_port.next = self.in_source.val();

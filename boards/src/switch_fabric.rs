@@ -135,12 +135,7 @@ impl SwitchFabric {
     pub fn new(core: CoreConfig, job: &JobConfig) -> Self {
         assert_eq!(core.width_bytes, 4, "the board top needs a core of width_bytes = 4, not {}", core.width_bytes);
         assert!(job.n() <= core.max_workers, "n = {} exceeds max_workers = {}", job.n(), core.max_workers);
-        assert!(
-            usize::from(job.slots) <= core.slots,
-            "slots = {} exceeds the core's {} slots",
-            job.slots,
-            core.slots
-        );
+        assert!(usize::from(job.slots) <= core.slots, "slots = {} exceeds the core's {} slots", job.slots, core.slots);
         let m = job.switch_mac.0;
         let mac = m.iter().fold(0u64, |a, &b| (a << 8) | u64::from(b));
         Self {
@@ -200,18 +195,7 @@ impl Logic for SwitchFabric {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(self, core_clock, rx_arbiter, router, dispatcher, loader, core, mac_table, to_core, from_core);
-        dff_setup!(
-            self,
-            core_clock,
-            in_frame,
-            mac_hi,
-            mac_lo,
-            cfg_write_q,
-            cfg_address_q,
-            cfg_data_q,
-            done_q,
-            idle_q
-        );
+        dff_setup!(self, core_clock, in_frame, mac_hi, mac_lo, cfg_write_q, cfg_address_q, cfg_data_q, done_q, idle_q);
         // Ports.
         self.eth0.rx_clock.next = self.eth0_rx_clock.val();
         self.eth0.core_clock.next = self.core_clock.val();
@@ -302,10 +286,8 @@ impl Logic for SwitchFabric {
         self.core.counter_address.next = self.counter_address.val();
         self.counter_data.next = self.core.counter_data.val();
         // Idle: the core, and no frame begun or held on the way in or out (registered).
-        self.idle_q.d.next = self.core.idle.val()
-            & !self.in_frame.q.val()
-            & self.to_core.empty.val()
-            & self.from_core.empty.val();
+        self.idle_q.d.next =
+            self.core.idle.val() & !self.in_frame.q.val() & self.to_core.empty.val() & self.from_core.empty.val();
         self.core_idle.next = self.idle_q.q.val();
         // Dispatch.
         self.from_core.in_valid.next = self.core.tx_valid.val();

@@ -352,7 +352,8 @@ fn check_trace_clocks(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged:
         let at = (frames[p].len() * (i + 1)) / (bridged + 1);
         frames[p].insert(at, f);
     }
-    let mut inputs: [Vec<Vec<u8>>; 2] = [frames[0].iter().map(|f| wire(f)).collect(), frames[1].iter().map(|f| wire(f)).collect()];
+    let mut inputs: [Vec<Vec<u8>>; 2] =
+        [frames[0].iter().map(|f| wire(f)).collect(), frames[1].iter().map(|f| wire(f)).collect()];
     // One copy of a frame with a broken FCS, which must change nothing.
     let kept = frames.clone();
     if bad_fcs && !frames[0].is_empty() {
@@ -363,8 +364,10 @@ fn check_trace_clocks(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged:
     }
     let out = run(&mut b, &inputs, periods);
     // The order in which the core took frames, and the reference's outputs for it.
-    let core_frames: [Vec<Vec<u8>>; 2] =
-        [kept[0].iter().filter(|f| to_core(f)).cloned().collect(), kept[1].iter().filter(|f| to_core(f)).cloned().collect()];
+    let core_frames: [Vec<Vec<u8>>; 2] = [
+        kept[0].iter().filter(|f| to_core(f)).cloned().collect(),
+        kept[1].iter().filter(|f| to_core(f)).cloned().collect(),
+    ];
     {
         // Offered load against what each port must send (wire bytes with gap).
         let mut r = RefSwitch::new(job.clone());
@@ -375,8 +378,9 @@ fn check_trace_clocks(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged:
         let wire_len = |f: &Vec<u8>| f.len().max(60) + 24;
         for p in 0..2 {
             let rx: usize = kept[p].iter().map(wire_len).sum();
-            let tx: usize = o.iter().filter(|f| expected_ports(&job, &f[0..6]).contains(&p)).map(wire_len).sum::<usize>()
-                + kept[1 - p].iter().filter(|f| to_bridge(f)).map(wire_len).sum::<usize>();
+            let tx: usize =
+                o.iter().filter(|f| expected_ports(&job, &f[0..6]).contains(&p)).map(wire_len).sum::<usize>()
+                    + kept[1 - p].iter().filter(|f| to_bridge(f)).map(wire_len).sum::<usize>();
             eprintln!("port {p}: receives {rx} wire bytes, must send {tx}");
         }
     }
@@ -404,11 +408,8 @@ fn check_trace_clocks(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged:
     }
     for p in 0..2 {
         let from_switch: Vec<Vec<u8>> = out.sent[p].iter().filter(|f| f[6..12] == sw).cloned().collect();
-        let expect: Vec<Vec<u8>> = ref_out
-            .iter()
-            .filter(|f| expected_ports(&job, &f[0..6]).contains(&p))
-            .map(|f| padded(f))
-            .collect();
+        let expect: Vec<Vec<u8>> =
+            ref_out.iter().filter(|f| expected_ports(&job, &f[0..6]).contains(&p)).map(|f| padded(f)).collect();
         assert_eq!(from_switch.len(), expect.len(), "port {p}: frames from the switch");
         for (i, (a, e)) in from_switch.iter().zip(&expect).enumerate() {
             assert_eq!(a, e, "port {p}: frame {i} from the switch differs from the reference");
@@ -419,7 +420,8 @@ fn check_trace_clocks(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged:
     }
 
     let c = |b: &mut Bench, i| b.port_counter(i);
-    let (bad0, bad1, over0, over1, good0, good1) = (c(&mut b, 1), c(&mut b, 9), c(&mut b, 4), c(&mut b, 12), c(&mut b, 0), c(&mut b, 8));
+    let (bad0, bad1, over0, over1, good0, good1) =
+        (c(&mut b, 1), c(&mut b, 9), c(&mut b, 4), c(&mut b, 12), c(&mut b, 0), c(&mut b, 8));
     let (sent0, sent1, flooded) = (c(&mut b, 5), c(&mut b, 13), c(&mut b, 6));
     assert_eq!(bad0, bad_fcs as u32, "bad FCS counted on port 0");
     assert_eq!(bad1, 0);
@@ -502,7 +504,13 @@ fn unrelated_clock_periods() {
 #[test]
 fn large_payloads_eight_workers() {
     let core = CoreConfig::new(4, 8, 1024, 32).unwrap();
-    check_trace_clocks(TraceSpec::new(8, PayloadSize::B1024, 8, 6, 3).troubled(0.05), core, true, 2, Some(BOARD_PERIODS));
+    check_trace_clocks(
+        TraceSpec::new(8, PayloadSize::B1024, 8, 6, 3).troubled(0.05),
+        core,
+        true,
+        2,
+        Some(BOARD_PERIODS),
+    );
 }
 
 /// Verilator lint (default warnings) of the board logic with the core's waivers (rust-hdl's

@@ -118,7 +118,11 @@ impl JobConfig {
         let raw: RawJob = toml::from_str(text).map_err(|e| ConfigError(e.to_string().trim_end().to_string()))?;
         let switch_mac = mac("switch_mac", &raw.switch_mac)?;
         if switch_mac.0[0] & 1 == 1 {
-            return Err(bad("switch_mac", format!("{:?}", raw.switch_mac), "a multicast address cannot be the switch's"));
+            return Err(bad(
+                "switch_mac",
+                format!("{:?}", raw.switch_mac),
+                "a multicast address cannot be the switch's",
+            ));
         }
         let switch_ip = ip("switch_ip", &raw.switch_ip)?;
         let payload = usize::try_from(raw.payload_bytes)
@@ -143,7 +147,11 @@ impl JobConfig {
                 mac: mac(&format!("worker[{rank}].mac"), &w.mac)?,
             };
             if let Some(prev) = workers.iter().position(|p| p.ip == e.ip) {
-                return Err(bad(&format!("worker[{rank}].ip"), format!("{:?}", w.ip), &format!("rank {prev} has the same address")));
+                return Err(bad(
+                    &format!("worker[{rank}].ip"),
+                    format!("{:?}", w.ip),
+                    &format!("rank {prev} has the same address"),
+                ));
             }
             if e.ip == switch_ip {
                 return Err(bad(&format!("worker[{rank}].ip"), format!("{:?}", w.ip), "is the switch's address"));

@@ -156,7 +156,9 @@ pub fn exponents(data: &[f32], k: usize) -> Result<Vec<i8>, ConversionError> {
         .enumerate()
         .map(|(c, chunk)| {
             exponent(chunk).map_err(|e| match e {
-                ConversionError::NotFinite { index, value } => ConversionError::NotFinite { index: c * k + index, value },
+                ConversionError::NotFinite { index, value } => {
+                    ConversionError::NotFinite { index: c * k + index, value }
+                }
                 ConversionError::TooLarge { index, value } => ConversionError::TooLarge { index: c * k + index, value },
             })
         })
@@ -212,7 +214,9 @@ impl Scale {
     /// The error bound of one element whose f32 result is `sum` (see the module doc).
     pub fn bound(&self, sum: f32) -> f64 {
         const SLACK: f64 = 1.0 + 1.0 / (1u64 << 20) as f64;
-        f64::from(self.n) * 0.5 * self.inverse * SLACK + f64::from(sum.abs()) / (1u64 << 23) as f64 + f64::from(f32::from_bits(1))
+        f64::from(self.n) * 0.5 * self.inverse * SLACK
+            + f64::from(sum.abs()) / (1u64 << 23) as f64
+            + f64::from(f32::from_bits(1))
     }
 }
 

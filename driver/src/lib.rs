@@ -8,8 +8,8 @@ pub mod counters;
 pub mod engine;
 pub mod fixedpoint;
 pub mod transport;
-pub mod worker;
 pub mod wire;
+pub mod worker;
 
 pub use config::{JobConfig, WorkerEntry};
 pub use counters::{Counters, DropReason};

@@ -58,7 +58,11 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 /// Runs an operation to completion over a transport; `progress` is called with the elements
 /// done each time a result moves them on. Never blocks past the operation's next deadline, so
 /// a silent switch ends in [`Error::Timeout`].
-pub fn drive<T: Transport + ?Sized>(op: &mut AllReduce<'_>, t: &mut T, mut progress: impl FnMut(usize)) -> Result<Stats, Error> {
+pub fn drive<T: Transport + ?Sized>(
+    op: &mut AllReduce<'_>,
+    t: &mut T,
+    mut progress: impl FnMut(usize),
+) -> Result<Stats, Error> {
     let mut buf = vec![0u8; MAX_MESSAGE];
     loop {
         while let Some(m) = op.poll_transmit() {
@@ -97,19 +101,31 @@ impl Worker {
 /// One SUM all-reduce of an f32 tensor by rank `rank` of a freshly configured job (all ranks
 /// call it with tensors of the same length). For several operations on one job, keep a
 /// [`Worker`].
-pub fn allreduce_f32<T: Transport + ?Sized>(t: &mut T, job: &JobConfig, rank: usize, data: &mut [f32]) -> Result<Stats, Error> {
+pub fn allreduce_f32<T: Transport + ?Sized>(
+    t: &mut T,
+    job: &JobConfig,
+    rank: usize,
+    data: &mut [f32],
+) -> Result<Stats, Error> {
     Worker::new(job.clone(), rank)?.allreduce_f32(t, data)
 }
 
 /// One SUM all-reduce (two's-complement wrap-around) of an i32 tensor; see [`allreduce_f32`].
-pub fn allreduce_i32<T: Transport + ?Sized>(t: &mut T, job: &JobConfig, rank: usize, data: &mut [i32]) -> Result<Stats, Error> {
+pub fn allreduce_i32<T: Transport + ?Sized>(
+    t: &mut T,
+    job: &JobConfig,
+    rank: usize,
+    data: &mut [i32],
+) -> Result<Stats, Error> {
     Worker::new(job.clone(), rank)?.allreduce_i32(t, data)
 }
 
 /// Ethernet/IPv4/UDP framing of SwitchML messages with the wire module, as a NIC sees them.
 pub mod frame {
     use crate::wire::{ethernet, ipv4, udp};
-    use crate::wire::{EtherType, EthernetFrame, EthernetRepr, IpProtocol, Ipv4Addr, Ipv4Packet, Ipv4Repr, MacAddr, UdpPacket, UdpRepr};
+    use crate::wire::{
+        EtherType, EthernetFrame, EthernetRepr, IpProtocol, Ipv4Addr, Ipv4Packet, Ipv4Repr, MacAddr, UdpPacket, UdpRepr,
+    };
 
     /// One end of a UDP flow.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +150,8 @@ pub mod frame {
         EthernetRepr { dst: dst.mac, src: src.mac, ethertype: EtherType::IPV4 }.emit(&mut eth);
         let udp_len = udp::HEADER_LEN + payload.len();
         let mut ip = Ipv4Packet::new_unchecked(eth.payload_mut());
-        Ipv4Repr { src: src.ip, dst: dst.ip, protocol: IpProtocol::UDP, payload_len: udp_len, ttl: ipv4::DEFAULT_TTL }.emit(&mut ip);
+        Ipv4Repr { src: src.ip, dst: dst.ip, protocol: IpProtocol::UDP, payload_len: udp_len, ttl: ipv4::DEFAULT_TTL }
+            .emit(&mut ip);
         let mut u = UdpPacket::new_unchecked(ip.payload_mut());
         UdpRepr { src_port: src.port, dst_port: dst.port, payload_len: payload.len() }.emit(&mut u);
         u.payload_mut().copy_from_slice(payload);
@@ -164,7 +181,8 @@ pub mod frame {
         if ip_repr.protocol != IpProtocol::UDP {
             return None;
         }
-        let ip_payload = &frame[ethernet::HEADER_LEN + ip.header_len()..ethernet::HEADER_LEN + usize::from(ip.total_len())];
+        let ip_payload =
+            &frame[ethernet::HEADER_LEN + ip.header_len()..ethernet::HEADER_LEN + usize::from(ip.total_len())];
         let u = UdpPacket::new_checked(ip_payload).ok()?;
         let r = UdpRepr::parse(&u);
         let payload = &ip_payload[udp::HEADER_LEN..udp::HEADER_LEN + r.payload_len];
@@ -185,7 +203,16 @@ pub const SOCKET_BUFFER: usize = 4 << 20;
 /// when the process may (CAP_NET_ADMIN), else the limit of `net.core.rmem_max`/`wmem_max`.
 /// Does nothing where the socket options are not known.
 pub fn enlarge_buffers(socket: &UdpSocket, bytes: usize) {
-    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "x86", target_arch = "arm", target_arch = "riscv64")))]
+    #[cfg(all(
+        target_os = "linux",
+        any(
+            target_arch = "x86_64",
+            target_arch = "aarch64",
+            target_arch = "x86",
+            target_arch = "arm",
+            target_arch = "riscv64"
+        )
+    ))]
     {
         use std::os::fd::AsRawFd;
         extern "C" {
@@ -209,7 +236,16 @@ pub fn enlarge_buffers(socket: &UdpSocket, bytes: usize) {
             }
         }
     }
-    #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "x86", target_arch = "arm", target_arch = "riscv64"))))]
+    #[cfg(not(all(
+        target_os = "linux",
+        any(
+            target_arch = "x86_64",
+            target_arch = "aarch64",
+            target_arch = "x86",
+            target_arch = "arm",
+            target_arch = "riscv64"
+        )
+    )))]
     let _ = (socket, bytes);
 }
 
@@ -232,7 +268,9 @@ impl UdpTransport {
     }
     /// Binds rank `rank`'s address of the job (its IPv4 address, `job.worker_port`).
     pub fn for_rank(job: &JobConfig, rank: usize, switch: SocketAddr) -> io::Result<UdpTransport> {
-        let w = job.workers.get(rank).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("rank {rank} is not in the job (n = {})", job.n())))?;
+        let w = job.workers.get(rank).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, format!("rank {rank} is not in the job (n = {})", job.n()))
+        })?;
         UdpTransport::bind(SocketAddr::V4(SocketAddrV4::new(w.ip, job.worker_port)), switch)
     }
     /// The bound address.
@@ -267,7 +305,14 @@ impl Transport for UdpTransport {
             match self.socket.recv_from(buf) {
                 Ok((n, _)) => return Ok(Some(n)),
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => continue,
-                Err(e) if matches!(e.kind(), io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted) => continue,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    continue
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -290,7 +335,8 @@ pub struct InProcessSwitch {
 impl InProcessSwitch {
     /// Serves `engine` (configured for `job`) to the job's ranks.
     pub fn new(engine: Box<dyn Engine>, job: JobConfig) -> Arc<InProcessSwitch> {
-        let mailboxes = (0..job.n()).map(|_| Mailbox { queue: Mutex::new(VecDeque::new()), ready: Condvar::new() }).collect();
+        let mailboxes =
+            (0..job.n()).map(|_| Mailbox { queue: Mutex::new(VecDeque::new()), ready: Condvar::new() }).collect();
         Arc::new(InProcessSwitch { engine: Mutex::new(engine), job, mailboxes, unrouted: AtomicU64::new(0) })
     }
     /// The transport of rank `rank` (panics if the rank is not in the job).
@@ -515,8 +561,10 @@ mod test {
 
     #[test]
     fn frames_round_trip_through_the_wire_module() {
-        let src = frame::Endpoint { mac: MacAddr([2, 0, 0x5a, 0, 1, 3]), ip: Ipv4Addr::new(192, 0, 2, 13), port: 0xbee0 };
-        let dst = frame::Endpoint { mac: MacAddr([2, 0, 0x5a, 0, 0, 1]), ip: Ipv4Addr::new(192, 0, 2, 1), port: 0xbee5 };
+        let src =
+            frame::Endpoint { mac: MacAddr([2, 0, 0x5a, 0, 1, 3]), ip: Ipv4Addr::new(192, 0, 2, 13), port: 0xbee0 };
+        let dst =
+            frame::Endpoint { mac: MacAddr([2, 0, 0x5a, 0, 0, 1]), ip: Ipv4Addr::new(192, 0, 2, 1), port: 0xbee5 };
         let mut f = Vec::new();
         frame::encapsulate(src, dst, &[1, 2, 3, 4, 5], &mut f);
         assert_eq!(f.len(), 42 + 5);
@@ -570,7 +618,14 @@ mod test {
         let mut job = JobConfig::example(n, PayloadSize::B256, 8);
         job.timeout = Duration::from_millis(2);
         job.max_retries = 50;
-        let hub = InProcessSwitch::new(Box::new(MiniEngine { job: job.clone(), inner: crate::worker::test::MiniSwitch::new(n), counters: Counters::default() }), job.clone());
+        let hub = InProcessSwitch::new(
+            Box::new(MiniEngine {
+                job: job.clone(),
+                inner: crate::worker::test::MiniSwitch::new(n),
+                counters: Counters::default(),
+            }),
+            job.clone(),
+        );
         let len = 5000;
         let handles: Vec<_> = (0..n)
             .map(|r| {

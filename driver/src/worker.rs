@@ -555,13 +555,23 @@ pub(crate) mod test {
     }
 
     /// Runs every worker against the mini switch on a virtual clock; returns the stats.
-    fn simulate(workers: &mut [Worker], tensors: &mut Tensors, switch: &mut MiniSwitch, faults: Faults, seed: u64) -> Result<(Vec<Stats>, Duration), Error> {
+    fn simulate(
+        workers: &mut [Worker],
+        tensors: &mut Tensors,
+        switch: &mut MiniSwitch,
+        faults: Faults,
+        seed: u64,
+    ) -> Result<(Vec<Stats>, Duration), Error> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let t0 = Instant::now();
         let mut now = t0;
         let mut ops: Vec<AllReduce<'_>> = match tensors {
-            Tensors::F32(ts) => workers.iter_mut().zip(ts.iter_mut()).map(|(w, t)| w.start_f32(t, now)).collect::<Result<_, _>>()?,
-            Tensors::I32(ts) => workers.iter_mut().zip(ts.iter_mut()).map(|(w, t)| w.start_i32(t, now)).collect::<Result<_, _>>()?,
+            Tensors::F32(ts) => {
+                workers.iter_mut().zip(ts.iter_mut()).map(|(w, t)| w.start_f32(t, now)).collect::<Result<_, _>>()?
+            }
+            Tensors::I32(ts) => {
+                workers.iter_mut().zip(ts.iter_mut()).map(|(w, t)| w.start_i32(t, now)).collect::<Result<_, _>>()?
+            }
         };
         let n = ops.len();
         let mut inbox: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
@@ -612,11 +622,14 @@ pub(crate) mod test {
 
     #[test]
     fn i32_sums_are_exact_under_faults() {
-        for (n, len, slots, seed) in [(1usize, 1000usize, 4u16, 1u64), (3, 777, 8, 2), (4, 64 * 40, 16, 3), (5, 10, 4, 4)] {
+        for (n, len, slots, seed) in
+            [(1usize, 1000usize, 4u16, 1u64), (3, 777, 8, 2), (4, 64 * 40, 16, 3), (5, 10, 4, 4)]
+        {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let ts: Vec<Vec<i32>> = (0..n).map(|_| (0..len).map(|_| rng.gen()).collect()).collect();
             let want: Vec<i32> = (0..len).map(|i| ts.iter().fold(0i32, |a, t| a.wrapping_add(t[i]))).collect();
-            let mut workers: Vec<Worker> = (0..n).map(|r| Worker::new(job(n, PayloadSize::B256, slots), r).unwrap()).collect();
+            let mut workers: Vec<Worker> =
+                (0..n).map(|r| Worker::new(job(n, PayloadSize::B256, slots), r).unwrap()).collect();
             let mut t = Tensors::I32(ts);
             let faults = Faults { loss: 0.1, dup: 0.1, reorder: 0.3 };
             let (stats, _) = simulate(&mut workers, &mut t, &mut MiniSwitch::new(n), faults, seed).unwrap();
@@ -631,14 +644,20 @@ pub(crate) mod test {
 
     #[test]
     fn f32_sums_are_within_the_bound_under_faults() {
-        for (n, len, payload, seed) in [(1usize, 3000usize, PayloadSize::B256, 5u64), (4, 5000, PayloadSize::B1024, 6), (3, 100, PayloadSize::B256, 7)] {
+        for (n, len, payload, seed) in [
+            (1usize, 3000usize, PayloadSize::B256, 5u64),
+            (4, 5000, PayloadSize::B1024, 6),
+            (3, 100, PayloadSize::B256, 7),
+        ] {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let ts: Vec<Vec<f32>> = (0..n)
                 .map(|_| (0..len).map(|i| (rng.gen::<f32>() - 0.5) * 2f32.powi((i / 500) as i32 - 3)).collect())
                 .collect();
             let k = payload.elements();
             let e_max: Vec<i8> = (0..len.div_ceil(k))
-                .map(|c| ts.iter().map(|t| fixedpoint::exponent(&t[c * k..((c + 1) * k).min(len)]).unwrap()).max().unwrap())
+                .map(|c| {
+                    ts.iter().map(|t| fixedpoint::exponent(&t[c * k..((c + 1) * k).min(len)]).unwrap()).max().unwrap()
+                })
                 .collect();
             let exact: Vec<f64> = (0..len).map(|i| ts.iter().map(|t| f64::from(t[i])).sum()).collect();
             let mut workers: Vec<Worker> = (0..n).map(|r| Worker::new(job(n, payload, 8), r).unwrap()).collect();
@@ -734,7 +753,8 @@ pub(crate) mod test {
         let mut switch = MiniSwitch::new(n);
         let mut workers: Vec<Worker> = (0..n).map(|r| Worker::new(job(n, PayloadSize::B256, 4), r).unwrap()).collect();
         for (round, len) in [(0i32, 64 * 5), (1, 64 * 2), (2, 64 * 9 + 3)] {
-            let ts: Vec<Vec<i32>> = (0..n).map(|r| (0..len).map(|i| i as i32 * (r as i32 + 1) + round).collect()).collect();
+            let ts: Vec<Vec<i32>> =
+                (0..n).map(|r| (0..len).map(|i| i as i32 * (r as i32 + 1) + round).collect()).collect();
             let want: Vec<i32> = (0..len).map(|i| ts[0][i] + ts[1][i]).collect();
             let mut t = Tensors::I32(ts);
             simulate(&mut workers, &mut t, &mut switch, Faults::default(), 9).unwrap();

@@ -265,10 +265,7 @@ pub struct Aggregator {
 impl Aggregator {
     /// An aggregator for slots of `max_elements` (a power of two) words per set.
     pub fn new(max_elements: usize) -> Self {
-        assert!(
-            max_elements.is_power_of_two(),
-            "max_elements = {max_elements} is not a power of two"
-        );
+        assert!(max_elements.is_power_of_two(), "max_elements = {max_elements} is not a power of two");
         Self {
             clock: Default::default(),
             desc_valid: Default::default(),
@@ -677,8 +674,7 @@ impl Logic for Aggregator {
                 self.hdr_hi_r.next = self.desc_h11.val();
             }
             _ => {
-                self.hdr_hi_r.next =
-                    (self.desc_h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exps_r.q.val());
+                self.hdr_hi_r.next = (self.desc_h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exps_r.q.val());
             }
         }
         // ARP reply.
@@ -751,8 +747,7 @@ impl Logic for Aggregator {
                 self.hdr_hi_i.next = self.desc_h7.val() & 0xffff_0000_u64;
             }
             _ => {
-                self.hdr_hi_i.next =
-                    (bit_cast::<32, 16>(self.ck_icmp.q.val()) << 16) | (self.desc_h9.val() & 0xffff);
+                self.hdr_hi_i.next = (bit_cast::<32, 16>(self.ck_icmp.q.val()) << 16) | (self.desc_h9.val() & 0xffff);
             }
         }
         self.hw_lo_r.d.next = self.hdr_lo_r.val();

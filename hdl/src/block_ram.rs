@@ -29,10 +29,7 @@ pub struct BlockRam<const A: usize, const D: usize> {
 impl<const A: usize, const D: usize> BlockRam<A, D> {
     /// A RAM of `depth` words (at most 2^A).
     pub fn new(depth: usize) -> Self {
-        assert!(
-            depth >= 1 && depth <= (1 << A),
-            "BlockRam depth {depth} does not fit {A} address bits"
-        );
+        assert!(depth >= 1 && depth <= (1 << A), "BlockRam depth {depth} does not fit {A} address bits");
         Self {
             clock: Default::default(),
             read_address: Default::default(),
@@ -54,11 +51,7 @@ impl<const A: usize, const D: usize> Logic for BlockRam<A, D> {
     fn update(&mut self) {
         if self.clock.pos_edge() {
             let ra = self.read_address.val().index();
-            self.read_data.next = if ra < self._mem.len() {
-                self._mem[ra]
-            } else {
-                Bits::default()
-            };
+            self.read_data.next = if ra < self._mem.len() { self._mem[ra] } else { Bits::default() };
             if self.write_enable.val() {
                 let wa = self.write_address.val().index();
                 if wa < self._mem.len() {
@@ -93,12 +86,7 @@ end
         vec![TimingInfo {
             name: "block_ram".into(),
             clock: "clock".into(),
-            inputs: vec![
-                "read_address".into(),
-                "write_address".into(),
-                "write_data".into(),
-                "write_enable".into(),
-            ],
+            inputs: vec!["read_address".into(), "write_address".into(), "write_data".into(), "write_enable".into()],
             outputs: vec!["read_data".into()],
         }]
     }
@@ -204,10 +192,7 @@ pub struct PipelinedRam<const A: usize, const D: usize> {
 impl<const A: usize, const D: usize> PipelinedRam<A, D> {
     /// A RAM of `depth` words (at most 2^A).
     pub fn new(depth: usize) -> Self {
-        assert!(
-            depth >= 1 && depth <= (1 << A),
-            "PipelinedRam depth {depth} does not fit {A} address bits"
-        );
+        assert!(depth >= 1 && depth <= (1 << A), "PipelinedRam depth {depth} does not fit {A} address bits");
         Self {
             clock: Default::default(),
             read_address: Default::default(),
@@ -228,11 +213,7 @@ impl<const A: usize, const D: usize> Logic for PipelinedRam<A, D> {
             if self.read_enable.val() {
                 self.read_data.next = self._stage;
                 let ra = self.read_address.val().index();
-                self._stage = if ra < self._mem.len() {
-                    self._mem[ra]
-                } else {
-                    Bits::default()
-                };
+                self._stage = if ra < self._mem.len() { self._mem[ra] } else { Bits::default() };
             }
             if self.write_enable.val() {
                 let wa = self.write_address.val().index();
@@ -290,10 +271,7 @@ assign read_data = out;
         } else {
             model
         };
-        Verilog::Wrapper(Wrapper {
-            code,
-            cores: String::new(),
-        })
+        Verilog::Wrapper(Wrapper { code, cores: String::new() })
     }
 
     fn timing(&self) -> Vec<TimingInfo> {

@@ -48,31 +48,18 @@ impl CoreConfig {
         max_workers: usize,
     ) -> Result<CoreConfig, ConfigError> {
         if ![1, 4, 8].contains(&width_bytes) {
-            return Err(ConfigError(format!(
-                "width_bytes = {width_bytes} is not supported (1, 4 or 8)"
-            )));
+            return Err(ConfigError(format!("width_bytes = {width_bytes} is not supported (1, 4 or 8)")));
         }
         if slots == 0 || slots > MAX_SLOTS {
-            return Err(ConfigError(format!(
-                "slots = {slots} is outside 1..={MAX_SLOTS}"
-            )));
+            return Err(ConfigError(format!("slots = {slots} is outside 1..={MAX_SLOTS}")));
         }
         if max_payload != 256 && max_payload != 1024 {
-            return Err(ConfigError(format!(
-                "max_payload = {max_payload} is not supported (256 or 1024)"
-            )));
+            return Err(ConfigError(format!("max_payload = {max_payload} is not supported (256 or 1024)")));
         }
         if max_workers == 0 || max_workers > BITMAP_BITS {
-            return Err(ConfigError(format!(
-                "max_workers = {max_workers} is outside 1..={BITMAP_BITS}"
-            )));
+            return Err(ConfigError(format!("max_workers = {max_workers} is outside 1..={BITMAP_BITS}")));
         }
-        Ok(CoreConfig {
-            width_bytes,
-            slots,
-            max_payload,
-            max_workers,
-        })
+        Ok(CoreConfig { width_bytes, slots, max_payload, max_workers })
     }
 
     /// Elements per set at the largest payload.
@@ -103,12 +90,7 @@ impl CoreConfig {
 impl Default for CoreConfig {
     /// Width 4, 16 slots, 1024-byte payloads, 32 workers.
     fn default() -> Self {
-        CoreConfig {
-            width_bytes: 4,
-            slots: 16,
-            max_payload: 1024,
-            max_workers: 32,
-        }
+        CoreConfig { width_bytes: 4, slots: 16, max_payload: 1024, max_workers: 32 }
     }
 }
 
@@ -118,26 +100,11 @@ mod test {
 
     #[test]
     fn rejects_bad_values_by_name() {
-        assert!(CoreConfig::new(3, 4, 1024, 32)
-            .unwrap_err()
-            .0
-            .contains("width_bytes = 3"));
-        assert!(CoreConfig::new(4, 0, 1024, 32)
-            .unwrap_err()
-            .0
-            .contains("slots = 0"));
-        assert!(CoreConfig::new(4, 65, 1024, 32)
-            .unwrap_err()
-            .0
-            .contains("slots = 65"));
-        assert!(CoreConfig::new(4, 4, 512, 32)
-            .unwrap_err()
-            .0
-            .contains("max_payload = 512"));
-        assert!(CoreConfig::new(4, 4, 1024, 33)
-            .unwrap_err()
-            .0
-            .contains("max_workers = 33"));
+        assert!(CoreConfig::new(3, 4, 1024, 32).unwrap_err().0.contains("width_bytes = 3"));
+        assert!(CoreConfig::new(4, 0, 1024, 32).unwrap_err().0.contains("slots = 0"));
+        assert!(CoreConfig::new(4, 65, 1024, 32).unwrap_err().0.contains("slots = 65"));
+        assert!(CoreConfig::new(4, 4, 512, 32).unwrap_err().0.contains("max_payload = 512"));
+        assert!(CoreConfig::new(4, 4, 1024, 33).unwrap_err().0.contains("max_workers = 33"));
         assert!(CoreConfig::new(1, 4, 256, 1).is_ok());
     }
 }

@@ -81,12 +81,7 @@ impl ControlIdentity {
         let secs = std::env::var("SOURCE_DATE_EPOCH")
             .ok()
             .and_then(|v| v.trim().parse::<u64>().ok())
-            .or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .ok()
-                    .map(|d| d.as_secs())
-            });
+            .or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_secs()));
         let days = secs.map(|s| (s / 86_400) as u32).unwrap_or(0);
         ControlIdentity {
             board_id,
@@ -443,12 +438,8 @@ impl ShadowRam {
         if self._mem.iter().all(|w| !w.any()) {
             return String::new();
         }
-        let words: Vec<String> = self
-            ._mem
-            .iter()
-            .enumerate()
-            .map(|(i, w)| format!("   mem[{i:2}] = 32'h{:08x};\n", w.index()))
-            .collect();
+        let words: Vec<String> =
+            self._mem.iter().enumerate().map(|(i, w)| format!("   mem[{i:2}] = 32'h{:08x};\n", w.index())).collect();
         format!("\ninitial begin\n{}end\n", words.concat())
     }
 }
@@ -457,11 +448,7 @@ impl Logic for ShadowRam {
     fn update(&mut self) {
         if self.clock.pos_edge() {
             let ra = self.read_address.val().index();
-            self.read_data.next = if ra < self._mem.len() {
-                self._mem[ra]
-            } else {
-                Bits::default()
-            };
+            self.read_data.next = if ra < self._mem.len() { self._mem[ra] } else { Bits::default() };
             if self.write_enable.val() {
                 let wa = self.write_address.val().index();
                 if wa < self._mem.len() {
@@ -497,12 +484,7 @@ end
         vec![TimingInfo {
             name: "shadow_ram".into(),
             clock: "clock".into(),
-            inputs: vec![
-                "read_address".into(),
-                "write_address".into(),
-                "write_data".into(),
-                "write_enable".into(),
-            ],
+            inputs: vec!["read_address".into(), "write_address".into(), "write_data".into(), "write_enable".into()],
             outputs: vec!["read_data".into()],
         }]
     }
@@ -517,14 +499,12 @@ impl Logic for ControlLink {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, cidx, status, quiet, phase,
-            ridx, count_out, out_word, shadow_q, rd_hold, idle_q, range_ok_q, tx_crc, pause_q, o_write, o_address,
-            o_data, ctr_q, ctr_we, ctr_wa1, ctr_wa2, link_q, rd_addr, wr_off, count_m1, quiet_over, last_addr,
-            slots_used,
-            mac_hi, mac_lo, ip, n, size,
-            slots_s, enabled, uptime, snap_idx, snap_wait, snap_late, snap_ge4, cp_more, cp_end, crc_hi_ok, crc_ok,
-            op_rd, op_wr, snap_req, r_same, r_le10, r_le6, r_lecl, r_le3, r_le2, r_lo80, r_reg, v_job, v_link,
-            v_stat, v_reg, crc_pend, crc_byte, wsel, wle5, w_last, cnt_zero
+            self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, cidx, status, quiet, phase, ridx,
+            count_out, out_word, shadow_q, rd_hold, idle_q, range_ok_q, tx_crc, pause_q, o_write, o_address, o_data,
+            ctr_q, ctr_we, ctr_wa1, ctr_wa2, link_q, rd_addr, wr_off, count_m1, quiet_over, last_addr, slots_used,
+            mac_hi, mac_lo, ip, n, size, slots_s, enabled, uptime, snap_idx, snap_wait, snap_late, snap_ge4, cp_more,
+            cp_end, crc_hi_ok, crc_ok, op_rd, op_wr, snap_req, r_same, r_le10, r_le6, r_lecl, r_le3, r_le2, r_lo80,
+            r_reg, v_job, v_link, v_stat, v_reg, crc_pend, crc_byte, wsel, wle5, w_last, cnt_zero
         );
         clock!(self, clock, rx, tx, buffer, shadow);
         self.rx.line.next = self.uart_rx.val();
@@ -556,8 +536,8 @@ impl Logic for ControlLink {
         // initial contents; the counters (region 2) are words 0..C.
         self.shadow.read_address.next = bit_cast::<6, 8>(self.rd_off.val());
         if self.rd_region.val() == 0 {
-            self.shadow.read_address.next =
-                (bit_cast::<6, 8>(self.rd_off.val()) & 0x0F) | 0x30; // IDENTITY_BASE
+            self.shadow.read_address.next = (bit_cast::<6, 8>(self.rd_off.val()) & 0x0F) | 0x30;
+            // IDENTITY_BASE
         }
         self.shadow.write_address.next = self.ctr_wa2.q.val();
         self.shadow.write_data.next = self.ctr_q.q.val();
@@ -648,8 +628,8 @@ impl Logic for ControlLink {
         self.op_rd.d.next = self.op.q.val() == 1;
         self.op_wr.d.next = self.op.q.val() == 2;
         self.snap_req.d.next = self.addr.q.val() == 0x0200;
-        self.r_same.d.next =
-            (self.last_addr.q.val() >= self.addr.q.val()) && ((self.last_addr.q.val() >> 8) == (self.addr.q.val() >> 8));
+        self.r_same.d.next = (self.last_addr.q.val() >= self.addr.q.val())
+            && ((self.last_addr.q.val() >> 8) == (self.addr.q.val() >> 8));
         self.r_le10.d.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 10;
         self.r_le6.d.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 6;
         self.r_lecl.d.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= self.counter_last.val();
@@ -1102,10 +1082,7 @@ mod tests {
             }
             self.was_paused = self.uut.pause.val();
             if self.uut.cfg_write.val() {
-                self.writes.push((
-                    self.uut.cfg_address.val().index() as u8,
-                    self.uut.cfg_data.val().index() as u32,
-                ));
+                self.writes.push((self.uut.cfg_address.val().index() as u8, self.uut.cfg_data.val().index() as u32));
             }
             let got = self.line.sample(self.uut.uart_tx.val());
             self.uut.clock.next = true.into();
@@ -1137,22 +1114,7 @@ mod tests {
         let mut b = Bench::new();
         let r = b.transact(&read_request(0x0000, 11));
         assert_eq!(r.status, Status::Ok);
-        assert_eq!(
-            r.words,
-            vec![
-                protocol::MAGIC,
-                0,
-                0x01_02_03,
-                0xabcd1234,
-                20_000,
-                4,
-                8,
-                1024,
-                32,
-                DIV,
-                21
-            ]
-        );
+        assert_eq!(r.words, vec![protocol::MAGIC, 0, 0x01_02_03, 0xabcd1234, 20_000, 4, 8, 1024, 32, DIV, 21]);
         // A read at 0x0200 takes a snapshot: pause up for the wait (5 cycles: the idle input may
         // come through a register of the owner's and is sampled through one of the link's) and
         // the 21 copy cycles plus 2 (the counter port's two registers).
@@ -1171,10 +1133,7 @@ mod tests {
         // A write: applied one register a cycle, read back from the shadows.
         let r = b.transact(&write_request(0x0100, &[0x0211, 0x2233_4455, 0x0a00_0001, 4, 1, 12]));
         assert_eq!((r.status, r.words.len()), (Status::Ok, 0));
-        assert_eq!(
-            b.writes,
-            vec![(0, 0x0211), (1, 0x2233_4455), (2, 0x0a00_0001), (3, 4), (4, 1), (5, 12)]
-        );
+        assert_eq!(b.writes, vec![(0, 0x0211), (1, 0x2233_4455), (2, 0x0a00_0001), (3, 4), (4, 1), (5, 12)]);
         let r = b.transact(&write_request(0x0184, &[0x0a00_0002, 0x0002, 0x0000_0001]));
         assert_eq!(r.status, Status::Ok);
         assert_eq!(&b.writes[6..], &[(0x84, 0x0a00_0002), (0x85, 2), (0x86, 1)]);
@@ -1190,10 +1149,7 @@ mod tests {
         bad[8] ^= 1;
         assert_eq!(b.transact(&bad).status, Status::BadChecksum);
         assert_eq!(b.transact(&write_request(0x0000, &[1])).status, Status::UnknownRegister);
-        assert_eq!(
-            b.transact(&write_request(0x0105, &[1, 2, 3])).status,
-            Status::UnknownRegister
-        );
+        assert_eq!(b.transact(&write_request(0x0105, &[1, 2, 3])).status, Status::UnknownRegister);
         assert_eq!(b.transact(&read_request(0x0180, 1)).status, Status::UnknownRegister);
         assert_eq!(b.transact(&read_request(0x0200, 22)).status, Status::UnknownRegister);
         assert_eq!(b.transact(&read_request(0x0200, 0)).status, Status::BadLength);

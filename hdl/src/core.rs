@@ -95,12 +95,7 @@ pub struct Core<const D: usize> {
 impl<const D: usize> Core<D> {
     /// A core for a checked configuration; panics when `D` is not `8 · width_bytes`.
     pub fn new(config: CoreConfig) -> Self {
-        assert_eq!(
-            D,
-            8 * config.width_bytes,
-            "Core<{D}> does not match width_bytes = {}",
-            config.width_bytes
-        );
+        assert_eq!(D, 8 * config.width_bytes, "Core<{D}> does not match width_bytes = {}", config.width_bytes);
         Self {
             clock: Default::default(),
             rx_valid: Default::default(),

@@ -658,8 +658,8 @@ impl Logic for FrameParser {
             (bit_cast::<16, 17>(self.fold1_r.q.val()) + bit_cast::<16, 17>(self.fold1_r.q.val() >> 16)) != 0xffff;
         self.fl_len14.d.next = self.len.q.val() < 14;
         // The destination compares registered in parts first (flag final in the third cycle).
-        self.dst_eq_a.d.next =
-            self.h0.q.val() == ((bit_cast::<32, 16>(self.switch_mac_hi.val()) << 16) | (self.switch_mac_lo.val() >> 16));
+        self.dst_eq_a.d.next = self.h0.q.val()
+            == ((bit_cast::<32, 16>(self.switch_mac_hi.val()) << 16) | (self.switch_mac_lo.val() >> 16));
         self.dst_eq_b.d.next = self.h1.q.val().get_bits::<16>(16) == bit_cast::<16, 32>(self.switch_mac_lo.val());
         self.dst_bc_a.d.next = self.h0.q.val() == 0xffff_ffff_u64;
         self.dst_bc_b.d.next = self.h1.q.val().get_bits::<16>(16) == 0xffff;
@@ -682,7 +682,8 @@ impl Logic for FrameParser {
         // compare of two registers (ready in the third deciding cycle, read in the fourth).
         self.tl_m20.d.next = self.total_len.val() - 20;
         self.tl_p14.d.next = bit_cast::<17, 16>(self.total_len.val()) + 14;
-        self.fl_tl_bad.d.next = (self.total_len.val() < 20) | (self.tl_p14.q.val() > bit_cast::<17, 16>(self.len.q.val()));
+        self.fl_tl_bad.d.next =
+            (self.total_len.val() < 20) | (self.tl_p14.q.val() > bit_cast::<17, 16>(self.len.q.val()));
         self.fl_frag.d.next = self.h5.q.val().get_bits::<14>(16) != 0;
         self.dip_hi_ne.d.next = bit_cast::<16, 32>(self.h7.q.val()) != self.switch_ip.val().get_bits::<16>(16);
         self.dip_lo_ne.d.next = self.h8.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.switch_ip.val());

@@ -90,10 +90,7 @@ impl MdioMaster {
     /// A master with MDC half periods of `half` clocks (≥ 4) polling PHY addresses `phys`.
     pub fn new(half: u32, phys: [u8; 2]) -> Self {
         assert!((4..=65535).contains(&half), "MDC half period {half} outside 4..=65535");
-        assert!(
-            phys.iter().all(|&a| a < 32),
-            "PHY addresses {phys:?}: clause 22 has 0..=31"
-        );
+        assert!(phys.iter().all(|&a| a < 32), "PHY addresses {phys:?}: clause 22 has 0..=31");
         Self {
             clock: Default::default(),
             mdc: Default::default(),
@@ -143,8 +140,8 @@ impl Logic for MdioMaster {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, sync1, sync2, div, tick, p31, p47, p63, p64, p_tx, p_rx, ri0, ri5, high, period, reg_idx, port, rdata, ta_ok, present, bmcr, bmsr, anar,
-            anlpar, gctl, state0, state1, shift
+            self, clock, sync1, sync2, div, tick, p31, p47, p63, p64, p_tx, p_rx, ri0, ri5, high, period, reg_idx,
+            port, rdata, ta_ok, present, bmcr, bmsr, anar, anlpar, gctl, state0, state1, shift
         );
         self.sync1.d.next = self.mdio_i.val();
         self.sync2.d.next = self.sync1.q.val();
@@ -423,20 +420,13 @@ mod tests {
             for _ in 0..cycles {
                 settle(uut);
                 let mdc = uut.mdc.val();
-                let master = if uut.mdio_oe.val() {
-                    Some(uut.mdio_o.val())
-                } else {
-                    None
-                };
+                let master = if uut.mdio_oe.val() { Some(uut.mdio_o.val()) } else { None };
                 let drives: Vec<Option<bool>> = phys.iter_mut().map(|p| p.step(mdc, bus)).collect();
                 let mut level = true; // pull-up
                 for d in drives.iter().chain(std::iter::once(&master)).flatten() {
                     level &= *d;
                 }
-                assert!(
-                    !(master.is_some() && drives.iter().any(Option::is_some)),
-                    "master and PHY drive MDIO at once"
-                );
+                assert!(!(master.is_some() && drives.iter().any(Option::is_some)), "master and PHY drive MDIO at once");
                 bus = level;
                 uut.mdio_i.next = bus;
                 settle(uut);
@@ -457,12 +447,7 @@ mod tests {
         phys[0].registers[0] = 0x2100;
         phys[0].registers[1] |= 0x0004;
         assert_eq!(run(&mut uut, &mut phys, 2 * round) & 0xff, 3);
-        assert!(
-            phys[0].reads >= 4 * 6 && phys[1].reads >= 4 * 6,
-            "{} {}",
-            phys[0].reads,
-            phys[1].reads
-        );
+        assert!(phys[0].reads >= 4 * 6 && phys[1].reads >= 4 * 6, "{} {}", phys[0].reads, phys[1].reads);
 
         // A PHY at another address than the master polls: unknown.
         let mut uut = MdioMaster::new(half, [1, 7]);
@@ -476,11 +461,7 @@ mod tests {
     #[test]
     fn lint_wall_clean() {
         use crate::control_link::{ControlIdentity, ControlLink};
-        if std::process::Command::new("verilator")
-            .arg("--version")
-            .output()
-            .is_err()
-        {
+        if std::process::Command::new("verilator").arg("--version").output().is_err() {
             eprintln!("NOT RUN: verilator is not installed: -Wall lint of the MDIO master skipped");
             return;
         }
@@ -490,11 +471,8 @@ mod tests {
         let mut l = ControlLink::with_board(&core, ControlIdentity::stamp(0, 1085), 46, Some([1, 2, 3, 4, 1, 8]));
         l.connect_all();
         for (what, v) in [("mdio", generate_verilog(&m)), ("control link", generate_verilog(&l))] {
-            let dir = std::env::temp_dir().join(format!(
-                "spotagg-lint-{}-{}",
-                std::process::id(),
-                what.replace(' ', "-")
-            ));
+            let dir =
+                std::env::temp_dir().join(format!("spotagg-lint-{}-{}", std::process::id(), what.replace(' ', "-")));
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(dir.join("top.v"), v).unwrap();
             std::fs::write(

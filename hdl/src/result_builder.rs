@@ -291,10 +291,10 @@ impl Logic for ResultBuilder {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, full0, full1, lhalf, free, shalf, k0, f0, l0, l0m1, l1m1, e0, e0m1, b0, k1, f1, l1, e1, e1m1, b1, state, cur, w, wend, more,
-            ck_base_a, ck_base_b, ck_base, hold_hdr, hold_wt, v1, hdr1, last1, bytes1, patch1, end1, half1, v2, hdr2,
-            last2, bytes2, patch2, end2, half2, hword2, mac_hi2, mac_lo2, ip2, sum2, v3, last3, bytes3, patch3, raw3,
-            mac_hi3, mac_lo3, ip3, fold3, v4, last4, bytes4, data4
+            self, clock, full0, full1, lhalf, free, shalf, k0, f0, l0, l0m1, l1m1, e0, e0m1, b0, k1, f1, l1, e1, e1m1,
+            b1, state, cur, w, wend, more, ck_base_a, ck_base_b, ck_base, hold_hdr, hold_wt, v1, hdr1, last1, bytes1,
+            patch1, end1, half1, v2, hdr2, last2, bytes2, patch2, end2, half2, hword2, mac_hi2, mac_lo2, ip2, sum2, v3,
+            last3, bytes3, patch3, raw3, mac_hi3, mac_lo3, ip3, fold3, v4, last4, bytes4, data4
         );
         clock!(self, clock, tx_buf, hdr_buf, wt_ip, wt_mac_hi, wt_mac_lo);
         self.hdr_buf.write_address.next = self.hdr_write_address.val();

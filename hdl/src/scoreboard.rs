@@ -133,8 +133,8 @@ impl Logic for Scoreboard {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, mask_r, whit_r, rank_r, r_new, r_first, r_last, r_complete, w_m1, w_seen0, w_seen1, w_count, clr, clr_idx, w_slot,
-            w_pending, bypass
+            self, clock, mask_r, whit_r, rank_r, r_new, r_first, r_last, r_complete, w_m1, w_seen0, w_seen1, w_count,
+            clr, clr_idx, w_slot, w_pending, bypass
         );
         clock!(self, clock, seen0, seen1, count);
         self.seen0.read_address.next = self.slot.val();
@@ -216,8 +216,7 @@ impl Logic for Scoreboard {
             if self.set.val() {
                 self.w_seen0.d.next = self.rd_seen0.val() & !self.bit_mask.val();
                 self.w_seen1.d.next = self.rd_seen1.val() | self.bit_mask.val();
-                self.w_count.d.next =
-                    (bit_cast::<10, 5>(self.cnt_next.val()) << 5) | (self.rd_count.val() & 0x1f);
+                self.w_count.d.next = (bit_cast::<10, 5>(self.cnt_next.val()) << 5) | (self.rd_count.val() & 0x1f);
             } else {
                 self.w_seen0.d.next = self.rd_seen0.val() | self.bit_mask.val();
                 self.w_seen1.d.next = self.rd_seen1.val() & !self.bit_mask.val();
@@ -303,17 +302,9 @@ mod test {
         settle(&mut b);
         assert_eq!(contribute(&mut b, 1, false, 0), (true, true, false, true));
         // (`first` and `last` describe a new contribution only.)
-        assert_eq!(
-            contribute(&mut b, 1, false, 0),
-            (false, false, true, false),
-            "duplicate, incomplete"
-        );
+        assert_eq!(contribute(&mut b, 1, false, 0), (false, false, true, false), "duplicate, incomplete");
         assert_eq!(contribute(&mut b, 1, false, 1), (true, false, true, false));
-        assert_eq!(
-            contribute(&mut b, 1, false, 1),
-            (false, true, false, true),
-            "duplicate, complete"
-        );
+        assert_eq!(contribute(&mut b, 1, false, 1), (false, true, false, true), "duplicate, complete");
         // The other set clears the worker's bit in this one.
         assert_eq!(contribute(&mut b, 1, true, 0), (true, true, false, true));
         assert_eq!(contribute(&mut b, 1, false, 0), (true, true, false, true));

@@ -61,10 +61,7 @@ impl BankedRam {
     /// Banks for at least `words` words (whole banks of [`BANK_WORDS`], at most 64).
     pub fn new(words: usize) -> Self {
         let banks = words.div_ceil(BANK_WORDS);
-        assert!(
-            (1..=64).contains(&banks),
-            "BankedRam of {words} words needs {banks} banks"
-        );
+        assert!((1..=64).contains(&banks), "BankedRam of {words} words needs {banks} banks");
         Self {
             clock: Default::default(),
             read_address: Default::default(),
@@ -95,11 +92,7 @@ impl Logic for BankedRam {
             self.read_data.next = self._s3;
             self._s3 = self._s2;
             self._s2 = self._s1;
-            self._s1 = if self._ra < self._mem.len() {
-                self._mem[self._ra]
-            } else {
-                Bits::default()
-            };
+            self._s1 = if self._ra < self._mem.len() { self._mem[self._ra] } else { Bits::default() };
             if self._we && self._wa < self._mem.len() {
                 self._mem[self._wa] = self._wd;
             }
@@ -190,22 +183,14 @@ assign read_data = out;
 ",
             banks = self.banks()
         );
-        Verilog::Wrapper(Wrapper {
-            code,
-            cores: String::new(),
-        })
+        Verilog::Wrapper(Wrapper { code, cores: String::new() })
     }
 
     fn timing(&self) -> Vec<TimingInfo> {
         vec![TimingInfo {
             name: "banked_ram".into(),
             clock: "clock".into(),
-            inputs: vec![
-                "read_address".into(),
-                "write_address".into(),
-                "write_data".into(),
-                "write_enable".into(),
-            ],
+            inputs: vec!["read_address".into(), "write_address".into(), "write_data".into(), "write_enable".into()],
             outputs: vec!["read_data".into()],
         }]
     }

@@ -57,10 +57,7 @@ impl<const D: usize> Default for RxWidth<D> {
 impl<const D: usize> RxWidth<D> {
     /// An adapter for `D / 8` byte beats.
     pub fn new() -> Self {
-        assert!(
-            D == 8 || D == 32 || D == 64,
-            "RxWidth: D = {D} bits is not 8, 32 or 64"
-        );
+        assert!(D == 8 || D == 32 || D == 64, "RxWidth: D = {D} bits is not 8, 32 or 64");
         Self {
             clock: Default::default(),
             in_valid: Default::default(),
@@ -107,12 +104,10 @@ impl<const D: usize> Logic for RxWidth<D> {
                         self.merged.next = bit_cast::<32, D>(self.in_data.val()) << 24;
                     }
                     1 => {
-                        self.merged.next =
-                            self.acc.q.val() | (bit_cast::<32, D>(self.in_data.val()) << 16);
+                        self.merged.next = self.acc.q.val() | (bit_cast::<32, D>(self.in_data.val()) << 16);
                     }
                     2 => {
-                        self.merged.next =
-                            self.acc.q.val() | (bit_cast::<32, D>(self.in_data.val()) << 8);
+                        self.merged.next = self.acc.q.val() | (bit_cast::<32, D>(self.in_data.val()) << 8);
                     }
                     _ => {
                         self.merged.next = self.acc.q.val() | bit_cast::<32, D>(self.in_data.val());
@@ -122,8 +117,7 @@ impl<const D: usize> Logic for RxWidth<D> {
                     self.word_valid.next = true;
                     self.word_data.next = self.merged.val();
                     self.word_last.next = self.in_last.val();
-                    self.word_bytes.next =
-                        bit_cast::<3, 2>(self.fill.q.val()) + bit_cast::<3, 4>(self.in_bytes.val());
+                    self.word_bytes.next = bit_cast::<3, 2>(self.fill.q.val()) + bit_cast::<3, 4>(self.in_bytes.val());
                     self.in_ready.next = self.word_ready.val();
                     if self.word_ready.val() {
                         self.fill.d.next = 0.into();
@@ -202,10 +196,7 @@ impl<const D: usize> Default for TxWidth<D> {
 impl<const D: usize> TxWidth<D> {
     /// An adapter for `D / 8` byte beats.
     pub fn new() -> Self {
-        assert!(
-            D == 8 || D == 32 || D == 64,
-            "TxWidth: D = {D} bits is not 8, 32 or 64"
-        );
+        assert!(D == 8 || D == 32 || D == 64, "TxWidth: D = {D} bits is not 8, 32 or 64");
         Self {
             clock: Default::default(),
             word_valid: Default::default(),
@@ -261,9 +252,7 @@ impl<const D: usize> Logic for TxWidth<D> {
                         self.out_data.next = bit_cast::<D, 32>(self.word_data.val());
                     }
                 }
-                if self.word_last.val()
-                    & (bit_cast::<3, 2>(self.idx.q.val()) + 1 == self.word_bytes.val())
-                {
+                if self.word_last.val() & (bit_cast::<3, 2>(self.idx.q.val()) + 1 == self.word_bytes.val()) {
                     self.out_last.next = true;
                     self.word_ready.next = self.out_ready.val();
                     if self.out_ready.val() {
@@ -295,8 +284,8 @@ impl<const D: usize> Logic for TxWidth<D> {
                 }
             } else {
                 self.out_valid.next = self.word_valid.val();
-                self.out_data.next = (bit_cast::<D, 32>(self.hold.q.val()) << 32)
-                    | bit_cast::<D, 32>(self.word_data.val());
+                self.out_data.next =
+                    (bit_cast::<D, 32>(self.hold.q.val()) << 32) | bit_cast::<D, 32>(self.word_data.val());
                 self.out_last.next = self.word_last.val();
                 self.out_bytes.next = 4.into();
                 if self.word_last.val() {
@@ -359,11 +348,7 @@ mod test {
             rx.word_ready.next = tx.word_ready.val();
             settle(&mut rx);
             if tx.out_valid.val() {
-                let n = if tx.out_last.val() {
-                    tx.out_bytes.val().index()
-                } else {
-                    w
-                };
+                let n = if tx.out_last.val() { tx.out_bytes.val().index() } else { w };
                 let d = tx.out_data.val().to_u64();
                 for i in 0..n {
                     out.push((d >> (8 * (w - 1 - i))) as u8);

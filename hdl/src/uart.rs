@@ -48,10 +48,7 @@ pub struct UartRx {
 impl UartRx {
     /// A receiver with `divisor` clocks per bit (4..=65535).
     pub fn new(divisor: u32) -> Self {
-        assert!(
-            (4..=65535).contains(&divisor),
-            "UART divisor {divisor} outside 4..=65535"
-        );
+        assert!((4..=65535).contains(&divisor), "UART divisor {divisor} outside 4..=65535");
         Self {
             clock: Default::default(),
             line: Default::default(),
@@ -161,10 +158,7 @@ pub struct UartTx {
 impl UartTx {
     /// A transmitter with `divisor` clocks per bit (4..=65535).
     pub fn new(divisor: u32) -> Self {
-        assert!(
-            (4..=65535).contains(&divisor),
-            "UART divisor {divisor} outside 4..=65535"
-        );
+        assert!((4..=65535).contains(&divisor), "UART divisor {divisor} outside 4..=65535");
         Self {
             clock: Default::default(),
             data: Default::default(),

@@ -24,31 +24,13 @@ pub fn block_verilogs(config: &CoreConfig) -> Vec<(&'static str, String)> {
     use crate::*;
     let mut v = vec![
         ("frame_parser", verilog_of(frame_parser::FrameParser::new())),
-        (
-            "scoreboard",
-            verilog_of(scoreboard::Scoreboard::new(config.slots)),
-        ),
-        (
-            "slot_memory",
-            verilog_of(slot_memory::SlotMemory::new(config)),
-        ),
-        (
-            "lane_adders",
-            verilog_of(lane_adders::LaneAdders::default()),
-        ),
-        (
-            "aggregator",
-            verilog_of(aggregator::Aggregator::new(config.max_elements())),
-        ),
-        (
-            "result_builder",
-            verilog_of(result_builder::ResultBuilder::new()),
-        ),
+        ("scoreboard", verilog_of(scoreboard::Scoreboard::new(config.slots))),
+        ("slot_memory", verilog_of(slot_memory::SlotMemory::new(config))),
+        ("lane_adders", verilog_of(lane_adders::LaneAdders::default())),
+        ("aggregator", verilog_of(aggregator::Aggregator::new(config.max_elements()))),
+        ("result_builder", verilog_of(result_builder::ResultBuilder::new())),
         ("counters", verilog_of(counters::Counters::default())),
-        (
-            "config_registers",
-            verilog_of(config_registers::ConfigRegisters::new(config.slots)),
-        ),
+        ("config_registers", verilog_of(config_registers::ConfigRegisters::new(config.slots))),
     ];
     match config.width_bytes {
         1 => {
@@ -107,11 +89,7 @@ impl std::error::Error for SynthError {}
 
 /// True when `yosys` can be run.
 pub fn yosys_available() -> bool {
-    std::process::Command::new("yosys")
-        .arg("-V")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
+    std::process::Command::new("yosys").arg("-V").output().map(|o| o.status.success()).unwrap_or(false)
 }
 
 /// Runs Yosys `synth_ecp5` on Verilog whose top module is `top`; fails on any error or latch.
@@ -135,19 +113,13 @@ pub fn synth_ecp5(verilog: &str) -> Result<Utilization, SynthError> {
         .output()
         .map_err(|e| SynthError::Failed(e.to_string()))?;
     let _ = std::fs::remove_dir_all(&dir);
-    let log =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let log = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     if !out.status.success() || log.contains("ERROR") {
         let tail: Vec<&str> = log.lines().rev().take(30).collect();
-        return Err(SynthError::Failed(
-            tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
-        ));
+        return Err(SynthError::Failed(tail.into_iter().rev().collect::<Vec<_>>().join("\n")));
     }
-    let latches: Vec<String> = log
-        .lines()
-        .filter(|l| l.starts_with("Latch inferred for signal"))
-        .map(|l| l.to_string())
-        .collect();
+    let latches: Vec<String> =
+        log.lines().filter(|l| l.starts_with("Latch inferred for signal")).map(|l| l.to_string()).collect();
     // The last `stat` block is the top's.
     let stat = &log[log.rfind("Number of cells").unwrap_or(0)..];
     if !latches.is_empty() || stat.contains("LATCH") {
@@ -157,9 +129,7 @@ pub fn synth_ecp5(verilog: &str) -> Result<Utilization, SynthError> {
         stat.lines()
             .find_map(|l| {
                 let mut it = l.split_whitespace();
-                (it.next() == Some(cell))
-                    .then(|| it.next().and_then(|n| n.parse().ok()))
-                    .flatten()
+                (it.next() == Some(cell)).then(|| it.next().and_then(|n| n.parse().ok())).flatten()
             })
             .unwrap_or(0)
     };

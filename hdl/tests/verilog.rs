@@ -48,10 +48,7 @@ fn every_block_synthesizes_for_ecp5() {
     // The width-4 and width-8 stream adapters too.
     for w in [4, 8] {
         let config = CoreConfig::new(w, 4, 256, 32).unwrap();
-        for (name, v) in block_verilogs(&config)
-            .into_iter()
-            .filter(|(n, _)| n.ends_with("_width"))
-        {
+        for (name, v) in block_verilogs(&config).into_iter().filter(|(n, _)| n.ends_with("_width")) {
             synth_ecp5(&v).unwrap_or_else(|e| panic!("{name} width {w}: {e}"));
         }
     }

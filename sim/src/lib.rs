@@ -1,9 +1,9 @@
 //! spotagg reference switch (the executable specification of docs/switch.md) and the
 //! simulation harnesses that drive the hardware descriptions.
 
+pub mod pcap;
 pub mod reference;
 pub mod rtl;
-pub mod verilator;
 pub mod trace;
-pub mod pcap;
+pub mod verilator;
 pub mod verilator_engine;

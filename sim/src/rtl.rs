@@ -163,10 +163,7 @@ pub struct RtlEngine {
 
 impl fmt::Debug for RtlEngine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RtlEngine")
-            .field("config", &self.config)
-            .field("cycles", &self.cycles)
-            .finish()
+        f.debug_struct("RtlEngine").field("config", &self.config).field("cycles", &self.cycles).finish()
     }
 }
 
@@ -188,17 +185,10 @@ impl RtlEngine {
 
     fn check_job(job: &JobConfig, core: &CoreConfig) -> Result<(), RtlError> {
         if job.n() > core.max_workers {
-            return Err(RtlError(format!(
-                "n = {} exceeds the core's max_workers = {}",
-                job.n(),
-                core.max_workers
-            )));
+            return Err(RtlError(format!("n = {} exceeds the core's max_workers = {}", job.n(), core.max_workers)));
         }
         if usize::from(job.slots) > core.slots || job.slots == 0 {
-            return Err(RtlError(format!(
-                "slots = {} is outside 1..={} (the core's slots)",
-                job.slots, core.slots
-            )));
+            return Err(RtlError(format!("slots = {} is outside 1..={} (the core's slots)", job.slots, core.slots)));
         }
         if job.payload.bytes() > core.max_payload {
             return Err(RtlError(format!(
@@ -258,13 +248,8 @@ impl RtlEngine {
     /// The build parameters [`RtlEngine::for_job`] uses: slots = S, max payload 256 B or
     /// 1024 B, 32 workers.
     pub fn core_for_job(job: &JobConfig, width_bytes: usize) -> Result<CoreConfig, RtlError> {
-        let max_payload = if job.payload.bytes() <= 256 {
-            256
-        } else {
-            1024
-        };
-        CoreConfig::new(width_bytes, usize::from(job.slots).max(1), max_payload, 32)
-            .map_err(|e| RtlError(e.0))
+        let max_payload = if job.payload.bytes() <= 256 { 256 } else { 1024 };
+        CoreConfig::new(width_bytes, usize::from(job.slots).max(1), max_payload, 32).map_err(|e| RtlError(e.0))
     }
 
     /// The build parameters.
@@ -355,11 +340,7 @@ impl RtlEngine {
     fn collect_tx(&mut self, p: &Ports, out: &mut Vec<Vec<u8>>) {
         if p.tx_valid && self.tx_ready {
             let w = self.width;
-            let n = if p.tx_last {
-                usize::from(p.tx_bytes)
-            } else {
-                w
-            };
+            let n = if p.tx_last { usize::from(p.tx_bytes) } else { w };
             for i in 0..n {
                 self.tx_partial.push((p.tx_data >> (8 * (w - 1 - i))) as u8);
             }
@@ -420,10 +401,7 @@ impl RtlEngine {
             } else {
                 s.rx_stalls += 1;
                 since_progress += 1;
-                assert!(
-                    since_progress < STUCK_CYCLES,
-                    "the core stopped taking frames"
-                );
+                assert!(since_progress < STUCK_CYCLES, "the core stopped taking frames");
             }
             self.tick();
         }
@@ -439,10 +417,7 @@ impl RtlEngine {
                 break;
             }
             self.tick();
-            assert!(
-                self.cycles - start < STUCK_CYCLES * (frames.len() as u64 + 1),
-                "the core did not become idle"
-            );
+            assert!(self.cycles - start < STUCK_CYCLES * (frames.len() as u64 + 1), "the core did not become idle");
         }
         s.cycles = self.cycles - start;
         s.frames_out = (out.len() - before) as u64;
@@ -486,9 +461,7 @@ fn bench_frames(job: &JobConfig, rounds: usize) -> Vec<Vec<u8>> {
     use crate::trace::{contribution_frame, Contribution};
     use spotagg_driver::wire::PoolIndex;
     let k = job.payload.elements();
-    let values: Vec<i32> = (0..k as i32)
-        .map(|i| i.wrapping_mul(2_654_435_761u32 as i32))
-        .collect();
+    let values: Vec<i32> = (0..k as i32).map(|i| i.wrapping_mul(2_654_435_761u32 as i32)).collect();
     let mut frames = vec![];
     for r in 0..rounds {
         let slot = (r % usize::from(job.slots)) as u16;
@@ -564,12 +537,7 @@ impl BenchPoint {
 
 /// Measures the core at `width` bytes with `n` workers and `payload` bytes: `rounds` rounds
 /// pushed back to back.
-pub fn bench_point(
-    width: usize,
-    payload: spotagg_driver::wire::PayloadSize,
-    n: usize,
-    rounds: usize,
-) -> BenchPoint {
+pub fn bench_point(width: usize, payload: spotagg_driver::wire::PayloadSize, n: usize, rounds: usize) -> BenchPoint {
     let job = JobConfig::example(n, payload, 4);
     let frames = bench_frames(&job, rounds);
     let mut e = RtlEngine::for_job(&job, width).expect("bench core");
@@ -577,11 +545,7 @@ pub fn bench_point(
     let t = Instant::now();
     let stats = e.run_stream(&frames, &mut out);
     let seconds = t.elapsed().as_secs_f64();
-    assert_eq!(
-        out.len(),
-        rounds * n,
-        "every round answered to every worker"
-    );
+    assert_eq!(out.len(), rounds * n, "every round answered to every worker");
     BenchPoint {
         width,
         payload: payload.bytes(),
@@ -605,13 +569,11 @@ pub fn bench_report() -> String {
     // Two Gigabit ports at line rate, counted in frame bytes: a 1076-byte frame occupies
     // 1076 + 8 (preamble) + 4 (FCS) + 12 (gap) byte times on the wire.
     let mut s = String::new();
-    writeln!(s, "rust-hdl core, simulated: n = 4 workers, contributions pushed back to back, every result sent").unwrap();
-    writeln!(s, "cyc/contr: cycles per contribution in steady state (input side; the results leave at the same rate)").unwrap();
-    writeln!(
-        s,
-        "drained: cycles per contribution including draining the last round's results"
-    )
-    .unwrap();
+    writeln!(s, "rust-hdl core, simulated: n = 4 workers, contributions pushed back to back, every result sent")
+        .unwrap();
+    writeln!(s, "cyc/contr: cycles per contribution in steady state (input side; the results leave at the same rate)")
+        .unwrap();
+    writeln!(s, "drained: cycles per contribution including draining the last round's results").unwrap();
     writeln!(
         s,
         "{:>5} {:>7} {:>6} {:>7} {:>10} {:>8} {:>6} {:>9} {:>13} {:>12} {:>11}",

@@ -439,7 +439,11 @@ fn verilator_include() -> Result<PathBuf, VerilatorError> {
     if let Ok(root) = std::env::var("VERILATOR_ROOT") {
         return Ok(PathBuf::from(root).join("include"));
     }
-    let o = Command::new("verilator").arg("--getenv").arg("VERILATOR_ROOT").output().map_err(|_| VerilatorError::NotInstalled)?;
+    let o = Command::new("verilator")
+        .arg("--getenv")
+        .arg("VERILATOR_ROOT")
+        .output()
+        .map_err(|_| VerilatorError::NotInstalled)?;
     let root = String::from_utf8_lossy(&o.stdout).trim().to_string();
     Ok(PathBuf::from(root).join("include"))
 }
@@ -495,7 +499,14 @@ mod test {
         let names: Vec<_> = ports.iter().map(|p| (p.name.as_str(), p.width, p.input)).collect();
         assert_eq!(
             names,
-            [("clock", 1, true), ("a", 8, true), ("b", 40, true), ("w", 100, true), ("sum", 40, false), ("wide", 100, false)]
+            [
+                ("clock", 1, true),
+                ("a", 8, true),
+                ("b", 40, true),
+                ("w", 100, true),
+                ("sum", 40, false),
+                ("wide", 100, false)
+            ]
         );
         if !verilator_available() {
             eprintln!("NOT RUN: verilator is not installed; the Verilator half of this test was skipped");
@@ -511,7 +522,8 @@ mod test {
             ..Default::default()
         };
         let mut m = VerilatedModel::build(&verilog, &ports, &opts).unwrap();
-        let (clk, a, b, w, sum, wide) = (m.port("clock"), m.port("a"), m.port("b"), m.port("w"), m.port("sum"), m.port("wide"));
+        let (clk, a, b, w, sum, wide) =
+            (m.port("clock"), m.port("a"), m.port("b"), m.port("w"), m.port("sum"), m.port("wide"));
         let mut expect: u64 = 0;
         for i in 0..100u64 {
             let (av, bv) = (i * 37 % 256, (i << 33) | 5);

@@ -136,7 +136,11 @@ fn verilog_and_ports(core: &CoreConfig) -> Result<(String, Vec<crate::verilator:
 
 /// Builds (or reuses a cached build of) the Verilated core for `core`, configured for `job`.
 /// With `vcd`, the model is built with tracing and writes a waveform there.
-pub fn verilator_engine(job: &JobConfig, core: CoreConfig, vcd: Option<&Path>) -> Result<RtlEngine, VerilatorEngineError> {
+pub fn verilator_engine(
+    job: &JobConfig,
+    core: CoreConfig,
+    vcd: Option<&Path>,
+) -> Result<RtlEngine, VerilatorEngineError> {
     let (verilog, ports) = verilog_and_ports(&core)?;
     let opts = BuildOptions { trace: vcd.is_some(), config: Some(WAIVERS.into()), extra_args: vec![] };
     let mut m = VerilatedModel::build(&verilog, &ports, &opts)?;
@@ -153,7 +157,11 @@ pub fn shared_core(width_bytes: usize) -> Result<CoreConfig, RtlError> {
 }
 
 /// A Verilator engine for `job` at `width_bytes`, built with [`shared_core`].
-pub fn verilator_engine_for_job(job: &JobConfig, width_bytes: usize, vcd: Option<&Path>) -> Result<RtlEngine, VerilatorEngineError> {
+pub fn verilator_engine_for_job(
+    job: &JobConfig,
+    width_bytes: usize,
+    vcd: Option<&Path>,
+) -> Result<RtlEngine, VerilatorEngineError> {
     verilator_engine(job, shared_core(width_bytes)?, vcd)
 }
 

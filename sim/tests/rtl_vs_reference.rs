@@ -10,20 +10,12 @@ use spotagg_sim::rtl::RtlEngine;
 use spotagg_sim::trace::{self, Reorder, TraceSpec};
 
 fn hex(f: &[u8]) -> String {
-    f.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join("")
+    f.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join("")
 }
 
 /// Feeds `frames` through both engines and compares each step's output and the counters;
 /// returns the counters.
-fn compare(
-    job: &JobConfig,
-    frames: &[Vec<u8>],
-    width: usize,
-    what: &str,
-) -> spotagg_driver::Counters {
+fn compare(job: &JobConfig, frames: &[Vec<u8>], width: usize, what: &str) -> spotagg_driver::Counters {
     compare_with(job, frames, width, None, what)
 }
 
@@ -58,11 +50,7 @@ fn compare_with(
             );
         }
     }
-    assert_eq!(
-        model.counters(),
-        rtl.counters(),
-        "{what}, width {width}: counters"
-    );
+    assert_eq!(model.counters(), rtl.counters(), "{what}, width {width}: counters");
     assert!(rtl.counters().is_consistent());
     rtl.counters()
 }
@@ -74,16 +62,8 @@ fn run(spec: &TraceSpec, width: usize, what: &str) -> spotagg_driver::Counters {
 
 #[test]
 fn clean_rounds_n1_n2_n3() {
-    for (n, payload) in [
-        (1, PayloadSize::B256),
-        (2, PayloadSize::B256),
-        (3, PayloadSize::B1024),
-    ] {
-        run(
-            &TraceSpec::new(n, payload, 2, 4, 7),
-            4,
-            &format!("clean n={n}"),
-        );
+    for (n, payload) in [(1, PayloadSize::B256), (2, PayloadSize::B256), (3, PayloadSize::B1024)] {
+        run(&TraceSpec::new(n, payload, 2, 4, 7), 4, &format!("clean n={n}"));
     }
 }
 
@@ -91,10 +71,7 @@ fn clean_rounds_n1_n2_n3() {
 fn malformed_frames_every_reason() {
     for width in [1, 4] {
         let job = JobConfig::example(3, PayloadSize::B256, 4);
-        let frames: Vec<Vec<u8>> = trace::malformed_frames(&job, 11)
-            .into_iter()
-            .map(|(_, f)| f)
-            .collect();
+        let frames: Vec<Vec<u8>> = trace::malformed_frames(&job, 11).into_iter().map(|(_, f)| f).collect();
         compare(&job, &frames, width, "malformed");
     }
 }
@@ -102,11 +79,9 @@ fn malformed_frames_every_reason() {
 #[test]
 fn troubled_traces_width4() {
     let mut total = spotagg_driver::Counters::default();
-    for (n, payload, slots, seed) in [
-        (2, PayloadSize::B256, 3, 1u64),
-        (3, PayloadSize::B1024, 2, 2),
-        (4, PayloadSize::B256, 5, 3),
-    ] {
+    for (n, payload, slots, seed) in
+        [(2, PayloadSize::B256, 3, 1u64), (3, PayloadSize::B1024, 2, 2), (4, PayloadSize::B256, 5, 3)]
+    {
         let spec = TraceSpec::new(n, payload, slots, 6, seed).troubled(0.15);
         let c = run(&spec, 4, &format!("troubled n={n} S={slots}"));
         total.duplicates += c.duplicates;
@@ -116,10 +91,7 @@ fn troubled_traces_width4() {
         total.frames_in += c.dropped_total();
     }
     // The traces exercised what they are meant to.
-    assert!(
-        total.duplicates > 0 && total.results_retransmitted > 0,
-        "{total:?}"
-    );
+    assert!(total.duplicates > 0 && total.results_retransmitted > 0, "{total:?}");
     assert!(total.arp_replies > 0 && total.icmp_replies > 0, "{total:?}");
     assert!(total.frames_in > 0, "no malformed frame: {total:?}");
 }
@@ -155,10 +127,7 @@ fn thirty_two_workers() {
 #[test]
 fn every_reason_is_counted() {
     let job = JobConfig::example(2, PayloadSize::B256, 2);
-    let frames: Vec<Vec<u8>> = trace::malformed_frames(&job, 3)
-        .into_iter()
-        .map(|(_, f)| f)
-        .collect();
+    let frames: Vec<Vec<u8>> = trace::malformed_frames(&job, 3).into_iter().map(|(_, f)| f).collect();
     let mut rtl = RtlEngine::for_job(&job, 4).unwrap();
     let mut out = vec![];
     for f in &frames {
@@ -182,20 +151,15 @@ fn width8_troubled() {
     let spec = TraceSpec::new(3, PayloadSize::B256, 3, 3, 31).troubled(0.2);
     run(&spec, 8, "troubled width 8");
     let job = JobConfig::example(2, PayloadSize::B1024, 2);
-    let frames: Vec<Vec<u8>> = trace::malformed_frames(&job, 12)
-        .into_iter()
-        .map(|(_, f)| f)
-        .collect();
+    let frames: Vec<Vec<u8>> = trace::malformed_frames(&job, 12).into_iter().map(|(_, f)| f).collect();
     compare(&job, &frames, 8, "malformed width 8");
 }
 
 #[test]
 fn slot_counts_and_payloads() {
-    for (n, payload, slots, seed) in [
-        (1, PayloadSize::B1024, 1, 40u64),
-        (2, PayloadSize::B1024, 7, 41),
-        (5, PayloadSize::B256, 16, 42),
-    ] {
+    for (n, payload, slots, seed) in
+        [(1, PayloadSize::B1024, 1, 40u64), (2, PayloadSize::B1024, 7, 41), (5, PayloadSize::B256, 16, 42)]
+    {
         let spec = TraceSpec::new(n, payload, slots, 4, seed).troubled(0.1);
         run(&spec, 4, &format!("n={n} S={slots} P={}", payload.bytes()));
     }
@@ -206,23 +170,14 @@ fn slot_counts_and_payloads() {
 fn seed_sweep() {
     for seed in 100..124u64 {
         let n = 1 + (seed % 5) as usize;
-        let payload = if seed % 3 == 0 {
-            PayloadSize::B1024
-        } else {
-            PayloadSize::B256
-        };
+        let payload = if seed % 3 == 0 { PayloadSize::B1024 } else { PayloadSize::B256 };
         let slots = 1 + (seed % 6) as u16;
-        let mut spec =
-            TraceSpec::new(n, payload, slots, 3, seed).troubled(0.05 + (seed % 4) as f64 * 0.05);
+        let mut spec = TraceSpec::new(n, payload, slots, 3, seed).troubled(0.05 + (seed % 4) as f64 * 0.05);
         if seed % 4 == 1 {
             spec.reorder = Reorder::Any;
         }
         let width = if seed % 7 == 0 { 1 } else { 4 };
-        run(
-            &spec,
-            width,
-            &format!("seed {seed}: n={n} S={slots} P={}", payload.bytes()),
-        );
+        run(&spec, width, &format!("seed {seed}: n={n} S={slots} P={}", payload.bytes()));
     }
 }
 

@@ -120,7 +120,12 @@ fn contribution_frames(job: &JobConfig, rounds: usize) -> Vec<Vec<u8>> {
                     p.set_element(i, (i * (rank + 1) + round) as i32);
                 }
                 let mut f = Vec::new();
-                frame::encapsulate(frame::Endpoint { mac: w.mac, ip: w.ip, port: job.worker_port }, switch, &msg, &mut f);
+                frame::encapsulate(
+                    frame::Endpoint { mac: w.mac, ip: w.ip, port: job.worker_port },
+                    switch,
+                    &msg,
+                    &mut f,
+                );
                 frames.push(f);
             }
         }
@@ -190,7 +195,8 @@ fn bench_loopback(elements: usize) -> Result<()> {
     for (r, w) in job.workers.iter_mut().enumerate() {
         w.ip = Ipv4Addr::new(127, 0, 0, 20 + r as u8);
     }
-    job.worker_port = free_worker_port(&job.workers.iter().map(|w| w.ip).collect::<Vec<_>>()).context("no free SwitchML port on 127.0.0.20..23")?;
+    job.worker_port = free_worker_port(&job.workers.iter().map(|w| w.ip).collect::<Vec<_>>())
+        .context("no free SwitchML port on 127.0.0.20..23")?;
     let socket = UdpSocket::bind("127.0.0.1:0").context("binding the switch")?;
     spotagg_driver::transport::enlarge_buffers(&socket, spotagg_driver::transport::SOCKET_BUFFER);
     let switch_addr = socket.local_addr()?;
@@ -203,7 +209,8 @@ fn bench_loopback(elements: usize) -> Result<()> {
             serve(&socket, &job, &mut engine, &ServeOptions::default(), &stop).map(|st| (st, engine.counters()))
         })
     };
-    let transports: Vec<UdpTransport> = (0..n).map(|r| UdpTransport::for_rank(&job, r, switch_addr)).collect::<std::io::Result<_>>()?;
+    let transports: Vec<UdpTransport> =
+        (0..n).map(|r| UdpTransport::for_rank(&job, r, switch_addr)).collect::<std::io::Result<_>>()?;
     // Tensors made before the clock starts; the workers start together.
     let tensors: Vec<Vec<f32>> = (0..n).map(|r| super::worker::tensor(2, r, elements)).collect();
     let barrier = Arc::new(std::sync::Barrier::new(n + 1));
@@ -232,7 +239,9 @@ fn bench_loopback(elements: usize) -> Result<()> {
     let (_, counters) = server.join().map_err(|_| anyhow::anyhow!("switch panicked"))??;
     let per = elements as f64 * 32.0 / wall / 1e9;
     let retx: u64 = stats.iter().map(|s| s.retransmissions).sum();
-    println!("4-worker all-reduce over UDP loopback (reference switch, 1024 B payload, 32 slots, {elements} f32 elements):");
+    println!(
+        "4-worker all-reduce over UDP loopback (reference switch, 1024 B payload, 32 slots, {elements} f32 elements):"
+    );
     println!("  {wall:.3} s: {per:.3} Gb/s of payload per worker, {:.3} Gb/s in total; {retx} retransmissions, {} frames through the switch", per * n as f64, counters.frames_in);
     Ok(())
 }

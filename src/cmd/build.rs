@@ -104,11 +104,7 @@ pub fn job(given: Option<&JobConfig>, config: &CoreConfig) -> JobConfig {
     match given {
         Some(j) => j.clone(),
         None => {
-            let payload = if config.max_payload == 1024 {
-                PayloadSize::B1024
-            } else {
-                PayloadSize::B256
-            };
+            let payload = if config.max_payload == 1024 { PayloadSize::B1024 } else { PayloadSize::B256 };
             JobConfig::example(4, payload, config.slots.min(u16::MAX as usize) as u16)
         }
     }
@@ -132,10 +128,7 @@ pub fn run(args: Args) -> Result<()> {
     let board = spotagg_boards::board(&args.board).map_err(|e| anyhow!(e))?;
     let config = core_config(&board, args.width, args.slots, args.max_payload, args.max_workers)?;
     if args.top == TopKind::Board && config.width_bytes != 4 {
-        bail!(
-            "the board top takes a width-4 core; --width {} is for --top core",
-            config.width_bytes
-        );
+        bail!("the board top takes a width-4 core; --width {} is for --top core", config.width_bytes);
     }
     let out = args.out.unwrap_or_else(|| PathBuf::from("build").join(board.id));
     eprintln!(
@@ -162,31 +155,18 @@ pub fn run(args: Args) -> Result<()> {
 
     let tools = step(Step::Install, || Toolchain::ensure(&Toolchain::default_venv()))?;
 
-    let flow = Flow {
-        tools,
-        part: board.part,
-        out: out.clone(),
-        seed: args.seed,
-    };
+    let flow = Flow { tools, part: board.part, out: out.clone(), seed: args.seed };
     let given_job = match &args.job {
         Some(p) => Some(JobConfig::load(p)?),
         None => None,
     };
-    let target = Target {
-        board: &board,
-        top: args.top,
-        job: given_job,
-        seeds: (args.seed..args.seed + args.seeds).collect(),
-    };
+    let target =
+        Target { board: &board, top: args.top, job: given_job, seeds: (args.seed..args.seed + args.seeds).collect() };
     let result = build(&flow, &target, config, args.slots.is_none(), args.allow_timing_fail);
     match result {
         Ok(report) => {
             println!("\n{}", report.table());
-            println!(
-                "total {:.1} s, files in {}",
-                started.elapsed().as_secs_f64(),
-                out.display()
-            );
+            println!("total {:.1} s, files in {}", started.elapsed().as_secs_f64(), out.display());
             if let Err(e) = report.check_timing() {
                 eprintln!("spotagg: warning: {e}; bitstream written anyway (--allow-timing-fail)");
             }
@@ -269,11 +249,7 @@ fn build(
                     _ => break synth,
                 }
             }
-            Err(FlowError::DoesNotFit {
-                resource: "DP16KD",
-                needed,
-                available,
-            }) if fit_slots && config.slots > 1 => {
+            Err(FlowError::DoesNotFit { resource: "DP16KD", needed, available }) if fit_slots && config.slots > 1 => {
                 too_big = Some(config.slots);
                 let over = (needed - available) as usize;
                 let next = config.slots.saturating_sub(over * per_block).max(1);
@@ -298,11 +274,7 @@ fn build(
     let several = target.seeds.len() > 1;
     let on_done = |seed: u64, r: &spotagg_boards::flow::PnrReport| {
         if several {
-            let clocks: Vec<String> = r
-                .fmax
-                .iter()
-                .map(|c| format!("{} {:.2}", c.clock, c.achieved_mhz))
-                .collect();
+            let clocks: Vec<String> = r.fmax.iter().map(|c| format!("{} {:.2}", c.clock, c.achieved_mhz)).collect();
             let verdict = if r.meets_timing() { "met" } else { "not met" };
             let line = format!("      seed {seed}: {} MHz, {verdict}", clocks.join(", "));
             if pb.is_hidden() {

@@ -58,14 +58,8 @@ enum What {
 /// MACs), `flooded` (null without MACs) and `quiescent`.
 pub fn snapshot_json(k: &CounterSnapshot) -> String {
     let mut fields: Vec<String> = k.core.named().iter().map(|(n, x)| format!("\"{n}\": {x}")).collect();
-    fields.push(format!(
-        "\"ports\": {}",
-        serde_json::to_string(&k.ports).unwrap_or_default()
-    ));
-    fields.push(format!(
-        "\"flooded\": {}",
-        serde_json::to_string(&k.flooded).unwrap_or_default()
-    ));
+    fields.push(format!("\"ports\": {}", serde_json::to_string(&k.ports).unwrap_or_default()));
+    fields.push(format!("\"flooded\": {}", serde_json::to_string(&k.flooded).unwrap_or_default()));
     fields.push(format!("\"quiescent\": {}", k.quiescent));
     format!("{{{}}}", fields.join(", "))
 }
@@ -105,15 +99,9 @@ pub fn run(args: Args) -> Result<()> {
             } else {
                 let j = &s.job_registers;
                 let mac = (u64::from(j[0]) << 32) | u64::from(j[1]);
-                let mac: Vec<String> = (0..6)
-                    .rev()
-                    .map(|i| format!("{:02x}", (mac >> (8 * i)) as u8))
-                    .collect();
+                let mac: Vec<String> = (0..6).rev().map(|i| format!("{:02x}", (mac >> (8 * i)) as u8)).collect();
                 println!("core           {}", if s.idle { "idle" } else { "busy" });
-                println!(
-                    "job            {}",
-                    if s.job_enabled { "enabled" } else { "not enabled" }
-                );
+                println!("job            {}", if s.job_enabled { "enabled" } else { "not enabled" });
                 println!("switch MAC     {}", mac.join(":"));
                 println!("switch IP      {}", std::net::Ipv4Addr::from(j[2]));
                 println!("workers n      {}", j[3]);
@@ -163,12 +151,7 @@ pub fn run(args: Args) -> Result<()> {
                     j.payload.bytes()
                 );
             } else {
-                println!(
-                    "configured: n = {}, S = {}, payload {} bytes",
-                    j.n(),
-                    j.slots,
-                    j.payload.bytes()
-                );
+                println!("configured: n = {}, S = {}, payload {} bytes", j.n(), j.slots, j.payload.bytes());
             }
         }
         What::ResetCounters => {

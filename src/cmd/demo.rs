@@ -56,7 +56,8 @@ pub fn run(args: Args) -> Result<()> {
     let slots = args.slots.unwrap_or(if model { 32 } else { 4 });
     let payload_bytes = args.payload.unwrap_or(if model { 1024 } else { 256 });
     anyhow::ensure!(slots >= 1, "--slots must be at least 1");
-    let payload = PayloadSize::from_bytes(payload_bytes).with_context(|| format!("--payload {payload_bytes} must be 128, 256, 512 or 1024"))?;
+    let payload = PayloadSize::from_bytes(payload_bytes)
+        .with_context(|| format!("--payload {payload_bytes} must be 128, 256, 512 or 1024"))?;
     let mut job = JobConfig::example(n, payload, slots);
     // In-process round trips take microseconds through the model: retransmit lost packets
     // quickly. A simulated core takes milliseconds per frame (every worker's frames queue for
@@ -78,7 +79,10 @@ pub fn run(args: Args) -> Result<()> {
     );
     let done: Arc<Vec<AtomicUsize>> = Arc::new((0..n).map(|_| AtomicUsize::new(0)).collect());
     let bar = if args.quiet { ProgressBar::hidden() } else { ProgressBar::new(m as u64) };
-    bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} elements ({percent}%)").unwrap());
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} elements ({percent}%)")
+            .unwrap(),
+    );
     let start = Instant::now();
     let handles: Vec<_> = tensors
         .iter()

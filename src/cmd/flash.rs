@@ -80,10 +80,7 @@ fn check_bitstream(bitstream: &Path) -> Result<()> {
     match std::fs::metadata(bitstream) {
         Ok(m) if m.is_file() => Ok(()),
         Ok(_) => bail!("bitstream {} is not a file", bitstream.display()),
-        Err(e) => bail!(
-            "bitstream {}: {e} (build one with `spotagg build`)",
-            bitstream.display()
-        ),
+        Err(e) => bail!("bitstream {}: {e} (build one with `spotagg build`)", bitstream.display()),
     }
 }
 
@@ -91,10 +88,7 @@ fn check_bitstream(bitstream: &Path) -> Result<()> {
 pub fn run(args: Args) -> Result<()> {
     let board = spotagg_boards::board(&args.board).map_err(|e| anyhow!(e))?;
     if args.dry_run {
-        print!(
-            "{}",
-            dry_run_output(&board, &args.bitstream, args.cable.as_deref(), args.write_flash)?
-        );
+        print!("{}", dry_run_output(&board, &args.bitstream, args.cable.as_deref(), args.write_flash)?);
         return Ok(());
     }
     check_bitstream(&args.bitstream)?;
@@ -106,11 +100,7 @@ pub fn run(args: Args) -> Result<()> {
         (None, None) => unreachable!("loader_command needs a board name or a cable"),
     };
     let target = if args.write_flash { "SPI flash" } else { "SRAM" };
-    eprintln!(
-        "loading {} into the {target} of {} with {cable}\n$ {line}",
-        args.bitstream.display(),
-        board.name
-    );
+    eprintln!("loading {} into the {target} of {} with {cable}\n$ {line}", args.bitstream.display(), board.name);
     let out = match Command::new(&argv[0]).args(&argv[1..]).stdin(Stdio::null()).output() {
         Ok(o) => o,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -7,6 +7,6 @@ pub mod demo;
 pub mod flash;
 pub mod replay;
 pub mod switch;
-pub mod verilog;
 pub mod tap;
+pub mod verilog;
 pub mod worker;

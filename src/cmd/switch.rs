@@ -89,7 +89,13 @@ pub struct ServeStats {
 }
 
 /// Serves `engine` on `socket` until `stop` is set or the idle time passes.
-pub fn serve(socket: &UdpSocket, job: &JobConfig, engine: &mut dyn Engine, opts: &ServeOptions, stop: &AtomicBool) -> io::Result<ServeStats> {
+pub fn serve(
+    socket: &UdpSocket,
+    job: &JobConfig,
+    engine: &mut dyn Engine,
+    opts: &ServeOptions,
+    stop: &AtomicBool,
+) -> io::Result<ServeStats> {
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
     let mut lose = move |p: f64| p > 0.0 && rng.gen_bool(p.min(1.0));
     let mut st = ServeStats::default();
@@ -117,7 +123,14 @@ pub fn serve(socket: &UdpSocket, job: &JobConfig, engine: &mut dyn Engine, opts:
                 }
                 continue;
             }
-            Err(e) if matches!(e.kind(), io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted) => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
             Err(e) => return Err(e),
         };
         last_rx = Instant::now();
@@ -153,7 +166,11 @@ pub fn serve(socket: &UdpSocket, job: &JobConfig, engine: &mut dyn Engine, opts:
             match socket.send_to(d.payload, SocketAddr::from((d.dst.ip, d.dst.port))) {
                 Ok(_) => st.datagrams_out += 1,
                 // A full buffer or an unreachable worker: the worker retransmits.
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::ConnectionRefused | io::ErrorKind::PermissionDenied) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::ConnectionRefused | io::ErrorKind::PermissionDenied
+                    ) => {}
                 Err(e) => return Err(e),
             }
         }

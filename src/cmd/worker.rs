@@ -108,7 +108,12 @@ pub fn verify(tensors: &[Vec<f32>], result: &[f32], k: usize) -> Result<Verifica
 fn transport(job: &JobConfig, args: &Args) -> Result<UdpTransport> {
     let ip = match args.bind {
         Some(ip) => ip,
-        None => job.workers.get(args.rank).with_context(|| format!("--rank {} is not in the job (n = {})", args.rank, job.n()))?.ip,
+        None => {
+            job.workers
+                .get(args.rank)
+                .with_context(|| format!("--rank {} is not in the job (n = {})", args.rank, job.n()))?
+                .ip
+        }
     };
     let local = SocketAddr::V4(SocketAddrV4::new(ip, job.worker_port));
     UdpTransport::bind(local, args.switch).with_context(|| format!("cannot bind {local}"))
@@ -121,8 +126,10 @@ pub fn run(args: Args) -> Result<()> {
     anyhow::ensure!((0.0..=1.0).contains(&args.loss), "--loss {} is not a probability in 0..=1", args.loss);
     let mut data = tensor(args.seed, args.rank, args.elements);
     let udp = transport(&job, &args)?;
-    let mut t = FaultInjector::new(udp, Faults::loss(args.loss), args.seed.wrapping_mul(1000).wrapping_add(args.rank as u64));
-    let stats = allreduce_f32(&mut t, &job, args.rank, &mut data).with_context(|| format!("rank {}: all-reduce failed", args.rank))?;
+    let mut t =
+        FaultInjector::new(udp, Faults::loss(args.loss), args.seed.wrapping_mul(1000).wrapping_add(args.rank as u64));
+    let stats = allreduce_f32(&mut t, &job, args.rank, &mut data)
+        .with_context(|| format!("rank {}: all-reduce failed", args.rank))?;
     let check = if args.verify {
         let all: Vec<Vec<f32>> = (0..job.n()).map(|r| tensor(args.seed, r, args.elements)).collect();
         Some(verify(&all, &data, job.payload.elements())?)

@@ -93,10 +93,7 @@ pub fn open_serial(path: &str, baud: u32, timeout: Duration) -> Result<SerialCon
     let port = serialport::new(path, baud)
         .timeout(Duration::from_millis(20))
         .open()
-        .map_err(|e| ControlError::Open {
-            path: path.into(),
-            why: e.to_string(),
-        })?;
+        .map_err(|e| ControlError::Open { path: path.into(), why: e.to_string() })?;
     Control::open(port, timeout)
 }
 
@@ -234,11 +231,7 @@ pub struct Control<P: Read + Write> {
 impl<P: Read + Write> Control<P> {
     /// A link over `port` without any check; every request waits at most `timeout`.
     pub fn new_unchecked(port: P, timeout: Duration) -> Self {
-        Control {
-            port,
-            timeout,
-            identity: None,
-        }
+        Control { port, timeout, identity: None }
     }
 
     /// A link over `port`: reads the identity and refuses another design or major version.
@@ -276,29 +269,16 @@ impl<P: Read + Write> Control<P> {
             }
             match protocol::parse_response(&buf) {
                 Ok((r, _)) => return Ok(r),
-                Err(ParseError::Malformed(why)) => {
-                    return Err(ControlError::Malformed {
-                        request: what.into(),
-                        why,
-                    })
-                }
+                Err(ParseError::Malformed(why)) => return Err(ControlError::Malformed { request: what.into(), why }),
                 Err(ParseError::Incomplete) => {}
             }
             if Instant::now() >= deadline {
-                return Err(ControlError::Timeout {
-                    request: what.into(),
-                    timeout: self.timeout,
-                    got: buf.len(),
-                });
+                return Err(ControlError::Timeout { request: what.into(), timeout: self.timeout, got: buf.len() });
             }
             match self.port.read(&mut chunk) {
                 Ok(0) => std::thread::sleep(Duration::from_millis(1)),
                 Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        ErrorKind::TimedOut | ErrorKind::WouldBlock | ErrorKind::Interrupted
-                    ) => {}
+                Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
                 Err(e) => return Err(e.into()),
             }
         }
@@ -306,10 +286,7 @@ impl<P: Read + Write> Control<P> {
 
     fn check(r: protocol::Response, what: String, want_words: usize) -> Result<Vec<u32>, ControlError> {
         if r.status != Status::Ok {
-            return Err(ControlError::Status {
-                status: r.status,
-                request: what,
-            });
+            return Err(ControlError::Status { status: r.status, request: what });
         }
         if r.words.len() != want_words {
             return Err(ControlError::Malformed {
@@ -413,12 +390,7 @@ impl<P: Read + Write> Control<P> {
             }
             flooded = Some(u64::from(w[usize::from(reg::FLOODED - reg::COUNTERS)]));
         }
-        Ok(CounterSnapshot {
-            core,
-            ports,
-            flooded,
-            quiescent: status & 2 == 0,
-        })
+        Ok(CounterSnapshot { core, ports, flooded, quiescent: status & 2 == 0 })
     }
 
     /// The core's counters (32-bit hardware counters, widened), from one snapshot.
@@ -437,11 +409,7 @@ impl<P: Read + Write> Control<P> {
     pub fn configure(&mut self, job: &JobConfig) -> Result<(), ControlError> {
         if let Some(id) = &self.identity {
             if job.n() as u32 > id.max_workers {
-                return Err(ControlError::Job(format!(
-                    "n = {} above max workers {}",
-                    job.n(),
-                    id.max_workers
-                )));
+                return Err(ControlError::Job(format!("n = {} above max workers {}", job.n(), id.max_workers)));
             }
             if job.payload.bytes() as u32 > id.max_payload {
                 return Err(ControlError::Job(format!(
@@ -532,28 +500,12 @@ mod tests {
     fn ident(version: (u8, u8, u8)) -> Vec<u8> {
         protocol::response(
             Status::Ok,
-            &[
-                protocol::MAGIC,
-                0,
-                pack_version(version),
-                0xdeadbeef,
-                20_000,
-                4,
-                64,
-                1024,
-                32,
-                8,
-                21,
-            ],
+            &[protocol::MAGIC, 0, pack_version(version), 0xdeadbeef, 20_000, 4, 64, 1024, 32, 8, 21],
         )
     }
 
     fn canned(r: Vec<Vec<u8>>) -> Canned {
-        Canned {
-            sent: vec![],
-            replies: r.into(),
-            pending: VecDeque::new(),
-        }
+        Canned { sent: vec![], replies: r.into(), pending: VecDeque::new() }
     }
 
     #[test]
@@ -561,9 +513,7 @@ mod tests {
         let c = Control::open(canned(vec![ident((1, 4, 2))]), Duration::from_millis(50)).unwrap();
         assert_eq!(c.identity.as_ref().unwrap().git_hash, 0xdeadbeef);
         assert_eq!(c.identity.as_ref().unwrap().build_date(), "2024-10-04");
-        let e = Control::open(canned(vec![ident((2, 0, 0))]), Duration::from_millis(50))
-            .err()
-            .unwrap();
+        let e = Control::open(canned(vec![ident((2, 0, 0))]), Duration::from_millis(50)).err().unwrap();
         let msg = e.to_string();
         assert!(msg.contains("2.0.0") && msg.contains("1.0.0"), "{msg}");
     }

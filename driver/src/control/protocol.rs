@@ -316,9 +316,7 @@ pub fn parse_response(buf: &[u8]) -> Result<(Response, usize), ParseError> {
     }
     let count = usize::from(buf[2]);
     if count > usize::from(MAX_COUNT) {
-        return Err(ParseError::Malformed(format!(
-            "response count {count} above {MAX_COUNT}"
-        )));
+        return Err(ParseError::Malformed(format!("response count {count} above {MAX_COUNT}")));
     }
     let len = 3 + 4 * count + 2;
     if buf.len() < len {
@@ -327,16 +325,11 @@ pub fn parse_response(buf: &[u8]) -> Result<(Response, usize), ParseError> {
     let crc = u16::from_be_bytes([buf[len - 2], buf[len - 1]]);
     let want = crc16(&buf[1..len - 2]);
     if crc != want {
-        return Err(ParseError::Malformed(format!(
-            "response CRC 0x{crc:04x}, computed 0x{want:04x}"
-        )));
+        return Err(ParseError::Malformed(format!("response CRC 0x{crc:04x}, computed 0x{want:04x}")));
     }
     let status =
         Status::from_byte(buf[1]).ok_or_else(|| ParseError::Malformed(format!("unknown status 0x{:02x}", buf[1])))?;
-    let words = buf[3..len - 2]
-        .chunks(4)
-        .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
+    let words = buf[3..len - 2].chunks(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]])).collect();
     Ok((Response { status, words }, len))
 }
 
@@ -361,10 +354,7 @@ mod tests {
     #[test]
     fn write_request_bytes() {
         let r = write_request(0x0103, &[4, 0x0102_0304]);
-        assert_eq!(
-            &r[..13],
-            &[0xA5, 0x02, 0x01, 0x03, 0x02, 0, 0, 0, 4, 0x01, 0x02, 0x03, 0x04]
-        );
+        assert_eq!(&r[..13], &[0xA5, 0x02, 0x01, 0x03, 0x02, 0, 0, 0, 4, 0x01, 0x02, 0x03, 0x04]);
         assert_eq!(r.len(), 15);
     }
 
@@ -374,13 +364,7 @@ mod tests {
         assert_eq!(&r[..7], &[0x5A, 0x00, 0x01, 0x53, 0x50, 0x41, 0x47]);
         let (p, n) = parse_response(&r).unwrap();
         assert_eq!(n, r.len());
-        assert_eq!(
-            p,
-            Response {
-                status: Status::Ok,
-                words: vec![MAGIC]
-            }
-        );
+        assert_eq!(p, Response { status: Status::Ok, words: vec![MAGIC] });
         let e = response(Status::BadChecksum, &[]);
         assert_eq!(e.len(), 5);
         assert_eq!(&e[..3], &[0x5A, 0x01, 0x00]);

@@ -122,11 +122,7 @@ pub struct UdpRepr {
 impl UdpRepr {
     /// Reads a checked datagram.
     pub fn parse<T: AsRef<[u8]>>(p: &UdpPacket<T>) -> UdpRepr {
-        UdpRepr {
-            src_port: p.src_port(),
-            dst_port: p.dst_port(),
-            payload_len: usize::from(p.len()) - HEADER_LEN,
-        }
+        UdpRepr { src_port: p.src_port(), dst_port: p.dst_port(), payload_len: usize::from(p.len()) - HEADER_LEN }
     }
     /// Length of the header.
     pub const fn header_len(&self) -> usize {
