@@ -3,7 +3,11 @@
 
 pub mod pcap;
 pub mod reference;
+#[cfg(feature = "hdl")]
 pub mod rtl;
 pub mod trace;
+pub mod udp_switch;
+#[cfg(feature = "hdl")]
 pub mod verilator;
+#[cfg(feature = "hdl")]
 pub mod verilator_engine;
