@@ -123,12 +123,36 @@ fn verilator_version() -> Result<String, VerilatorError> {
     Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
 }
 
-/// Where builds are cached: `$SPOTAGG_VERILATOR_CACHE`, else `spotagg-verilator` in the
-/// system's temporary folder.
+/// Where builds are cached: `$SPOTAGG_VERILATOR_CACHE`, else `spotagg-verilator` in cargo's
+/// target folder (`$CARGO_TARGET_DIR`, else the workspace's `target/`), so that a clean clone,
+/// or `cargo clean`, starts cold, as a new user's first run does. A binary installed away from
+/// its workspace uses `$XDG_CACHE_HOME/spotagg/verilator` (or `~/.cache/...`).
 pub fn cache_root() -> PathBuf {
-    std::env::var_os("SPOTAGG_VERILATOR_CACHE")
+    if let Some(dir) = std::env::var_os("SPOTAGG_VERILATOR_CACHE") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        return PathBuf::from(dir).join("spotagg-verilator");
+    }
+    // This crate's manifest folder, known when it was compiled: the workspace is its parent.
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf);
+    if let Some(ws) = workspace.filter(|ws| ws.join("Cargo.toml").is_file()) {
+        return ws.join("target").join("spotagg-verilator");
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join("spotagg-verilator"))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    cache.join("spotagg").join("verilator")
+}
+
+/// Whether [`VerilatedModel::build`] compiled the model or found it built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provenance {
+    /// Compiled by this call.
+    Built,
+    /// Found in the cache (built earlier, or by a concurrent builder this call waited for).
+    Cached,
 }
 
 /// Options of a Verilator build.
@@ -229,6 +253,7 @@ pub struct VerilatedModel {
     ports: Vec<PortSpec>,
     traced: bool,
     time: u64,
+    provenance: Provenance,
     // Keeps the code mapped while `handle` lives; dropped last.
     _lib: libloading::Library,
 }
@@ -240,36 +265,90 @@ impl VerilatedModel {
     /// Verilates `verilog` (top module `top`, as rust-hdl names it) with the ports `ports`,
     /// or reuses a cached build of the same inputs, and loads it.
     pub fn build(verilog: &str, ports: &[PortSpec], opts: &BuildOptions) -> Result<VerilatedModel, VerilatorError> {
+        Self::build_in(&cache_root(), verilog, ports, opts)
+    }
+
+    /// [`VerilatedModel::build`] with the cache in `root`.
+    ///
+    /// Safe under any concurrency: threads of one process, several processes, several clones
+    /// sharing one cache. Each model has a lock file (`KEY.lock`, an exclusive `flock`); the
+    /// builder that holds it compiles in a temporary folder of its own (`KEY.build-XXXXXX`) and
+    /// publishes it by renaming it to `KEY`, so a published folder is always whole. A second
+    /// builder of the same model waits on the lock and then loads the first one's result.
+    pub fn build_in(
+        root: &Path,
+        verilog: &str,
+        ports: &[PortSpec],
+        opts: &BuildOptions,
+    ) -> Result<VerilatedModel, VerilatorError> {
         let version = verilator_version()?;
         let shim = shim_source(ports, opts.trace);
         let mut h = DefaultHasher::new();
         (verilog, &shim, &version, opts, ports).hash(&mut h);
-        let dir = cache_root().join(format!("{:016x}", h.finish()));
-        let lib = dir.join("libspotagg_model.so");
-        if !lib.exists() {
-            Self::compile(&dir, &lib, verilog, &shim, opts)?;
-        }
-        Self::load(&lib, ports, opts.trace)
+        let key = format!("{:016x}", h.finish());
+        let (lib, provenance) = Self::ensure_built(root, &key, verilog, &shim, opts)?;
+        let mut m = Self::load(&lib, ports, opts.trace)?;
+        m.provenance = provenance;
+        Ok(m)
     }
 
-    fn compile(dir: &Path, lib: &Path, verilog: &str, shim: &str, opts: &BuildOptions) -> Result<(), VerilatorError> {
+    fn ensure_built(
+        root: &Path,
+        key: &str,
+        verilog: &str,
+        shim: &str,
+        opts: &BuildOptions,
+    ) -> Result<(PathBuf, Provenance), VerilatorError> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| VerilatorError::Io { path, source }
         };
-        // Build in a private folder, then rename: concurrent builders never see half a build.
-        let tmp = dir.with_extension(format!("tmp{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
-        std::fs::write(tmp.join("top.v"), verilog).map_err(io(&tmp))?;
-        std::fs::write(tmp.join("shim.cpp"), shim).map_err(io(&tmp))?;
+        let dir = root.join(key);
+        let lib = dir.join("libspotagg_model.so");
+        // A published folder is whole (it appeared by rename), so its library is ready.
+        if lib.exists() {
+            return Ok((lib, Provenance::Cached));
+        }
+        std::fs::create_dir_all(root).map_err(io(root))?;
+        let lock_path = root.join(format!("{key}.lock"));
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io(&lock_path))?;
+        // Blocks while another thread or process builds this model; released on drop.
+        lock.lock().map_err(io(&lock_path))?;
+        if lib.exists() {
+            return Ok((lib, Provenance::Cached));
+        }
+        let tmp = tempfile::Builder::new().prefix(&format!("{key}.build-")).tempdir_in(root).map_err(io(root))?;
+        Self::compile(tmp.path(), verilog, shim, opts)?;
+        // Only a folder left by an interrupted publish could be here (we hold the lock).
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(io(&dir))?;
+        }
+        std::fs::rename(tmp.path(), &dir).map_err(io(&dir))?;
+        // The folder was renamed away: nothing is left for the guard to delete.
+        let _ = tmp.keep();
+        drop(lock);
+        Ok((lib, Provenance::Built))
+    }
+
+    fn compile(tmp: &Path, verilog: &str, shim: &str, opts: &BuildOptions) -> Result<(), VerilatorError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| VerilatorError::Io { path, source }
+        };
+        std::fs::write(tmp.join("top.v"), verilog).map_err(io(tmp))?;
+        std::fs::write(tmp.join("shim.cpp"), shim).map_err(io(tmp))?;
         let mut v = Command::new("verilator");
-        v.current_dir(&tmp)
+        v.current_dir(tmp)
             .args(["--cc", "--top-module", "top", "-Mdir", "obj", "--build", "-O3"])
             .args(["--x-assign", "fast", "--x-initial", "fast", "--noassert"])
             .args(["-CFLAGS", "-fPIC -O2", "-MAKEFLAGS", "-s"]);
         if let Some(cfg) = &opts.config {
-            std::fs::write(tmp.join("waivers.vlt"), cfg).map_err(io(&tmp))?;
+            std::fs::write(tmp.join("waivers.vlt"), cfg).map_err(io(tmp))?;
             v.arg("waivers.vlt");
         }
         if opts.trace {
@@ -280,7 +359,7 @@ impl VerilatedModel {
         run(&mut v, "verilator")?;
         let include = verilator_include()?;
         let mut g = Command::new("g++");
-        g.current_dir(&tmp)
+        g.current_dir(tmp)
             .args(["-shared", "-fPIC", "-O2", "-std=c++17", "-o", "libspotagg_model.so", "shim.cpp"])
             .arg(format!("-I{}", include.display()))
             .arg(format!("-I{}", include.join("vltstd").display()))
@@ -293,8 +372,6 @@ impl VerilatedModel {
         }
         g.args(["-Wl,--whole-archive", "obj/Vtop__ALL.a", "-Wl,--no-whole-archive"]).arg("-lpthread");
         run(&mut g, "g++ (linking the Verilator model)")?;
-        let _ = std::fs::remove_dir_all(dir);
-        std::fs::rename(&tmp, dir).or_else(|e| if lib.exists() { Ok(()) } else { Err(e) }).map_err(io(dir))?;
         Ok(())
     }
 
@@ -317,6 +394,7 @@ impl VerilatedModel {
                 ports: ports.to_vec(),
                 traced,
                 time: 0,
+                provenance: Provenance::Cached,
                 _lib: lib,
             };
             // Settle the initial state with every input 0, so the first rising clock edge
@@ -324,6 +402,11 @@ impl VerilatedModel {
             m.eval();
             Ok(m)
         }
+    }
+
+    /// Whether this model was compiled by the call that made it, or found in the cache.
+    pub fn provenance(&self) -> Provenance {
+        self.provenance
     }
 
     /// The ports, in the order their ids refer to.
@@ -508,8 +591,7 @@ mod test {
                 ("wide", 100, false)
             ]
         );
-        if !verilator_available() {
-            eprintln!("NOT RUN: verilator is not installed; the Verilator half of this test was skipped");
+        if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Verilator) {
             return;
         }
         let verilog = generate_verilog(&uut);
