@@ -3,6 +3,7 @@
 
 mod cmd;
 mod engines;
+mod units;
 
 use clap::{Parser, Subcommand};
 

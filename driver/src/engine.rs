@@ -14,4 +14,8 @@ pub trait Engine: Send {
     fn counters(&self) -> Counters;
     /// A short name for reports ("model", "rtl", "verilator").
     fn name(&self) -> &'static str;
+    /// Clock cycles simulated so far, for an engine that simulates hardware.
+    fn cycles(&self) -> Option<u64> {
+        None
+    }
 }

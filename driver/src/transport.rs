@@ -348,6 +348,10 @@ impl InProcessSwitch {
     pub fn counters(&self) -> Counters {
         self.engine.lock().unwrap_or_else(|p| p.into_inner()).counters()
     }
+    /// Clock cycles the engine simulated so far (`None` for the reference model).
+    pub fn cycles(&self) -> Option<u64> {
+        self.engine.lock().unwrap_or_else(|p| p.into_inner()).cycles()
+    }
     /// The engine's name.
     pub fn engine_name(&self) -> &'static str {
         self.engine.lock().unwrap_or_else(|p| p.into_inner()).name()

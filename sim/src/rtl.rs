@@ -430,6 +430,10 @@ impl Engine for RtlEngine {
         self.run_stream(std::slice::from_ref(&frame.to_vec()), out);
     }
 
+    fn cycles(&self) -> Option<u64> {
+        Some(self.cycles)
+    }
+
     fn counters(&self) -> Counters {
         let mut d = self.driver.lock().expect("core driver poisoned");
         let mut read = |i: u8| u64::from(d.read_counter(i));

@@ -6,6 +6,7 @@
 
 use super::worker::{tensor, verify};
 use crate::engines::EngineKind;
+use crate::units::si;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use spotagg_driver::transport::{drive, FaultInjector, Faults, InProcessSwitch};
@@ -104,9 +105,23 @@ pub fn run(args: Args) -> Result<()> {
             })
         })
         .collect();
+    // On a terminal the bar shows progress; elsewhere (a log, CI) a line every few seconds.
+    let lines = !args.quiet && bar.is_hidden();
+    let mut last_line = Instant::now();
     while !handles.iter().all(|h| h.is_finished()) {
         let avg = done.iter().map(|d| d.load(Ordering::Relaxed)).sum::<usize>() / n;
         bar.set_position(avg as u64);
+        if lines && last_line.elapsed() >= Duration::from_secs(3) {
+            last_line = Instant::now();
+            let t = start.elapsed().as_secs_f64();
+            let cycles =
+                hub.cycles().map(|c| format!(", {}", si(c as f64 / t, "cycles/s simulated"))).unwrap_or_default();
+            eprintln!(
+                "spotagg demo: {:>3.0} % ({avg}/{m} elements per worker) after {t:.1} s, {} of payload per worker{cycles}",
+                100.0 * avg as f64 / m as f64,
+                si(avg as f64 * 32.0 / t, "b/s")
+            );
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
     let mut results = Vec::with_capacity(n);
@@ -132,14 +147,24 @@ pub fn run(args: Args) -> Result<()> {
     }
     let packets: u64 = results.iter().map(|(_, s)| s.packets_sent).sum();
     let retx: u64 = results.iter().map(|(_, s)| s.retransmissions).sum();
-    let gbps = m as f64 * 32.0 / seconds / 1e9;
+    let bps = m as f64 * 32.0 / seconds;
+    let counters = hub.counters();
     println!(
-        "all-reduce: {seconds:.3} s, {gbps:.3} Gb/s of payload per worker ({:.3} Gb/s in total), {packets} packets sent, {retx} retransmissions",
-        gbps * n as f64
+        "all-reduce: {seconds:.3} s, {} of payload per worker ({} in total), {} into the switch, {packets} packets sent, {retx} retransmissions",
+        si(bps, "b/s"),
+        si(bps * n as f64, "b/s"),
+        si(counters.contributions as f64 / seconds, "contributions/s"),
     );
+    if let Some(c) = hub.cycles() {
+        println!(
+            "simulated hardware: {c} clock cycles, {}, {:.1} cycles per contribution",
+            si(c as f64 / seconds, "cycles/s"),
+            c as f64 / counters.contributions.max(1) as f64
+        );
+    }
     println!("verification: max error {worst:.3e}, largest bound {bound:.3e}: {}", if ok { "ok" } else { "WRONG" });
     println!("{} engine counters:", hub.engine_name());
-    for (k, v) in hub.counters().named() {
+    for (k, v) in counters.named() {
         println!("  {k:<22} {v}");
     }
     anyhow::ensure!(ok, "the all-reduce result is wrong");
