@@ -1,22 +1,33 @@
 #!/usr/bin/env bash
-# Runs every spotagg test, after installing the tools the tests need on a fresh Debian machine:
-# Yosys (synth_ecp5 checks of every HDL block), Verilator (the generated Verilog against the
-# rust-hdl model and the reference switch), iproute2 and ping (the TAP test) from Debian's
-# packages; the YoWASP FPGA tools are installed from PyPI into .venv by the build test itself. Python 3 (the independent
-# trace tool) and a Rust toolchain are expected on the machine.
+# Runs every spotagg test, every tier, after installing what the tests need on a fresh Debian
+# machine:
+# - from Debian's packages: Yosys (synth_ecp5 checks of every HDL block), Verilator (the
+#   generated Verilog against the rust-hdl model and the reference switch), iproute2 and ping
+#   (the TAP and namespace tests), tshark (PDU decoding checks), openFPGALoader (spotagg flash);
+# - from PyPI, inside the clone: the YoWASP FPGA tools into .venv (by the build test itself).
+# Python 3 (the independent trace tool) and a Rust toolchain are expected on the machine.
+#
+# Tiers, as smoltcp's ci.sh runs them:
+#   1. style: cargo fmt --check, cargo clippy -D warnings;
+#   2. fast: cargo test --workspace (what plain `cargo test` runs in the inner loop);
+#   3. slow: the #[ignore = "slow tier: ..."] tests: place and route, full-size synthesis.
+# A test whose tool is missing fails with `NOT RUN: ...`; SPOTAGG_SKIP_<TOOL>=1 skips it on
+# purpose. Nothing cached outside the clone is used: the Verilator models are built into
+# target/spotagg-verilator and the YoWASP tools' caches live in .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$SECONDS
+stage() { echo "== [$((SECONDS - start)) s] $*"; }
 
 missing=()
 command -v yosys >/dev/null 2>&1 || missing+=(yosys)
 command -v verilator >/dev/null 2>&1 || missing+=(verilator)
-# The TAP test (tests/tap_netns.rs) makes its own network namespace and pings the simulated core.
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v ping >/dev/null 2>&1 || missing+=(iputils-ping)
-# spotagg flash's no-cable test runs the real openFPGALoader.
+command -v tshark >/dev/null 2>&1 || missing+=(tshark)
 command -v openFPGALoader >/dev/null 2>&1 || missing+=(openfpgaloader)
 if [ ${#missing[@]} -gt 0 ]; then
-    echo "== installing ${missing[*]} (apt-get)"
+    stage "installing ${missing[*]} (apt-get)"
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"
     $sudo apt-get update -qq
@@ -24,10 +35,18 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 command -v python3 >/dev/null 2>&1 || { echo "python3 is needed by tests/traces/make_traces.py" >&2; exit 1; }
 
-echo "== cargo test --workspace"
+stage "style: cargo fmt --check"
+cargo fmt --all --check
+stage "style: cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+stage "fast tier: cargo test --workspace"
 cargo test --workspace --locked "$@"
 
-# The slow Yosys runs that plain `cargo test` leaves out (#[ignore]): the core at widths 1 and 8,
-# and its utilization on the LFE5U-25F with the largest slot count fitting half the block RAM.
-echo "== slow synthesis checks (cargo test -p spotagg-hdl --test verilog -- --ignored)"
+stage "slow tier: full-size synthesis (hdl verilog, board_synth)"
 cargo test --locked -p spotagg-hdl --test verilog "$@" -- --ignored --nocapture
+cargo test --locked -p spotagg-boards --test board_synth "$@" -- --ignored --nocapture
+stage "slow tier: place and route (tests/build.rs: a small core, and the board as it ships)"
+cargo test --locked -p spotagg --test build "$@" -- --ignored --nocapture
+
+stage "all tiers passed"

@@ -35,7 +35,7 @@ use spotagg_hdl::uart::SerialModel;
 use spotagg_hdl::CoreConfig;
 use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::trace::{generate, TraceSpec};
-use spotagg_sim::verilator::{ports_of, verilator_available, BuildOptions, VerilatedModel};
+use spotagg_sim::verilator::{ports_of, BuildOptions, VerilatedModel};
 use spotagg_sim::verilator_engine::WAIVERS;
 use std::io::{Read, Write};
 use std::process::Command;
@@ -299,12 +299,7 @@ fn port_of(job: &JobConfig, mac: &[u8]) -> usize {
 
 #[test]
 fn control_link_through_a_pty() {
-    if !verilator_available() {
-        eprintln!("NOT RUN: verilator is not installed (apt-get install verilator)");
-        assert!(
-            std::env::var_os("SPOTAGG_SKIP_VERILATOR").is_some(),
-            "verilator is missing: install it or set SPOTAGG_SKIP_VERILATOR=1"
-        );
+    if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Verilator) {
         return;
     }
     let core = CoreConfig::new(4, 8, 256, 32).unwrap();

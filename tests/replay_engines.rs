@@ -72,12 +72,7 @@ fn rtl_engine_writes_a_vcd() {
 
 #[test]
 fn verilator_engine_reproduces_the_independent_traces() {
-    if !spotagg_sim::verilator::verilator_available() {
-        eprintln!("NOT RUN: verilator is not installed (apt-get install verilator)");
-        assert!(
-            std::env::var_os("SPOTAGG_SKIP_VERILATOR").is_some(),
-            "verilator is missing: install it or set SPOTAGG_SKIP_VERILATOR=1"
-        );
+    if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Verilator) {
         return;
     }
     let dir = traces();

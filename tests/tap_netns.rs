@@ -81,31 +81,10 @@ impl Drop for Netns {
     }
 }
 
-/// Why the machine cannot run the test, if it cannot.
-fn unavailable() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("network namespaces and TAP devices need root (the test is not running as root)".into());
-    }
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        return Some("/dev/net/tun does not exist (no TUN/TAP support)".into());
-    }
-    for tool in ["ip", "ping"] {
-        let found = Command::new(tool).arg("-V").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
-        if !found {
-            return Some(format!("`{tool}` is not installed"));
-        }
-    }
-    None
-}
-
+/// Fails with `NOT RUN` (or, with SPOTAGG_SKIP_NETNS=1, says so and returns) where the machine
+/// cannot run the test.
 fn not_run(why: &str) {
-    eprintln!("NOT RUN: tap_netns: {why}");
-    if std::env::var("SPOTAGG_SKIP_NETNS").as_deref() == Ok("1") {
-        eprintln!("NOT RUN: tap_netns: skipped because SPOTAGG_SKIP_NETNS=1");
-        return;
-    }
-    panic!("NOT RUN: tap_netns: {why} (set SPOTAGG_SKIP_NETNS=1 to skip on purpose)");
+    spotagg_testkit::require("tap_netns", Err(why.to_string()), spotagg_testkit::Tool::Netns.skip_var());
 }
 
 /// Reads the first line of `child`'s stdout within `limit`; the rest of stdout goes to the
@@ -144,8 +123,8 @@ fn kernel_arp_ping_and_udp_workers_through_tap_attached_board_model() {
 /// namespace and device apart, `what` names the switch in the report.
 fn through_tap(engine_args: &[&str], engine: &str, tag: &str, what: &str) {
     let t0 = Instant::now();
-    if let Some(why) = unavailable() {
-        return not_run(&why);
+    if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Netns) {
+        return;
     }
     let pid = std::process::id();
     let name = format!("spotagg-tap-{pid}-{tag}");

@@ -13,7 +13,6 @@ use spotagg_driver::transport::{allreduce_f32, InProcessSwitch};
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::{Engine, JobConfig};
 use spotagg_sim::reference::RefSwitch;
-use spotagg_sim::verilator::verilator_available;
 use spotagg_sim::verilator_engine::verilator_engine_for_job;
 use std::time::{Duration, Instant};
 
@@ -53,12 +52,7 @@ fn allreduce(engine: Box<dyn Engine>, job: &JobConfig, inputs: &[Vec<f32>]) -> (
 
 #[test]
 fn million_elements_four_workers_through_verilator() {
-    if !verilator_available() {
-        eprintln!("NOT RUN: verilator is not installed (apt-get install verilator)");
-        assert!(
-            std::env::var_os("SPOTAGG_SKIP_VERILATOR").is_some(),
-            "verilator is missing: install it or set SPOTAGG_SKIP_VERILATOR=1"
-        );
+    if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Verilator) {
         return;
     }
     let mut job = JobConfig::example(N, PayloadSize::B1024, 8);

@@ -202,6 +202,11 @@ impl Toolchain {
         self.venv.join("bin").join(name)
     }
 
+    /// Where YoWASP keeps the tools compiled to machine code (unless `YOWASP_CACHE_DIR` says).
+    pub fn cache_dir(&self) -> PathBuf {
+        self.venv.join("yowasp-cache")
+    }
+
     /// The toolchain in `venv` if every tool is there.
     pub fn find(venv: &Path) -> Option<Toolchain> {
         let t = Toolchain { venv: venv.to_path_buf() };
@@ -241,6 +246,11 @@ impl Toolchain {
         }
         let mut pip = Command::new(&python);
         pip.args(["-m", "pip", "install", "--disable-pip-version-check", "--quiet"]).args(PYPI_PACKAGES);
+        // pip's download cache inside the environment too, so that nothing outside the clone
+        // makes a second install faster than a new user's first.
+        if std::env::var_os("PIP_CACHE_DIR").is_none() {
+            pip.env("PIP_CACHE_DIR", venv.join("pip-cache"));
+        }
         run_install(&mut pip)?;
         Toolchain::find(venv).ok_or_else(|| FlowError::Install {
             command: format!("{} -m pip install {}", python.display(), PYPI_PACKAGES.join(" ")),
@@ -702,7 +712,14 @@ impl Flow {
         let log_path = self.file(log);
         let log_file = std::fs::File::create(&log_path).map_err(io_err(&log_path))?;
         let err_file = log_file.try_clone().map_err(io_err(&log_path))?;
-        let status = Command::new(self.tools.tool(tool))
+        let mut cmd = Command::new(self.tools.tool(tool));
+        if std::env::var_os("YOWASP_CACHE_DIR").is_none() {
+            // YoWASP caches each tool's WebAssembly compiled to machine code; by default in
+            // ~/.cache, outside the clone, where it would survive between runs and hide a cold
+            // start. Beside the environment it is as fresh as the clone.
+            cmd.env("YOWASP_CACHE_DIR", self.tools.cache_dir());
+        }
+        let status = cmd
             .current_dir(&self.out)
             .args(args)
             .stdin(Stdio::null())

@@ -23,7 +23,8 @@ use spotagg_hdl::rust_hdl::prelude::*;
 use spotagg_hdl::CoreConfig;
 use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::trace::{generate, TraceSpec};
-use spotagg_sim::verilator::{ports_of, verilator_available, BuildOptions, VerilatedModel};
+use spotagg_sim::verilator::{ports_of, BuildOptions, VerilatedModel};
+use spotagg_testkit::{require_tool, Tool};
 
 const WAIVERS_EXTRA: &str = "lint_off -rule UNOPTFLAT -file \"*top.v\"\n";
 
@@ -55,8 +56,7 @@ struct Bench {
 
 impl Bench {
     fn new(core: CoreConfig, job: &JobConfig) -> Option<Bench> {
-        if !verilator_available() {
-            eprintln!("NOT RUN: verilator is not installed");
+        if !require_tool(Tool::Verilator) {
             return None;
         }
         let mut f = SwitchFabric::new(core, job);
@@ -519,8 +519,7 @@ fn large_payloads_eight_workers() {
 /// code (ready/valid handshakes; rust-hdl's loop check and Yosys see no loop).
 #[test]
 fn fabric_verilog_lints_clean() {
-    if !verilator_available() {
-        eprintln!("NOT RUN: verilator is not installed");
+    if !require_tool(Tool::Verilator) {
         return;
     }
     let trace = generate(&TraceSpec::new(4, PayloadSize::B256, 4, 1, 1));

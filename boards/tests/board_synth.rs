@@ -4,13 +4,13 @@
 use spotagg_boards::top::board_verilog;
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::JobConfig;
-use spotagg_hdl::verilog::{synth_ecp5, yosys_available};
+use spotagg_hdl::verilog::synth_ecp5;
 use spotagg_hdl::CoreConfig;
+use spotagg_testkit::{require_tool, Tool};
 
 #[test]
 fn board_top_synthesizes_for_ecp5() {
-    if !yosys_available() {
-        eprintln!("NOT RUN: yosys is not installed");
+    if !require_tool(Tool::Yosys) {
         return;
     }
     let board = spotagg_boards::colorlight_5a_75b_v8::board();
@@ -27,10 +27,9 @@ fn board_top_synthesizes_for_ecp5() {
 /// The utilization of a full-size board top (16 slots of 1024 B, 32 workers); slow, run with
 /// `--ignored`.
 #[test]
-#[ignore = "a full-size synthesis takes minutes"]
+#[ignore = "slow tier: a full-size synthesis takes minutes (scripts/test.sh runs it)"]
 fn board_top_utilization_full_size() {
-    if !yosys_available() {
-        eprintln!("NOT RUN: yosys is not installed");
+    if !require_tool(Tool::Yosys) {
         return;
     }
     let board = spotagg_boards::colorlight_5a_75b_v8::board();

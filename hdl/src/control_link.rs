@@ -1195,9 +1195,8 @@ mod tests {
     /// The link at 115200 baud / 125 MHz synthesizes for the ECP5 without latches.
     #[test]
     fn synthesizes_at_the_default_baud() {
-        use crate::verilog::{synth_ecp5, yosys_available};
-        if !yosys_available() {
-            println!("yosys is not on PATH: synthesis check of the control link skipped");
+        use crate::verilog::synth_ecp5;
+        if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Yosys) {
             return;
         }
         let core = CoreConfig::new(4, 64, 1024, 32).unwrap();

@@ -461,8 +461,7 @@ mod tests {
     #[test]
     fn lint_wall_clean() {
         use crate::control_link::{ControlIdentity, ControlLink};
-        if std::process::Command::new("verilator").arg("--version").output().is_err() {
-            eprintln!("NOT RUN: verilator is not installed: -Wall lint of the MDIO master skipped");
+        if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Verilator) {
             return;
         }
         let mut m = MdioMaster::new(DEFAULT_HALF_PERIOD, [0, 1]);
@@ -494,9 +493,8 @@ mod tests {
     /// The master at 125 MHz / 2.5 MHz synthesizes without latches.
     #[test]
     fn synthesizes() {
-        use crate::verilog::{synth_ecp5, yosys_available};
-        if !yosys_available() {
-            println!("yosys is not on PATH: synthesis check of the MDIO master skipped");
+        use crate::verilog::synth_ecp5;
+        if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Yosys) {
             return;
         }
         let mut m = MdioMaster::new(DEFAULT_HALF_PERIOD, [0, 1]);

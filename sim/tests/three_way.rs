@@ -12,7 +12,6 @@ use spotagg_hdl::CoreConfig;
 use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::rtl::RtlEngine;
 use spotagg_sim::trace::{self, Reorder, TraceSpec};
-use spotagg_sim::verilator::verilator_available;
 use spotagg_sim::verilator_engine::verilator_engine;
 
 /// One core build per width serves every job (the commands' Verilator engine uses the same), so
@@ -22,15 +21,7 @@ fn core(width: usize) -> CoreConfig {
 }
 
 fn verilator_or_skip() -> bool {
-    if verilator_available() {
-        return true;
-    }
-    eprintln!("NOT RUN: verilator is not installed (apt-get install verilator); the Verilator tests did not run");
-    assert!(
-        std::env::var_os("SPOTAGG_SKIP_VERILATOR").is_some(),
-        "verilator is missing: install it, or set SPOTAGG_SKIP_VERILATOR=1 to skip these tests knowingly"
-    );
-    false
+    spotagg_testkit::require_tool(spotagg_testkit::Tool::Verilator)
 }
 
 fn hex(f: &[u8]) -> String {
