@@ -22,7 +22,6 @@
 //! skipping it is intended.
 
 use spotagg_boards::board_logic::{board_logic_verilog, BoardLogic, ControlParams};
-use spotagg_boards::crc32::fcs;
 use spotagg_driver::control::protocol::{self, reg, Status};
 use spotagg_driver::control::serialport::{SerialPort, TTYPort};
 use spotagg_driver::control::{pack_version, Control, ControlError, CounterSnapshot, DESIGN_VERSION};
@@ -33,6 +32,7 @@ use spotagg_hdl::mdio::MdioPhyModel;
 use spotagg_hdl::rust_hdl::prelude::*;
 use spotagg_hdl::uart::SerialModel;
 use spotagg_hdl::CoreConfig;
+use spotagg_sim::gmii::{self, padded, wrap as wire};
 use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::trace::{generate, TraceSpec};
 use spotagg_sim::verilator::{ports_of, BuildOptions, VerilatedModel};
@@ -65,24 +65,6 @@ fn params() -> ControlParams {
         mdc_half_period: MDC_HALF,
         phy_addresses: [0, 1],
     }
-}
-
-/// A frame on the wire: preamble, SFD, the frame padded to 60 bytes, FCS.
-fn wire(frame: &[u8]) -> Vec<u8> {
-    let mut w = vec![0x55; 7];
-    w.push(0xD5);
-    let f = padded(frame);
-    w.extend_from_slice(&f);
-    w.extend_from_slice(&fcs(&f));
-    w
-}
-
-fn padded(frame: &[u8]) -> Vec<u8> {
-    let mut f = frame.to_vec();
-    if f.len() < 60 {
-        f.resize(60, 0);
-    }
-    f
 }
 
 /// What the board did with one batch of traffic.
@@ -130,9 +112,7 @@ impl TxDecoder {
             self.cur.push(d);
         } else if !self.cur.is_empty() {
             let w = std::mem::take(&mut self.cur);
-            assert_eq!(&w[..8], &[0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0xD5], "preamble");
-            let f = &w[8..w.len() - 4];
-            assert_eq!(&w[w.len() - 4..], &fcs(f), "FCS of a sent frame");
+            let f = gmii::unwrap(&w).unwrap_or_else(|e| panic!("a sent frame: {e}"));
             self.frames.push(f.to_vec());
         }
     }

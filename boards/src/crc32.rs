@@ -14,27 +14,8 @@
 
 use rust_hdl::prelude::*;
 
-/// Reflected CRC-32 polynomial of IEEE 802.3.
-pub const CRC32_POLY: u32 = 0xEDB8_8320;
-/// Register value after a good frame followed by its FCS has been shifted in.
-pub const CRC32_RESIDUE: u32 = 0xDEBB_20E3;
-
-/// One byte through the CRC register, bit by bit (the definition).
-pub const fn crc32_byte(mut crc: u32, data: u8) -> u32 {
-    let mut i = 0;
-    crc ^= data as u32;
-    while i < 8 {
-        crc = if crc & 1 != 0 { (crc >> 1) ^ CRC32_POLY } else { crc >> 1 };
-        i += 1;
-    }
-    crc
-}
-
-/// The FCS of `frame` (the four bytes to append, in wire order).
-pub fn fcs(frame: &[u8]) -> [u8; 4] {
-    let crc = frame.iter().fold(0xFFFF_FFFFu32, |c, &b| crc32_byte(c, b));
-    (!crc).to_le_bytes()
-}
+/// The software definition, in the wire format's one place.
+pub use spotagg_driver::wire::fcs::{crc32_byte, fcs, CRC32_POLY, CRC32_RESIDUE};
 
 /// Combinational CRC-32 update by one byte.
 #[derive(LogicBlock, Default)]

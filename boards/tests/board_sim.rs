@@ -14,13 +14,13 @@
 // Both ports are driven in step: loops index the per-port arrays by port number.
 #![allow(clippy::needless_range_loop)]
 
-use spotagg_boards::crc32::fcs;
 use spotagg_boards::switch_fabric::{fabric_verilog, SwitchFabric};
 use spotagg_driver::engine::Engine;
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::rust_hdl::prelude::*;
 use spotagg_hdl::CoreConfig;
+use spotagg_sim::gmii::{self, padded, wrap as wire};
 use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::trace::{generate, TraceSpec};
 use spotagg_sim::verilator::{ports_of, BuildOptions, VerilatedModel};
@@ -116,27 +116,6 @@ impl Bench {
     }
 }
 
-/// A frame on the wire: preamble, SFD, the frame padded to 60 bytes, FCS.
-fn wire(frame: &[u8]) -> Vec<u8> {
-    let mut w = vec![0x55; 7];
-    w.push(0xD5);
-    let mut f = frame.to_vec();
-    if f.len() < 60 {
-        f.resize(60, 0);
-    }
-    w.extend_from_slice(&f);
-    w.extend_from_slice(&fcs(&f));
-    w
-}
-
-fn padded(frame: &[u8]) -> Vec<u8> {
-    let mut f = frame.to_vec();
-    if f.len() < 60 {
-        f.resize(60, 0);
-    }
-    f
-}
-
 /// Decodes GMII transmit bytes: strips preamble and SFD, checks and strips the FCS.
 struct TxDecoder {
     cur: Vec<u8>,
@@ -168,9 +147,7 @@ impl TxDecoder {
             self.gap += 1;
             if !self.cur.is_empty() {
                 let w = std::mem::take(&mut self.cur);
-                assert_eq!(&w[..8], &[0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0xD5], "preamble");
-                let f = &w[8..w.len() - 4];
-                assert_eq!(&w[w.len() - 4..], &fcs(f), "FCS of a sent frame");
+                let f = gmii::unwrap(&w).unwrap_or_else(|e| panic!("a sent frame: {e}"));
                 self.frames.push(f.to_vec());
             }
         }

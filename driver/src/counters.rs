@@ -113,6 +113,36 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// Counter registers of the core, in address order: the eight totals of [`Counters::named`],
+    /// then one drop counter per [`DropReason`] in its index order.
+    pub const WORDS: usize = 8 + DropReason::COUNT;
+
+    /// The counters from the core's counter registers (at least [`Counters::WORDS`] words, in
+    /// address order): the one decoding the hardware harnesses and the control link share.
+    pub fn from_words(w: &[u64]) -> Counters {
+        assert!(w.len() >= Self::WORDS, "{} counter words, the core has {}", w.len(), Self::WORDS);
+        let mut c = Counters {
+            frames_in: w[0],
+            frames_out: w[1],
+            contributions: w[2],
+            duplicates: w[3],
+            results_multicast: w[4],
+            results_retransmitted: w[5],
+            arp_replies: w[6],
+            icmp_replies: w[7],
+            drops: [0; DropReason::COUNT],
+        };
+        for d in DropReason::ALL {
+            c.drops[d.index()] = w[8 + d.index()];
+        }
+        c
+    }
+
+    /// The counters as the core's registers hold them (the inverse of [`Counters::from_words`]).
+    pub fn to_words(&self) -> Vec<u64> {
+        self.named().into_iter().map(|(_, v)| v).collect()
+    }
+
     /// The drop counter of one reason.
     pub fn dropped(&self, r: DropReason) -> u64 {
         self.drops[r.index()]
@@ -142,5 +172,20 @@ impl Counters {
         ];
         v.extend(DropReason::ALL.iter().map(|r| (r.name(), self.drops[r.index()])));
         v
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    #[test]
+    fn words_round_trip_in_register_order() {
+        let w: Vec<u64> = (1..=Counters::WORDS as u64).collect();
+        let c = Counters::from_words(&w);
+        assert_eq!((c.frames_in, c.icmp_replies), (1, 8));
+        assert_eq!(c.dropped(DropReason::Truncated), 9);
+        assert_eq!(c.dropped(DropReason::BadSlot), 21);
+        assert_eq!(c.to_words(), w);
     }
 }

@@ -6,7 +6,7 @@
 //! sends; the counters are read from the core's counter registers. [`RtlEngine::run_stream`]
 //! is the cycle-level API the benchmark ([`bench_report`]) uses.
 
-use spotagg_driver::counters::{Counters, DropReason};
+use spotagg_driver::counters::Counters;
 use spotagg_driver::engine::Engine;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::rust_hdl::prelude::*;
@@ -436,22 +436,8 @@ impl Engine for RtlEngine {
 
     fn counters(&self) -> Counters {
         let mut d = self.driver.lock().expect("core driver poisoned");
-        let mut read = |i: u8| u64::from(d.read_counter(i));
-        let mut c = Counters {
-            frames_in: read(0),
-            frames_out: read(1),
-            contributions: read(2),
-            duplicates: read(3),
-            results_multicast: read(4),
-            results_retransmitted: read(5),
-            arp_replies: read(6),
-            icmp_replies: read(7),
-            drops: [0; DropReason::COUNT],
-        };
-        for r in DropReason::ALL {
-            c.drops[r.index()] = read(8 + r.index() as u8);
-        }
-        c
+        let words: Vec<u64> = (0..Counters::WORDS as u8).map(|i| u64::from(d.read_counter(i))).collect();
+        Counters::from_words(&words)
     }
 
     fn name(&self) -> &'static str {

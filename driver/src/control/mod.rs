@@ -13,7 +13,7 @@ pub mod protocol;
 pub use serialport;
 
 use crate::config::JobConfig;
-use crate::counters::{Counters, DropReason};
+use crate::counters::Counters;
 use protocol::{reg, BoardId, ParseError, Status};
 use serde::Serialize;
 use std::io::{ErrorKind, Read, Write};
@@ -359,21 +359,8 @@ impl<P: Read + Write> Control<P> {
         }
         let w = self.read(reg::COUNTERS, total)?;
         let status = self.read(reg::STATUS, 1)?[0];
-        let r = |i: usize| u64::from(w[i]);
-        let mut core = Counters {
-            frames_in: r(0),
-            frames_out: r(1),
-            contributions: r(2),
-            duplicates: r(3),
-            results_multicast: r(4),
-            results_retransmitted: r(5),
-            arp_replies: r(6),
-            icmp_replies: r(7),
-            drops: [0; DropReason::COUNT],
-        };
-        for d in DropReason::ALL {
-            core.drops[d.index()] = u64::from(w[8 + d.index()]);
-        }
+        let words: Vec<u64> = w.iter().map(|&x| u64::from(x)).collect();
+        let core = Counters::from_words(&words);
         let base = usize::from(reg::BOARD_COUNTERS - reg::COUNTERS);
         let (mut ports, mut flooded) = (vec![], None);
         if total >= usize::from(reg::BOARD_COUNTER_COUNT) {
@@ -464,6 +451,7 @@ impl<P: Read + Write> Control<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::counters::DropReason;
     use std::collections::VecDeque;
 
     /// A port that answers each request with the next canned response.

@@ -13,6 +13,7 @@
 
 pub mod arp;
 pub mod ethernet;
+pub mod fcs;
 pub mod icmp;
 pub mod ipv4;
 pub mod switchml;
