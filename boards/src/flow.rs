@@ -19,17 +19,10 @@
 //! report; [`BuildReport::check_timing`] then fails naming each clock below its constraint, and
 //! [`Flow::run`] stops there without packing a bitstream.
 //!
-//! The placer weighs timing more than nextpnr's default ([`PLACER_ARGS`]): on the 30-slot
-//! board top the analytic placer's timing weight 40 and criticality exponent 4 (defaults 10
-//! and 2) gave 104.6 / 103.5 MHz on the core clock with seeds 1 / 2 against 93.7 / 96.1 MHz
-//! with the defaults, same netlist. (router2 with timing-driven rip-up ran three times as long
-//! and had not converged.)
-//!
-//! One netlist's Fmax varies by several MHz with the placer seed (seeds 1–4 of the 30-slot
-//! board top: 146.8–159.1 MHz on the 125 MHz transmit clock, 113.7–130.0 MHz on the 100 MHz
-//! core clock; 118.3–128.4 MHz when the core ran at 125 MHz), so
-//! [`Flow::place_and_route_seeds`] can place and route with several seeds, as many at once as
-//! there are cores, and keep the fastest.
+//! The placer weighs timing more than nextpnr's default ([`PLACER_ARGS`]), and one netlist's
+//! Fmax varies by several MHz with the placer seed, so [`Flow::place_and_route_seeds`] can place
+//! and route with several seeds, as many at once as there are cores, and keep the fastest. The
+//! figures behind both choices are in `docs/performance.md`.
 
 use crate::Ecp5Part;
 use std::fmt;
