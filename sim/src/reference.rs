@@ -27,8 +27,8 @@
 use spotagg_driver::counters::{Counters, DropReason};
 use spotagg_driver::engine::Engine;
 use spotagg_driver::wire::{
-    arp, ethernet, icmp, ipv4, switchml, udp, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame, EthernetRepr,
-    IpProtocol, Ipv4Packet, Ipv4Repr, MacAddr, PoolIndex, SwitchmlPacket, UdpPacket, UdpRepr,
+    arp, be16, ethernet, icmp, ipv4, switchml, udp, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame,
+    EthernetRepr, IpProtocol, Ipv4Packet, Ipv4Repr, MacAddr, PoolIndex, SwitchmlPacket, UdpPacket, UdpRepr,
 };
 use spotagg_driver::JobConfig;
 
@@ -74,10 +74,6 @@ impl Classification {
             _ => None,
         }
     }
-}
-
-fn be16(b: &[u8], at: usize) -> u16 {
-    u16::from_be_bytes([b[at], b[at + 1]])
 }
 
 /// Classifies a received frame (no preamble, no FCS) for `job`, running the checks of
@@ -153,11 +149,11 @@ pub fn classify(job: &JobConfig, frame: &[u8]) -> Classification {
     if t < ipv4::HEADER_LEN + udp::HEADER_LEN {
         return Drop(Truncated);
     }
-    let udp_len = usize::from(be16(frame, L4_OFFSET + udp::field::LENGTH.start));
+    let udp_len = usize::from(be16(&frame[L4_OFFSET + udp::field::LENGTH.start..]));
     if udp_len != t - ipv4::HEADER_LEN {
         return Drop(BadLength);
     }
-    if !switchml::is_switchml_port(be16(frame, L4_OFFSET + udp::field::DST_PORT.start)) {
+    if !switchml::is_switchml_port(be16(&frame[L4_OFFSET + udp::field::DST_PORT.start..])) {
         return Drop(BadPort);
     }
     let src = ip.src_addr();

@@ -13,7 +13,7 @@
 //! | 24..28 | target protocol address |
 
 use super::ethernet::MacAddr;
-use super::{Error, Result};
+use super::{be16, Error, Result};
 use std::net::Ipv4Addr;
 
 /// Byte ranges of an Ethernet/IPv4 ARP packet.
@@ -57,10 +57,6 @@ impl ArpOperation {
 #[derive(Debug, Clone)]
 pub struct ArpPacket<T: AsRef<[u8]>> {
     buffer: T,
-}
-
-fn be16(b: &[u8]) -> u16 {
-    u16::from_be_bytes([b[0], b[1]])
 }
 
 fn ip(b: &[u8]) -> Ipv4Addr {

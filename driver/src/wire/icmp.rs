@@ -9,7 +9,7 @@
 //! | 6..8  | sequence number |
 //! | 8..   | data (echoed) |
 
-use super::{checksum, Error, Result};
+use super::{be16, checksum, Error, Result};
 
 /// Byte ranges of an ICMP echo message.
 pub mod field {
@@ -39,10 +39,6 @@ pub const ECHO_REPLY: u8 = 0;
 #[derive(Debug, Clone)]
 pub struct IcmpPacket<T: AsRef<[u8]>> {
     buffer: T,
-}
-
-fn be16(b: &[u8]) -> u16 {
-    u16::from_be_bytes([b[0], b[1]])
 }
 
 impl<T: AsRef<[u8]>> IcmpPacket<T> {

@@ -13,7 +13,7 @@
 //! | 12..16 | source address |
 //! | 16..20 | destination address |
 
-use super::{checksum, Error, Result};
+use super::{be16, checksum, Error, Result};
 pub use std::net::Ipv4Addr;
 
 /// Byte ranges of the IPv4 header.
@@ -67,10 +67,6 @@ impl IpProtocol {
 #[derive(Debug, Clone)]
 pub struct Ipv4Packet<T: AsRef<[u8]>> {
     buffer: T,
-}
-
-fn be16(b: &[u8]) -> u16 {
-    u16::from_be_bytes([b[0], b[1]])
 }
 
 impl<T: AsRef<[u8]>> Ipv4Packet<T> {

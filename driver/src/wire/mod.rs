@@ -46,6 +46,13 @@ pub enum Error {
 /// Result of wire-level decoding.
 pub type Result<T> = core::result::Result<T, Error>;
 
+/// The big-endian 16-bit field at the start of `b` (network byte order): the one reader every
+/// header module and the reference switch use.
+#[inline]
+pub fn be16(b: &[u8]) -> u16 {
+    u16::from_be_bytes([b[0], b[1]])
+}
+
 /// The Internet checksum (RFC 1071): one's-complement sum of 16-bit big-endian words.
 pub mod checksum {
     /// Adds `data` into a running 32-bit one's-complement accumulator (odd length padded with 0).

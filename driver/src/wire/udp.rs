@@ -8,7 +8,7 @@
 //! | 4..6  | length (header and payload) |
 //! | 6..8  | checksum (0: none) |
 
-use super::{Error, Result};
+use super::{be16, Error, Result};
 
 /// Byte ranges of the UDP header.
 pub mod field {
@@ -30,10 +30,6 @@ pub const HEADER_LEN: usize = 8;
 #[derive(Debug, Clone)]
 pub struct UdpPacket<T: AsRef<[u8]>> {
     buffer: T,
-}
-
-fn be16(b: &[u8]) -> u16 {
-    u16::from_be_bytes([b[0], b[1]])
 }
 
 impl<T: AsRef<[u8]>> UdpPacket<T> {
