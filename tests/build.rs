@@ -18,6 +18,36 @@ fn yowasp_installed(venv: &std::path::Path) -> bool {
     )
 }
 
+/// What one `spotagg build --board colorlight-5a-75b-v8 ARGS --out DIR` gave; it must succeed
+/// and leave a bitstream and a report.
+struct Built {
+    dir: tempfile::TempDir,
+    stdout: String,
+    stderr: String,
+    json: String,
+    report: spotagg_boards::flow::PnrReport,
+}
+
+fn build(args: &[&str]) -> Built {
+    let dir = tempfile::tempdir().unwrap();
+    let out = spotagg()
+        .args(["build", "--board", "colorlight-5a-75b-v8"])
+        .args(args)
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    println!("{stderr}\n{stdout}");
+    assert!(out.status.success(), "{stderr}\n{stdout}");
+    let bit = std::fs::metadata(dir.path().join("top.bit")).unwrap();
+    assert!(bit.len() > 100_000, "bitstream of {} bytes", bit.len());
+    let json = std::fs::read_to_string(dir.path().join("report.json")).unwrap();
+    let report = spotagg_boards::flow::parse_nextpnr_report(&json).unwrap();
+    Built { dir, stdout, stderr, json, report }
+}
+
 fn spotagg() -> Command {
     Command::new(env!("CARGO_BIN_EXE_spotagg"))
 }
@@ -248,36 +278,9 @@ fn builds_a_small_core_to_a_bitstream() {
     if !yowasp_installed(&venv) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let out = spotagg()
-        .args([
-            "build",
-            "--board",
-            "colorlight-5a-75b-v8",
-            "--top",
-            "core",
-            "--width",
-            "4",
-            "--slots",
-            "4",
-            "--seed",
-            "1",
-            "--seeds",
-            "2",
-        ])
-        .arg("--allow-timing-fail")
-        .arg("--out")
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("{stderr}\n{stdout}");
-    assert!(out.status.success(), "{stderr}\n{stdout}");
-    let bit = std::fs::metadata(dir.path().join("top.bit")).unwrap();
-    assert!(bit.len() > 100_000, "bitstream of {} bytes", bit.len());
-    let json = std::fs::read_to_string(dir.path().join("report.json")).unwrap();
-    let report = spotagg_boards::flow::parse_nextpnr_report(&json).unwrap();
+    let b =
+        build(&["--top", "core", "--width", "4", "--slots", "4", "--seed", "1", "--seeds", "2", "--allow-timing-fail"]);
+    let (dir, stdout, stderr, report, json) = (&b.dir, &b.stdout, &b.stderr, &b.report, &b.json);
     let clk = report.fmax.iter().find(|c| c.clock == "clk125").expect("clk125 in the report");
     // The seed kept, from the summary's last line ("seed N, 4 slots, bitstream ...").
     let kept: u64 = stdout
@@ -286,7 +289,7 @@ fn builds_a_small_core_to_a_bitstream() {
         .unwrap_or_else(|| panic!("no seed line in {stdout}"));
     assert!(kept == 1 || kept == 2, "{stdout}");
     let kept_json = std::fs::read_to_string(dir.path().join(format!("seed-{kept}/report.json"))).unwrap();
-    assert_eq!(kept_json, json, "report.json is the kept seed's");
+    assert_eq!(&kept_json, json, "report.json is the kept seed's");
     assert!(stderr.contains("seed 1: clk125 "), "{stderr}");
     let seed1 = spotagg_boards::flow::parse_nextpnr_report(
         &std::fs::read_to_string(dir.path().join("seed-1/report.json")).unwrap(),
@@ -340,23 +343,11 @@ fn builds_the_board_top_to_a_bitstream_that_meets_timing() {
     if !yowasp_installed(&Toolchain::default_venv()) {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let out = spotagg()
-        .args(["build", "--board", "colorlight-5a-75b-v8", "--top", "board"])
-        .args(["--seed", "1", "--seeds", "1", "--out"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("{stderr}\n{stdout}");
-    assert!(out.status.success(), "{stderr}\n{stdout}");
-    assert!(std::fs::metadata(dir.path().join("top.bit")).unwrap().len() > 100_000);
+    let b = build(&["--top", "board", "--seed", "1", "--seeds", "1"]);
+    let (stdout, stderr, report) = (&b.stdout, &b.stderr, &b.report);
     // The slot search: the part's block RAM holds 30 slots and no more.
     assert!(stdout.contains("seed 1, 30 slots"), "{stdout}");
     assert!(stderr.contains("31 slots: "), "{stderr}");
-    let json = std::fs::read_to_string(dir.path().join("report.json")).unwrap();
-    let report = spotagg_boards::flow::parse_nextpnr_report(&json).unwrap();
     assert_eq!(report.usage("EHXPLLL").unwrap().used, 1);
     assert_eq!(report.usage("DP16KD").unwrap().used, 55);
     for clock in ["eth0_rxc", "eth1_rxc", "pll.clk125", "pll.clk100"] {
