@@ -1,0 +1,104 @@
+"""The bodies of the DDP tests, run on each rank by ranks.spawn."""
+
+import warnings
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import spotagg.torch as st
+
+
+def model(seed=0):
+    torch.manual_seed(seed)
+    # Six 64x64 layers: with a 20 KB bucket cap, several buckets of equal size, so a bucket sent
+    # out of index order on one rank would be summed with another bucket of the other ranks.
+    layers = []
+    for _ in range(6):
+        layers += [torch.nn.Linear(64, 64), torch.nn.Tanh()]
+    return torch.nn.Sequential(*layers, torch.nn.Linear(64, 10))
+
+
+def batch(rank, step):
+    g = torch.Generator().manual_seed(1000 * step + rank)
+    return torch.randn(32, 64, generator=g), torch.randint(0, 10, (32,), generator=g)
+
+
+def train_step(ddp, opt, rank, step):
+    x, y = batch(rank, step)
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(ddp(x), y).backward()
+    opt.step()
+
+
+def params(m):
+    return torch.cat([p.detach().reshape(-1) for p in m.parameters()])
+
+
+def hook_against_default(rank, n, job, switch, steps):
+    ref = DDP(model(), bucket_cap_mb=0.02)
+    hooked = DDP(model(), bucket_cap_mb=0.02)
+    state = st.HookState(switch=switch, job=job, bind=f"127.0.0.{10 + rank}:0")
+    hooked.register_comm_hook(state, st.allreduce_hook)
+    o1 = torch.optim.SGD(ref.parameters(), lr=0.1)
+    o2 = torch.optim.SGD(hooked.parameters(), lr=0.1)
+    diffs = []
+    for step in range(steps):
+        train_step(ref, o1, rank, step)
+        train_step(hooked, o2, rank, step)
+        diffs.append(float((params(ref) - params(hooked)).abs().max()))
+    buckets = state.buckets
+    out = dict(diffs=diffs, switch_ops=state.switch_allreduces, fell_back=state.fell_back, buckets=buckets,
+               params=params(hooked).numpy(), ref=params(ref).numpy())
+    state.close()
+    return out
+
+
+def fallback(rank, n, job, switch, steps, stop_at, stop_event, stopped_event, allow_fallback):
+    hooked = DDP(model(), bucket_cap_mb=0.02)
+    state = st.HookState(switch=switch, job=job, bind=f"127.0.0.{10 + rank}:0", fallback=allow_fallback)
+    hooked.register_comm_hook(state, st.allreduce_hook)
+    opt = torch.optim.SGD(hooked.parameters(), lr=0.1)
+    out = dict(caught=None)
+    # The default hook's DDP, trained alongside so that its buckets are rebuilt as the hooked
+    # one's (Gloo's summation order of an element depends on its offset in the bucket).
+    ref = DDP(model(), bucket_cap_mb=0.02)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(steps):
+            if step == stop_at:
+                out["buckets_before_stop"] = len(state.buckets)
+                dist.barrier()
+                if rank == 0:
+                    stop_event.set()
+                    stopped_event.wait(30)
+                dist.barrier()
+                # From here on: the default hook from the same parameters.
+                with torch.no_grad():
+                    for a, b in zip(ref.parameters(), hooked.parameters()):
+                        a.copy_(b)
+            try:
+                train_step(hooked, opt, rank, step)
+            except Exception as e:  # noqa: BLE001 - the fallback=False case reports it
+                out["caught"] = f"{type(e).__name__}: {e}"
+                out["error"] = repr(state.error)
+                break
+            train_step(ref, ref_opt, rank, step)
+            if step >= stop_at:
+                out.setdefault("equal", []).append(bool(torch.equal(params(ref), params(hooked))))
+                out.setdefault("maxdiff", []).append(float((params(ref) - params(hooked)).abs().max()))
+    out["warnings"] = [str(w.message) for w in caught if "spotagg" in str(w.message)]
+    out["fell_back"] = state.fell_back
+    out["switch_ops"] = state.switch_allreduces
+    if allow_fallback:
+        state.close()
+    return out
+
+
+def wrong_world(rank, n, job, switch):
+    try:
+        st.HookState(switch=switch, job=job, bind=f"127.0.0.{10 + rank}:0")
+    except ValueError as e:
+        return str(e)
+    return None
