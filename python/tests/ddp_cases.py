@@ -102,3 +102,43 @@ def wrong_world(rank, n, job, switch):
     except ValueError as e:
         return str(e)
     return None
+
+
+def backend(rank, n, job, switch):
+    import os
+
+    os.environ.update(SPOTAGG_JOB=job, SPOTAGG_SWITCH=switch, SPOTAGG_BIND=f"127.0.0.{10 + rank}:0")
+    sw = dist.new_group(backend="spotagg")
+    out = {"name": dist.get_backend(sw)}
+    # all_reduce through the switch: int32 exact, float32 (SUM).
+    t = torch.arange(1000, dtype=torch.int32) * (rank + 1)
+    dist.all_reduce(t, group=sw)
+    out["int_ok"] = bool(torch.equal(t, torch.arange(1000, dtype=torch.int32) * sum(range(1, n + 1))))
+    f = torch.full((3000,), 0.25 * (rank + 1))
+    work = dist.all_reduce(f, group=sw, async_op=True)
+    work.wait()
+    out["float_maxerr"] = float((f - 0.25 * sum(range(1, n + 1))).abs().max())
+    # Not through the switch: MAX, broadcast, all_gather, barrier.
+    m = torch.tensor([float(rank)])
+    dist.all_reduce(m, op=dist.ReduceOp.MAX, group=sw)
+    out["max"] = float(m.item())
+    b = torch.tensor([rank + 7.0])
+    dist.broadcast(b, src=1, group=sw)
+    out["broadcast"] = float(b.item())
+    g = [torch.zeros(2) for _ in range(n)]
+    dist.all_gather(g, torch.tensor([rank, -rank], dtype=torch.float32), group=sw)
+    out["gather"] = [x.tolist() for x in g]
+    dist.barrier(group=sw)
+    # DDP over the spotagg group against DDP over the default (Gloo) group.
+    ref = DDP(model(), bucket_cap_mb=0.02)
+    spot = DDP(model(), bucket_cap_mb=0.02, process_group=sw)
+    o1 = torch.optim.SGD(ref.parameters(), lr=0.1)
+    o2 = torch.optim.SGD(spot.parameters(), lr=0.1)
+    diffs = []
+    for step in range(5):
+        train_step(ref, o1, rank, step)
+        train_step(spot, o2, rank, step)
+        diffs.append(float((params(ref) - params(spot)).abs().max()))
+    out["ddp_diffs"] = diffs
+    out["switch_ops"] = sw.sender.switch_ops
+    return out
