@@ -216,7 +216,8 @@ impl PyWorker {
     /// `Worker(job, rank, switch, bind=None)`: `job` a path to a job TOML or the TOML text,
     /// `switch` "IP:PORT", `bind` "IP:PORT" (default: the rank's address in the job and the
     /// job's worker_port). The switch knows a rank by its source IPv4 address, so `bind` must
-    /// keep the rank's IP.
+    /// keep the rank's IP, and answers every rank at the port of the round's last contribution,
+    /// so with more than one worker the port must be the job's worker_port (else a ValueError).
     #[new]
     #[pyo3(signature = (job, rank, switch, bind=None))]
     fn new(job: &Bound<'_, PyAny>, rank: usize, switch: &str, bind: Option<&str>) -> PyResult<PyWorker> {
@@ -226,6 +227,13 @@ impl PyWorker {
         let transport = match bind {
             Some(b) => {
                 let local = socket_addr("bind", b)?;
+                if job.n() > 1 && local.port() != job.worker_port {
+                    return Err(PyValueError::new_err(format!(
+                        "bind = {b:?}: the port must be the job's worker_port {}, since the switch sends each round's \
+                         result to every rank at the UDP port of the contribution that completed it",
+                        job.worker_port
+                    )));
+                }
                 UdpTransport::bind(local, switch)
                     .map_err(|e| PyOSError::new_err(format!("cannot bind {local} for rank {rank}: {e}")))?
             }

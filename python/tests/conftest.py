@@ -1,5 +1,7 @@
 """Shared helpers of the spotagg tests: loopback jobs and running ranks on threads."""
 
+import itertools
+import os
 import threading
 
 import pytest
@@ -32,7 +34,17 @@ def run_ranks(n, fn, timeout=120.0):
     return results
 
 
+_jobs = itertools.count(1)
+
+
+def loopback_job(n, **kw):
+    """spotagg.example_job with worker addresses of their own, 127.X.Y.10 + rank (X from the
+    process id, Y a counter), so that no two jobs of the tests, nor of tests running side by
+    side, bind the same address and port (every rank binds the job's worker_port: the switch
+    answers all ranks at the port of the round's last contribution)."""
+    return spotagg.example_job(n, first_worker_ip=f"127.{100 + os.getpid() % 100}.{next(_jobs) % 250}.10", **kw)
+
+
 def workers(job, n, switch):
-    """n workers of `job`, rank r bound to 127.0.0.(10+r) on an ephemeral port (tests running
-    side by side do not collide on the job's fixed worker port)."""
-    return [spotagg.Worker(job, r, switch, bind=f"127.0.0.{10 + r}:0") for r in range(n)]
+    """The n workers of `job`, each bound to its rank's address in the job."""
+    return [spotagg.Worker(job, r, switch) for r in range(n)]

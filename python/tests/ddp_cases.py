@@ -38,7 +38,7 @@ def params(m):
 def hook_against_default(rank, n, job, switch, steps):
     ref = DDP(model(), bucket_cap_mb=0.02)
     hooked = DDP(model(), bucket_cap_mb=0.02)
-    state = st.HookState(switch=switch, job=job, bind=f"127.0.0.{10 + rank}:0")
+    state = st.HookState(switch=switch, job=job)
     hooked.register_comm_hook(state, st.allreduce_hook)
     o1 = torch.optim.SGD(ref.parameters(), lr=0.1)
     o2 = torch.optim.SGD(hooked.parameters(), lr=0.1)
@@ -56,7 +56,7 @@ def hook_against_default(rank, n, job, switch, steps):
 
 def fallback(rank, n, job, switch, steps, stop_at, stop_event, stopped_event, allow_fallback):
     hooked = DDP(model(), bucket_cap_mb=0.02)
-    state = st.HookState(switch=switch, job=job, bind=f"127.0.0.{10 + rank}:0", fallback=allow_fallback)
+    state = st.HookState(switch=switch, job=job, fallback=allow_fallback)
     hooked.register_comm_hook(state, st.allreduce_hook)
     opt = torch.optim.SGD(hooked.parameters(), lr=0.1)
     out = dict(caught=None)
@@ -98,7 +98,7 @@ def fallback(rank, n, job, switch, steps, stop_at, stop_event, stopped_event, al
 
 def wrong_world(rank, n, job, switch):
     try:
-        st.HookState(switch=switch, job=job, bind=f"127.0.0.{10 + rank}:0")
+        st.HookState(switch=switch, job=job)
     except ValueError as e:
         return str(e)
     return None
@@ -107,7 +107,7 @@ def wrong_world(rank, n, job, switch):
 def backend(rank, n, job, switch):
     import os
 
-    os.environ.update(SPOTAGG_JOB=job, SPOTAGG_SWITCH=switch, SPOTAGG_BIND=f"127.0.0.{10 + rank}:0")
+    os.environ.update(SPOTAGG_JOB=job, SPOTAGG_SWITCH=switch)
     sw = dist.new_group(backend="spotagg")
     out = {"name": dist.get_backend(sw)}
     # all_reduce through the switch: int32 exact, float32 (SUM).

@@ -2,13 +2,14 @@
 
 import spotagg
 import ddp_cases
+from conftest import loopback_job
 from ranks import spawn
 
 N = 3
 
 
 def test_backend_all_reduce_collectives_and_ddp():
-    job = spotagg.example_job(N, slots=32)
+    job = loopback_job(N, slots=32)
     with spotagg.SoftwareSwitch(job) as sw:
         out = spawn(N, ddp_cases.backend, job, sw.address)
         counters = sw.counters()

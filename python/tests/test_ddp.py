@@ -5,13 +5,14 @@ import torch.multiprocessing as mp
 
 import spotagg
 import ddp_cases
+from conftest import loopback_job
 from ranks import spawn
 
 N = 3
 
 
 def test_hook_matches_the_default_hook_and_keeps_bucket_order():
-    job = spotagg.example_job(N, slots=32)
+    job = loopback_job(N, slots=32)
     steps = 8
     with spotagg.SoftwareSwitch(job) as sw:
         out = spawn(N, ddp_cases.hook_against_default, job, sw.address, steps)
@@ -34,7 +35,7 @@ def test_hook_matches_the_default_hook_and_keeps_bucket_order():
 
 
 def test_fallback_to_gloo_when_the_switch_stops():
-    job = spotagg.example_job(N, slots=32, timeout_ms=5, max_retries=4)
+    job = loopback_job(N, slots=32, timeout_ms=5, max_retries=4)
     ctx = mp.get_context("spawn")
     stop, stopped = ctx.Event(), ctx.Event()
     sw = spotagg.SoftwareSwitch(job)
@@ -66,7 +67,7 @@ def test_fallback_to_gloo_when_the_switch_stops():
 
 
 def test_fallback_false_raises():
-    job = spotagg.example_job(N, slots=32, timeout_ms=5, max_retries=4)
+    job = loopback_job(N, slots=32, timeout_ms=5, max_retries=4)
     ctx = mp.get_context("spawn")
     stop, stopped = ctx.Event(), ctx.Event()
     sw = spotagg.SoftwareSwitch(job)
@@ -92,6 +93,6 @@ def test_fallback_false_raises():
 
 
 def test_world_size_must_match_the_job():
-    job = spotagg.example_job(N + 1)
+    job = loopback_job(N + 1)
     out = spawn(N, ddp_cases.wrong_world, job, "127.0.0.1:9")
     assert all(o is not None and "the job has 4 workers but torch.distributed's world size is 3" in o for o in out), out

@@ -10,12 +10,12 @@ import pytest
 import torch
 
 import spotagg
-from conftest import run_ranks, workers
+from conftest import loopback_job, run_ranks, workers
 
 
 @pytest.mark.parametrize("n", [1, 4])
 def test_int32_sum_is_exact_with_wraparound(n):
-    job = spotagg.example_job(n, slots=16)
+    job = loopback_job(n, slots=16)
     rng = np.random.default_rng(1)
     # 5000 elements: not a multiple of 256, so the last packet is padded.
     inputs = [rng.integers(-(2**31), 2**31, size=5000, dtype=np.int64).astype(np.int32) for _ in range(n)]
@@ -33,7 +33,7 @@ def test_int32_sum_is_exact_with_wraparound(n):
 
 def test_float32_within_the_fixed_point_bound():
     n = 4
-    job = spotagg.example_job(n, slots=32)
+    job = loopback_job(n, slots=32)
     rng = np.random.default_rng(2)
     # Gradient-like values over many magnitudes, zeros, and a 2-element tail.
     inputs = []
@@ -59,7 +59,7 @@ def test_float32_within_the_fixed_point_bound():
 
 def test_many_operations_on_one_worker_and_torch_tensors_in_place():
     n = 2
-    job = spotagg.example_job(n, slots=8)
+    job = loopback_job(n, slots=8)
     with spotagg.SoftwareSwitch(job) as sw:
         ws = workers(job, n, sw.address)
         for step, size in enumerate([1, 255, 256, 257, 40_000, 3]):
@@ -81,7 +81,7 @@ def test_many_operations_on_one_worker_and_torch_tensors_in_place():
 def test_allreduce_releases_the_gil():
     """While two ranks of a job wait for each other in allreduce, a Python thread keeps running;
     one rank waits for the other, which starts 0.3 s late, so a held GIL would deadlock."""
-    job = spotagg.example_job(2, slots=4, timeout_ms=20)
+    job = loopback_job(2, slots=4, timeout_ms=20)
     with spotagg.SoftwareSwitch(job) as sw:
         ws = workers(job, 2, sw.address)
         a, b = np.ones(1000, np.float32), np.ones(1000, np.float32)
@@ -99,9 +99,9 @@ def test_allreduce_releases_the_gil():
 
 
 def test_type_errors_name_the_problem():
-    job = spotagg.example_job(1)
+    job = loopback_job(1)
     with spotagg.SoftwareSwitch(job) as sw:
-        w = spotagg.Worker(job, 0, sw.address, bind="127.0.0.10:0")
+        w = spotagg.Worker(job, 0, sw.address)
         with pytest.raises(TypeError, match="not contiguous"):
             w.allreduce(np.ones((4, 4), np.float32)[:, 1])
         with pytest.raises(TypeError, match="dtype is float64"):
@@ -122,6 +122,8 @@ def test_type_errors_name_the_problem():
             w.allreduce(np.array([1.0, np.nan], np.float32))
     with pytest.raises(ValueError, match="rank 3 is not in the job"):
         spotagg.Worker(job, 3, "127.0.0.1:1")
+    with pytest.raises(ValueError, match="must be the job's worker_port 48864"):
+        spotagg.Worker(loopback_job(2), 0, "127.0.0.1:1", bind="127.0.0.10:0")
     with pytest.raises(ValueError, match="not an address"):
         spotagg.Worker(job, 0, "localhost")
     with pytest.raises(ValueError, match="payload_bytes"):
@@ -132,19 +134,19 @@ def test_type_errors_name_the_problem():
 
 def test_job_from_a_file(tmp_path):
     p = tmp_path / "job.toml"
-    p.write_text(spotagg.example_job(1))
+    p.write_text(loopback_job(1))
     for job in (p, str(p)):
         with spotagg.SoftwareSwitch(job) as sw:
             a = np.arange(10, dtype=np.int32)
-            spotagg.Worker(job, 0, sw.address, bind="127.0.0.10:0").allreduce(a)
+            spotagg.Worker(job, 0, sw.address).allreduce(a)
             np.testing.assert_array_equal(a, np.arange(10))
 
 
 def test_switch_unreachable_names_the_switch_and_does_not_hang():
-    job = spotagg.example_job(1, timeout_ms=5, max_retries=3)
+    job = loopback_job(1, timeout_ms=5, max_retries=3)
     sw = spotagg.SoftwareSwitch(job)
     address = sw.address
-    w = spotagg.Worker(job, 0, address, bind="127.0.0.10:0")
+    w = spotagg.Worker(job, 0, address)
     w.allreduce(np.ones(300, np.float32))
     sw.close()
     assert sw.closed
@@ -160,7 +162,7 @@ def test_switch_unreachable_names_the_switch_and_does_not_hang():
 def test_protocol_error_from_a_switch_that_lies_about_exponents():
     """A misbehaving switch (a socket that answers each packet with the packet itself, its
     e1 exponent raised by one) makes the worker's exponent check fail: ProtocolError."""
-    job = spotagg.example_job(1, timeout_ms=50, max_retries=3)
+    job = loopback_job(1, timeout_ms=50, max_retries=3)
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind(("127.0.0.1", 0))
     s.settimeout(0.05)
@@ -179,7 +181,7 @@ def test_protocol_error_from_a_switch_that_lies_about_exponents():
     t = threading.Thread(target=serve, daemon=True)
     t.start()
     try:
-        w = spotagg.Worker(job, 0, f"127.0.0.1:{s.getsockname()[1]}", bind="127.0.0.10:0")
+        w = spotagg.Worker(job, 0, f"127.0.0.1:{s.getsockname()[1]}")
         with pytest.raises(spotagg.ProtocolError, match="protocol error on slot"):
             w.allreduce(np.ones(1000, np.float32))
     finally:
@@ -189,10 +191,10 @@ def test_protocol_error_from_a_switch_that_lies_about_exponents():
 
 
 def test_counters_and_context_manager():
-    job = spotagg.example_job(1)
+    job = loopback_job(1)
     with spotagg.SoftwareSwitch(job, "127.0.0.1:0") as sw:
         assert sw.address.startswith("127.0.0.1:") and not sw.closed
-        spotagg.Worker(job, 0, sw.address, bind="127.0.0.10:0").allreduce(np.ones(512, np.int32))
+        spotagg.Worker(job, 0, sw.address).allreduce(np.ones(512, np.int32))
         c = sw.counters()
         assert c["contributions"] == 2 and c["results_multicast"] == 2
     assert sw.closed
