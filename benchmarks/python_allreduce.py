@@ -43,7 +43,7 @@ def free_port():
 def bucket_times(rank, worker, nbytes, reps):
     a = np.full(nbytes // 4, 0.001 * (rank + 1), dtype=np.float32)
     t = torch.from_numpy(a.copy())
-    out = {"spotagg": [], "gloo": [], "driver": [], "worker_cpu": []}
+    out = {"spotagg": [], "gloo": [], "driver": [], "worker_cpu": [], "retransmissions": []}
     total = 0.0
     for i in range(reps + 1):
         dist.barrier()
@@ -60,6 +60,7 @@ def bucket_times(rank, worker, nbytes, reps):
         out["spotagg"].append(t1 - t0)
         out["driver"].append(st.seconds)
         out["worker_cpu"].append(c1 - c0)
+        out["retransmissions"].append(st.retransmissions)
         out["gloo"].append(t3 - t2)
     res = {k: statistics.median(v) for k, v in out.items()}
     res["spotagg_total"] = total
@@ -75,8 +76,6 @@ def model():
 
 
 def step_time(rank, ddp, steps):
-    from torch.nn.parallel import DistributedDataParallel  # noqa: F401
-
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     g = torch.Generator().manual_seed(rank)
     x, y = torch.randn(8, 2048, generator=g), torch.randint(0, 10, (8,), generator=g)
@@ -126,7 +125,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ranks", type=int, default=4)
     p.add_argument("--reps", type=int, default=5, help="repetitions of a 25 MB all-reduce (1 MB: 4x)")
-    p.add_argument("--slots", type=int, default=128)
+    p.add_argument("--slots", type=int, default=128, help="slots (= window) of the job, 1024-byte payloads")
     args = p.parse_args()
 
     job = spotagg.example_job(args.ranks, slots=args.slots)
@@ -163,7 +162,7 @@ def main():
 
     r0 = got[0]
     print(f"spotagg vs Gloo, {args.ranks} ranks on {os.cpu_count()} cores, software switch (reference, 1 thread), "
-          f"{job.count('payload_bytes = 1024') and 1024} B payloads, {args.slots} slots")
+          f"1024 B payloads, {args.slots} slots")
     print(f"{'what':<34}{'spotagg':>12}{'Gloo':>12}{'ratio':>9}")
     for label in ("25 MB", "1 MB"):
         s, g = r0[label]["spotagg"], r0[label]["gloo"]
@@ -176,7 +175,7 @@ def main():
         x = r0[label]
         print(f"  {label}: call {x['spotagg'] * 1e3:.1f} ms = driver {x['driver'] * 1e3:.1f} ms + Python/binding "
               f"{(x['spotagg'] - x['driver']) * 1e3:.2f} ms; worker thread CPU {x['worker_cpu'] * 1e3:.1f} ms "
-              f"({100 * x['worker_cpu'] / x['spotagg']:.0f}% of the call)")
+              f"({100 * x['worker_cpu'] / x['spotagg']:.0f}% of the call), {x['retransmissions']:.0f} retransmissions")
     busy = sum(r0[label]["spotagg_total"] for label in ("25 MB", "1 MB"))
     print(f"  switch thread CPU (this process): {phase1_cpu:.2f} s during {busy:.2f} s of spotagg all-reduces "
           f"({100 * phase1_cpu / busy:.0f}% of one core while they ran); {phase2_cpu:.2f} s over the "
