@@ -369,11 +369,15 @@ impl SoftwareSwitch {
 
 #[pymethods]
 impl SoftwareSwitch {
-    /// `SoftwareSwitch(job, bind="127.0.0.1:0")`: serves the reference switch for `job` (path
-    /// or TOML text) on UDP `bind` until `close()`.
+    /// `SoftwareSwitch(job, bind="127.0.0.1:0", loss=0.0, seed=0)`: serves the reference switch
+    /// for `job` (path or TOML text) on UDP `bind` until `close()`; `loss` drops each datagram
+    /// with that probability in each direction (seeded by `seed`), for tests of retransmission.
     #[new]
-    #[pyo3(signature = (job, bind="127.0.0.1:0"))]
-    fn new(job: &Bound<'_, PyAny>, bind: &str) -> PyResult<SoftwareSwitch> {
+    #[pyo3(signature = (job, bind="127.0.0.1:0", loss=0.0, seed=0))]
+    fn new(job: &Bound<'_, PyAny>, bind: &str, loss: f64, seed: u64) -> PyResult<SoftwareSwitch> {
+        if !(0.0..=1.0).contains(&loss) {
+            return Err(PyValueError::new_err(format!("loss = {loss} is not a probability in 0..=1")));
+        }
         let job = job_from(job)?;
         let local = socket_addr("bind", bind)?;
         let socket = UdpSocket::bind(local)
@@ -387,7 +391,8 @@ impl SoftwareSwitch {
             .name(format!("spotagg-switch-{address}"))
             .spawn(move || {
                 let mut shared = SharedEngine(e);
-                udp_switch::serve(&socket, &job, &mut shared, &ServeOptions::default(), &s)
+                let opts = ServeOptions { loss, seed, ..ServeOptions::default() };
+                udp_switch::serve(&socket, &job, &mut shared, &opts, &s)
             })
             .map_err(|e| PyOSError::new_err(format!("cannot start the switch thread: {e}")))?;
         Ok(SoftwareSwitch { address, engine, stop, thread: Mutex::new(Some(thread)), served: Mutex::new(None) })
@@ -416,6 +421,8 @@ impl SoftwareSwitch {
             d.set_item("datagrams_in", st.datagrams_in)?;
             d.set_item("datagrams_out", st.datagrams_out)?;
             d.set_item("unknown_senders", st.unknown_senders)?;
+            d.set_item("injected_drops_in", st.injected_drops_in)?;
+            d.set_item("injected_drops_out", st.injected_drops_out)?;
         }
         Ok(d)
     }

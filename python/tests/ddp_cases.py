@@ -142,3 +142,23 @@ def backend(rank, n, job, switch):
     out["ddp_diffs"] = diffs
     out["switch_ops"] = sw.sender.switch_ops
     return out
+
+
+def fallback_mid_step(rank, n, job, switch, steps):
+    """Trains while the test process stops the switch at some moment of its own; returns the
+    parameters and whether the hook fell back."""
+    hooked = DDP(model(), bucket_cap_mb=0.02)
+    ref = DDP(model(), bucket_cap_mb=0.02)
+    state = st.HookState(switch=switch, job=job)
+    hooked.register_comm_hook(state, st.allreduce_hook)
+    opt = torch.optim.SGD(hooked.parameters(), lr=0.1)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for step in range(steps):
+            train_step(hooked, opt, rank, step)
+            train_step(ref, ref_opt, rank, step)
+    out = dict(params=params(hooked).numpy(), ref=params(ref).numpy(), fell_back=state.fell_back,
+               switch_ops=state.switch_allreduces, buckets=len(state.buckets))
+    state.close()
+    return out
