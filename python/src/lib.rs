@@ -169,10 +169,10 @@ impl PyWorker {
             match e {
                 DriverError::Timeout { .. } => SwitchUnreachable::new_err(msg),
                 DriverError::Protocol { .. } => ProtocolError::new_err(msg),
-                DriverError::Conversion(_) | DriverError::TooLarge { .. } | DriverError::Rank { .. } => {
-                    PyValueError::new_err(msg)
-                }
                 DriverError::Transport(_) => PyOSError::new_err(msg),
+                // Conversion (NaN, infinity, too large), TooLarge, Rank, and whatever the
+                // driver adds: a bad argument.
+                _ => PyValueError::new_err(msg),
             }
         })
     }
