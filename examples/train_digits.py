@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""Trains an MLP on scikit-learn's digits (shipped in the spotagg package: nothing is
+downloaded) with DistributedDataParallel on 4 ranks, the gradients averaged through a spotagg
+switch on loopback addresses by the spotagg DDP hook; `--baseline gloo` trains the same model
+with the same seed through PyTorch's default all-reduce (Gloo).
+
+    python examples/train_digits.py                    # spotagg, 4 ranks, a software switch
+    python examples/train_digits.py --baseline gloo    # the same with Gloo
+    python examples/train_digits.py --both             # both, then the plot
+
+Each run prints per-epoch training loss and test accuracy and saves its curve to
+`--results DIR` (default examples/results/); when both runs' curves are there, it writes a PNG
+(`--plot`, default DIR/digits-loss.png) of both loss curves (and accuracies) side by side.
+
+The switch: by default a spotagg.SoftwareSwitch (the reference switch over UDP) in the
+launching process, at 127.0.0.1; ranks bind 127.0.0.(10 + rank). `--switch IP:PORT --job
+FILE` uses a running one instead (e.g. `spotagg switch --config FILE --bind IP:PORT`;
+`--write-job FILE` writes a suitable job). Under torchrun (RANK/WORLD_SIZE set) the script is
+one rank and needs `--switch` and `--job` (or SPOTAGG_SWITCH / SPOTAGG_JOB).
+"""
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import spotagg
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--baseline", choices=["gloo"], help="train with PyTorch's default all-reduce instead of spotagg")
+    p.add_argument("--both", action="store_true", help="train with spotagg, then with Gloo, then plot")
+    p.add_argument("--ranks", type=int, default=4)
+    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--batch", type=int, default=16, help="batch size per rank")
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--switch", default=os.environ.get("SPOTAGG_SWITCH"), help="IP:PORT of a running switch")
+    p.add_argument("--job", default=os.environ.get("SPOTAGG_JOB"), help="the job TOML of --switch")
+    p.add_argument("--write-job", metavar="FILE", help="write a loopback job for --ranks workers and exit")
+    p.add_argument("--results", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--plot", help="PNG of both runs (default RESULTS/digits-loss.png)")
+    return p.parse_args(argv)
+
+
+def data(seed):
+    x, y = spotagg.load_digits()
+    x = x / 16.0
+    order = np.random.default_rng(seed).permutation(len(x))
+    n_test = len(x) // 5
+    test, train = order[:n_test], order[n_test:]
+    return (torch.from_numpy(x[train]), torch.from_numpy(y[train])), (torch.from_numpy(x[test]), torch.from_numpy(y[test]))
+
+
+def make_model(seed):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(
+        torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)
+    )
+
+
+def train(rank, world, args, mode, job, switch):
+    """One rank's training; returns rank 0's history."""
+    torch.set_num_threads(1)
+    (xtr, ytr), (xte, yte) = data(args.seed)
+    model = make_model(args.seed)
+    ddp = DDP(model)
+    state = None
+    if mode == "spotagg":
+        import spotagg.torch as st
+
+        state = st.HookState(switch=switch, job=job)
+        ddp.register_comm_hook(state, st.allreduce_hook)
+    opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
+    history = {"mode": mode, "ranks": world, "seed": args.seed, "loss": [], "accuracy": [], "seconds": []}
+    g = torch.Generator().manual_seed(args.seed)
+    t0 = time.perf_counter()
+    for epoch in range(args.epochs):
+        # The same permutation on every rank; rank r takes every world-th batch's share.
+        perm = torch.randperm(len(xtr), generator=g)
+        per_step = args.batch * world
+        steps = len(xtr) // per_step
+        total = torch.zeros(2, dtype=torch.float64)
+        ddp.train()
+        for s in range(steps):
+            idx = perm[s * per_step + rank * args.batch : s * per_step + (rank + 1) * args.batch]
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(ddp(xtr[idx]), ytr[idx])
+            loss.backward()
+            opt.step()
+            total += torch.tensor([loss.item() * len(idx), len(idx)], dtype=torch.float64)
+        dist.all_reduce(total)
+        ddp.eval()
+        with torch.no_grad():
+            acc = (model(xte).argmax(1) == yte).double().mean().item()
+        history["loss"].append(total[0].item() / total[1].item())
+        history["accuracy"].append(acc)
+        history["seconds"].append(time.perf_counter() - t0)
+        if rank == 0:
+            print(f"[{mode}] epoch {epoch + 1:3d}  loss {history['loss'][-1]:.4f}  test accuracy {100 * acc:.2f}%", flush=True)
+    if state is not None:
+        history["switch_allreduces"] = state.switch_allreduces
+        history["fell_back"] = state.fell_back
+        state.close()
+    return history
+
+
+def _rank_main(rank, world, port, args, mode, job, switch, queue):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        h = train(rank, world, args, mode, job, switch)
+        if rank == 0:
+            queue.put(h)
+    finally:
+        dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(args, mode):
+    """Spawns the ranks (and the software switch, unless --switch); returns rank 0's history."""
+    job, switch, sw = args.job, args.switch, None
+    if mode == "spotagg" and not switch:
+        job = spotagg.example_job(args.ranks, slots=64)
+        sw = spotagg.SoftwareSwitch(job, "127.0.0.1:0")
+        switch = sw.address
+        print(f"spotagg: software switch at {switch}, ranks at 127.0.0.10..{10 + args.ranks - 1}", flush=True)
+    elif mode == "spotagg" and not job:
+        sys.exit("--switch needs --job (the switch's job TOML)")
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    try:
+        mp.start_processes(
+            _rank_main, args=(args.ranks, free_port(), args, mode, job, switch, queue), nprocs=args.ranks, start_method="spawn"
+        )
+        history = queue.get(timeout=60)
+    finally:
+        if sw is not None:
+            history_counters = sw.counters()
+            sw.close()
+    if sw is not None:
+        history["switch_counters"] = {k: v for k, v in history_counters.items() if v}
+    return history
+
+
+def save_and_plot(args, history):
+    os.makedirs(args.results, exist_ok=True)
+    path = os.path.join(args.results, f"digits-{history['mode']}.json")
+    with open(path, "w") as f:
+        json.dump(history, f, indent=1)
+    print(f"final test accuracy ({history['mode']}): {100 * history['accuracy'][-1]:.2f}%  -> {path}")
+    runs = {}
+    for mode in ("spotagg", "gloo"):
+        p = os.path.join(args.results, f"digits-{mode}.json")
+        if os.path.exists(p):
+            with open(p) as f:
+                runs[mode] = json.load(f)
+    if len(runs) < 2:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, mode in zip(axes, ("spotagg", "gloo")):
+        h = runs[mode]
+        epochs = range(1, len(h["loss"]) + 1)
+        ax.plot(epochs, h["loss"], color="tab:blue", label="training loss")
+        ax.set_yscale("log")
+        ax.set_xlabel("epoch")
+        title = "spotagg switch (DDP hook)" if mode == "spotagg" else "Gloo (DDP default all-reduce)"
+        ax.set_title(f"{title}\nfinal test accuracy {100 * h['accuracy'][-1]:.2f}%", fontsize=10)
+        ax2 = ax.twinx()
+        ax2.plot(epochs, [100 * a for a in h["accuracy"]], color="tab:orange", label="test accuracy")
+        ax2.set_ylim(80, 100)
+        ax2.set_ylabel("test accuracy (%)")
+        lines = ax.get_lines() + ax2.get_lines()
+        ax.legend(lines, [l.get_label() for l in lines], loc="center right")
+    axes[0].set_ylabel("training loss (mean over ranks)")
+    fig.suptitle(f"digits MLP, {runs['spotagg']['ranks']} ranks, seed {runs['spotagg']['seed']}")
+    fig.tight_layout()
+    out = args.plot or os.path.join(args.results, "digits-loss.png")
+    fig.savefig(out, dpi=100)
+    print(f"plot: {out}")
+
+
+def main():
+    args = parse_args()
+    if args.write_job:
+        with open(args.write_job, "w") as f:
+            f.write(spotagg.example_job(args.ranks, slots=64))
+        return
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # under torchrun: one rank
+        dist.init_process_group("gloo")
+        mode = "gloo" if args.baseline else "spotagg"
+        h = train(dist.get_rank(), dist.get_world_size(), args, mode, args.job, args.switch)
+        dist.destroy_process_group()
+        if int(os.environ["RANK"]) == 0:
+            save_and_plot(args, h)
+        return
+    modes = ["spotagg", "gloo"] if args.both else ["gloo" if args.baseline else "spotagg"]
+    for mode in modes:
+        save_and_plot(args, run(args, mode))
+
+
+if __name__ == "__main__":
+    main()

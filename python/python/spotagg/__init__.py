@@ -1,0 +1,37 @@
+"""spotagg: in-network gradient aggregation (the SwitchML protocol) from Python.
+
+- :class:`Worker` — one rank of a job; ``worker.allreduce(array)`` sums a float32/int32 numpy
+  array or CPU ``torch.Tensor`` over the job's ranks, in place, zero copy, GIL released.
+- :class:`SoftwareSwitch` — the reference switch served over UDP by a background thread.
+- :func:`example_job` — the TOML text of a job on loopback addresses.
+- :func:`error_bounds` — the float32 error bound of driver/src/fixedpoint.rs, per element.
+- :mod:`spotagg.torch` — the DDP communication hook and the ``spotagg`` torch.distributed
+  backend (imports torch).
+
+Errors: :class:`SwitchUnreachable` when the switch stops answering, :class:`ProtocolError` for
+an answer that contradicts the protocol; both derive from :class:`SpotaggError`.
+"""
+
+from ._native import (
+    ProtocolError,
+    SoftwareSwitch,
+    SpotaggError,
+    Stats,
+    SwitchUnreachable,
+    Worker,
+    error_bounds,
+    example_job,
+)
+from .datasets import load_digits
+
+__all__ = [
+    "ProtocolError",
+    "SoftwareSwitch",
+    "SpotaggError",
+    "Stats",
+    "SwitchUnreachable",
+    "Worker",
+    "error_bounds",
+    "example_job",
+    "load_digits",
+]

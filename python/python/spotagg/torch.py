@@ -1,0 +1,300 @@
+"""spotagg for PyTorch: a DDP communication hook and a torch.distributed backend.
+
+Hook::
+
+    import spotagg.torch
+    state = spotagg.torch.HookState(switch="127.0.0.1:48864", job="job.toml")
+    ddp.register_comm_hook(state, spotagg.torch.allreduce_hook)
+
+averages the gradient buckets as DDP's default hook does (divide by the world size, then SUM
+all-reduce), through the switch. Rank and world size come from torch.distributed; `job` and
+`switch` may come from SPOTAGG_JOB and SPOTAGG_SWITCH.
+
+How it runs: the hook hands each bucket to one sender thread, which all-reduces the buckets one
+at a time in ``bucket.index()`` order (within each step) and completes the bucket's
+``torch.futures.Future`` from that thread. Every rank thus sends the same bucket sequence to the
+switch.
+
+Fallback: when an all-reduce through the switch fails (the switch stopped answering, or any
+other error), the bucket's input (kept until its all-reduce completes) is restored and that
+bucket and every later one go through Gloo (a group of its own, used only by the sender thread),
+with one warning naming the switch. The ranks first agree, with one Gloo all-reduce (MIN), on
+the first bucket that failed anywhere: a rank that had completed that bucket through the switch
+(the switch answered it, not a slower rank) joins a Gloo all-reduce of it with its kept input
+and keeps its switch result, so the collectives of all ranks match. With ``fallback=False`` the
+error is kept in ``state.error``, the bucket's future is given the error, and the next call of
+the hook raises it.
+
+Backend: importing this module registers the torch.distributed backend ``spotagg``;
+``dist.new_group(backend="spotagg")`` (with a Gloo default group, and SPOTAGG_JOB /
+SPOTAGG_SWITCH set) serves ``all_reduce`` (SUM of float32/int32 CPU tensors) through the switch,
+and broadcast, allgather, barrier and the other reductions through a Gloo group of its own.
+"""
+
+
+
+import os
+import queue
+import sys
+import threading
+import warnings
+
+import torch
+import torch.distributed as dist
+
+from . import SpotaggError, Worker
+
+__all__ = ["HookState", "allreduce_hook", "ProcessGroupSpotagg"]
+
+_SWITCH_DTYPES = (torch.float32, torch.int32)
+
+
+def _job_and_switch(job, switch):
+    job = job if job is not None else os.environ.get("SPOTAGG_JOB")
+    switch = switch if switch is not None else os.environ.get("SPOTAGG_SWITCH")
+    if not job:
+        raise ValueError("spotagg: no job: pass job= (a job TOML path or text) or set SPOTAGG_JOB")
+    if not switch:
+        raise ValueError("spotagg: no switch: pass switch= (\"IP:PORT\") or set SPOTAGG_SWITCH")
+    return job, switch
+
+
+class _Sender:
+    """One thread that all-reduces tensors in submission order, through the switch while it
+    works and through `gloo` after the first failure (see the module doc)."""
+
+    def __init__(self, worker: Worker, gloo, world_size: int, fallback: bool):
+        self.worker = worker
+        self.gloo = gloo
+        self.world_size = world_size
+        self.fallback = fallback
+        self.use_gloo = False
+        self.error = None
+        self.fallbacks = 0
+        self.switch_ops = 0
+        self._seq = 0
+        # Input of the last tensor completed through the switch (see the module doc).
+        self._last_done = None
+        self._queue: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="spotagg-sender", daemon=True)
+        self._thread.start()
+
+    def submit(self, tensor: torch.Tensor, fut: torch.futures.Future, then=None):
+        self._queue.put((tensor, fut, then))
+
+    def close(self):
+        self._queue.put(None)
+        self._thread.join()
+
+    def _run(self):
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            tensor, fut, then = item
+            try:
+                self._one(tensor)
+                if then is not None:
+                    then(tensor)
+                fut.set_result(tensor)
+            except BaseException as e:  # noqa: BLE001 - handed to the future and kept
+                if self.error is None:
+                    self.error = e
+                print(f"spotagg: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+                fut.set_exception(e)
+
+    def _one(self, tensor: torch.Tensor):
+        seq = self._seq
+        self._seq += 1
+        if self.error is not None and not self.fallback:
+            raise self.error
+        if self.use_gloo or tensor.dtype not in _SWITCH_DTYPES:
+            self.gloo.allreduce([tensor]).wait()
+            return
+        kept = tensor.clone()
+        try:
+            self.worker.allreduce(tensor)
+            self.switch_ops += 1
+            self._last_done = (seq, kept)
+            return
+        except (SpotaggError, ValueError, OSError) as e:
+            if not self.fallback:
+                raise
+            tensor.copy_(kept)
+            self._fall_back(seq, e)
+        self.gloo.allreduce([tensor]).wait()
+
+    def _fall_back(self, seq: int, e: BaseException):
+        self.use_gloo = True
+        self.fallbacks += 1
+        warnings.warn(
+            f"spotagg: the switch {self.worker.switch} failed ({e}); rank {self.worker.rank} "
+            f"falls back to Gloo all-reduce from this bucket on",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        first = torch.tensor([seq], dtype=torch.int64)
+        opts = dist.AllreduceOptions()
+        opts.reduceOp = dist.ReduceOp.MIN
+        self.gloo.allreduce([first], opts).wait()
+        first = int(first.item())
+        if first < seq:
+            # Another rank did not get the previous result: redo it with it (result unused here).
+            if self._last_done is None or self._last_done[0] != first:
+                raise SpotaggError(
+                    f"spotagg fallback: rank {self.worker.rank} cannot redo operation {first} "
+                    f"(it failed at {seq}); the ranks are out of step"
+                )
+            self.gloo.allreduce([self._last_done[1]]).wait()
+        self._last_done = None
+
+
+class HookState:
+    """State of :func:`allreduce_hook`: a :class:`spotagg.Worker` for this rank, a Gloo group
+    for the fallback, the sender thread.
+
+    ``switch``: "IP:PORT" (or SPOTAGG_SWITCH); ``job``: path or TOML text (or SPOTAGG_JOB);
+    ``bind``: the worker's local address (default: the rank's address in the job);
+    ``fallback``: fall back to Gloo when the switch fails (else raise);
+    ``process_group``: the group DDP uses (default: the default group). Rank and world size are
+    the group's; a job with another number of workers is a ValueError here.
+    """
+
+    def __init__(self, switch=None, job=None, bind=None, fallback=True, process_group=None):
+        if not dist.is_initialized():
+            raise RuntimeError("spotagg.torch.HookState: call torch.distributed.init_process_group first")
+        job, switch = _job_and_switch(job, switch)
+        group = process_group if process_group is not None else dist.group.WORLD
+        rank, world = dist.get_rank(group), dist.get_world_size(group)
+        self.worker = Worker(job, rank, switch, bind)
+        if self.worker.world_size != world:
+            raise ValueError(
+                f"spotagg: the job has {self.worker.world_size} workers but torch.distributed's "
+                f"world size is {world}"
+            )
+        ranks = None if process_group is None else dist.get_process_group_ranks(process_group)
+        gloo = dist.new_group(ranks=ranks, backend="gloo")
+        self.rank, self.world_size = rank, world
+        self._gloo_group = gloo
+        self._sender = _Sender(self.worker, _backend_of(gloo), world, fallback)
+        self._pending = {}
+        self._next_index = 0
+        #: (index, elements) of every bucket the hook was given, in call order.
+        self.buckets = []
+
+    @property
+    def switch(self) -> str:
+        return self.worker.switch
+
+    @property
+    def fell_back(self) -> bool:
+        """Whether the hook went over to Gloo."""
+        return self._sender.use_gloo
+
+    @property
+    def error(self):
+        """The error that stopped the switch all-reduces (None while they work)."""
+        return self._sender.error
+
+    @property
+    def switch_allreduces(self) -> int:
+        """Buckets all-reduced through the switch."""
+        return self._sender.switch_ops
+
+    def close(self):
+        self._sender.close()
+
+    def _submit(self, index: int, is_last: bool, tensor, fut):
+        # Buckets go to the sender in index order within a step, whatever order they come in.
+        self._pending[index] = (is_last, tensor, fut)
+        while self._next_index in self._pending:
+            last, t, f = self._pending.pop(self._next_index)
+            self._sender.submit(t, f)
+            self._next_index = 0 if last else self._next_index + 1
+
+
+def _backend_of(group):
+    """The Gloo ProcessGroup object of a group made by dist.new_group."""
+    return group._get_backend(torch.device("cpu")) if hasattr(group, "_get_backend") else group
+
+
+def allreduce_hook(state: "HookState", bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+    """DDP communication hook: the bucket averaged over the ranks through the switch (Gloo after
+    a failure, see the module doc)."""
+    if state._sender.error is not None and not state._sender.fallback:
+        raise state._sender.error
+    tensor = bucket.buffer()
+    state.buckets.append((bucket.index(), tensor.numel()))
+    tensor.div_(state.world_size)
+    fut = torch.futures.Future()
+    state._submit(bucket.index(), bucket.is_last(), tensor, fut)
+    return fut.then(lambda f: f.value())
+
+
+# ---------------------------------------------------------------------------------------------
+# The torch.distributed backend "spotagg".
+
+
+class ProcessGroupSpotagg(dist.ProcessGroup):
+    """all_reduce (SUM, float32/int32 CPU) through the switch, everything else through Gloo."""
+
+    def __init__(self, store, rank, size, timeout):
+        super().__init__(rank, size)
+        job, switch = _job_and_switch(None, None)
+        bind = os.environ.get("SPOTAGG_BIND") or None
+        self.worker = Worker(job, rank, switch, bind)
+        if self.worker.world_size != size:
+            raise ValueError(
+                f"spotagg backend: the job has {self.worker.world_size} workers but the group has {size}"
+            )
+        # Two Gloo groups: one for the calls of the caller's thread, one for the sender thread's
+        # fallback (collectives of two threads on one group could be matched out of order).
+        self.gloo = dist.ProcessGroupGloo(dist.PrefixStore("spotagg-gloo", store), rank, size, timeout)
+        fallback = dist.ProcessGroupGloo(dist.PrefixStore("spotagg-fallback", store), rank, size, timeout)
+        self.sender = _Sender(self.worker, fallback, size, fallback=True)
+
+    def getBackendName(self):
+        return "spotagg"
+
+    def allreduce(self, tensors, opts=None):
+        op = getattr(opts, "reduceOp", dist.ReduceOp.SUM)
+        ok = (
+            op == dist.ReduceOp.SUM
+            and len(tensors) == 1
+            and tensors[0].device.type == "cpu"
+            and tensors[0].dtype in _SWITCH_DTYPES
+            and tensors[0].is_contiguous()
+        )
+        if not ok:
+            return self.gloo.allreduce(tensors, opts or dist.AllreduceOptions())
+        fut = torch.futures.Future()
+        self.sender.submit(tensors[0], fut)
+        return _work(fut.then(lambda f: [f.value()]))
+
+    def broadcast(self, tensors, opts):
+        return self.gloo.broadcast(tensors, opts)
+
+    def allgather(self, output_tensors, input_tensors, opts=None):
+        return self.gloo.allgather(output_tensors, input_tensors, opts or dist.AllgatherOptions())
+
+    def _allgather_base(self, output, input, opts=None):
+        return self.gloo._allgather_base(output, input, opts or dist.AllgatherOptions())
+
+    def barrier(self, opts=None):
+        return self.gloo.barrier(opts or dist.BarrierOptions())
+
+    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
+        return self.gloo.reduce_scatter(output_tensors, input_tensors, opts or dist.ReduceScatterOptions())
+
+
+def _work(fut):
+    return torch._C._distributed_c10d._create_work_from_future(fut)
+
+
+def _create_spotagg(store, rank, size, timeout):
+    return ProcessGroupSpotagg(store, rank, size, timeout)
+
+
+if "spotagg" not in dist.Backend.backend_list and hasattr(dist.Backend, "register_backend"):
+    dist.Backend.register_backend("spotagg", _create_spotagg, devices=["cpu"])
+

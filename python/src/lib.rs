@@ -1,0 +1,545 @@
+//! `spotagg._native`: the worker library ([`spotagg_driver`]) and the software switch
+//! ([`spotagg_sim::udp_switch`]) for Python. Bindings only: every protocol decision stays in the
+//! driver crate.
+//!
+//! - [`PyWorker`] (`spotagg.Worker`): one rank of a job over UDP; `allreduce` sums a float32
+//!   or int32 numpy array (or a CPU `torch.Tensor`) in place, without a copy and with the GIL
+//!   released.
+//! - [`SoftwareSwitch`] (`spotagg.SoftwareSwitch`): the reference switch served over UDP by a
+//!   background thread of the same process.
+//! - Errors: `SwitchUnreachable` (the switch stopped answering), `ProtocolError` (an answer that
+//!   contradicts the protocol), both subclasses of `SpotaggError`; bad arguments are
+//!   `TypeError` / `ValueError`, socket failures `OSError`.
+
+use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyOSError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use spotagg_driver::config::JobConfig;
+use spotagg_driver::fixedpoint;
+use spotagg_driver::transport::{enlarge_buffers, UdpTransport, SOCKET_BUFFER};
+use spotagg_driver::wire::PayloadSize;
+use spotagg_driver::worker::{Error as DriverError, Stats, Worker};
+use spotagg_driver::{Counters, Engine};
+use spotagg_sim::reference::RefSwitch;
+use spotagg_sim::udp_switch::{self, ServeOptions, ServeStats};
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+create_exception!(spotagg, SpotaggError, PyException, "Base class of the errors of spotagg.");
+create_exception!(
+    spotagg,
+    SwitchUnreachable,
+    SpotaggError,
+    "The switch stopped answering: a packet got no result after every retransmission."
+);
+create_exception!(
+    spotagg,
+    ProtocolError,
+    SpotaggError,
+    "The switch's answer contradicts the protocol (for example, workers that disagree on exponents)."
+);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A job from a path (str or os.PathLike) to a TOML file, or from the TOML text itself.
+fn job_from(obj: &Bound<'_, PyAny>) -> PyResult<JobConfig> {
+    if let Ok(text) = obj.extract::<String>() {
+        let path = PathBuf::from(&text);
+        if !text.contains('\n') && !text.contains('=') {
+            return JobConfig::load(&path).map_err(|e| PyValueError::new_err(format!("job: {e}")));
+        }
+        return JobConfig::from_toml(&text).map_err(|e| PyValueError::new_err(format!("job TOML text: {e}")));
+    }
+    if let Ok(path) = obj.extract::<PathBuf>() {
+        return JobConfig::load(&path).map_err(|e| PyValueError::new_err(format!("job: {e}")));
+    }
+    Err(PyTypeError::new_err(format!(
+        "job must be a path to a job TOML file or the TOML text, not {}",
+        obj.get_type().name()?
+    )))
+}
+
+fn socket_addr(what: &str, s: &str) -> PyResult<SocketAddr> {
+    s.parse().map_err(|_| {
+        PyValueError::new_err(format!("{what} = {s:?} is not an address IP:PORT (like \"127.0.0.1:48864\")"))
+    })
+}
+
+/// What an all-reduce did (`spotagg.Stats`).
+#[pyclass(name = "Stats", module = "spotagg", frozen, get_all)]
+#[derive(Clone)]
+struct PyStats {
+    /// Elements of the array.
+    elements: usize,
+    /// Chunks of k elements (one packet each, plus the priming packets of float32).
+    chunks: usize,
+    /// Packets sent, retransmissions and priming packets included.
+    packets: u64,
+    /// Packets received, ignored ones included.
+    packets_received: u64,
+    /// Retransmissions.
+    retransmissions: u64,
+    /// Received packets ignored (stale, duplicate or of another job).
+    ignored: u64,
+    /// Seconds from the first packet to the last result.
+    seconds: f64,
+}
+
+#[pymethods]
+impl PyStats {
+    fn __repr__(&self) -> String {
+        format!(
+            "Stats(elements={}, chunks={}, packets={}, packets_received={}, retransmissions={}, ignored={}, seconds={:.6})",
+            self.elements,
+            self.chunks,
+            self.packets,
+            self.packets_received,
+            self.retransmissions,
+            self.ignored,
+            self.seconds
+        )
+    }
+}
+
+impl From<Stats> for PyStats {
+    fn from(s: Stats) -> PyStats {
+        PyStats {
+            elements: s.elements,
+            chunks: s.chunks,
+            packets: s.packets_sent,
+            packets_received: s.packets_received,
+            retransmissions: s.retransmissions,
+            ignored: s.ignored,
+            seconds: s.seconds,
+        }
+    }
+}
+
+struct WorkerState {
+    worker: Worker,
+    transport: UdpTransport,
+    /// Why the worker can no longer be used: after a failed operation its slot state no
+    /// longer matches the switch's.
+    failed: Option<String>,
+}
+
+/// One rank of a job, talking to a switch over UDP (`spotagg.Worker`).
+#[pyclass(name = "Worker", module = "spotagg", frozen)]
+struct PyWorker {
+    state: Mutex<WorkerState>,
+    job: JobConfig,
+    rank: usize,
+    switch: SocketAddr,
+    bind: SocketAddr,
+}
+
+enum Data<'a> {
+    F32(&'a mut [f32]),
+    I32(&'a mut [i32]),
+}
+
+impl PyWorker {
+    fn run(&self, data: Data<'_>) -> PyResult<Stats> {
+        let mut st = lock(&self.state);
+        if let Some(why) = &st.failed {
+            return Err(SpotaggError::new_err(why.clone()));
+        }
+        let WorkerState { worker, transport, .. } = &mut *st;
+        let r = match data {
+            Data::F32(d) => worker.allreduce_f32(transport, d),
+            Data::I32(d) => worker.allreduce_i32(transport, d),
+        };
+        r.map_err(|e| {
+            let msg = match &e {
+                DriverError::Timeout { .. } => {
+                    format!("switch {} (rank {}, bound to {}): {e}", self.switch, self.rank, self.bind)
+                }
+                _ => format!("switch {}: {e}", self.switch),
+            };
+            st.failed = Some(format!(
+                "an earlier all-reduce of this worker failed ({msg}); make a new Worker for a newly configured switch job"
+            ));
+            match e {
+                DriverError::Timeout { .. } => SwitchUnreachable::new_err(msg),
+                DriverError::Protocol { .. } => ProtocolError::new_err(msg),
+                DriverError::Transport(_) => PyOSError::new_err(msg),
+                // Conversion (NaN, infinity, too large), TooLarge, Rank, and whatever the
+                // driver adds: a bad argument.
+                _ => PyValueError::new_err(msg),
+            }
+        })
+    }
+}
+
+/// The numpy array behind `obj`: the array itself, or a torch.Tensor's `.numpy()` view after
+/// checking that it is a contiguous CPU tensor that does not require grad.
+fn as_array<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>> {
+    if let Ok(a) = obj.cast::<PyUntypedArray>() {
+        return Ok(a.clone());
+    }
+    let ty = obj.get_type();
+    let module: String = ty.getattr("__module__")?.extract().unwrap_or_default();
+    if module.starts_with("torch") && obj.hasattr("requires_grad")? {
+        if obj.getattr("requires_grad")?.is_truthy()? {
+            return Err(PyTypeError::new_err(
+                "the tensor requires grad: all-reduce tensor.detach() (or its .data) instead",
+            ));
+        }
+        let device: String = obj.getattr("device")?.getattr("type")?.extract()?;
+        if device != "cpu" {
+            return Err(PyTypeError::new_err(format!("the tensor is on device {device:?}: spotagg sums CPU tensors")));
+        }
+        let dtype: String = obj.getattr("dtype")?.str()?.extract()?;
+        if dtype != "torch.float32" && dtype != "torch.int32" {
+            return Err(PyTypeError::new_err(format!(
+                "the tensor's dtype is {dtype}: spotagg sums torch.float32 or torch.int32"
+            )));
+        }
+        if !obj.call_method0("is_contiguous")?.is_truthy()? {
+            return Err(PyTypeError::new_err("the tensor is not contiguous: pass tensor.contiguous()"));
+        }
+        let a = obj.call_method0("numpy")?;
+        return Ok(a.cast_into::<PyUntypedArray>()?);
+    }
+    Err(PyTypeError::new_err(format!("allreduce takes a numpy.ndarray or a torch.Tensor, not {}", ty.name()?)))
+}
+
+#[pymethods]
+impl PyWorker {
+    /// `Worker(job, rank, switch, bind=None)`: `job` a path to a job TOML or the TOML text,
+    /// `switch` "IP:PORT", `bind` "IP:PORT" (default: the rank's address in the job and the
+    /// job's worker_port). The switch knows a rank by its source IPv4 address, so `bind` must
+    /// keep the rank's IP, and answers every rank at the port of the round's last contribution,
+    /// so with more than one worker the port must be the job's worker_port (else a ValueError).
+    #[new]
+    #[pyo3(signature = (job, rank, switch, bind=None))]
+    fn new(job: &Bound<'_, PyAny>, rank: usize, switch: &str, bind: Option<&str>) -> PyResult<PyWorker> {
+        let job = job_from(job)?;
+        let switch = socket_addr("switch", switch)?;
+        let worker = Worker::new(job.clone(), rank).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let transport = match bind {
+            Some(b) => {
+                let local = socket_addr("bind", b)?;
+                if job.n() > 1 && local.port() != job.worker_port {
+                    return Err(PyValueError::new_err(format!(
+                        "bind = {b:?}: the port must be the job's worker_port {}, since the switch sends each round's \
+                         result to every rank at the UDP port of the contribution that completed it",
+                        job.worker_port
+                    )));
+                }
+                UdpTransport::bind(local, switch)
+                    .map_err(|e| PyOSError::new_err(format!("cannot bind {local} for rank {rank}: {e}")))?
+            }
+            None => UdpTransport::for_rank(&job, rank, switch).map_err(|e| {
+                PyOSError::new_err(format!(
+                    "cannot bind rank {rank}'s address {}:{}: {e}",
+                    job.workers[rank].ip, job.worker_port
+                ))
+            })?,
+        };
+        let bind = transport.local_addr().map_err(|e| PyOSError::new_err(e.to_string()))?;
+        Ok(PyWorker { state: Mutex::new(WorkerState { worker, transport, failed: None }), job, rank, switch, bind })
+    }
+
+    /// The rank, 0..world_size.
+    #[getter]
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Workers in the job.
+    #[getter]
+    fn world_size(&self) -> usize {
+        self.job.n()
+    }
+
+    /// The switch's address, "IP:PORT".
+    #[getter]
+    fn switch(&self) -> String {
+        self.switch.to_string()
+    }
+
+    /// The bound local address, "IP:PORT".
+    #[getter]
+    fn bind(&self) -> String {
+        self.bind.to_string()
+    }
+
+    /// Elements per packet (payload bytes / 4): the block of one shared exponent.
+    #[getter]
+    fn elements_per_packet(&self) -> usize {
+        self.job.payload.bytes() / 4
+    }
+
+    /// The job as TOML text.
+    #[getter]
+    fn job(&self) -> String {
+        self.job.to_toml()
+    }
+
+    /// Sums `array` (float32 or int32, C-contiguous numpy array or CPU torch.Tensor) over all
+    /// ranks, in place, with the GIL released; returns a Stats. Every rank must call it in the
+    /// same order with arrays of the same length and dtype.
+    fn allreduce(&self, py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<PyStats> {
+        let arr = as_array(array)?;
+        if !arr.is_c_contiguous() {
+            return Err(PyTypeError::new_err("the array is not contiguous: pass numpy.ascontiguousarray(a)"));
+        }
+        let result = if let Ok(a) = arr.cast::<PyArrayDyn<f32>>() {
+            let mut rw =
+                a.try_readwrite().map_err(|e| PyTypeError::new_err(format!("the array is not writable: {e}")))?;
+            let s = rw.as_slice_mut().map_err(|e| PyTypeError::new_err(e.to_string()))?;
+            py.detach(|| self.run(Data::F32(s)))
+        } else if let Ok(a) = arr.cast::<PyArrayDyn<i32>>() {
+            let mut rw =
+                a.try_readwrite().map_err(|e| PyTypeError::new_err(format!("the array is not writable: {e}")))?;
+            let s = rw.as_slice_mut().map_err(|e| PyTypeError::new_err(e.to_string()))?;
+            py.detach(|| self.run(Data::I32(s)))
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "the array's dtype is {}: spotagg sums float32 or int32",
+                arr.dtype().str()?
+            )));
+        };
+        result.map(PyStats::from)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Worker(rank={}, world_size={}, switch={:?}, bind={:?})",
+            self.rank,
+            self.job.n(),
+            self.switch.to_string(),
+            self.bind.to_string()
+        )
+    }
+}
+
+/// The engine shared between the serving thread and `counters()`.
+struct SharedEngine(Arc<Mutex<RefSwitch>>);
+
+impl Engine for SharedEngine {
+    fn process(&mut self, frame: &[u8], out: &mut Vec<Vec<u8>>) {
+        lock(&self.0).process(frame, out)
+    }
+    fn counters(&self) -> Counters {
+        lock(&self.0).counters()
+    }
+    fn name(&self) -> &'static str {
+        "reference"
+    }
+}
+
+/// The reference switch served over UDP by a background thread (`spotagg.SoftwareSwitch`).
+#[pyclass(module = "spotagg", frozen)]
+struct SoftwareSwitch {
+    address: SocketAddr,
+    engine: Arc<Mutex<RefSwitch>>,
+    stop: Arc<AtomicBool>,
+    thread: Mutex<Option<JoinHandle<std::io::Result<ServeStats>>>>,
+    served: Mutex<Option<ServeStats>>,
+}
+
+impl SoftwareSwitch {
+    fn shutdown(&self) -> PyResult<()> {
+        self.stop.store(true, Ordering::Relaxed);
+        let handle = lock(&self.thread).take();
+        if let Some(h) = handle {
+            match h.join() {
+                Ok(Ok(st)) => *lock(&self.served) = Some(st),
+                Ok(Err(e)) => return Err(PyOSError::new_err(format!("software switch {}: {e}", self.address))),
+                Err(_) => {
+                    return Err(SpotaggError::new_err(format!(
+                        "software switch {}: the serving thread panicked",
+                        self.address
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl SoftwareSwitch {
+    /// `SoftwareSwitch(job, bind="127.0.0.1:0", loss=0.0, seed=0)`: serves the reference switch
+    /// for `job` (path or TOML text) on UDP `bind` until `close()`; `loss` drops each datagram
+    /// with that probability in each direction (seeded by `seed`), for tests of retransmission.
+    #[new]
+    #[pyo3(signature = (job, bind="127.0.0.1:0", loss=0.0, seed=0))]
+    fn new(job: &Bound<'_, PyAny>, bind: &str, loss: f64, seed: u64) -> PyResult<SoftwareSwitch> {
+        if !(0.0..=1.0).contains(&loss) {
+            return Err(PyValueError::new_err(format!("loss = {loss} is not a probability in 0..=1")));
+        }
+        let job = job_from(job)?;
+        let local = socket_addr("bind", bind)?;
+        let socket = UdpSocket::bind(local)
+            .map_err(|e| PyOSError::new_err(format!("cannot bind the switch to {local}: {e}")))?;
+        enlarge_buffers(&socket, SOCKET_BUFFER);
+        let address = socket.local_addr().map_err(|e| PyOSError::new_err(e.to_string()))?;
+        let engine = Arc::new(Mutex::new(RefSwitch::new(job.clone())));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (e, s) = (engine.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("spotagg-switch-{address}"))
+            .spawn(move || {
+                let mut shared = SharedEngine(e);
+                let opts = ServeOptions { loss, seed, ..ServeOptions::default() };
+                udp_switch::serve(&socket, &job, &mut shared, &opts, &s)
+            })
+            .map_err(|e| PyOSError::new_err(format!("cannot start the switch thread: {e}")))?;
+        Ok(SoftwareSwitch { address, engine, stop, thread: Mutex::new(Some(thread)), served: Mutex::new(None) })
+    }
+
+    /// The bound address, "IP:PORT" (what workers take as `switch`).
+    #[getter]
+    fn address(&self) -> String {
+        self.address.to_string()
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// The switch's counters (frames in/out, contributions, duplicates, results, drops by
+    /// reason) as a dict; after `close()` also the serving loop's datagram counts.
+    fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (k, v) in lock(&self.engine).counters().named() {
+            d.set_item(k, v)?;
+        }
+        if let Some(st) = *lock(&self.served) {
+            d.set_item("datagrams_in", st.datagrams_in)?;
+            d.set_item("datagrams_out", st.datagrams_out)?;
+            d.set_item("unknown_senders", st.unknown_senders)?;
+            d.set_item("injected_drops_in", st.injected_drops_in)?;
+            d.set_item("injected_drops_out", st.injected_drops_out)?;
+        }
+        Ok(d)
+    }
+
+    /// Stops the serving thread and waits for it (at most one 50 ms receive timeout).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.shutdown())
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("SoftwareSwitch(address={:?}, closed={})", self.address.to_string(), self.closed())
+    }
+}
+
+impl Drop for SoftwareSwitch {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+/// `example_job(n, ...)`: the TOML text of a job of `n` workers on loopback addresses: the
+/// switch at `switch_ip`, rank r at `first_worker_ip` + r.
+#[pyfunction]
+#[pyo3(signature = (n, payload_bytes=1024, slots=128, window=None, switch_ip="127.0.0.1", first_worker_ip="127.0.0.10", timeout_ms=20, max_retries=12))]
+#[allow(clippy::too_many_arguments)]
+fn example_job(
+    n: usize,
+    payload_bytes: usize,
+    slots: u16,
+    window: Option<u16>,
+    switch_ip: &str,
+    first_worker_ip: &str,
+    timeout_ms: u64,
+    max_retries: u32,
+) -> PyResult<String> {
+    if !(1..=spotagg_driver::config::MAX_WORKERS).contains(&n) {
+        return Err(PyValueError::new_err(format!(
+            "n = {n}: a job has 1..={} workers",
+            spotagg_driver::config::MAX_WORKERS
+        )));
+    }
+    let payload = PayloadSize::from_bytes(payload_bytes).ok_or_else(|| {
+        PyValueError::new_err(format!("payload_bytes = {payload_bytes}: must be 128, 256, 512 or 1024"))
+    })?;
+    let ip = |what: &str, s: &str| {
+        s.parse::<Ipv4Addr>().map_err(|_| PyValueError::new_err(format!("{what} = {s:?} is not an IPv4 address")))
+    };
+    let mut job = JobConfig::example(n, payload, slots.max(1));
+    job.switch_ip = ip("switch_ip", switch_ip)?;
+    let first = u32::from(ip("first_worker_ip", first_worker_ip)?);
+    for (r, w) in job.workers.iter_mut().enumerate() {
+        w.ip = Ipv4Addr::from(first + r as u32);
+    }
+    job.window = window.unwrap_or(job.slots);
+    job.timeout = std::time::Duration::from_millis(timeout_ms);
+    job.max_retries = max_retries;
+    // Round trip through the validating parser: a bad value is reported as the parser names it.
+    let text = job.to_toml();
+    JobConfig::from_toml(&text).map_err(|e| PyValueError::new_err(format!("example_job: {e}")))?;
+    Ok(text)
+}
+
+/// `error_bounds(contributions, result, elements_per_packet)`: the per-element bound of
+/// driver/src/fixedpoint.rs on |result − exact sum| of a float32 all-reduce, given every rank's
+/// input (a list of float32 arrays of one length) and the result.
+#[pyfunction]
+fn error_bounds<'py>(
+    py: Python<'py>,
+    contributions: Vec<Bound<'py, PyArrayDyn<f32>>>,
+    result: Bound<'py, PyArrayDyn<f32>>,
+    elements_per_packet: usize,
+) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+    let n = contributions.len();
+    if n == 0 || elements_per_packet == 0 {
+        return Err(PyValueError::new_err("error_bounds needs at least one contribution and elements_per_packet > 0"));
+    }
+    let res = result.to_vec().map_err(|e| PyTypeError::new_err(e.to_string()))?;
+    let mut exps: Vec<i8> = vec![fixedpoint::E_ZERO; res.len().div_ceil(elements_per_packet)];
+    for c in &contributions {
+        let v = c.to_vec().map_err(|e| PyTypeError::new_err(e.to_string()))?;
+        if v.len() != res.len() {
+            return Err(PyValueError::new_err(format!(
+                "a contribution has {} elements, the result {}",
+                v.len(),
+                res.len()
+            )));
+        }
+        let e = fixedpoint::exponents(&v, elements_per_packet).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        for (m, x) in exps.iter_mut().zip(e) {
+            *m = (*m).max(x);
+        }
+    }
+    let bounds: Vec<f64> =
+        res.iter().enumerate().map(|(i, &s)| fixedpoint::error_bound(n, exps[i / elements_per_packet], s)).collect();
+    numpy::PyArray1::from_vec(py, bounds).reshape(result.shape())
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<PyWorker>()?;
+    m.add_class::<PyStats>()?;
+    m.add_class::<SoftwareSwitch>()?;
+    m.add_function(wrap_pyfunction!(example_job, m)?)?;
+    m.add_function(wrap_pyfunction!(error_bounds, m)?)?;
+    m.add("SpotaggError", py.get_type::<SpotaggError>())?;
+    m.add("SwitchUnreachable", py.get_type::<SwitchUnreachable>())?;
+    m.add("ProtocolError", py.get_type::<ProtocolError>())?;
+    Ok(())
+}

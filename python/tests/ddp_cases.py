@@ -1,0 +1,164 @@
+"""The bodies of the DDP tests, run on each rank by ranks.spawn."""
+
+import warnings
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import spotagg.torch as st
+
+
+def model(seed=0):
+    torch.manual_seed(seed)
+    # Six 64x64 layers: with a 20 KB bucket cap, several buckets of equal size, so a bucket sent
+    # out of index order on one rank would be summed with another bucket of the other ranks.
+    layers = []
+    for _ in range(6):
+        layers += [torch.nn.Linear(64, 64), torch.nn.Tanh()]
+    return torch.nn.Sequential(*layers, torch.nn.Linear(64, 10))
+
+
+def batch(rank, step):
+    g = torch.Generator().manual_seed(1000 * step + rank)
+    return torch.randn(32, 64, generator=g), torch.randint(0, 10, (32,), generator=g)
+
+
+def train_step(ddp, opt, rank, step):
+    x, y = batch(rank, step)
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(ddp(x), y).backward()
+    opt.step()
+
+
+def params(m):
+    return torch.cat([p.detach().reshape(-1) for p in m.parameters()])
+
+
+def hook_against_default(rank, n, job, switch, steps):
+    ref = DDP(model(), bucket_cap_mb=0.02)
+    hooked = DDP(model(), bucket_cap_mb=0.02)
+    state = st.HookState(switch=switch, job=job)
+    hooked.register_comm_hook(state, st.allreduce_hook)
+    o1 = torch.optim.SGD(ref.parameters(), lr=0.1)
+    o2 = torch.optim.SGD(hooked.parameters(), lr=0.1)
+    diffs = []
+    for step in range(steps):
+        train_step(ref, o1, rank, step)
+        train_step(hooked, o2, rank, step)
+        diffs.append(float((params(ref) - params(hooked)).abs().max()))
+    buckets = state.buckets
+    out = dict(diffs=diffs, switch_ops=state.switch_allreduces, fell_back=state.fell_back, buckets=buckets,
+               params=params(hooked).numpy(), ref=params(ref).numpy())
+    state.close()
+    return out
+
+
+def fallback(rank, n, job, switch, steps, stop_at, stop_event, stopped_event, allow_fallback):
+    hooked = DDP(model(), bucket_cap_mb=0.02)
+    state = st.HookState(switch=switch, job=job, fallback=allow_fallback)
+    hooked.register_comm_hook(state, st.allreduce_hook)
+    opt = torch.optim.SGD(hooked.parameters(), lr=0.1)
+    out = dict(caught=None)
+    # The default hook's DDP, trained alongside so that its buckets are rebuilt as the hooked
+    # one's (Gloo's summation order of an element depends on its offset in the bucket).
+    ref = DDP(model(), bucket_cap_mb=0.02)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(steps):
+            if step == stop_at:
+                out["buckets_before_stop"] = len(state.buckets)
+                dist.barrier()
+                if rank == 0:
+                    stop_event.set()
+                    stopped_event.wait(30)
+                dist.barrier()
+                # From here on: the default hook from the same parameters.
+                with torch.no_grad():
+                    for a, b in zip(ref.parameters(), hooked.parameters()):
+                        a.copy_(b)
+            try:
+                train_step(hooked, opt, rank, step)
+            except Exception as e:  # noqa: BLE001 - the fallback=False case reports it
+                out["caught"] = f"{type(e).__name__}: {e}"
+                out["error"] = repr(state.error)
+                break
+            train_step(ref, ref_opt, rank, step)
+            if step >= stop_at:
+                out.setdefault("equal", []).append(bool(torch.equal(params(ref), params(hooked))))
+                out.setdefault("maxdiff", []).append(float((params(ref) - params(hooked)).abs().max()))
+    out["warnings"] = [str(w.message) for w in caught if "spotagg" in str(w.message)]
+    out["fell_back"] = state.fell_back
+    out["switch_ops"] = state.switch_allreduces
+    if allow_fallback:
+        state.close()
+    return out
+
+
+def wrong_world(rank, n, job, switch):
+    try:
+        st.HookState(switch=switch, job=job)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+def backend(rank, n, job, switch):
+    import os
+
+    os.environ.update(SPOTAGG_JOB=job, SPOTAGG_SWITCH=switch)
+    sw = dist.new_group(backend="spotagg")
+    out = {"name": dist.get_backend(sw)}
+    # all_reduce through the switch: int32 exact, float32 (SUM).
+    t = torch.arange(1000, dtype=torch.int32) * (rank + 1)
+    dist.all_reduce(t, group=sw)
+    out["int_ok"] = bool(torch.equal(t, torch.arange(1000, dtype=torch.int32) * sum(range(1, n + 1))))
+    f = torch.full((3000,), 0.25 * (rank + 1))
+    work = dist.all_reduce(f, group=sw, async_op=True)
+    work.wait()
+    out["float_maxerr"] = float((f - 0.25 * sum(range(1, n + 1))).abs().max())
+    # Not through the switch: MAX, broadcast, all_gather, barrier.
+    m = torch.tensor([float(rank)])
+    dist.all_reduce(m, op=dist.ReduceOp.MAX, group=sw)
+    out["max"] = float(m.item())
+    b = torch.tensor([rank + 7.0])
+    dist.broadcast(b, src=1, group=sw)
+    out["broadcast"] = float(b.item())
+    g = [torch.zeros(2) for _ in range(n)]
+    dist.all_gather(g, torch.tensor([rank, -rank], dtype=torch.float32), group=sw)
+    out["gather"] = [x.tolist() for x in g]
+    dist.barrier(group=sw)
+    # DDP over the spotagg group against DDP over the default (Gloo) group.
+    ref = DDP(model(), bucket_cap_mb=0.02)
+    spot = DDP(model(), bucket_cap_mb=0.02, process_group=sw)
+    o1 = torch.optim.SGD(ref.parameters(), lr=0.1)
+    o2 = torch.optim.SGD(spot.parameters(), lr=0.1)
+    diffs = []
+    for step in range(5):
+        train_step(ref, o1, rank, step)
+        train_step(spot, o2, rank, step)
+        diffs.append(float((params(ref) - params(spot)).abs().max()))
+    out["ddp_diffs"] = diffs
+    out["switch_ops"] = sw.sender.switch_ops
+    return out
+
+
+def fallback_mid_step(rank, n, job, switch, steps):
+    """Trains while the test process stops the switch at some moment of its own; returns the
+    parameters and whether the hook fell back."""
+    hooked = DDP(model(), bucket_cap_mb=0.02)
+    ref = DDP(model(), bucket_cap_mb=0.02)
+    state = st.HookState(switch=switch, job=job)
+    hooked.register_comm_hook(state, st.allreduce_hook)
+    opt = torch.optim.SGD(hooked.parameters(), lr=0.1)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for step in range(steps):
+            train_step(hooked, opt, rank, step)
+            train_step(ref, ref_opt, rank, step)
+    out = dict(params=params(hooked).numpy(), ref=params(ref).numpy(), fell_back=state.fell_back,
+               switch_ops=state.switch_allreduces, buckets=len(state.buckets))
+    state.close()
+    return out

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Creates (or brings up to date) .venv-torch/ in the clone: torch from PyPI (its default wheel,
+# a few GB, installs in 2-3 minutes), maturin, numpy, pytest, scikit-learn, matplotlib, and the
+# spotagg package built from ./python by maturin through pip, offline (no build isolation:
+# the maturin of the venv builds it; cargo's crates come from crates.io as for every crate of
+# the workspace). pip's cache is target/pip-cache and cargo's target dir is target/, both in the
+# clone. Idempotent: a second run checks the installed versions and rebuilds spotagg only
+# incrementally. An exclusive lock (flock on .venv-torch.lock) keeps two runs from racing.
+# Prints the venv's python path on the last line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+exec 9>"$root/.venv-torch.lock"
+flock 9
+
+export PIP_CACHE_DIR="$root/target/pip-cache"
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+export CARGO_TARGET_DIR="$root/target"
+venv="$root/.venv-torch"
+py="$venv/bin/python"
+# maturin's build hook runs the `maturin` command of the venv.
+export PATH="$venv/bin:$PATH"
+mkdir -p "$PIP_CACHE_DIR"
+
+if [ ! -x "$py" ]; then
+    echo "== python-env: creating $venv" >&2
+    python3 -m venv "$venv"
+fi
+want=(torch "maturin>=1.16,<2" numpy pytest scikit-learn matplotlib)
+if ! "$py" -c 'import torch, maturin, numpy, pytest, sklearn, matplotlib' >/dev/null 2>&1; then
+    echo "== python-env: pip install ${want[*]} (torch is large: a few minutes)" >&2
+    "$py" -m pip install -q "${want[@]}" >&2
+fi
+# spotagg: rebuilt when any of its sources or the workspace crates it wraps are newer than the
+# stamp (cargo rebuilds only what changed).
+stamp="$venv/.spotagg-stamp"
+if [ ! -f "$stamp" ] || ! "$py" -c 'import spotagg' >/dev/null 2>&1 \
+    || [ -n "$(find python/src python/python python/Cargo.toml python/pyproject.toml driver/src driver/Cargo.toml \
+        sim/src sim/Cargo.toml Cargo.lock -newer "$stamp" \
+        -not -path '*/__pycache__*' -print -quit)" ]; then
+    echo "== python-env: pip install ./python (maturin, release build)" >&2
+    "$py" -m pip install -q --no-build-isolation --no-deps --force-reinstall ./python >&2
+    touch "$stamp"
+fi
+echo "$py"
