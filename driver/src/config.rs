@@ -14,7 +14,8 @@
 //!
 //! Optional keys (defaults in brackets): `switch_port` [0xBEE0], the UDP port of the software
 //! switch; `worker_port` [0xBEE0], the UDP port workers send from; `window` [slots], slots a
-//! worker keeps in flight; `timeout_ms` [20], the first retransmission timeout; `max_retries`
+//! worker keeps in flight; `timeout_ms` [20], the first retransmission timeout and its floor (the timeout then follows
+//! the measured round trip: [`crate::rtt`]); `max_retries`
 //! [12], retransmissions of one packet before a worker gives up; `job_number` [0].
 
 use crate::wire::{switchml, Ipv4Addr, MacAddr, PayloadSize};
@@ -54,7 +55,7 @@ pub struct JobConfig {
     pub worker_port: u16,
     /// Slots a worker keeps in flight (≤ `slots`).
     pub window: u16,
-    /// First retransmission timeout.
+    /// First retransmission timeout, and the floor of the adaptive one.
     pub timeout: Duration,
     /// Retransmissions of one packet before giving up.
     pub max_retries: u32,

@@ -7,6 +7,7 @@ pub mod control;
 pub mod counters;
 pub mod engine;
 pub mod fixedpoint;
+pub mod rtt;
 pub mod transport;
 pub mod wire;
 pub mod worker;
