@@ -13,6 +13,7 @@
 
 pub mod arp;
 pub mod ethernet;
+pub mod frame;
 pub mod icmp;
 pub mod ipv4;
 pub mod switchml;
