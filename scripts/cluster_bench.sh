@@ -93,6 +93,16 @@ JOB=$WORK/job.toml
     done
 } >"$JOB"
 
+# UDP receive-buffer drops (RcvbufErrors) over every namespace, cumulative.
+rcvbuf() {
+    local d=0 x ns
+    for ns in $SW $(for i in $(seq 0 $((N - 1))); do echo ${P}w$i; done); do
+        x=$(ip netns exec $ns awk '/^Udp:/ { if (h) { print $6; exit } h = 1 }' /proc/net/snmp)
+        d=$((d + x))
+    done
+    echo $d
+}
+
 drops() {
     local d=0 x
     for i in $(seq 0 $((N - 1))); do
@@ -111,6 +121,7 @@ IDLE=$(awk -v m="$MARGIN" 'BEGIN { printf "%.1f", m + 3 }')
 
 SPOT=()
 RETX=0
+SPUR=0
 for run in $(seq 1 "$RUNS"); do
     timeout $LIMIT_S ip netns exec $SW "$BIN" switch --config "$JOB" --bind 10.77.0.1:48864 \
         --exit-after-idle "$IDLE" --json >"$WORK/switch-$run.json" 2>"$WORK/switch-$run.err" &
@@ -131,10 +142,14 @@ for run in $(seq 1 "$RUNS"); do
     done
     t=$(cat "$WORK"/w$run-*.json | "$PY" -c 'import json,sys; print(max(json.loads(l)["seconds"] for l in sys.stdin))')
     r=$(cat "$WORK"/w$run-*.json | "$PY" -c 'import json,sys; print(sum(json.loads(l)["retransmissions"] for l in sys.stdin))')
+    sp=$(cat "$WORK"/w$run-*.json | "$PY" -c 'import json,sys; print(sum(json.loads(l)["spurious_retransmissions"] for l in sys.stdin))')
+    SPUR=$((SPUR + sp))
     SPOT+=("$t")
     RETX=$((RETX + r))
-    echo "spotagg run $run: ${t} s, $r retransmissions" >&2
     wait 2>/dev/null || true
+    rtt=$(cat "$WORK"/w$run-*.json | "$PY" -c 'import json,sys; w=[json.loads(l) for l in sys.stdin]; print("srtt %.1f-%.1f ms, rto %.1f-%.1f ms" % (min(x["srtt_ms"] for x in w), max(x["srtt_ms"] for x in w), min(x["rto_ms"] for x in w), max(x["rto_ms"] for x in w)))')
+    sw=$("$PY" -c 'import json,sys; d=json.loads(open(sys.argv[1]).read().splitlines()[-1]); c=d["counters"]; u=d["udp"]; print("switch: duplicates %d, results retransmitted %d, send dropped %d, datagrams per receive call %.1f, per send call %.1f" % (c["duplicates"], c["results_retransmitted"], u["send_dropped"], u["datagrams_in"] / max(1, u["recv_calls"]), u["datagrams_out"] / max(1, u["send_calls"])))' "$WORK/switch-$run.json" 2>/dev/null || echo "switch: no statistics")
+    echo "spotagg run $run: ${t} s, $r retransmissions ($sp found spurious); $rtt; $sw; UDP receive-buffer drops so far $(rcvbuf), qdisc drops $(drops)" >&2
 done
 SPOT_DROPS=$(drops)
 
@@ -155,11 +170,11 @@ done
 ALL_DROPS=$(drops)
 
 cat "$WORK"/g-*.json >"$WORK/gloo.json"
-"$PY" - "$N" "$RATE" "$ELEMENTS" "$RETX" "$SPOT_DROPS" "$((ALL_DROPS - SPOT_DROPS))" "$SLOTS" "$WORK/gloo.json" "${SPOT[@]}" <<'EOF'
+"$PY" - "$N" "$RATE" "$ELEMENTS" "$RETX" "$SPOT_DROPS" "$((ALL_DROPS - SPOT_DROPS))" "$SLOTS" "$SPUR" "$WORK/gloo.json" "${SPOT[@]}" <<'EOF'
 import json, math, statistics, sys
-n, rate, e, retx, sdrops, gdrops, slots = (int(x) for x in sys.argv[1:8])
-gloo_runs = [json.loads(l) for l in open(sys.argv[8])]
-spot = [float(x) for x in sys.argv[9:]]
+n, rate, e, retx, sdrops, gdrops, slots, spur = (int(x) for x in sys.argv[1:9])
+gloo_runs = [json.loads(l) for l in open(sys.argv[9])]
+spot = [float(x) for x in sys.argv[10:]]
 g = [max(r["seconds"][i] for r in gloo_runs) for i in range(len(gloo_runs[0]["seconds"]))]
 k = 256
 packets = math.ceil(e / k) + min(slots, math.ceil(e / k))
@@ -171,5 +186,5 @@ print("| links | n | tensor | spotagg (software switch), median (runs) | Gloo (t
 print("|---|---|---|---|---|---|---|---|---|---|")
 print(f"| {rate} Mb/s | {n} | {e / 1e6:g} M f32 | {ts:.3f} s ({', '.join(f'{x:.3f}' for x in spot)}) | "
       f"{tg:.3f} s ({', '.join(f'{x:.3f}' for x in g)}) | {tg / ts:.2f} | {in_net:.3f} s ({in_net / ts:.2f} of it) | "
-      f"{ring:.3f} s | {retx} | {sdrops} / {gdrops} |")
+      f"{ring:.3f} s | {retx} ({spur} found spurious) | {sdrops} / {gdrops} |")
 EOF

@@ -1,13 +1,21 @@
 //! The retransmission timeout estimator of a worker, in the manner of RFC 6298 §2 (and of
 //! quinn-proto's `RttEstimator`): a smoothed round-trip time and its mean deviation from the
-//! packets that were answered, and a timeout of `srtt + max(G, 4·rttvar)`.
+//! packets that were answered, and a timeout of `srtt + max(G, 4·rttvar, floor, D)`.
 //!
 //! - **Karn's rule.** Only a packet sent once gives a sample ([`RttEstimator::sample`] is called
 //!   by the worker for those alone): the result of a retransmitted packet may answer any of
 //!   its copies.
 //! - **Floor and initial value.** The job's `timeout_ms` is the timeout before the first sample
-//!   and the floor below which it never goes; [`MAX_BACKOFF`](crate::worker::MAX_BACKOFF)
+//!   and the floor of the margin over the smoothed round trip (so of the timeout too): on a host
+//!   whose CPU is shared (workers, switch and trainer on few cores) the round trip is steady
+//!   between scheduling stalls, `4·rttvar` shrinks to nearly nothing, and a timeout of
+//!   `srtt + 4·rttvar` would fire on the first stall. [`MAX_BACKOFF`](crate::worker::MAX_BACKOFF)
 //!   (or the floor, if larger) is the ceiling.
+//! - **Spurious retransmissions.** A result that arrives for a retransmitted packet sooner
+//!   than the smallest round trip after its last copy answers an earlier copy: the
+//!   retransmission was spurious. The worker reports it ([`RttEstimator::spurious`]) with the
+//!   delay the earlier copy saw beyond the smoothed round trip, and that delay D joins the
+//!   margin, decaying by 1/8192 a sample (half-life about 5,700 samples).
 //! - **Backoff kept until a new sample** (RFC 6298 §5.5, §5.7): a retransmission doubles the
 //!   timeout of its packet; the backed-off value then also applies to the packets loaded after
 //!   it, until a packet sent once is answered. Without this, a timeout shorter than the path's
@@ -31,6 +39,9 @@ pub struct RttEstimator {
     min_rtt: Option<Duration>,
     backoff: Option<Duration>,
     samples: u64,
+    /// D: the largest excess delay a spurious retransmission revealed, decaying.
+    excess: Duration,
+    spurious: u64,
 }
 
 impl RttEstimator {
@@ -45,6 +56,8 @@ impl RttEstimator {
             min_rtt: None,
             backoff: None,
             samples: 0,
+            excess: Duration::ZERO,
+            spurious: 0,
         }
     }
 
@@ -65,6 +78,20 @@ impl RttEstimator {
             }
         }
         self.backoff = None;
+        self.excess -= self.excess / 8192;
+    }
+
+    /// A retransmission turned out spurious: the result came for an earlier copy, sent `rtt`
+    /// before it arrived. The delay beyond the smoothed round trip widens the margin.
+    pub fn spurious(&mut self, rtt: Duration) {
+        self.spurious += 1;
+        let excess = rtt.saturating_sub(self.srtt.unwrap_or(Duration::ZERO));
+        self.excess = self.excess.max(excess);
+    }
+
+    /// Spurious retransmissions reported.
+    pub fn spurious_count(&self) -> u64 {
+        self.spurious
     }
 
     /// A packet was retransmitted with the (doubled) timeout `rto`: later packets start with
@@ -78,7 +105,10 @@ impl RttEstimator {
     pub fn rto(&self) -> Duration {
         let base = match self.srtt {
             None => self.floor,
-            Some(srtt) => (srtt + (self.rttvar * 4).max(GRANULARITY)).clamp(self.floor, self.ceiling),
+            Some(srtt) => {
+                let margin = (self.rttvar * 4).max(GRANULARITY).max(self.floor).max(self.excess);
+                (srtt + margin).clamp(self.floor, self.ceiling)
+            }
         };
         self.backoff.map_or(base, |b| b.max(base))
     }
@@ -136,8 +166,8 @@ mod test {
         for _ in 0..50 {
             e.sample(Duration::from_micros(100));
         }
-        // SRTT + max(G, 4·RTTVAR) is about 1.1 ms: the floor wins.
-        assert_eq!(e.rto(), ms(20));
+        // 4·RTTVAR is below a millisecond: the floor is the margin.
+        assert!(e.rto() >= ms(20) && e.rto() < ms(21), "{:?}", e.rto());
         e.sample(ms(5000));
         assert_eq!(e.rto(), ms(1000));
         // A floor above the ceiling raises the ceiling.
@@ -156,5 +186,23 @@ mod test {
         assert_eq!(e.rto(), ms(1000));
         e.sample(ms(30));
         assert_eq!(e.rto(), ms(90));
+    }
+
+    #[test]
+    fn a_spurious_retransmission_widens_the_margin_then_it_decays() {
+        let mut e = RttEstimator::new(ms(20), ms(1000));
+        for _ in 0..100 {
+            e.sample(ms(10));
+        }
+        let before = e.rto();
+        assert!(before >= ms(30) && before < ms(31), "{before:?}");
+        // An earlier copy was answered after 70 ms: 60 ms beyond the smoothed round trip.
+        e.spurious(ms(70));
+        assert_eq!(e.spurious_count(), 1);
+        assert!(e.rto() >= ms(69) && e.rto() <= ms(71), "{:?}", e.rto());
+        for _ in 0..8192 * 3 {
+            e.sample(ms(10));
+        }
+        assert!(e.rto() < ms(35) && e.rto() >= ms(30), "{:?}", e.rto());
     }
 }

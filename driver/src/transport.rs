@@ -89,6 +89,7 @@ pub fn drive<T: Transport + ?Sized>(
         let mut next = t.recv(&mut buf, deadline)?;
         // Take in what has arrived already (up to DRAIN messages) before the messages it
         // releases are flushed, so that a batching transport sends them together.
+        let mut drained = next.is_none();
         let mut taken = 0;
         while let Some(len) = next {
             let before = op.elements_done();
@@ -104,9 +105,13 @@ pub fn drive<T: Transport + ?Sized>(
                 break;
             }
             next = t.recv(&mut buf, Instant::now())?;
+            drained = next.is_none();
         }
+        // Timers fire once every message that had arrived is taken in: after a stall of this
+        // process, results waiting in the socket must not be retransmitted for. (A flood of
+        // messages cannot hold the timers off for more than STALL_GRACE.)
         let now = Instant::now();
-        if now >= deadline {
+        if now >= deadline && (drained || now >= deadline + STALL_GRACE) {
             op.handle_timeout(now)?;
         }
     }
@@ -114,6 +119,9 @@ pub fn drive<T: Transport + ?Sized>(
 
 /// Most messages [`drive`] takes in before it flushes what they released.
 const DRAIN: usize = 64;
+
+/// Longest [`drive`] holds the timers off while messages keep arriving.
+const STALL_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl Worker {
     /// SUM all-reduce of an f32 tensor in place over a transport (blocking).

@@ -158,6 +158,7 @@ pub fn run(args: Args) -> Result<()> {
             "gbps": stats.payload_gbps(),
             "packets": stats.packets_sent,
             "retransmissions": stats.retransmissions,
+            "spurious_retransmissions": stats.spurious_retransmissions,
             "srtt_ms": stats.srtt_seconds * 1e3,
             "rto_ms": stats.rto_seconds * 1e3,
             "max_error": check.map(|c| c.max_error),
