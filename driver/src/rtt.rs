@@ -82,9 +82,11 @@ impl RttEstimator {
     }
 
     /// A retransmission turned out spurious: the result came for an earlier copy, sent `rtt`
-    /// before it arrived. The delay beyond the smoothed round trip widens the margin.
+    /// before it arrived. The delay beyond the smoothed round trip widens the margin, and the
+    /// backoff is undone (the path answered; the timeout was short, not the packet lost).
     pub fn spurious(&mut self, rtt: Duration) {
         self.spurious += 1;
+        self.backoff = None;
         let excess = rtt.saturating_sub(self.srtt.unwrap_or(Duration::ZERO));
         self.excess = self.excess.max(excess);
     }

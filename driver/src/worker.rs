@@ -909,6 +909,31 @@ pub(crate) mod test {
     }
 
     #[test]
+    fn a_result_sooner_than_the_min_rtt_after_a_retransmission_is_found_spurious() {
+        let mut j = job(1, PayloadSize::B256, 1);
+        j.timeout = Duration::from_millis(20);
+        let mut w = Worker::new(j, 0).unwrap();
+        let mut data = vec![5i32; 64 * 3];
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut op = w.start_i32(&mut data, t0).unwrap();
+        let m0 = op.poll_transmit().unwrap().to_vec();
+        op.handle_message(t0 + ms(10), &m0).unwrap();
+        // Sample 10 ms: RTO = 10 + max(4 × 5, 20) = 30 ms.
+        let m1 = op.poll_transmit().unwrap().to_vec();
+        assert_eq!(op.poll_timeout(), Some(t0 + ms(40)));
+        op.handle_timeout(t0 + ms(40)).unwrap();
+        assert_eq!(op.poll_transmit().unwrap(), &m1[..]);
+        // The result 2 ms after the copy (the smallest round trip is 10 ms): it answers the
+        // first copy, sent 32 ms before, 22 ms beyond SRTT. The margin becomes 22 ms.
+        op.handle_message(t0 + ms(42), &m1).unwrap();
+        assert_eq!((op.stats().retransmissions, op.stats().spurious_retransmissions), (1, 1));
+        assert_eq!(op.worker.rtt.samples(), 1);
+        op.poll_transmit().unwrap();
+        assert_eq!(op.poll_timeout(), Some(t0 + ms(42) + ms(10) + ms(22)));
+    }
+
+    #[test]
     fn later_operations_continue_the_sets() {
         let n = 2;
         let mut switch = MiniSwitch::new(n);
