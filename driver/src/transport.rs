@@ -597,6 +597,48 @@ mod test {
         assert_eq!(hub.unrouted(), 0);
     }
 
+    /// A transport whose process "stalls" once: the first time it is asked to wait, it sleeps
+    /// `stall` first (the results of the whole window arrive meanwhile).
+    struct StallOnce<T: Transport> {
+        inner: T,
+        stall: Option<Duration>,
+    }
+
+    impl<T: Transport> Transport for StallOnce<T> {
+        fn send(&mut self, msg: &[u8]) -> io::Result<()> {
+            self.inner.send(msg)
+        }
+        fn recv(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<Option<usize>> {
+            if let Some(d) = self.stall.take() {
+                std::thread::sleep(d);
+            }
+            self.inner.recv(buf, deadline)
+        }
+    }
+
+    #[test]
+    fn results_that_wait_in_the_transport_after_a_stall_are_not_retransmitted_for() {
+        let n = 1;
+        // A window of 128 slots: more results wait than drive takes in at once (DRAIN).
+        let mut job = JobConfig::example(n, PayloadSize::B256, 128);
+        job.timeout = Duration::from_millis(20);
+        let hub = InProcessSwitch::new(
+            Box::new(MiniEngine {
+                job: job.clone(),
+                inner: crate::worker::test::MiniSwitch::new(n),
+                counters: Counters::default(),
+            }),
+            job.clone(),
+        );
+        // A stall of 3 timeouts while the 128 results of the first window wait.
+        let mut t = StallOnce { inner: hub.endpoint(0), stall: Some(Duration::from_millis(60)) };
+        let mut w = Worker::new(job, 0).unwrap();
+        let mut a: Vec<i32> = (0..64 * 400).collect();
+        let s = w.allreduce_i32(&mut t, &mut a).unwrap();
+        assert!(a.iter().enumerate().all(|(i, x)| *x == i as i32));
+        assert_eq!(s.retransmissions, 0, "{s:?}");
+    }
+
     #[test]
     fn a_dead_switch_over_udp_is_an_error_not_a_hang() {
         let mut job = JobConfig::example(1, PayloadSize::B256, 2);
