@@ -13,6 +13,8 @@
 //!    preloaded contributions sent batched: plain `recv_from`/`send_to` on one thread, then
 //!    batched I/O on T = 1 and 2 threads. Also the system calls per datagram and the switch
 //!    process's CPU time per datagram.
+//! 5. `--cluster N --rate MBIT`: only the emulated cluster, spotagg against Gloo
+//!    (scripts/cluster_bench.sh, which needs root and a Python with torch).
 
 use super::switch::{serve, ServeOptions};
 use crate::engines::EngineKind;
@@ -48,6 +50,19 @@ pub struct Args {
     /// Seconds each switch-alone configuration is measured.
     #[arg(long, default_value_t = 2.0)]
     switch_seconds: f64,
+    /// Only the emulated-cluster benchmark with N workers (scripts/cluster_bench.sh, as root):
+    /// spotagg against Gloo on network namespaces with links shaped to --rate.
+    #[arg(long, value_name = "N")]
+    cluster: Option<u32>,
+    /// Link rate of --cluster in Mb/s.
+    #[arg(long, value_name = "MBIT", default_value_t = 100)]
+    rate: u32,
+    /// Tensor elements of --cluster (default 2.5 M at up to 100 Mb/s, 10 M above).
+    #[arg(long)]
+    elements: Option<u64>,
+    /// Runs of each system for --cluster (the medians are printed).
+    #[arg(long, default_value_t = 3)]
+    runs: u32,
 }
 
 /// Best time of `reps` runs of `f`.
@@ -348,6 +363,19 @@ fn bench_switch_alone(seconds: f64) -> Result<()> {
 pub fn run(args: Args) -> Result<()> {
     if args.switch_alone {
         return bench_switch_alone(args.switch_seconds);
+    }
+    if let Some(n) = args.cluster {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/cluster_bench.sh");
+        let elements = args.elements.unwrap_or(if args.rate <= 100 { 2_500_000 } else { 10_000_000 });
+        let exe = std::env::current_exe().context("finding the spotagg executable")?;
+        let status = std::process::Command::new("bash")
+            .arg(&script)
+            .args([n.to_string(), args.rate.to_string(), elements.to_string(), args.runs.to_string()])
+            .env("SPOTAGG_BIN", exe)
+            .status()
+            .with_context(|| format!("running {}", script.display()))?;
+        anyhow::ensure!(status.success(), "{} failed ({status})", script.display());
+        return Ok(());
     }
     let (elements, reps, loop_elements) = if args.quick { (1 << 20, 5, 1 << 18) } else { (1 << 22, 20, 1 << 21) };
     bench_conversion(elements, reps);
