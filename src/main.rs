@@ -29,6 +29,9 @@ enum Command {
     Worker(cmd::worker::Args),
     /// Print performance figures.
     Bench(cmd::bench::Args),
+    /// The load generator of `spotagg bench --switch-alone` (started by the benchmark).
+    #[command(hide = true)]
+    LoadGenerator(cmd::loadgen::Args),
     /// Write the core's Verilog for a set of build parameters.
     Verilog(cmd::verilog::Args),
     /// Build a board's bitstream with the open ECP5 flow (yosys, nextpnr-ecp5, ecppack).
@@ -48,6 +51,7 @@ fn main() -> std::process::ExitCode {
         Command::Worker(a) => cmd::worker::run(a),
         Command::Tap(a) => cmd::tap::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::LoadGenerator(a) => cmd::loadgen::run(a),
         Command::Verilog(a) => cmd::verilog::run(a),
         Command::Build(a) => cmd::build::run(a),
         Command::Flash(a) => cmd::flash::run(a),

@@ -14,8 +14,11 @@
 //!
 //! Optional keys (defaults in brackets): `switch_port` [0xBEE0], the UDP port of the software
 //! switch; `worker_port` [0xBEE0], the UDP port workers send from; `window` [slots], slots a
-//! worker keeps in flight; `timeout_ms` [20], the first retransmission timeout; `max_retries`
-//! [12], retransmissions of one packet before a worker gives up; `job_number` [0].
+//! worker keeps in flight; `timeout_ms` [20], the first retransmission timeout and its floor (the timeout then follows
+//! the measured round trip: [`crate::rtt`]); `max_retries`
+//! [12], retransmissions of one packet before a worker gives up; `job_number` [0];
+//! `switch_ports` [1], the UDP ports of a multi-threaded software switch (`spotagg switch
+//! --threads T`): a worker sends slot s to the switch's port + (s mod `switch_ports`).
 
 use crate::wire::{switchml, Ipv4Addr, MacAddr, PayloadSize};
 use serde::Deserialize;
@@ -54,12 +57,14 @@ pub struct JobConfig {
     pub worker_port: u16,
     /// Slots a worker keeps in flight (≤ `slots`).
     pub window: u16,
-    /// First retransmission timeout.
+    /// First retransmission timeout, and the floor of the adaptive one.
     pub timeout: Duration,
     /// Retransmissions of one packet before giving up.
     pub max_retries: u32,
     /// `job_number` written in every packet.
     pub job_number: u8,
+    /// Ports of the software switch, T: slot s goes to the switch's port + (s mod T).
+    pub switch_ports: u16,
 }
 
 /// A configuration that could not be read or is not valid. The message names the key and the
@@ -90,6 +95,7 @@ struct RawJob {
     timeout_ms: Option<i64>,
     max_retries: Option<i64>,
     job_number: Option<i64>,
+    switch_ports: Option<i64>,
 }
 
 fn bad(key: &str, value: impl std::fmt::Display, why: &str) -> ConfigError {
@@ -178,18 +184,25 @@ impl JobConfig {
             Some(j) if (0..=255).contains(&j) => j as u8,
             Some(j) => return Err(bad("job_number", j, "must be 0..=255")),
         };
+        let switch_port = port("switch_port", raw.switch_port)?;
+        let switch_ports = match raw.switch_ports {
+            None => 1,
+            Some(t) if (1..=16).contains(&t) => t as u16,
+            Some(t) => return Err(bad("switch_ports", t, "must be 1..=16 (the ports 0xBEE0..=0xBEEF)")),
+        };
         Ok(JobConfig {
             switch_mac,
             switch_ip,
             payload,
             slots,
             workers,
-            switch_port: port("switch_port", raw.switch_port)?,
+            switch_port,
             worker_port: port("worker_port", raw.worker_port)?,
             window,
             timeout: Duration::from_millis(timeout_ms),
             max_retries,
             job_number,
+            switch_ports,
         })
     }
 
@@ -220,6 +233,7 @@ impl JobConfig {
             timeout: Duration::from_millis(20),
             max_retries: 12,
             job_number: 0,
+            switch_ports: 1,
         }
     }
 
@@ -236,7 +250,7 @@ impl JobConfig {
     /// The configuration as TOML text that [`JobConfig::from_toml`] reads back.
     pub fn to_toml(&self) -> String {
         let mut s = format!(
-            "switch_mac = \"{}\"\nswitch_ip = \"{}\"\npayload_bytes = {}\nslots = {}\nswitch_port = {}\nworker_port = {}\nwindow = {}\ntimeout_ms = {}\nmax_retries = {}\njob_number = {}\n",
+            "switch_mac = \"{}\"\nswitch_ip = \"{}\"\npayload_bytes = {}\nslots = {}\nswitch_port = {}\nworker_port = {}\nwindow = {}\ntimeout_ms = {}\nmax_retries = {}\njob_number = {}\nswitch_ports = {}\n",
             self.switch_mac,
             self.switch_ip,
             self.payload.bytes(),
@@ -246,7 +260,8 @@ impl JobConfig {
             self.window,
             self.timeout.as_millis(),
             self.max_retries,
-            self.job_number
+            self.job_number,
+            self.switch_ports
         );
         for w in &self.workers {
             s += &format!("\n[[worker]]\nip = \"{}\"\nmac = \"{}\"\n", w.ip, w.mac);
@@ -310,6 +325,10 @@ mac = "02:00:5a:00:01:00"
         let two = format!("{ISSUE_FORM}\n[[worker]]\nip = \"192.0.2.10\"\nmac = \"02:00:5a:00:01:01\"\n");
         let e = err(&two);
         assert!(e.contains("worker[1].ip") && e.contains("rank 0"), "{e}");
+        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = 16\nswitch_ports = 17"));
+        assert!(e.contains("switch_ports") && e.contains("17") && e.contains("1..=16"), "{e}");
+        let c = JobConfig::from_toml(&ISSUE_FORM.replace("slots = 16", "slots = 16\nswitch_ports = 2")).unwrap();
+        assert_eq!(c.switch_ports, 2);
         let e = err(&format!("{ISSUE_FORM}switch_port = 80\n"));
         assert!(e.contains("switch_port") && e.contains("80"), "{e}");
         let none = ISSUE_FORM.split("[[worker]]").next().unwrap();

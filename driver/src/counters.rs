@@ -151,6 +151,20 @@ impl Counters {
     pub fn dropped_total(&self) -> u64 {
         self.drops.iter().sum()
     }
+    /// Adds `other` counter by counter (the threads of a multi-threaded software switch).
+    pub fn add(&mut self, other: &Counters) {
+        self.frames_in += other.frames_in;
+        self.frames_out += other.frames_out;
+        self.contributions += other.contributions;
+        self.duplicates += other.duplicates;
+        self.results_multicast += other.results_multicast;
+        self.results_retransmitted += other.results_retransmitted;
+        self.arp_replies += other.arp_replies;
+        self.icmp_replies += other.icmp_replies;
+        for (a, b) in self.drops.iter_mut().zip(&other.drops) {
+            *a += b;
+        }
+    }
     /// Checks the bucket invariants stated in the module doc.
     pub fn is_consistent(&self) -> bool {
         self.frames_in

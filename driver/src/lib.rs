@@ -2,11 +2,13 @@
 //! all-reduce worker library, its transports, float/fixed conversion, the job configuration
 //! and the control link. A training host depends on this crate alone.
 
+pub mod batch;
 pub mod config;
 pub mod control;
 pub mod counters;
 pub mod engine;
 pub mod fixedpoint;
+pub mod rtt;
 pub mod transport;
 pub mod wire;
 pub mod worker;

@@ -11,9 +11,11 @@
 //! [`drive`] runs an [`AllReduce`] to completion over a transport; [`allreduce_f32`] and
 //! [`allreduce_i32`] are the one-call entry points.
 
+use crate::batch::{BatchSocket, Receiver, Sender};
 use crate::config::JobConfig;
 use crate::counters::Counters;
 use crate::engine::Engine;
+use crate::wire::switchml::{field::POOL_INDEX, PoolIndex, PREAMBLE_LEN};
 use crate::worker::{AllReduce, Error, Stats, Worker};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -22,7 +24,7 @@ use std::io;
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Largest message a transport is asked to carry: SwitchML header, exponents, 1024 B payload,
 /// with room to spare.
@@ -34,7 +36,13 @@ pub trait Transport {
     fn send(&mut self, msg: &[u8]) -> io::Result<()>;
     /// Receives one message into `buf`, waiting until `deadline` at the latest. `Ok(None)` when
     /// the deadline passed with nothing received. A message longer than `buf` is truncated.
+    /// A batching transport sends what [`Transport::send`] queued before it waits or returns
+    /// `None`.
     fn recv(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<Option<usize>>;
+    /// Sends the messages a batching transport queued (the default: nothing queued).
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for &mut T {
@@ -44,6 +52,9 @@ impl<T: Transport + ?Sized> Transport for &mut T {
     fn recv(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<Option<usize>> {
         (**self).recv(buf, deadline)
     }
+    fn flush(&mut self) -> io::Result<()> {
+        (**self).flush()
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Box<T> {
@@ -52,6 +63,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     }
     fn recv(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<Option<usize>> {
         (**self).recv(buf, deadline)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        (**self).flush()
     }
 }
 
@@ -68,22 +82,46 @@ pub fn drive<T: Transport + ?Sized>(
         while let Some(m) = op.poll_transmit() {
             t.send(m)?;
         }
+        t.flush()?;
         let Some(deadline) = op.poll_timeout() else {
             return Ok(op.stats());
         };
-        if let Some(len) = t.recv(&mut buf, deadline)? {
+        let mut next = t.recv(&mut buf, deadline)?;
+        // Take in what has arrived already (up to DRAIN messages) before the messages it
+        // releases are flushed, so that a batching transport sends them together.
+        let mut drained = next.is_none();
+        let mut taken = 0;
+        while let Some(len) = next {
             let before = op.elements_done();
             op.handle_message(Instant::now(), &buf[..len])?;
             if op.elements_done() != before {
                 progress(op.elements_done());
             }
+            while let Some(m) = op.poll_transmit() {
+                t.send(m)?;
+            }
+            taken += 1;
+            if taken >= DRAIN || op.is_done() {
+                break;
+            }
+            next = t.recv(&mut buf, Instant::now())?;
+            drained = next.is_none();
         }
+        // Timers fire once every message that had arrived is taken in: after a stall of this
+        // process, results waiting in the socket must not be retransmitted for. (A flood of
+        // messages cannot hold the timers off for more than STALL_GRACE.)
         let now = Instant::now();
-        if now >= deadline {
+        if now >= deadline && (drained || now >= deadline + STALL_GRACE) {
             op.handle_timeout(now)?;
         }
     }
 }
+
+/// Most messages [`drive`] takes in before it flushes what they released.
+const DRAIN: usize = 64;
+
+/// Longest [`drive`] holds the timers off while messages keep arriving.
+const STALL_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl Worker {
     /// SUM all-reduce of an f32 tensor in place over a transport (blocking).
@@ -120,201 +158,119 @@ pub fn allreduce_i32<T: Transport + ?Sized>(
     Worker::new(job.clone(), rank)?.allreduce_i32(t, data)
 }
 
-/// Ethernet/IPv4/UDP framing of SwitchML messages with the wire module, as a NIC sees them.
-pub mod frame {
-    use crate::wire::{ethernet, ipv4, udp};
-    use crate::wire::{
-        EtherType, EthernetFrame, EthernetRepr, IpProtocol, Ipv4Addr, Ipv4Packet, Ipv4Repr, MacAddr, UdpPacket, UdpRepr,
-    };
+pub use crate::wire::frame;
 
-    /// One end of a UDP flow.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub struct Endpoint {
-        /// MAC address.
-        pub mac: MacAddr,
-        /// IPv4 address.
-        pub ip: Ipv4Addr,
-        /// UDP port.
-        pub port: u16,
-    }
+pub use crate::batch::{enlarge_buffers, IoStats, SOCKET_BUFFER};
 
-    /// Bytes of Ethernet, IPv4 and UDP headers.
-    pub const HEADERS_LEN: usize = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN;
-
-    /// Writes into `out` (cleared first) the frame carrying `payload` from `src` to `dst`:
-    /// IPv4 TTL 64 with its header checksum, UDP checksum 0.
-    pub fn encapsulate(src: Endpoint, dst: Endpoint, payload: &[u8], out: &mut Vec<u8>) {
-        out.clear();
-        out.resize(HEADERS_LEN + payload.len(), 0);
-        let mut eth = EthernetFrame::new_unchecked(&mut out[..]);
-        EthernetRepr { dst: dst.mac, src: src.mac, ethertype: EtherType::IPV4 }.emit(&mut eth);
-        let udp_len = udp::HEADER_LEN + payload.len();
-        let mut ip = Ipv4Packet::new_unchecked(eth.payload_mut());
-        Ipv4Repr { src: src.ip, dst: dst.ip, protocol: IpProtocol::UDP, payload_len: udp_len, ttl: ipv4::DEFAULT_TTL }
-            .emit(&mut ip);
-        let mut u = UdpPacket::new_unchecked(ip.payload_mut());
-        UdpRepr { src_port: src.port, dst_port: dst.port, payload_len: payload.len() }.emit(&mut u);
-        u.payload_mut().copy_from_slice(payload);
-    }
-
-    /// A UDP datagram read out of a frame.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub struct Datagram<'a> {
-        /// Sender.
-        pub src: Endpoint,
-        /// Receiver.
-        pub dst: Endpoint,
-        /// The UDP payload.
-        pub payload: &'a [u8],
-    }
-
-    /// The UDP datagram of an Ethernet/IPv4/UDP frame (IHL 5, checksum verified, not a
-    /// fragment); `None` for anything else (ARP, ICMP, malformed).
-    pub fn decapsulate(frame: &[u8]) -> Option<Datagram<'_>> {
-        let eth = EthernetFrame::new_checked(frame).ok()?;
-        if eth.ethertype() != EtherType::IPV4 {
-            return None;
-        }
-        let eth_repr = EthernetRepr::parse(&eth);
-        let ip = Ipv4Packet::new_checked(&frame[ethernet::HEADER_LEN..]).ok()?;
-        let ip_repr = Ipv4Repr::parse(&ip).ok()?;
-        if ip_repr.protocol != IpProtocol::UDP {
-            return None;
-        }
-        let ip_payload =
-            &frame[ethernet::HEADER_LEN + ip.header_len()..ethernet::HEADER_LEN + usize::from(ip.total_len())];
-        let u = UdpPacket::new_checked(ip_payload).ok()?;
-        let r = UdpRepr::parse(&u);
-        let payload = &ip_payload[udp::HEADER_LEN..udp::HEADER_LEN + r.payload_len];
-        Some(Datagram {
-            src: Endpoint { mac: eth_repr.src, ip: ip_repr.src, port: r.src_port },
-            dst: Endpoint { mac: eth_repr.dst, ip: ip_repr.dst, port: r.dst_port },
-            payload,
-        })
-    }
-}
-
-/// Socket buffer size [`UdpTransport`] and `spotagg switch` ask for: a window of 1 KiB
-/// datagrams from many workers overflows the default (about 200 KiB on Linux, where each
-/// datagram costs twice its size or more).
-pub const SOCKET_BUFFER: usize = 4 << 20;
-
-/// Asks for `bytes` of receive and send buffer on a UDP socket, best effort: the forced size
-/// when the process may (CAP_NET_ADMIN), else the limit of `net.core.rmem_max`/`wmem_max`.
-/// Does nothing where the socket options are not known.
-pub fn enlarge_buffers(socket: &UdpSocket, bytes: usize) {
-    #[cfg(all(
-        target_os = "linux",
-        any(
-            target_arch = "x86_64",
-            target_arch = "aarch64",
-            target_arch = "x86",
-            target_arch = "arm",
-            target_arch = "riscv64"
-        )
-    ))]
-    {
-        use std::os::fd::AsRawFd;
-        extern "C" {
-            fn setsockopt(fd: i32, level: i32, name: i32, value: *const core::ffi::c_void, len: u32) -> i32;
-        }
-        const SOL_SOCKET: i32 = 1;
-        const SO_SNDBUF: i32 = 7;
-        const SO_RCVBUF: i32 = 8;
-        const SO_SNDBUFFORCE: i32 = 32;
-        const SO_RCVBUFFORCE: i32 = 33;
-        let v: i32 = bytes.min(i32::MAX as usize) as i32;
-        let fd = socket.as_raw_fd();
-        for (force, plain) in [(SO_RCVBUFFORCE, SO_RCVBUF), (SO_SNDBUFFORCE, SO_SNDBUF)] {
-            // SAFETY: `fd` is an open socket for the duration of the call; the value is a
-            // valid i32 whose size is passed.
-            unsafe {
-                let p = (&v as *const i32).cast();
-                if setsockopt(fd, SOL_SOCKET, force, p, 4) != 0 {
-                    setsockopt(fd, SOL_SOCKET, plain, p, 4);
-                }
-            }
-        }
-    }
-    #[cfg(not(all(
-        target_os = "linux",
-        any(
-            target_arch = "x86_64",
-            target_arch = "aarch64",
-            target_arch = "x86",
-            target_arch = "arm",
-            target_arch = "riscv64"
-        )
-    )))]
-    let _ = (socket, bytes);
-}
-
-/// A UDP socket to the switch.
+/// A UDP socket to the switch, with batched kernel I/O ([`crate::batch`]): the messages that
+/// [`Transport::send`] queues leave at [`Transport::flush`] (or before the next wait), those to
+/// one switch port in one GSO system call where the kernel has UDP GSO; received datagrams come
+/// in with `recvmmsg` (and GRO) and are handed out one by one.
+///
+/// With `switch_ports` T > 1 (a multi-threaded software switch), the message of slot s goes to
+/// the switch address's port + (s mod T).
 #[derive(Debug)]
 pub struct UdpTransport {
-    socket: UdpSocket,
+    socket: BatchSocket,
     switch: SocketAddr,
-    /// The read timeout last set on the socket.
-    read_timeout: Option<Duration>,
+    ports: u16,
+    rx: Receiver,
+    tx: Sender,
+    /// Received messages not yet handed out: their bytes, and (offset, length) of each.
+    ready: Vec<u8>,
+    ready_at: VecDeque<(usize, usize)>,
+    stats: IoStats,
 }
 
 impl UdpTransport {
     /// Binds `local` and sends to `switch`. Messages from any source are accepted (the worker
     /// core checks each one).
     pub fn bind(local: SocketAddr, switch: SocketAddr) -> io::Result<UdpTransport> {
-        let socket = UdpSocket::bind(local)?;
-        enlarge_buffers(&socket, SOCKET_BUFFER);
-        Ok(UdpTransport { socket, switch, read_timeout: None })
+        let socket = BatchSocket::new(UdpSocket::bind(local)?)?;
+        let rx = Receiver::new(&socket);
+        Ok(UdpTransport {
+            socket,
+            switch,
+            ports: 1,
+            rx,
+            tx: Sender::new(),
+            ready: Vec::new(),
+            ready_at: VecDeque::new(),
+            stats: IoStats::default(),
+        })
     }
-    /// Binds rank `rank`'s address of the job (its IPv4 address, `job.worker_port`).
+    /// Binds rank `rank`'s address of the job (its IPv4 address, `job.worker_port`) and sends
+    /// slot s to `switch`'s port + (s mod `job.switch_ports`).
     pub fn for_rank(job: &JobConfig, rank: usize, switch: SocketAddr) -> io::Result<UdpTransport> {
         let w = job.workers.get(rank).ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, format!("rank {rank} is not in the job (n = {})", job.n()))
         })?;
-        UdpTransport::bind(SocketAddr::V4(SocketAddrV4::new(w.ip, job.worker_port)), switch)
+        Ok(UdpTransport::bind(SocketAddr::V4(SocketAddrV4::new(w.ip, job.worker_port)), switch)?
+            .with_switch_ports(job.switch_ports))
+    }
+    /// Sends slot s to the switch address's port + (s mod `ports`) (1: every slot to the port).
+    pub fn with_switch_ports(mut self, ports: u16) -> UdpTransport {
+        self.ports = ports.max(1);
+        self
     }
     /// The bound address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.socket.local_addr()
+        self.socket.socket().local_addr()
+    }
+    /// System calls and datagrams so far.
+    pub fn io_stats(&self) -> IoStats {
+        self.stats
+    }
+    /// True when GSO/GRO and `recvmmsg` are in use (false: the plain fallback).
+    pub fn is_batched(&self) -> bool {
+        self.socket.is_batched()
+    }
+    fn destination(&self, msg: &[u8]) -> SocketAddr {
+        if self.ports <= 1 || msg.len() < PREAMBLE_LEN {
+            return self.switch;
+        }
+        let slot = PoolIndex::from_u16(u16::from_be_bytes([msg[POOL_INDEX.start], msg[POOL_INDEX.start + 1]])).slot;
+        let mut a = self.switch;
+        a.set_port(self.switch.port().wrapping_add(slot % self.ports));
+        a
     }
 }
 
 impl Transport for UdpTransport {
     fn send(&mut self, msg: &[u8]) -> io::Result<()> {
-        match self.socket.send_to(msg, self.switch) {
-            Ok(_) => Ok(()),
-            // A full socket buffer or an ICMP error is a lost packet: retransmission covers it.
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::ConnectionRefused) => Ok(()),
-            Err(e) => Err(e),
-        }
+        let dst = self.destination(msg);
+        self.tx.queue(&self.socket, &mut self.stats, dst, msg)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.tx.flush(&self.socket, &mut self.stats)
     }
     fn recv(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<Option<usize>> {
         loop {
+            if let Some((at, len)) = self.ready_at.pop_front() {
+                let n = len.min(buf.len());
+                buf[..n].copy_from_slice(&self.ready[at..at + n]);
+                if self.ready_at.is_empty() {
+                    self.ready.clear();
+                }
+                return Ok(Some(n));
+            }
+            let UdpTransport { socket, rx, ready, ready_at, stats, .. } = self;
+            let got = rx.recv(socket, stats, |_, d| {
+                ready_at.push_back((ready.len(), d.len()));
+                ready.extend_from_slice(d);
+            })?;
+            if got > 0 {
+                continue;
+            }
+            // Nothing waiting: what is queued leaves before the wait (or the return).
+            if self.tx.is_pending() {
+                self.flush()?;
+            }
             let now = Instant::now();
             if now >= deadline {
                 return Ok(None);
             }
-            // Setting the timeout costs a system call: keep the one set while it ends before
-            // the deadline and is not much shorter than the time left.
-            let left = deadline - now;
-            if !self.read_timeout.is_some_and(|t| t <= left && t >= left / 2) {
-                let t = left.max(Duration::from_micros(1));
-                self.socket.set_read_timeout(Some(t))?;
-                self.read_timeout = Some(t);
-            }
-            match self.socket.recv_from(buf) {
-                Ok((n, _)) => return Ok(Some(n)),
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => continue,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted
-                    ) =>
-                {
-                    continue
-                }
-                Err(e) => return Err(e),
-            }
+            self.socket.wait_readable(deadline - now)?;
         }
     }
 }
@@ -514,6 +470,10 @@ impl<T: Transport> Transport for FaultInjector<T> {
         Ok(())
     }
 
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+
     fn recv(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<Option<usize>> {
         if let Some(h) = self.held_send.take() {
             self.inner.send(&h)?;
@@ -561,26 +521,8 @@ impl<T: Transport> Transport for FaultInjector<T> {
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::wire::{Ipv4Addr, MacAddr, PayloadSize};
-
-    #[test]
-    fn frames_round_trip_through_the_wire_module() {
-        let src =
-            frame::Endpoint { mac: MacAddr([2, 0, 0x5a, 0, 1, 3]), ip: Ipv4Addr::new(192, 0, 2, 13), port: 0xbee0 };
-        let dst =
-            frame::Endpoint { mac: MacAddr([2, 0, 0x5a, 0, 0, 1]), ip: Ipv4Addr::new(192, 0, 2, 1), port: 0xbee5 };
-        let mut f = Vec::new();
-        frame::encapsulate(src, dst, &[1, 2, 3, 4, 5], &mut f);
-        assert_eq!(f.len(), 42 + 5);
-        assert_eq!(&f[12..14], &[0x08, 0x00]);
-        assert_eq!(&f[34..42], &[0xbe, 0xe0, 0xbe, 0xe5, 0x00, 0x0d, 0x00, 0x00]);
-        assert!(crate::wire::checksum::verify(&f[14..34]));
-        let d = frame::decapsulate(&f).unwrap();
-        assert_eq!((d.src, d.dst, d.payload), (src, dst, &[1u8, 2, 3, 4, 5][..]));
-        f[20] = 0x20; // MF: a fragment
-        assert!(frame::decapsulate(&f).is_none());
-        assert!(frame::decapsulate(&f[..20]).is_none());
-    }
+    use crate::wire::PayloadSize;
+    use std::time::Duration;
 
     /// The message-level model of the switch as an [`Engine`] on frames, for tests without
     /// the sim crate.
@@ -657,6 +599,48 @@ mod test {
         }
         assert!(hub.counters().frames_in > 0);
         assert_eq!(hub.unrouted(), 0);
+    }
+
+    /// A transport whose process "stalls" once: the first time it is asked to wait, it sleeps
+    /// `stall` first (the results of the whole window arrive meanwhile).
+    struct StallOnce<T: Transport> {
+        inner: T,
+        stall: Option<Duration>,
+    }
+
+    impl<T: Transport> Transport for StallOnce<T> {
+        fn send(&mut self, msg: &[u8]) -> io::Result<()> {
+            self.inner.send(msg)
+        }
+        fn recv(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<Option<usize>> {
+            if let Some(d) = self.stall.take() {
+                std::thread::sleep(d);
+            }
+            self.inner.recv(buf, deadline)
+        }
+    }
+
+    #[test]
+    fn results_that_wait_in_the_transport_after_a_stall_are_not_retransmitted_for() {
+        let n = 1;
+        // A window of 128 slots: more results wait than drive takes in at once (DRAIN).
+        let mut job = JobConfig::example(n, PayloadSize::B256, 128);
+        job.timeout = Duration::from_millis(20);
+        let hub = InProcessSwitch::new(
+            Box::new(MiniEngine {
+                job: job.clone(),
+                inner: crate::worker::test::MiniSwitch::new(n),
+                counters: Counters::default(),
+            }),
+            job.clone(),
+        );
+        // A stall of 3 timeouts while the 128 results of the first window wait.
+        let mut t = StallOnce { inner: hub.endpoint(0), stall: Some(Duration::from_millis(60)) };
+        let mut w = Worker::new(job, 0).unwrap();
+        let mut a: Vec<i32> = (0..64 * 400).collect();
+        let s = w.allreduce_i32(&mut t, &mut a).unwrap();
+        assert!(a.iter().enumerate().all(|(i, x)| *x == i as i32));
+        assert_eq!(s.retransmissions, 0, "{s:?}");
     }
 
     #[test]

@@ -39,9 +39,13 @@
 //! operations with the same tensor lengths and types. After an error, the worker's slot state
 //! no longer matches the switch's: make a new job.
 //!
-//! **Retransmission.** A packet unanswered after `rto` is sent again, the same bytes; `rto`
-//! starts at `job.timeout`, doubles on each retransmission and is capped at
-//! `max(job.timeout, MAX_BACKOFF)`; it resets when the slot moves on. After `job.max_retries`
+//! **Retransmission.** A packet unanswered after `rto` is sent again, the same bytes. A packet
+//! starts with the timeout of the worker's [`RttEstimator`] (RFC 6298: smoothed RTT plus four
+//! times its variation, from the results of packets sent once, Karn's rule; `job.timeout` before
+//! the first sample and as the floor); `rto` doubles on each retransmission and is capped at
+//! `max(job.timeout, MAX_BACKOFF)`, and the backed-off value carries over to later packets until
+//! a packet sent once is answered. The estimator lives in the [`Worker`] and carries over to its
+//! later operations. After `job.max_retries`
 //! retransmissions the next expiry is an [`Error::Timeout`] naming the slot, the chunk and the
 //! attempts. Results whose `pool_index` or `tsi` is not the one a slot waits for (stale, or a
 //! duplicate of an answered packet), malformed messages and other jobs' messages are counted in
@@ -49,6 +53,7 @@
 
 use crate::config::JobConfig;
 use crate::fixedpoint::{self, ConversionError, Scale, E_ZERO};
+use crate::rtt::RttEstimator;
 use crate::wire::switchml::{PoolIndex, SwitchmlPacket, SwitchmlRepr, MSG_TYPE_CONTRIBUTION, PREAMBLE_LEN};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -121,10 +126,17 @@ pub struct Stats {
     pub packets_received: u64,
     /// Retransmissions.
     pub retransmissions: u64,
+    /// Packets whose result came for an earlier copy than the last retransmission, sooner than
+    /// the smallest round trip after it: retransmissions found spurious (a lower bound).
+    pub spurious_retransmissions: u64,
     /// Received messages ignored: stale, duplicate, malformed or of another job.
     pub ignored: u64,
     /// Time from the start to the last result.
     pub seconds: f64,
+    /// The smoothed round-trip time at the end, in seconds (0 before any sample).
+    pub srtt_seconds: f64,
+    /// The retransmission timeout a new packet would get at the end, in seconds.
+    pub rto_seconds: f64,
 }
 
 impl Stats {
@@ -147,6 +159,8 @@ pub struct Worker {
     sets: Vec<u8>,
     /// `tsi` of the next operation's first packet.
     next_tsi: u32,
+    /// Round-trip time and retransmission timeout, over every operation of the worker.
+    rtt: RttEstimator,
 }
 
 impl Worker {
@@ -156,7 +170,8 @@ impl Worker {
             return Err(Error::Rank { rank, n: job.n() });
         }
         let window = usize::from(job.window.clamp(1, job.slots));
-        Ok(Worker { job, rank, sets: vec![0; window], next_tsi: 0 })
+        let rtt = RttEstimator::new(job.timeout, MAX_BACKOFF);
+        Ok(Worker { job, rank, sets: vec![0; window], next_tsi: 0, rtt })
     }
     /// The job.
     pub fn job(&self) -> &JobConfig {
@@ -165,6 +180,10 @@ impl Worker {
     /// The rank.
     pub fn rank(&self) -> usize {
         self.rank
+    }
+    /// The round-trip time estimator (carried over between operations).
+    pub fn rtt(&self) -> &RttEstimator {
+        &self.rtt
     }
     /// Starts a SUM all-reduce of an f32 tensor, in place; `now` is the start time. Fails at
     /// once on a NaN, an infinity or a value too large.
@@ -198,6 +217,10 @@ struct Slot {
     msg: Vec<u8>,
     /// Transmissions of the packet in flight.
     attempts: u32,
+    /// When the packet in flight was first handed out (the start of its round-trip sample).
+    sent_at: Instant,
+    /// When its last copy was handed out.
+    last_sent: Instant,
     /// Current retransmission timeout.
     rto: Duration,
     /// When the packet in flight times out; `None` once the slot is finished.
@@ -243,7 +266,7 @@ impl<'a> AllReduce<'a> {
         }
         let tsi_base = worker.next_tsi;
         worker.next_tsi = worker.next_tsi.wrapping_add(packets as u32);
-        let timeout = worker.job.timeout;
+        let timeout = worker.rtt.rto();
         let mut op = AllReduce {
             worker,
             data,
@@ -267,6 +290,8 @@ impl<'a> AllReduce<'a> {
                 e_scale: E_ZERO,
                 msg: Vec::with_capacity(PREAMBLE_LEN + op.worker.job.payload.bytes()),
                 attempts: 0,
+                sent_at: now,
+                last_sent: now,
                 rto: timeout,
                 deadline: None,
                 queued: false,
@@ -281,6 +306,7 @@ impl<'a> AllReduce<'a> {
     /// `e_scale`, and queues it.
     fn load(&mut self, s: usize, chunk: Option<usize>, e_scale: i8, set: u8, now: Instant) {
         let job = &self.worker.job;
+        let rto = self.worker.rtt.rto();
         let (k, w) = (self.k, self.w);
         let p = match chunk {
             None => s,
@@ -293,8 +319,10 @@ impl<'a> AllReduce<'a> {
         slot.tsi = self.tsi_base.wrapping_add(p as u32);
         slot.e_scale = e_scale;
         slot.attempts = 1;
-        slot.rto = job.timeout;
-        slot.deadline = Some(now + job.timeout);
+        slot.sent_at = now;
+        slot.last_sent = now;
+        slot.rto = rto;
+        slot.deadline = Some(now + rto);
         slot.msg.clear();
         slot.msg.resize(PREAMBLE_LEN + job.payload.bytes(), 0);
         let (e0, e1) = match (&self.data, chunk) {
@@ -391,6 +419,15 @@ impl<'a> AllReduce<'a> {
         let (k, w, n) = (self.k, self.w, job.n());
         let slot = &self.slots[s];
         let (chunk, e_scale, set) = (slot.chunk, slot.e_scale, slot.set);
+        // Karn's rule: only a packet sent once measures the round trip. A result sooner than
+        // the smallest round trip after the last copy answers an earlier one: spurious.
+        if slot.attempts == 1 {
+            let rtt = now.saturating_duration_since(slot.sent_at);
+            self.worker.rtt.sample(rtt);
+        } else if self.worker.rtt.min_rtt().is_some_and(|m| now.saturating_duration_since(slot.last_sent) < m) {
+            self.worker.rtt.spurious(now.saturating_duration_since(slot.sent_at));
+            self.stats.spurious_retransmissions += 1;
+        }
         let next = match chunk {
             None => s,
             Some(c) => c + w,
@@ -427,6 +464,8 @@ impl<'a> AllReduce<'a> {
             self.active -= 1;
         }
         self.stats.seconds = now.saturating_duration_since(self.start).as_secs_f64();
+        self.stats.srtt_seconds = self.worker.rtt.srtt().map_or(0.0, |d| d.as_secs_f64());
+        self.stats.rto_seconds = self.worker.rtt.rto().as_secs_f64();
         Ok(())
     }
 
@@ -434,7 +473,7 @@ impl<'a> AllReduce<'a> {
     /// [`Error::Timeout`] when one has used up its retransmissions.
     pub fn handle_timeout(&mut self, now: Instant) -> Result<(), Error> {
         let job = &self.worker.job;
-        let cap = job.timeout.max(MAX_BACKOFF);
+        let cap = self.worker.rtt.ceiling();
         for s in 0..self.w {
             let slot = &mut self.slots[s];
             match slot.deadline {
@@ -447,6 +486,8 @@ impl<'a> AllReduce<'a> {
             slot.attempts += 1;
             slot.rto = (slot.rto * 2).min(cap);
             slot.deadline = Some(now + slot.rto);
+            slot.last_sent = now;
+            self.worker.rtt.backed_off(slot.rto);
             self.stats.retransmissions += 1;
             if !slot.queued {
                 slot.queued = true;
@@ -745,6 +786,151 @@ pub(crate) mod test {
         let text = err.to_string();
         assert!(matches!(err, Error::Timeout { slot: 0, chunk: Some(0), attempts: 5 }), "{text}");
         assert!(text.contains("slot 0") && text.contains("chunk 0") && text.contains("5 attempts"), "{text}");
+    }
+
+    /// Every worker against the mini switch over links of a fixed one-way `delay` each way (no
+    /// loss), on a virtual clock: messages arrive `delay` after they were sent, results `delay`
+    /// after the switch sent them. Returns each worker's stats.
+    fn simulate_delay(
+        workers: &mut [Worker],
+        tensors: &mut [Vec<i32>],
+        switch: &mut MiniSwitch,
+        delay: Duration,
+        t0: Instant,
+    ) -> Vec<Stats> {
+        let mut now = t0;
+        let mut ops: Vec<AllReduce<'_>> =
+            workers.iter_mut().zip(tensors.iter_mut()).map(|(w, t)| w.start_i32(t, now).unwrap()).collect();
+        // (arrival, to_switch, rank, message), kept in arrival order (all delays equal).
+        let mut wire: VecDeque<(Instant, bool, usize, Vec<u8>)> = VecDeque::new();
+        for _ in 0..1_000_000 {
+            for (r, op) in ops.iter_mut().enumerate() {
+                while let Some(m) = op.poll_transmit() {
+                    wire.push_back((now + delay, true, r, m.to_vec()));
+                }
+            }
+            if ops.iter().all(|o| o.is_done()) {
+                return ops.iter().map(|o| o.stats()).collect();
+            }
+            let timer = ops.iter().filter_map(|o| o.poll_timeout()).min();
+            let arrival = wire.front().map(|m| m.0);
+            match (arrival, timer) {
+                (Some(a), t) if t.is_none_or(|t| a <= t) => {
+                    let (at, to_switch, r, m) = wire.pop_front().unwrap();
+                    now = at;
+                    if to_switch {
+                        for (dst, res) in switch.contribute(r, &m) {
+                            wire.push_back((now + delay, false, dst, res));
+                        }
+                    } else {
+                        ops[r].handle_message(now, &m).unwrap();
+                    }
+                }
+                (_, Some(t)) => {
+                    now = t;
+                    for o in &mut ops {
+                        o.handle_timeout(now).unwrap();
+                    }
+                }
+                (_, None) => unreachable!("nothing in flight and not done"),
+            }
+        }
+        panic!("the simulation did not end");
+    }
+
+    #[test]
+    fn the_timeout_adapts_to_a_round_trip_longer_than_timeout_ms() {
+        // 50 ms round trip, timeout_ms 20: the fixed timeout would retransmit every packet.
+        let n = 2;
+        let mut j = job(n, PayloadSize::B256, 8);
+        j.timeout = Duration::from_millis(20);
+        let mut workers: Vec<Worker> = (0..n).map(|r| Worker::new(j.clone(), r).unwrap()).collect();
+        let mut switch = MiniSwitch::new(n);
+        let t0 = Instant::now();
+        let len = 64 * 200;
+        let mut ts: Vec<Vec<i32>> = (0..n).map(|r| (0..len).map(|i| i as i32 + r as i32).collect()).collect();
+        let first = simulate_delay(&mut workers, &mut ts, &mut switch, Duration::from_millis(25), t0);
+        for t in &ts {
+            assert!(t.iter().enumerate().all(|(i, x)| *x == 2 * i as i32 + 1));
+        }
+        // The first window is sent at 20 ms and again at 40 ms, then the backed-off 80 ms
+        // timeout lets packets be answered and sampled: only the first window retransmits.
+        for s in &first {
+            assert_eq!(s.retransmissions, 2 * 8, "{s:?}");
+            assert!((s.srtt_seconds - 0.050).abs() < 1e-3, "{s:?}");
+            assert!(s.rto_seconds >= 0.0509 && s.rto_seconds < 0.2, "{s:?}");
+        }
+        assert!(workers.iter().all(|w| w.rtt().samples() > 0));
+        // The next operation starts with the learned timeout: no retransmission at all.
+        let mut ts: Vec<Vec<i32>> = (0..n).map(|_| vec![3; len]).collect();
+        let t1 = t0 + Duration::from_secs(100);
+        let second = simulate_delay(&mut workers, &mut ts, &mut switch, Duration::from_millis(25), t1);
+        assert!(second.iter().all(|s| s.retransmissions == 0), "{second:?}");
+        assert!(ts.iter().all(|t| t.iter().all(|x| *x == 6)));
+    }
+
+    #[test]
+    fn no_spurious_retransmissions_when_the_round_trip_is_below_the_floor() {
+        let n = 3;
+        let mut workers: Vec<Worker> = (0..n).map(|r| Worker::new(job(n, PayloadSize::B256, 16), r).unwrap()).collect();
+        let mut ts: Vec<Vec<i32>> = (0..n).map(|_| vec![1; 64 * 500]).collect();
+        let st =
+            simulate_delay(&mut workers, &mut ts, &mut MiniSwitch::new(n), Duration::from_millis(4), Instant::now());
+        // RTO = SRTT (8 ms) + the floor as the margin (20 ms).
+        assert!(st.iter().all(|s| s.retransmissions == 0 && (s.rto_seconds - 0.028).abs() < 1e-3), "{st:?}");
+    }
+
+    #[test]
+    fn karns_rule_no_sample_from_a_retransmitted_packet() {
+        let mut j = job(1, PayloadSize::B256, 1);
+        j.timeout = Duration::from_millis(20);
+        let mut w = Worker::new(j, 0).unwrap();
+        let mut data = vec![5i32; 64 * 3];
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut op = w.start_i32(&mut data, t0).unwrap();
+        let m0 = op.poll_transmit().unwrap().to_vec();
+        assert_eq!(op.poll_timeout(), Some(t0 + ms(20)));
+        op.handle_timeout(t0 + ms(20)).unwrap();
+        assert_eq!(op.poll_transmit().unwrap(), &m0[..]);
+        assert_eq!(op.poll_timeout(), Some(t0 + ms(60)));
+        // The result comes 25 ms after the first copy: it may answer either copy, no sample.
+        op.handle_message(t0 + ms(25), &m0).unwrap();
+        let m1 = op.poll_transmit().unwrap().to_vec();
+        assert!(op.worker.rtt.srtt().is_none() && op.worker.rtt.samples() == 0);
+        // The backoff (40 ms) carries over to the next packet until a sample.
+        assert_eq!(op.poll_timeout(), Some(t0 + ms(25) + ms(40)));
+        // Sent once, answered 10 ms later: the first sample, SRTT 10, RTTVAR 5, RTO max(20, 30).
+        op.handle_message(t0 + ms(35), &m1).unwrap();
+        assert_eq!(op.worker.rtt.srtt(), Some(ms(10)));
+        op.poll_transmit().unwrap();
+        assert_eq!(op.poll_timeout(), Some(t0 + ms(35) + ms(30)));
+        assert_eq!(op.stats().retransmissions, 1);
+    }
+
+    #[test]
+    fn a_result_sooner_than_the_min_rtt_after_a_retransmission_is_found_spurious() {
+        let mut j = job(1, PayloadSize::B256, 1);
+        j.timeout = Duration::from_millis(20);
+        let mut w = Worker::new(j, 0).unwrap();
+        let mut data = vec![5i32; 64 * 3];
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut op = w.start_i32(&mut data, t0).unwrap();
+        let m0 = op.poll_transmit().unwrap().to_vec();
+        op.handle_message(t0 + ms(10), &m0).unwrap();
+        // Sample 10 ms: RTO = 10 + max(4 × 5, 20) = 30 ms.
+        let m1 = op.poll_transmit().unwrap().to_vec();
+        assert_eq!(op.poll_timeout(), Some(t0 + ms(40)));
+        op.handle_timeout(t0 + ms(40)).unwrap();
+        assert_eq!(op.poll_transmit().unwrap(), &m1[..]);
+        // The result 2 ms after the copy (the smallest round trip is 10 ms): it answers the
+        // first copy, sent 32 ms before, 22 ms beyond SRTT. The margin becomes 22 ms.
+        op.handle_message(t0 + ms(42), &m1).unwrap();
+        assert_eq!((op.stats().retransmissions, op.stats().spurious_retransmissions), (1, 1));
+        assert_eq!(op.worker.rtt.samples(), 1);
+        op.poll_transmit().unwrap();
+        assert_eq!(op.poll_timeout(), Some(t0 + ms(42) + ms(10) + ms(22)));
     }
 
     #[test]

@@ -7,16 +7,20 @@
 //! `unknown_source`), destination the switch's MAC and IPv4, UDP source port the sender's and
 //! destination port the socket's if it is a SwitchML port, else the job's `switch_port`. Every
 //! frame the engine emits is unwrapped and its payload sent by UDP to its destination IPv4
-//! address and port.
+//! address and port, from the socket the datagram came in on. I/O is batched
+//! ([`spotagg_driver::batch`]: `recvmmsg` and GRO in, GSO per destination out, where the
+//! kernel has them); [`serve_threads`] runs one thread per port.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use spotagg_driver::transport::frame::{self, Endpoint};
-use spotagg_driver::wire::{switchml, MacAddr};
+use spotagg_driver::batch::{BatchSocket, IoStats, Receiver, Sender};
+use spotagg_driver::wire::frame::{self, Endpoint};
+use spotagg_driver::wire::switchml::{field::POOL_INDEX, PREAMBLE_LEN};
+use spotagg_driver::wire::{switchml, MacAddr, PoolIndex};
 use spotagg_driver::{Counters, Engine, JobConfig};
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How [`serve`] behaves.
@@ -30,6 +34,9 @@ pub struct ServeOptions {
     pub exit_after_idle: Option<Duration>,
     /// Print the counters on stderr this often.
     pub stats_every: Option<Duration>,
+    /// Plain `recv_from`/`send_to`, one datagram a system call, instead of batched I/O (the
+    /// benchmarks' baseline).
+    pub plain_io: bool,
 }
 
 /// What [`serve`] did besides the engine's counters.
@@ -49,9 +56,35 @@ pub struct ServeStats {
     pub unsendable: u64,
     /// Datagrams from addresses that are not a rank's (passed to the engine).
     pub unknown_senders: u64,
+    /// Contributions to a slot another thread owns (slot mod T ≠ the thread's port index):
+    /// dropped, a worker with the wrong `switch_ports`.
+    pub misrouted: u64,
+    /// Receive system calls that returned data.
+    pub recv_calls: u64,
+    /// Send system calls.
+    pub send_calls: u64,
+    /// Datagrams not sent for a full send buffer or an ICMP error (the worker retransmits).
+    pub send_dropped: u64,
 }
 
-/// Serves `engine` on `socket` until `stop` is set or the idle time passes.
+impl ServeStats {
+    fn add(&mut self, o: &ServeStats) {
+        self.datagrams_in += o.datagrams_in;
+        self.datagrams_out += o.datagrams_out;
+        self.injected_drops_in += o.injected_drops_in;
+        self.injected_drops_out += o.injected_drops_out;
+        self.ipv6_ignored += o.ipv6_ignored;
+        self.unsendable += o.unsendable;
+        self.unknown_senders += o.unknown_senders;
+        self.misrouted += o.misrouted;
+        self.recv_calls += o.recv_calls;
+        self.send_calls += o.send_calls;
+        self.send_dropped += o.send_dropped;
+    }
+}
+
+/// Serves `engine` on `socket` until `stop` is set or the idle time passes. The socket is made
+/// non-blocking (a duplicate of its descriptor is used for batched I/O).
 pub fn serve(
     socket: &UdpSocket,
     job: &JobConfig,
@@ -59,85 +92,176 @@ pub fn serve(
     opts: &ServeOptions,
     stop: &AtomicBool,
 ) -> io::Result<ServeStats> {
+    let idle = Idle::new();
+    serve_port(socket, job, engine, opts, stop, &idle, (0, 1))
+}
+
+/// The multi-threaded software switch: thread t serves `sockets[t]` with `engines[t]`, and owns
+/// the slots s with s mod T = t (T = the number of sockets; workers with `switch_ports = T` send
+/// slot s to the t-th port). Each engine is a whole switch for the job that only ever sees its
+/// thread's slots, so that no lock is taken per frame; a contribution to another thread's slot
+/// is dropped and counted in [`ServeStats::misrouted`]. Replies leave from the socket the
+/// contribution came in on. The threads stop together (`stop`, or every port idle for
+/// `exit_after_idle`); the statistics are summed.
+pub fn serve_threads(
+    sockets: &[UdpSocket],
+    job: &JobConfig,
+    engines: &mut [Box<dyn Engine>],
+    opts: &ServeOptions,
+    stop: &AtomicBool,
+) -> io::Result<ServeStats> {
+    assert_eq!(sockets.len(), engines.len(), "one engine per socket");
+    let t_count = sockets.len();
+    let idle = Idle::new();
+    let results: Vec<io::Result<ServeStats>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = sockets
+            .iter()
+            .zip(engines.iter_mut())
+            .enumerate()
+            .map(|(t, (sock, engine))| {
+                let idle = &idle;
+                let opts = ServeOptions { seed: opts.seed.wrapping_add(t as u64), ..opts.clone() };
+                std::thread::Builder::new()
+                    .name(format!("switch-{t}"))
+                    .spawn_scoped(scope, move || {
+                        let r = serve_port(sock, job, engine.as_mut(), &opts, stop, idle, (t, t_count));
+                        // One thread failing stops the others.
+                        idle.failed.store(true, Ordering::Relaxed);
+                        r
+                    })
+                    .expect("spawning a switch thread")
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(io::Error::other("a switch thread panicked"))))
+            .collect()
+    });
+    let mut total = ServeStats::default();
+    for r in results {
+        total.add(&r?);
+    }
+    Ok(total)
+}
+
+/// The last time any port received (ms since `start`), shared by the threads without a lock.
+struct Idle {
+    start: Instant,
+    last_rx_ms: AtomicU64,
+    failed: AtomicBool,
+}
+
+impl Idle {
+    fn new() -> Idle {
+        Idle { start: Instant::now(), last_rx_ms: AtomicU64::new(0), failed: AtomicBool::new(false) }
+    }
+    fn touch(&self) {
+        self.last_rx_ms.store(self.start.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+    fn idle_for(&self) -> Duration {
+        self.start.elapsed().saturating_sub(Duration::from_millis(self.last_rx_ms.load(Ordering::Relaxed)))
+    }
+}
+
+fn serve_port(
+    socket: &UdpSocket,
+    job: &JobConfig,
+    engine: &mut dyn Engine,
+    opts: &ServeOptions,
+    stop: &AtomicBool,
+    idle: &Idle,
+    (thread, threads): (usize, usize),
+) -> io::Result<ServeStats> {
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
     let mut lose = move |p: f64| p > 0.0 && rng.gen_bool(p.min(1.0));
     let mut st = ServeStats::default();
     let local_port = socket.local_addr()?.port();
     let dst_port = if switchml::is_switchml_port(local_port) { local_port } else { job.switch_port };
     let switch = Endpoint { mac: job.switch_mac, ip: job.switch_ip, port: dst_port };
-    socket.set_read_timeout(Some(Duration::from_millis(50)))?;
-    let mut buf = vec![0u8; 65536];
+    let bs =
+        if opts.plain_io { BatchSocket::plain(socket.try_clone()?)? } else { BatchSocket::new(socket.try_clone()?)? };
+    let mut rx = Receiver::new(&bs);
+    let mut tx = Sender::new();
+    let mut rx_stats = IoStats::default();
+    let mut tx_stats = IoStats::default();
     let mut frame_buf = Vec::with_capacity(2048);
     let mut out = Vec::new();
-    let mut last_rx = Instant::now();
     let mut last_print = Instant::now();
-    while !stop.load(Ordering::Relaxed) {
+    let mut failure: Option<io::Error> = None;
+    let multi = threads > 1;
+    let label = if multi { format!("spotagg switch [port {local_port}]") } else { "spotagg switch".to_string() };
+    while !stop.load(Ordering::Relaxed) && !idle.failed.load(Ordering::Relaxed) {
         if let Some(every) = opts.stats_every {
             if last_print.elapsed() >= every {
                 last_print = Instant::now();
-                eprintln!("spotagg switch: {}", counters_line(&engine.counters()));
+                eprintln!("{label}: {}", counters_line(&engine.counters()));
             }
         }
-        let (len, from) = match socket.recv_from(&mut buf) {
-            Ok(x) => x,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
-                if opts.exit_after_idle.is_some_and(|idle| last_rx.elapsed() >= idle) {
-                    break;
-                }
-                continue;
+        let got = rx.recv(&bs, &mut rx_stats, |from, msg| {
+            if failure.is_some() {
+                return;
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted
-                ) =>
-            {
-                continue
-            }
-            Err(e) => return Err(e),
-        };
-        last_rx = Instant::now();
-        st.datagrams_in += 1;
-        let SocketAddr::V4(from) = from else {
-            st.ipv6_ignored += 1;
-            continue;
-        };
-        if lose(opts.loss) {
-            st.injected_drops_in += 1;
-            continue;
-        }
-        let mac = match job.rank_of(*from.ip()) {
-            Some(r) => job.workers[r].mac,
-            None => {
-                st.unknown_senders += 1;
-                let o = from.ip().octets();
-                MacAddr([0x02, 0x00, o[0], o[1], o[2], o[3]])
-            }
-        };
-        frame::encapsulate(Endpoint { mac, ip: *from.ip(), port: from.port() }, switch, &buf[..len], &mut frame_buf);
-        out.clear();
-        engine.process(&frame_buf, &mut out);
-        for f in &out {
-            let Some(d) = frame::decapsulate(f) else {
-                st.unsendable += 1;
-                continue;
+            st.datagrams_in += 1;
+            let SocketAddr::V4(from) = from else {
+                st.ipv6_ignored += 1;
+                return;
             };
             if lose(opts.loss) {
-                st.injected_drops_out += 1;
-                continue;
+                st.injected_drops_in += 1;
+                return;
             }
-            match socket.send_to(d.payload, SocketAddr::from((d.dst.ip, d.dst.port))) {
-                Ok(_) => st.datagrams_out += 1,
-                // A full buffer or an unreachable worker: the worker retransmits.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::ConnectionRefused | io::ErrorKind::PermissionDenied
-                    ) => {}
-                Err(e) => return Err(e),
+            if multi && msg.len() >= PREAMBLE_LEN {
+                let pool = PoolIndex::from_u16(u16::from_be_bytes([msg[POOL_INDEX.start], msg[POOL_INDEX.start + 1]]));
+                if usize::from(pool.slot) % threads != thread {
+                    st.misrouted += 1;
+                    return;
+                }
             }
+            let mac = match job.rank_of(*from.ip()) {
+                Some(r) => job.workers[r].mac,
+                None => {
+                    st.unknown_senders += 1;
+                    let o = from.ip().octets();
+                    MacAddr([0x02, 0x00, o[0], o[1], o[2], o[3]])
+                }
+            };
+            frame::encapsulate(Endpoint { mac, ip: *from.ip(), port: from.port() }, switch, msg, &mut frame_buf);
+            out.clear();
+            engine.process(&frame_buf, &mut out);
+            for f in &out {
+                let Some(d) = frame::decapsulate(f) else {
+                    st.unsendable += 1;
+                    continue;
+                };
+                if lose(opts.loss) {
+                    st.injected_drops_out += 1;
+                    continue;
+                }
+                if let Err(e) = tx.queue(&bs, &mut tx_stats, SocketAddr::from((d.dst.ip, d.dst.port)), d.payload) {
+                    failure = Some(e);
+                    return;
+                }
+            }
+        });
+        if let Some(e) = failure.take() {
+            return Err(e);
+        }
+        let got = got?;
+        tx.flush(&bs, &mut tx_stats)?;
+        if got > 0 {
+            idle.touch();
+            continue;
+        }
+        if !bs.wait_readable(Duration::from_millis(50))?
+            && opts.exit_after_idle.is_some_and(|limit| idle.idle_for() >= limit)
+        {
+            break;
         }
     }
+    st.recv_calls = rx_stats.recv_calls;
+    st.send_calls = tx_stats.send_calls;
+    st.send_dropped = tx_stats.send_dropped;
+    st.datagrams_out = tx_stats.datagrams_out;
     Ok(st)
 }
 

@@ -7,12 +7,21 @@
 //!    the simulated hardware with `--engines model,rtl[,verilator]` ([`bench_engines`]).
 //! 3. A 4-worker all-reduce over UDP on loopback: `spotagg switch`'s serve loop and four
 //!    worker threads on 127.0.0.20..23, in Gb/s of payload.
+//! 4. The software switch alone (`--switch-alone` runs only this): datagrams/s and Gb/s of
+//!    payload through `serve_threads` over loopback UDP, 1024 B payloads, against the load
+//!    generator (`spotagg load-generator`) in another process, which plays 4 workers with
+//!    preloaded contributions sent batched: plain `recv_from`/`send_to` on one thread, then
+//!    batched I/O on T = 1 and 2 threads. Also the system calls per datagram and the switch
+//!    process's CPU time per datagram.
+//! 5. `--cluster N --rate MBIT`: only the emulated cluster, spotagg against Gloo
+//!    (scripts/cluster_bench.sh, which needs root and a Python with torch).
 
 use super::switch::{serve, ServeOptions};
 use crate::engines::EngineKind;
 use anyhow::{Context, Result};
 use spotagg_driver::fixedpoint::{self, Scale};
-use spotagg_driver::transport::{frame, UdpTransport};
+use spotagg_driver::transport::UdpTransport;
+use spotagg_driver::wire::frame;
 use spotagg_driver::wire::switchml::{PoolIndex, SwitchmlPacket, SwitchmlRepr, MSG_TYPE_CONTRIBUTION, PREAMBLE_LEN};
 use spotagg_driver::wire::{switchml, Ipv4Addr, PayloadSize};
 use spotagg_driver::{Engine, JobConfig, Worker};
@@ -35,6 +44,25 @@ pub struct Args {
     /// the simulation speed of rust-hdl against Verilator (about a minute).
     #[arg(long)]
     hardware: bool,
+    /// Only the switch-alone benchmark (section 4).
+    #[arg(long)]
+    switch_alone: bool,
+    /// Seconds each switch-alone configuration is measured.
+    #[arg(long, default_value_t = 2.0)]
+    switch_seconds: f64,
+    /// Only the emulated-cluster benchmark with N workers (scripts/cluster_bench.sh, as root):
+    /// spotagg against Gloo on network namespaces with links shaped to --rate.
+    #[arg(long, value_name = "N")]
+    cluster: Option<u32>,
+    /// Link rate of --cluster in Mb/s.
+    #[arg(long, value_name = "MBIT", default_value_t = 100)]
+    rate: u32,
+    /// Tensor elements of --cluster (default 2.5 M at up to 100 Mb/s, 10 M above).
+    #[arg(long)]
+    elements: Option<u64>,
+    /// Runs of each system for --cluster (the medians are printed).
+    #[arg(long, default_value_t = 3)]
+    runs: u32,
 }
 
 /// Best time of `reps` runs of `f`.
@@ -246,12 +274,114 @@ fn bench_loopback(elements: usize) -> Result<()> {
     Ok(())
 }
 
+/// CPU seconds (user, system) of this process so far.
+fn cpu_times() -> (f64, f64) {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    (tv(u.ru_utime), tv(u.ru_stime))
+}
+
+/// One switch-alone configuration: `threads` switch threads (batched I/O unless `plain`), the
+/// load generator in a child process for `seconds`.
+fn switch_alone_once(threads: u16, plain: bool, seconds: f64) -> Result<String> {
+    let n = 4;
+    let mut job = JobConfig::example(n, PayloadSize::B1024, 64);
+    for (r, w) in job.workers.iter_mut().enumerate() {
+        w.ip = Ipv4Addr::new(127, 0, 0, 50 + r as u8);
+    }
+    job.worker_port = free_worker_port(&job.workers.iter().map(|w| w.ip).collect::<Vec<_>>())
+        .context("no free SwitchML port on 127.0.0.50..53")?;
+    job.switch_ports = threads;
+    let path = std::env::temp_dir().join(format!("spotagg-bench-{}-{threads}.toml", std::process::id()));
+    std::fs::write(&path, job.to_toml()).with_context(|| format!("writing {}", path.display()))?;
+    let sockets = super::switch::bind_ports("127.0.0.1:0".parse()?, threads)?;
+    let base = sockets[0].local_addr()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let server = {
+        let (job, stop) = (job.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut engines: Vec<Box<dyn Engine>> = (0..threads)
+                .map(|_| Box::new(spotagg_sim::reference::RefSwitch::new(job.clone())) as Box<dyn Engine>)
+                .collect();
+            let opts = ServeOptions { plain_io: plain, ..ServeOptions::default() };
+            spotagg_sim::udp_switch::serve_threads(&sockets, &job, &mut engines, &opts, &stop)
+        })
+    };
+    let exe = std::env::current_exe().context("finding the spotagg executable")?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["load-generator", "--config"]).arg(&path).args(["--switch", &base.to_string()]);
+    cmd.args(["--seconds", &seconds.to_string()]);
+    if plain {
+        cmd.env("SPOTAGG_UDP_BATCH", "0");
+    }
+    let cpu0 = cpu_times();
+    let out = cmd.output().context("running the load generator")?;
+    let cpu1 = cpu_times();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let st = server.join().map_err(|_| anyhow::anyhow!("switch panicked"))??;
+    let _ = std::fs::remove_file(&path);
+    anyhow::ensure!(out.status.success(), "load generator failed: {}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).context("reading the load generator's JSON")?;
+    let secs = v["seconds"].as_f64().unwrap_or(0.0);
+    let results = v["results"].as_f64().unwrap_or(0.0);
+    let rate = results / secs.max(1e-9);
+    let (user, sys) = (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);
+    let cpu_ns = (user + sys) / (st.datagrams_in + st.datagrams_out).max(1) as f64 * 1e9;
+    Ok(format!(
+        "  {:<22} {:>10.0} datagrams/s in ({:>7.0} per thread), {:>10.0} out, {:>6.2} Gb/s payload in; per system call {:>5.1} in, {:>5.1} out; switch CPU {:.2} s user + {:.2} s system over both directions = {:.0} ns a datagram; stalled slots {}, send drops switch {} / generator {}, misrouted {}",
+        format!("{} T = {threads}", if plain { "plain," } else { "batched," }),
+        rate,
+        rate / f64::from(threads),
+        rate,
+        rate * 1024.0 * 8.0 / 1e9,
+        st.datagrams_in as f64 / st.recv_calls.max(1) as f64,
+        st.datagrams_out as f64 / st.send_calls.max(1) as f64,
+        user,
+        sys,
+        cpu_ns,
+        v["stalled_slots"],
+        st.send_dropped,
+        v["send_dropped"],
+        st.misrouted,
+    ))
+}
+
+/// Section 4: the software switch alone.
+fn bench_switch_alone(seconds: f64) -> Result<()> {
+    println!(
+        "software switch alone over loopback UDP (reference switch, 4 workers played by a load generator in another process, 1024 B payload, 64 slots, {seconds} s each):"
+    );
+    for (threads, plain) in [(1, true), (1, false), (2, false)] {
+        println!("{}", switch_alone_once(threads, plain, seconds)?);
+    }
+    Ok(())
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    if args.switch_alone {
+        return bench_switch_alone(args.switch_seconds);
+    }
+    if let Some(n) = args.cluster {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/cluster_bench.sh");
+        let elements = args.elements.unwrap_or(if args.rate <= 100 { 2_500_000 } else { 10_000_000 });
+        let exe = std::env::current_exe().context("finding the spotagg executable")?;
+        let status = std::process::Command::new("bash")
+            .arg(&script)
+            .args([n.to_string(), args.rate.to_string(), elements.to_string(), args.runs.to_string()])
+            .env("SPOTAGG_BIN", exe)
+            .status()
+            .with_context(|| format!("running {}", script.display()))?;
+        anyhow::ensure!(status.success(), "{} failed ({status})", script.display());
+        return Ok(());
+    }
     let (elements, reps, loop_elements) = if args.quick { (1 << 20, 5, 1 << 18) } else { (1 << 22, 20, 1 << 21) };
     bench_conversion(elements, reps);
     bench_engines(&args.engines, Duration::from_millis(if args.quick { 300 } else { 1000 }));
     bench_loopback(loop_elements)?;
+    bench_switch_alone(if args.quick { 0.5 } else { args.switch_seconds })?;
     if args.hardware {
         println!();
         print!("{}", spotagg_sim::rtl::bench_report());

@@ -5,6 +5,7 @@ pub mod build;
 pub mod ctl;
 pub mod demo;
 pub mod flash;
+pub mod loadgen;
 pub mod replay;
 pub mod switch;
 pub mod tap;

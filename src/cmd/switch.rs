@@ -1,7 +1,9 @@
 //! `spotagg switch`: an engine (the reference switch by default) served over a UDP socket, for
 //! hosts without an FPGA and for tests.
 //!
-//! The serve loop is [`spotagg_sim::udp_switch::serve`].
+//! The serve loop is [`spotagg_sim::udp_switch::serve_threads`]: with `--threads T` (default:
+//! the job's `switch_ports`), thread t listens on the bound port + t and owns the slots s with
+//! s mod T = t; workers of a job with `switch_ports = T` send slot s there.
 //!
 //! The first line on stdout is `spotagg switch: listening on ADDR` (with the port the system
 //! chose for `--bind IP:0`). The counters are printed when the switch exits (`--exit-after-idle`)
@@ -10,7 +12,8 @@
 use crate::engines::{load_job, EngineKind};
 use anyhow::{Context, Result};
 use spotagg_driver::transport::{enlarge_buffers, SOCKET_BUFFER};
-pub use spotagg_sim::udp_switch::{counters_line, serve, ServeOptions};
+use spotagg_driver::Counters;
+pub use spotagg_sim::udp_switch::{counters_line, serve, serve_threads, ServeOptions};
 use std::io::{self, Write};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
@@ -44,32 +47,106 @@ pub struct Args {
     /// Print the final counters as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Threads, one UDP port each (the bound port + t), each owning the slots s with s mod T = t.
+    /// Default: the job's `switch_ports`; another value is refused, as workers would send to
+    /// the wrong ports.
+    #[arg(long)]
+    threads: Option<u16>,
+    /// Plain recv_from/send_to, one datagram a system call (no recvmmsg, GRO or GSO).
+    #[arg(long)]
+    plain_io: bool,
+}
+
+/// Binds `threads` UDP sockets on consecutive ports from `addr` (port 0: the first port the
+/// system gives that has its successors free).
+pub fn bind_ports(addr: SocketAddr, threads: u16) -> Result<Vec<UdpSocket>> {
+    let attempts = if addr.port() == 0 { 64 } else { 1 };
+    let mut last_err = None;
+    for _ in 0..attempts {
+        let first = UdpSocket::bind(addr).with_context(|| format!("cannot bind {addr}"))?;
+        let base = first.local_addr()?;
+        let mut socks = vec![first];
+        for t in 1..threads {
+            let mut a = base;
+            let Some(p) = base.port().checked_add(t) else { break };
+            a.set_port(p);
+            match UdpSocket::bind(a) {
+                Ok(s) => socks.push(s),
+                Err(e) => {
+                    last_err = Some(anyhow::anyhow!("cannot bind {a} (port {t} of --threads {threads}): {e}"));
+                    break;
+                }
+            }
+        }
+        if socks.len() == usize::from(threads) {
+            return Ok(socks);
+        }
+    }
+    Err(last_err.unwrap_or_else(|| anyhow::anyhow!("no {threads} consecutive free ports from {addr}")))
+}
+
+/// Counters of several engines summed.
+pub fn sum_counters(cs: impl IntoIterator<Item = Counters>) -> Counters {
+    let mut t = Counters::default();
+    for c in cs {
+        t.add(&c);
+    }
+    t
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let job = load_job(&args.config)?;
     anyhow::ensure!((0.0..=1.0).contains(&args.loss), "--loss {} is not a probability in 0..=1", args.loss);
-    let mut engine = args.engine.build(&job)?;
-    let socket = UdpSocket::bind(args.bind).with_context(|| format!("cannot bind {}", args.bind))?;
-    enlarge_buffers(&socket, SOCKET_BUFFER);
-    println!("spotagg switch: listening on {} ({} engine, {} workers)", socket.local_addr()?, engine.name(), job.n());
+    let threads = args.threads.unwrap_or(job.switch_ports);
+    anyhow::ensure!(
+        threads == job.switch_ports,
+        "--threads {threads} but the job's switch_ports = {}: its workers send slot s to port + (s mod {}); set switch_ports = {threads} in {}",
+        job.switch_ports,
+        job.switch_ports,
+        args.config.display()
+    );
+    let mut engines = (0..threads).map(|_| args.engine.build(&job)).collect::<Result<Vec<_>>>()?;
+    let sockets = bind_ports(args.bind, threads)?;
+    for s in &sockets {
+        enlarge_buffers(s, SOCKET_BUFFER);
+    }
+    let addr = sockets[0].local_addr()?;
+    if threads > 1 {
+        println!(
+            "spotagg switch: listening on {addr} ({} engine, {} workers, {threads} threads on ports {}..={})",
+            engines[0].name(),
+            job.n(),
+            addr.port(),
+            addr.port() + threads - 1
+        );
+    } else {
+        println!("spotagg switch: listening on {addr} ({} engine, {} workers)", engines[0].name(), job.n());
+    }
     io::stdout().flush()?;
     let opts = ServeOptions {
         loss: args.loss,
         seed: args.seed,
         exit_after_idle: args.exit_after_idle.map(Duration::from_secs_f64),
         stats_every: args.stats_every.map(Duration::from_secs_f64),
+        plain_io: args.plain_io,
     };
-    let st = serve(&socket, &job, engine.as_mut(), &opts, &AtomicBool::new(false))?;
-    let c = engine.counters();
+    let st = serve_threads(&sockets, &job, &mut engines, &opts, &AtomicBool::new(false))?;
+    let c = sum_counters(engines.iter().map(|e| e.counters()));
     if args.json {
         println!("{}", serde_json::json!({ "counters": c, "udp": st }));
     } else {
         println!("spotagg switch: {}", counters_line(&c));
         println!(
-            "spotagg switch: datagrams in {} out {}, injected drops in {} out {}, unknown senders {}",
-            st.datagrams_in, st.datagrams_out, st.injected_drops_in, st.injected_drops_out, st.unknown_senders
+            "spotagg switch: datagrams in {} out {}, injected drops in {} out {}, unknown senders {}, misrouted {}; system calls: {} receive, {} send",
+            st.datagrams_in,
+            st.datagrams_out,
+            st.injected_drops_in,
+            st.injected_drops_out,
+            st.unknown_senders,
+            st.misrouted,
+            st.recv_calls,
+            st.send_calls
         );
     }
     Ok(())

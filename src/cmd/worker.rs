@@ -45,6 +45,10 @@ pub struct Args {
     /// Probability of dropping a message, in each direction (fault injection).
     #[arg(long, default_value_t = 0.0)]
     loss: f64,
+    /// Start the all-reduce at this Unix time (seconds, fractions allowed), after the tensor is
+    /// made and the socket bound, so that the workers of a benchmark start together.
+    #[arg(long)]
+    start_at: Option<f64>,
 }
 
 /// The tensor of rank `rank`: gradient-like values, uniform in ±2^m with the magnitude m
@@ -116,7 +120,9 @@ fn transport(job: &JobConfig, args: &Args) -> Result<UdpTransport> {
         }
     };
     let local = SocketAddr::V4(SocketAddrV4::new(ip, job.worker_port));
-    UdpTransport::bind(local, args.switch).with_context(|| format!("cannot bind {local}"))
+    Ok(UdpTransport::bind(local, args.switch)
+        .with_context(|| format!("cannot bind {local}"))?
+        .with_switch_ports(job.switch_ports))
 }
 
 /// Runs the command.
@@ -128,6 +134,12 @@ pub fn run(args: Args) -> Result<()> {
     let udp = transport(&job, &args)?;
     let mut t =
         FaultInjector::new(udp, Faults::loss(args.loss), args.seed.wrapping_mul(1000).wrapping_add(args.rank as u64));
+    if let Some(at) = args.start_at {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs_f64();
+        if at > now {
+            std::thread::sleep(std::time::Duration::from_secs_f64(at - now));
+        }
+    }
     let stats = allreduce_f32(&mut t, &job, args.rank, &mut data)
         .with_context(|| format!("rank {}: all-reduce failed", args.rank))?;
     let check = if args.verify {
@@ -146,6 +158,9 @@ pub fn run(args: Args) -> Result<()> {
             "gbps": stats.payload_gbps(),
             "packets": stats.packets_sent,
             "retransmissions": stats.retransmissions,
+            "spurious_retransmissions": stats.spurious_retransmissions,
+            "srtt_ms": stats.srtt_seconds * 1e3,
+            "rto_ms": stats.rto_seconds * 1e3,
             "max_error": check.map(|c| c.max_error),
             "bound": check.map(|c| c.bound),
             "ok": ok,

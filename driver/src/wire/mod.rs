@@ -14,6 +14,7 @@
 pub mod arp;
 pub mod ethernet;
 pub mod fcs;
+pub mod frame;
 pub mod icmp;
 pub mod ipv4;
 pub mod switchml;

@@ -1,0 +1,160 @@
+//! The multi-threaded software switch over loopback UDP: workers of a job with `switch_ports = 2`
+//! against a 2-thread switch (`serve_threads`), exact results; replies leave from the port the
+//! contribution went to; a contribution sent to the wrong thread's port is dropped and counted.
+//! Runs without rust-hdl: `cargo test -p spotagg-sim --no-default-features --test udp_switch_ports`.
+
+use spotagg_driver::transport::UdpTransport;
+use spotagg_driver::wire::switchml::{PoolIndex, SwitchmlPacket, SwitchmlRepr, MSG_TYPE_CONTRIBUTION, PREAMBLE_LEN};
+use spotagg_driver::wire::{Ipv4Addr, PayloadSize};
+use spotagg_driver::{Engine, JobConfig, Worker};
+use spotagg_sim::reference::RefSwitch;
+use spotagg_sim::udp_switch::{serve_threads, ServeOptions, ServeStats};
+use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// `count` sockets on consecutive free ports of 127.0.0.1.
+fn consecutive(count: u16) -> Vec<UdpSocket> {
+    for _ in 0..100 {
+        let first = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let base = first.local_addr().unwrap().port();
+        let mut v = vec![first];
+        for t in 1..count {
+            match base.checked_add(t).and_then(|p| UdpSocket::bind(("127.0.0.1", p)).ok()) {
+                Some(s) => v.push(s),
+                None => break,
+            }
+        }
+        if v.len() == usize::from(count) {
+            return v;
+        }
+    }
+    panic!("no {count} consecutive free ports on 127.0.0.1");
+}
+
+/// A SwitchML port free on every address.
+fn free_port(ips: &[Ipv4Addr]) -> u16 {
+    (0xbee0..=0xbeef)
+        .rev()
+        .find(|&p| ips.iter().all(|ip| UdpSocket::bind(SocketAddrV4::new(*ip, p)).is_ok()))
+        .expect("a free SwitchML port on the workers' loopback addresses")
+}
+
+struct Running {
+    base: SocketAddr,
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<(ServeStats, Vec<spotagg_driver::Counters>)>,
+}
+
+fn start(job: &JobConfig, threads: u16) -> Running {
+    let sockets = consecutive(threads);
+    let base = sockets[0].local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let handle = {
+        let (job, stop) = (job.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut engines: Vec<Box<dyn Engine>> =
+                (0..threads).map(|_| Box::new(RefSwitch::new(job.clone())) as Box<dyn Engine>).collect();
+            let st = serve_threads(&sockets, &job, &mut engines, &ServeOptions::default(), &stop).unwrap();
+            (st, engines.iter().map(|e| e.counters()).collect())
+        })
+    };
+    Running { base, stop, handle }
+}
+
+impl Running {
+    fn stop(self) -> (ServeStats, Vec<spotagg_driver::Counters>) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap()
+    }
+}
+
+#[test]
+fn workers_with_two_ports_against_a_two_thread_switch_are_exact() {
+    let n = 3;
+    let mut job = JobConfig::example(n, PayloadSize::B256, 8);
+    for (r, w) in job.workers.iter_mut().enumerate() {
+        w.ip = Ipv4Addr::new(127, 0, 0, 40 + r as u8);
+    }
+    job.worker_port = free_port(&job.workers.iter().map(|w| w.ip).collect::<Vec<_>>());
+    job.switch_ports = 2;
+    job.timeout = Duration::from_millis(20);
+    let sw = start(&job, 2);
+    let len = 64 * 100 + 7;
+    let handles: Vec<_> = (0..n)
+        .map(|r| {
+            let job = job.clone();
+            let mut t = UdpTransport::for_rank(&job, r, sw.base).unwrap();
+            std::thread::spawn(move || {
+                let mut w = Worker::new(job, r).unwrap();
+                let mut a: Vec<i32> = (0..len).map(|i| (i as i32).wrapping_mul(r as i32 + 7)).collect();
+                w.allreduce_i32(&mut t, &mut a).unwrap();
+                let mut b: Vec<f32> = (0..len).map(|i| (i % 100) as f32 * 0.25 * (r as f32 + 1.0)).collect();
+                w.allreduce_f32(&mut t, &mut b).unwrap();
+                (a, b, t.io_stats())
+            })
+        })
+        .collect();
+    for h in handles {
+        let (a, b, io) = h.join().unwrap();
+        for i in 0..len {
+            assert_eq!(a[i], (i as i32).wrapping_mul(7 + 8 + 9), "element {i}");
+            let want = (i % 100) as f64 * 0.25 * 6.0;
+            assert!((f64::from(b[i]) - want).abs() < 1e-4, "element {i}: {} vs {want}", b[i]);
+        }
+        assert!(io.datagrams_out > 0 && io.datagrams_in > 0);
+    }
+    let (st, counters) = sw.stop();
+    assert_eq!(st.misrouted, 0);
+    // Both threads served their slots: 8 slots, slot mod 2 = t.
+    for c in &counters {
+        assert!(c.contributions > 0, "{counters:?}");
+        assert_eq!(c.dropped_total(), 0);
+    }
+}
+
+fn contribution(job: &JobConfig, slot: u16, tsi: u32) -> Vec<u8> {
+    let mut m = vec![0u8; PREAMBLE_LEN + job.payload.bytes()];
+    let mut p = SwitchmlPacket::new_unchecked(&mut m[..]);
+    SwitchmlRepr {
+        msg_type: MSG_TYPE_CONTRIBUTION,
+        size_code: job.payload.code(),
+        job: job.job_number,
+        tsi,
+        pool: PoolIndex { slot, set: 0 },
+        e0: 0,
+        e1: 0,
+    }
+    .emit(&mut p);
+    p.set_element(0, tsi as i32);
+    m
+}
+
+#[test]
+fn replies_come_from_the_port_the_contribution_went_to() {
+    let mut job = JobConfig::example(1, PayloadSize::B256, 4);
+    job.workers[0].ip = Ipv4Addr::new(127, 0, 0, 1);
+    job.switch_ports = 2;
+    let sw = start(&job, 2);
+    let me = UdpSocket::bind("127.0.0.1:0").unwrap();
+    me.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut buf = [0u8; 2048];
+    for slot in 0..4u16 {
+        let mut to = sw.base;
+        to.set_port(sw.base.port() + slot % 2);
+        me.send_to(&contribution(&job, slot, 100 + u32::from(slot)), to).unwrap();
+        let (len, from) = me.recv_from(&mut buf).unwrap();
+        assert_eq!(from, to, "slot {slot}: the reply's source is the port the contribution went to");
+        let p = SwitchmlPacket::new_checked(&buf[..len]).unwrap();
+        assert_eq!((p.tsi(), p.element(0)), (100 + u32::from(slot), 100 + i32::from(slot)));
+    }
+    // Slot 1 belongs to thread 1: sent to the first port it is dropped, and nothing answers.
+    me.send_to(&contribution(&job, 1, 7), sw.base).unwrap();
+    me.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    assert!(me.recv_from(&mut buf).is_err(), "a misrouted contribution must not be answered");
+    let (st, counters) = sw.stop();
+    assert_eq!(st.misrouted, 1);
+    assert_eq!(counters.iter().map(|c| c.contributions).sum::<u64>(), 4);
+    assert_eq!((counters[0].contributions, counters[1].contributions), (2, 2));
+}
