@@ -11,6 +11,7 @@
 //! role, control VLAN, protected VLANs and timers (spatial reuse). [`ring`] runs N of them.
 
 pub mod ring;
+pub mod scenarios;
 
 use spotagg_driver::wire::eaps::{emit_frame, parse_frame, EapsRepr, EapsState, EapsType};
 use spotagg_driver::wire::{Error as WireError, MacAddr};
