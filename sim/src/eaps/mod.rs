@@ -367,7 +367,7 @@ impl EapsNode {
             self.set_forwarding(d, port, false, &mut out);
             match self.domains[d].cfg.role {
                 Role::Master => {
-                    if matches!(self.domains[d].state, State::Init | State::Complete) {
+                    if self.may_fail(d) {
                         self.ring_failed(d, Cause::LocalLinkDown(port), now, &mut out);
                     }
                 }
@@ -481,10 +481,22 @@ impl EapsNode {
                     }
                 }
             }
-            EapsType::LinkDown if matches!(self.domains[d].state, State::Init | State::Complete) => {
+            EapsType::LinkDown if self.may_fail(d) => {
                 self.ring_failed(d, Cause::LinkDownPdu, now, out);
             }
             _ => {}
+        }
+    }
+
+    /// Master: whether a reported link failure opens the ring: in Init and Complete, and in
+    /// Failed while the secondary is held blocked (send-alert, second master) and is up.
+    fn may_fail(&self, d: usize) -> bool {
+        let dom = &self.domains[d];
+        let s = dom.cfg.secondary();
+        match dom.state {
+            State::Init | State::Complete => true,
+            State::Failed => !dom.forwarding[s] && self.link_up[s],
+            _ => false,
         }
     }
 
@@ -666,5 +678,32 @@ mod test {
         m.handle_timeout(3 * MS);
         assert_eq!(m.state(0), State::Failed);
         assert!(!m.forwarding(0, 0), "secondary held blocked while another master is heard");
+    }
+
+    #[test]
+    fn send_alert_holds_secondary_until_a_real_failure() {
+        let mut c = cfg(Role::Master);
+        c.fail_action = FailAction::SendAlert;
+        let mut m = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 1]), vec![c], [true, true]);
+        m.enable(0);
+        let a = m.handle_timeout(3 * MS);
+        assert!(a.contains(&Action::Alert { domain: 0, alert: Alert::FailTimerExpired }));
+        assert_eq!(m.state(0), State::Failed);
+        assert!(!m.forwarding(0, 0));
+        assert!(sent(&a).iter().all(|&(_, t)| t == EapsType::Health));
+        // A transit reports a link down: now the secondary opens and the ring is flushed.
+        let mut t = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 2]), vec![cfg(Role::Transit)], [true, true]);
+        t.enable(0);
+        let down = t.link_down(4 * MS, 1);
+        let frame = down
+            .iter()
+            .find_map(|a| match a {
+                Action::Send { frame, .. } => Some(frame.clone()),
+                _ => None,
+            })
+            .unwrap();
+        let a = m.handle_frame(4 * MS, 1, &frame).unwrap();
+        assert!(m.forwarding(0, 0));
+        assert_eq!(sent(&a), vec![(0, EapsType::RingDownFlushFdb), (1, EapsType::RingDownFlushFdb)]);
     }
 }
