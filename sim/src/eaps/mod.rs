@@ -10,6 +10,7 @@
 //! A node has two ring ports (0 and 1) and any number of domains on them, each with its own
 //! role, control VLAN, protected VLANs and timers (spatial reuse). [`ring`] runs N of them.
 
+pub mod allreduce;
 pub mod ring;
 pub mod scenarios;
 
@@ -432,7 +433,10 @@ impl EapsNode {
                     EapsType::RingUpFlushFdb => {
                         out.push(Action::FlushFdb { domain: d });
                         let mut opened = false;
-                        for p in 0..2 {
+                        // Only a pending port other than the arrival port opens: the copy that came
+                        // in on the other port has swept, in FIFO order, every frame that passed
+                        // the master's secondary before it blocked (docs/eaps.md §6.10).
+                        for p in (0..2).filter(|&p| p != port) {
                             if self.domains[d].pre_forwarding[p].take().is_some() {
                                 self.set_forwarding(d, p, true, &mut out);
                                 opened = true;
@@ -664,6 +668,25 @@ mod test {
         n.handle_timeout(200 + 3 * MS);
         assert_eq!(n.state(0), State::LinksUp);
         assert!(n.forwarding(0, 0));
+        // RING-UP opens a pending port only when it arrives on the other port.
+        let mut m = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 1]), vec![cfg(Role::Master)], [true, true]);
+        let Action::Send { frame: health, .. } = m.enable(0).pop().unwrap() else { unreachable!() };
+        let up = m.handle_frame(MS, 0, &health).unwrap();
+        let ring_up = up
+            .iter()
+            .find_map(|a| match a {
+                Action::Send { frame, .. } => Some(frame.clone()),
+                _ => None,
+            })
+            .unwrap();
+        n.link_down(5 * MS, 0);
+        n.link_up(6 * MS, 0);
+        let a = n.handle_frame(6 * MS + 1, 0, &ring_up).unwrap();
+        assert!(a.contains(&Action::FlushFdb { domain: 0 }));
+        assert_eq!(n.state(0), State::PreForwarding);
+        n.handle_frame(6 * MS + 2, 1, &ring_up).unwrap();
+        assert_eq!(n.state(0), State::LinksUp);
+        assert_eq!(n.last_transition(0), Some((6 * MS + 2, Cause::RingUpFlush)));
     }
 
     #[test]

@@ -119,7 +119,11 @@ struct Data {
     src: u64,
     dst: u64,
     hops: usize,
+    /// An application frame's bytes (flow is `APP`): delivered to the host inbox.
+    app: Option<std::rc::Rc<Vec<u8>>>,
 }
+
+const APP: usize = usize::MAX;
 
 #[derive(Debug, Clone)]
 enum Frame {
@@ -205,6 +209,11 @@ pub struct Ring {
     /// Every transition and alert, in order.
     pub log: Vec<Logged>,
     traffic_until: Nanos,
+    host_macs: Vec<Vec<u64>>,
+    inbox: Vec<(usize, Vec<u8>)>,
+    app_seq: usize,
+    /// Application frames that looped.
+    pub app_looped: u64,
 }
 
 impl Ring {
@@ -253,6 +262,10 @@ impl Ring {
             pdus_dropped: 0,
             log: Vec::new(),
             traffic_until,
+            host_macs: vec![Vec::new(); n],
+            inbox: Vec::new(),
+            app_seq: 0,
+            app_looped: 0,
             cfg,
         };
         for i in 0..n {
@@ -285,6 +298,27 @@ impl Ring {
     pub fn drop_pdus(&mut self, t: EapsType, link: Option<usize>, from: Nanos, to: Nanos) {
         self.drop_rules.push((t, link, from, to));
     }
+    /// The host at `node` also answers to `mac` (application frames to it reach the inbox).
+    pub fn attach_host_mac(&mut self, node: usize, mac: MacAddr) {
+        self.host_macs[node].push(mac.to_u64());
+    }
+    /// The host at `node` sends an Ethernet frame (no FCS) on `vlan` now.
+    pub fn inject(&mut self, node: usize, vlan: u16, frame: Vec<u8>) {
+        let src = MacAddr::from_bytes(&frame[6..12]).to_u64();
+        let dst = MacAddr::from_bytes(&frame[0..6]).to_u64();
+        let seq = self.app_seq;
+        self.app_seq += 1;
+        let d = Data { flow: APP, seq, vlan, src, dst, hops: 0, app: Some(std::rc::Rc::new(frame)) };
+        self.bridge(node, 2, d);
+    }
+    /// Application frames delivered to hosts since the last call: (node, frame).
+    pub fn take_inbox(&mut self) -> Vec<(usize, Vec<u8>)> {
+        std::mem::take(&mut self.inbox)
+    }
+    /// The time of the next pending event.
+    pub fn next_event(&self) -> Option<Nanos> {
+        self.queue.peek().map(|Reverse((t, _, _))| *t)
+    }
     /// The nodes.
     pub fn nodes(&self) -> &[EapsNode] {
         &self.nodes
@@ -316,7 +350,8 @@ impl Ring {
                 let seq = self.sent[flow].len();
                 self.sent[flow].push(self.now);
                 self.delivered[flow].push(false);
-                let d = Data { flow, seq, vlan: f.vlan, src: host_mac(f.src), dst: host_mac(f.dst), hops: 0 };
+                let d =
+                    Data { flow, seq, vlan: f.vlan, src: host_mac(f.src), dst: host_mac(f.dst), hops: 0, app: None };
                 self.bridge(f.src, 2, d);
                 let next = self.now + self.cfg.period;
                 if next < self.traffic_until {
@@ -393,7 +428,11 @@ impl Ring {
         };
         for q in outs {
             if q == 2 {
-                if d.dst == host_mac(node) {
+                if let Some(bytes) = &d.app {
+                    if self.host_macs[node].contains(&d.dst) {
+                        self.inbox.push((node, bytes.to_vec()));
+                    }
+                } else if d.dst == host_mac(node) {
                     self.delivered[d.flow][d.seq] = true;
                 }
             } else if self.passes(node, q, d.vlan) {
@@ -425,10 +464,14 @@ impl Ring {
                 }
                 Frame::Data(d) => {
                     if !self.seen.insert((d.flow, d.seq, link, dir)) || d.hops > 2 * n {
-                        self.looped[d.flow].insert(d.seq);
+                        if d.flow == APP {
+                            self.app_looped += 1;
+                        } else {
+                            self.looped[d.flow].insert(d.seq);
+                        }
                         return;
                     }
-                    self.cfg.frame_len
+                    d.app.as_ref().map_or(self.cfg.frame_len, |b| b.len().max(60) + 4)
                 }
             };
         if !self.link_up[link] {
