@@ -8,7 +8,17 @@ fn main() {
     println!("{}", spotagg_sim::eaps::scenarios::HEADER);
     for n in [4, 16, 50] {
         match spotagg_sim::eaps::scenarios::all(n) {
-            Ok(rows) => rows.iter().for_each(|r| println!("{r}")),
+            Ok(mut rows) => {
+                if n == 16 {
+                    for detect in [1_000_000, 5_000_000] {
+                        if let Err(e) = spotagg_sim::eaps::scenarios::each_link_detect(n, detect, &mut rows) {
+                            eprintln!("{n} nodes: {e}");
+                            std::process::exit(1);
+                        }
+                    }
+                }
+                rows.iter().for_each(|r| println!("{r}"))
+            }
             Err(e) => {
                 eprintln!("{n} nodes: {e}");
                 std::process::exit(1);

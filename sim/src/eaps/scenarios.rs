@@ -175,6 +175,19 @@ pub fn each_link(n: usize, rows: &mut Vec<Row>) -> Result<(), String> {
     Ok(())
 }
 
+/// Each link broken in turn with link-down detection taking `detect` (the PHY or the MDIO poll
+/// being slower than the standard 100 µs), down events only.
+pub fn each_link_detect(n: usize, detect: u64, rows: &mut Vec<Row>) -> Result<(), String> {
+    let name = format!("each link, link-down detection {} us", detect / 1000);
+    for link in 0..n {
+        let mut cfg = RingConfig::standard(n);
+        cfg.detect = detect;
+        let (_, down, _) = cycle(cfg, link, &[])?;
+        merge(rows, &name, n, "down", &down);
+    }
+    Ok(())
+}
+
 /// Link n/2 fails and every LINK-DOWN PDU is lost: the master finds out by its fail timer.
 pub fn link_down_lost(n: usize, rows: &mut Vec<Row>) -> Result<(), String> {
     let link = n / 2;
