@@ -1,6 +1,7 @@
 //! spotagg reference switch (the executable specification of docs/switch.md) and the
 //! simulation harnesses that drive the hardware descriptions.
 
+pub mod eaps;
 pub mod gmii;
 pub mod pcap;
 pub mod reference;

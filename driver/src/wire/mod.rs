@@ -12,6 +12,7 @@
 //! type) are kept as numbers and reported, never panicked on.
 
 pub mod arp;
+pub mod eaps;
 pub mod ethernet;
 pub mod fcs;
 pub mod frame;
@@ -19,13 +20,16 @@ pub mod icmp;
 pub mod ipv4;
 pub mod switchml;
 pub mod udp;
+pub mod vlan;
 
 pub use arp::{ArpOperation, ArpPacket, ArpRepr};
+pub use eaps::{EapsPacket, EapsRepr, EapsState, EapsType};
 pub use ethernet::{EtherType, EthernetFrame, EthernetRepr, MacAddr};
 pub use icmp::{IcmpPacket, IcmpRepr};
 pub use ipv4::{IpProtocol, Ipv4Addr, Ipv4Packet, Ipv4Repr};
 pub use switchml::{PayloadSize, PoolIndex, SwitchmlPacket, SwitchmlRepr};
 pub use udp::{UdpPacket, UdpRepr};
+pub use vlan::{VlanPacket, VlanRepr};
 
 /// Why a buffer could not be read as a packet of some protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

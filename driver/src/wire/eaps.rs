@@ -1,0 +1,568 @@
+//! EAPS PDUs (RFC 3619), as Extreme devices send them and Wireshark's EDP dissector decodes
+//! them: an 802.3 frame to [`DESTINATION`] tagged with the domain's control VLAN, carrying
+//! LLC/SNAP (OUI 00-E0-2B, PID 0x00BB), the Extreme Discovery Protocol header and one EAPS TLV.
+//!
+//! The view [`EapsPacket`] covers the 802.3 payload (LLC first); [`emit_frame`] and
+//! [`parse_frame`] add and check the Ethernet header and the 802.1Q tag. Offsets below count
+//! from the DSAP byte; the tagged frame adds 18 bytes in front (addresses, 0x8100 + TCI, length).
+//!
+//! | bytes  | field |
+//! |--------|-------|
+//! | 0      | DSAP 0xAA |
+//! | 1      | SSAP 0xAA |
+//! | 2      | control 0x03 (UI) |
+//! | 3..6   | OUI 00-E0-2B (Extreme) |
+//! | 6..8   | PID 0x00BB (EDP) |
+//! | 8      | EDP version (1) |
+//! | 9      | EDP reserved (0) |
+//! | 10..12 | EDP length: EDP header and TLVs, 80 |
+//! | 12..14 | EDP checksum: Internet checksum (RFC 1071) of the 80 EDP bytes |
+//! | 14..16 | EDP sequence number |
+//! | 16..18 | machine ID type (0: a MAC follows) |
+//! | 18..24 | machine MAC (the system MAC) |
+//! | 24     | TLV marker 0x99 |
+//! | 25     | TLV type 0x0B (EAPS) |
+//! | 26..28 | TLV length, header included: 64 |
+//! | 28     | EAPS version (1) |
+//! | 29     | EAPS type: 5 HEALTH, 6 RING-UP-FLUSH-FDB, 7 RING-DOWN-FLUSH-FDB, 8 LINK-DOWN |
+//! | 30..32 | control VLAN ID |
+//! | 32..36 | reserved (0) |
+//! | 36..42 | system MAC of the sender |
+//! | 42..44 | hello timer |
+//! | 44..46 | fail timer |
+//! | 46     | state: 0 Idle, 1 Complete, 2 Failed, 3 Links-Up, 4 Links-Down, 5 Pre-Forwarding |
+//! | 47     | reserved (0) |
+//! | 48..50 | hello sequence number |
+//! | 50..88 | reserved (0), 38 bytes |
+
+use super::vlan::{self, VlanPacket, VlanRepr};
+use super::{be16, checksum, ethernet, Error, EtherType, MacAddr, Result};
+
+/// The multicast address EAPS PDUs are sent to.
+pub const DESTINATION: MacAddr = MacAddr([0x00, 0xe0, 0x2b, 0x00, 0x00, 0x04]);
+/// Extreme Networks' OUI, in the SNAP header.
+pub const OUI: [u8; 3] = [0x00, 0xe0, 0x2b];
+/// The SNAP protocol identifier of EDP.
+pub const PID_EDP: u16 = 0x00bb;
+/// The EDP TLV marker byte.
+pub const TLV_MARKER: u8 = 0x99;
+/// The EDP TLV type of EAPS.
+pub const TLV_TYPE_EAPS: u8 = 0x0b;
+/// EDP version sent.
+pub const EDP_VERSION: u8 = 1;
+/// EAPS version sent (RFC 3619 is version 1).
+pub const EAPS_VERSION: u8 = 1;
+
+/// Byte ranges of the PDU, from the DSAP byte.
+pub mod field {
+    use core::ops::Range;
+    /// DSAP.
+    pub const DSAP: usize = 0;
+    /// SSAP.
+    pub const SSAP: usize = 1;
+    /// LLC control.
+    pub const CONTROL: usize = 2;
+    /// SNAP OUI.
+    pub const OUI: Range<usize> = 3..6;
+    /// SNAP PID.
+    pub const PID: Range<usize> = 6..8;
+    /// EDP version.
+    pub const EDP_VERSION: usize = 8;
+    /// EDP reserved byte.
+    pub const EDP_RESERVED: usize = 9;
+    /// EDP length.
+    pub const EDP_LENGTH: Range<usize> = 10..12;
+    /// EDP checksum.
+    pub const EDP_CHECKSUM: Range<usize> = 12..14;
+    /// EDP sequence number.
+    pub const EDP_SEQUENCE: Range<usize> = 14..16;
+    /// Machine ID type.
+    pub const MACHINE_ID_TYPE: Range<usize> = 16..18;
+    /// Machine MAC.
+    pub const MACHINE_MAC: Range<usize> = 18..24;
+    /// TLV marker.
+    pub const TLV_MARKER: usize = 24;
+    /// TLV type.
+    pub const TLV_TYPE: usize = 25;
+    /// TLV length.
+    pub const TLV_LENGTH: Range<usize> = 26..28;
+    /// EAPS version.
+    pub const VERSION: usize = 28;
+    /// EAPS message type.
+    pub const TYPE: usize = 29;
+    /// Control VLAN ID.
+    pub const CONTROL_VLAN: Range<usize> = 30..32;
+    /// Reserved.
+    pub const RESERVED0: Range<usize> = 32..36;
+    /// System MAC.
+    pub const SYSTEM_MAC: Range<usize> = 36..42;
+    /// Hello timer.
+    pub const HELLO_TIMER: Range<usize> = 42..44;
+    /// Fail timer.
+    pub const FAIL_TIMER: Range<usize> = 44..46;
+    /// State.
+    pub const STATE: usize = 46;
+    /// Reserved.
+    pub const RESERVED1: usize = 47;
+    /// Hello sequence number.
+    pub const HELLO_SEQ: Range<usize> = 48..50;
+    /// Reserved, to the end of the TLV.
+    pub const RESERVED2: Range<usize> = 50..88;
+    /// The bytes the EDP length and checksum cover.
+    pub const EDP: Range<usize> = 8..88;
+}
+
+/// Length of the PDU from DSAP to the end of the EAPS TLV.
+pub const PDU_LEN: usize = field::RESERVED2.end;
+/// The EDP length field's value.
+pub const EDP_LEN: u16 = (field::EDP.end - field::EDP.start) as u16;
+/// The TLV length field's value.
+pub const TLV_LEN: u16 = (field::RESERVED2.end - field::TLV_MARKER) as u16;
+/// Length of a whole tagged EAPS frame (no FCS).
+pub const FRAME_LEN: usize = ethernet::HEADER_LEN + vlan::HEADER_LEN + PDU_LEN;
+
+/// The EAPS message type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EapsType {
+    /// HEALTH (5): the master's hello, sent out of its primary port.
+    Health,
+    /// RING-UP-FLUSH-FDB (6): the master closed its secondary port.
+    RingUpFlushFdb,
+    /// RING-DOWN-FLUSH-FDB (7): the master opened its secondary port.
+    RingDownFlushFdb,
+    /// LINK-DOWN (8): a transit node lost a ring port.
+    LinkDown,
+    /// Any other value, kept for the caller to report.
+    Unknown(u8),
+}
+
+impl From<u8> for EapsType {
+    fn from(v: u8) -> Self {
+        match v {
+            5 => EapsType::Health,
+            6 => EapsType::RingUpFlushFdb,
+            7 => EapsType::RingDownFlushFdb,
+            8 => EapsType::LinkDown,
+            o => EapsType::Unknown(o),
+        }
+    }
+}
+
+impl From<EapsType> for u8 {
+    fn from(t: EapsType) -> u8 {
+        match t {
+            EapsType::Health => 5,
+            EapsType::RingUpFlushFdb => 6,
+            EapsType::RingDownFlushFdb => 7,
+            EapsType::LinkDown => 8,
+            EapsType::Unknown(o) => o,
+        }
+    }
+}
+
+/// The sender's state, as carried in the PDU (Wireshark's numbering).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EapsState {
+    /// 0: Idle (EAPS disabled, or the master before its first hello: ExtremeXOS' Init).
+    Idle,
+    /// 1: Complete (master, ring closed).
+    Complete,
+    /// 2: Failed (master, ring broken).
+    Failed,
+    /// 3: Links-Up (transit, both ring ports up).
+    LinksUp,
+    /// 4: Links-Down (transit, a ring port down).
+    LinksDown,
+    /// 5: Pre-Forwarding (transit, a ring port came back and is still blocked).
+    PreForwarding,
+    /// Any other value.
+    Unknown(u8),
+}
+
+impl From<u8> for EapsState {
+    fn from(v: u8) -> Self {
+        match v {
+            0 => EapsState::Idle,
+            1 => EapsState::Complete,
+            2 => EapsState::Failed,
+            3 => EapsState::LinksUp,
+            4 => EapsState::LinksDown,
+            5 => EapsState::PreForwarding,
+            o => EapsState::Unknown(o),
+        }
+    }
+}
+
+impl From<EapsState> for u8 {
+    fn from(s: EapsState) -> u8 {
+        match s {
+            EapsState::Idle => 0,
+            EapsState::Complete => 1,
+            EapsState::Failed => 2,
+            EapsState::LinksUp => 3,
+            EapsState::LinksDown => 4,
+            EapsState::PreForwarding => 5,
+            EapsState::Unknown(o) => o,
+        }
+    }
+}
+
+/// A read/write view of an EAPS PDU (the 802.3 payload, LLC first).
+#[derive(Debug, Clone)]
+pub struct EapsPacket<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> EapsPacket<T> {
+    /// Wraps a buffer without checks.
+    pub fn new_unchecked(buffer: T) -> Self {
+        EapsPacket { buffer }
+    }
+    /// Wraps a buffer that holds at least the PDU and whose EDP and TLV lengths are ours
+    /// (more bytes, e.g. padding, may follow and are ignored).
+    pub fn new_checked(buffer: T) -> Result<Self> {
+        let p = EapsPacket { buffer };
+        if p.buffer.as_ref().len() < PDU_LEN {
+            return Err(Error::Truncated);
+        }
+        if p.edp_length() != EDP_LEN || p.tlv_length() != TLV_LEN {
+            return Err(Error::BadLength);
+        }
+        Ok(p)
+    }
+    /// The underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+    fn b(&self) -> &[u8] {
+        self.buffer.as_ref()
+    }
+    /// DSAP, SSAP and control.
+    pub fn llc(&self) -> [u8; 3] {
+        [self.b()[field::DSAP], self.b()[field::SSAP], self.b()[field::CONTROL]]
+    }
+    /// SNAP OUI.
+    pub fn oui(&self) -> [u8; 3] {
+        [self.b()[3], self.b()[4], self.b()[5]]
+    }
+    /// SNAP PID.
+    pub fn pid(&self) -> u16 {
+        be16(&self.b()[field::PID])
+    }
+    /// EDP version.
+    pub fn edp_version(&self) -> u8 {
+        self.b()[field::EDP_VERSION]
+    }
+    /// EDP length.
+    pub fn edp_length(&self) -> u16 {
+        be16(&self.b()[field::EDP_LENGTH])
+    }
+    /// EDP checksum field.
+    pub fn edp_checksum(&self) -> u16 {
+        be16(&self.b()[field::EDP_CHECKSUM])
+    }
+    /// True when the EDP checksum verifies.
+    pub fn verify_checksum(&self) -> bool {
+        checksum::verify(&self.b()[field::EDP])
+    }
+    /// EDP sequence number.
+    pub fn edp_sequence(&self) -> u16 {
+        be16(&self.b()[field::EDP_SEQUENCE])
+    }
+    /// Machine ID type.
+    pub fn machine_id_type(&self) -> u16 {
+        be16(&self.b()[field::MACHINE_ID_TYPE])
+    }
+    /// Machine MAC.
+    pub fn machine_mac(&self) -> MacAddr {
+        MacAddr::from_bytes(&self.b()[field::MACHINE_MAC])
+    }
+    /// TLV marker.
+    pub fn tlv_marker(&self) -> u8 {
+        self.b()[field::TLV_MARKER]
+    }
+    /// TLV type.
+    pub fn tlv_type(&self) -> u8 {
+        self.b()[field::TLV_TYPE]
+    }
+    /// TLV length.
+    pub fn tlv_length(&self) -> u16 {
+        be16(&self.b()[field::TLV_LENGTH])
+    }
+    /// EAPS version.
+    pub fn version(&self) -> u8 {
+        self.b()[field::VERSION]
+    }
+    /// EAPS message type.
+    pub fn eaps_type(&self) -> EapsType {
+        EapsType::from(self.b()[field::TYPE])
+    }
+    /// Control VLAN ID.
+    pub fn control_vlan(&self) -> u16 {
+        be16(&self.b()[field::CONTROL_VLAN])
+    }
+    /// System MAC.
+    pub fn system_mac(&self) -> MacAddr {
+        MacAddr::from_bytes(&self.b()[field::SYSTEM_MAC])
+    }
+    /// Hello timer.
+    pub fn hello_timer(&self) -> u16 {
+        be16(&self.b()[field::HELLO_TIMER])
+    }
+    /// Fail timer.
+    pub fn fail_timer(&self) -> u16 {
+        be16(&self.b()[field::FAIL_TIMER])
+    }
+    /// State.
+    pub fn state(&self) -> EapsState {
+        EapsState::from(self.b()[field::STATE])
+    }
+    /// Hello sequence number.
+    pub fn hello_seq(&self) -> u16 {
+        be16(&self.b()[field::HELLO_SEQ])
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> EapsPacket<T> {
+    fn m(&mut self) -> &mut [u8] {
+        self.buffer.as_mut()
+    }
+    fn put16(&mut self, r: core::ops::Range<usize>, v: u16) {
+        self.m()[r].copy_from_slice(&v.to_be_bytes());
+    }
+    /// Writes every constant byte: LLC/SNAP, EDP version, lengths, machine ID type, TLV
+    /// header, EAPS version and the reserved fields (zero).
+    pub fn fill_constant(&mut self) {
+        let b = self.m();
+        b[field::DSAP] = 0xaa;
+        b[field::SSAP] = 0xaa;
+        b[field::CONTROL] = 0x03;
+        b[field::OUI].copy_from_slice(&OUI);
+        b[field::EDP_VERSION] = EDP_VERSION;
+        b[field::EDP_RESERVED] = 0;
+        b[field::TLV_MARKER] = TLV_MARKER;
+        b[field::TLV_TYPE] = TLV_TYPE_EAPS;
+        b[field::VERSION] = EAPS_VERSION;
+        b[field::RESERVED0].fill(0);
+        b[field::RESERVED1] = 0;
+        b[field::RESERVED2].fill(0);
+        self.put16(field::PID, PID_EDP);
+        self.put16(field::EDP_LENGTH, EDP_LEN);
+        self.put16(field::MACHINE_ID_TYPE, 0);
+        self.put16(field::TLV_LENGTH, TLV_LEN);
+    }
+    /// Sets the EDP sequence number.
+    pub fn set_edp_sequence(&mut self, v: u16) {
+        self.put16(field::EDP_SEQUENCE, v);
+    }
+    /// Sets the machine MAC.
+    pub fn set_machine_mac(&mut self, a: MacAddr) {
+        self.m()[field::MACHINE_MAC].copy_from_slice(&a.0);
+    }
+    /// Sets the EAPS type.
+    pub fn set_eaps_type(&mut self, t: EapsType) {
+        self.m()[field::TYPE] = t.into();
+    }
+    /// Sets the control VLAN ID.
+    pub fn set_control_vlan(&mut self, v: u16) {
+        self.put16(field::CONTROL_VLAN, v);
+    }
+    /// Sets the system MAC.
+    pub fn set_system_mac(&mut self, a: MacAddr) {
+        self.m()[field::SYSTEM_MAC].copy_from_slice(&a.0);
+    }
+    /// Sets the hello timer.
+    pub fn set_hello_timer(&mut self, v: u16) {
+        self.put16(field::HELLO_TIMER, v);
+    }
+    /// Sets the fail timer.
+    pub fn set_fail_timer(&mut self, v: u16) {
+        self.put16(field::FAIL_TIMER, v);
+    }
+    /// Sets the state.
+    pub fn set_state(&mut self, s: EapsState) {
+        self.m()[field::STATE] = s.into();
+    }
+    /// Sets the hello sequence number.
+    pub fn set_hello_seq(&mut self, v: u16) {
+        self.put16(field::HELLO_SEQ, v);
+    }
+    /// Computes and stores the EDP checksum (call last).
+    pub fn fill_checksum(&mut self) {
+        self.put16(field::EDP_CHECKSUM, 0);
+        let c = checksum::compute(&self.b()[field::EDP]);
+        self.put16(field::EDP_CHECKSUM, c);
+    }
+}
+
+/// The meaning of an EAPS PDU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EapsRepr {
+    /// EDP sequence number (per sender, every EDP frame).
+    pub edp_sequence: u16,
+    /// The message type.
+    pub eaps_type: EapsType,
+    /// The domain's control VLAN.
+    pub control_vlan: u16,
+    /// The sender's system MAC (also sent as the EDP machine MAC).
+    pub system_mac: MacAddr,
+    /// The sender's hello timer, in the unit docs/eaps.md gives (milliseconds).
+    pub hello_timer: u16,
+    /// The sender's fail timer, same unit.
+    pub fail_timer: u16,
+    /// The sender's state.
+    pub state: EapsState,
+    /// Hello sequence number (the master's HEALTH counter).
+    pub hello_seq: u16,
+}
+
+impl EapsRepr {
+    /// Reads a checked PDU: LLC/SNAP must be AA-AA-03 00-E0-2B 00BB, the TLV an EAPS TLV of
+    /// version 1 (else [`Error::Unsupported`]), the checksum must verify (else [`Error::Checksum`]).
+    pub fn parse<T: AsRef<[u8]>>(p: &EapsPacket<T>) -> Result<EapsRepr> {
+        if p.llc() != [0xaa, 0xaa, 0x03] || p.oui() != OUI || p.pid() != PID_EDP {
+            return Err(Error::Unsupported);
+        }
+        if p.tlv_marker() != TLV_MARKER || p.tlv_type() != TLV_TYPE_EAPS || p.version() != EAPS_VERSION {
+            return Err(Error::Unsupported);
+        }
+        if !p.verify_checksum() {
+            return Err(Error::Checksum);
+        }
+        Ok(EapsRepr {
+            edp_sequence: p.edp_sequence(),
+            eaps_type: p.eaps_type(),
+            control_vlan: p.control_vlan(),
+            system_mac: p.system_mac(),
+            hello_timer: p.hello_timer(),
+            fail_timer: p.fail_timer(),
+            state: p.state(),
+            hello_seq: p.hello_seq(),
+        })
+    }
+    /// Length of the PDU.
+    pub const fn buffer_len(&self) -> usize {
+        PDU_LEN
+    }
+    /// Writes the whole PDU, checksum included.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, p: &mut EapsPacket<T>) {
+        p.fill_constant();
+        p.set_edp_sequence(self.edp_sequence);
+        p.set_machine_mac(self.system_mac);
+        p.set_eaps_type(self.eaps_type);
+        p.set_control_vlan(self.control_vlan);
+        p.set_system_mac(self.system_mac);
+        p.set_hello_timer(self.hello_timer);
+        p.set_fail_timer(self.fail_timer);
+        p.set_state(self.state);
+        p.set_hello_seq(self.hello_seq);
+        p.fill_checksum();
+    }
+}
+
+/// Builds the whole frame: to [`DESTINATION`] from `src`, tagged with the control VLAN at
+/// priority `pcp`, the 802.3 length, then the PDU. [`FRAME_LEN`] bytes (106), no FCS.
+pub fn emit_frame(repr: &EapsRepr, src: MacAddr, pcp: u8) -> Vec<u8> {
+    let mut f = vec![0u8; FRAME_LEN];
+    f[ethernet::field::DESTINATION].copy_from_slice(&DESTINATION.0);
+    f[ethernet::field::SOURCE].copy_from_slice(&src.0);
+    f[ethernet::field::ETHERTYPE].copy_from_slice(&vlan::TPID.0.to_be_bytes());
+    let tag = VlanRepr { pcp, dei: false, vid: repr.control_vlan, ethertype: EtherType(PDU_LEN as u16) };
+    let mut v = VlanPacket::new_unchecked(&mut f[ethernet::HEADER_LEN..]);
+    tag.emit(&mut v);
+    repr.emit(&mut EapsPacket::new_unchecked(v.payload_mut()));
+    f
+}
+
+/// Reads a whole frame as an EAPS PDU: destination [`DESTINATION`], one 802.1Q tag, an 802.3
+/// length covering at least the PDU. Returns the tag's VID, the source MAC and the PDU.
+/// A frame that is not EAPS at all (other destination, no tag, an EtherType) is
+/// [`Error::Unsupported`].
+pub fn parse_frame(frame: &[u8]) -> Result<(u16, MacAddr, EapsRepr)> {
+    let eth = ethernet::EthernetFrame::new_checked(frame)?;
+    if eth.dst() != DESTINATION || eth.ethertype() != vlan::TPID {
+        return Err(Error::Unsupported);
+    }
+    let v = VlanPacket::new_checked(eth.payload())?;
+    let len = usize::from(v.ethertype().0);
+    if len > 1500 {
+        return Err(Error::Unsupported);
+    }
+    if len < PDU_LEN || len > v.payload().len() {
+        return Err(Error::BadLength);
+    }
+    let p = EapsPacket::new_checked(&v.payload()[..len])?;
+    Ok((v.vid(), eth.src(), EapsRepr::parse(&p)?))
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    fn sample() -> EapsRepr {
+        EapsRepr {
+            edp_sequence: 0x0102,
+            eaps_type: EapsType::Health,
+            control_vlan: 1000,
+            system_mac: MacAddr([0x02, 0, 0, 0, 0, 0x01]),
+            hello_timer: 1,
+            fail_timer: 3,
+            state: EapsState::Complete,
+            hello_seq: 7,
+        }
+    }
+
+    /// The PDU of `sample()`, byte by byte. The EDP words 0100 0050 [cksum] 0102 0000 0200 0000
+    /// 0001 990b 0040 0105 03e8 0000 0000 0200 0000 0001 0001 0003 0100 0007 (then zeros) sum
+    /// to 0xa597, so the checksum field is !0xa597 = 0x5a68.
+    fn sample_bytes() -> [u8; PDU_LEN] {
+        let mut b = [0u8; PDU_LEN];
+        b[..8].copy_from_slice(&[0xaa, 0xaa, 0x03, 0x00, 0xe0, 0x2b, 0x00, 0xbb]);
+        b[8..24].copy_from_slice(&[1, 0, 0, 80, 0, 0, 0x01, 0x02, 0, 0, 0x02, 0, 0, 0, 0, 0x01]);
+        b[24..28].copy_from_slice(&[0x99, 0x0b, 0, 64]);
+        b[28..32].copy_from_slice(&[1, 5, 0x03, 0xe8]);
+        b[36..42].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
+        b[42..50].copy_from_slice(&[0, 1, 0, 3, 1, 0, 0, 7]);
+        b[12..14].copy_from_slice(&[0x5a, 0x68]);
+        b
+    }
+
+    #[test]
+    fn emit_matches_bytes() {
+        let mut buf = [0x5au8; PDU_LEN];
+        sample().emit(&mut EapsPacket::new_unchecked(&mut buf[..]));
+        assert_eq!(buf, sample_bytes());
+        let p = EapsPacket::new_checked(&buf[..]).unwrap();
+        assert!(p.verify_checksum());
+        assert_eq!(EapsRepr::parse(&p).unwrap(), sample());
+    }
+
+    #[test]
+    fn frame_round_trip() {
+        let f = emit_frame(&sample(), MacAddr([0x02, 0, 0, 0, 0, 0x01]), 7);
+        assert_eq!(f.len(), 106);
+        assert_eq!(&f[..6], &[0x00, 0xe0, 0x2b, 0x00, 0x00, 0x04]);
+        assert_eq!(&f[12..18], &[0x81, 0x00, 0xe3, 0xe8, 0x00, 88]);
+        let (vid, src, r) = parse_frame(&f).unwrap();
+        assert_eq!((vid, src, r), (1000, MacAddr([0x02, 0, 0, 0, 0, 0x01]), sample()));
+    }
+
+    #[test]
+    fn bad_input() {
+        let mut b = sample_bytes();
+        assert_eq!(EapsPacket::new_checked(&b[..87]).unwrap_err(), Error::Truncated);
+        b[48] ^= 1; // hello sequence changed, checksum not
+        assert_eq!(EapsRepr::parse(&EapsPacket::new_checked(&b[..]).unwrap()).unwrap_err(), Error::Checksum);
+        let mut b = sample_bytes();
+        b[11] = 81;
+        assert_eq!(EapsPacket::new_checked(&b[..]).unwrap_err(), Error::BadLength);
+        let mut b = sample_bytes();
+        b[7] = 0xbc;
+        assert_eq!(EapsRepr::parse(&EapsPacket::new_checked(&b[..]).unwrap()).unwrap_err(), Error::Unsupported);
+        let mut f = emit_frame(&sample(), MacAddr([2, 0, 0, 0, 0, 1]), 0);
+        f[5] = 5;
+        assert_eq!(parse_frame(&f).unwrap_err(), Error::Unsupported);
+        assert_eq!(EapsType::from(9), EapsType::Unknown(9));
+        assert_eq!(u8::from(EapsState::from(6)), 6);
+    }
+}

@@ -1,0 +1,118 @@
+//! An all-reduce across a ring failure (issue 17 item 7): workers on several ring nodes run an
+//! i32 all-reduce through the reference switch (`crate::reference::RefSwitch`) attached to
+//! another node, over the ring simulator, while a ring link fails and is restored. The workers
+//! are the driver's sans-I/O [`spotagg_driver::AllReduce`]; their SwitchML messages travel as
+//! Ethernet/IPv4/UDP frames on protected VLAN 100 through the simulated bridges.
+//!
+//! Co-simulation: the ring runs in steps of [`STEP`]; after each step the frames delivered to
+//! hosts go to the switch or the workers, whose answers enter the ring at the step's end (so
+//! each host adds at most one step of latency), and due worker timers run.
+
+use super::ring::{Ring, RingConfig, MS, US};
+use super::Nanos;
+use crate::reference::RefSwitch;
+use spotagg_driver::transport::frame::{decapsulate, encapsulate, Endpoint};
+use spotagg_driver::wire::PayloadSize;
+use spotagg_driver::{Engine, JobConfig, Worker};
+use std::time::{Duration, Instant};
+
+/// The co-simulation step.
+pub const STEP: Nanos = 2 * US;
+
+/// The outcome of one all-reduce.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// Time from start to the last worker's last result.
+    pub duration: Nanos,
+    /// Every worker holds exactly the element-wise sum.
+    pub exact: bool,
+    /// Retransmissions over all workers.
+    pub retransmissions: u64,
+    /// Application frames that looped.
+    pub looped: u64,
+}
+
+/// Runs an all-reduce of `elements` i32 per worker on an `nodes`-node ring ([`RingConfig::standard`]
+/// without its host flows), the switch at `switch_node`, worker r at `worker_nodes[r]`; with
+/// `failure = Some((link, down, up))` the link fails `down` after the start and is restored
+/// `up` after the start. Worker retransmission timeout 1 ms.
+pub fn run(
+    nodes: usize,
+    switch_node: usize,
+    worker_nodes: &[usize],
+    elements: usize,
+    failure: Option<(usize, Nanos, Nanos)>,
+) -> Result<Outcome, String> {
+    let mut cfg = RingConfig::standard(nodes);
+    cfg.flows.clear();
+    let mut ring = Ring::new(cfg, 0, 0);
+    let t0 = 5 * MS;
+    ring.run_until(t0);
+    if let Some((link, down, up)) = failure {
+        ring.fail_link(link, t0 + down);
+        ring.restore_link(link, t0 + up);
+    }
+    let mut job = JobConfig::example(worker_nodes.len(), PayloadSize::B256, 16);
+    job.timeout = Duration::from_millis(1);
+    ring.attach_host_mac(switch_node, job.switch_mac);
+    for (r, &node) in worker_nodes.iter().enumerate() {
+        ring.attach_host_mac(node, job.workers[r].mac);
+    }
+    let value = |r: usize, i: usize| ((i * 7919 + r * 104_729) % 200_001) as i32 - 100_000;
+    let mut data: Vec<Vec<i32>> =
+        (0..worker_nodes.len()).map(|r| (0..elements).map(|i| value(r, i)).collect()).collect();
+    let expected: Vec<i32> = (0..elements).map(|i| (0..worker_nodes.len()).map(|r| value(r, i)).sum()).collect();
+    let mut workers: Vec<Worker> = (0..worker_nodes.len())
+        .map(|r| Worker::new(job.clone(), r).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    let base = Instant::now();
+    let at = |t: Nanos| base + Duration::from_nanos(t);
+    let mut switch = RefSwitch::new(job.clone());
+    let mut ops = Vec::new();
+    for (w, d) in workers.iter_mut().zip(data.iter_mut()) {
+        ops.push(w.start_i32(d, at(t0)).map_err(|e| e.to_string())?);
+    }
+    let switch_ep = Endpoint { mac: job.switch_mac, ip: job.switch_ip, port: job.switch_port };
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    let mut t = t0;
+    let mut done_at = None;
+    while done_at.is_none() {
+        for (r, op) in ops.iter_mut().enumerate() {
+            let me = Endpoint { mac: job.workers[r].mac, ip: job.workers[r].ip, port: job.worker_port };
+            while let Some(m) = op.poll_transmit() {
+                encapsulate(me, switch_ep, m, &mut buf);
+                ring.inject(worker_nodes[r], 100, buf.clone());
+            }
+        }
+        t += STEP;
+        if t > t0 + 2_000 * MS {
+            return Err("the all-reduce did not finish within 2 s of virtual time".into());
+        }
+        ring.run_until(t);
+        for (node, f) in ring.take_inbox() {
+            if node == switch_node {
+                switch.process(&f, &mut out);
+                for o in out.drain(..) {
+                    ring.inject(switch_node, 100, o);
+                }
+            } else if let Some(d) = decapsulate(&f) {
+                if let Some(r) = job.rank_of(d.dst.ip) {
+                    ops[r].handle_message(at(t), d.payload).map_err(|e| e.to_string())?;
+                }
+            }
+        }
+        for op in ops.iter_mut() {
+            if op.poll_timeout().is_some_and(|d| d <= at(t)) {
+                op.handle_timeout(at(t)).map_err(|e| e.to_string())?;
+            }
+        }
+        if ops.iter().all(|o| o.is_done()) {
+            done_at = Some(t);
+        }
+    }
+    let retransmissions = ops.iter().map(|o| o.stats().retransmissions).sum();
+    drop(ops);
+    let exact = data.iter().all(|d| *d == expected);
+    Ok(Outcome { duration: done_at.unwrap() - t0, exact, retransmissions, looped: ring.app_looped })
+}

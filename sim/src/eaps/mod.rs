@@ -1,0 +1,732 @@
+//! The reference EAPS node (RFC 3619): the executable specification of docs/eaps.md.
+//!
+//! Sans-I/O: the caller owns time and the wire. It passes in link events
+//! ([`EapsNode::link_down`], [`EapsNode::link_up`]), received control-VLAN frames
+//! ([`EapsNode::handle_frame`]) and timer expiries ([`EapsNode::handle_timeout`] at or after
+//! [`EapsNode::poll_timeout`]); every call returns the [`Action`]s to carry out: frames to send
+//! per ring port, port-state changes per domain (a domain's state applies to its protected
+//! VLANs), FDB flushes, state transitions and alerts. Time is virtual, in nanoseconds.
+//!
+//! A node has two ring ports (0 and 1) and any number of domains on them, each with its own
+//! role, control VLAN, protected VLANs and timers (spatial reuse). [`ring`] runs N of them.
+
+pub mod allreduce;
+pub mod ring;
+pub mod scenarios;
+
+use spotagg_driver::wire::eaps::{emit_frame, parse_frame, EapsRepr, EapsState, EapsType};
+use spotagg_driver::wire::{Error as WireError, MacAddr};
+
+/// Virtual time in nanoseconds.
+pub type Nanos = u64;
+/// A ring port: 0 or 1.
+pub type Port = usize;
+
+/// The role of the node in one domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Sends HEALTH, blocks its secondary port while the ring is complete.
+    Master,
+    /// Forwards control PDUs, reports its link failures.
+    Transit,
+}
+
+/// What a master does when its fail timer expires (no HEALTH came back in time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailAction {
+    /// Enter Failed and open the secondary port (RFC 3619).
+    OpenSecondary,
+    /// Enter Failed and raise an alert, keeping the secondary port blocked (ExtremeXOS
+    /// `send-alert`): safe where a link can fail without the PHY noticing, at the price of
+    /// no recovery in that case.
+    SendAlert,
+}
+
+/// One domain's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainConfig {
+    /// Role.
+    pub role: Role,
+    /// The primary port (the master sends HEALTH out of it); the other port is secondary.
+    pub primary: Port,
+    /// The control VLAN (PDUs are tagged with it; never blocked).
+    pub control_vlan: u16,
+    /// The protected VLANs, which the port states apply to.
+    pub protected: Vec<u16>,
+    /// Hello period (master).
+    pub hello: Nanos,
+    /// Fail period: a master not receiving its HEALTH back for this long declares a failure.
+    pub fail: Nanos,
+    /// Pre-forwarding period: how long a transit port that came up stays blocked waiting for
+    /// RING-UP-FLUSH-FDB. Must exceed `hello` plus the ring's round trip (docs/eaps.md).
+    pub pre_forwarding: Nanos,
+    /// Master's action on fail-timer expiry.
+    pub fail_action: FailAction,
+}
+
+impl DomainConfig {
+    /// The secondary port.
+    pub fn secondary(&self) -> Port {
+        1 - self.primary
+    }
+    /// The hello and fail timers as PDU fields (milliseconds, saturated to 16 bits).
+    fn timer_fields(&self) -> (u16, u16) {
+        let ms = |n: Nanos| (n / 1_000_000).min(u64::from(u16::MAX)) as u16;
+        (ms(self.hello), ms(self.fail))
+    }
+}
+
+/// The state of a domain at this node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    /// Not enabled.
+    Idle,
+    /// Master, enabled, no HEALTH back yet.
+    Init,
+    /// Master, ring complete: secondary blocked.
+    Complete,
+    /// Master, ring broken: secondary open (or held blocked, see [`FailAction::SendAlert`]).
+    Failed,
+    /// Transit, both ports up and forwarding.
+    LinksUp,
+    /// Transit, a port down.
+    LinksDown,
+    /// Transit, both ports up, one still blocked until RING-UP-FLUSH-FDB or the timer.
+    PreForwarding,
+}
+
+impl State {
+    /// The state as the PDU carries it (Init is sent as Idle: the format has no Init).
+    pub fn wire(self) -> EapsState {
+        match self {
+            State::Idle | State::Init => EapsState::Idle,
+            State::Complete => EapsState::Complete,
+            State::Failed => EapsState::Failed,
+            State::LinksUp => EapsState::LinksUp,
+            State::LinksDown => EapsState::LinksDown,
+            State::PreForwarding => EapsState::PreForwarding,
+        }
+    }
+}
+
+/// Why a transition happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// The domain was enabled.
+    Enabled,
+    /// The master's HEALTH came back on its secondary port.
+    HealthReturned,
+    /// A LINK-DOWN PDU arrived.
+    LinkDownPdu,
+    /// A ring port of this node went down.
+    LocalLinkDown(Port),
+    /// A ring port of this node came up.
+    LocalLinkUp(Port),
+    /// The fail timer expired.
+    FailTimer,
+    /// RING-UP-FLUSH-FDB arrived.
+    RingUpFlush,
+    /// The pre-forwarding timer expired.
+    PreForwardingTimer,
+}
+
+/// A condition for the operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alert {
+    /// The master's fail timer expired.
+    FailTimerExpired,
+    /// A master heard a master PDU from another system on its control VLAN.
+    SecondMaster(MacAddr),
+}
+
+/// What the caller must do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Send this frame (a tagged EAPS PDU, no FCS) out of this ring port.
+    Send {
+        /// Ring port.
+        port: Port,
+        /// The frame.
+        frame: Vec<u8>,
+    },
+    /// The domain's protected VLANs now forward (`true`) or are blocked on this port.
+    PortState {
+        /// Domain index.
+        domain: usize,
+        /// Ring port.
+        port: Port,
+        /// Forwarding.
+        forwarding: bool,
+    },
+    /// Flush the learned addresses of the domain's protected VLANs.
+    FlushFdb {
+        /// Domain index.
+        domain: usize,
+    },
+    /// The domain changed state.
+    Transition {
+        /// Domain index.
+        domain: usize,
+        /// Old state.
+        from: State,
+        /// New state.
+        to: State,
+        /// Why.
+        cause: Cause,
+    },
+    /// An alert.
+    Alert {
+        /// Domain index.
+        domain: usize,
+        /// What.
+        alert: Alert,
+    },
+}
+
+/// Per-domain PDU counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// PDUs this node originated.
+    pub tx: u64,
+    /// PDUs received on the control VLAN (before forwarding).
+    pub rx: u64,
+    /// PDUs forwarded from one ring port to the other (transit).
+    pub forwarded: u64,
+    /// PDUs dropped: tag and control VLAN field disagree, or a foreign master's PDU.
+    pub dropped: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Domain {
+    cfg: DomainConfig,
+    state: State,
+    forwarding: [bool; 2],
+    hello_seq: u16,
+    next_hello: Option<Nanos>,
+    fail_deadline: Option<Nanos>,
+    pre_forwarding: [Option<Nanos>; 2],
+    other_master_until: Option<Nanos>,
+    counters: Counters,
+    last_transition: Option<(Nanos, Cause)>,
+}
+
+/// A frame the node could not take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    /// Not an EAPS PDU (or damaged): the wire error says why.
+    #[error("not an EAPS PDU: {0}")]
+    Wire(WireError),
+    /// An EAPS PDU on a VLAN none of this node's domains uses as control VLAN.
+    #[error("EAPS PDU on VLAN {0}, which is no domain's control VLAN here")]
+    UnknownDomain(u16),
+}
+
+/// A reference EAPS node.
+#[derive(Debug, Clone)]
+pub struct EapsNode {
+    mac: MacAddr,
+    link_up: [bool; 2],
+    edp_seq: u16,
+    domains: Vec<Domain>,
+}
+
+impl EapsNode {
+    /// A node with system MAC `mac` and these domains, all Idle. `link_up` is the ring ports'
+    /// link state at start.
+    pub fn new(mac: MacAddr, domains: Vec<DomainConfig>, link_up: [bool; 2]) -> EapsNode {
+        let domains = domains
+            .into_iter()
+            .map(|cfg| Domain {
+                cfg,
+                state: State::Idle,
+                forwarding: [true, true],
+                hello_seq: 0,
+                next_hello: None,
+                fail_deadline: None,
+                pre_forwarding: [None; 2],
+                other_master_until: None,
+                counters: Counters::default(),
+                last_transition: None,
+            })
+            .collect();
+        EapsNode { mac, link_up, edp_seq: 0, domains }
+    }
+
+    /// System MAC.
+    pub fn mac(&self) -> MacAddr {
+        self.mac
+    }
+    /// Number of domains.
+    pub fn domain_count(&self) -> usize {
+        self.domains.len()
+    }
+    /// A domain's configuration.
+    pub fn config(&self, d: usize) -> &DomainConfig {
+        &self.domains[d].cfg
+    }
+    /// A domain's state.
+    pub fn state(&self, d: usize) -> State {
+        self.domains[d].state
+    }
+    /// Whether the domain's protected VLANs forward on `port` (link state aside).
+    pub fn forwarding(&self, d: usize, port: Port) -> bool {
+        self.domains[d].forwarding[port]
+    }
+    /// A domain's PDU counters.
+    pub fn counters(&self, d: usize) -> Counters {
+        self.domains[d].counters
+    }
+    /// Time and cause of the domain's last transition.
+    pub fn last_transition(&self, d: usize) -> Option<(Nanos, Cause)> {
+        self.domains[d].last_transition
+    }
+    /// The domain whose protected VLANs include `vlan`, if any.
+    pub fn domain_of_vlan(&self, vlan: u16) -> Option<usize> {
+        self.domains.iter().position(|d| d.cfg.protected.contains(&vlan))
+    }
+    /// Link state of a ring port.
+    pub fn link(&self, port: Port) -> bool {
+        self.link_up[port]
+    }
+
+    /// Enables every domain: masters enter Init (secondary blocked, first HEALTH now),
+    /// transits enter Links-Up or Links-Down (a port down at start is blocked until it comes
+    /// up and pre-forwarding ends).
+    pub fn enable(&mut self, now: Nanos) -> Vec<Action> {
+        let mut out = Vec::new();
+        for d in 0..self.domains.len() {
+            let (role, p, s) = {
+                let c = &self.domains[d].cfg;
+                (c.role, c.primary, c.secondary())
+            };
+            match role {
+                Role::Master => {
+                    self.set_forwarding(d, p, true, &mut out);
+                    self.set_forwarding(d, s, false, &mut out);
+                    self.transition(d, State::Init, Cause::Enabled, now, &mut out);
+                    self.domains[d].fail_deadline = Some(now + self.domains[d].cfg.fail);
+                    self.send_health(d, now, &mut out);
+                }
+                Role::Transit => {
+                    for port in 0..2 {
+                        let up = self.link_up[port];
+                        self.set_forwarding(d, port, up, &mut out);
+                    }
+                    let st = self.transit_state(d);
+                    self.transition(d, st, Cause::Enabled, now, &mut out);
+                }
+            }
+        }
+        out
+    }
+
+    /// The earliest time at which [`EapsNode::handle_timeout`] has work.
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        self.domains
+            .iter()
+            .flat_map(|d| [d.next_hello, d.fail_deadline, d.pre_forwarding[0], d.pre_forwarding[1]])
+            .flatten()
+            .min()
+    }
+
+    /// Runs every timer due at `now`.
+    pub fn handle_timeout(&mut self, now: Nanos) -> Vec<Action> {
+        let mut out = Vec::new();
+        for d in 0..self.domains.len() {
+            if self.domains[d].next_hello.is_some_and(|t| t <= now) {
+                self.send_health(d, now, &mut out);
+            }
+            if self.domains[d].fail_deadline.is_some_and(|t| t <= now) {
+                self.domains[d].fail_deadline = None;
+                self.fail_timer_expired(d, now, &mut out);
+            }
+            for port in 0..2 {
+                if self.domains[d].pre_forwarding[port].is_some_and(|t| t <= now) {
+                    self.domains[d].pre_forwarding[port] = None;
+                    self.set_forwarding(d, port, true, &mut out);
+                    out.push(Action::FlushFdb { domain: d });
+                    let st = self.transit_state(d);
+                    self.transition(d, st, Cause::PreForwardingTimer, now, &mut out);
+                }
+            }
+        }
+        out
+    }
+
+    /// A ring port lost its link (hardware detection: the PHY's link status).
+    pub fn link_down(&mut self, now: Nanos, port: Port) -> Vec<Action> {
+        let mut out = Vec::new();
+        if !self.link_up[port] {
+            return out;
+        }
+        self.link_up[port] = false;
+        for d in 0..self.domains.len() {
+            if self.domains[d].state == State::Idle {
+                continue;
+            }
+            self.domains[d].pre_forwarding[port] = None;
+            self.set_forwarding(d, port, false, &mut out);
+            match self.domains[d].cfg.role {
+                Role::Master => {
+                    if self.may_fail(d) {
+                        self.ring_failed(d, Cause::LocalLinkDown(port), now, &mut out);
+                    }
+                }
+                Role::Transit => {
+                    let other = 1 - port;
+                    if self.link_up[other] {
+                        let pdu = self.pdu(d, EapsType::LinkDown, State::LinksDown);
+                        self.send(d, other, &pdu, &mut out);
+                    }
+                    self.transition(d, State::LinksDown, Cause::LocalLinkDown(port), now, &mut out);
+                }
+            }
+        }
+        out
+    }
+
+    /// A ring port regained its link. It stays blocked for the protected VLANs: at a transit
+    /// until RING-UP-FLUSH-FDB or the pre-forwarding timer, at the master until its HEALTH
+    /// comes back.
+    pub fn link_up(&mut self, now: Nanos, port: Port) -> Vec<Action> {
+        let mut out = Vec::new();
+        if self.link_up[port] {
+            return out;
+        }
+        self.link_up[port] = true;
+        for d in 0..self.domains.len() {
+            if self.domains[d].state == State::Idle {
+                continue;
+            }
+            self.set_forwarding(d, port, false, &mut out);
+            if self.domains[d].cfg.role == Role::Transit {
+                self.domains[d].pre_forwarding[port] = Some(now + self.domains[d].cfg.pre_forwarding);
+                let st = self.transit_state(d);
+                self.transition(d, st, Cause::LocalLinkUp(port), now, &mut out);
+            }
+        }
+        out
+    }
+
+    /// A frame received on a ring port on some domain's control VLAN.
+    pub fn handle_frame(&mut self, now: Nanos, port: Port, frame: &[u8]) -> Result<Vec<Action>, FrameError> {
+        let (vid, _src, pdu) = parse_frame(frame).map_err(FrameError::Wire)?;
+        let d = self.domains.iter().position(|d| d.cfg.control_vlan == vid).ok_or(FrameError::UnknownDomain(vid))?;
+        let mut out = Vec::new();
+        if self.domains[d].state == State::Idle {
+            return Ok(out);
+        }
+        self.domains[d].counters.rx += 1;
+        if pdu.control_vlan != vid {
+            self.domains[d].counters.dropped += 1;
+            return Ok(out);
+        }
+        match self.domains[d].cfg.role {
+            Role::Master => self.master_rx(d, now, port, &pdu, &mut out),
+            Role::Transit => {
+                let other = 1 - port;
+                if self.link_up[other] {
+                    self.domains[d].counters.forwarded += 1;
+                    out.push(Action::Send { port: other, frame: frame.to_vec() });
+                }
+                match pdu.eaps_type {
+                    EapsType::RingUpFlushFdb => {
+                        out.push(Action::FlushFdb { domain: d });
+                        let mut opened = false;
+                        // Only a pending port other than the arrival port opens: the copy that came
+                        // in on the other port has swept, in FIFO order, every frame that passed
+                        // the master's secondary before it blocked (docs/eaps.md §6.10).
+                        for p in (0..2).filter(|&p| p != port) {
+                            if self.domains[d].pre_forwarding[p].take().is_some() {
+                                self.set_forwarding(d, p, true, &mut out);
+                                opened = true;
+                            }
+                        }
+                        if opened {
+                            let st = self.transit_state(d);
+                            self.transition(d, st, Cause::RingUpFlush, now, &mut out);
+                        }
+                    }
+                    EapsType::RingDownFlushFdb => out.push(Action::FlushFdb { domain: d }),
+                    _ => {}
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn master_rx(&mut self, d: usize, now: Nanos, port: Port, pdu: &EapsRepr, out: &mut Vec<Action>) {
+        let from_master =
+            matches!(pdu.eaps_type, EapsType::Health | EapsType::RingUpFlushFdb | EapsType::RingDownFlushFdb);
+        if from_master && pdu.system_mac != self.mac {
+            let dom = &mut self.domains[d];
+            dom.counters.dropped += 1;
+            if dom.other_master_until.is_none_or(|t| t <= now) {
+                out.push(Action::Alert { domain: d, alert: Alert::SecondMaster(pdu.system_mac) });
+            }
+            dom.other_master_until = Some(now + dom.cfg.fail);
+            return;
+        }
+        match pdu.eaps_type {
+            EapsType::Health if port == self.domains[d].cfg.secondary() => {
+                let fail = self.domains[d].cfg.fail;
+                self.domains[d].fail_deadline = Some(now + fail);
+                if matches!(self.domains[d].state, State::Init | State::Failed) {
+                    let (p, s) = (self.domains[d].cfg.primary, self.domains[d].cfg.secondary());
+                    self.set_forwarding(d, s, false, out);
+                    self.set_forwarding(d, p, true, out);
+                    out.push(Action::FlushFdb { domain: d });
+                    self.transition(d, State::Complete, Cause::HealthReturned, now, out);
+                    let pdu = self.pdu(d, EapsType::RingUpFlushFdb, State::Complete);
+                    for q in 0..2 {
+                        if self.link_up[q] {
+                            self.send(d, q, &pdu, out);
+                        }
+                    }
+                }
+            }
+            EapsType::LinkDown if self.may_fail(d) => {
+                self.ring_failed(d, Cause::LinkDownPdu, now, out);
+            }
+            _ => {}
+        }
+    }
+
+    /// Master: whether a reported link failure opens the ring: in Init and Complete, and in
+    /// Failed while the secondary is held blocked (send-alert, second master) and is up.
+    fn may_fail(&self, d: usize) -> bool {
+        let dom = &self.domains[d];
+        let s = dom.cfg.secondary();
+        match dom.state {
+            State::Init | State::Complete => true,
+            State::Failed => !dom.forwarding[s] && self.link_up[s],
+            _ => false,
+        }
+    }
+
+    fn fail_timer_expired(&mut self, d: usize, now: Nanos, out: &mut Vec<Action>) {
+        if !matches!(self.domains[d].state, State::Init | State::Complete) {
+            return;
+        }
+        out.push(Action::Alert { domain: d, alert: Alert::FailTimerExpired });
+        let other_master = self.domains[d].other_master_until.is_some_and(|t| t > now);
+        if self.domains[d].cfg.fail_action == FailAction::OpenSecondary && !other_master {
+            self.ring_failed(d, Cause::FailTimer, now, out);
+        } else {
+            self.transition(d, State::Failed, Cause::FailTimer, now, out);
+        }
+    }
+
+    /// Master: Failed, secondary open (where its link is up), flush, RING-DOWN-FLUSH-FDB out
+    /// of every port that is up.
+    fn ring_failed(&mut self, d: usize, cause: Cause, now: Nanos, out: &mut Vec<Action>) {
+        let s = self.domains[d].cfg.secondary();
+        self.domains[d].fail_deadline = None;
+        if self.link_up[s] {
+            self.set_forwarding(d, s, true, out);
+        }
+        out.push(Action::FlushFdb { domain: d });
+        self.transition(d, State::Failed, cause, now, out);
+        let pdu = self.pdu(d, EapsType::RingDownFlushFdb, State::Failed);
+        for q in 0..2 {
+            if self.link_up[q] {
+                self.send(d, q, &pdu, out);
+            }
+        }
+    }
+
+    fn send_health(&mut self, d: usize, now: Nanos, out: &mut Vec<Action>) {
+        let dom = &mut self.domains[d];
+        dom.next_hello = Some(now + dom.cfg.hello);
+        dom.hello_seq = dom.hello_seq.wrapping_add(1);
+        let p = dom.cfg.primary;
+        let st = dom.state;
+        if self.link_up[p] {
+            let pdu = self.pdu(d, EapsType::Health, st);
+            self.send(d, p, &pdu, out);
+        }
+    }
+
+    fn pdu(&self, d: usize, eaps_type: EapsType, state: State) -> EapsRepr {
+        let dom = &self.domains[d];
+        let (hello_timer, fail_timer) = dom.cfg.timer_fields();
+        EapsRepr {
+            edp_sequence: self.edp_seq,
+            eaps_type,
+            control_vlan: dom.cfg.control_vlan,
+            system_mac: self.mac,
+            hello_timer,
+            fail_timer,
+            state: state.wire(),
+            hello_seq: dom.hello_seq,
+        }
+    }
+
+    fn send(&mut self, d: usize, port: Port, pdu: &EapsRepr, out: &mut Vec<Action>) {
+        let pdu = EapsRepr { edp_sequence: self.edp_seq, ..*pdu };
+        self.edp_seq = self.edp_seq.wrapping_add(1);
+        self.domains[d].counters.tx += 1;
+        out.push(Action::Send { port, frame: emit_frame(&pdu, self.mac, 7) });
+    }
+
+    fn set_forwarding(&mut self, d: usize, port: Port, forwarding: bool, out: &mut Vec<Action>) {
+        if self.domains[d].forwarding[port] != forwarding {
+            self.domains[d].forwarding[port] = forwarding;
+            out.push(Action::PortState { domain: d, port, forwarding });
+        }
+    }
+
+    fn transit_state(&self, d: usize) -> State {
+        let dom = &self.domains[d];
+        if !self.link_up[0] || !self.link_up[1] {
+            State::LinksDown
+        } else if dom.pre_forwarding.iter().any(Option::is_some) || !dom.forwarding[0] || !dom.forwarding[1] {
+            State::PreForwarding
+        } else {
+            State::LinksUp
+        }
+    }
+
+    fn transition(&mut self, d: usize, to: State, cause: Cause, now: Nanos, out: &mut Vec<Action>) {
+        let from = self.domains[d].state;
+        if from != to {
+            self.domains[d].state = to;
+            self.domains[d].last_transition = Some((now, cause));
+            out.push(Action::Transition { domain: d, from, to, cause });
+        }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    const MS: Nanos = 1_000_000;
+
+    fn cfg(role: Role) -> DomainConfig {
+        DomainConfig {
+            role,
+            primary: 1,
+            control_vlan: 10,
+            protected: vec![100],
+            hello: MS,
+            fail: 3 * MS,
+            pre_forwarding: 3 * MS,
+            fail_action: FailAction::OpenSecondary,
+        }
+    }
+
+    fn sent(a: &[Action]) -> Vec<(Port, EapsType)> {
+        a.iter()
+            .filter_map(|a| match a {
+                Action::Send { port, frame } => Some((*port, parse_frame(frame).unwrap().2.eaps_type)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn master_init_complete_failed() {
+        let mut m = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 1]), vec![cfg(Role::Master)], [true, true]);
+        let a = m.enable(0);
+        assert_eq!(m.state(0), State::Init);
+        assert!(!m.forwarding(0, 0) && m.forwarding(0, 1));
+        assert_eq!(sent(&a), vec![(1, EapsType::Health)]);
+        let health = match &a.last().unwrap() {
+            Action::Send { frame, .. } => frame.clone(),
+            _ => unreachable!(),
+        };
+        // The HEALTH comes back on the secondary: Complete, flush, RING-UP on both ports.
+        let a = m.handle_frame(10_000, 0, &health).unwrap();
+        assert_eq!(m.state(0), State::Complete);
+        assert!(a.contains(&Action::FlushFdb { domain: 0 }));
+        assert_eq!(sent(&a), vec![(0, EapsType::RingUpFlushFdb), (1, EapsType::RingUpFlushFdb)]);
+        // No HEALTH for the fail period: Failed, secondary open, RING-DOWN.
+        let mut t = 10_000;
+        while m.state(0) == State::Complete {
+            t = m.poll_timeout().unwrap();
+            m.handle_timeout(t);
+        }
+        assert_eq!(t, 10_000 + 3 * MS);
+        assert_eq!(m.state(0), State::Failed);
+        assert!(m.forwarding(0, 0));
+        assert_eq!(m.last_transition(0), Some((t, Cause::FailTimer)));
+    }
+
+    #[test]
+    fn transit_link_down_and_pre_forwarding() {
+        let mut n = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 2]), vec![cfg(Role::Transit)], [true, true]);
+        n.enable(0);
+        assert_eq!(n.state(0), State::LinksUp);
+        let a = n.link_down(100, 0);
+        assert_eq!(sent(&a), vec![(1, EapsType::LinkDown)]);
+        assert_eq!(n.state(0), State::LinksDown);
+        n.link_up(200, 0);
+        assert_eq!(n.state(0), State::PreForwarding);
+        assert!(!n.forwarding(0, 0));
+        assert_eq!(n.poll_timeout(), Some(200 + 3 * MS));
+        n.handle_timeout(200 + 3 * MS);
+        assert_eq!(n.state(0), State::LinksUp);
+        assert!(n.forwarding(0, 0));
+        // RING-UP opens a pending port only when it arrives on the other port.
+        let mut m = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 1]), vec![cfg(Role::Master)], [true, true]);
+        let Action::Send { frame: health, .. } = m.enable(0).pop().unwrap() else { unreachable!() };
+        let up = m.handle_frame(MS, 0, &health).unwrap();
+        let ring_up = up
+            .iter()
+            .find_map(|a| match a {
+                Action::Send { frame, .. } => Some(frame.clone()),
+                _ => None,
+            })
+            .unwrap();
+        n.link_down(5 * MS, 0);
+        n.link_up(6 * MS, 0);
+        let a = n.handle_frame(6 * MS + 1, 0, &ring_up).unwrap();
+        assert!(a.contains(&Action::FlushFdb { domain: 0 }));
+        assert_eq!(n.state(0), State::PreForwarding);
+        n.handle_frame(6 * MS + 2, 1, &ring_up).unwrap();
+        assert_eq!(n.state(0), State::LinksUp);
+        assert_eq!(n.last_transition(0), Some((6 * MS + 2, Cause::RingUpFlush)));
+    }
+
+    #[test]
+    fn second_master_keeps_secondary_blocked() {
+        let mut m = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 1]), vec![cfg(Role::Master)], [true, true]);
+        let mut other = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 9]), vec![cfg(Role::Master)], [true, true]);
+        m.enable(0);
+        let a = other.enable(0);
+        let Action::Send { frame, .. } = a.last().unwrap() else { unreachable!() };
+        let a = m.handle_frame(1000, 0, frame).unwrap();
+        assert_eq!(a, vec![Action::Alert { domain: 0, alert: Alert::SecondMaster(MacAddr([2, 0, 0, 0, 0, 9])) }]);
+        m.handle_timeout(3 * MS);
+        assert_eq!(m.state(0), State::Failed);
+        assert!(!m.forwarding(0, 0), "secondary held blocked while another master is heard");
+    }
+
+    #[test]
+    fn send_alert_holds_secondary_until_a_real_failure() {
+        let mut c = cfg(Role::Master);
+        c.fail_action = FailAction::SendAlert;
+        let mut m = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 1]), vec![c], [true, true]);
+        m.enable(0);
+        let a = m.handle_timeout(3 * MS);
+        assert!(a.contains(&Action::Alert { domain: 0, alert: Alert::FailTimerExpired }));
+        assert_eq!(m.state(0), State::Failed);
+        assert!(!m.forwarding(0, 0));
+        assert!(sent(&a).iter().all(|&(_, t)| t == EapsType::Health));
+        // A transit reports a link down: now the secondary opens and the ring is flushed.
+        let mut t = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 2]), vec![cfg(Role::Transit)], [true, true]);
+        t.enable(0);
+        let down = t.link_down(4 * MS, 1);
+        let frame = down
+            .iter()
+            .find_map(|a| match a {
+                Action::Send { frame, .. } => Some(frame.clone()),
+                _ => None,
+            })
+            .unwrap();
+        let a = m.handle_frame(4 * MS, 1, &frame).unwrap();
+        assert!(m.forwarding(0, 0));
+        assert_eq!(sent(&a), vec![(0, EapsType::RingDownFlushFdb), (1, EapsType::RingDownFlushFdb)]);
+    }
+}

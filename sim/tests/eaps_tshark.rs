@@ -1,0 +1,97 @@
+//! Our EAPS PDUs as Wireshark sees them: every message type, written to a pcap, decoded by
+//! `tshark`, whose fields (type, control VLAN, system MAC, sequence numbers, timers, state) must
+//! be the ones we emitted and whose EDP checksum status must be "Good".
+
+use spotagg_driver::wire::eaps::{emit_frame, EapsRepr, EapsState, EapsType};
+use spotagg_driver::wire::MacAddr;
+use std::process::Command;
+
+#[test]
+fn tshark_decodes_our_pdus() {
+    if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Tshark) {
+        return;
+    }
+    let pdus: Vec<EapsRepr> = [
+        (EapsType::Health, 1000, EapsState::Complete, 1),
+        (EapsType::RingUpFlushFdb, 1001, EapsState::Complete, 2),
+        (EapsType::RingDownFlushFdb, 4094, EapsState::Failed, 3),
+        (EapsType::LinkDown, 7, EapsState::LinksDown, 0),
+        (EapsType::Health, 1000, EapsState::Failed, 65535),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, &(eaps_type, control_vlan, state, hello_seq))| EapsRepr {
+        edp_sequence: 0x1000 + i as u16,
+        eaps_type,
+        control_vlan,
+        system_mac: MacAddr([0x02, 0x5a, 0, 0, i as u8, 0x10 + i as u8]),
+        hello_timer: 1 + i as u16,
+        fail_timer: 3 + 2 * i as u16,
+        state,
+        hello_seq,
+    })
+    .collect();
+    let frames: Vec<Vec<u8>> = pdus.iter().map(|r| emit_frame(r, r.system_mac, 7)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("eaps.pcap");
+    spotagg_sim::pcap::write_frames(&path, &frames).unwrap();
+
+    let fields = [
+        "vlan.id",
+        "llc.extreme_pid",
+        "edp.seqno",
+        "edp.midmac",
+        "edp.checksum.status",
+        "edp.tlv.type",
+        "edp.eaps.type",
+        "edp.eaps.vlanid",
+        "edp.eaps.sysmac",
+        "edp.eaps.hello",
+        "edp.eaps.fail",
+        "edp.eaps.state",
+        "edp.eaps.helloseq",
+    ];
+    let mut cmd = Command::new("tshark");
+    cmd.args(["-n", "-r"]).arg(&path).args(["-T", "fields", "-E", "separator=/t"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let out = cmd.output().expect("tshark runs");
+    assert!(out.status.success(), "tshark failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), pdus.len(), "tshark output:\n{text}");
+    for (line, r) in lines.iter().zip(&pdus) {
+        eprintln!("{line}");
+        let got: Vec<&str> = line.split('\t').collect();
+        let want = [
+            r.control_vlan.to_string(),
+            "0x00bb".to_string(),
+            r.edp_sequence.to_string(),
+            r.system_mac.to_string(),
+            "1".to_string(), // PROTO_CHECKSUM_E_GOOD (0 bad, 2 unverified)
+            "11".to_string(),
+            u8::from(r.eaps_type).to_string(),
+            r.control_vlan.to_string(),
+            r.system_mac.to_string(),
+            r.hello_timer.to_string(),
+            r.fail_timer.to_string(),
+            u8::from(r.state).to_string(),
+            r.hello_seq.to_string(),
+        ];
+        assert_eq!(got, want, "fields {fields:?}");
+    }
+
+    // A corrupted checksum is reported bad (status 0): the check above can fail.
+    let mut bad = frames[0].clone();
+    bad[18 + 13] ^= 0x01;
+    let bad_path = dir.path().join("bad.pcap");
+    spotagg_sim::pcap::write_frames(&bad_path, &[bad]).unwrap();
+    let out = Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(&bad_path)
+        .args(["-T", "fields", "-e", "edp.checksum.status"])
+        .output()
+        .expect("tshark runs");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
+}
