@@ -13,7 +13,7 @@
 //!   counters stop on an equality (they count up by one from below the end), not a comparison;
 //!   the equality is itself registered one count ahead (`i_end`, `wi_last`, against end - 1 and
 //!   end - 2 registers), and the frame buffer and result buffer addresses (`i + 13`, `wi + 13`)
-//!   come from their own counters (`i13`, `wi13`), not from an adder.
+//!   come from their own counters (`i_plus13`, `wi_plus13`), not from an adder.
 //! - The sequencer's state is one-hot in flip-flops, and the issue counters' end indices are
 //!   registered at the transition into a pass (`i_stop`, `wi_stop`).
 //! - Only a valid contribution reaches the scoreboard and the slot memory, and only after the
@@ -31,6 +31,9 @@
 //!   frame (rank range for results). When the result builder's buffer half is still busy, the
 //!   aggregator waits (and so does the parser: back-pressure, never a drop).
 
+use crate::counters::{BUCKET_ARP_REPLY, BUCKET_CONTRIBUTION, BUCKET_DUPLICATE, BUCKET_ICMP_REPLY};
+use crate::frame_parser::{KIND_ARP, KIND_CONTRIBUTION};
+use crate::result_builder::ReplyKind;
 use rust_hdl::prelude::*;
 
 /// The aggregation sequencer.
@@ -167,7 +170,7 @@ pub struct Aggregator {
     /// Pulse: the half holds a frame to send.
     pub tx_load: Signal<Out, Bit>,
     /// 0 result, 1 ARP reply, 2 ICMP echo reply.
-    pub tx_kind: Signal<Out, Bits<2>>,
+    pub tx_kind: Signal<Out, ReplyKind>,
     /// First rank to send a result to.
     pub tx_first: Signal<Out, Bits<5>>,
     /// Last rank to send a result to.
@@ -187,6 +190,12 @@ pub struct Aggregator {
     /// Nothing in progress.
     pub idle: Signal<Out, Bit>,
     elements_log2: Constant<Bits<5>>,
+    kind_contribution: Constant<Bits<5>>,
+    kind_arp: Constant<Bits<5>>,
+    bucket_contribution: Constant<Bits<5>>,
+    bucket_duplicate: Constant<Bits<5>>,
+    bucket_arp_reply: Constant<Bits<5>>,
+    bucket_icmp_reply: Constant<Bits<5>>,
     s_act: DFF<Bit>,
     s_lookup: DFF<Bit>,
     s_decide: DFF<Bit>,
@@ -197,50 +206,50 @@ pub struct Aggregator {
     s_copyrx: DFF<Bit>,
     s_load: DFF<Bit>,
     i_stop: DFF<Bits<10>>,
-    nw10: DFF<Bit>,
-    nw11: DFF<Bit>,
-    k1: DFF<Bit>,
+    nwords_eq10: DFF<Bit>,
+    nwords_eq11: DFF<Bit>,
+    k_eq1: DFF<Bit>,
     wi_stop: DFF<Bits<10>>,
-    lf: DFF<Bit>,
+    adder_first: DFF<Bit>,
     i: DFF<Bits<10>>,
     wi: DFF<Bits<10>>,
     i_end: DFF<Bit>,
     wi_last: DFF<Bit>,
-    i13: DFF<Bits<10>>,
-    wi13: DFF<Bits<10>>,
+    i_plus13: DFF<Bits<10>>,
+    wi_plus13: DFF<Bits<10>>,
     k_m2: DFF<Bits<10>>,
-    nw_m2: DFF<Bits<10>>,
-    pv: DFF<Bits<6>>,
-    inc1: DFF<Bits<32>>,
-    inc2: DFF<Bits<32>>,
-    inc3: DFF<Bits<32>>,
-    first_r: DFF<Bit>,
-    last_r: DFF<Bit>,
-    retx: DFF<Bit>,
-    exps_r: DFF<Bits<16>>,
+    nwords_m2: DFF<Bits<10>>,
+    issued: DFF<Bits<6>>,
+    incoming_d1: DFF<Bits<32>>,
+    incoming_d2: DFF<Bits<32>>,
+    incoming_d3: DFF<Bits<32>>,
+    first_of_round: DFF<Bit>,
+    last_of_round: DFF<Bit>,
+    retransmit: DFF<Bit>,
+    reply_exps: DFF<Bits<16>>,
     exp_max: DFF<Bits<16>>,
     k_m1: DFF<Bits<10>>,
     len_ip: DFF<Bits<32>>,
     len_udp: DFF<Bits<32>>,
-    nw_m1: DFF<Bits<10>>,
+    nwords_m1: DFF<Bits<10>>,
     base: DFF<Bits<16>>,
     nwords: DFF<Bits<10>>,
-    reply: DFF<Bits<2>>,
+    reply: DFF<ReplyKind>,
     hw_address: DFF<Bits<5>>,
     hw_data: DFF<Bits<32>>,
     hw_enable: DFF<Bit>,
     hw_sum: DFF<Bits<32>>,
     hw_from_sum: DFF<Bit>,
-    ck_a1: DFF<Bits<20>>,
-    ck_a2: DFF<Bits<20>>,
-    ck_a3: DFF<Bits<20>>,
-    ck_sum: DFF<Bits<20>>,
-    ck_f1: DFF<Bits<17>>,
-    ck_ip: DFF<Bits<16>>,
-    ck_i1: DFF<Bits<17>>,
-    ck_icmp: DFF<Bits<16>>,
-    exw_enable: DFF<Bit>,
-    exw_data: DFF<Bits<32>>,
+    ipck_part1: DFF<Bits<20>>,
+    ipck_part2: DFF<Bits<20>>,
+    ipck_part3: DFF<Bits<20>>,
+    ipck_sum: DFF<Bits<20>>,
+    ipck_folded: DFF<Bits<17>>,
+    ip_checksum: DFF<Bits<16>>,
+    icmpck_folded: DFF<Bits<17>>,
+    icmp_checksum: DFF<Bits<16>>,
+    ex_write_pending: DFF<Bit>,
+    ex_write_word: DFF<Bits<32>>,
     hdr_lo_r: Signal<Local, Bits<32>>,
     hdr_hi_r: Signal<Local, Bits<32>>,
     hdr_lo_a: Signal<Local, Bits<32>>,
@@ -343,6 +352,12 @@ impl Aggregator {
             ev_retransmit: Default::default(),
             idle: Default::default(),
             elements_log2: Constant::new((max_elements.trailing_zeros() as u64).into()),
+            kind_contribution: Constant::new(KIND_CONTRIBUTION.into()),
+            kind_arp: Constant::new(KIND_ARP.into()),
+            bucket_contribution: Constant::new(BUCKET_CONTRIBUTION.into()),
+            bucket_duplicate: Constant::new(BUCKET_DUPLICATE.into()),
+            bucket_arp_reply: Constant::new(BUCKET_ARP_REPLY.into()),
+            bucket_icmp_reply: Constant::new(BUCKET_ICMP_REPLY.into()),
             s_act: Default::default(),
             s_lookup: Default::default(),
             s_decide: Default::default(),
@@ -353,32 +368,32 @@ impl Aggregator {
             s_copyrx: Default::default(),
             s_load: Default::default(),
             i_stop: Default::default(),
-            nw10: Default::default(),
-            nw11: Default::default(),
-            k1: Default::default(),
+            nwords_eq10: Default::default(),
+            nwords_eq11: Default::default(),
+            k_eq1: Default::default(),
             wi_stop: Default::default(),
-            lf: Default::default(),
+            adder_first: Default::default(),
             i: Default::default(),
             wi: Default::default(),
             i_end: Default::default(),
             wi_last: Default::default(),
-            i13: Default::default(),
-            wi13: Default::default(),
+            i_plus13: Default::default(),
+            wi_plus13: Default::default(),
             k_m2: Default::default(),
-            nw_m2: Default::default(),
-            pv: Default::default(),
-            inc1: Default::default(),
-            inc2: Default::default(),
-            inc3: Default::default(),
-            first_r: Default::default(),
-            last_r: Default::default(),
-            retx: Default::default(),
-            exps_r: Default::default(),
+            nwords_m2: Default::default(),
+            issued: Default::default(),
+            incoming_d1: Default::default(),
+            incoming_d2: Default::default(),
+            incoming_d3: Default::default(),
+            first_of_round: Default::default(),
+            last_of_round: Default::default(),
+            retransmit: Default::default(),
+            reply_exps: Default::default(),
             exp_max: Default::default(),
             k_m1: Default::default(),
             len_ip: Default::default(),
             len_udp: Default::default(),
-            nw_m1: Default::default(),
+            nwords_m1: Default::default(),
             base: Default::default(),
             nwords: Default::default(),
             reply: Default::default(),
@@ -387,16 +402,16 @@ impl Aggregator {
             hw_enable: Default::default(),
             hw_sum: Default::default(),
             hw_from_sum: Default::default(),
-            ck_a1: Default::default(),
-            ck_a2: Default::default(),
-            ck_a3: Default::default(),
-            ck_sum: Default::default(),
-            ck_f1: Default::default(),
-            ck_ip: Default::default(),
-            ck_i1: Default::default(),
-            ck_icmp: Default::default(),
-            exw_enable: Default::default(),
-            exw_data: Default::default(),
+            ipck_part1: Default::default(),
+            ipck_part2: Default::default(),
+            ipck_part3: Default::default(),
+            ipck_sum: Default::default(),
+            ipck_folded: Default::default(),
+            ip_checksum: Default::default(),
+            icmpck_folded: Default::default(),
+            icmp_checksum: Default::default(),
+            ex_write_pending: Default::default(),
+            ex_write_word: Default::default(),
             hdr_lo_r: Default::default(),
             hdr_hi_r: Default::default(),
             hdr_lo_a: Default::default(),
@@ -436,32 +451,32 @@ impl Logic for Aggregator {
             s_copyrx,
             s_load,
             i_stop,
-            nw10,
-            nw11,
-            k1,
+            nwords_eq10,
+            nwords_eq11,
+            k_eq1,
             wi_stop,
-            lf,
+            adder_first,
             i,
             wi,
             i_end,
             wi_last,
-            i13,
-            wi13,
+            i_plus13,
+            wi_plus13,
             k_m2,
-            nw_m2,
-            pv,
-            inc1,
-            inc2,
-            inc3,
-            first_r,
-            last_r,
-            retx,
-            exps_r,
+            nwords_m2,
+            issued,
+            incoming_d1,
+            incoming_d2,
+            incoming_d3,
+            first_of_round,
+            last_of_round,
+            retransmit,
+            reply_exps,
             exp_max,
             k_m1,
             len_ip,
             len_udp,
-            nw_m1,
+            nwords_m1,
             base,
             nwords,
             reply,
@@ -470,16 +485,16 @@ impl Logic for Aggregator {
             hw_enable,
             hw_sum,
             hw_from_sum,
-            ck_a1,
-            ck_a2,
-            ck_a3,
-            ck_sum,
-            ck_f1,
-            ck_ip,
-            ck_i1,
-            ck_icmp,
-            exw_enable,
-            exw_data,
+            ipck_part1,
+            ipck_part2,
+            ipck_part3,
+            ipck_sum,
+            ipck_folded,
+            ip_checksum,
+            icmpck_folded,
+            icmp_checksum,
+            ex_write_pending,
+            ex_write_word,
             hw_lo_r,
             hw_hi_r,
             hw_lo_a,
@@ -509,43 +524,43 @@ impl Logic for Aggregator {
         self.ex_write_address.next = bit_cast::<6, 15>(self.desc_slot.val());
         // The exponent write is registered: it lands one edge after Commit, long before the
         // next Decide reads the exponents (Commit, then Idle and Lookup at the least).
-        self.ex_write_data.next = self.exw_data.q.val();
-        self.ex_write_enable.next = self.exw_enable.q.val();
-        self.exw_enable.d.next = false;
+        self.ex_write_data.next = self.ex_write_word.q.val();
+        self.ex_write_enable.next = self.ex_write_pending.q.val();
+        self.ex_write_pending.d.next = false;
         // The element pipeline: frame buffer data (2 cycles) delayed 3 more to meet the slot
         // memory data (5 cycles), then the registered lane adder: written 6 cycles after issue.
-        self.inc1.d.next = self.buf_read_data.val();
-        self.inc2.d.next = self.inc1.q.val();
+        self.incoming_d1.d.next = self.buf_read_data.val();
+        self.incoming_d2.d.next = self.incoming_d1.q.val();
         // A copy of the stored values adds nothing; the adder's controls are registered (the
         // state they follow lasts the whole pass, and nothing is written in its first 6 cycles).
-        self.inc3.d.next = self.inc2.q.val();
+        self.incoming_d3.d.next = self.incoming_d2.q.val();
         if self.s_copyslot.q.val() {
-            self.inc3.d.next = 0.into();
+            self.incoming_d3.d.next = 0.into();
         }
-        self.lf.d.next = self.first_r.q.val();
+        self.adder_first.d.next = self.first_of_round.q.val();
         if self.s_copyslot.q.val() {
-            self.lf.d.next = false;
+            self.adder_first.d.next = false;
         }
         if self.s_copyrx.q.val() {
-            self.lf.d.next = true;
+            self.adder_first.d.next = true;
         }
         self.la_stored.next = self.sm_read_data.val();
-        self.la_incoming.next = self.inc3.q.val();
-        // (`first_r` is cleared in Idle, so the exponent maxima in Decide are taken as not first.)
-        self.la_first.next = self.lf.q.val();
-        self.nw10.d.next = self.nwords.q.val() == 10;
-        self.nw11.d.next = self.nwords.q.val() == 11;
-        self.k1.d.next = self.k_m1.q.val() == 0;
+        self.la_incoming.next = self.incoming_d3.q.val();
+        // (`first_of_round` is cleared in Idle, so the exponent maxima in Decide are taken as not first.)
+        self.la_first.next = self.adder_first.q.val();
+        self.nwords_eq10.d.next = self.nwords.q.val() == 10;
+        self.nwords_eq11.d.next = self.nwords.q.val() == 11;
+        self.k_eq1.d.next = self.k_m1.q.val() == 0;
         self.la_exp_stored.next = 0.into();
         self.la_exp_incoming.next = 0.into();
         self.la_exp_active.next = false;
         self.issue.next = false;
-        self.write.next = self.pv.q.val().get_bit(5);
+        self.write.next = self.issued.q.val().get_bit(5);
         // Last element indices, registered (the pass ends on an equality, no adder before it).
         self.k_m1.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 1;
-        self.nw_m1.d.next = self.nwords.q.val() - 1;
+        self.nwords_m1.d.next = self.nwords.q.val() - 1;
         self.k_m2.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 2;
-        self.nw_m2.d.next = self.nwords.q.val() - 2;
+        self.nwords_m2.d.next = self.nwords.q.val() - 2;
         // A result's IPv4 and UDP lengths, registered from the configuration.
         self.len_ip.d.next = (bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38;
         self.len_udp.d.next = (bit_cast::<32, 9>(self.payload_words.val()) << 2) + 18;
@@ -568,23 +583,25 @@ impl Logic for Aggregator {
         self.idle.next = !self.s_act.q.val();
         // Reply checksums, registered in stages from the descriptor (stable for many cycles
         // before a header word needs them: at least 7 cycles after the descriptor is loaded).
-        self.ck_a1.d.next = bit_cast::<20, 32>(self.desc_h3.val() & 0xffff)
+        self.ipck_part1.d.next = bit_cast::<20, 32>(self.desc_h3.val() & 0xffff)
             + bit_cast::<20, 32>(self.desc_h4.val() >> 16)
             + bit_cast::<20, 32>(self.desc_h4.val() & 0xffff);
-        self.ck_a2.d.next = bit_cast::<20, 32>(self.desc_h5.val() >> 16)
+        self.ipck_part2.d.next = bit_cast::<20, 32>(self.desc_h5.val() >> 16)
             + bit_cast::<20, 32>((self.desc_h5.val() & 0xff) | 0x4000)
             + bit_cast::<20, 32>(self.switch_ip.val() >> 16);
-        self.ck_a3.d.next = bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
+        self.ipck_part3.d.next = bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
             + bit_cast::<20, 32>(self.desc_h6.val() & 0xffff)
             + bit_cast::<20, 32>(self.desc_h7.val() >> 16);
-        self.ck_sum.d.next = self.ck_a1.q.val() + self.ck_a2.q.val() + self.ck_a3.q.val();
-        self.ck_f1.d.next =
-            bit_cast::<17, 20>(self.ck_sum.q.val() & 0xffff) + bit_cast::<17, 20>(self.ck_sum.q.val() >> 16);
-        self.ck_ip.d.next = !(bit_cast::<16, 17>(self.ck_f1.q.val()) + bit_cast::<16, 17>(self.ck_f1.q.val() >> 16));
+        self.ipck_sum.d.next = self.ipck_part1.q.val() + self.ipck_part2.q.val() + self.ipck_part3.q.val();
+        self.ipck_folded.d.next =
+            bit_cast::<17, 20>(self.ipck_sum.q.val() & 0xffff) + bit_cast::<17, 20>(self.ipck_sum.q.val() >> 16);
+        self.ip_checksum.d.next =
+            !(bit_cast::<16, 17>(self.ipck_folded.q.val()) + bit_cast::<16, 17>(self.ipck_folded.q.val() >> 16));
         // The 16-bit complement as an XOR: a `!` inside a widening bit_cast becomes a
         // 32-bit `~` in the generated Verilog, which sets bit 16 (found by Verilator).
-        self.ck_i1.d.next = bit_cast::<17, 32>((self.desc_h9.val() >> 16) ^ 0xffff) + 0xF7FF;
-        self.ck_icmp.d.next = !(bit_cast::<16, 17>(self.ck_i1.q.val()) + bit_cast::<16, 17>(self.ck_i1.q.val() >> 16));
+        self.icmpck_folded.d.next = bit_cast::<17, 32>((self.desc_h9.val() >> 16) ^ 0xffff) + 0xF7FF;
+        self.icmp_checksum.d.next =
+            !(bit_cast::<16, 17>(self.icmpck_folded.q.val()) + bit_cast::<16, 17>(self.icmpck_folded.q.val() >> 16));
         self.hdr_lo_r.next = 0.into();
         self.hdr_hi_r.next = 0.into();
         self.hdr_lo_a.next = 0.into();
@@ -604,12 +621,12 @@ impl Logic for Aggregator {
         self.hdr_write_enable.next = self.hw_enable2.q.val();
         self.hw_address2.d.next = self.hw_address.q.val();
         self.hw_enable2.d.next = self.hw_enable.q.val();
-        if self.reply.q.val() == 0 {
+        if self.reply.q.val() == ReplyKind::Result {
             self.hw_data.d.next = self.hw_lo_r.q.val();
             if self.hw_sel_hi.q.val() {
                 self.hw_data.d.next = self.hw_hi_r.q.val();
             }
-        } else if self.reply.q.val() == 1 {
+        } else if self.reply.q.val() == ReplyKind::ArpReply {
             self.hw_data.d.next = self.hw_lo_a.q.val();
             if self.hw_sel_hi.q.val() {
                 self.hw_data.d.next = self.hw_hi_a.q.val();
@@ -674,7 +691,8 @@ impl Logic for Aggregator {
                 self.hdr_hi_r.next = self.desc_h11.val();
             }
             _ => {
-                self.hdr_hi_r.next = (self.desc_h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exps_r.q.val());
+                self.hdr_hi_r.next =
+                    (self.desc_h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.reply_exps.q.val());
             }
         }
         // ARP reply.
@@ -736,7 +754,8 @@ impl Logic for Aggregator {
                 self.hdr_lo_i.next = (self.desc_h5.val() & 0xffff_00ff_u64) | 0x4000;
             }
             6 => {
-                self.hdr_lo_i.next = (bit_cast::<32, 16>(self.ck_ip.q.val()) << 16) | (self.switch_ip.val() >> 16);
+                self.hdr_lo_i.next =
+                    (bit_cast::<32, 16>(self.ip_checksum.q.val()) << 16) | (self.switch_ip.val() >> 16);
             }
             _ => {
                 self.hdr_lo_i.next = (self.switch_ip.val() << 16) | (self.desc_h6.val() & 0xffff);
@@ -747,7 +766,8 @@ impl Logic for Aggregator {
                 self.hdr_hi_i.next = self.desc_h7.val() & 0xffff_0000_u64;
             }
             _ => {
-                self.hdr_hi_i.next = (bit_cast::<32, 16>(self.ck_icmp.q.val()) << 16) | (self.desc_h9.val() & 0xffff);
+                self.hdr_hi_i.next =
+                    (bit_cast::<32, 16>(self.icmp_checksum.q.val()) << 16) | (self.desc_h9.val() & 0xffff);
             }
         }
         self.hw_lo_r.d.next = self.hdr_lo_r.val();
@@ -761,7 +781,7 @@ impl Logic for Aggregator {
         // the next one. The end index of the issue counter for the coming pass (`i_stop`) is
         // registered at the transition into it, so `i_end` is an equality of two registers.
         if !self.s_act.q.val() {
-            self.first_r.d.next = false;
+            self.first_of_round.d.next = false;
             // Header's last index (ARP kind 14: word 9, ICMP kind 15: word 8); a contribution
             // sets its own in Commit.
             self.i_stop.d.next = 9.into();
@@ -779,25 +799,25 @@ impl Logic for Aggregator {
                 }
             }
             self.i.d.next = 0.into();
-            self.i13.d.next = 13.into();
+            self.i_plus13.d.next = 13.into();
             self.i_end.d.next = false;
             if self.desc_valid.val() & !self.clearing.val() {
-                if self.desc_kind.val() < 13 {
+                if self.desc_kind.val() < self.kind_contribution.val() {
                     self.ev_bucket.next = true;
                     self.ev_bucket_index.next = self.desc_kind.val();
                     self.desc_done.next = true;
-                } else if self.desc_kind.val() == 13 {
+                } else if self.desc_kind.val() == self.kind_contribution.val() {
                     self.base.d.next = ((bit_cast::<16, 15>(self.desc_slot.val()) << 1)
                         | bit_cast::<16, 1>(self.desc_set.val().into()))
                         << self.elements_log2.val();
                     self.s_act.d.next = true;
                     self.s_lookup.d.next = true;
-                } else if self.desc_kind.val() == 14 {
-                    self.reply.d.next = 1.into();
+                } else if self.desc_kind.val() == self.kind_arp.val() {
+                    self.reply.d.next = ReplyKind::ArpReply;
                     self.s_act.d.next = true;
                     self.s_header.d.next = true;
                 } else {
-                    self.reply.d.next = 2.into();
+                    self.reply.d.next = ReplyKind::EchoReply;
                     self.s_act.d.next = true;
                     self.s_header.d.next = true;
                 }
@@ -834,37 +854,37 @@ impl Logic for Aggregator {
             }
             self.ev_bucket.next = true;
             self.i.d.next = 0.into();
-            self.i13.d.next = 13.into();
+            self.i_plus13.d.next = 13.into();
             self.i_end.d.next = false;
             self.i_stop.d.next = self.k_m1.q.val();
             self.wi.d.next = 0.into();
-            self.wi13.d.next = 13.into();
-            self.wi_last.d.next = self.k1.q.val();
+            self.wi_plus13.d.next = 13.into();
+            self.wi_last.d.next = self.k_eq1.q.val();
             self.wi_stop.d.next = self.k_m2.q.val();
-            self.reply.d.next = 0.into();
+            self.reply.d.next = ReplyKind::Result;
             self.nwords.d.next = bit_cast::<10, 9>(self.payload_words.val()) + 13;
             self.s_commit.d.next = false;
             if self.sb_new.val() {
                 self.sb_commit.next = true;
-                self.ev_bucket_index.next = 13.into();
-                self.exw_enable.d.next = true;
+                self.ev_bucket_index.next = self.bucket_contribution.val();
+                self.ex_write_pending.d.next = true;
                 if self.desc_set.val() {
-                    self.exw_data.d.next =
+                    self.ex_write_word.d.next =
                         (bit_cast::<32, 16>(self.exp_new.val()) << 16) | (self.ex_read_data.val() & 0xffff);
                 } else {
-                    self.exw_data.d.next =
+                    self.ex_write_word.d.next =
                         (self.ex_read_data.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exp_new.val());
                 }
-                self.first_r.d.next = self.sb_first.val();
-                self.last_r.d.next = self.sb_last.val();
-                self.retx.d.next = false;
-                self.exps_r.d.next = self.exp_new.val();
+                self.first_of_round.d.next = self.sb_first.val();
+                self.last_of_round.d.next = self.sb_last.val();
+                self.retransmit.d.next = false;
+                self.reply_exps.d.next = self.exp_new.val();
                 self.s_rmw.d.next = true;
             } else {
-                self.ev_bucket_index.next = 14.into();
-                self.exps_r.d.next = self.la_exp_stored.val();
+                self.ev_bucket_index.next = self.bucket_duplicate.val();
+                self.reply_exps.d.next = self.la_exp_stored.val();
                 if self.sb_complete.val() {
-                    self.retx.d.next = true;
+                    self.retransmit.d.next = true;
                     self.s_copyslot.d.next = true;
                 } else {
                     self.desc_done.next = true;
@@ -873,31 +893,31 @@ impl Logic for Aggregator {
             }
         }
         if self.s_rmw.q.val() {
-            self.buf_read_address.next = self.i13.q.val();
+            self.buf_read_address.next = self.i_plus13.q.val();
             if self.desc_half.val() {
-                self.buf_read_address.next = self.i13.q.val() | 512;
+                self.buf_read_address.next = self.i_plus13.q.val() | 512;
             }
-            self.tx_write_address.next = self.wi13.q.val();
+            self.tx_write_address.next = self.wi_plus13.q.val();
             if self.tx_half.val() {
-                self.tx_write_address.next = self.wi13.q.val() | 512;
+                self.tx_write_address.next = self.wi_plus13.q.val() | 512;
             }
-            if (!self.last_r.q.val() | self.tx_free.val()) & !self.i_end.q.val() {
+            if (!self.last_of_round.q.val() | self.tx_free.val()) & !self.i_end.q.val() {
                 self.issue.next = true;
                 self.i.d.next = self.i.q.val() + 1;
-                self.i13.d.next = self.i13.q.val() + 1;
+                self.i_plus13.d.next = self.i_plus13.q.val() + 1;
                 self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
-                self.hw_enable.d.next = self.last_r.q.val() & (self.i.q.val() < 13);
+                self.hw_enable.d.next = self.last_of_round.q.val() & (self.i.q.val() < 13);
             }
             if self.write.val() {
                 self.sm_write_enable.next = true;
-                self.tx_write_enable.next = self.last_r.q.val();
+                self.tx_write_enable.next = self.last_of_round.q.val();
                 self.wi.d.next = self.wi.q.val() + 1;
-                self.wi13.d.next = self.wi13.q.val() + 1;
+                self.wi_plus13.d.next = self.wi_plus13.q.val() + 1;
                 self.wi_last.d.next = self.wi.q.val() == self.wi_stop.q.val();
                 if self.wi_last.q.val() {
                     // (`i` is left as it is: Load does not use it and Idle resets it.)
                     self.s_rmw.d.next = false;
-                    if self.last_r.q.val() {
+                    if self.last_of_round.q.val() {
                         self.s_load.d.next = true;
                     } else {
                         self.desc_done.next = true;
@@ -908,21 +928,21 @@ impl Logic for Aggregator {
         }
         if self.s_copyslot.q.val() {
             // The stored values through the adder unchanged (not first, nothing added).
-            self.tx_write_address.next = self.wi13.q.val();
+            self.tx_write_address.next = self.wi_plus13.q.val();
             if self.tx_half.val() {
-                self.tx_write_address.next = self.wi13.q.val() | 512;
+                self.tx_write_address.next = self.wi_plus13.q.val() | 512;
             }
             if self.tx_free.val() & !self.i_end.q.val() {
                 self.issue.next = true;
                 self.i.d.next = self.i.q.val() + 1;
-                self.i13.d.next = self.i13.q.val() + 1;
+                self.i_plus13.d.next = self.i_plus13.q.val() + 1;
                 self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
                 self.hw_enable.d.next = self.i.q.val() < 13;
             }
             if self.write.val() {
                 self.tx_write_enable.next = true;
                 self.wi.d.next = self.wi.q.val() + 1;
-                self.wi13.d.next = self.wi13.q.val() + 1;
+                self.wi_plus13.d.next = self.wi_plus13.q.val() + 1;
                 self.wi_last.d.next = self.wi.q.val() == self.wi_stop.q.val();
                 if self.wi_last.q.val() {
                     // (`i` is left as it is: Load does not use it and Idle resets it.)
@@ -936,19 +956,19 @@ impl Logic for Aggregator {
             if self.tx_free.val() {
                 self.hw_enable.d.next = true;
                 self.i.d.next = self.i.q.val() + 1;
-                self.i13.d.next = self.i13.q.val() + 1;
+                self.i_plus13.d.next = self.i_plus13.q.val() + 1;
                 self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
                 if self.i_end.q.val() {
                     self.s_header.d.next = false;
-                    if self.reply.q.val() == 2 {
+                    if self.reply.q.val() == ReplyKind::EchoReply {
                         self.i.d.next = 10.into();
-                        self.i13.d.next = 23.into();
-                        self.i_end.d.next = self.nw10.q.val();
-                        self.i_stop.d.next = self.nw_m1.q.val();
+                        self.i_plus13.d.next = 23.into();
+                        self.i_end.d.next = self.nwords_eq10.q.val();
+                        self.i_stop.d.next = self.nwords_m1.q.val();
                         self.wi.d.next = 10.into();
-                        self.wi13.d.next = 23.into();
-                        self.wi_last.d.next = self.nw11.q.val();
-                        self.wi_stop.d.next = self.nw_m2.q.val();
+                        self.wi_plus13.d.next = 23.into();
+                        self.wi_last.d.next = self.nwords_eq11.q.val();
+                        self.wi_stop.d.next = self.nwords_m2.q.val();
                         self.s_copyrx.d.next = true;
                     } else {
                         self.s_load.d.next = true;
@@ -961,7 +981,7 @@ impl Logic for Aggregator {
             if !self.i_end.q.val() {
                 self.issue.next = true;
                 self.i.d.next = self.i.q.val() + 1;
-                self.i13.d.next = self.i13.q.val() + 1;
+                self.i_plus13.d.next = self.i_plus13.q.val() + 1;
                 self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
             }
             if self.write.val() {
@@ -975,7 +995,7 @@ impl Logic for Aggregator {
                     self.hw_enable.d.next = true;
                 }
                 self.wi.d.next = self.wi.q.val() + 1;
-                self.wi13.d.next = self.wi13.q.val() + 1;
+                self.wi_plus13.d.next = self.wi_plus13.q.val() + 1;
                 self.wi_last.d.next = self.wi.q.val() == self.wi_stop.q.val();
                 if self.wi_last.q.val() {
                     self.s_copyrx.d.next = false;
@@ -988,8 +1008,8 @@ impl Logic for Aggregator {
             self.desc_done.next = true;
             self.s_load.d.next = false;
             self.s_act.d.next = false;
-            if self.reply.q.val() == 0 {
-                if self.retx.q.val() {
+            if self.reply.q.val() == ReplyKind::Result {
+                if self.retransmit.q.val() {
                     self.ev_retransmit.next = true;
                     self.tx_first.next = self.desc_rank.val();
                     self.tx_last.next = self.desc_rank.val();
@@ -997,16 +1017,16 @@ impl Logic for Aggregator {
                     self.ev_multicast.next = true;
                     self.tx_last.next = bit_cast::<5, 6>(self.workers.val() - 1);
                 }
-            } else if self.reply.q.val() == 1 {
+            } else if self.reply.q.val() == ReplyKind::ArpReply {
                 self.ev_bucket.next = true;
-                self.ev_bucket_index.next = 15.into();
+                self.ev_bucket_index.next = self.bucket_arp_reply.val();
                 self.tx_last_bytes.next = 2.into();
             } else {
                 self.ev_bucket.next = true;
-                self.ev_bucket_index.next = 16.into();
+                self.ev_bucket_index.next = self.bucket_icmp_reply.val();
                 self.tx_last_bytes.next = (bit_cast::<3, 16>(self.desc_ip_len.val() + 1) & 3) + 1;
             }
         }
-        self.pv.d.next = (self.pv.q.val() << 1) | bit_cast::<6, 1>(self.issue.val().into());
+        self.issued.d.next = (self.issued.q.val() << 1) | bit_cast::<6, 1>(self.issue.val().into());
     }
 }

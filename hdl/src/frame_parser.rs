@@ -38,6 +38,7 @@
 
 use crate::block_ram::{BlockRam, PipelinedRam};
 use rust_hdl::prelude::*;
+use spotagg_driver::DropReason;
 
 /// Descriptor kind of a valid contribution.
 pub const KIND_CONTRIBUTION: u64 = 13;
@@ -45,6 +46,11 @@ pub const KIND_CONTRIBUTION: u64 = 13;
 pub const KIND_ARP: u64 = 14;
 /// Descriptor kind of an ICMP echo request to the switch.
 pub const KIND_ICMP: u64 = 15;
+
+/// A descriptor kind as a 5-bit constant of the generated Verilog.
+fn kind(value: u64) -> Constant<Bits<5>> {
+    Constant::new(value.into())
+}
 
 /// The frame parser and receive buffer.
 #[derive(LogicBlock)]
@@ -132,6 +138,22 @@ pub struct FrameParser {
     accept: Signal<Local, Bit>,
     src_ip: Signal<Local, Bits<32>>,
     cls: Signal<Local, Bits<5>>,
+    drop_truncated: Constant<Bits<5>>,
+    drop_wrong_dst_mac: Constant<Bits<5>>,
+    drop_not_ipv4_udp: Constant<Bits<5>>,
+    drop_ip_options: Constant<Bits<5>>,
+    drop_ip_checksum: Constant<Bits<5>>,
+    drop_bad_length: Constant<Bits<5>>,
+    drop_ip_fragment: Constant<Bits<5>>,
+    drop_wrong_dst_ip: Constant<Bits<5>>,
+    drop_bad_port: Constant<Bits<5>>,
+    drop_unknown_source: Constant<Bits<5>>,
+    drop_bad_msg_type: Constant<Bits<5>>,
+    drop_bad_size: Constant<Bits<5>>,
+    drop_bad_slot: Constant<Bits<5>>,
+    kind_contribution: Constant<Bits<5>>,
+    kind_arp: Constant<Bits<5>>,
+    kind_icmp: Constant<Bits<5>>,
     needs_rank: Signal<Local, Bit>,
     total_len: Signal<Local, Bits<16>>,
     udp_len: Signal<Local, Bits<16>>,
@@ -287,6 +309,22 @@ impl FrameParser {
             accept: Default::default(),
             src_ip: Default::default(),
             cls: Default::default(),
+            drop_truncated: kind(DropReason::Truncated as u64),
+            drop_wrong_dst_mac: kind(DropReason::WrongDstMac as u64),
+            drop_not_ipv4_udp: kind(DropReason::NotIpv4Udp as u64),
+            drop_ip_options: kind(DropReason::IpOptions as u64),
+            drop_ip_checksum: kind(DropReason::IpChecksum as u64),
+            drop_bad_length: kind(DropReason::BadLength as u64),
+            drop_ip_fragment: kind(DropReason::IpFragment as u64),
+            drop_wrong_dst_ip: kind(DropReason::WrongDstIp as u64),
+            drop_bad_port: kind(DropReason::BadPort as u64),
+            drop_unknown_source: kind(DropReason::UnknownSource as u64),
+            drop_bad_msg_type: kind(DropReason::BadMsgType as u64),
+            drop_bad_size: kind(DropReason::BadSize as u64),
+            drop_bad_slot: kind(DropReason::BadSlot as u64),
+            kind_contribution: kind(KIND_CONTRIBUTION),
+            kind_arp: kind(KIND_ARP),
+            kind_icmp: kind(KIND_ICMP),
             needs_rank: Default::default(),
             total_len: Default::default(),
             udp_len: Default::default(),
@@ -721,73 +759,73 @@ impl Logic for FrameParser {
             & !self.fl_ihl_bad.q.val();
         self.nr_pre.d.next = false;
         if self.fl_len14.q.val() {
-            self.cls_pre.d.next = 0.into();
+            self.cls_pre.d.next = self.drop_truncated.val();
         } else if !self.fl_dst_ok.q.val() {
-            self.cls_pre.d.next = 1.into();
+            self.cls_pre.d.next = self.drop_wrong_dst_mac.val();
         } else if self.fl_arp.q.val() {
             if self.fl_len42.q.val() {
-                self.cls_pre.d.next = 0.into();
+                self.cls_pre.d.next = self.drop_truncated.val();
             } else if self.fl_arp_bad.q.val() {
-                self.cls_pre.d.next = 2.into();
+                self.cls_pre.d.next = self.drop_not_ipv4_udp.val();
             } else if self.fl_arp_ip_bad.q.val() {
-                self.cls_pre.d.next = 7.into();
+                self.cls_pre.d.next = self.drop_wrong_dst_ip.val();
             } else {
-                self.cls_pre.d.next = 14.into();
+                self.cls_pre.d.next = self.kind_arp.val();
             }
         } else if !self.fl_ipv4.q.val() {
-            self.cls_pre.d.next = 2.into();
+            self.cls_pre.d.next = self.drop_not_ipv4_udp.val();
         } else if self.fl_len34.q.val() {
-            self.cls_pre.d.next = 0.into();
+            self.cls_pre.d.next = self.drop_truncated.val();
         } else if self.fl_ver_bad.q.val() {
-            self.cls_pre.d.next = 2.into();
+            self.cls_pre.d.next = self.drop_not_ipv4_udp.val();
         } else if self.fl_ihl_bad.q.val() {
-            self.cls_pre.d.next = 3.into();
+            self.cls_pre.d.next = self.drop_ip_options.val();
         } else if self.fl_tl_bad.q.val() {
-            self.cls_pre.d.next = 5.into();
+            self.cls_pre.d.next = self.drop_bad_length.val();
         } else if self.fl_frag.q.val() {
-            self.cls_pre.d.next = 6.into();
+            self.cls_pre.d.next = self.drop_ip_fragment.val();
         } else if self.fl_dip_bad.q.val() {
-            self.cls_pre.d.next = 7.into();
+            self.cls_pre.d.next = self.drop_wrong_dst_ip.val();
         } else if self.fl_icmp.q.val() {
             if self.fl_tl28.q.val() {
-                self.cls_pre.d.next = 0.into();
+                self.cls_pre.d.next = self.drop_truncated.val();
             } else if self.fl_icmp_bad.q.val() {
-                self.cls_pre.d.next = 2.into();
+                self.cls_pre.d.next = self.drop_not_ipv4_udp.val();
             } else {
-                self.cls_pre.d.next = 15.into();
+                self.cls_pre.d.next = self.kind_icmp.val();
             }
         } else if !self.fl_udp.q.val() {
-            self.cls_pre.d.next = 2.into();
+            self.cls_pre.d.next = self.drop_not_ipv4_udp.val();
         } else if self.fl_tl28.q.val() {
-            self.cls_pre.d.next = 0.into();
+            self.cls_pre.d.next = self.drop_truncated.val();
         } else if self.fl_udplen_bad.q.val() {
-            self.cls_pre.d.next = 5.into();
+            self.cls_pre.d.next = self.drop_bad_length.val();
         } else if self.fl_port_bad.q.val() {
-            self.cls_pre.d.next = 8.into();
+            self.cls_pre.d.next = self.drop_bad_port.val();
         } else {
             self.nr_pre.d.next = true;
-            self.cls_pre.d.next = 13.into();
+            self.cls_pre.d.next = self.kind_contribution.val();
         }
         if self.fl_ul18.q.val() {
-            self.cls_rank.d.next = 0.into();
+            self.cls_rank.d.next = self.drop_truncated.val();
         } else if self.fl_msg_bad.q.val() {
-            self.cls_rank.d.next = 10.into();
+            self.cls_rank.d.next = self.drop_bad_msg_type.val();
         } else if self.fl_size_bad.q.val() {
-            self.cls_rank.d.next = 11.into();
+            self.cls_rank.d.next = self.drop_bad_size.val();
         } else if self.fl_pay_bad.q.val() {
-            self.cls_rank.d.next = 5.into();
+            self.cls_rank.d.next = self.drop_bad_length.val();
         } else if self.fl_slot_bad.q.val() {
-            self.cls_rank.d.next = 12.into();
+            self.cls_rank.d.next = self.drop_bad_slot.val();
         } else {
-            self.cls_rank.d.next = 13.into();
+            self.cls_rank.d.next = self.kind_contribution.val();
         }
         if self.deciding.q.val() & (self.dstage.q.val() == 3) {
             if self.reach_ck.q.val() & self.ck_bad.q.val() {
-                self.cls.next = 4.into();
+                self.cls.next = self.drop_ip_checksum.val();
             } else if self.nr_pre.q.val() {
                 self.needs_rank.next = true;
                 if !self.s_found.q.val() {
-                    self.cls.next = 9.into();
+                    self.cls.next = self.drop_unknown_source.val();
                 } else {
                     self.cls.next = self.cls_rank.q.val();
                 }

@@ -23,6 +23,17 @@
 use crate::block_ram::{BlockRam, PipelinedRam};
 use rust_hdl::prelude::*;
 
+/// What a frame of the buffer is: it decides which header words are patched per rank.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
+pub enum ReplyKind {
+    /// A result (multicast to a rank range, or one retransmission).
+    Result,
+    /// An ARP reply.
+    ArpReply,
+    /// An ICMP echo reply.
+    EchoReply,
+}
+
 #[derive(Copy, Clone, PartialEq, Debug, LogicState)]
 enum TxState {
     Idle,
@@ -49,7 +60,7 @@ pub struct ResultBuilder {
     /// Pulse: the half `load_half` holds a frame to send.
     pub load: Signal<In, Bit>,
     /// 0 result, 1 ARP reply, 2 ICMP echo reply.
-    pub load_kind: Signal<In, Bits<2>>,
+    pub load_kind: Signal<In, ReplyKind>,
     /// First rank.
     pub load_first: Signal<In, Bits<5>>,
     /// Last rank.
@@ -100,13 +111,13 @@ pub struct ResultBuilder {
     lhalf: DFF<Bit>,
     free: DFF<Bit>,
     shalf: DFF<Bit>,
-    k0: DFF<Bits<2>>,
+    k0: DFF<ReplyKind>,
     f0: DFF<Bits<5>>,
     l0: DFF<Bits<5>>,
     e0: DFF<Bits<10>>,
     e0m1: DFF<Bits<10>>,
     b0: DFF<Bits<3>>,
-    k1: DFF<Bits<2>>,
+    k1: DFF<ReplyKind>,
     f1: DFF<Bits<5>>,
     l1: DFF<Bits<5>>,
     e1: DFF<Bits<10>>,
@@ -154,7 +165,7 @@ pub struct ResultBuilder {
     last4: DFF<Bit>,
     bytes4: DFF<Bits<3>>,
     data4: DFF<Bits<32>>,
-    kind: Signal<Local, Bits<2>>,
+    kind: Signal<Local, ReplyKind>,
     last_rank_m1: Signal<Local, Bits<5>>,
     l0m1: DFF<Bits<5>>,
     l1m1: DFF<Bits<5>>,
@@ -360,12 +371,13 @@ impl Logic for ResultBuilder {
                 if self.shalf.q.val() {
                     if self.full1.q.val() {
                         self.cur.d.next = self.f1.q.val();
-                        self.more.d.next = (self.k1.q.val() == 0) & (self.f1.q.val() != self.l1.q.val());
+                        self.more.d.next =
+                            (self.k1.q.val() == ReplyKind::Result) & (self.f1.q.val() != self.l1.q.val());
                         self.state.d.next = TxState::Send;
                     }
                 } else if self.full0.q.val() {
                     self.cur.d.next = self.f0.q.val();
-                    self.more.d.next = (self.k0.q.val() == 0) & (self.f0.q.val() != self.l0.q.val());
+                    self.more.d.next = (self.k0.q.val() == ReplyKind::Result) & (self.f0.q.val() != self.l0.q.val());
                     self.state.d.next = TxState::Send;
                 }
             }
@@ -429,7 +441,7 @@ impl Logic for ResultBuilder {
             self.end1.d.next = self.wend.q.val() & !self.more.q.val();
             self.half1.d.next = self.shalf.q.val();
             self.patch1.d.next = 0.into();
-            if self.kind.val() == 0 {
+            if self.kind.val() == ReplyKind::Result {
                 match self.w.q.val().index() {
                     0 => {
                         self.patch1.d.next = 1.into();

@@ -258,7 +258,11 @@ impl VerilatedModel {
             move |source| VerilatorError::Io { path, source }
         };
         // Build in a private folder, then rename: concurrent builders never see half a build.
-        let tmp = dir.with_extension(format!("tmp{}", std::process::id()));
+        // Private to this build, not only to this process: two tests of one binary may build
+        // the same design at once.
+        static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let build = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = dir.with_extension(format!("tmp{}-{build}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
         std::fs::write(tmp.join("top.v"), verilog).map_err(io(&tmp))?;
