@@ -39,6 +39,7 @@ use crate::result_builder::ResultBuilder;
 use crate::scoreboard::Scoreboard;
 use crate::slot_memory::SlotMemory;
 use crate::stream_width::{RxWidth, TxWidth};
+use crate::word_stream::WordSource;
 use rust_hdl::prelude::*;
 
 /// The aggregation core with `D`-bit stream beats (`D = 8 · width_bytes`).
@@ -159,11 +160,7 @@ impl<const D: usize> Logic for Core<D> {
         self.rx.in_last.next = self.rx_last.val();
         self.rx.in_bytes.next = self.rx_bytes.val();
         self.rx_ready.next = self.rx.in_ready.val();
-        self.parser.word_valid.next = self.rx.word_valid.val();
-        self.parser.word_data.next = self.rx.word_data.val();
-        self.parser.word_last.next = self.rx.word_last.val();
-        self.parser.word_bytes.next = self.rx.word_bytes.val();
-        self.rx.word_ready.next = self.parser.word_ready.val();
+        WordSource::join(&mut self.rx.word, &mut self.parser.word);
         // Configuration.
         self.registers.write.next = self.cfg_write.val();
         self.registers.address.next = self.cfg_address.val();
@@ -262,11 +259,7 @@ impl<const D: usize> Logic for Core<D> {
         self.result_builder.load_nwords.next = self.aggregator.tx_nwords.val();
         self.result_builder.load_last_bytes.next = self.aggregator.tx_last_bytes.val();
         // Transmit stream.
-        self.tx.word_valid.next = self.result_builder.word_valid.val();
-        self.tx.word_data.next = self.result_builder.word_data.val();
-        self.tx.word_last.next = self.result_builder.word_last.val();
-        self.tx.word_bytes.next = self.result_builder.word_bytes.val();
-        self.result_builder.word_ready.next = self.tx.word_ready.val();
+        WordSource::join(&mut self.result_builder.word, &mut self.tx.word);
         self.tx_valid.next = self.tx.out_valid.val();
         self.tx_data.next = self.tx.out_data.val();
         self.tx_last.next = self.tx.out_last.val();

@@ -30,13 +30,14 @@
 //! - The decision and the header words are handed over in a descriptor (`desc_*`), held until
 //!   `desc_done` (a new one is loaded from the cycle after, so `desc_done` drives no load
 //!   enable); the next frame is received into the other half meanwhile. The parser takes
-//!   no word (`word_ready` low) only while a decided frame waits for the descriptor register.
+//!   no word (`word.ready` low) only while a decided frame waits for the descriptor register.
 //! - Nothing here touches slot state: a malformed or truncated frame only yields a drop kind.
 //!
 //! Descriptor kinds: 0..=12 the drop reasons in `DropReason` order, 13 a valid contribution,
 //! 14 an ARP request to answer, 15 an ICMP echo request to answer.
 
 use crate::block_ram::{BlockRam, PipelinedRam};
+use crate::word_stream::WordSink;
 use rust_hdl::prelude::*;
 use spotagg_driver::DropReason;
 
@@ -57,16 +58,8 @@ fn kind(value: u64) -> Constant<Bits<5>> {
 pub struct FrameParser {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Word valid.
-    pub word_valid: Signal<In, Bit>,
-    /// Word data, first byte on top.
-    pub word_data: Signal<In, Bits<32>>,
-    /// Last word of the frame.
-    pub word_last: Signal<In, Bit>,
-    /// Valid bytes of the last word (1..=4).
-    pub word_bytes: Signal<In, Bits<3>>,
-    /// The parser takes the word.
-    pub word_ready: Signal<Out, Bit>,
+    /// The received frame, one word a cycle.
+    pub word: WordSink,
     /// Switch MAC, bytes 0..2.
     pub switch_mac_hi: Signal<In, Bits<16>>,
     /// Switch MAC, bytes 2..6.
@@ -266,11 +259,7 @@ impl FrameParser {
     pub fn new() -> Self {
         Self {
             clock: Default::default(),
-            word_valid: Default::default(),
-            word_data: Default::default(),
-            word_last: Default::default(),
-            word_bytes: Default::default(),
-            word_ready: Default::default(),
+            word: Default::default(),
             switch_mac_hi: Default::default(),
             switch_mac_lo: Default::default(),
             switch_ip: Default::default(),
@@ -562,10 +551,10 @@ impl Logic for FrameParser {
         self.desc_h12.next = self.d12.q.val();
         self.busy.next = self.deciding.q.val() | (self.j.q.val() != 0) | self.d_valid.q.val();
         // Receive.
-        self.word_ready.next = !self.deciding.q.val();
-        self.accept.next = self.word_valid.val() & !self.deciding.q.val();
+        self.word.ready.next = !self.deciding.q.val();
+        self.accept.next = self.word.valid.val() & !self.deciding.q.val();
         self.rx_buf.write_enable.next = false;
-        self.rx_buf.write_data.next = self.word_data.val();
+        self.rx_buf.write_data.next = self.word.data.val();
         self.rx_buf.write_address.next = bit_cast::<10, 14>(self.j.q.val());
         if self.wr_half.q.val() {
             self.rx_buf.write_address.next = bit_cast::<10, 14>(self.j.q.val()) | 512;
@@ -583,8 +572,8 @@ impl Logic for FrameParser {
                 self.j_ge512.d.next = self.j.q.val() >= 511;
                 self.j_eq7.d.next = self.j.q.val() == 6;
             }
-            if self.word_last.val() {
-                self.len.d.next = self.len.q.val() + bit_cast::<16, 3>(self.word_bytes.val());
+            if self.word.last.val() {
+                self.len.d.next = self.len.q.val() + bit_cast::<16, 3>(self.word.bytes.val());
                 self.deciding.d.next = true;
             } else {
                 self.len.d.next = self.len.q.val() + 4;
@@ -592,53 +581,53 @@ impl Logic for FrameParser {
             if !self.j_ge13.q.val() {
                 match self.j.q.val().get_bits::<4>(0).index() {
                     0 => {
-                        self.h0.d.next = self.word_data.val();
+                        self.h0.d.next = self.word.data.val();
                     }
                     1 => {
-                        self.h1.d.next = self.word_data.val();
+                        self.h1.d.next = self.word.data.val();
                     }
                     2 => {
-                        self.h2.d.next = self.word_data.val();
+                        self.h2.d.next = self.word.data.val();
                     }
                     3 => {
-                        self.h3.d.next = self.word_data.val();
-                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
+                        self.h3.d.next = self.word.data.val();
+                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word.data.val() & 0xffff);
                     }
                     4 => {
-                        self.h4.d.next = self.word_data.val();
-                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
-                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.h4.d.next = self.word.data.val();
+                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word.data.val() & 0xffff);
+                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word.data.val() >> 16);
                     }
                     5 => {
-                        self.h5.d.next = self.word_data.val();
-                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
-                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.h5.d.next = self.word.data.val();
+                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word.data.val() & 0xffff);
+                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word.data.val() >> 16);
                     }
                     6 => {
-                        self.h6.d.next = self.word_data.val();
-                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
-                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.h6.d.next = self.word.data.val();
+                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word.data.val() & 0xffff);
+                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word.data.val() >> 16);
                     }
                     7 => {
-                        self.h7.d.next = self.word_data.val();
-                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
-                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.h7.d.next = self.word.data.val();
+                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word.data.val() & 0xffff);
+                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word.data.val() >> 16);
                     }
                     8 => {
-                        self.h8.d.next = self.word_data.val();
-                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.h8.d.next = self.word.data.val();
+                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word.data.val() >> 16);
                     }
                     9 => {
-                        self.h9.d.next = self.word_data.val();
+                        self.h9.d.next = self.word.data.val();
                     }
                     10 => {
-                        self.h10.d.next = self.word_data.val();
+                        self.h10.d.next = self.word.data.val();
                     }
                     11 => {
-                        self.h11.d.next = self.word_data.val();
+                        self.h11.d.next = self.word.data.val();
                     }
                     12 => {
-                        self.h12.d.next = self.word_data.val();
+                        self.h12.d.next = self.word.data.val();
                     }
                     _ => {}
                 }

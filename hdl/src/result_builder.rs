@@ -10,17 +10,18 @@
 //! (words 7, 8), read from the worker table — so the payload is stored once and sent n times.
 //!
 //! Timing contract: a read pipeline of four stages with one enable (`go`: the output register
-//! is empty or taken this cycle), so a low `word_ready` stalls every stage and nothing is lost.
+//! is empty or taken this cycle), so a low `word.ready` stalls every stage and nothing is lost.
 //! Stage 1: header buffer and worker table read (one cycle, LUT RAM; their addresses are held
 //! while stalled); stage 2: frame buffer read (block RAM, two cycles, read enable), the per-rank
 //! checksum's first sum; stage 3: header or frame word selected, checksum folded; stage 4 (the
 //! output register, `word_*` come straight from flip-flops): per-rank fields patched in. One word
-//! a cycle while `word_ready` is high; the frames of a multicast follow each other with no gap;
+//! a cycle while `word.ready` is high; the frames of a multicast follow each other with no gap;
 //! the first word of a half leaves 5 cycles after the half is loaded. A half is freed once its
 //! last word has left the buffers (stage 3), so the aggregator may refill it while the tail is
 //! still in the pipeline.
 
 use crate::block_ram::{BlockRam, PipelinedRam};
+use crate::word_stream::WordSource;
 use rust_hdl::prelude::*;
 
 /// What a frame of the buffer is: it decides which header words are patched per rank.
@@ -87,16 +88,8 @@ pub struct ResultBuilder {
     pub wt_write_mac_hi: Signal<In, Bit>,
     /// Write a worker's MAC bytes 2..6.
     pub wt_write_mac_lo: Signal<In, Bit>,
-    /// Word valid.
-    pub word_valid: Signal<Out, Bit>,
-    /// Word data.
-    pub word_data: Signal<Out, Bits<32>>,
-    /// Last word of the frame.
-    pub word_last: Signal<Out, Bit>,
-    /// Valid bytes of the last word.
-    pub word_bytes: Signal<Out, Bits<3>>,
-    /// Downstream takes the word.
-    pub word_ready: Signal<In, Bit>,
+    /// The frames sent, one word a cycle.
+    pub word: WordSource,
     /// Pulse: a frame's last word left.
     pub frame_sent: Signal<Out, Bit>,
     /// Frames are queued or being sent.
@@ -211,11 +204,7 @@ impl ResultBuilder {
             wt_write_ip: Default::default(),
             wt_write_mac_hi: Default::default(),
             wt_write_mac_lo: Default::default(),
-            word_valid: Default::default(),
-            word_data: Default::default(),
-            word_last: Default::default(),
-            word_bytes: Default::default(),
-            word_ready: Default::default(),
+            word: Default::default(),
             frame_sent: Default::default(),
             busy: Default::default(),
             tx_buf: PipelinedRam::new(1024),
@@ -355,12 +344,12 @@ impl Logic for ResultBuilder {
             self.last_bytes.next = self.b0.q.val();
         }
         // Output register and pipeline enable.
-        self.word_valid.next = self.v4.q.val();
-        self.word_data.next = self.data4.q.val();
-        self.word_last.next = self.last4.q.val();
-        self.word_bytes.next = self.bytes4.q.val();
-        self.frame_sent.next = self.v4.q.val() & self.word_ready.val() & self.last4.q.val();
-        self.go.next = !self.v4.q.val() | self.word_ready.val();
+        self.word.valid.next = self.v4.q.val();
+        self.word.data.next = self.data4.q.val();
+        self.word.last.next = self.last4.q.val();
+        self.word.bytes.next = self.bytes4.q.val();
+        self.frame_sent.next = self.v4.q.val() & self.word.ready.val() & self.last4.q.val();
+        self.go.next = !self.v4.q.val() | self.word.ready.val();
         self.issue.next = false;
         // `wend`: `w` is the half's last word index; `more`: a result whose rank is not the last
         // (another rank follows). Both registered one cycle ahead, so the issue decision is a few gates.
