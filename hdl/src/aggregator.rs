@@ -32,7 +32,7 @@
 //!   aggregator waits (and so does the parser: back-pressure, never a drop).
 
 use crate::counters::{BUCKET_ARP_REPLY, BUCKET_CONTRIBUTION, BUCKET_DUPLICATE, BUCKET_ICMP_REPLY};
-use crate::frame_parser::{KIND_ARP, KIND_CONTRIBUTION};
+use crate::frame_parser::{DescriptorSink, KIND_ARP, KIND_CONTRIBUTION};
 use crate::result_builder::ReplyKind;
 use rust_hdl::prelude::*;
 
@@ -41,46 +41,8 @@ use rust_hdl::prelude::*;
 pub struct Aggregator {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// A decided frame waits.
-    pub desc_valid: Signal<In, Bit>,
-    /// Its kind (parser module doc).
-    pub desc_kind: Signal<In, Bits<5>>,
-    /// Sender's rank.
-    pub desc_rank: Signal<In, Bits<5>>,
-    /// Slot.
-    pub desc_slot: Signal<In, Bits<15>>,
-    /// Set.
-    pub desc_set: Signal<In, Bit>,
-    /// Frame buffer half.
-    pub desc_half: Signal<In, Bit>,
-    /// IPv4 total length.
-    pub desc_ip_len: Signal<In, Bits<16>>,
-    /// Header word 1 of the frame.
-    pub desc_h1: Signal<In, Bits<32>>,
-    /// Header word 2 of the frame.
-    pub desc_h2: Signal<In, Bits<32>>,
-    /// Header word 3 of the frame.
-    pub desc_h3: Signal<In, Bits<32>>,
-    /// Header word 4 of the frame.
-    pub desc_h4: Signal<In, Bits<32>>,
-    /// Header word 5 of the frame.
-    pub desc_h5: Signal<In, Bits<32>>,
-    /// Header word 6 of the frame.
-    pub desc_h6: Signal<In, Bits<32>>,
-    /// Header word 7 of the frame.
-    pub desc_h7: Signal<In, Bits<32>>,
-    /// Header word 8 of the frame.
-    pub desc_h8: Signal<In, Bits<32>>,
-    /// Header word 9 of the frame.
-    pub desc_h9: Signal<In, Bits<32>>,
-    /// Header word 10 of the frame.
-    pub desc_h10: Signal<In, Bits<32>>,
-    /// Header word 11 of the frame.
-    pub desc_h11: Signal<In, Bits<32>>,
-    /// Header word 12 of the frame.
-    pub desc_h12: Signal<In, Bits<32>>,
-    /// Pulse: done with the frame.
-    pub desc_done: Signal<Out, Bit>,
+    /// The decided frame to apply.
+    pub desc: DescriptorSink,
     /// Frame buffer read address.
     pub buf_read_address: Signal<Out, Bits<10>>,
     /// Frame buffer data.
@@ -277,26 +239,7 @@ impl Aggregator {
         assert!(max_elements.is_power_of_two(), "max_elements = {max_elements} is not a power of two");
         Self {
             clock: Default::default(),
-            desc_valid: Default::default(),
-            desc_kind: Default::default(),
-            desc_rank: Default::default(),
-            desc_slot: Default::default(),
-            desc_set: Default::default(),
-            desc_half: Default::default(),
-            desc_ip_len: Default::default(),
-            desc_h1: Default::default(),
-            desc_h2: Default::default(),
-            desc_h3: Default::default(),
-            desc_h4: Default::default(),
-            desc_h5: Default::default(),
-            desc_h6: Default::default(),
-            desc_h7: Default::default(),
-            desc_h8: Default::default(),
-            desc_h9: Default::default(),
-            desc_h10: Default::default(),
-            desc_h11: Default::default(),
-            desc_h12: Default::default(),
-            desc_done: Default::default(),
+            desc: Default::default(),
             buf_read_address: Default::default(),
             buf_read_data: Default::default(),
             switch_mac_hi: Default::default(),
@@ -506,22 +449,22 @@ impl Logic for Aggregator {
             hw_enable2
         );
         // Defaults.
-        self.desc_done.next = false;
+        self.desc.done.next = false;
         self.buf_read_address.next = bit_cast::<10, 10>(self.i.q.val());
-        if self.desc_half.val() {
+        if self.desc.half.val() {
             self.buf_read_address.next = bit_cast::<10, 10>(self.i.q.val()) | 512;
         }
-        self.sb_slot.next = bit_cast::<6, 15>(self.desc_slot.val());
-        self.sb_set.next = self.desc_set.val();
-        self.sb_rank.next = self.desc_rank.val();
+        self.sb_slot.next = bit_cast::<6, 15>(self.desc.slot.val());
+        self.sb_set.next = self.desc.set.val();
+        self.sb_rank.next = self.desc.rank.val();
         self.sb_active.next = false;
         self.sb_commit.next = false;
         self.sm_read_address.next = self.base.q.val() + bit_cast::<16, 10>(self.i.q.val());
         self.sm_write_address.next = self.base.q.val() + bit_cast::<16, 10>(self.wi.q.val());
         self.sm_write_data.next = self.la_sum.val();
         self.sm_write_enable.next = false;
-        self.ex_read_address.next = bit_cast::<6, 15>(self.desc_slot.val());
-        self.ex_write_address.next = bit_cast::<6, 15>(self.desc_slot.val());
+        self.ex_read_address.next = bit_cast::<6, 15>(self.desc.slot.val());
+        self.ex_write_address.next = bit_cast::<6, 15>(self.desc.slot.val());
         // The exponent write is registered: it lands one edge after Commit, long before the
         // next Decide reads the exponents (Commit, then Idle and Lookup at the least).
         self.ex_write_data.next = self.ex_write_word.q.val();
@@ -583,15 +526,15 @@ impl Logic for Aggregator {
         self.idle.next = !self.s_act.q.val();
         // Reply checksums, registered in stages from the descriptor (stable for many cycles
         // before a header word needs them: at least 7 cycles after the descriptor is loaded).
-        self.ipck_part1.d.next = bit_cast::<20, 32>(self.desc_h3.val() & 0xffff)
-            + bit_cast::<20, 32>(self.desc_h4.val() >> 16)
-            + bit_cast::<20, 32>(self.desc_h4.val() & 0xffff);
-        self.ipck_part2.d.next = bit_cast::<20, 32>(self.desc_h5.val() >> 16)
-            + bit_cast::<20, 32>((self.desc_h5.val() & 0xff) | 0x4000)
+        self.ipck_part1.d.next = bit_cast::<20, 32>(self.desc.h3.val() & 0xffff)
+            + bit_cast::<20, 32>(self.desc.h4.val() >> 16)
+            + bit_cast::<20, 32>(self.desc.h4.val() & 0xffff);
+        self.ipck_part2.d.next = bit_cast::<20, 32>(self.desc.h5.val() >> 16)
+            + bit_cast::<20, 32>((self.desc.h5.val() & 0xff) | 0x4000)
             + bit_cast::<20, 32>(self.switch_ip.val() >> 16);
         self.ipck_part3.d.next = bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
-            + bit_cast::<20, 32>(self.desc_h6.val() & 0xffff)
-            + bit_cast::<20, 32>(self.desc_h7.val() >> 16);
+            + bit_cast::<20, 32>(self.desc.h6.val() & 0xffff)
+            + bit_cast::<20, 32>(self.desc.h7.val() >> 16);
         self.ipck_sum.d.next = self.ipck_part1.q.val() + self.ipck_part2.q.val() + self.ipck_part3.q.val();
         self.ipck_folded.d.next =
             bit_cast::<17, 20>(self.ipck_sum.q.val() & 0xffff) + bit_cast::<17, 20>(self.ipck_sum.q.val() >> 16);
@@ -599,7 +542,7 @@ impl Logic for Aggregator {
             !(bit_cast::<16, 17>(self.ipck_folded.q.val()) + bit_cast::<16, 17>(self.ipck_folded.q.val() >> 16));
         // The 16-bit complement as an XOR: a `!` inside a widening bit_cast becomes a
         // 32-bit `~` in the generated Verilog, which sets bit 16 (found by Verilator).
-        self.icmpck_folded.d.next = bit_cast::<17, 32>((self.desc_h9.val() >> 16) ^ 0xffff) + 0xF7FF;
+        self.icmpck_folded.d.next = bit_cast::<17, 32>((self.desc.h9.val() >> 16) ^ 0xffff) + 0xF7FF;
         self.icmp_checksum.d.next =
             !(bit_cast::<16, 17>(self.icmpck_folded.q.val()) + bit_cast::<16, 17>(self.icmpck_folded.q.val() >> 16));
         self.hdr_lo_r.next = 0.into();
@@ -679,29 +622,29 @@ impl Logic for Aggregator {
         }
         match self.i4.val().get_bits::<3>(0).index() {
             0 => {
-                self.hdr_hi_r.next = self.desc_h9.val() >> 16;
+                self.hdr_hi_r.next = self.desc.h9.val() >> 16;
             }
             1 => {
-                self.hdr_hi_r.next = (self.desc_h8.val() << 16) | self.len_udp.q.val();
+                self.hdr_hi_r.next = (self.desc.h8.val() << 16) | self.len_udp.q.val();
             }
             2 => {
-                self.hdr_hi_r.next = self.desc_h10.val() & 0xffff;
+                self.hdr_hi_r.next = self.desc.h10.val() & 0xffff;
             }
             3 => {
-                self.hdr_hi_r.next = self.desc_h11.val();
+                self.hdr_hi_r.next = self.desc.h11.val();
             }
             _ => {
                 self.hdr_hi_r.next =
-                    (self.desc_h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.reply_exps.q.val());
+                    (self.desc.h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.reply_exps.q.val());
             }
         }
         // ARP reply.
         match self.i4.val().get_bits::<3>(0).index() {
             0 => {
-                self.hdr_lo_a.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+                self.hdr_lo_a.next = (self.desc.h5.val() << 16) | (self.desc.h6.val() >> 16);
             }
             1 => {
-                self.hdr_lo_a.next = (self.desc_h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                self.hdr_lo_a.next = (self.desc.h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
             }
             2 => {
                 self.hdr_lo_a.next = self.switch_mac_lo.val();
@@ -724,50 +667,50 @@ impl Logic for Aggregator {
         }
         match self.i4.val().get_bits::<3>(0).index() {
             0 => {
-                self.hdr_hi_a.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+                self.hdr_hi_a.next = (self.desc.h5.val() << 16) | (self.desc.h6.val() >> 16);
             }
             1 => {
-                self.hdr_hi_a.next = (self.desc_h6.val() << 16) | (self.desc_h7.val() >> 16);
+                self.hdr_hi_a.next = (self.desc.h6.val() << 16) | (self.desc.h7.val() >> 16);
             }
             _ => {
-                self.hdr_hi_a.next = self.desc_h7.val() << 16;
+                self.hdr_hi_a.next = self.desc.h7.val() << 16;
             }
         }
         // ICMP echo reply.
         match self.i4.val().get_bits::<3>(0).index() {
             0 => {
-                self.hdr_lo_i.next = (self.desc_h1.val() << 16) | (self.desc_h2.val() >> 16);
+                self.hdr_lo_i.next = (self.desc.h1.val() << 16) | (self.desc.h2.val() >> 16);
             }
             1 => {
-                self.hdr_lo_i.next = (self.desc_h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                self.hdr_lo_i.next = (self.desc.h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
             }
             2 => {
                 self.hdr_lo_i.next = self.switch_mac_lo.val();
             }
             3 => {
-                self.hdr_lo_i.next = 0x0800_0000 | (self.desc_h3.val() & 0xffff);
+                self.hdr_lo_i.next = 0x0800_0000 | (self.desc.h3.val() & 0xffff);
             }
             4 => {
-                self.hdr_lo_i.next = self.desc_h4.val();
+                self.hdr_lo_i.next = self.desc.h4.val();
             }
             5 => {
-                self.hdr_lo_i.next = (self.desc_h5.val() & 0xffff_00ff_u64) | 0x4000;
+                self.hdr_lo_i.next = (self.desc.h5.val() & 0xffff_00ff_u64) | 0x4000;
             }
             6 => {
                 self.hdr_lo_i.next =
                     (bit_cast::<32, 16>(self.ip_checksum.q.val()) << 16) | (self.switch_ip.val() >> 16);
             }
             _ => {
-                self.hdr_lo_i.next = (self.switch_ip.val() << 16) | (self.desc_h6.val() & 0xffff);
+                self.hdr_lo_i.next = (self.switch_ip.val() << 16) | (self.desc.h6.val() & 0xffff);
             }
         }
         match self.i4.val().get_bits::<3>(0).index() {
             0 => {
-                self.hdr_hi_i.next = self.desc_h7.val() & 0xffff_0000_u64;
+                self.hdr_hi_i.next = self.desc.h7.val() & 0xffff_0000_u64;
             }
             _ => {
                 self.hdr_hi_i.next =
-                    (bit_cast::<32, 16>(self.icmp_checksum.q.val()) << 16) | (self.desc_h9.val() & 0xffff);
+                    (bit_cast::<32, 16>(self.icmp_checksum.q.val()) << 16) | (self.desc.h9.val() & 0xffff);
             }
         }
         self.hw_lo_r.d.next = self.hdr_lo_r.val();
@@ -785,34 +728,34 @@ impl Logic for Aggregator {
             // Header's last index (ARP kind 14: word 9, ICMP kind 15: word 8); a contribution
             // sets its own in Commit.
             self.i_stop.d.next = 9.into();
-            if self.desc_kind.val().get_bit(0) {
+            if self.desc.kind.val().get_bit(0) {
                 self.i_stop.d.next = 8.into();
             }
             // A reply's word count, chosen from the kind alone (used only after Header; a
             // contribution sets its own in Commit).
             self.nwords.d.next = 11.into();
-            if self.desc_kind.val().get_bit(0) {
-                if self.desc_ip_len.val() > 2030 {
+            if self.desc.kind.val().get_bit(0) {
+                if self.desc.ip_len.val() > 2030 {
                     self.nwords.d.next = 511.into();
                 } else {
-                    self.nwords.d.next = bit_cast::<10, 16>((self.desc_ip_len.val() + 17) >> 2);
+                    self.nwords.d.next = bit_cast::<10, 16>((self.desc.ip_len.val() + 17) >> 2);
                 }
             }
             self.i.d.next = 0.into();
             self.i_plus13.d.next = 13.into();
             self.i_end.d.next = false;
-            if self.desc_valid.val() & !self.clearing.val() {
-                if self.desc_kind.val() < self.kind_contribution.val() {
+            if self.desc.valid.val() & !self.clearing.val() {
+                if self.desc.kind.val() < self.kind_contribution.val() {
                     self.ev_bucket.next = true;
-                    self.ev_bucket_index.next = self.desc_kind.val();
-                    self.desc_done.next = true;
-                } else if self.desc_kind.val() == self.kind_contribution.val() {
-                    self.base.d.next = ((bit_cast::<16, 15>(self.desc_slot.val()) << 1)
-                        | bit_cast::<16, 1>(self.desc_set.val().into()))
+                    self.ev_bucket_index.next = self.desc.kind.val();
+                    self.desc.done.next = true;
+                } else if self.desc.kind.val() == self.kind_contribution.val() {
+                    self.base.d.next = ((bit_cast::<16, 15>(self.desc.slot.val()) << 1)
+                        | bit_cast::<16, 1>(self.desc.set.val().into()))
                         << self.elements_log2.val();
                     self.s_act.d.next = true;
                     self.s_lookup.d.next = true;
-                } else if self.desc_kind.val() == self.kind_arp.val() {
+                } else if self.desc.kind.val() == self.kind_arp.val() {
                     self.reply.d.next = ReplyKind::ArpReply;
                     self.s_act.d.next = true;
                     self.s_header.d.next = true;
@@ -832,8 +775,8 @@ impl Logic for Aggregator {
             // (as if not first: the first contribution's own exponents are chosen next cycle).
             self.sb_active.next = true;
             self.la_exp_active.next = true;
-            self.la_exp_incoming.next = bit_cast::<16, 32>(self.desc_h12.val());
-            if self.desc_set.val() {
+            self.la_exp_incoming.next = bit_cast::<16, 32>(self.desc.h12.val());
+            if self.desc.set.val() {
                 self.la_exp_stored.next = self.ex_read_data.val().get_bits::<16>(16);
             } else {
                 self.la_exp_stored.next = bit_cast::<16, 32>(self.ex_read_data.val());
@@ -845,9 +788,9 @@ impl Logic for Aggregator {
         if self.s_commit.q.val() {
             self.exp_new.next = self.exp_max.q.val();
             if self.sb_first.val() {
-                self.exp_new.next = bit_cast::<16, 32>(self.desc_h12.val());
+                self.exp_new.next = bit_cast::<16, 32>(self.desc.h12.val());
             }
-            if self.desc_set.val() {
+            if self.desc.set.val() {
                 self.la_exp_stored.next = self.ex_read_data.val().get_bits::<16>(16);
             } else {
                 self.la_exp_stored.next = bit_cast::<16, 32>(self.ex_read_data.val());
@@ -868,7 +811,7 @@ impl Logic for Aggregator {
                 self.sb_commit.next = true;
                 self.ev_bucket_index.next = self.bucket_contribution.val();
                 self.ex_write_pending.d.next = true;
-                if self.desc_set.val() {
+                if self.desc.set.val() {
                     self.ex_write_word.d.next =
                         (bit_cast::<32, 16>(self.exp_new.val()) << 16) | (self.ex_read_data.val() & 0xffff);
                 } else {
@@ -887,14 +830,14 @@ impl Logic for Aggregator {
                     self.retransmit.d.next = true;
                     self.s_copyslot.d.next = true;
                 } else {
-                    self.desc_done.next = true;
+                    self.desc.done.next = true;
                     self.s_act.d.next = false;
                 }
             }
         }
         if self.s_rmw.q.val() {
             self.buf_read_address.next = self.i_plus13.q.val();
-            if self.desc_half.val() {
+            if self.desc.half.val() {
                 self.buf_read_address.next = self.i_plus13.q.val() | 512;
             }
             self.tx_write_address.next = self.wi_plus13.q.val();
@@ -920,7 +863,7 @@ impl Logic for Aggregator {
                     if self.last_of_round.q.val() {
                         self.s_load.d.next = true;
                     } else {
-                        self.desc_done.next = true;
+                        self.desc.done.next = true;
                         self.s_act.d.next = false;
                     }
                 }
@@ -1005,14 +948,14 @@ impl Logic for Aggregator {
         }
         if self.s_load.q.val() {
             self.tx_load.next = true;
-            self.desc_done.next = true;
+            self.desc.done.next = true;
             self.s_load.d.next = false;
             self.s_act.d.next = false;
             if self.reply.q.val() == ReplyKind::Result {
                 if self.retransmit.q.val() {
                     self.ev_retransmit.next = true;
-                    self.tx_first.next = self.desc_rank.val();
-                    self.tx_last.next = self.desc_rank.val();
+                    self.tx_first.next = self.desc.rank.val();
+                    self.tx_last.next = self.desc.rank.val();
                 } else {
                     self.ev_multicast.next = true;
                     self.tx_last.next = bit_cast::<5, 6>(self.workers.val() - 1);
@@ -1024,7 +967,7 @@ impl Logic for Aggregator {
             } else {
                 self.ev_bucket.next = true;
                 self.ev_bucket_index.next = self.bucket_icmp_reply.val();
-                self.tx_last_bytes.next = (bit_cast::<3, 16>(self.desc_ip_len.val() + 1) & 3) + 1;
+                self.tx_last_bytes.next = (bit_cast::<3, 16>(self.desc.ip_len.val() + 1) & 3) + 1;
             }
         }
         self.issued.d.next = (self.issued.q.val() << 1) | bit_cast::<6, 1>(self.issue.val().into());

@@ -33,6 +33,7 @@ use crate::aggregator::Aggregator;
 use crate::config::CoreConfig;
 use crate::config_registers::ConfigRegisters;
 use crate::counters::Counters;
+use crate::frame_parser::DescriptorSource;
 use crate::frame_parser::FrameParser;
 use crate::lane_adders::LaneAdders;
 use crate::result_builder::ResultBuilder;
@@ -191,26 +192,7 @@ impl<const D: usize> Logic for Core<D> {
         self.scoreboard.clear.next = self.registers.clear.val();
         self.counters.clear.next = self.registers.clear_counters.val();
         // Parser to aggregator.
-        self.aggregator.desc_valid.next = self.parser.desc_valid.val();
-        self.aggregator.desc_kind.next = self.parser.desc_kind.val();
-        self.aggregator.desc_rank.next = self.parser.desc_rank.val();
-        self.aggregator.desc_slot.next = self.parser.desc_slot.val();
-        self.aggregator.desc_set.next = self.parser.desc_set.val();
-        self.aggregator.desc_half.next = self.parser.desc_half.val();
-        self.aggregator.desc_ip_len.next = self.parser.desc_ip_len.val();
-        self.aggregator.desc_h1.next = self.parser.desc_h1.val();
-        self.aggregator.desc_h2.next = self.parser.desc_h2.val();
-        self.aggregator.desc_h3.next = self.parser.desc_h3.val();
-        self.aggregator.desc_h4.next = self.parser.desc_h4.val();
-        self.aggregator.desc_h5.next = self.parser.desc_h5.val();
-        self.aggregator.desc_h6.next = self.parser.desc_h6.val();
-        self.aggregator.desc_h7.next = self.parser.desc_h7.val();
-        self.aggregator.desc_h8.next = self.parser.desc_h8.val();
-        self.aggregator.desc_h9.next = self.parser.desc_h9.val();
-        self.aggregator.desc_h10.next = self.parser.desc_h10.val();
-        self.aggregator.desc_h11.next = self.parser.desc_h11.val();
-        self.aggregator.desc_h12.next = self.parser.desc_h12.val();
-        self.parser.desc_done.next = self.aggregator.desc_done.val();
+        DescriptorSource::join(&mut self.parser.desc, &mut self.aggregator.desc);
         self.parser.buf_read_address.next = self.aggregator.buf_read_address.val();
         self.aggregator.buf_read_data.next = self.parser.buf_read_data.val();
         // Scoreboard.

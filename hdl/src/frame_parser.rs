@@ -27,8 +27,8 @@
 //!   frame gets as far as the source check and the worker search is still running (at most n + 3 cycles after word 7: an entry
 //!   is read, compared into a register, then acted on).
 //! - Timing: the frame buffer is a block RAM with registered output, read latency 2.
-//! - The decision and the header words are handed over in a descriptor (`desc_*`), held until
-//!   `desc_done` (a new one is loaded from the cycle after, so `desc_done` drives no load
+//! - The decision and the header words are handed over in a descriptor (`desc`, a [`DescriptorSource`]), held until
+//!   `desc.done` (a new one is loaded from the cycle after, so `desc.done` drives no load
 //!   enable); the next frame is received into the other half meanwhile. The parser takes
 //!   no word (`word.ready` low) only while a decided frame waits for the descriptor register.
 //! - Nothing here touches slot state: a malformed or truncated frame only yields a drop kind.
@@ -51,6 +51,98 @@ pub const KIND_ICMP: u64 = 15;
 /// A descriptor kind as a 5-bit constant of the generated Verilog.
 fn kind(value: u64) -> Constant<Bits<5>> {
     Constant::new(value.into())
+}
+
+/// The parser's end of the descriptor: a decided frame handed to the aggregator.
+#[derive(LogicInterface, Default)]
+#[join = "DescriptorSink"]
+pub struct DescriptorSource {
+    /// A decided frame is described here (held until `done`).
+    pub valid: Signal<Out, Bit>,
+    /// Pulse: the descriptor and its buffer half are free again.
+    pub done: Signal<In, Bit>,
+    /// What the frame is (parser module doc: 0..=12 a drop reason, `KIND_*`).
+    pub kind: Signal<Out, Bits<5>>,
+    /// The sender's rank (contributions).
+    pub rank: Signal<Out, Bits<5>>,
+    /// Slot (contributions).
+    pub slot: Signal<Out, Bits<15>>,
+    /// Set (contributions).
+    pub set: Signal<Out, Bit>,
+    /// Frame buffer half holding the frame.
+    pub half: Signal<Out, Bit>,
+    /// IPv4 total length T.
+    pub ip_len: Signal<Out, Bits<16>>,
+    /// Header word 1 (bytes 4..8) of the frame.
+    pub h1: Signal<Out, Bits<32>>,
+    /// Header word 2 (bytes 8..12) of the frame.
+    pub h2: Signal<Out, Bits<32>>,
+    /// Header word 3 (bytes 12..16) of the frame.
+    pub h3: Signal<Out, Bits<32>>,
+    /// Header word 4 (bytes 16..20) of the frame.
+    pub h4: Signal<Out, Bits<32>>,
+    /// Header word 5 (bytes 20..24) of the frame.
+    pub h5: Signal<Out, Bits<32>>,
+    /// Header word 6 (bytes 24..28) of the frame.
+    pub h6: Signal<Out, Bits<32>>,
+    /// Header word 7 (bytes 28..32) of the frame.
+    pub h7: Signal<Out, Bits<32>>,
+    /// Header word 8 (bytes 32..36) of the frame.
+    pub h8: Signal<Out, Bits<32>>,
+    /// Header word 9 (bytes 36..40) of the frame.
+    pub h9: Signal<Out, Bits<32>>,
+    /// Header word 10 (bytes 40..44) of the frame.
+    pub h10: Signal<Out, Bits<32>>,
+    /// Header word 11 (bytes 44..48) of the frame.
+    pub h11: Signal<Out, Bits<32>>,
+    /// Header word 12 (bytes 48..52) of the frame.
+    pub h12: Signal<Out, Bits<32>>,
+}
+
+/// The aggregator's end of the descriptor.
+#[derive(LogicInterface, Default)]
+#[join = "DescriptorSource"]
+pub struct DescriptorSink {
+    /// A decided frame is described here (held until `done`).
+    pub valid: Signal<In, Bit>,
+    /// Pulse: the descriptor and its buffer half are free again.
+    pub done: Signal<Out, Bit>,
+    /// What the frame is (parser module doc: 0..=12 a drop reason, `KIND_*`).
+    pub kind: Signal<In, Bits<5>>,
+    /// The sender's rank (contributions).
+    pub rank: Signal<In, Bits<5>>,
+    /// Slot (contributions).
+    pub slot: Signal<In, Bits<15>>,
+    /// Set (contributions).
+    pub set: Signal<In, Bit>,
+    /// Frame buffer half holding the frame.
+    pub half: Signal<In, Bit>,
+    /// IPv4 total length T.
+    pub ip_len: Signal<In, Bits<16>>,
+    /// Header word 1 (bytes 4..8) of the frame.
+    pub h1: Signal<In, Bits<32>>,
+    /// Header word 2 (bytes 8..12) of the frame.
+    pub h2: Signal<In, Bits<32>>,
+    /// Header word 3 (bytes 12..16) of the frame.
+    pub h3: Signal<In, Bits<32>>,
+    /// Header word 4 (bytes 16..20) of the frame.
+    pub h4: Signal<In, Bits<32>>,
+    /// Header word 5 (bytes 20..24) of the frame.
+    pub h5: Signal<In, Bits<32>>,
+    /// Header word 6 (bytes 24..28) of the frame.
+    pub h6: Signal<In, Bits<32>>,
+    /// Header word 7 (bytes 28..32) of the frame.
+    pub h7: Signal<In, Bits<32>>,
+    /// Header word 8 (bytes 32..36) of the frame.
+    pub h8: Signal<In, Bits<32>>,
+    /// Header word 9 (bytes 36..40) of the frame.
+    pub h9: Signal<In, Bits<32>>,
+    /// Header word 10 (bytes 40..44) of the frame.
+    pub h10: Signal<In, Bits<32>>,
+    /// Header word 11 (bytes 44..48) of the frame.
+    pub h11: Signal<In, Bits<32>>,
+    /// Header word 12 (bytes 48..52) of the frame.
+    pub h12: Signal<In, Bits<32>>,
 }
 
 /// The frame parser and receive buffer.
@@ -84,46 +176,8 @@ pub struct FrameParser {
     pub buf_read_address: Signal<In, Bits<10>>,
     /// Frame buffer word at the address of two cycles before (read latency 2).
     pub buf_read_data: Signal<Out, Bits<32>>,
-    /// A decided frame is described on `desc_*`.
-    pub desc_valid: Signal<Out, Bit>,
-    /// Pulse: the descriptor and its buffer half are free again.
-    pub desc_done: Signal<In, Bit>,
-    /// What the frame is (see the module doc).
-    pub desc_kind: Signal<Out, Bits<5>>,
-    /// The sender's rank (contributions).
-    pub desc_rank: Signal<Out, Bits<5>>,
-    /// Slot (contributions).
-    pub desc_slot: Signal<Out, Bits<15>>,
-    /// Set (contributions).
-    pub desc_set: Signal<Out, Bit>,
-    /// Buffer half holding the frame.
-    pub desc_half: Signal<Out, Bit>,
-    /// IPv4 total length T.
-    pub desc_ip_len: Signal<Out, Bits<16>>,
-    /// Header word 1 (bytes 4..8) of the frame.
-    pub desc_h1: Signal<Out, Bits<32>>,
-    /// Header word 2 (bytes 8..12) of the frame.
-    pub desc_h2: Signal<Out, Bits<32>>,
-    /// Header word 3 (bytes 12..16) of the frame.
-    pub desc_h3: Signal<Out, Bits<32>>,
-    /// Header word 4 (bytes 16..20) of the frame.
-    pub desc_h4: Signal<Out, Bits<32>>,
-    /// Header word 5 (bytes 20..24) of the frame.
-    pub desc_h5: Signal<Out, Bits<32>>,
-    /// Header word 6 (bytes 24..28) of the frame.
-    pub desc_h6: Signal<Out, Bits<32>>,
-    /// Header word 7 (bytes 28..32) of the frame.
-    pub desc_h7: Signal<Out, Bits<32>>,
-    /// Header word 8 (bytes 32..36) of the frame.
-    pub desc_h8: Signal<Out, Bits<32>>,
-    /// Header word 9 (bytes 36..40) of the frame.
-    pub desc_h9: Signal<Out, Bits<32>>,
-    /// Header word 10 (bytes 40..44) of the frame.
-    pub desc_h10: Signal<Out, Bits<32>>,
-    /// Header word 11 (bytes 44..48) of the frame.
-    pub desc_h11: Signal<Out, Bits<32>>,
-    /// Header word 12 (bytes 48..52) of the frame.
-    pub desc_h12: Signal<Out, Bits<32>>,
+    /// The decided frame, held until `desc.done`.
+    pub desc: DescriptorSource,
     /// A frame is being received, decided or waits in the descriptor.
     pub busy: Signal<Out, Bit>,
     rx_buf: PipelinedRam<10, 32>,
@@ -272,26 +326,7 @@ impl FrameParser {
             wt_write_ip: Default::default(),
             buf_read_address: Default::default(),
             buf_read_data: Default::default(),
-            desc_valid: Default::default(),
-            desc_done: Default::default(),
-            desc_kind: Default::default(),
-            desc_rank: Default::default(),
-            desc_slot: Default::default(),
-            desc_set: Default::default(),
-            desc_half: Default::default(),
-            desc_ip_len: Default::default(),
-            desc_h1: Default::default(),
-            desc_h2: Default::default(),
-            desc_h3: Default::default(),
-            desc_h4: Default::default(),
-            desc_h5: Default::default(),
-            desc_h6: Default::default(),
-            desc_h7: Default::default(),
-            desc_h8: Default::default(),
-            desc_h9: Default::default(),
-            desc_h10: Default::default(),
-            desc_h11: Default::default(),
-            desc_h12: Default::default(),
+            desc: Default::default(),
             busy: Default::default(),
             rx_buf: PipelinedRam::new(1024),
             ip_table: BlockRam::new(32),
@@ -530,25 +565,25 @@ impl Logic for FrameParser {
         self.rx_buf.read_enable.next = true;
         self.buf_read_data.next = self.rx_buf.read_data.val();
         // Descriptor outputs.
-        self.desc_valid.next = self.d_valid.q.val();
-        self.desc_kind.next = self.d_kind.q.val();
-        self.desc_rank.next = self.d_rank.q.val();
-        self.desc_slot.next = self.d_slot.q.val();
-        self.desc_set.next = self.d_set.q.val();
-        self.desc_half.next = self.d_half.q.val();
-        self.desc_ip_len.next = self.d_len.q.val();
-        self.desc_h1.next = self.d1.q.val();
-        self.desc_h2.next = self.d2.q.val();
-        self.desc_h3.next = self.d3.q.val();
-        self.desc_h4.next = self.d4.q.val();
-        self.desc_h5.next = self.d5.q.val();
-        self.desc_h6.next = self.d6.q.val();
-        self.desc_h7.next = self.d7.q.val();
-        self.desc_h8.next = self.d8.q.val();
-        self.desc_h9.next = self.d9.q.val();
-        self.desc_h10.next = self.d10.q.val();
-        self.desc_h11.next = self.d11.q.val();
-        self.desc_h12.next = self.d12.q.val();
+        self.desc.valid.next = self.d_valid.q.val();
+        self.desc.kind.next = self.d_kind.q.val();
+        self.desc.rank.next = self.d_rank.q.val();
+        self.desc.slot.next = self.d_slot.q.val();
+        self.desc.set.next = self.d_set.q.val();
+        self.desc.half.next = self.d_half.q.val();
+        self.desc.ip_len.next = self.d_len.q.val();
+        self.desc.h1.next = self.d1.q.val();
+        self.desc.h2.next = self.d2.q.val();
+        self.desc.h3.next = self.d3.q.val();
+        self.desc.h4.next = self.d4.q.val();
+        self.desc.h5.next = self.d5.q.val();
+        self.desc.h6.next = self.d6.q.val();
+        self.desc.h7.next = self.d7.q.val();
+        self.desc.h8.next = self.d8.q.val();
+        self.desc.h9.next = self.d9.q.val();
+        self.desc.h10.next = self.d10.q.val();
+        self.desc.h11.next = self.d11.q.val();
+        self.desc.h12.next = self.d12.q.val();
         self.busy.next = self.deciding.q.val() | (self.j.q.val() != 0) | self.d_valid.q.val();
         // Receive.
         self.word.ready.next = !self.deciding.q.val();
@@ -728,7 +763,7 @@ impl Logic for FrameParser {
         self.fl_slot_bad.d.next = bit_cast::<16, 15>(self.h12.q.val().get_bits::<15>(16)) >= self.slots_in_use.val();
         self.cls.next = 0.into();
         self.needs_rank.next = false;
-        if self.desc_done.val() {
+        if self.desc.done.val() {
             self.d_valid.d.next = false;
         }
         if self.deciding.q.val() & (self.dstage.q.val() != 3) {
