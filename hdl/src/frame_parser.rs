@@ -892,3 +892,193 @@ impl Logic for FrameParser {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::step::settle;
+    use DropReason::*;
+
+    const SWITCH_MAC: [u8; 6] = [0x02, 0x00, 0x5a, 0x00, 0x00, 0x01];
+    const SWITCH_IP: [u8; 4] = [192, 0, 2, 1];
+    const WORKERS: usize = 4;
+    const SLOTS: u64 = 4;
+    /// 256-byte payloads: size code 1, k = 64 words.
+    const SIZE_CODE: u8 = 1;
+    const PAYLOAD: usize = 256;
+
+    fn worker_ip(rank: u8) -> [u8; 4] {
+        [192, 0, 2, 10 + rank]
+    }
+
+    fn ip_checksum(header: &[u8]) -> u16 {
+        let mut sum: u32 = header.chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        !(sum as u16)
+    }
+
+    /// A valid contribution from rank 1 to slot 2, set 1 (no preamble, no FCS).
+    fn contribution() -> Vec<u8> {
+        let udp_len = 8 + 10 + PAYLOAD;
+        let total = 20 + udp_len;
+        let mut f = vec![];
+        f.extend(SWITCH_MAC);
+        f.extend([0x02, 0x00, 0x5a, 0x00, 0x01, 0x01]);
+        f.extend([0x08, 0x00]);
+        f.extend([0x45, 0x00]);
+        f.extend((total as u16).to_be_bytes());
+        f.extend([0, 0, 0, 0, 64, 17, 0, 0]);
+        f.extend(worker_ip(1));
+        f.extend(SWITCH_IP);
+        f.extend([0xbe, 0xe3, 0xbe, 0xe0]);
+        f.extend((udp_len as u16).to_be_bytes());
+        f.extend([0, 0]);
+        // SwitchML: msg type 1 and size code, a byte of flags, pool index (set bit 15, slot 2),
+        // exponents.
+        f.extend([0x10 | SIZE_CODE, 0x00, 0, 0, 0, 0, 0x80, 0x02, 0x00, 0x00]);
+        f.extend((0..PAYLOAD).map(|i| i as u8));
+        seal(&mut f);
+        f
+    }
+
+    /// The IPv4 header checksum made right.
+    fn seal(f: &mut [u8]) {
+        f[24] = 0;
+        f[25] = 0;
+        let c = ip_checksum(&f[14..34]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+    }
+
+    /// One fault of each check of docs/switch.md §1 that leaves the other checks' fields alone,
+    /// in the order the checks are made (the contract under test), with the drop reason it gives.
+    /// Each fault but the checksum's reseals the header checksum.
+    #[allow(clippy::type_complexity)]
+    fn faults() -> Vec<(&'static str, fn(&mut Vec<u8>), DropReason)> {
+        vec![
+            ("destination MAC", |f| f[0] = 0x04, WrongDstMac),
+            ("EtherType", |f| f[12..14].copy_from_slice(&[0x86, 0xdd]), NotIpv4Udp),
+            ("IHL", |f| f[14] = 0x46, IpOptions),
+            ("header checksum", |f| f[25] ^= 0x01, IpChecksum),
+            (
+                "total length",
+                |f| {
+                    let t = (f.len() - 14 + 1) as u16;
+                    f[16..18].copy_from_slice(&t.to_be_bytes())
+                },
+                BadLength,
+            ),
+            ("fragment", |f| f[20] |= 0x20, IpFragment),
+            ("destination IP", |f| f[33] = 99, WrongDstIp),
+            ("protocol", |f| f[23] = 6, NotIpv4Udp),
+            ("destination port", |f| f[36..38].copy_from_slice(&[0x12, 0x34]), BadPort),
+            ("source IP", |f| f[29] = 99, UnknownSource),
+            ("message type", |f| f[42] = (f[42] & 0x0f) | 0x20, BadMsgType),
+            ("size", |f| f[42] = (f[42] & 0xf8) | (SIZE_CODE + 1), BadSize),
+            ("slot", |f| f[49] = SLOTS as u8, BadSlot),
+        ]
+    }
+
+    fn with_faults(which: &[usize]) -> Vec<u8> {
+        let all = faults();
+        let mut f = contribution();
+        for &i in which {
+            (all[i].1)(&mut f);
+        }
+        if !which.iter().any(|&i| all[i].2 == IpChecksum) {
+            seal(&mut f);
+        }
+        f
+    }
+
+    struct Bench {
+        uut: FrameParser,
+    }
+
+    impl Bench {
+        fn new() -> Bench {
+            let mut uut = FrameParser::new();
+            uut.connect_all();
+            uut.switch_mac_hi.next = u64::from(u16::from_be_bytes([SWITCH_MAC[0], SWITCH_MAC[1]])).into();
+            uut.switch_mac_lo.next = u64::from(u32::from_be_bytes(SWITCH_MAC[2..6].try_into().unwrap())).into();
+            uut.switch_ip.next = u64::from(u32::from_be_bytes(SWITCH_IP)).into();
+            uut.workers.next = (WORKERS as u64).into();
+            uut.size_code.next = u64::from(SIZE_CODE).into();
+            uut.payload_words.next = ((PAYLOAD / 4) as u64).into();
+            uut.slots_in_use.next = SLOTS.into();
+            let mut b = Bench { uut };
+            for rank in 0..WORKERS as u8 {
+                b.uut.wt_address.next = u64::from(rank).into();
+                b.uut.wt_data.next = u64::from(u32::from_be_bytes(worker_ip(rank))).into();
+                b.uut.wt_write_ip.next = true;
+                b.cycle();
+            }
+            b.uut.wt_write_ip.next = false;
+            b
+        }
+
+        fn cycle(&mut self) {
+            settle(&mut self.uut);
+            self.uut.clock.next = true.into();
+            settle(&mut self.uut);
+            self.uut.clock.next = false.into();
+            settle(&mut self.uut);
+        }
+
+        /// Sends `frame` and returns the descriptor's (kind, rank), then frees it.
+        fn classify(&mut self, frame: &[u8]) -> (u64, u64) {
+            let words: Vec<&[u8]> = frame.chunks(4).collect();
+            let mut sent = 0;
+            for _ in 0..10 * words.len() + 200 {
+                if sent < words.len() {
+                    let w = words[sent];
+                    let mut v = [0u8; 4];
+                    v[..w.len()].copy_from_slice(w);
+                    self.uut.word.valid.next = true;
+                    self.uut.word.data.next = u64::from(u32::from_be_bytes(v)).into();
+                    self.uut.word.last.next = sent + 1 == words.len();
+                    self.uut.word.bytes.next = (w.len() as u64).into();
+                } else {
+                    self.uut.word.valid.next = false;
+                }
+                settle(&mut self.uut);
+                if self.uut.word.valid.val() && self.uut.word.ready.val() {
+                    sent += 1;
+                }
+                if self.uut.desc.valid.val() {
+                    let got = (self.uut.desc.kind.val().index() as u64, self.uut.desc.rank.val().index() as u64);
+                    self.uut.desc.done.next = true;
+                    self.cycle();
+                    self.uut.desc.done.next = false;
+                    self.cycle();
+                    assert_eq!(sent, words.len(), "decided before the frame's last word");
+                    return got;
+                }
+                self.cycle();
+            }
+            panic!("no descriptor for a frame of {} bytes", frame.len());
+        }
+    }
+
+    /// A valid contribution is one, from the rank whose address sent it; each fault alone gives
+    /// its reason; and of every pair of faults the check made first decides, as the model (the
+    /// list in contract order) says.
+    #[test]
+    fn classification_follows_the_order_of_the_checks() {
+        let mut b = Bench::new();
+        assert_eq!(b.classify(&contribution()), (KIND_CONTRIBUTION, 1));
+        let n = faults().len();
+        for i in 0..n {
+            let (name, _, reason) = faults()[i];
+            assert_eq!(b.classify(&with_faults(&[i])).0, reason as u64, "{name} alone");
+            for j in i + 1..n {
+                let (later, _, _) = faults()[j];
+                assert_eq!(b.classify(&with_faults(&[i, j])).0, reason as u64, "{name} with {later}");
+            }
+        }
+        // A frame that ends inside the Ethernet header, and one inside the IPv4 header.
+        assert_eq!(b.classify(&contribution()[..13]).0, Truncated as u64);
+        assert_eq!(b.classify(&contribution()[..30]).0, Truncated as u64);
+    }
+}
