@@ -16,6 +16,8 @@
 //!   of latency, and a block RAM's output that leaves from a register (nextpnr's clock-to-out
 //!   of a `NOREG` read is 5.8 ns of the 7.4 ns of 135 MHz).
 
+pub mod mdio_pad;
+
 use rust_hdl::prelude::*;
 
 /// An EHXPLLL setting: `CLKOP` = `clki_mhz` × `clkfb_div` (fed back from `CLKOP`), the VCO at

@@ -65,7 +65,8 @@ pub fn core_top_verilog(core_verilog: &str, width_bytes: usize) -> String {
     let sr = n_in.div_ceil(5) * 5;
 
     let mut s = String::new();
-    let _ = writeln!(s, "// Core-only top (spotagg-boards core_top.rs): the core between a PLL and shift registers.");
+    let _ =
+        writeln!(s, "// Core-only top (spotagg-boards tops/core_top.rs): the core between a PLL and shift registers.");
     let _ = writeln!(s, "// Not a switch: no MAC. For utilization and timing of the core on the board's FPGA.");
     let _ = writeln!(s, "module {CORE_TOP}(");
     let _ = writeln!(s, "    input wire clk25,");
