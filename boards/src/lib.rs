@@ -1,30 +1,30 @@
 //! spotagg boards: each board is typed data (FPGA part, pins, I/O standards, clocks), and the
 //! constraint file is generated from it. A board is added by writing one more module that
 //! returns a [`Board`]; nothing in the core changes.
+//!
+//! The modules by role:
+//! - [`board`](mod@board): the board definitions and the LPF generated from them;
+//! - [`ethernet`]: the Ethernet blocks (RGMII/GMII, MACs, FIFOs, merge, routing, dispatch);
+//! - [`ecp5`]: the ECP5 primitives (PLL, DDR registers, delays, the MDIO pad, FIFO RAM);
+//! - [`tops`]: the layers from the synthesized top down to the core (a table there says which
+//!   is synthesized, which simulated, and which is the core);
+//! - [`flow`]: the open toolchain flow (Yosys, nextpnr, ecppack).
 
-pub mod board_logic;
-pub mod colorlight_5a_75b_v8;
-pub mod colorlight_i5;
-pub mod config_loader;
-pub mod core_top;
-pub mod crc32;
+pub mod board;
 pub mod ecp5;
-pub mod eth_port;
+pub mod ethernet;
 pub mod flow;
-pub mod frame_arbiter;
-pub mod frame_fifo;
-pub mod lpf;
-pub mod mac_rx;
-pub mod mac_table;
-pub mod mac_tx;
-pub mod mdio_pad;
-pub mod result_dispatcher;
-pub mod rgmii;
-pub mod rx_classifier;
-pub mod rx_router;
-pub mod stream_slice;
-pub mod switch_fabric;
-pub mod top;
+pub mod tops;
+
+// The modules by their former flat paths (`spotagg_boards::mac_rx`, ...), used across the
+// workspace and its tests.
+pub use board::{colorlight_5a_75b_v8, colorlight_i5, lpf};
+pub use ecp5::mdio_pad;
+pub use ethernet::{
+    crc32, eth_port, frame_arbiter, frame_fifo, mac_rx, mac_table, mac_tx, result_dispatcher, rgmii, rx_classifier,
+    rx_router, stream_slice,
+};
+pub use tops::{board_logic, config_loader, core_top, switch_fabric, top};
 
 /// An ECP5 part as nextpnr-ecp5 names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

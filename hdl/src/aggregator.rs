@@ -13,7 +13,7 @@
 //!   counters stop on an equality (they count up by one from below the end), not a comparison;
 //!   the equality is itself registered one count ahead (`i_end`, `wi_last`, against end - 1 and
 //!   end - 2 registers), and the frame buffer and result buffer addresses (`i + 13`, `wi + 13`)
-//!   come from their own counters (`i13`, `wi13`), not from an adder.
+//!   come from their own counters (`i_plus13`, `wi_plus13`), not from an adder.
 //! - The sequencer's state is one-hot in flip-flops, and the issue counters' end indices are
 //!   registered at the transition into a pass (`i_stop`, `wi_stop`).
 //! - Only a valid contribution reaches the scoreboard and the slot memory, and only after the
@@ -31,6 +31,9 @@
 //!   frame (rank range for results). When the result builder's buffer half is still busy, the
 //!   aggregator waits (and so does the parser: back-pressure, never a drop).
 
+use crate::counters::{BUCKET_ARP_REPLY, BUCKET_CONTRIBUTION, BUCKET_DUPLICATE, BUCKET_ICMP_REPLY};
+use crate::frame_parser::{DescriptorSink, KIND_ARP, KIND_CONTRIBUTION};
+use crate::result_builder::ReplyKind;
 use rust_hdl::prelude::*;
 
 /// The aggregation sequencer.
@@ -38,46 +41,8 @@ use rust_hdl::prelude::*;
 pub struct Aggregator {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// A decided frame waits.
-    pub desc_valid: Signal<In, Bit>,
-    /// Its kind (parser module doc).
-    pub desc_kind: Signal<In, Bits<5>>,
-    /// Sender's rank.
-    pub desc_rank: Signal<In, Bits<5>>,
-    /// Slot.
-    pub desc_slot: Signal<In, Bits<15>>,
-    /// Set.
-    pub desc_set: Signal<In, Bit>,
-    /// Frame buffer half.
-    pub desc_half: Signal<In, Bit>,
-    /// IPv4 total length.
-    pub desc_ip_len: Signal<In, Bits<16>>,
-    /// Header word 1 of the frame.
-    pub desc_h1: Signal<In, Bits<32>>,
-    /// Header word 2 of the frame.
-    pub desc_h2: Signal<In, Bits<32>>,
-    /// Header word 3 of the frame.
-    pub desc_h3: Signal<In, Bits<32>>,
-    /// Header word 4 of the frame.
-    pub desc_h4: Signal<In, Bits<32>>,
-    /// Header word 5 of the frame.
-    pub desc_h5: Signal<In, Bits<32>>,
-    /// Header word 6 of the frame.
-    pub desc_h6: Signal<In, Bits<32>>,
-    /// Header word 7 of the frame.
-    pub desc_h7: Signal<In, Bits<32>>,
-    /// Header word 8 of the frame.
-    pub desc_h8: Signal<In, Bits<32>>,
-    /// Header word 9 of the frame.
-    pub desc_h9: Signal<In, Bits<32>>,
-    /// Header word 10 of the frame.
-    pub desc_h10: Signal<In, Bits<32>>,
-    /// Header word 11 of the frame.
-    pub desc_h11: Signal<In, Bits<32>>,
-    /// Header word 12 of the frame.
-    pub desc_h12: Signal<In, Bits<32>>,
-    /// Pulse: done with the frame.
-    pub desc_done: Signal<Out, Bit>,
+    /// The decided frame to apply.
+    pub desc: DescriptorSink,
     /// Frame buffer read address.
     pub buf_read_address: Signal<Out, Bits<10>>,
     /// Frame buffer data.
@@ -167,7 +132,7 @@ pub struct Aggregator {
     /// Pulse: the half holds a frame to send.
     pub tx_load: Signal<Out, Bit>,
     /// 0 result, 1 ARP reply, 2 ICMP echo reply.
-    pub tx_kind: Signal<Out, Bits<2>>,
+    pub tx_kind: Signal<Out, ReplyKind>,
     /// First rank to send a result to.
     pub tx_first: Signal<Out, Bits<5>>,
     /// Last rank to send a result to.
@@ -187,6 +152,12 @@ pub struct Aggregator {
     /// Nothing in progress.
     pub idle: Signal<Out, Bit>,
     elements_log2: Constant<Bits<5>>,
+    kind_contribution: Constant<Bits<5>>,
+    kind_arp: Constant<Bits<5>>,
+    bucket_contribution: Constant<Bits<5>>,
+    bucket_duplicate: Constant<Bits<5>>,
+    bucket_arp_reply: Constant<Bits<5>>,
+    bucket_icmp_reply: Constant<Bits<5>>,
     s_act: DFF<Bit>,
     s_lookup: DFF<Bit>,
     s_decide: DFF<Bit>,
@@ -197,50 +168,50 @@ pub struct Aggregator {
     s_copyrx: DFF<Bit>,
     s_load: DFF<Bit>,
     i_stop: DFF<Bits<10>>,
-    nw10: DFF<Bit>,
-    nw11: DFF<Bit>,
-    k1: DFF<Bit>,
+    nwords_eq10: DFF<Bit>,
+    nwords_eq11: DFF<Bit>,
+    k_eq1: DFF<Bit>,
     wi_stop: DFF<Bits<10>>,
-    lf: DFF<Bit>,
+    adder_first: DFF<Bit>,
     i: DFF<Bits<10>>,
     wi: DFF<Bits<10>>,
     i_end: DFF<Bit>,
     wi_last: DFF<Bit>,
-    i13: DFF<Bits<10>>,
-    wi13: DFF<Bits<10>>,
+    i_plus13: DFF<Bits<10>>,
+    wi_plus13: DFF<Bits<10>>,
     k_m2: DFF<Bits<10>>,
-    nw_m2: DFF<Bits<10>>,
-    pv: DFF<Bits<6>>,
-    inc1: DFF<Bits<32>>,
-    inc2: DFF<Bits<32>>,
-    inc3: DFF<Bits<32>>,
-    first_r: DFF<Bit>,
-    last_r: DFF<Bit>,
-    retx: DFF<Bit>,
-    exps_r: DFF<Bits<16>>,
+    nwords_m2: DFF<Bits<10>>,
+    issued: DFF<Bits<6>>,
+    incoming_d1: DFF<Bits<32>>,
+    incoming_d2: DFF<Bits<32>>,
+    incoming_d3: DFF<Bits<32>>,
+    first_of_round: DFF<Bit>,
+    last_of_round: DFF<Bit>,
+    retransmit: DFF<Bit>,
+    reply_exps: DFF<Bits<16>>,
     exp_max: DFF<Bits<16>>,
     k_m1: DFF<Bits<10>>,
     len_ip: DFF<Bits<32>>,
     len_udp: DFF<Bits<32>>,
-    nw_m1: DFF<Bits<10>>,
+    nwords_m1: DFF<Bits<10>>,
     base: DFF<Bits<16>>,
     nwords: DFF<Bits<10>>,
-    reply: DFF<Bits<2>>,
+    reply: DFF<ReplyKind>,
     hw_address: DFF<Bits<5>>,
     hw_data: DFF<Bits<32>>,
     hw_enable: DFF<Bit>,
     hw_sum: DFF<Bits<32>>,
     hw_from_sum: DFF<Bit>,
-    ck_a1: DFF<Bits<20>>,
-    ck_a2: DFF<Bits<20>>,
-    ck_a3: DFF<Bits<20>>,
-    ck_sum: DFF<Bits<20>>,
-    ck_f1: DFF<Bits<17>>,
-    ck_ip: DFF<Bits<16>>,
-    ck_i1: DFF<Bits<17>>,
-    ck_icmp: DFF<Bits<16>>,
-    exw_enable: DFF<Bit>,
-    exw_data: DFF<Bits<32>>,
+    ipck_part1: DFF<Bits<20>>,
+    ipck_part2: DFF<Bits<20>>,
+    ipck_part3: DFF<Bits<20>>,
+    ipck_sum: DFF<Bits<20>>,
+    ipck_folded: DFF<Bits<17>>,
+    ip_checksum: DFF<Bits<16>>,
+    icmpck_folded: DFF<Bits<17>>,
+    icmp_checksum: DFF<Bits<16>>,
+    ex_write_pending: DFF<Bit>,
+    ex_write_word: DFF<Bits<32>>,
     hdr_lo_r: Signal<Local, Bits<32>>,
     hdr_hi_r: Signal<Local, Bits<32>>,
     hdr_lo_a: Signal<Local, Bits<32>>,
@@ -268,26 +239,7 @@ impl Aggregator {
         assert!(max_elements.is_power_of_two(), "max_elements = {max_elements} is not a power of two");
         Self {
             clock: Default::default(),
-            desc_valid: Default::default(),
-            desc_kind: Default::default(),
-            desc_rank: Default::default(),
-            desc_slot: Default::default(),
-            desc_set: Default::default(),
-            desc_half: Default::default(),
-            desc_ip_len: Default::default(),
-            desc_h1: Default::default(),
-            desc_h2: Default::default(),
-            desc_h3: Default::default(),
-            desc_h4: Default::default(),
-            desc_h5: Default::default(),
-            desc_h6: Default::default(),
-            desc_h7: Default::default(),
-            desc_h8: Default::default(),
-            desc_h9: Default::default(),
-            desc_h10: Default::default(),
-            desc_h11: Default::default(),
-            desc_h12: Default::default(),
-            desc_done: Default::default(),
+            desc: Default::default(),
             buf_read_address: Default::default(),
             buf_read_data: Default::default(),
             switch_mac_hi: Default::default(),
@@ -343,6 +295,12 @@ impl Aggregator {
             ev_retransmit: Default::default(),
             idle: Default::default(),
             elements_log2: Constant::new((max_elements.trailing_zeros() as u64).into()),
+            kind_contribution: Constant::new(KIND_CONTRIBUTION.into()),
+            kind_arp: Constant::new(KIND_ARP.into()),
+            bucket_contribution: Constant::new(BUCKET_CONTRIBUTION.into()),
+            bucket_duplicate: Constant::new(BUCKET_DUPLICATE.into()),
+            bucket_arp_reply: Constant::new(BUCKET_ARP_REPLY.into()),
+            bucket_icmp_reply: Constant::new(BUCKET_ICMP_REPLY.into()),
             s_act: Default::default(),
             s_lookup: Default::default(),
             s_decide: Default::default(),
@@ -353,32 +311,32 @@ impl Aggregator {
             s_copyrx: Default::default(),
             s_load: Default::default(),
             i_stop: Default::default(),
-            nw10: Default::default(),
-            nw11: Default::default(),
-            k1: Default::default(),
+            nwords_eq10: Default::default(),
+            nwords_eq11: Default::default(),
+            k_eq1: Default::default(),
             wi_stop: Default::default(),
-            lf: Default::default(),
+            adder_first: Default::default(),
             i: Default::default(),
             wi: Default::default(),
             i_end: Default::default(),
             wi_last: Default::default(),
-            i13: Default::default(),
-            wi13: Default::default(),
+            i_plus13: Default::default(),
+            wi_plus13: Default::default(),
             k_m2: Default::default(),
-            nw_m2: Default::default(),
-            pv: Default::default(),
-            inc1: Default::default(),
-            inc2: Default::default(),
-            inc3: Default::default(),
-            first_r: Default::default(),
-            last_r: Default::default(),
-            retx: Default::default(),
-            exps_r: Default::default(),
+            nwords_m2: Default::default(),
+            issued: Default::default(),
+            incoming_d1: Default::default(),
+            incoming_d2: Default::default(),
+            incoming_d3: Default::default(),
+            first_of_round: Default::default(),
+            last_of_round: Default::default(),
+            retransmit: Default::default(),
+            reply_exps: Default::default(),
             exp_max: Default::default(),
             k_m1: Default::default(),
             len_ip: Default::default(),
             len_udp: Default::default(),
-            nw_m1: Default::default(),
+            nwords_m1: Default::default(),
             base: Default::default(),
             nwords: Default::default(),
             reply: Default::default(),
@@ -387,16 +345,16 @@ impl Aggregator {
             hw_enable: Default::default(),
             hw_sum: Default::default(),
             hw_from_sum: Default::default(),
-            ck_a1: Default::default(),
-            ck_a2: Default::default(),
-            ck_a3: Default::default(),
-            ck_sum: Default::default(),
-            ck_f1: Default::default(),
-            ck_ip: Default::default(),
-            ck_i1: Default::default(),
-            ck_icmp: Default::default(),
-            exw_enable: Default::default(),
-            exw_data: Default::default(),
+            ipck_part1: Default::default(),
+            ipck_part2: Default::default(),
+            ipck_part3: Default::default(),
+            ipck_sum: Default::default(),
+            ipck_folded: Default::default(),
+            ip_checksum: Default::default(),
+            icmpck_folded: Default::default(),
+            icmp_checksum: Default::default(),
+            ex_write_pending: Default::default(),
+            ex_write_word: Default::default(),
             hdr_lo_r: Default::default(),
             hdr_hi_r: Default::default(),
             hdr_lo_a: Default::default(),
@@ -436,32 +394,32 @@ impl Logic for Aggregator {
             s_copyrx,
             s_load,
             i_stop,
-            nw10,
-            nw11,
-            k1,
+            nwords_eq10,
+            nwords_eq11,
+            k_eq1,
             wi_stop,
-            lf,
+            adder_first,
             i,
             wi,
             i_end,
             wi_last,
-            i13,
-            wi13,
+            i_plus13,
+            wi_plus13,
             k_m2,
-            nw_m2,
-            pv,
-            inc1,
-            inc2,
-            inc3,
-            first_r,
-            last_r,
-            retx,
-            exps_r,
+            nwords_m2,
+            issued,
+            incoming_d1,
+            incoming_d2,
+            incoming_d3,
+            first_of_round,
+            last_of_round,
+            retransmit,
+            reply_exps,
             exp_max,
             k_m1,
             len_ip,
             len_udp,
-            nw_m1,
+            nwords_m1,
             base,
             nwords,
             reply,
@@ -470,16 +428,16 @@ impl Logic for Aggregator {
             hw_enable,
             hw_sum,
             hw_from_sum,
-            ck_a1,
-            ck_a2,
-            ck_a3,
-            ck_sum,
-            ck_f1,
-            ck_ip,
-            ck_i1,
-            ck_icmp,
-            exw_enable,
-            exw_data,
+            ipck_part1,
+            ipck_part2,
+            ipck_part3,
+            ipck_sum,
+            ipck_folded,
+            ip_checksum,
+            icmpck_folded,
+            icmp_checksum,
+            ex_write_pending,
+            ex_write_word,
             hw_lo_r,
             hw_hi_r,
             hw_lo_a,
@@ -491,61 +449,61 @@ impl Logic for Aggregator {
             hw_enable2
         );
         // Defaults.
-        self.desc_done.next = false;
+        self.desc.done.next = false;
         self.buf_read_address.next = bit_cast::<10, 10>(self.i.q.val());
-        if self.desc_half.val() {
+        if self.desc.half.val() {
             self.buf_read_address.next = bit_cast::<10, 10>(self.i.q.val()) | 512;
         }
-        self.sb_slot.next = bit_cast::<6, 15>(self.desc_slot.val());
-        self.sb_set.next = self.desc_set.val();
-        self.sb_rank.next = self.desc_rank.val();
+        self.sb_slot.next = bit_cast::<6, 15>(self.desc.slot.val());
+        self.sb_set.next = self.desc.set.val();
+        self.sb_rank.next = self.desc.rank.val();
         self.sb_active.next = false;
         self.sb_commit.next = false;
         self.sm_read_address.next = self.base.q.val() + bit_cast::<16, 10>(self.i.q.val());
         self.sm_write_address.next = self.base.q.val() + bit_cast::<16, 10>(self.wi.q.val());
         self.sm_write_data.next = self.la_sum.val();
         self.sm_write_enable.next = false;
-        self.ex_read_address.next = bit_cast::<6, 15>(self.desc_slot.val());
-        self.ex_write_address.next = bit_cast::<6, 15>(self.desc_slot.val());
+        self.ex_read_address.next = bit_cast::<6, 15>(self.desc.slot.val());
+        self.ex_write_address.next = bit_cast::<6, 15>(self.desc.slot.val());
         // The exponent write is registered: it lands one edge after Commit, long before the
         // next Decide reads the exponents (Commit, then Idle and Lookup at the least).
-        self.ex_write_data.next = self.exw_data.q.val();
-        self.ex_write_enable.next = self.exw_enable.q.val();
-        self.exw_enable.d.next = false;
+        self.ex_write_data.next = self.ex_write_word.q.val();
+        self.ex_write_enable.next = self.ex_write_pending.q.val();
+        self.ex_write_pending.d.next = false;
         // The element pipeline: frame buffer data (2 cycles) delayed 3 more to meet the slot
         // memory data (5 cycles), then the registered lane adder: written 6 cycles after issue.
-        self.inc1.d.next = self.buf_read_data.val();
-        self.inc2.d.next = self.inc1.q.val();
+        self.incoming_d1.d.next = self.buf_read_data.val();
+        self.incoming_d2.d.next = self.incoming_d1.q.val();
         // A copy of the stored values adds nothing; the adder's controls are registered (the
         // state they follow lasts the whole pass, and nothing is written in its first 6 cycles).
-        self.inc3.d.next = self.inc2.q.val();
+        self.incoming_d3.d.next = self.incoming_d2.q.val();
         if self.s_copyslot.q.val() {
-            self.inc3.d.next = 0.into();
+            self.incoming_d3.d.next = 0.into();
         }
-        self.lf.d.next = self.first_r.q.val();
+        self.adder_first.d.next = self.first_of_round.q.val();
         if self.s_copyslot.q.val() {
-            self.lf.d.next = false;
+            self.adder_first.d.next = false;
         }
         if self.s_copyrx.q.val() {
-            self.lf.d.next = true;
+            self.adder_first.d.next = true;
         }
         self.la_stored.next = self.sm_read_data.val();
-        self.la_incoming.next = self.inc3.q.val();
-        // (`first_r` is cleared in Idle, so the exponent maxima in Decide are taken as not first.)
-        self.la_first.next = self.lf.q.val();
-        self.nw10.d.next = self.nwords.q.val() == 10;
-        self.nw11.d.next = self.nwords.q.val() == 11;
-        self.k1.d.next = self.k_m1.q.val() == 0;
+        self.la_incoming.next = self.incoming_d3.q.val();
+        // (`first_of_round` is cleared in Idle, so the exponent maxima in Decide are taken as not first.)
+        self.la_first.next = self.adder_first.q.val();
+        self.nwords_eq10.d.next = self.nwords.q.val() == 10;
+        self.nwords_eq11.d.next = self.nwords.q.val() == 11;
+        self.k_eq1.d.next = self.k_m1.q.val() == 0;
         self.la_exp_stored.next = 0.into();
         self.la_exp_incoming.next = 0.into();
         self.la_exp_active.next = false;
         self.issue.next = false;
-        self.write.next = self.pv.q.val().get_bit(5);
+        self.write.next = self.issued.q.val().get_bit(5);
         // Last element indices, registered (the pass ends on an equality, no adder before it).
         self.k_m1.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 1;
-        self.nw_m1.d.next = self.nwords.q.val() - 1;
+        self.nwords_m1.d.next = self.nwords.q.val() - 1;
         self.k_m2.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 2;
-        self.nw_m2.d.next = self.nwords.q.val() - 2;
+        self.nwords_m2.d.next = self.nwords.q.val() - 2;
         // A result's IPv4 and UDP lengths, registered from the configuration.
         self.len_ip.d.next = (bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38;
         self.len_udp.d.next = (bit_cast::<32, 9>(self.payload_words.val()) << 2) + 18;
@@ -568,23 +526,25 @@ impl Logic for Aggregator {
         self.idle.next = !self.s_act.q.val();
         // Reply checksums, registered in stages from the descriptor (stable for many cycles
         // before a header word needs them: at least 7 cycles after the descriptor is loaded).
-        self.ck_a1.d.next = bit_cast::<20, 32>(self.desc_h3.val() & 0xffff)
-            + bit_cast::<20, 32>(self.desc_h4.val() >> 16)
-            + bit_cast::<20, 32>(self.desc_h4.val() & 0xffff);
-        self.ck_a2.d.next = bit_cast::<20, 32>(self.desc_h5.val() >> 16)
-            + bit_cast::<20, 32>((self.desc_h5.val() & 0xff) | 0x4000)
+        self.ipck_part1.d.next = bit_cast::<20, 32>(self.desc.h3.val() & 0xffff)
+            + bit_cast::<20, 32>(self.desc.h4.val() >> 16)
+            + bit_cast::<20, 32>(self.desc.h4.val() & 0xffff);
+        self.ipck_part2.d.next = bit_cast::<20, 32>(self.desc.h5.val() >> 16)
+            + bit_cast::<20, 32>((self.desc.h5.val() & 0xff) | 0x4000)
             + bit_cast::<20, 32>(self.switch_ip.val() >> 16);
-        self.ck_a3.d.next = bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
-            + bit_cast::<20, 32>(self.desc_h6.val() & 0xffff)
-            + bit_cast::<20, 32>(self.desc_h7.val() >> 16);
-        self.ck_sum.d.next = self.ck_a1.q.val() + self.ck_a2.q.val() + self.ck_a3.q.val();
-        self.ck_f1.d.next =
-            bit_cast::<17, 20>(self.ck_sum.q.val() & 0xffff) + bit_cast::<17, 20>(self.ck_sum.q.val() >> 16);
-        self.ck_ip.d.next = !(bit_cast::<16, 17>(self.ck_f1.q.val()) + bit_cast::<16, 17>(self.ck_f1.q.val() >> 16));
+        self.ipck_part3.d.next = bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
+            + bit_cast::<20, 32>(self.desc.h6.val() & 0xffff)
+            + bit_cast::<20, 32>(self.desc.h7.val() >> 16);
+        self.ipck_sum.d.next = self.ipck_part1.q.val() + self.ipck_part2.q.val() + self.ipck_part3.q.val();
+        self.ipck_folded.d.next =
+            bit_cast::<17, 20>(self.ipck_sum.q.val() & 0xffff) + bit_cast::<17, 20>(self.ipck_sum.q.val() >> 16);
+        self.ip_checksum.d.next =
+            !(bit_cast::<16, 17>(self.ipck_folded.q.val()) + bit_cast::<16, 17>(self.ipck_folded.q.val() >> 16));
         // The 16-bit complement as an XOR: a `!` inside a widening bit_cast becomes a
         // 32-bit `~` in the generated Verilog, which sets bit 16 (found by Verilator).
-        self.ck_i1.d.next = bit_cast::<17, 32>((self.desc_h9.val() >> 16) ^ 0xffff) + 0xF7FF;
-        self.ck_icmp.d.next = !(bit_cast::<16, 17>(self.ck_i1.q.val()) + bit_cast::<16, 17>(self.ck_i1.q.val() >> 16));
+        self.icmpck_folded.d.next = bit_cast::<17, 32>((self.desc.h9.val() >> 16) ^ 0xffff) + 0xF7FF;
+        self.icmp_checksum.d.next =
+            !(bit_cast::<16, 17>(self.icmpck_folded.q.val()) + bit_cast::<16, 17>(self.icmpck_folded.q.val() >> 16));
         self.hdr_lo_r.next = 0.into();
         self.hdr_hi_r.next = 0.into();
         self.hdr_lo_a.next = 0.into();
@@ -604,12 +564,12 @@ impl Logic for Aggregator {
         self.hdr_write_enable.next = self.hw_enable2.q.val();
         self.hw_address2.d.next = self.hw_address.q.val();
         self.hw_enable2.d.next = self.hw_enable.q.val();
-        if self.reply.q.val() == 0 {
+        if self.reply.q.val() == ReplyKind::Result {
             self.hw_data.d.next = self.hw_lo_r.q.val();
             if self.hw_sel_hi.q.val() {
                 self.hw_data.d.next = self.hw_hi_r.q.val();
             }
-        } else if self.reply.q.val() == 1 {
+        } else if self.reply.q.val() == ReplyKind::ArpReply {
             self.hw_data.d.next = self.hw_lo_a.q.val();
             if self.hw_sel_hi.q.val() {
                 self.hw_data.d.next = self.hw_hi_a.q.val();
@@ -662,28 +622,29 @@ impl Logic for Aggregator {
         }
         match self.i4.val().get_bits::<3>(0).index() {
             0 => {
-                self.hdr_hi_r.next = self.desc_h9.val() >> 16;
+                self.hdr_hi_r.next = self.desc.h9.val() >> 16;
             }
             1 => {
-                self.hdr_hi_r.next = (self.desc_h8.val() << 16) | self.len_udp.q.val();
+                self.hdr_hi_r.next = (self.desc.h8.val() << 16) | self.len_udp.q.val();
             }
             2 => {
-                self.hdr_hi_r.next = self.desc_h10.val() & 0xffff;
+                self.hdr_hi_r.next = self.desc.h10.val() & 0xffff;
             }
             3 => {
-                self.hdr_hi_r.next = self.desc_h11.val();
+                self.hdr_hi_r.next = self.desc.h11.val();
             }
             _ => {
-                self.hdr_hi_r.next = (self.desc_h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exps_r.q.val());
+                self.hdr_hi_r.next =
+                    (self.desc.h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.reply_exps.q.val());
             }
         }
         // ARP reply.
         match self.i4.val().get_bits::<3>(0).index() {
             0 => {
-                self.hdr_lo_a.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+                self.hdr_lo_a.next = (self.desc.h5.val() << 16) | (self.desc.h6.val() >> 16);
             }
             1 => {
-                self.hdr_lo_a.next = (self.desc_h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                self.hdr_lo_a.next = (self.desc.h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
             }
             2 => {
                 self.hdr_lo_a.next = self.switch_mac_lo.val();
@@ -706,48 +667,50 @@ impl Logic for Aggregator {
         }
         match self.i4.val().get_bits::<3>(0).index() {
             0 => {
-                self.hdr_hi_a.next = (self.desc_h5.val() << 16) | (self.desc_h6.val() >> 16);
+                self.hdr_hi_a.next = (self.desc.h5.val() << 16) | (self.desc.h6.val() >> 16);
             }
             1 => {
-                self.hdr_hi_a.next = (self.desc_h6.val() << 16) | (self.desc_h7.val() >> 16);
+                self.hdr_hi_a.next = (self.desc.h6.val() << 16) | (self.desc.h7.val() >> 16);
             }
             _ => {
-                self.hdr_hi_a.next = self.desc_h7.val() << 16;
+                self.hdr_hi_a.next = self.desc.h7.val() << 16;
             }
         }
         // ICMP echo reply.
         match self.i4.val().get_bits::<3>(0).index() {
             0 => {
-                self.hdr_lo_i.next = (self.desc_h1.val() << 16) | (self.desc_h2.val() >> 16);
+                self.hdr_lo_i.next = (self.desc.h1.val() << 16) | (self.desc.h2.val() >> 16);
             }
             1 => {
-                self.hdr_lo_i.next = (self.desc_h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                self.hdr_lo_i.next = (self.desc.h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
             }
             2 => {
                 self.hdr_lo_i.next = self.switch_mac_lo.val();
             }
             3 => {
-                self.hdr_lo_i.next = 0x0800_0000 | (self.desc_h3.val() & 0xffff);
+                self.hdr_lo_i.next = 0x0800_0000 | (self.desc.h3.val() & 0xffff);
             }
             4 => {
-                self.hdr_lo_i.next = self.desc_h4.val();
+                self.hdr_lo_i.next = self.desc.h4.val();
             }
             5 => {
-                self.hdr_lo_i.next = (self.desc_h5.val() & 0xffff_00ff_u64) | 0x4000;
+                self.hdr_lo_i.next = (self.desc.h5.val() & 0xffff_00ff_u64) | 0x4000;
             }
             6 => {
-                self.hdr_lo_i.next = (bit_cast::<32, 16>(self.ck_ip.q.val()) << 16) | (self.switch_ip.val() >> 16);
+                self.hdr_lo_i.next =
+                    (bit_cast::<32, 16>(self.ip_checksum.q.val()) << 16) | (self.switch_ip.val() >> 16);
             }
             _ => {
-                self.hdr_lo_i.next = (self.switch_ip.val() << 16) | (self.desc_h6.val() & 0xffff);
+                self.hdr_lo_i.next = (self.switch_ip.val() << 16) | (self.desc.h6.val() & 0xffff);
             }
         }
         match self.i4.val().get_bits::<3>(0).index() {
             0 => {
-                self.hdr_hi_i.next = self.desc_h7.val() & 0xffff_0000_u64;
+                self.hdr_hi_i.next = self.desc.h7.val() & 0xffff_0000_u64;
             }
             _ => {
-                self.hdr_hi_i.next = (bit_cast::<32, 16>(self.ck_icmp.q.val()) << 16) | (self.desc_h9.val() & 0xffff);
+                self.hdr_hi_i.next =
+                    (bit_cast::<32, 16>(self.icmp_checksum.q.val()) << 16) | (self.desc.h9.val() & 0xffff);
             }
         }
         self.hw_lo_r.d.next = self.hdr_lo_r.val();
@@ -761,43 +724,43 @@ impl Logic for Aggregator {
         // the next one. The end index of the issue counter for the coming pass (`i_stop`) is
         // registered at the transition into it, so `i_end` is an equality of two registers.
         if !self.s_act.q.val() {
-            self.first_r.d.next = false;
+            self.first_of_round.d.next = false;
             // Header's last index (ARP kind 14: word 9, ICMP kind 15: word 8); a contribution
             // sets its own in Commit.
             self.i_stop.d.next = 9.into();
-            if self.desc_kind.val().get_bit(0) {
+            if self.desc.kind.val().get_bit(0) {
                 self.i_stop.d.next = 8.into();
             }
             // A reply's word count, chosen from the kind alone (used only after Header; a
             // contribution sets its own in Commit).
             self.nwords.d.next = 11.into();
-            if self.desc_kind.val().get_bit(0) {
-                if self.desc_ip_len.val() > 2030 {
+            if self.desc.kind.val().get_bit(0) {
+                if self.desc.ip_len.val() > 2030 {
                     self.nwords.d.next = 511.into();
                 } else {
-                    self.nwords.d.next = bit_cast::<10, 16>((self.desc_ip_len.val() + 17) >> 2);
+                    self.nwords.d.next = bit_cast::<10, 16>((self.desc.ip_len.val() + 17) >> 2);
                 }
             }
             self.i.d.next = 0.into();
-            self.i13.d.next = 13.into();
+            self.i_plus13.d.next = 13.into();
             self.i_end.d.next = false;
-            if self.desc_valid.val() & !self.clearing.val() {
-                if self.desc_kind.val() < 13 {
+            if self.desc.valid.val() & !self.clearing.val() {
+                if self.desc.kind.val() < self.kind_contribution.val() {
                     self.ev_bucket.next = true;
-                    self.ev_bucket_index.next = self.desc_kind.val();
-                    self.desc_done.next = true;
-                } else if self.desc_kind.val() == 13 {
-                    self.base.d.next = ((bit_cast::<16, 15>(self.desc_slot.val()) << 1)
-                        | bit_cast::<16, 1>(self.desc_set.val().into()))
+                    self.ev_bucket_index.next = self.desc.kind.val();
+                    self.desc.done.next = true;
+                } else if self.desc.kind.val() == self.kind_contribution.val() {
+                    self.base.d.next = ((bit_cast::<16, 15>(self.desc.slot.val()) << 1)
+                        | bit_cast::<16, 1>(self.desc.set.val().into()))
                         << self.elements_log2.val();
                     self.s_act.d.next = true;
                     self.s_lookup.d.next = true;
-                } else if self.desc_kind.val() == 14 {
-                    self.reply.d.next = 1.into();
+                } else if self.desc.kind.val() == self.kind_arp.val() {
+                    self.reply.d.next = ReplyKind::ArpReply;
                     self.s_act.d.next = true;
                     self.s_header.d.next = true;
                 } else {
-                    self.reply.d.next = 2.into();
+                    self.reply.d.next = ReplyKind::EchoReply;
                     self.s_act.d.next = true;
                     self.s_header.d.next = true;
                 }
@@ -812,8 +775,8 @@ impl Logic for Aggregator {
             // (as if not first: the first contribution's own exponents are chosen next cycle).
             self.sb_active.next = true;
             self.la_exp_active.next = true;
-            self.la_exp_incoming.next = bit_cast::<16, 32>(self.desc_h12.val());
-            if self.desc_set.val() {
+            self.la_exp_incoming.next = bit_cast::<16, 32>(self.desc.h12.val());
+            if self.desc.set.val() {
                 self.la_exp_stored.next = self.ex_read_data.val().get_bits::<16>(16);
             } else {
                 self.la_exp_stored.next = bit_cast::<16, 32>(self.ex_read_data.val());
@@ -825,82 +788,82 @@ impl Logic for Aggregator {
         if self.s_commit.q.val() {
             self.exp_new.next = self.exp_max.q.val();
             if self.sb_first.val() {
-                self.exp_new.next = bit_cast::<16, 32>(self.desc_h12.val());
+                self.exp_new.next = bit_cast::<16, 32>(self.desc.h12.val());
             }
-            if self.desc_set.val() {
+            if self.desc.set.val() {
                 self.la_exp_stored.next = self.ex_read_data.val().get_bits::<16>(16);
             } else {
                 self.la_exp_stored.next = bit_cast::<16, 32>(self.ex_read_data.val());
             }
             self.ev_bucket.next = true;
             self.i.d.next = 0.into();
-            self.i13.d.next = 13.into();
+            self.i_plus13.d.next = 13.into();
             self.i_end.d.next = false;
             self.i_stop.d.next = self.k_m1.q.val();
             self.wi.d.next = 0.into();
-            self.wi13.d.next = 13.into();
-            self.wi_last.d.next = self.k1.q.val();
+            self.wi_plus13.d.next = 13.into();
+            self.wi_last.d.next = self.k_eq1.q.val();
             self.wi_stop.d.next = self.k_m2.q.val();
-            self.reply.d.next = 0.into();
+            self.reply.d.next = ReplyKind::Result;
             self.nwords.d.next = bit_cast::<10, 9>(self.payload_words.val()) + 13;
             self.s_commit.d.next = false;
             if self.sb_new.val() {
                 self.sb_commit.next = true;
-                self.ev_bucket_index.next = 13.into();
-                self.exw_enable.d.next = true;
-                if self.desc_set.val() {
-                    self.exw_data.d.next =
+                self.ev_bucket_index.next = self.bucket_contribution.val();
+                self.ex_write_pending.d.next = true;
+                if self.desc.set.val() {
+                    self.ex_write_word.d.next =
                         (bit_cast::<32, 16>(self.exp_new.val()) << 16) | (self.ex_read_data.val() & 0xffff);
                 } else {
-                    self.exw_data.d.next =
+                    self.ex_write_word.d.next =
                         (self.ex_read_data.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exp_new.val());
                 }
-                self.first_r.d.next = self.sb_first.val();
-                self.last_r.d.next = self.sb_last.val();
-                self.retx.d.next = false;
-                self.exps_r.d.next = self.exp_new.val();
+                self.first_of_round.d.next = self.sb_first.val();
+                self.last_of_round.d.next = self.sb_last.val();
+                self.retransmit.d.next = false;
+                self.reply_exps.d.next = self.exp_new.val();
                 self.s_rmw.d.next = true;
             } else {
-                self.ev_bucket_index.next = 14.into();
-                self.exps_r.d.next = self.la_exp_stored.val();
+                self.ev_bucket_index.next = self.bucket_duplicate.val();
+                self.reply_exps.d.next = self.la_exp_stored.val();
                 if self.sb_complete.val() {
-                    self.retx.d.next = true;
+                    self.retransmit.d.next = true;
                     self.s_copyslot.d.next = true;
                 } else {
-                    self.desc_done.next = true;
+                    self.desc.done.next = true;
                     self.s_act.d.next = false;
                 }
             }
         }
         if self.s_rmw.q.val() {
-            self.buf_read_address.next = self.i13.q.val();
-            if self.desc_half.val() {
-                self.buf_read_address.next = self.i13.q.val() | 512;
+            self.buf_read_address.next = self.i_plus13.q.val();
+            if self.desc.half.val() {
+                self.buf_read_address.next = self.i_plus13.q.val() | 512;
             }
-            self.tx_write_address.next = self.wi13.q.val();
+            self.tx_write_address.next = self.wi_plus13.q.val();
             if self.tx_half.val() {
-                self.tx_write_address.next = self.wi13.q.val() | 512;
+                self.tx_write_address.next = self.wi_plus13.q.val() | 512;
             }
-            if (!self.last_r.q.val() | self.tx_free.val()) & !self.i_end.q.val() {
+            if (!self.last_of_round.q.val() | self.tx_free.val()) & !self.i_end.q.val() {
                 self.issue.next = true;
                 self.i.d.next = self.i.q.val() + 1;
-                self.i13.d.next = self.i13.q.val() + 1;
+                self.i_plus13.d.next = self.i_plus13.q.val() + 1;
                 self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
-                self.hw_enable.d.next = self.last_r.q.val() & (self.i.q.val() < 13);
+                self.hw_enable.d.next = self.last_of_round.q.val() & (self.i.q.val() < 13);
             }
             if self.write.val() {
                 self.sm_write_enable.next = true;
-                self.tx_write_enable.next = self.last_r.q.val();
+                self.tx_write_enable.next = self.last_of_round.q.val();
                 self.wi.d.next = self.wi.q.val() + 1;
-                self.wi13.d.next = self.wi13.q.val() + 1;
+                self.wi_plus13.d.next = self.wi_plus13.q.val() + 1;
                 self.wi_last.d.next = self.wi.q.val() == self.wi_stop.q.val();
                 if self.wi_last.q.val() {
                     // (`i` is left as it is: Load does not use it and Idle resets it.)
                     self.s_rmw.d.next = false;
-                    if self.last_r.q.val() {
+                    if self.last_of_round.q.val() {
                         self.s_load.d.next = true;
                     } else {
-                        self.desc_done.next = true;
+                        self.desc.done.next = true;
                         self.s_act.d.next = false;
                     }
                 }
@@ -908,21 +871,21 @@ impl Logic for Aggregator {
         }
         if self.s_copyslot.q.val() {
             // The stored values through the adder unchanged (not first, nothing added).
-            self.tx_write_address.next = self.wi13.q.val();
+            self.tx_write_address.next = self.wi_plus13.q.val();
             if self.tx_half.val() {
-                self.tx_write_address.next = self.wi13.q.val() | 512;
+                self.tx_write_address.next = self.wi_plus13.q.val() | 512;
             }
             if self.tx_free.val() & !self.i_end.q.val() {
                 self.issue.next = true;
                 self.i.d.next = self.i.q.val() + 1;
-                self.i13.d.next = self.i13.q.val() + 1;
+                self.i_plus13.d.next = self.i_plus13.q.val() + 1;
                 self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
                 self.hw_enable.d.next = self.i.q.val() < 13;
             }
             if self.write.val() {
                 self.tx_write_enable.next = true;
                 self.wi.d.next = self.wi.q.val() + 1;
-                self.wi13.d.next = self.wi13.q.val() + 1;
+                self.wi_plus13.d.next = self.wi_plus13.q.val() + 1;
                 self.wi_last.d.next = self.wi.q.val() == self.wi_stop.q.val();
                 if self.wi_last.q.val() {
                     // (`i` is left as it is: Load does not use it and Idle resets it.)
@@ -936,19 +899,19 @@ impl Logic for Aggregator {
             if self.tx_free.val() {
                 self.hw_enable.d.next = true;
                 self.i.d.next = self.i.q.val() + 1;
-                self.i13.d.next = self.i13.q.val() + 1;
+                self.i_plus13.d.next = self.i_plus13.q.val() + 1;
                 self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
                 if self.i_end.q.val() {
                     self.s_header.d.next = false;
-                    if self.reply.q.val() == 2 {
+                    if self.reply.q.val() == ReplyKind::EchoReply {
                         self.i.d.next = 10.into();
-                        self.i13.d.next = 23.into();
-                        self.i_end.d.next = self.nw10.q.val();
-                        self.i_stop.d.next = self.nw_m1.q.val();
+                        self.i_plus13.d.next = 23.into();
+                        self.i_end.d.next = self.nwords_eq10.q.val();
+                        self.i_stop.d.next = self.nwords_m1.q.val();
                         self.wi.d.next = 10.into();
-                        self.wi13.d.next = 23.into();
-                        self.wi_last.d.next = self.nw11.q.val();
-                        self.wi_stop.d.next = self.nw_m2.q.val();
+                        self.wi_plus13.d.next = 23.into();
+                        self.wi_last.d.next = self.nwords_eq11.q.val();
+                        self.wi_stop.d.next = self.nwords_m2.q.val();
                         self.s_copyrx.d.next = true;
                     } else {
                         self.s_load.d.next = true;
@@ -961,7 +924,7 @@ impl Logic for Aggregator {
             if !self.i_end.q.val() {
                 self.issue.next = true;
                 self.i.d.next = self.i.q.val() + 1;
-                self.i13.d.next = self.i13.q.val() + 1;
+                self.i_plus13.d.next = self.i_plus13.q.val() + 1;
                 self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
             }
             if self.write.val() {
@@ -975,7 +938,7 @@ impl Logic for Aggregator {
                     self.hw_enable.d.next = true;
                 }
                 self.wi.d.next = self.wi.q.val() + 1;
-                self.wi13.d.next = self.wi13.q.val() + 1;
+                self.wi_plus13.d.next = self.wi_plus13.q.val() + 1;
                 self.wi_last.d.next = self.wi.q.val() == self.wi_stop.q.val();
                 if self.wi_last.q.val() {
                     self.s_copyrx.d.next = false;
@@ -985,28 +948,123 @@ impl Logic for Aggregator {
         }
         if self.s_load.q.val() {
             self.tx_load.next = true;
-            self.desc_done.next = true;
+            self.desc.done.next = true;
             self.s_load.d.next = false;
             self.s_act.d.next = false;
-            if self.reply.q.val() == 0 {
-                if self.retx.q.val() {
+            if self.reply.q.val() == ReplyKind::Result {
+                if self.retransmit.q.val() {
                     self.ev_retransmit.next = true;
-                    self.tx_first.next = self.desc_rank.val();
-                    self.tx_last.next = self.desc_rank.val();
+                    self.tx_first.next = self.desc.rank.val();
+                    self.tx_last.next = self.desc.rank.val();
                 } else {
                     self.ev_multicast.next = true;
                     self.tx_last.next = bit_cast::<5, 6>(self.workers.val() - 1);
                 }
-            } else if self.reply.q.val() == 1 {
+            } else if self.reply.q.val() == ReplyKind::ArpReply {
                 self.ev_bucket.next = true;
-                self.ev_bucket_index.next = 15.into();
+                self.ev_bucket_index.next = self.bucket_arp_reply.val();
                 self.tx_last_bytes.next = 2.into();
             } else {
                 self.ev_bucket.next = true;
-                self.ev_bucket_index.next = 16.into();
-                self.tx_last_bytes.next = (bit_cast::<3, 16>(self.desc_ip_len.val() + 1) & 3) + 1;
+                self.ev_bucket_index.next = self.bucket_icmp_reply.val();
+                self.tx_last_bytes.next = (bit_cast::<3, 16>(self.desc.ip_len.val() + 1) & 3) + 1;
             }
         }
-        self.pv.d.next = (self.pv.q.val() << 1) | bit_cast::<6, 1>(self.issue.val().into());
+        self.issued.d.next = (self.issued.q.val() << 1) | bit_cast::<6, 1>(self.issue.val().into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame_parser::KIND_ICMP;
+    use crate::step::settle;
+
+    /// What one descriptor made the aggregator do, as its contract names it.
+    #[derive(Debug, Default, PartialEq)]
+    struct Effect {
+        /// Cycles from the descriptor to `desc.done`.
+        cycles: usize,
+        /// Counter buckets filed.
+        buckets: Vec<u64>,
+        /// Header buffer words written (address low 4 bits).
+        header_words: Vec<u64>,
+        /// `tx_load`: (kind, words, last bytes), if loaded.
+        load: Option<(ReplyKind, u64, u64)>,
+    }
+
+    fn run(agg: &mut Aggregator, kind: u64, ip_len: u64) -> Effect {
+        agg.desc.valid.next = true;
+        agg.desc.kind.next = kind.into();
+        agg.desc.ip_len.next = ip_len.into();
+        let mut e = Effect::default();
+        for c in 1..200 {
+            settle(agg);
+            if agg.ev_bucket.val() {
+                e.buckets.push(agg.ev_bucket_index.val().index() as u64);
+            }
+            if agg.hdr_write_enable.val() {
+                e.header_words.push(agg.hdr_write_address.val().index() as u64 & 15);
+            }
+            if agg.tx_load.val() {
+                e.load = Some((
+                    agg.tx_kind.val(),
+                    agg.tx_nwords.val().index() as u64,
+                    agg.tx_last_bytes.val().index() as u64,
+                ));
+            }
+            let done = agg.desc.done.val();
+            agg.clock.next = true.into();
+            settle(agg);
+            agg.clock.next = false.into();
+            settle(agg);
+            if done {
+                e.cycles = c;
+                agg.desc.valid.next = false;
+                // The header writes trail by two register stages.
+                for _ in 0..3 {
+                    settle(agg);
+                    if agg.hdr_write_enable.val() {
+                        e.header_words.push(agg.hdr_write_address.val().index() as u64 & 15);
+                    }
+                    agg.clock.next = true.into();
+                    settle(agg);
+                    agg.clock.next = false.into();
+                    settle(agg);
+                }
+                assert!(agg.idle.val(), "not idle after done");
+                return e;
+            }
+        }
+        panic!("no desc.done for kind {kind}");
+    }
+
+    /// The sequencing of the frames that need neither the scoreboard nor the slot memory,
+    /// against the contract: a drop is done in one cycle, filed under its reason, nothing
+    /// written; an ARP request writes the reply's words 0..=10 into the header buffer and loads
+    /// an 11-word ARP reply (2 bytes in its last word), filed under ARP replies when loaded; an
+    /// ICMP echo request writes header words 0..=9, copies the frame's words from 10 on
+    /// (those below 13 into the header buffer too) and loads `(T + 17) / 4` words, filed under
+    /// ICMP replies.
+    #[test]
+    fn drops_arp_and_echo_are_sequenced_as_specified() {
+        let mut agg = Aggregator::new(256);
+        agg.connect_all();
+        agg.tx_free.next = true;
+        agg.payload_words.next = 64.into();
+        agg.workers.next = 4.into();
+        for reason in [0, 4, 12] {
+            let e = run(&mut agg, reason, 0);
+            assert_eq!(e, Effect { cycles: 1, buckets: vec![reason], ..Default::default() }, "drop {reason}");
+        }
+        let arp = run(&mut agg, KIND_ARP, 0);
+        assert_eq!(arp.buckets, vec![BUCKET_ARP_REPLY]);
+        assert_eq!(arp.header_words, (0..=10).collect::<Vec<_>>(), "the whole 42-byte reply");
+        assert_eq!(arp.load, Some((ReplyKind::ArpReply, 11, 2)));
+        // An echo request of T = 60: a 74-byte reply, 19 words, 2 bytes in the last.
+        let echo = run(&mut agg, KIND_ICMP, 60);
+        assert_eq!(echo.buckets, vec![BUCKET_ICMP_REPLY]);
+        assert_eq!(echo.load, Some((ReplyKind::EchoReply, 19, 2)));
+        assert_eq!(echo.header_words, (0..=12).collect::<Vec<_>>(), "{echo:?}");
     }
 }

@@ -24,10 +24,11 @@ pub struct BlockRam<const A: usize, const D: usize> {
     /// Write strobe.
     pub write_enable: Signal<In, Bit>,
     _mem: Vec<Bits<D>>,
+    _no_rw_check: bool,
 }
 
 impl<const A: usize, const D: usize> BlockRam<A, D> {
-    /// A RAM of `depth` words (at most 2^A).
+    /// A RAM of `depth` words (at most 2^A), zero at power-up.
     pub fn new(depth: usize) -> Self {
         assert!(depth >= 1 && depth <= (1 << A), "BlockRam depth {depth} does not fit {A} address bits");
         Self {
@@ -38,7 +39,49 @@ impl<const A: usize, const D: usize> BlockRam<A, D> {
             write_data: Default::default(),
             write_enable: Default::default(),
             _mem: vec![Bits::<D>::default(); depth],
+            _no_rw_check: false,
         }
+    }
+
+    /// The RAM with words `base..base + words.len()` holding `words` at power-up (the block
+    /// RAM's initial contents, an `initial` block that Yosys puts in its INITVAL), the rest as
+    /// they were.
+    pub fn with_contents(mut self, base: usize, words: &[u64]) -> Self {
+        assert!(
+            base + words.len() <= self._mem.len(),
+            "{} initial words from {base} past the end of a RAM of {}",
+            words.len(),
+            self._mem.len()
+        );
+        for (i, w) in words.iter().enumerate() {
+            self._mem[base + i] = (*w).into();
+        }
+        self
+    }
+
+    /// The RAM with its Verilog memory marked `no_rw_check`: for an owner that never reads a
+    /// word in the cycle it is written, so Yosys adds no collision bypass and the block RAM's
+    /// output goes straight to the owner's register. (The simulation stays read-first.)
+    pub fn without_collision_check(mut self) -> Self {
+        self._no_rw_check = true;
+        self
+    }
+
+    /// The Verilog `initial` block of every word, empty when all are zero. Every word, zero or
+    /// not, in the same text width: Yosys names cells after their source lines, and its results
+    /// depend on the names, so the values must not move a line.
+    fn initial_block(&self) -> String {
+        if self._mem.iter().all(|w| !w.any()) {
+            return String::new();
+        }
+        let digits = D.div_ceil(4);
+        let words: Vec<String> = self
+            ._mem
+            .iter()
+            .enumerate()
+            .map(|(i, w)| format!("   mem[{i:2}] = {D}'h{:0digits$x};\n", w.index()))
+            .collect();
+        format!("\ninitial begin\n{}end\n", words.concat())
     }
 
     /// Number of words.
@@ -68,8 +111,8 @@ impl<const A: usize, const D: usize> Logic for BlockRam<A, D> {
     fn hdl(&self) -> Verilog {
         Verilog::Custom(format!(
             "\
-reg [{dmax}:0] mem [0:{last}];
-
+{attribute}reg [{dmax}:0] mem [0:{last}];
+{init}
 always @(posedge clock) begin
    read_data <= mem[read_address];
    if (write_enable) begin
@@ -77,8 +120,10 @@ always @(posedge clock) begin
    end
 end
 ",
+            attribute = if self._no_rw_check { "(* no_rw_check *)\n" } else { "" },
             dmax = D - 1,
-            last = self._mem.len() - 1
+            last = self._mem.len() - 1,
+            init = self.initial_block()
         ))
     }
 

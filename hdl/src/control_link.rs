@@ -47,7 +47,7 @@ use crate::block_ram::BlockRam;
 use crate::config::CoreConfig;
 use crate::uart::{UartRx, UartTx};
 use rust_hdl::prelude::*;
-use spotagg_driver::control::protocol::{self, FRAME_TIMEOUT_BITS, MAX_COUNT};
+use spotagg_driver::control::protocol::{self, Status, FRAME_TIMEOUT_BITS, MAX_COUNT};
 use spotagg_driver::control::{pack_version, DESIGN_VERSION};
 
 /// Values of the identity registers, fixed at build time.
@@ -65,32 +65,55 @@ pub struct ControlIdentity {
     pub baud_divisor: u32,
 }
 
+/// What the build flow stamps into a build: the source's git hash and the build date. The HDL
+/// does not find them out itself (`spotagg_boards::flow::source_stamp` does, for a build).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BuildStamp {
+    /// First 32 bits of the git hash (0 unknown).
+    pub git_hash: u32,
+    /// Build date, days since 1970-01-01 (0 unknown).
+    pub build_date_days: u32,
+}
+
 impl ControlIdentity {
-    /// Identity of this source tree built now: [`DESIGN_VERSION`], the git hash of the working
-    /// directory's HEAD (0 when git is unavailable) and today's date (the day of
-    /// `SOURCE_DATE_EPOCH` when that is set).
-    pub fn stamp(board_id: u32, baud_divisor: u32) -> ControlIdentity {
-        let git_hash = std::process::Command::new("git")
-            .args(["rev-parse", "--short=8", "HEAD"])
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .and_then(|o| u32::from_str_radix(String::from_utf8_lossy(&o.stdout).trim(), 16).ok())
-            .unwrap_or(0);
-        // SOURCE_DATE_EPOCH (reproducible-builds.org) when set, else now.
-        let secs = std::env::var("SOURCE_DATE_EPOCH")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok().map(|d| d.as_secs()));
-        let days = secs.map(|s| (s / 86_400) as u32).unwrap_or(0);
+    /// The identity of a build of this design ([`DESIGN_VERSION`]) for `board_id` at
+    /// `baud_divisor`, with the flow's `build` stamp.
+    pub fn stamp(board_id: u32, baud_divisor: u32, build: BuildStamp) -> ControlIdentity {
         ControlIdentity {
             board_id,
             version: pack_version(DESIGN_VERSION),
-            git_hash,
-            build_date_days: days,
+            git_hash: build.git_hash,
+            build_date_days: build.build_date_days,
             baud_divisor,
         }
     }
+}
+
+/// The request/response machine of the link.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
+enum LinkState {
+    /// Waiting for the SYNC byte.
+    Idle,
+    /// Opcode, address and count.
+    Header,
+    /// The words of a write, into the buffer.
+    Data,
+    /// The two CRC bytes.
+    Crc,
+    /// Skipping an unparseable request until the line is quiet (status already set).
+    Discard,
+    /// The first buffered word and the first register's offset presented.
+    WritePrepare,
+    /// One register written a cycle.
+    Write,
+    /// SYNC, status, count, data words and CRC sent.
+    Respond,
+    /// Snapshot: the core's input held until nothing is in flight.
+    SnapshotWait,
+    /// Snapshot: the counters copied into the shadow.
+    SnapshotCopy,
+    /// The request's verdict (after the last CRC byte).
+    Verdict,
 }
 
 /// The control link.
@@ -123,8 +146,8 @@ pub struct ControlLink {
     rx: UartRx,
     tx: UartTx,
     buffer: BlockRam<5, 32>,
-    shadow: ShadowRam,
-    state: DFF<Bits<4>>,
+    shadow: BlockRam<6, 32>,
+    state: DFF<LinkState>,
     snap_ge4: DFF<Bit>,
     cp_more: DFF<Bit>,
     cp_end: DFF<Bit>,
@@ -216,6 +239,17 @@ pub struct ControlLink {
     counter_n: Constant<Bits<8>>,
     timeout_m1: Constant<Bits<24>>,
     max_count: Constant<Bits<8>>,
+    status_ok: Constant<Bits<8>>,
+    status_bad_checksum: Constant<Bits<8>>,
+    status_bad_length: Constant<Bits<8>>,
+    status_unknown_register: Constant<Bits<8>>,
+    status_timeout: Constant<Bits<8>>,
+    status_bad_opcode: Constant<Bits<8>>,
+}
+
+/// A `protocol::Status` code as a constant of the generated Verilog.
+fn status(s: Status) -> Constant<Bits<8>> {
+    Constant::new((s as u64).into())
 }
 
 fn k32(v: u64) -> Constant<Bits<32>> {
@@ -282,7 +316,11 @@ impl ControlLink {
             rx: UartRx::new(d),
             tx: UartTx::new(d),
             buffer: BlockRam::new(32),
-            shadow: ShadowRam::with_contents(64, IDENTITY_BASE, &identity_words(core, &identity, counters)),
+            // The link never reads a shadow word in the cycle it is written (written only while
+            // a snapshot is copied, read only while a response is sent).
+            shadow: BlockRam::new(64)
+                .with_contents(IDENTITY_BASE, &identity_words(core, &identity, counters).map(u64::from))
+                .without_collision_check(),
             state: Default::default(),
             snap_ge4: Default::default(),
             cp_more: Default::default(),
@@ -376,125 +414,16 @@ impl ControlLink {
             counter_n: Constant::new((counters as u64).into()),
             timeout_m1: Constant::new((u64::from(FRAME_TIMEOUT_BITS) * u64::from(d) - 1).into()),
             max_count: Constant::new(u64::from(MAX_COUNT).into()),
+            status_ok: status(Status::Ok),
+            status_bad_checksum: status(Status::BadChecksum),
+            status_bad_length: status(Status::BadLength),
+            status_unknown_register: status(Status::UnknownRegister),
+            status_timeout: status(Status::Timeout),
+            status_bad_opcode: status(Status::BadOpcode),
         }
     }
 }
 
-/// The counter shadow: a simple dual-port RAM of 64 words of 32 bits, the same as
-/// [`BlockRam`] (read data registered, read-first in simulation) except that its Verilog marks
-/// the memory `no_rw_check`: the link never reads a word in the cycle it is written (the shadow
-/// is written only while a snapshot is copied, read only while a response is sent), so Yosys
-/// adds no collision bypass and the block RAM's output goes straight to `shadow_q`.
-#[derive(LogicBlock)]
-pub struct ShadowRam {
-    /// Clock of both ports.
-    pub clock: Signal<In, Clock>,
-    /// Read address.
-    pub read_address: Signal<In, Bits<6>>,
-    /// Word at the read address of the previous cycle.
-    pub read_data: Signal<Out, Bits<32>>,
-    /// Write address.
-    pub write_address: Signal<In, Bits<6>>,
-    /// Word to write.
-    pub write_data: Signal<In, Bits<32>>,
-    /// Write strobe.
-    pub write_enable: Signal<In, Bit>,
-    _mem: Vec<Bits<32>>,
-}
-
-impl ShadowRam {
-    /// A RAM of `depth` words (at most 64), zero at power-up.
-    pub fn new(depth: usize) -> Self {
-        assert!((1..=64).contains(&depth), "ShadowRam depth {depth} outside 1..=64");
-        Self {
-            clock: Default::default(),
-            read_address: Default::default(),
-            read_data: Default::default(),
-            write_address: Default::default(),
-            write_data: Default::default(),
-            write_enable: Default::default(),
-            _mem: vec![Bits::<32>::default(); depth],
-        }
-    }
-
-    /// A RAM of `depth` words whose words `base..base + words.len()` hold `words` at power-up
-    /// (the block RAM's initial contents), the rest zero.
-    pub fn with_contents(depth: usize, base: usize, words: &[u32]) -> Self {
-        assert!(base + words.len() <= depth, "initial words past the end of the RAM");
-        let mut ram = Self::new(depth);
-        for (i, w) in words.iter().enumerate() {
-            ram._mem[base + i] = u64::from(*w).into();
-        }
-        ram
-    }
-}
-
-impl ShadowRam {
-    /// The Verilog `initial` block of every word (Yosys puts them in the block RAM's INITVAL),
-    /// empty when all are zero. Every word, zero or not, in the same text width: Yosys names
-    /// cells after their source lines, and its results depend on the names, so the values
-    /// must not move a line.
-    fn initial_block(&self) -> String {
-        if self._mem.iter().all(|w| !w.any()) {
-            return String::new();
-        }
-        let words: Vec<String> =
-            self._mem.iter().enumerate().map(|(i, w)| format!("   mem[{i:2}] = 32'h{:08x};\n", w.index())).collect();
-        format!("\ninitial begin\n{}end\n", words.concat())
-    }
-}
-
-impl Logic for ShadowRam {
-    fn update(&mut self) {
-        if self.clock.pos_edge() {
-            let ra = self.read_address.val().index();
-            self.read_data.next = if ra < self._mem.len() { self._mem[ra] } else { Bits::default() };
-            if self.write_enable.val() {
-                let wa = self.write_address.val().index();
-                if wa < self._mem.len() {
-                    self._mem[wa] = self.write_data.val();
-                }
-            }
-        }
-    }
-
-    fn connect(&mut self) {
-        self.read_data.connect();
-    }
-
-    fn hdl(&self) -> Verilog {
-        Verilog::Custom(format!(
-            "\
-(* no_rw_check *)
-reg [31:0] mem [0:{last}];
-{init}
-always @(posedge clock) begin
-   read_data <= mem[read_address];
-   if (write_enable) begin
-      mem[write_address] <= write_data;
-   end
-end
-",
-            last = self._mem.len() - 1,
-            init = self.initial_block()
-        ))
-    }
-
-    fn timing(&self) -> Vec<TimingInfo> {
-        vec![TimingInfo {
-            name: "shadow_ram".into(),
-            clock: "clock".into(),
-            inputs: vec!["read_address".into(), "write_address".into(), "write_data".into(), "write_enable".into()],
-            outputs: vec!["read_data".into()],
-        }]
-    }
-}
-
-// States: 0 idle, 1 header, 2 data, 3 crc, 4 discard, 5 write prepare, 6 write, 7 respond,
-// 8 snapshot: wait for the core to be idle, 9 snapshot: copy the counters,
-// 10 verdict (after the last CRC byte).
-// Status codes as `protocol::Status`: 0 ok, 1 bad checksum, 2 bad length, 3 unknown
-// register, 4 timeout, 5 bad opcode.
 impl Logic for ControlLink {
     #[hdl_gen]
     fn update(&mut self) {
@@ -693,7 +622,7 @@ impl Logic for ControlLink {
             }
         }
 
-        // The response byte of the current position and its CRC (used in state 7).
+        // The response byte of the current position and its CRC (used in Respond).
         match self.phase.q.val().index() {
             0 => match self.ridx.q.val().index() {
                 0 => {
@@ -741,29 +670,29 @@ impl Logic for ControlLink {
             self.tx_crc.d.next = self.tx_crc_next.val();
         }
         // Flags for the states below, each from registers a cycle ahead.
-        self.snap_ge4.d.next = (self.state.q.val() == 8) && (self.snap_wait.q.val() >= 3);
+        self.snap_ge4.d.next = (self.state.q.val() == LinkState::SnapshotWait) && (self.snap_wait.q.val() >= 3);
         self.cp_more.d.next = true;
         self.cp_end.d.next = false;
-        if self.state.q.val() == 9 {
+        if self.state.q.val() == LinkState::SnapshotCopy {
             self.cp_more.d.next = self.snap_idx.q.val() < self.counter_last.val();
             self.cp_end.d.next = self.snap_idx.q.val() == self.counter_n.val();
         }
         self.wsel.d.next = self.wsel.q.val() << 1;
         self.wle5.d.next = (self.wsel.q.val() & 0x1f) != 0;
-        // word == count_m1 and count_out == 0 a cycle late: in states 2 and 7 the word index and
+        // word == count_m1 and count_out == 0 a cycle late: in Data and Respond the word index and
         // count_out change at most once per byte on the line.
         self.w_last.d.next = self.word.q.val() == self.count_m1.q.val();
         self.cnt_zero.d.next = self.count_out.q.val() == 0;
 
-        match self.state.q.val().index() {
-            0 => {
+        match self.state.q.val() {
+            LinkState::Idle => {
                 if self.rx.valid.val() && (self.rx.data.val() == 0xA5) {
-                    self.state.d.next = 1.into();
+                    self.state.d.next = LinkState::Header;
                     self.crc.d.next = 0xffff.into();
                     self.hidx.d.next = 0.into();
                 }
             }
-            1 => {
+            LinkState::Header => {
                 if self.rx.valid.val() {
                     self.crc.d.next = self.rx_crc_next.val();
                     self.hidx.d.next = self.hidx.q.val() + 1;
@@ -784,27 +713,27 @@ impl Logic for ControlLink {
                             self.bidx.d.next = 0.into();
                             self.cidx.d.next = false;
                             if !self.op_rd.q.val() && !self.op_wr.q.val() {
-                                self.status.d.next = 5.into();
-                                self.state.d.next = 4.into();
+                                self.status.d.next = self.status_bad_opcode.val();
+                                self.state.d.next = LinkState::Discard;
                             } else if (self.rx.data.val() == 0) || (self.rx.data.val() > self.max_count.val()) {
-                                self.status.d.next = 2.into();
-                                self.state.d.next = 4.into();
+                                self.status.d.next = self.status_bad_length.val();
+                                self.state.d.next = LinkState::Discard;
                             } else if self.op_wr.q.val() {
-                                self.state.d.next = 2.into();
+                                self.state.d.next = LinkState::Data;
                             } else {
-                                self.state.d.next = 3.into();
+                                self.state.d.next = LinkState::Crc;
                             }
                         }
                     }
                 } else if self.quiet_over.q.val() {
-                    self.status.d.next = 4.into();
+                    self.status.d.next = self.status_timeout.val();
                     self.count_out.d.next = 0.into();
                     self.phase.d.next = 0.into();
                     self.ridx.d.next = 0.into();
-                    self.state.d.next = 7.into();
+                    self.state.d.next = LinkState::Respond;
                 }
             }
-            2 => {
+            LinkState::Data => {
                 if self.rx.valid.val() {
                     self.crc.d.next = self.rx_crc_next.val();
                     self.assemble.d.next = self.asm_next.val();
@@ -813,20 +742,20 @@ impl Logic for ControlLink {
                         self.buffer.write_enable.next = true;
                         self.word.d.next = self.word.q.val() + 1;
                         if self.w_last.q.val() {
-                            self.state.d.next = 3.into();
+                            self.state.d.next = LinkState::Crc;
                         }
                     }
                 } else if self.quiet_over.q.val() {
-                    self.status.d.next = 4.into();
+                    self.status.d.next = self.status_timeout.val();
                     self.count_out.d.next = 0.into();
                     self.phase.d.next = 0.into();
                     self.ridx.d.next = 0.into();
-                    self.state.d.next = 7.into();
+                    self.state.d.next = LinkState::Respond;
                 }
             }
-            3 => {
+            LinkState::Crc => {
                 if self.rx.valid.val() {
-                    // The CRC compared a byte at a time, the verdict in state 10.
+                    // The CRC compared a byte at a time, the verdict in Verdict.
                     if !self.cidx.q.val() {
                         self.crc_hi_ok.d.next = self.rx.data.val() == bit_cast::<8, 16>(self.crc.q.val() >> 8);
                         self.cidx.d.next = true;
@@ -837,26 +766,26 @@ impl Logic for ControlLink {
                         self.count_out.d.next = 0.into();
                         self.phase.d.next = 0.into();
                         self.ridx.d.next = 0.into();
-                        self.state.d.next = 10.into();
+                        self.state.d.next = LinkState::Verdict;
                     }
                 } else if self.quiet_over.q.val() {
-                    self.status.d.next = 4.into();
+                    self.status.d.next = self.status_timeout.val();
                     self.count_out.d.next = 0.into();
                     self.phase.d.next = 0.into();
                     self.ridx.d.next = 0.into();
-                    self.state.d.next = 7.into();
+                    self.state.d.next = LinkState::Respond;
                 }
             }
-            4 => {
+            LinkState::Discard => {
                 // Skip an unparseable frame until the line is quiet; status already set.
                 if self.quiet_over.q.val() {
                     self.count_out.d.next = 0.into();
                     self.phase.d.next = 0.into();
                     self.ridx.d.next = 0.into();
-                    self.state.d.next = 7.into();
+                    self.state.d.next = LinkState::Respond;
                 }
             }
-            5 => {
+            LinkState::WritePrepare => {
                 // Present buffer word 0; the first register's offset (a request stays within one
                 // region, so the low byte does not carry).
                 self.buffer.read_address.next = 0.into();
@@ -888,9 +817,9 @@ impl Logic for ControlLink {
                     _ => {}
                 }
                 self.wle5.d.next = bit_cast::<8, 16>(self.addr.q.val()) <= 5;
-                self.state.d.next = 6.into();
+                self.state.d.next = LinkState::Write;
             }
-            6 => {
+            LinkState::Write => {
                 // One register per cycle: word w's data is on the buffer's read port.
                 self.o_write.d.next = true;
                 self.o_address.d.next = self.wr_off.q.val();
@@ -923,18 +852,18 @@ impl Logic for ControlLink {
                 self.word.d.next = self.word.q.val() + 1;
                 if self.word.q.val() == self.count_m1.q.val() {
                     self.word.d.next = 0.into();
-                    self.state.d.next = 7.into();
+                    self.state.d.next = LinkState::Respond;
                 }
             }
-            8 => {
+            LinkState::SnapshotWait => {
                 // Snapshot: hold the core's input; wait until nothing is in flight.
                 self.snap_wait.d.next = self.snap_wait.q.val() + 1;
                 if self.snap_ge4.q.val() && (self.idle_q.q.val() || self.snap_wait.q.val().get_bit(16)) {
                     self.snap_late.d.next = !self.idle_q.q.val();
-                    self.state.d.next = 9.into();
+                    self.state.d.next = LinkState::SnapshotCopy;
                 }
             }
-            9 => {
+            LinkState::SnapshotCopy => {
                 // Copy counter snap_idx into the shadow, one a cycle; the copy of counter i is
                 // written two cycles after its address, so the state ends two cycles after the
                 // last address.
@@ -945,34 +874,34 @@ impl Logic for ControlLink {
                 if self.cp_end.q.val() {
                     self.pause_q.d.next = false;
                     self.count_out.d.next = self.count.q.val();
-                    self.state.d.next = 7.into();
+                    self.state.d.next = LinkState::Respond;
                 }
             }
-            10 => {
+            LinkState::Verdict => {
                 // The request's verdict, from registers.
                 if !self.crc_ok.q.val() {
-                    self.status.d.next = 1.into();
-                    self.state.d.next = 7.into();
+                    self.status.d.next = self.status_bad_checksum.val();
+                    self.state.d.next = LinkState::Respond;
                 } else if !self.range_ok_q.q.val() {
-                    self.status.d.next = 3.into();
-                    self.state.d.next = 7.into();
+                    self.status.d.next = self.status_unknown_register.val();
+                    self.state.d.next = LinkState::Respond;
                 } else if self.op_wr.q.val() {
-                    self.status.d.next = 0.into();
-                    self.state.d.next = 5.into();
+                    self.status.d.next = self.status_ok.val();
+                    self.state.d.next = LinkState::WritePrepare;
                 } else if self.snap_req.q.val() {
-                    self.status.d.next = 0.into();
+                    self.status.d.next = self.status_ok.val();
                     self.snap_idx.d.next = 0.into();
                     self.snap_wait.d.next = 0.into();
                     self.pause_q.d.next = true;
-                    self.state.d.next = 8.into();
+                    self.state.d.next = LinkState::SnapshotWait;
                 } else {
-                    self.status.d.next = 0.into();
+                    self.status.d.next = self.status_ok.val();
                     self.count_out.d.next = self.count.q.val();
-                    self.state.d.next = 7.into();
+                    self.state.d.next = LinkState::Respond;
                 }
             }
             _ => {
-                // Respond: SYNC, status, count, data words, CRC (bytes chosen above).
+                // LinkState::Respond: SYNC, status, count, data words, CRC (bytes chosen above).
                 if self.tx_send.val() && !self.tx.busy.val() {
                     self.tx.data.next = self.tx_byte.val();
                     self.tx.start.next = true;
@@ -1012,7 +941,7 @@ impl Logic for ControlLink {
                         }
                         _ => {
                             if self.ridx.q.val() == 1 {
-                                self.state.d.next = 0.into();
+                                self.state.d.next = LinkState::Idle;
                                 self.ridx.d.next = 0.into();
                             }
                         }
@@ -1200,7 +1129,7 @@ mod tests {
             return;
         }
         let core = CoreConfig::new(4, 64, 1024, 32).unwrap();
-        let id = ControlIdentity::stamp(0, crate::uart::DEFAULT_DIVISOR);
+        let id = ControlIdentity::stamp(0, crate::uart::DEFAULT_DIVISOR, BuildStamp::default());
         let mut link = ControlLink::new(&core, id);
         link.connect_all();
         let u = synth_ecp5(&generate_verilog(&link)).unwrap_or_else(|e| panic!("{e}"));

@@ -33,12 +33,14 @@ use crate::aggregator::Aggregator;
 use crate::config::CoreConfig;
 use crate::config_registers::ConfigRegisters;
 use crate::counters::Counters;
+use crate::frame_parser::DescriptorSource;
 use crate::frame_parser::FrameParser;
 use crate::lane_adders::LaneAdders;
 use crate::result_builder::ResultBuilder;
 use crate::scoreboard::Scoreboard;
 use crate::slot_memory::SlotMemory;
 use crate::stream_width::{RxWidth, TxWidth};
+use crate::word_stream::WordSource;
 use rust_hdl::prelude::*;
 
 /// The aggregation core with `D`-bit stream beats (`D = 8 · width_bytes`).
@@ -159,11 +161,7 @@ impl<const D: usize> Logic for Core<D> {
         self.rx.in_last.next = self.rx_last.val();
         self.rx.in_bytes.next = self.rx_bytes.val();
         self.rx_ready.next = self.rx.in_ready.val();
-        self.parser.word_valid.next = self.rx.word_valid.val();
-        self.parser.word_data.next = self.rx.word_data.val();
-        self.parser.word_last.next = self.rx.word_last.val();
-        self.parser.word_bytes.next = self.rx.word_bytes.val();
-        self.rx.word_ready.next = self.parser.word_ready.val();
+        WordSource::join(&mut self.rx.word, &mut self.parser.word);
         // Configuration.
         self.registers.write.next = self.cfg_write.val();
         self.registers.address.next = self.cfg_address.val();
@@ -194,26 +192,7 @@ impl<const D: usize> Logic for Core<D> {
         self.scoreboard.clear.next = self.registers.clear.val();
         self.counters.clear.next = self.registers.clear_counters.val();
         // Parser to aggregator.
-        self.aggregator.desc_valid.next = self.parser.desc_valid.val();
-        self.aggregator.desc_kind.next = self.parser.desc_kind.val();
-        self.aggregator.desc_rank.next = self.parser.desc_rank.val();
-        self.aggregator.desc_slot.next = self.parser.desc_slot.val();
-        self.aggregator.desc_set.next = self.parser.desc_set.val();
-        self.aggregator.desc_half.next = self.parser.desc_half.val();
-        self.aggregator.desc_ip_len.next = self.parser.desc_ip_len.val();
-        self.aggregator.desc_h1.next = self.parser.desc_h1.val();
-        self.aggregator.desc_h2.next = self.parser.desc_h2.val();
-        self.aggregator.desc_h3.next = self.parser.desc_h3.val();
-        self.aggregator.desc_h4.next = self.parser.desc_h4.val();
-        self.aggregator.desc_h5.next = self.parser.desc_h5.val();
-        self.aggregator.desc_h6.next = self.parser.desc_h6.val();
-        self.aggregator.desc_h7.next = self.parser.desc_h7.val();
-        self.aggregator.desc_h8.next = self.parser.desc_h8.val();
-        self.aggregator.desc_h9.next = self.parser.desc_h9.val();
-        self.aggregator.desc_h10.next = self.parser.desc_h10.val();
-        self.aggregator.desc_h11.next = self.parser.desc_h11.val();
-        self.aggregator.desc_h12.next = self.parser.desc_h12.val();
-        self.parser.desc_done.next = self.aggregator.desc_done.val();
+        DescriptorSource::join(&mut self.parser.desc, &mut self.aggregator.desc);
         self.parser.buf_read_address.next = self.aggregator.buf_read_address.val();
         self.aggregator.buf_read_data.next = self.parser.buf_read_data.val();
         // Scoreboard.
@@ -262,11 +241,7 @@ impl<const D: usize> Logic for Core<D> {
         self.result_builder.load_nwords.next = self.aggregator.tx_nwords.val();
         self.result_builder.load_last_bytes.next = self.aggregator.tx_last_bytes.val();
         // Transmit stream.
-        self.tx.word_valid.next = self.result_builder.word_valid.val();
-        self.tx.word_data.next = self.result_builder.word_data.val();
-        self.tx.word_last.next = self.result_builder.word_last.val();
-        self.tx.word_bytes.next = self.result_builder.word_bytes.val();
-        self.result_builder.word_ready.next = self.tx.word_ready.val();
+        WordSource::join(&mut self.result_builder.word, &mut self.tx.word);
         self.tx_valid.next = self.tx.out_valid.val();
         self.tx_data.next = self.tx.out_data.val();
         self.tx_last.next = self.tx.out_last.val();

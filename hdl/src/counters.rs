@@ -32,6 +32,15 @@
 
 use rust_hdl::prelude::*;
 
+/// `bucket_index` of a contribution (indices 0..=12 are the drop reasons).
+pub const BUCKET_CONTRIBUTION: u64 = 13;
+/// `bucket_index` of a duplicate contribution.
+pub const BUCKET_DUPLICATE: u64 = 14;
+/// `bucket_index` of an answered ARP request.
+pub const BUCKET_ARP_REPLY: u64 = 15;
+/// `bucket_index` of an answered ICMP echo request.
+pub const BUCKET_ICMP_REPLY: u64 = 16;
+
 /// Counter bank.
 #[derive(LogicBlock, Default)]
 pub struct Counters {

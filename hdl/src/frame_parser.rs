@@ -27,17 +27,19 @@
 //!   frame gets as far as the source check and the worker search is still running (at most n + 3 cycles after word 7: an entry
 //!   is read, compared into a register, then acted on).
 //! - Timing: the frame buffer is a block RAM with registered output, read latency 2.
-//! - The decision and the header words are handed over in a descriptor (`desc_*`), held until
-//!   `desc_done` (a new one is loaded from the cycle after, so `desc_done` drives no load
+//! - The decision and the header words are handed over in a descriptor (`desc`, a [`DescriptorSource`]), held until
+//!   `desc.done` (a new one is loaded from the cycle after, so `desc.done` drives no load
 //!   enable); the next frame is received into the other half meanwhile. The parser takes
-//!   no word (`word_ready` low) only while a decided frame waits for the descriptor register.
+//!   no word (`word.ready` low) only while a decided frame waits for the descriptor register.
 //! - Nothing here touches slot state: a malformed or truncated frame only yields a drop kind.
 //!
 //! Descriptor kinds: 0..=12 the drop reasons in `DropReason` order, 13 a valid contribution,
 //! 14 an ARP request to answer, 15 an ICMP echo request to answer.
 
 use crate::block_ram::{BlockRam, PipelinedRam};
+use crate::word_stream::WordSink;
 use rust_hdl::prelude::*;
+use spotagg_driver::DropReason;
 
 /// Descriptor kind of a valid contribution.
 pub const KIND_CONTRIBUTION: u64 = 13;
@@ -46,21 +48,110 @@ pub const KIND_ARP: u64 = 14;
 /// Descriptor kind of an ICMP echo request to the switch.
 pub const KIND_ICMP: u64 = 15;
 
+/// A descriptor kind as a 5-bit constant of the generated Verilog.
+fn kind(value: u64) -> Constant<Bits<5>> {
+    Constant::new(value.into())
+}
+
+/// The parser's end of the descriptor: a decided frame handed to the aggregator.
+#[derive(LogicInterface, Default)]
+#[join = "DescriptorSink"]
+pub struct DescriptorSource {
+    /// A decided frame is described here (held until `done`).
+    pub valid: Signal<Out, Bit>,
+    /// Pulse: the descriptor and its buffer half are free again.
+    pub done: Signal<In, Bit>,
+    /// What the frame is (parser module doc: 0..=12 a drop reason, `KIND_*`).
+    pub kind: Signal<Out, Bits<5>>,
+    /// The sender's rank (contributions).
+    pub rank: Signal<Out, Bits<5>>,
+    /// Slot (contributions).
+    pub slot: Signal<Out, Bits<15>>,
+    /// Set (contributions).
+    pub set: Signal<Out, Bit>,
+    /// Frame buffer half holding the frame.
+    pub half: Signal<Out, Bit>,
+    /// IPv4 total length T.
+    pub ip_len: Signal<Out, Bits<16>>,
+    /// Header word 1 (bytes 4..8) of the frame.
+    pub h1: Signal<Out, Bits<32>>,
+    /// Header word 2 (bytes 8..12) of the frame.
+    pub h2: Signal<Out, Bits<32>>,
+    /// Header word 3 (bytes 12..16) of the frame.
+    pub h3: Signal<Out, Bits<32>>,
+    /// Header word 4 (bytes 16..20) of the frame.
+    pub h4: Signal<Out, Bits<32>>,
+    /// Header word 5 (bytes 20..24) of the frame.
+    pub h5: Signal<Out, Bits<32>>,
+    /// Header word 6 (bytes 24..28) of the frame.
+    pub h6: Signal<Out, Bits<32>>,
+    /// Header word 7 (bytes 28..32) of the frame.
+    pub h7: Signal<Out, Bits<32>>,
+    /// Header word 8 (bytes 32..36) of the frame.
+    pub h8: Signal<Out, Bits<32>>,
+    /// Header word 9 (bytes 36..40) of the frame.
+    pub h9: Signal<Out, Bits<32>>,
+    /// Header word 10 (bytes 40..44) of the frame.
+    pub h10: Signal<Out, Bits<32>>,
+    /// Header word 11 (bytes 44..48) of the frame.
+    pub h11: Signal<Out, Bits<32>>,
+    /// Header word 12 (bytes 48..52) of the frame.
+    pub h12: Signal<Out, Bits<32>>,
+}
+
+/// The aggregator's end of the descriptor.
+#[derive(LogicInterface, Default)]
+#[join = "DescriptorSource"]
+pub struct DescriptorSink {
+    /// A decided frame is described here (held until `done`).
+    pub valid: Signal<In, Bit>,
+    /// Pulse: the descriptor and its buffer half are free again.
+    pub done: Signal<Out, Bit>,
+    /// What the frame is (parser module doc: 0..=12 a drop reason, `KIND_*`).
+    pub kind: Signal<In, Bits<5>>,
+    /// The sender's rank (contributions).
+    pub rank: Signal<In, Bits<5>>,
+    /// Slot (contributions).
+    pub slot: Signal<In, Bits<15>>,
+    /// Set (contributions).
+    pub set: Signal<In, Bit>,
+    /// Frame buffer half holding the frame.
+    pub half: Signal<In, Bit>,
+    /// IPv4 total length T.
+    pub ip_len: Signal<In, Bits<16>>,
+    /// Header word 1 (bytes 4..8) of the frame.
+    pub h1: Signal<In, Bits<32>>,
+    /// Header word 2 (bytes 8..12) of the frame.
+    pub h2: Signal<In, Bits<32>>,
+    /// Header word 3 (bytes 12..16) of the frame.
+    pub h3: Signal<In, Bits<32>>,
+    /// Header word 4 (bytes 16..20) of the frame.
+    pub h4: Signal<In, Bits<32>>,
+    /// Header word 5 (bytes 20..24) of the frame.
+    pub h5: Signal<In, Bits<32>>,
+    /// Header word 6 (bytes 24..28) of the frame.
+    pub h6: Signal<In, Bits<32>>,
+    /// Header word 7 (bytes 28..32) of the frame.
+    pub h7: Signal<In, Bits<32>>,
+    /// Header word 8 (bytes 32..36) of the frame.
+    pub h8: Signal<In, Bits<32>>,
+    /// Header word 9 (bytes 36..40) of the frame.
+    pub h9: Signal<In, Bits<32>>,
+    /// Header word 10 (bytes 40..44) of the frame.
+    pub h10: Signal<In, Bits<32>>,
+    /// Header word 11 (bytes 44..48) of the frame.
+    pub h11: Signal<In, Bits<32>>,
+    /// Header word 12 (bytes 48..52) of the frame.
+    pub h12: Signal<In, Bits<32>>,
+}
+
 /// The frame parser and receive buffer.
 #[derive(LogicBlock)]
 pub struct FrameParser {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Word valid.
-    pub word_valid: Signal<In, Bit>,
-    /// Word data, first byte on top.
-    pub word_data: Signal<In, Bits<32>>,
-    /// Last word of the frame.
-    pub word_last: Signal<In, Bit>,
-    /// Valid bytes of the last word (1..=4).
-    pub word_bytes: Signal<In, Bits<3>>,
-    /// The parser takes the word.
-    pub word_ready: Signal<Out, Bit>,
+    /// The received frame, one word a cycle.
+    pub word: WordSink,
     /// Switch MAC, bytes 0..2.
     pub switch_mac_hi: Signal<In, Bits<16>>,
     /// Switch MAC, bytes 2..6.
@@ -85,46 +176,8 @@ pub struct FrameParser {
     pub buf_read_address: Signal<In, Bits<10>>,
     /// Frame buffer word at the address of two cycles before (read latency 2).
     pub buf_read_data: Signal<Out, Bits<32>>,
-    /// A decided frame is described on `desc_*`.
-    pub desc_valid: Signal<Out, Bit>,
-    /// Pulse: the descriptor and its buffer half are free again.
-    pub desc_done: Signal<In, Bit>,
-    /// What the frame is (see the module doc).
-    pub desc_kind: Signal<Out, Bits<5>>,
-    /// The sender's rank (contributions).
-    pub desc_rank: Signal<Out, Bits<5>>,
-    /// Slot (contributions).
-    pub desc_slot: Signal<Out, Bits<15>>,
-    /// Set (contributions).
-    pub desc_set: Signal<Out, Bit>,
-    /// Buffer half holding the frame.
-    pub desc_half: Signal<Out, Bit>,
-    /// IPv4 total length T.
-    pub desc_ip_len: Signal<Out, Bits<16>>,
-    /// Header word 1 (bytes 4..8) of the frame.
-    pub desc_h1: Signal<Out, Bits<32>>,
-    /// Header word 2 (bytes 8..12) of the frame.
-    pub desc_h2: Signal<Out, Bits<32>>,
-    /// Header word 3 (bytes 12..16) of the frame.
-    pub desc_h3: Signal<Out, Bits<32>>,
-    /// Header word 4 (bytes 16..20) of the frame.
-    pub desc_h4: Signal<Out, Bits<32>>,
-    /// Header word 5 (bytes 20..24) of the frame.
-    pub desc_h5: Signal<Out, Bits<32>>,
-    /// Header word 6 (bytes 24..28) of the frame.
-    pub desc_h6: Signal<Out, Bits<32>>,
-    /// Header word 7 (bytes 28..32) of the frame.
-    pub desc_h7: Signal<Out, Bits<32>>,
-    /// Header word 8 (bytes 32..36) of the frame.
-    pub desc_h8: Signal<Out, Bits<32>>,
-    /// Header word 9 (bytes 36..40) of the frame.
-    pub desc_h9: Signal<Out, Bits<32>>,
-    /// Header word 10 (bytes 40..44) of the frame.
-    pub desc_h10: Signal<Out, Bits<32>>,
-    /// Header word 11 (bytes 44..48) of the frame.
-    pub desc_h11: Signal<Out, Bits<32>>,
-    /// Header word 12 (bytes 48..52) of the frame.
-    pub desc_h12: Signal<Out, Bits<32>>,
+    /// The decided frame, held until `desc.done`.
+    pub desc: DescriptorSource,
     /// A frame is being received, decided or waits in the descriptor.
     pub busy: Signal<Out, Bit>,
     rx_buf: PipelinedRam<10, 32>,
@@ -132,6 +185,22 @@ pub struct FrameParser {
     accept: Signal<Local, Bit>,
     src_ip: Signal<Local, Bits<32>>,
     cls: Signal<Local, Bits<5>>,
+    drop_truncated: Constant<Bits<5>>,
+    drop_wrong_dst_mac: Constant<Bits<5>>,
+    drop_not_ipv4_udp: Constant<Bits<5>>,
+    drop_ip_options: Constant<Bits<5>>,
+    drop_ip_checksum: Constant<Bits<5>>,
+    drop_bad_length: Constant<Bits<5>>,
+    drop_ip_fragment: Constant<Bits<5>>,
+    drop_wrong_dst_ip: Constant<Bits<5>>,
+    drop_bad_port: Constant<Bits<5>>,
+    drop_unknown_source: Constant<Bits<5>>,
+    drop_bad_msg_type: Constant<Bits<5>>,
+    drop_bad_size: Constant<Bits<5>>,
+    drop_bad_slot: Constant<Bits<5>>,
+    kind_contribution: Constant<Bits<5>>,
+    kind_arp: Constant<Bits<5>>,
+    kind_icmp: Constant<Bits<5>>,
     needs_rank: Signal<Local, Bit>,
     total_len: Signal<Local, Bits<16>>,
     udp_len: Signal<Local, Bits<16>>,
@@ -244,11 +313,7 @@ impl FrameParser {
     pub fn new() -> Self {
         Self {
             clock: Default::default(),
-            word_valid: Default::default(),
-            word_data: Default::default(),
-            word_last: Default::default(),
-            word_bytes: Default::default(),
-            word_ready: Default::default(),
+            word: Default::default(),
             switch_mac_hi: Default::default(),
             switch_mac_lo: Default::default(),
             switch_ip: Default::default(),
@@ -261,32 +326,29 @@ impl FrameParser {
             wt_write_ip: Default::default(),
             buf_read_address: Default::default(),
             buf_read_data: Default::default(),
-            desc_valid: Default::default(),
-            desc_done: Default::default(),
-            desc_kind: Default::default(),
-            desc_rank: Default::default(),
-            desc_slot: Default::default(),
-            desc_set: Default::default(),
-            desc_half: Default::default(),
-            desc_ip_len: Default::default(),
-            desc_h1: Default::default(),
-            desc_h2: Default::default(),
-            desc_h3: Default::default(),
-            desc_h4: Default::default(),
-            desc_h5: Default::default(),
-            desc_h6: Default::default(),
-            desc_h7: Default::default(),
-            desc_h8: Default::default(),
-            desc_h9: Default::default(),
-            desc_h10: Default::default(),
-            desc_h11: Default::default(),
-            desc_h12: Default::default(),
+            desc: Default::default(),
             busy: Default::default(),
             rx_buf: PipelinedRam::new(1024),
             ip_table: BlockRam::new(32),
             accept: Default::default(),
             src_ip: Default::default(),
             cls: Default::default(),
+            drop_truncated: kind(DropReason::Truncated as u64),
+            drop_wrong_dst_mac: kind(DropReason::WrongDstMac as u64),
+            drop_not_ipv4_udp: kind(DropReason::NotIpv4Udp as u64),
+            drop_ip_options: kind(DropReason::IpOptions as u64),
+            drop_ip_checksum: kind(DropReason::IpChecksum as u64),
+            drop_bad_length: kind(DropReason::BadLength as u64),
+            drop_ip_fragment: kind(DropReason::IpFragment as u64),
+            drop_wrong_dst_ip: kind(DropReason::WrongDstIp as u64),
+            drop_bad_port: kind(DropReason::BadPort as u64),
+            drop_unknown_source: kind(DropReason::UnknownSource as u64),
+            drop_bad_msg_type: kind(DropReason::BadMsgType as u64),
+            drop_bad_size: kind(DropReason::BadSize as u64),
+            drop_bad_slot: kind(DropReason::BadSlot as u64),
+            kind_contribution: kind(KIND_CONTRIBUTION),
+            kind_arp: kind(KIND_ARP),
+            kind_icmp: kind(KIND_ICMP),
             needs_rank: Default::default(),
             total_len: Default::default(),
             udp_len: Default::default(),
@@ -503,31 +565,31 @@ impl Logic for FrameParser {
         self.rx_buf.read_enable.next = true;
         self.buf_read_data.next = self.rx_buf.read_data.val();
         // Descriptor outputs.
-        self.desc_valid.next = self.d_valid.q.val();
-        self.desc_kind.next = self.d_kind.q.val();
-        self.desc_rank.next = self.d_rank.q.val();
-        self.desc_slot.next = self.d_slot.q.val();
-        self.desc_set.next = self.d_set.q.val();
-        self.desc_half.next = self.d_half.q.val();
-        self.desc_ip_len.next = self.d_len.q.val();
-        self.desc_h1.next = self.d1.q.val();
-        self.desc_h2.next = self.d2.q.val();
-        self.desc_h3.next = self.d3.q.val();
-        self.desc_h4.next = self.d4.q.val();
-        self.desc_h5.next = self.d5.q.val();
-        self.desc_h6.next = self.d6.q.val();
-        self.desc_h7.next = self.d7.q.val();
-        self.desc_h8.next = self.d8.q.val();
-        self.desc_h9.next = self.d9.q.val();
-        self.desc_h10.next = self.d10.q.val();
-        self.desc_h11.next = self.d11.q.val();
-        self.desc_h12.next = self.d12.q.val();
+        self.desc.valid.next = self.d_valid.q.val();
+        self.desc.kind.next = self.d_kind.q.val();
+        self.desc.rank.next = self.d_rank.q.val();
+        self.desc.slot.next = self.d_slot.q.val();
+        self.desc.set.next = self.d_set.q.val();
+        self.desc.half.next = self.d_half.q.val();
+        self.desc.ip_len.next = self.d_len.q.val();
+        self.desc.h1.next = self.d1.q.val();
+        self.desc.h2.next = self.d2.q.val();
+        self.desc.h3.next = self.d3.q.val();
+        self.desc.h4.next = self.d4.q.val();
+        self.desc.h5.next = self.d5.q.val();
+        self.desc.h6.next = self.d6.q.val();
+        self.desc.h7.next = self.d7.q.val();
+        self.desc.h8.next = self.d8.q.val();
+        self.desc.h9.next = self.d9.q.val();
+        self.desc.h10.next = self.d10.q.val();
+        self.desc.h11.next = self.d11.q.val();
+        self.desc.h12.next = self.d12.q.val();
         self.busy.next = self.deciding.q.val() | (self.j.q.val() != 0) | self.d_valid.q.val();
         // Receive.
-        self.word_ready.next = !self.deciding.q.val();
-        self.accept.next = self.word_valid.val() & !self.deciding.q.val();
+        self.word.ready.next = !self.deciding.q.val();
+        self.accept.next = self.word.valid.val() & !self.deciding.q.val();
         self.rx_buf.write_enable.next = false;
-        self.rx_buf.write_data.next = self.word_data.val();
+        self.rx_buf.write_data.next = self.word.data.val();
         self.rx_buf.write_address.next = bit_cast::<10, 14>(self.j.q.val());
         if self.wr_half.q.val() {
             self.rx_buf.write_address.next = bit_cast::<10, 14>(self.j.q.val()) | 512;
@@ -545,8 +607,8 @@ impl Logic for FrameParser {
                 self.j_ge512.d.next = self.j.q.val() >= 511;
                 self.j_eq7.d.next = self.j.q.val() == 6;
             }
-            if self.word_last.val() {
-                self.len.d.next = self.len.q.val() + bit_cast::<16, 3>(self.word_bytes.val());
+            if self.word.last.val() {
+                self.len.d.next = self.len.q.val() + bit_cast::<16, 3>(self.word.bytes.val());
                 self.deciding.d.next = true;
             } else {
                 self.len.d.next = self.len.q.val() + 4;
@@ -554,53 +616,53 @@ impl Logic for FrameParser {
             if !self.j_ge13.q.val() {
                 match self.j.q.val().get_bits::<4>(0).index() {
                     0 => {
-                        self.h0.d.next = self.word_data.val();
+                        self.h0.d.next = self.word.data.val();
                     }
                     1 => {
-                        self.h1.d.next = self.word_data.val();
+                        self.h1.d.next = self.word.data.val();
                     }
                     2 => {
-                        self.h2.d.next = self.word_data.val();
+                        self.h2.d.next = self.word.data.val();
                     }
                     3 => {
-                        self.h3.d.next = self.word_data.val();
-                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
+                        self.h3.d.next = self.word.data.val();
+                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word.data.val() & 0xffff);
                     }
                     4 => {
-                        self.h4.d.next = self.word_data.val();
-                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
-                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.h4.d.next = self.word.data.val();
+                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word.data.val() & 0xffff);
+                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word.data.val() >> 16);
                     }
                     5 => {
-                        self.h5.d.next = self.word_data.val();
-                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
-                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.h5.d.next = self.word.data.val();
+                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word.data.val() & 0xffff);
+                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word.data.val() >> 16);
                     }
                     6 => {
-                        self.h6.d.next = self.word_data.val();
-                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
-                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.h6.d.next = self.word.data.val();
+                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word.data.val() & 0xffff);
+                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word.data.val() >> 16);
                     }
                     7 => {
-                        self.h7.d.next = self.word_data.val();
-                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word_data.val() & 0xffff);
-                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.h7.d.next = self.word.data.val();
+                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word.data.val() & 0xffff);
+                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word.data.val() >> 16);
                     }
                     8 => {
-                        self.h8.d.next = self.word_data.val();
-                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word_data.val() >> 16);
+                        self.h8.d.next = self.word.data.val();
+                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word.data.val() >> 16);
                     }
                     9 => {
-                        self.h9.d.next = self.word_data.val();
+                        self.h9.d.next = self.word.data.val();
                     }
                     10 => {
-                        self.h10.d.next = self.word_data.val();
+                        self.h10.d.next = self.word.data.val();
                     }
                     11 => {
-                        self.h11.d.next = self.word_data.val();
+                        self.h11.d.next = self.word.data.val();
                     }
                     12 => {
-                        self.h12.d.next = self.word_data.val();
+                        self.h12.d.next = self.word.data.val();
                     }
                     _ => {}
                 }
@@ -701,7 +763,7 @@ impl Logic for FrameParser {
         self.fl_slot_bad.d.next = bit_cast::<16, 15>(self.h12.q.val().get_bits::<15>(16)) >= self.slots_in_use.val();
         self.cls.next = 0.into();
         self.needs_rank.next = false;
-        if self.desc_done.val() {
+        if self.desc.done.val() {
             self.d_valid.d.next = false;
         }
         if self.deciding.q.val() & (self.dstage.q.val() != 3) {
@@ -721,73 +783,73 @@ impl Logic for FrameParser {
             & !self.fl_ihl_bad.q.val();
         self.nr_pre.d.next = false;
         if self.fl_len14.q.val() {
-            self.cls_pre.d.next = 0.into();
+            self.cls_pre.d.next = self.drop_truncated.val();
         } else if !self.fl_dst_ok.q.val() {
-            self.cls_pre.d.next = 1.into();
+            self.cls_pre.d.next = self.drop_wrong_dst_mac.val();
         } else if self.fl_arp.q.val() {
             if self.fl_len42.q.val() {
-                self.cls_pre.d.next = 0.into();
+                self.cls_pre.d.next = self.drop_truncated.val();
             } else if self.fl_arp_bad.q.val() {
-                self.cls_pre.d.next = 2.into();
+                self.cls_pre.d.next = self.drop_not_ipv4_udp.val();
             } else if self.fl_arp_ip_bad.q.val() {
-                self.cls_pre.d.next = 7.into();
+                self.cls_pre.d.next = self.drop_wrong_dst_ip.val();
             } else {
-                self.cls_pre.d.next = 14.into();
+                self.cls_pre.d.next = self.kind_arp.val();
             }
         } else if !self.fl_ipv4.q.val() {
-            self.cls_pre.d.next = 2.into();
+            self.cls_pre.d.next = self.drop_not_ipv4_udp.val();
         } else if self.fl_len34.q.val() {
-            self.cls_pre.d.next = 0.into();
+            self.cls_pre.d.next = self.drop_truncated.val();
         } else if self.fl_ver_bad.q.val() {
-            self.cls_pre.d.next = 2.into();
+            self.cls_pre.d.next = self.drop_not_ipv4_udp.val();
         } else if self.fl_ihl_bad.q.val() {
-            self.cls_pre.d.next = 3.into();
+            self.cls_pre.d.next = self.drop_ip_options.val();
         } else if self.fl_tl_bad.q.val() {
-            self.cls_pre.d.next = 5.into();
+            self.cls_pre.d.next = self.drop_bad_length.val();
         } else if self.fl_frag.q.val() {
-            self.cls_pre.d.next = 6.into();
+            self.cls_pre.d.next = self.drop_ip_fragment.val();
         } else if self.fl_dip_bad.q.val() {
-            self.cls_pre.d.next = 7.into();
+            self.cls_pre.d.next = self.drop_wrong_dst_ip.val();
         } else if self.fl_icmp.q.val() {
             if self.fl_tl28.q.val() {
-                self.cls_pre.d.next = 0.into();
+                self.cls_pre.d.next = self.drop_truncated.val();
             } else if self.fl_icmp_bad.q.val() {
-                self.cls_pre.d.next = 2.into();
+                self.cls_pre.d.next = self.drop_not_ipv4_udp.val();
             } else {
-                self.cls_pre.d.next = 15.into();
+                self.cls_pre.d.next = self.kind_icmp.val();
             }
         } else if !self.fl_udp.q.val() {
-            self.cls_pre.d.next = 2.into();
+            self.cls_pre.d.next = self.drop_not_ipv4_udp.val();
         } else if self.fl_tl28.q.val() {
-            self.cls_pre.d.next = 0.into();
+            self.cls_pre.d.next = self.drop_truncated.val();
         } else if self.fl_udplen_bad.q.val() {
-            self.cls_pre.d.next = 5.into();
+            self.cls_pre.d.next = self.drop_bad_length.val();
         } else if self.fl_port_bad.q.val() {
-            self.cls_pre.d.next = 8.into();
+            self.cls_pre.d.next = self.drop_bad_port.val();
         } else {
             self.nr_pre.d.next = true;
-            self.cls_pre.d.next = 13.into();
+            self.cls_pre.d.next = self.kind_contribution.val();
         }
         if self.fl_ul18.q.val() {
-            self.cls_rank.d.next = 0.into();
+            self.cls_rank.d.next = self.drop_truncated.val();
         } else if self.fl_msg_bad.q.val() {
-            self.cls_rank.d.next = 10.into();
+            self.cls_rank.d.next = self.drop_bad_msg_type.val();
         } else if self.fl_size_bad.q.val() {
-            self.cls_rank.d.next = 11.into();
+            self.cls_rank.d.next = self.drop_bad_size.val();
         } else if self.fl_pay_bad.q.val() {
-            self.cls_rank.d.next = 5.into();
+            self.cls_rank.d.next = self.drop_bad_length.val();
         } else if self.fl_slot_bad.q.val() {
-            self.cls_rank.d.next = 12.into();
+            self.cls_rank.d.next = self.drop_bad_slot.val();
         } else {
-            self.cls_rank.d.next = 13.into();
+            self.cls_rank.d.next = self.kind_contribution.val();
         }
         if self.deciding.q.val() & (self.dstage.q.val() == 3) {
             if self.reach_ck.q.val() & self.ck_bad.q.val() {
-                self.cls.next = 4.into();
+                self.cls.next = self.drop_ip_checksum.val();
             } else if self.nr_pre.q.val() {
                 self.needs_rank.next = true;
                 if !self.s_found.q.val() {
-                    self.cls.next = 9.into();
+                    self.cls.next = self.drop_unknown_source.val();
                 } else {
                     self.cls.next = self.cls_rank.q.val();
                 }
@@ -828,5 +890,195 @@ impl Logic for FrameParser {
                 self.s_busy.d.next = false;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::step::settle;
+    use DropReason::*;
+
+    const SWITCH_MAC: [u8; 6] = [0x02, 0x00, 0x5a, 0x00, 0x00, 0x01];
+    const SWITCH_IP: [u8; 4] = [192, 0, 2, 1];
+    const WORKERS: usize = 4;
+    const SLOTS: u64 = 4;
+    /// 256-byte payloads: size code 1, k = 64 words.
+    const SIZE_CODE: u8 = 1;
+    const PAYLOAD: usize = 256;
+
+    fn worker_ip(rank: u8) -> [u8; 4] {
+        [192, 0, 2, 10 + rank]
+    }
+
+    fn ip_checksum(header: &[u8]) -> u16 {
+        let mut sum: u32 = header.chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        !(sum as u16)
+    }
+
+    /// A valid contribution from rank 1 to slot 2, set 1 (no preamble, no FCS).
+    fn contribution() -> Vec<u8> {
+        let udp_len = 8 + 10 + PAYLOAD;
+        let total = 20 + udp_len;
+        let mut f = vec![];
+        f.extend(SWITCH_MAC);
+        f.extend([0x02, 0x00, 0x5a, 0x00, 0x01, 0x01]);
+        f.extend([0x08, 0x00]);
+        f.extend([0x45, 0x00]);
+        f.extend((total as u16).to_be_bytes());
+        f.extend([0, 0, 0, 0, 64, 17, 0, 0]);
+        f.extend(worker_ip(1));
+        f.extend(SWITCH_IP);
+        f.extend([0xbe, 0xe3, 0xbe, 0xe0]);
+        f.extend((udp_len as u16).to_be_bytes());
+        f.extend([0, 0]);
+        // SwitchML: msg type 1 and size code, a byte of flags, pool index (set bit 15, slot 2),
+        // exponents.
+        f.extend([0x10 | SIZE_CODE, 0x00, 0, 0, 0, 0, 0x80, 0x02, 0x00, 0x00]);
+        f.extend((0..PAYLOAD).map(|i| i as u8));
+        seal(&mut f);
+        f
+    }
+
+    /// The IPv4 header checksum made right.
+    fn seal(f: &mut [u8]) {
+        f[24] = 0;
+        f[25] = 0;
+        let c = ip_checksum(&f[14..34]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+    }
+
+    /// One fault of each check of docs/switch.md §1 that leaves the other checks' fields alone,
+    /// in the order the checks are made (the contract under test), with the drop reason it gives.
+    /// Each fault but the checksum's reseals the header checksum.
+    #[allow(clippy::type_complexity)]
+    fn faults() -> Vec<(&'static str, fn(&mut Vec<u8>), DropReason)> {
+        vec![
+            ("destination MAC", |f| f[0] = 0x04, WrongDstMac),
+            ("EtherType", |f| f[12..14].copy_from_slice(&[0x86, 0xdd]), NotIpv4Udp),
+            ("IHL", |f| f[14] = 0x46, IpOptions),
+            ("header checksum", |f| f[25] ^= 0x01, IpChecksum),
+            (
+                "total length",
+                |f| {
+                    let t = (f.len() - 14 + 1) as u16;
+                    f[16..18].copy_from_slice(&t.to_be_bytes())
+                },
+                BadLength,
+            ),
+            ("fragment", |f| f[20] |= 0x20, IpFragment),
+            ("destination IP", |f| f[33] = 99, WrongDstIp),
+            ("protocol", |f| f[23] = 6, NotIpv4Udp),
+            ("destination port", |f| f[36..38].copy_from_slice(&[0x12, 0x34]), BadPort),
+            ("source IP", |f| f[29] = 99, UnknownSource),
+            ("message type", |f| f[42] = (f[42] & 0x0f) | 0x20, BadMsgType),
+            ("size", |f| f[42] = (f[42] & 0xf8) | (SIZE_CODE + 1), BadSize),
+            ("slot", |f| f[49] = SLOTS as u8, BadSlot),
+        ]
+    }
+
+    fn with_faults(which: &[usize]) -> Vec<u8> {
+        let all = faults();
+        let mut f = contribution();
+        for &i in which {
+            (all[i].1)(&mut f);
+        }
+        if !which.iter().any(|&i| all[i].2 == IpChecksum) {
+            seal(&mut f);
+        }
+        f
+    }
+
+    struct Bench {
+        uut: FrameParser,
+    }
+
+    impl Bench {
+        fn new() -> Bench {
+            let mut uut = FrameParser::new();
+            uut.connect_all();
+            uut.switch_mac_hi.next = u64::from(u16::from_be_bytes([SWITCH_MAC[0], SWITCH_MAC[1]])).into();
+            uut.switch_mac_lo.next = u64::from(u32::from_be_bytes(SWITCH_MAC[2..6].try_into().unwrap())).into();
+            uut.switch_ip.next = u64::from(u32::from_be_bytes(SWITCH_IP)).into();
+            uut.workers.next = (WORKERS as u64).into();
+            uut.size_code.next = u64::from(SIZE_CODE).into();
+            uut.payload_words.next = ((PAYLOAD / 4) as u64).into();
+            uut.slots_in_use.next = SLOTS.into();
+            let mut b = Bench { uut };
+            for rank in 0..WORKERS as u8 {
+                b.uut.wt_address.next = u64::from(rank).into();
+                b.uut.wt_data.next = u64::from(u32::from_be_bytes(worker_ip(rank))).into();
+                b.uut.wt_write_ip.next = true;
+                b.cycle();
+            }
+            b.uut.wt_write_ip.next = false;
+            b
+        }
+
+        fn cycle(&mut self) {
+            settle(&mut self.uut);
+            self.uut.clock.next = true.into();
+            settle(&mut self.uut);
+            self.uut.clock.next = false.into();
+            settle(&mut self.uut);
+        }
+
+        /// Sends `frame` and returns the descriptor's (kind, rank), then frees it.
+        fn classify(&mut self, frame: &[u8]) -> (u64, u64) {
+            let words: Vec<&[u8]> = frame.chunks(4).collect();
+            let mut sent = 0;
+            for _ in 0..10 * words.len() + 200 {
+                if sent < words.len() {
+                    let w = words[sent];
+                    let mut v = [0u8; 4];
+                    v[..w.len()].copy_from_slice(w);
+                    self.uut.word.valid.next = true;
+                    self.uut.word.data.next = u64::from(u32::from_be_bytes(v)).into();
+                    self.uut.word.last.next = sent + 1 == words.len();
+                    self.uut.word.bytes.next = (w.len() as u64).into();
+                } else {
+                    self.uut.word.valid.next = false;
+                }
+                settle(&mut self.uut);
+                if self.uut.word.valid.val() && self.uut.word.ready.val() {
+                    sent += 1;
+                }
+                if self.uut.desc.valid.val() {
+                    let got = (self.uut.desc.kind.val().index() as u64, self.uut.desc.rank.val().index() as u64);
+                    self.uut.desc.done.next = true;
+                    self.cycle();
+                    self.uut.desc.done.next = false;
+                    self.cycle();
+                    assert_eq!(sent, words.len(), "decided before the frame's last word");
+                    return got;
+                }
+                self.cycle();
+            }
+            panic!("no descriptor for a frame of {} bytes", frame.len());
+        }
+    }
+
+    /// A valid contribution is one, from the rank whose address sent it; each fault alone gives
+    /// its reason; and of every pair of faults the check made first decides, as the model (the
+    /// list in contract order) says.
+    #[test]
+    fn classification_follows_the_order_of_the_checks() {
+        let mut b = Bench::new();
+        assert_eq!(b.classify(&contribution()), (KIND_CONTRIBUTION, 1));
+        let n = faults().len();
+        for i in 0..n {
+            let (name, _, reason) = faults()[i];
+            assert_eq!(b.classify(&with_faults(&[i])).0, reason as u64, "{name} alone");
+            for j in i + 1..n {
+                let (later, _, _) = faults()[j];
+                assert_eq!(b.classify(&with_faults(&[i, j])).0, reason as u64, "{name} with {later}");
+            }
+        }
+        // A frame that ends inside the Ethernet header, and one inside the IPv4 header.
+        assert_eq!(b.classify(&contribution()[..13]).0, Truncated as u64);
+        assert_eq!(b.classify(&contribution()[..30]).0, Truncated as u64);
     }
 }

@@ -34,6 +34,7 @@ pub mod stream_width;
 pub mod uart;
 pub mod verilog;
 pub mod wire_layout;
+pub mod word_stream;
 
 pub use crate::config::{ConfigError, CoreConfig};
 pub use crate::core::Core;

@@ -10,18 +10,30 @@
 //! (words 7, 8), read from the worker table — so the payload is stored once and sent n times.
 //!
 //! Timing contract: a read pipeline of four stages with one enable (`go`: the output register
-//! is empty or taken this cycle), so a low `word_ready` stalls every stage and nothing is lost.
+//! is empty or taken this cycle), so a low `word.ready` stalls every stage and nothing is lost.
 //! Stage 1: header buffer and worker table read (one cycle, LUT RAM; their addresses are held
 //! while stalled); stage 2: frame buffer read (block RAM, two cycles, read enable), the per-rank
 //! checksum's first sum; stage 3: header or frame word selected, checksum folded; stage 4 (the
 //! output register, `word_*` come straight from flip-flops): per-rank fields patched in. One word
-//! a cycle while `word_ready` is high; the frames of a multicast follow each other with no gap;
+//! a cycle while `word.ready` is high; the frames of a multicast follow each other with no gap;
 //! the first word of a half leaves 5 cycles after the half is loaded. A half is freed once its
 //! last word has left the buffers (stage 3), so the aggregator may refill it while the tail is
 //! still in the pipeline.
 
 use crate::block_ram::{BlockRam, PipelinedRam};
+use crate::word_stream::WordSource;
 use rust_hdl::prelude::*;
+
+/// What a frame of the buffer is: it decides which header words are patched per rank.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
+pub enum ReplyKind {
+    /// A result (multicast to a rank range, or one retransmission).
+    Result,
+    /// An ARP reply.
+    ArpReply,
+    /// An ICMP echo reply.
+    EchoReply,
+}
 
 #[derive(Copy, Clone, PartialEq, Debug, LogicState)]
 enum TxState {
@@ -49,7 +61,7 @@ pub struct ResultBuilder {
     /// Pulse: the half `load_half` holds a frame to send.
     pub load: Signal<In, Bit>,
     /// 0 result, 1 ARP reply, 2 ICMP echo reply.
-    pub load_kind: Signal<In, Bits<2>>,
+    pub load_kind: Signal<In, ReplyKind>,
     /// First rank.
     pub load_first: Signal<In, Bits<5>>,
     /// Last rank.
@@ -76,16 +88,8 @@ pub struct ResultBuilder {
     pub wt_write_mac_hi: Signal<In, Bit>,
     /// Write a worker's MAC bytes 2..6.
     pub wt_write_mac_lo: Signal<In, Bit>,
-    /// Word valid.
-    pub word_valid: Signal<Out, Bit>,
-    /// Word data.
-    pub word_data: Signal<Out, Bits<32>>,
-    /// Last word of the frame.
-    pub word_last: Signal<Out, Bit>,
-    /// Valid bytes of the last word.
-    pub word_bytes: Signal<Out, Bits<3>>,
-    /// Downstream takes the word.
-    pub word_ready: Signal<In, Bit>,
+    /// The frames sent, one word a cycle.
+    pub word: WordSource,
     /// Pulse: a frame's last word left.
     pub frame_sent: Signal<Out, Bit>,
     /// Frames are queued or being sent.
@@ -100,13 +104,13 @@ pub struct ResultBuilder {
     lhalf: DFF<Bit>,
     free: DFF<Bit>,
     shalf: DFF<Bit>,
-    k0: DFF<Bits<2>>,
+    k0: DFF<ReplyKind>,
     f0: DFF<Bits<5>>,
     l0: DFF<Bits<5>>,
     e0: DFF<Bits<10>>,
     e0m1: DFF<Bits<10>>,
     b0: DFF<Bits<3>>,
-    k1: DFF<Bits<2>>,
+    k1: DFF<ReplyKind>,
     f1: DFF<Bits<5>>,
     l1: DFF<Bits<5>>,
     e1: DFF<Bits<10>>,
@@ -154,7 +158,7 @@ pub struct ResultBuilder {
     last4: DFF<Bit>,
     bytes4: DFF<Bits<3>>,
     data4: DFF<Bits<32>>,
-    kind: Signal<Local, Bits<2>>,
+    kind: Signal<Local, ReplyKind>,
     last_rank_m1: Signal<Local, Bits<5>>,
     l0m1: DFF<Bits<5>>,
     l1m1: DFF<Bits<5>>,
@@ -200,11 +204,7 @@ impl ResultBuilder {
             wt_write_ip: Default::default(),
             wt_write_mac_hi: Default::default(),
             wt_write_mac_lo: Default::default(),
-            word_valid: Default::default(),
-            word_data: Default::default(),
-            word_last: Default::default(),
-            word_bytes: Default::default(),
-            word_ready: Default::default(),
+            word: Default::default(),
             frame_sent: Default::default(),
             busy: Default::default(),
             tx_buf: PipelinedRam::new(1024),
@@ -344,12 +344,12 @@ impl Logic for ResultBuilder {
             self.last_bytes.next = self.b0.q.val();
         }
         // Output register and pipeline enable.
-        self.word_valid.next = self.v4.q.val();
-        self.word_data.next = self.data4.q.val();
-        self.word_last.next = self.last4.q.val();
-        self.word_bytes.next = self.bytes4.q.val();
-        self.frame_sent.next = self.v4.q.val() & self.word_ready.val() & self.last4.q.val();
-        self.go.next = !self.v4.q.val() | self.word_ready.val();
+        self.word.valid.next = self.v4.q.val();
+        self.word.data.next = self.data4.q.val();
+        self.word.last.next = self.last4.q.val();
+        self.word.bytes.next = self.bytes4.q.val();
+        self.frame_sent.next = self.v4.q.val() & self.word.ready.val() & self.last4.q.val();
+        self.go.next = !self.v4.q.val() | self.word.ready.val();
         self.issue.next = false;
         // `wend`: `w` is the half's last word index; `more`: a result whose rank is not the last
         // (another rank follows). Both registered one cycle ahead, so the issue decision is a few gates.
@@ -360,12 +360,13 @@ impl Logic for ResultBuilder {
                 if self.shalf.q.val() {
                     if self.full1.q.val() {
                         self.cur.d.next = self.f1.q.val();
-                        self.more.d.next = (self.k1.q.val() == 0) & (self.f1.q.val() != self.l1.q.val());
+                        self.more.d.next =
+                            (self.k1.q.val() == ReplyKind::Result) & (self.f1.q.val() != self.l1.q.val());
                         self.state.d.next = TxState::Send;
                     }
                 } else if self.full0.q.val() {
                     self.cur.d.next = self.f0.q.val();
-                    self.more.d.next = (self.k0.q.val() == 0) & (self.f0.q.val() != self.l0.q.val());
+                    self.more.d.next = (self.k0.q.val() == ReplyKind::Result) & (self.f0.q.val() != self.l0.q.val());
                     self.state.d.next = TxState::Send;
                 }
             }
@@ -429,7 +430,7 @@ impl Logic for ResultBuilder {
             self.end1.d.next = self.wend.q.val() & !self.more.q.val();
             self.half1.d.next = self.shalf.q.val();
             self.patch1.d.next = 0.into();
-            if self.kind.val() == 0 {
+            if self.kind.val() == ReplyKind::Result {
                 match self.w.q.val().index() {
                     0 => {
                         self.patch1.d.next = 1.into();
@@ -533,5 +534,173 @@ impl Logic for ResultBuilder {
         if self.lhalf.d.val() {
             self.free.d.next = !self.full1.d.val();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::step::settle;
+
+    const SWITCH_IP: [u8; 4] = [192, 0, 2, 1];
+    const K: usize = 8;
+
+    fn mac(rank: u8) -> [u8; 6] {
+        [0x02, 0x00, 0x5a, 0x00, 0x01, rank]
+    }
+
+    fn ip(rank: u8) -> [u8; 4] {
+        [192, 0, 2, 10 + rank]
+    }
+
+    fn checksum_ok(header: &[u8]) -> bool {
+        let mut sum: u32 = header.chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        sum == 0xffff
+    }
+
+    /// A result frame image as the aggregator writes it: destination MAC, checksum and
+    /// destination IPv4 left zero (patched per rank), k = 8 elements.
+    fn result_image() -> Vec<u8> {
+        let mut f = vec![0u8; 6];
+        f.extend([0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x08, 0x00, 0x45, 0x00]);
+        f.extend(((4 * K + 38) as u16).to_be_bytes());
+        f.extend([0, 0, 0, 0, 0x40, 0x11, 0, 0]);
+        f.extend(SWITCH_IP);
+        f.extend([0; 4]);
+        f.extend([0xbe, 0xe0, 0xbe, 0xe3]);
+        f.extend(((4 * K + 18) as u16).to_be_bytes());
+        f.extend([0, 0, 0x11, 0x00, 0, 0, 0, 0, 0x80, 0x02, 0x12, 0x34]);
+        f.extend((0..4 * K).map(|i| (i * 7 + 3) as u8));
+        f
+    }
+
+    struct Bench {
+        uut: ResultBuilder,
+        cycles: usize,
+    }
+
+    impl Bench {
+        fn new() -> Bench {
+            let mut uut = ResultBuilder::new();
+            uut.connect_all();
+            uut.switch_ip.next = u64::from(u32::from_be_bytes(SWITCH_IP)).into();
+            uut.payload_words.next = (K as u64).into();
+            let mut b = Bench { uut, cycles: 0 };
+            for rank in 0..4u8 {
+                let m = mac(rank);
+                for (what, data) in [
+                    (0, u64::from(u32::from_be_bytes(ip(rank)))),
+                    (1, u64::from(u16::from_be_bytes([m[0], m[1]]))),
+                    (2, u64::from(u32::from_be_bytes(m[2..6].try_into().unwrap()))),
+                ] {
+                    b.uut.wt_address.next = u64::from(rank).into();
+                    b.uut.wt_data.next = data.into();
+                    b.uut.wt_write_ip.next = what == 0;
+                    b.uut.wt_write_mac_hi.next = what == 1;
+                    b.uut.wt_write_mac_lo.next = what == 2;
+                    b.cycle();
+                }
+            }
+            b.uut.wt_write_ip.next = false;
+            b.uut.wt_write_mac_hi.next = false;
+            b.uut.wt_write_mac_lo.next = false;
+            b
+        }
+
+        fn cycle(&mut self) {
+            settle(&mut self.uut);
+            self.uut.clock.next = true.into();
+            settle(&mut self.uut);
+            self.uut.clock.next = false.into();
+            settle(&mut self.uut);
+            self.cycles += 1;
+        }
+
+        /// Writes `image` into the free half and loads it as `kind` for ranks `first..=last`.
+        fn load(&mut self, image: &[u8], kind: ReplyKind, first: u8, last: u8) {
+            settle(&mut self.uut);
+            assert!(self.uut.load_free.val(), "no free half");
+            let half = u64::from(self.uut.load_half.val());
+            let words: Vec<u64> = image
+                .chunks(4)
+                .map(|w| {
+                    let mut v = [0u8; 4];
+                    v[..w.len()].copy_from_slice(w);
+                    u64::from(u32::from_be_bytes(v))
+                })
+                .collect();
+            for (i, w) in words.iter().enumerate() {
+                self.uut.buf_write_address.next = ((half << 9) | i as u64).into();
+                self.uut.buf_write_data.next = (*w).into();
+                self.uut.buf_write_enable.next = true;
+                self.uut.hdr_write_enable.next = i < 13;
+                self.uut.hdr_write_address.next = ((half << 4) | (i as u64 & 15)).into();
+                self.uut.hdr_write_data.next = (*w).into();
+                self.cycle();
+            }
+            self.uut.buf_write_enable.next = false;
+            self.uut.hdr_write_enable.next = false;
+            self.uut.load.next = true;
+            self.uut.load_kind.next = kind;
+            self.uut.load_first.next = u64::from(first).into();
+            self.uut.load_last.next = u64::from(last).into();
+            self.uut.load_nwords.next = (words.len() as u64).into();
+            let last_bytes = (image.len() - 1) % 4 + 1;
+            self.uut.load_last_bytes.next = (last_bytes as u64).into();
+            self.cycle();
+            self.uut.load.next = false;
+        }
+
+        /// The frames that leave within `cycles`, taken with `ready` low one cycle in three.
+        fn collect(&mut self, cycles: usize) -> Vec<Vec<u8>> {
+            let (mut frames, mut cur) = (vec![], vec![]);
+            for c in 0..cycles {
+                self.uut.word.ready.next = c % 3 != 2;
+                settle(&mut self.uut);
+                if self.uut.word.valid.val() && self.uut.word.ready.val() {
+                    let w = (self.uut.word.data.val().index() as u32).to_be_bytes();
+                    if self.uut.word.last.val() {
+                        let n = self.uut.word.bytes.val().index();
+                        assert!((1..=4).contains(&n), "last word with {n} bytes");
+                        cur.extend(&w[..n]);
+                        frames.push(std::mem::take(&mut cur));
+                    } else {
+                        cur.extend(w);
+                    }
+                }
+                self.cycle();
+            }
+            assert!(cur.is_empty(), "a frame left unfinished");
+            frames
+        }
+    }
+
+    /// The builder's framing contract, against a model of it: a result goes out once per rank
+    /// of its range in rank order, each a copy of the image with that rank's MAC and IPv4
+    /// address patched in and a good header checksum, nothing else changed; an echo reply goes
+    /// out once as written, its last word cut to its byte count.
+    #[test]
+    fn results_once_per_rank_and_replies_as_written() {
+        let mut b = Bench::new();
+        let image = result_image();
+        b.load(&image, ReplyKind::Result, 1, 3);
+        let mut reply = image.clone();
+        reply.truncate(image.len() - 3);
+        reply[0] = 0x0a;
+        b.load(&reply, ReplyKind::EchoReply, 0, 0);
+        let frames = b.collect(600);
+        assert_eq!(frames.len(), 4, "frames of lengths {:?}", frames.iter().map(Vec::len).collect::<Vec<_>>());
+        for (f, rank) in frames[..3].iter().zip(1u8..) {
+            let mut want = image.clone();
+            want[0..6].copy_from_slice(&mac(rank));
+            want[30..34].copy_from_slice(&ip(rank));
+            want[24..26].copy_from_slice(&f[24..26]);
+            assert_eq!(f, &want, "rank {rank}");
+            assert!(checksum_ok(&f[14..34]), "rank {rank}: header checksum {:02x?}", &f[24..26]);
+        }
+        assert_eq!(frames[3], reply);
     }
 }

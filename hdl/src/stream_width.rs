@@ -14,6 +14,7 @@
 //! on a rising edge with `valid` and `ready` both high; no combinational path from `ready`
 //! to `valid`.
 
+use crate::word_stream::{WordSink, WordSource};
 use rust_hdl::prelude::*;
 
 /// Ethernet beats in, 32-bit words out.
@@ -31,16 +32,8 @@ pub struct RxWidth<const D: usize> {
     pub in_bytes: Signal<In, Bits<4>>,
     /// The adapter takes the beat.
     pub in_ready: Signal<Out, Bit>,
-    /// Word valid.
-    pub word_valid: Signal<Out, Bit>,
-    /// Word data.
-    pub word_data: Signal<Out, Bits<32>>,
-    /// Last word of the frame.
-    pub word_last: Signal<Out, Bit>,
-    /// Valid bytes in the last word (1..=4).
-    pub word_bytes: Signal<Out, Bits<3>>,
-    /// Downstream takes the word.
-    pub word_ready: Signal<In, Bit>,
+    /// The words, one a cycle.
+    pub word: WordSource,
     lanes: Constant<Bits<4>>,
     merged: Signal<Local, Bits<32>>,
     acc: DFF<Bits<32>>,
@@ -65,11 +58,7 @@ impl<const D: usize> RxWidth<D> {
             in_last: Default::default(),
             in_bytes: Default::default(),
             in_ready: Default::default(),
-            word_valid: Default::default(),
-            word_data: Default::default(),
-            word_last: Default::default(),
-            word_bytes: Default::default(),
-            word_ready: Default::default(),
+            word: Default::default(),
             lanes: Constant::new(((D / 8) as u64).into()),
             merged: Default::default(),
             acc: Default::default(),
@@ -83,20 +72,20 @@ impl<const D: usize> Logic for RxWidth<D> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, acc, fill, phase);
-        self.word_valid.next = false;
-        self.word_data.next = 0.into();
-        self.word_last.next = false;
-        self.word_bytes.next = 4.into();
+        self.word.valid.next = false;
+        self.word.data.next = 0.into();
+        self.word.last.next = false;
+        self.word.bytes.next = 4.into();
         self.in_ready.next = false;
         self.merged.next = 0.into();
         if self.lanes.val() == 4 {
-            self.word_valid.next = self.in_valid.val();
-            self.word_data.next = bit_cast::<32, D>(self.in_data.val());
-            self.word_last.next = self.in_last.val();
+            self.word.valid.next = self.in_valid.val();
+            self.word.data.next = bit_cast::<32, D>(self.in_data.val());
+            self.word.last.next = self.in_last.val();
             if self.in_last.val() {
-                self.word_bytes.next = bit_cast::<3, 4>(self.in_bytes.val());
+                self.word.bytes.next = bit_cast::<3, 4>(self.in_bytes.val());
             }
-            self.in_ready.next = self.word_ready.val();
+            self.in_ready.next = self.word.ready.val();
         } else if self.lanes.val() == 1 {
             if self.in_valid.val() {
                 match self.fill.q.val().index() {
@@ -114,12 +103,12 @@ impl<const D: usize> Logic for RxWidth<D> {
                     }
                 }
                 if self.in_last.val() | (self.fill.q.val() == 3) {
-                    self.word_valid.next = true;
-                    self.word_data.next = self.merged.val();
-                    self.word_last.next = self.in_last.val();
-                    self.word_bytes.next = bit_cast::<3, 2>(self.fill.q.val()) + bit_cast::<3, 4>(self.in_bytes.val());
-                    self.in_ready.next = self.word_ready.val();
-                    if self.word_ready.val() {
+                    self.word.valid.next = true;
+                    self.word.data.next = self.merged.val();
+                    self.word.last.next = self.in_last.val();
+                    self.word.bytes.next = bit_cast::<3, 2>(self.fill.q.val()) + bit_cast::<3, 4>(self.in_bytes.val());
+                    self.in_ready.next = self.word.ready.val();
+                    if self.word.ready.val() {
                         self.fill.d.next = 0.into();
                         self.acc.d.next = 0.into();
                     }
@@ -131,24 +120,24 @@ impl<const D: usize> Logic for RxWidth<D> {
             }
         } else {
             if !self.phase.q.val() {
-                self.word_valid.next = self.in_valid.val();
-                self.word_data.next = bit_cast::<32, D>(self.in_data.val() >> 32);
+                self.word.valid.next = self.in_valid.val();
+                self.word.data.next = bit_cast::<32, D>(self.in_data.val() >> 32);
                 if self.in_last.val() & (self.in_bytes.val() <= 4) {
-                    self.word_last.next = true;
-                    self.word_bytes.next = bit_cast::<3, 4>(self.in_bytes.val());
-                    self.in_ready.next = self.word_ready.val();
-                } else if self.in_valid.val() & self.word_ready.val() {
+                    self.word.last.next = true;
+                    self.word.bytes.next = bit_cast::<3, 4>(self.in_bytes.val());
+                    self.in_ready.next = self.word.ready.val();
+                } else if self.in_valid.val() & self.word.ready.val() {
                     self.phase.d.next = true;
                 }
             } else {
-                self.word_valid.next = self.in_valid.val();
-                self.word_data.next = bit_cast::<32, D>(self.in_data.val());
-                self.word_last.next = self.in_last.val();
+                self.word.valid.next = self.in_valid.val();
+                self.word.data.next = bit_cast::<32, D>(self.in_data.val());
+                self.word.last.next = self.in_last.val();
                 if self.in_last.val() {
-                    self.word_bytes.next = bit_cast::<3, 4>(self.in_bytes.val() - 4);
+                    self.word.bytes.next = bit_cast::<3, 4>(self.in_bytes.val() - 4);
                 }
-                self.in_ready.next = self.word_ready.val();
-                if self.in_valid.val() & self.word_ready.val() {
+                self.in_ready.next = self.word.ready.val();
+                if self.in_valid.val() & self.word.ready.val() {
                     self.phase.d.next = false;
                 }
             }
@@ -161,16 +150,8 @@ impl<const D: usize> Logic for RxWidth<D> {
 pub struct TxWidth<const D: usize> {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Word valid.
-    pub word_valid: Signal<In, Bit>,
-    /// Word data.
-    pub word_data: Signal<In, Bits<32>>,
-    /// Last word of the frame.
-    pub word_last: Signal<In, Bit>,
-    /// Valid bytes in the last word (1..=4).
-    pub word_bytes: Signal<In, Bits<3>>,
-    /// The adapter takes the word.
-    pub word_ready: Signal<Out, Bit>,
+    /// The words, one a cycle.
+    pub word: WordSink,
     /// Beat valid.
     pub out_valid: Signal<Out, Bit>,
     /// Beat data, first byte in the top lane.
@@ -199,11 +180,7 @@ impl<const D: usize> TxWidth<D> {
         assert!(D == 8 || D == 32 || D == 64, "TxWidth: D = {D} bits is not 8, 32 or 64");
         Self {
             clock: Default::default(),
-            word_valid: Default::default(),
-            word_data: Default::default(),
-            word_last: Default::default(),
-            word_bytes: Default::default(),
-            word_ready: Default::default(),
+            word: Default::default(),
             out_valid: Default::default(),
             out_data: Default::default(),
             out_last: Default::default(),
@@ -225,41 +202,41 @@ impl<const D: usize> Logic for TxWidth<D> {
         self.out_data.next = 0.into();
         self.out_last.next = false;
         self.out_bytes.next = 1.into();
-        self.word_ready.next = false;
+        self.word.ready.next = false;
         if self.lanes.val() == 4 {
-            self.out_valid.next = self.word_valid.val();
-            self.out_data.next = bit_cast::<D, 32>(self.word_data.val());
-            self.out_last.next = self.word_last.val();
+            self.out_valid.next = self.word.valid.val();
+            self.out_data.next = bit_cast::<D, 32>(self.word.data.val());
+            self.out_last.next = self.word.last.val();
             self.out_bytes.next = 4.into();
-            if self.word_last.val() {
-                self.out_bytes.next = bit_cast::<4, 3>(self.word_bytes.val());
+            if self.word.last.val() {
+                self.out_bytes.next = bit_cast::<4, 3>(self.word.bytes.val());
             }
-            self.word_ready.next = self.out_ready.val();
+            self.word.ready.next = self.out_ready.val();
         } else if self.lanes.val() == 1 {
-            self.out_valid.next = self.word_valid.val();
-            if self.word_valid.val() {
+            self.out_valid.next = self.word.valid.val();
+            if self.word.valid.val() {
                 match self.idx.q.val().index() {
                     0 => {
-                        self.out_data.next = bit_cast::<D, 32>(self.word_data.val() >> 24);
+                        self.out_data.next = bit_cast::<D, 32>(self.word.data.val() >> 24);
                     }
                     1 => {
-                        self.out_data.next = bit_cast::<D, 32>(self.word_data.val() >> 16);
+                        self.out_data.next = bit_cast::<D, 32>(self.word.data.val() >> 16);
                     }
                     2 => {
-                        self.out_data.next = bit_cast::<D, 32>(self.word_data.val() >> 8);
+                        self.out_data.next = bit_cast::<D, 32>(self.word.data.val() >> 8);
                     }
                     _ => {
-                        self.out_data.next = bit_cast::<D, 32>(self.word_data.val());
+                        self.out_data.next = bit_cast::<D, 32>(self.word.data.val());
                     }
                 }
-                if self.word_last.val() & (bit_cast::<3, 2>(self.idx.q.val()) + 1 == self.word_bytes.val()) {
+                if self.word.last.val() & (bit_cast::<3, 2>(self.idx.q.val()) + 1 == self.word.bytes.val()) {
                     self.out_last.next = true;
-                    self.word_ready.next = self.out_ready.val();
+                    self.word.ready.next = self.out_ready.val();
                     if self.out_ready.val() {
                         self.idx.d.next = 0.into();
                     }
                 } else if self.idx.q.val() == 3 {
-                    self.word_ready.next = self.out_ready.val();
+                    self.word.ready.next = self.out_ready.val();
                     if self.out_ready.val() {
                         self.idx.d.next = 0.into();
                     }
@@ -269,30 +246,30 @@ impl<const D: usize> Logic for TxWidth<D> {
             }
         } else {
             if !self.have.q.val() {
-                if self.word_valid.val() {
-                    if self.word_last.val() {
+                if self.word.valid.val() {
+                    if self.word.last.val() {
                         self.out_valid.next = true;
-                        self.out_data.next = bit_cast::<D, 32>(self.word_data.val()) << 32;
+                        self.out_data.next = bit_cast::<D, 32>(self.word.data.val()) << 32;
                         self.out_last.next = true;
-                        self.out_bytes.next = bit_cast::<4, 3>(self.word_bytes.val());
-                        self.word_ready.next = self.out_ready.val();
+                        self.out_bytes.next = bit_cast::<4, 3>(self.word.bytes.val());
+                        self.word.ready.next = self.out_ready.val();
                     } else {
-                        self.word_ready.next = true;
-                        self.hold.d.next = self.word_data.val();
+                        self.word.ready.next = true;
+                        self.hold.d.next = self.word.data.val();
                         self.have.d.next = true;
                     }
                 }
             } else {
-                self.out_valid.next = self.word_valid.val();
+                self.out_valid.next = self.word.valid.val();
                 self.out_data.next =
-                    (bit_cast::<D, 32>(self.hold.q.val()) << 32) | bit_cast::<D, 32>(self.word_data.val());
-                self.out_last.next = self.word_last.val();
+                    (bit_cast::<D, 32>(self.hold.q.val()) << 32) | bit_cast::<D, 32>(self.word.data.val());
+                self.out_last.next = self.word.last.val();
                 self.out_bytes.next = 4.into();
-                if self.word_last.val() {
-                    self.out_bytes.next = bit_cast::<4, 3>(self.word_bytes.val()) + 4;
+                if self.word.last.val() {
+                    self.out_bytes.next = bit_cast::<4, 3>(self.word.bytes.val()) + 4;
                 }
-                self.word_ready.next = self.out_ready.val();
-                if self.word_valid.val() & self.out_ready.val() {
+                self.word.ready.next = self.out_ready.val();
+                if self.word.valid.val() & self.out_ready.val() {
                     self.have.d.next = false;
                 }
             }
@@ -337,15 +314,15 @@ mod test {
             rx.in_data.next = data.into();
             rx.in_last.next = end == frame.len();
             rx.in_bytes.next = ((end.saturating_sub(start)) as u64).into();
-            rx.word_ready.next = tx.word_ready.val();
+            rx.word.ready.next = tx.word.ready.val();
             settle(&mut rx);
-            tx.word_valid.next = rx.word_valid.val();
-            tx.word_data.next = rx.word_data.val();
-            tx.word_last.next = rx.word_last.val();
-            tx.word_bytes.next = rx.word_bytes.val();
+            tx.word.valid.next = rx.word.valid.val();
+            tx.word.data.next = rx.word.data.val();
+            tx.word.last.next = rx.word.last.val();
+            tx.word.bytes.next = rx.word.bytes.val();
             tx.out_ready.next = true;
             settle(&mut tx);
-            rx.word_ready.next = tx.word_ready.val();
+            rx.word.ready.next = tx.word.ready.val();
             settle(&mut rx);
             if tx.out_valid.val() {
                 let n = if tx.out_last.val() { tx.out_bytes.val().index() } else { w };

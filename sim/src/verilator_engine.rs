@@ -27,7 +27,7 @@ lint_off -rule WIDTH -file \"*top.v\"
 // width converter is one): Verilator only reports them as unoptimizable, a speed warning.
 lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.scoreboard$is_new*\"
 lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.lane_adders$exp_out*\"
-lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.tx$word_ready*\"
+lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.tx$word$ready*\"
 ";
 
 /// Port ids of the core in a Verilated model.

@@ -17,7 +17,7 @@ use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::verilog::{core_verilog, slots_fitting};
 use spotagg_hdl::CoreConfig;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Which top module is built.
@@ -87,7 +87,12 @@ pub fn design(board: &Board, top: TopKind, config: &CoreConfig, job: &JobConfig)
     match top {
         TopKind::Board => Design {
             top: "top".to_string(),
-            verilog: spotagg_boards::top::board_verilog(board, *config, job),
+            verilog: spotagg_boards::top::board_verilog_stamped(
+                board,
+                *config,
+                job,
+                spotagg_boards::flow::source_stamp(Path::new(".")),
+            ),
             lpf: spotagg_boards::lpf::lpf(board),
         },
         TopKind::Core => Design {

@@ -16,15 +16,140 @@
 //!   of latency, and a block RAM's output that leaves from a register (nextpnr's clock-to-out
 //!   of a `NOREG` read is 5.8 ns of the 7.4 ns of 135 MHz).
 
+pub mod mdio_pad;
+
 use rust_hdl::prelude::*;
 
-/// EHXPLLL of the board top: 125 MHz (the RGMII transmit clock, `CLKOP`) and 100 MHz (the
-/// core clock, `CLKOS`) from 25 MHz.
-///
-/// VCO = 25 MHz × CLKFB_DIV (5) × CLKOP_DIV (4) / CLKI_DIV (1) = 500 MHz (inside 400–800 MHz),
-/// fed back from CLKOP; CLKOP = 500 / 4 = 125 MHz, CLKOS = 500 / 5 = 100 MHz. The two outputs
-/// meet only at FIFOs (their phase relation is not used); CPHASE = (DIV − 1) / 2 with FPHASE 0
-/// on each, the zero-phase setting our single-output PLL uses. The output nets are kept wires
+/// An EHXPLLL setting: `CLKOP` = `clki_mhz` × `clkfb_div` (fed back from `CLKOP`), the VCO at
+/// `CLKOP` × `clkop_div`, and an optional second output `CLKOS` = VCO / `clkos_div` (`CLKI_DIV`
+/// is 1). Each output's phase is CPHASE = (DIV − 1) / 2 with FPHASE 0, the zero-phase setting of
+/// nextpnr-ecp5 and ecppll; the `FREQUENCY_PIN_*` attributes let nextpnr derive the output
+/// clocks' constraints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PllSetting {
+    /// Input frequency, MHz.
+    pub clki_mhz: u32,
+    /// Feedback divider.
+    pub clkfb_div: u32,
+    /// `CLKOP`'s divider from the VCO.
+    pub clkop_div: u32,
+    /// `CLKOS`'s divider from the VCO, when `CLKOS` is used.
+    pub clkos_div: Option<u32>,
+}
+
+/// The nets an [`PllSetting::instance`] connects.
+#[derive(Debug, Clone, Copy)]
+pub struct PllNets<'a> {
+    /// Input clock.
+    pub clki: &'a str,
+    /// `CLKOP` (also the feedback).
+    pub clkop: &'a str,
+    /// `CLKOS`, when the setting has it.
+    pub clkos: Option<&'a str>,
+    /// `LOCK`.
+    pub lock: &'a str,
+}
+
+impl PllSetting {
+    /// The VCO frequency, MHz.
+    pub fn vco_mhz(&self) -> u32 {
+        self.clki_mhz * self.clkfb_div * self.clkop_div
+    }
+
+    /// `CLKOP`'s frequency, MHz.
+    pub fn clkop_mhz(&self) -> u32 {
+        self.clki_mhz * self.clkfb_div
+    }
+
+    /// `CLKOS`'s frequency, MHz (when a whole number).
+    pub fn clkos_mhz(&self) -> Option<u32> {
+        self.clkos_div.map(|d| self.vco_mhz() / d)
+    }
+
+    /// The Verilog instance `name` of this setting on `nets`, each line after `indent`.
+    ///
+    /// # Panics
+    /// When the VCO is outside 400–800 MHz, an output frequency is not a whole number of MHz,
+    /// or `nets.clkos` is given without `clkos_div` (or the other way round).
+    pub fn instance(&self, name: &str, nets: PllNets<'_>, indent: &str) -> String {
+        let vco = self.vco_mhz();
+        assert!((400..=800).contains(&vco), "{self:?}: VCO {vco} MHz outside 400-800 MHz");
+        assert_eq!(self.clkos_div.is_some(), nets.clkos.is_some(), "{self:?}: CLKOS net {:?}", nets.clkos);
+        let phase = |div: u32| (div - 1) / 2;
+        let mut attrs = vec![
+            format!("(* FREQUENCY_PIN_CLKI=\"{}\" *)", self.clki_mhz),
+            format!("(* FREQUENCY_PIN_CLKOP=\"{}\" *)", self.clkop_mhz()),
+        ];
+        let mut params = vec![
+            "PLLRST_ENA(\"DISABLED\")".to_string(),
+            "INTFB_WAKE(\"DISABLED\")".into(),
+            "STDBY_ENABLE(\"DISABLED\")".into(),
+            "DPHASE_SOURCE(\"DISABLED\")".into(),
+            "OUTDIVIDER_MUXA(\"DIVA\")".into(),
+            "OUTDIVIDER_MUXB(\"DIVB\")".into(),
+            "OUTDIVIDER_MUXC(\"DIVC\")".into(),
+            "OUTDIVIDER_MUXD(\"DIVD\")".into(),
+            "CLKI_DIV(1)".into(),
+            format!("CLKFB_DIV({})", self.clkfb_div),
+            "CLKOP_ENABLE(\"ENABLED\")".into(),
+            format!("CLKOP_DIV({})", self.clkop_div),
+            format!("CLKOP_CPHASE({})", phase(self.clkop_div)),
+            "CLKOP_FPHASE(0)".into(),
+        ];
+        let mut ports = vec![
+            "RST(1'b0)".to_string(),
+            "STDBY(1'b0)".into(),
+            format!("CLKI({})", nets.clki),
+            format!("CLKOP({})", nets.clkop),
+        ];
+        if let (Some(div), Some(net)) = (self.clkos_div, nets.clkos) {
+            assert_eq!(vco % div, 0, "{self:?}: CLKOS is not a whole number of MHz");
+            attrs.push(format!("(* FREQUENCY_PIN_CLKOS=\"{}\" *)", vco / div));
+            params.extend([
+                "CLKOS_ENABLE(\"ENABLED\")".to_string(),
+                format!("CLKOS_DIV({div})"),
+                format!("CLKOS_CPHASE({})", phase(div)),
+                "CLKOS_FPHASE(0)".into(),
+            ]);
+            ports.push(format!("CLKOS({net})"));
+        }
+        params.push("FEEDBK_PATH(\"CLKOP\")".into());
+        ports.extend([
+            format!("CLKFB({})", nets.clkop),
+            "CLKINTFB()".into(),
+            "PHASESEL0(1'b0)".into(),
+            "PHASESEL1(1'b0)".into(),
+            "PHASEDIR(1'b1)".into(),
+            "PHASESTEP(1'b1)".into(),
+            "PHASELOADREG(1'b1)".into(),
+            "PLLWAKESYNC(1'b0)".into(),
+            "ENCLKOP(1'b0)".into(),
+        ]);
+        if nets.clkos.is_some() {
+            ports.push("ENCLKOS(1'b0)".into());
+        }
+        ports.push(format!("LOCK({})", nets.lock));
+        attrs.push(
+            "(* ICP_CURRENT=\"12\" *) (* LPF_RESISTOR=\"8\" *) (* MFG_ENABLE_FILTEROPAMP=\"1\" *) (* MFG_GMCREF_SEL=\"2\" *)"
+                .into(),
+        );
+        let list = |items: &[String]| items.iter().map(|i| format!("{indent}    .{i}")).collect::<Vec<_>>().join(",\n");
+        let mut v = String::new();
+        for a in &attrs {
+            v += &format!("{indent}{a}\n");
+        }
+        v += &format!("{indent}EHXPLLL #(\n{}\n{indent}) {name} (\n{}\n{indent});\n", list(&params), list(&ports));
+        v
+    }
+}
+
+/// The board top's PLL: 125 MHz on `CLKOP` (the RGMII transmit clock), 100 MHz on `CLKOS` (the
+/// core clock) from 25 MHz; VCO 500 MHz.
+pub const BOARD_PLL: PllSetting = PllSetting { clki_mhz: 25, clkfb_div: 5, clkop_div: 4, clkos_div: Some(5) };
+
+/// EHXPLLL of the board top, [`BOARD_PLL`]: 125 MHz (the RGMII transmit clock, `CLKOP`) and
+/// 100 MHz (the core clock, `CLKOS`) from 25 MHz. The two outputs meet only at FIFOs (their
+/// phase relation is not used). The output nets are kept wires
 /// `clk125` and `clk100` (after flattening `pll.clk125`, `pll.clk100`, the names the LPF
 /// constrains); `FREQUENCY_PIN_*` let nextpnr derive them too. The simulation model passes the
 /// input clock to both outputs (a simulation has no frequencies; tests that need two rates
@@ -54,54 +179,14 @@ impl Logic for BoardPll {
     }
     fn hdl(&self) -> Verilog {
         Verilog::Wrapper(Wrapper {
-            code: r#"(* keep *) wire clk125;
-(* keep *) wire clk100;
-assign clk_tx = clk125;
-assign clk_core = clk100;
-(* FREQUENCY_PIN_CLKI="25" *)
-(* FREQUENCY_PIN_CLKOP="125" *)
-(* FREQUENCY_PIN_CLKOS="100" *)
-(* ICP_CURRENT="12" *) (* LPF_RESISTOR="8" *) (* MFG_ENABLE_FILTEROPAMP="1" *) (* MFG_GMCREF_SEL="2" *)
-EHXPLLL #(
-    .PLLRST_ENA("DISABLED"),
-    .INTFB_WAKE("DISABLED"),
-    .STDBY_ENABLE("DISABLED"),
-    .DPHASE_SOURCE("DISABLED"),
-    .OUTDIVIDER_MUXA("DIVA"),
-    .OUTDIVIDER_MUXB("DIVB"),
-    .OUTDIVIDER_MUXC("DIVC"),
-    .OUTDIVIDER_MUXD("DIVD"),
-    .CLKI_DIV(1),
-    .CLKFB_DIV(5),
-    .CLKOP_ENABLE("ENABLED"),
-    .CLKOP_DIV(4),
-    .CLKOP_CPHASE(1),
-    .CLKOP_FPHASE(0),
-    .CLKOS_ENABLE("ENABLED"),
-    .CLKOS_DIV(5),
-    .CLKOS_CPHASE(2),
-    .CLKOS_FPHASE(0),
-    .FEEDBK_PATH("CLKOP")
-) pll (
-    .RST(1'b0),
-    .STDBY(1'b0),
-    .CLKI(clkin),
-    .CLKOP(clk125),
-    .CLKOS(clk100),
-    .CLKFB(clk125),
-    .CLKINTFB(),
-    .PHASESEL0(1'b0),
-    .PHASESEL1(1'b0),
-    .PHASEDIR(1'b1),
-    .PHASESTEP(1'b1),
-    .PHASELOADREG(1'b1),
-    .PLLWAKESYNC(1'b0),
-    .ENCLKOP(1'b0),
-    .ENCLKOS(1'b0),
-    .LOCK(lock)
-);
-"#
-            .into(),
+            code: format!(
+                "(* keep *) wire clk125;\n(* keep *) wire clk100;\nassign clk_tx = clk125;\nassign clk_core = clk100;\n{}",
+                BOARD_PLL.instance(
+                    "pll",
+                    PllNets { clki: "clkin", clkop: "clk125", clkos: Some("clk100"), lock: "lock" },
+                    ""
+                )
+            ),
             cores: String::new(),
         })
     }

@@ -14,6 +14,7 @@
 //!
 //! Everything runs on `clk125`, the net the LPF constrains to 125 MHz.
 
+use crate::ecp5::{PllNets, PllSetting};
 use crate::Board;
 use std::fmt::Write;
 
@@ -24,51 +25,12 @@ pub const CORE_TOP: &str = "spotagg_core_top";
 pub const CORE_TOP_PORTS: &[&str] =
     &["clk25", "led_n", "phy_reset_n", "eth0_rx_ctl", "eth0_rxd", "eth0_tx_ctl", "eth0_txd"];
 
-/// The EHXPLLL instance making 125 MHz on `clkout` from 25 MHz on `clkin`.
-///
-/// VCO = 25 MHz × CLKFB_DIV (5) × CLKOP_DIV (5) / CLKI_DIV (1) = 625 MHz (inside the
-/// 400–800 MHz range); CLKOP = 625 / 5 = 125 MHz, fed back from CLKOP. CLKOP_CPHASE = 2 with
-/// FPHASE 0 is the zero-phase setting for a divider of 5 that nextpnr-ecp5 and ecppll use.
-/// The `FREQUENCY_PIN_*` attributes let nextpnr derive the output clock's constraint.
+/// The core-only top's PLL: 125 MHz on `CLKOP` from 25 MHz (VCO 625 MHz).
+pub const CORE_TOP_PLL: PllSetting = PllSetting { clki_mhz: 25, clkfb_div: 5, clkop_div: 5, clkos_div: None };
+
+/// The EHXPLLL instance ([`CORE_TOP_PLL`]) making 125 MHz on `clkout` from 25 MHz on `clkin`.
 pub fn pll_25_to_125(instance: &str, clkin: &str, clkout: &str, lock: &str) -> String {
-    format!(
-        r#"    (* FREQUENCY_PIN_CLKI="25" *)
-    (* FREQUENCY_PIN_CLKOP="125" *)
-    (* ICP_CURRENT="12" *) (* LPF_RESISTOR="8" *) (* MFG_ENABLE_FILTEROPAMP="1" *) (* MFG_GMCREF_SEL="2" *)
-    EHXPLLL #(
-        .PLLRST_ENA("DISABLED"),
-        .INTFB_WAKE("DISABLED"),
-        .STDBY_ENABLE("DISABLED"),
-        .DPHASE_SOURCE("DISABLED"),
-        .OUTDIVIDER_MUXA("DIVA"),
-        .OUTDIVIDER_MUXB("DIVB"),
-        .OUTDIVIDER_MUXC("DIVC"),
-        .OUTDIVIDER_MUXD("DIVD"),
-        .CLKI_DIV(1),
-        .CLKFB_DIV(5),
-        .CLKOP_ENABLE("ENABLED"),
-        .CLKOP_DIV(5),
-        .CLKOP_CPHASE(2),
-        .CLKOP_FPHASE(0),
-        .FEEDBK_PATH("CLKOP")
-    ) {instance} (
-        .RST(1'b0),
-        .STDBY(1'b0),
-        .CLKI({clkin}),
-        .CLKOP({clkout}),
-        .CLKFB({clkout}),
-        .CLKINTFB(),
-        .PHASESEL0(1'b0),
-        .PHASESEL1(1'b0),
-        .PHASEDIR(1'b1),
-        .PHASESTEP(1'b1),
-        .PHASELOADREG(1'b1),
-        .PLLWAKESYNC(1'b0),
-        .ENCLKOP(1'b0),
-        .LOCK({lock})
-    );
-"#
-    )
+    CORE_TOP_PLL.instance(instance, PllNets { clki: clkin, clkop: clkout, clkos: None, lock }, "    ")
 }
 
 /// The Verilog of the core-only top around `core_verilog` (whose top module is `top`) built
@@ -103,7 +65,8 @@ pub fn core_top_verilog(core_verilog: &str, width_bytes: usize) -> String {
     let sr = n_in.div_ceil(5) * 5;
 
     let mut s = String::new();
-    let _ = writeln!(s, "// Core-only top (spotagg-boards core_top.rs): the core between a PLL and shift registers.");
+    let _ =
+        writeln!(s, "// Core-only top (spotagg-boards tops/core_top.rs): the core between a PLL and shift registers.");
     let _ = writeln!(s, "// Not a switch: no MAC. For utilization and timing of the core on the board's FPGA.");
     let _ = writeln!(s, "module {CORE_TOP}(");
     let _ = writeln!(s, "    input wire clk25,");

@@ -123,12 +123,12 @@ impl Logic for EthPort {
         self.pack.in_data.next = self.mac_rx.out_data.val();
         self.pack.in_last.next = self.mac_rx.out_last.val();
         self.pack.in_bytes.next = 1.into();
-        self.pack.word_ready.next = true;
+        self.pack.word.ready.next = true;
         self.classifier.switch_mac.next = self.switch_mac.val();
-        self.classifier.in_valid.next = self.pack.word_valid.val();
-        self.classifier.in_data.next = self.pack.word_data.val();
-        self.classifier.in_last.next = self.pack.word_last.val();
-        self.classifier.in_bytes.next = self.pack.word_bytes.val();
+        self.classifier.in_valid.next = self.pack.word.valid.val();
+        self.classifier.in_data.next = self.pack.word.data.val();
+        self.classifier.in_last.next = self.pack.word.last.val();
+        self.classifier.in_bytes.next = self.pack.word.bytes.val();
         self.classifier.in_good.next = self.mac_rx.out_good.val();
         // 36-bit receive FIFO word: data, then the byte count on the last word, the routing
         // bits on the others, then `last`.
@@ -201,11 +201,11 @@ impl Logic for EthPort {
         self.tx_arbiter.in1_valid.next = self.br_fifo.read_valid.val();
         self.tx_arbiter.in1_data.next = bit_cast::<WORD_BITS, 36>(self.br_fifo.read_data.val());
         self.br_fifo.read_ready.next = self.tx_arbiter.in1_ready.val();
-        self.unpack.word_valid.next = self.tx_arbiter.out_valid.val();
-        self.unpack.word_data.next = self.tx_arbiter.out_data.val().get_bits::<32>(0);
-        self.unpack.word_last.next = self.tx_arbiter.out_data.val().get_bit(35);
-        self.unpack.word_bytes.next = self.tx_arbiter.out_data.val().get_bits::<3>(32);
-        self.tx_arbiter.out_ready.next = self.unpack.word_ready.val();
+        self.unpack.word.valid.next = self.tx_arbiter.out_valid.val();
+        self.unpack.word.data.next = self.tx_arbiter.out_data.val().get_bits::<32>(0);
+        self.unpack.word.last.next = self.tx_arbiter.out_data.val().get_bit(35);
+        self.unpack.word.bytes.next = self.tx_arbiter.out_data.val().get_bits::<3>(32);
+        self.tx_arbiter.out_ready.next = self.unpack.word.ready.val();
         self.tx_slice.in_valid.next = self.unpack.out_valid.val();
         self.tx_slice.in_data.next =
             bit_cast::<9, 8>(self.unpack.out_data.val()) | (bit_cast::<9, 1>(self.unpack.out_last.val().into()) << 8);

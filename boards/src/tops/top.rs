@@ -22,7 +22,7 @@
 //! to spare where a 125 MHz core did not.
 //!
 //! - The core's configuration (the job) is loaded from a ROM once the PLL has locked; it is
-//!   baked in at build time ([`BoardTop::new`]) and is the power-up default: the control link
+//!   baked in at build time ([`BoardTop::new`], with the flow's build stamp) and is the power-up default: the control link
 //!   (8N1 on `uart_tx`/`uart_rx`, 115200 baud by default) reads it back and replaces it at run
 //!   time, reads every counter (the core's and the MACs') as one snapshot, and the link state
 //!   of both ports.
@@ -41,7 +41,7 @@ use crate::rgmii::{RgmiiRx, RgmiiTx};
 use crate::Board;
 use rust_hdl::prelude::*;
 use spotagg_driver::JobConfig;
-use spotagg_hdl::control_link::ControlIdentity;
+use spotagg_hdl::control_link::{BuildStamp, ControlIdentity};
 use spotagg_hdl::CoreConfig;
 
 /// The board top's core clock in MHz (the PLL's `CLKOS`).
@@ -105,10 +105,11 @@ pub struct BoardTop {
 
 impl BoardTop {
     /// The top for `board`, a width-4 `core`, and `job` loaded at power-up; the control link at
-    /// 115200 baud (at the 100 MHz core clock), identity stamped now, MDC at 2.5 MHz.
-    pub fn new(board: &Board, core: CoreConfig, job: &JobConfig) -> Self {
+    /// 115200 baud (at the 100 MHz core clock), its identity with the flow's `build` stamp, MDC at
+    /// 2.5 MHz.
+    pub fn new(board: &Board, core: CoreConfig, job: &JobConfig, build: BuildStamp) -> Self {
         let params = ControlParams {
-            identity: ControlIdentity::stamp(u32::from(board.board_id), CORE_CLOCK_BAUD_DIVISOR),
+            identity: ControlIdentity::stamp(u32::from(board.board_id), CORE_CLOCK_BAUD_DIVISOR, build),
             mdc_half_period: CORE_CLOCK_MDC_HALF_PERIOD,
             phy_addresses: board.phy_addresses,
         };
@@ -202,9 +203,16 @@ impl Logic for BoardTop {
 
 /// The Verilog of the board top for `board`, a width-4 `core` and the `job` baked in: top
 /// module `top`, ports named as in the board's LPF, the ECP5 primitives instantiated by name.
-/// This is what synthesis (`yosys synth_ecp5 -top top`) takes.
+/// The identity's git hash and build date are 0 (unknown); [`board_verilog_stamped`] gives
+/// them. They are block RAM contents (`INITVAL`), so the netlist is the same either way.
 pub fn board_verilog(board: &Board, core: CoreConfig, job: &JobConfig) -> String {
-    let mut top = BoardTop::new(board, core, job);
+    board_verilog_stamped(board, core, job, BuildStamp::default())
+}
+
+/// [`board_verilog`] with the build flow's `build` stamp in the control link's identity: what
+/// synthesis (`yosys synth_ecp5 -top top`) takes.
+pub fn board_verilog_stamped(board: &Board, core: CoreConfig, job: &JobConfig, build: BuildStamp) -> String {
+    let mut top = BoardTop::new(board, core, job, build);
     top.connect_all();
     generate_verilog(&top)
 }
