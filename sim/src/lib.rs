@@ -1,6 +1,8 @@
 //! spotagg reference switch (the executable specification of docs/switch.md) and the
 //! simulation harnesses that drive the hardware descriptions.
 
+#[cfg(feature = "hdl")]
+pub mod board_model;
 pub mod eaps;
 pub mod gmii;
 pub mod pcap;

@@ -25,6 +25,7 @@ use crate::cmd::switch::counters_line;
 use crate::engines::{load_job, EngineKind};
 use anyhow::{bail, Context, Result};
 use spotagg_driver::Engine;
+pub use spotagg_sim::board_model::BoardModel;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
@@ -56,195 +57,18 @@ pub struct Args {
     board_model: bool,
 }
 
-/// Idle clocks after a frame (and after the last byte any port sent) before the model counts
-/// as done with it: longer than the receive path (MAC, FIFO, merge) takes to hand a frame on.
-const BOARD_QUIET: usize = 300;
-
-/// Inter-frame gap on the model's receive side, in clocks.
-const BOARD_GAP: usize = 12;
-
-/// The MAC-level board model behind [`Engine`]: the switch fabric of `spotagg_boards` (both
-/// MAC ports, FIFOs, merge, core, dispatch, bridge; the job in its power-up ROM) in Verilator,
-/// all clocks from one clock. `process` feeds the frame into port 0 as GMII bytes with
-/// preamble, SFD, padding and FCS and runs until the board is idle again; the frames port 0
-/// sends, stripped of preamble and FCS, are its output.
-pub struct BoardModel {
-    m: spotagg_sim::verilator::VerilatedModel,
-    p: BoardPins,
-    counters: spotagg_driver::Counters,
-    cur: [Vec<u8>; 2],
-    /// Clock cycles run.
-    pub cycles: u64,
-    /// Frames port 1 sent (no host there: dropped).
-    pub port1_frames: u64,
-    /// Frames port 0 sent with a bad preamble or FCS (dropped; always 0 for a correct MAC).
-    pub bad_frames: u64,
-}
-
-struct BoardPins {
-    clocks: [u32; 4],
-    rxd: u32,
-    rx_dv: u32,
-    txd: [u32; 2],
-    tx_en: [u32; 2],
-    counter_address: u32,
-    counter_data: u32,
-    core_idle: u32,
-}
-
-impl BoardModel {
-    /// Builds (or takes from the cache) the Verilator model of the fabric configured for `job`
-    /// (a core of width 4 with the job's slots and payload size), and runs it until the job is
-    /// loaded.
-    pub fn build(job: &spotagg_driver::JobConfig) -> Result<BoardModel> {
-        use spotagg_hdl::rust_hdl::prelude::*;
-        use spotagg_sim::verilator::{ports_of, BuildOptions, VerilatedModel};
-        let slots = usize::from(job.slots).max(4).next_power_of_two();
-        let core = spotagg_hdl::CoreConfig::new(4, slots, job.payload.bytes().max(256), 32)
-            .map_err(|e| anyhow::anyhow!("core for the board model: {e}"))?;
-        let mut f = spotagg_boards::switch_fabric::SwitchFabric::new(core, job);
-        f.connect_all();
-        let ports = ports_of(&f);
-        let verilog = spotagg_boards::switch_fabric::fabric_verilog(core, job);
-        let opts = BuildOptions {
-            trace: false,
-            config: Some(format!(
-                "{}lint_off -rule UNOPTFLAT -file \"*top.v\"\n",
-                spotagg_sim::verilator_engine::WAIVERS
-            )),
-            extra_args: vec!["-Wno-fatal".into()],
-        };
-        let mut m = VerilatedModel::build(&verilog, &ports, &opts).context("building the Verilator board model")?;
-        let id = |n: &str| m.port(n);
-        let p = BoardPins {
-            clocks: [id("core_clock"), id("tx_clock"), id("eth0_rx_clock"), id("eth1_rx_clock")],
-            rxd: id("eth0_rxd"),
-            rx_dv: id("eth0_rx_dv"),
-            txd: [id("eth0_txd"), id("eth1_txd")],
-            tx_en: [id("eth0_tx_en"), id("eth1_tx_en")],
-            counter_address: id("counter_address"),
-            counter_data: id("counter_data"),
-            core_idle: id("core_idle"),
-        };
-        let (start, configured) = (id("start"), id("configured"));
-        m.set(start, 1);
-        m.eval();
-        let mut b = BoardModel {
-            m,
-            p,
-            counters: Default::default(),
-            cur: [vec![], vec![]],
-            cycles: 0,
-            port1_frames: 0,
-            bad_frames: 0,
-        };
-        while b.m.get(configured) == 0 || b.m.get(b.p.core_idle) == 0 {
-            b.clock(false, 0, &mut vec![]);
-            if b.cycles > 100_000 {
-                bail!("the board model did not load its configuration in 100000 clocks");
-            }
-        }
-        Ok(b)
-    }
-
-    /// One clock with `dv`/`d` on port 0's receive side; collects what the ports send.
-    /// Returns whether a port is sending.
-    fn clock(&mut self, dv: bool, d: u8, out: &mut Vec<Vec<u8>>) -> bool {
-        self.m.set(self.p.rx_dv, u64::from(dv));
-        self.m.set(self.p.rxd, u64::from(d));
-        self.m.eval();
-        let mut active = false;
-        for port in 0..2 {
-            if self.m.get(self.p.tx_en[port]) != 0 {
-                active = true;
-                let byte = self.m.get(self.p.txd[port]) as u8;
-                self.cur[port].push(byte);
-            } else if !self.cur[port].is_empty() {
-                let w = std::mem::take(&mut self.cur[port]);
-                if port == 1 {
-                    self.port1_frames += 1;
-                } else {
-                    match unwire(&w) {
-                        Some(f) => out.push(f),
-                        None => self.bad_frames += 1,
-                    }
-                }
-            }
-        }
-        for c in self.p.clocks {
-            self.m.set(c, 1);
-        }
-        self.m.eval();
-        for c in self.p.clocks {
-            self.m.set(c, 0);
-        }
-        self.m.eval();
-        self.cycles += 1;
-        active
-    }
-}
-
-/// A frame as a MAC sends it: preamble, SFD, the frame padded to 60 bytes, FCS.
-fn wire(frame: &[u8]) -> Vec<u8> {
-    let mut w = vec![0x55; 7];
-    w.push(0xD5);
-    let at = w.len();
-    w.extend_from_slice(frame);
-    if frame.len() < 60 {
-        w.resize(at + 60, 0);
-    }
-    let fcs = spotagg_boards::crc32::fcs(&w[at..]);
-    w.extend_from_slice(&fcs);
-    w
-}
-
-/// The frame inside MAC bytes, if preamble, SFD and FCS are right.
-fn unwire(w: &[u8]) -> Option<Vec<u8>> {
-    if w.len() < 8 + 4 || w[..7].iter().any(|&b| b != 0x55) || w[7] != 0xD5 {
-        return None;
-    }
-    let f = &w[8..w.len() - 4];
-    (spotagg_boards::crc32::fcs(f)[..] == w[w.len() - 4..]).then(|| f.to_vec())
-}
-
-impl Engine for BoardModel {
-    fn process(&mut self, frame: &[u8], out: &mut Vec<Vec<u8>>) {
-        for b in wire(frame) {
-            self.clock(true, b, out);
-        }
-        for _ in 0..BOARD_GAP {
-            self.clock(false, 0, out);
-        }
-        let mut quiet = 0;
-        while quiet < BOARD_QUIET {
-            let active = self.clock(false, 0, out);
-            quiet = if active || self.m.get(self.p.core_idle) == 0 { 0 } else { quiet + 1 };
-        }
-        let mut w = [0u64; 21];
-        for (i, v) in w.iter_mut().enumerate() {
-            self.m.set(self.p.counter_address, i as u64);
-            self.m.eval();
-            *v = self.m.get(self.p.counter_data) & 0xffff_ffff;
-        }
-        let c = &mut self.counters;
-        c.frames_in = w[0];
-        c.frames_out = w[1];
-        c.contributions = w[2];
-        c.duplicates = w[3];
-        c.results_multicast = w[4];
-        c.results_retransmitted = w[5];
-        c.arp_replies = w[6];
-        c.icmp_replies = w[7];
-        for d in spotagg_driver::DropReason::ALL {
-            c.drops[d.index()] = w[8 + d.index()];
-        }
-    }
-    fn counters(&self) -> spotagg_driver::Counters {
-        self.counters.clone()
-    }
-    fn name(&self) -> &'static str {
-        "verilator board model"
-    }
+/// The MAC-level board model for `job`: the switch fabric of `spotagg_boards` with a core of
+/// width 4 and the job's slots and payload size, in Verilator ([`BoardModel`]).
+pub fn board_model(job: &spotagg_driver::JobConfig) -> Result<BoardModel> {
+    use spotagg_hdl::rust_hdl::prelude::*;
+    let slots = usize::from(job.slots).max(4).next_power_of_two();
+    let core = spotagg_hdl::CoreConfig::new(4, slots, job.payload.bytes().max(256), 32)
+        .map_err(|e| anyhow::anyhow!("core for the board model: {e}"))?;
+    let mut f = spotagg_boards::switch_fabric::SwitchFabric::new(core, job);
+    f.connect_all();
+    let ports = spotagg_sim::verilator::ports_of(&f);
+    let verilog = spotagg_boards::switch_fabric::fabric_verilog(core, job);
+    BoardModel::build(&verilog, &ports).context("building the Verilator board model")
 }
 
 /// `_IOW('T', 202, int)` (linux/if_tun.h), the same on x86 and ARM.
@@ -395,7 +219,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 pub fn run(args: Args) -> Result<()> {
     let job = load_job(&args.config)?;
     let mut engine: Box<dyn Engine> =
-        if args.board_model { Box::new(BoardModel::build(&job)?) } else { args.engine.build(&job)? };
+        if args.board_model { Box::new(board_model(&job)?) } else { args.engine.build(&job)? };
     let mut tap = Tap::open(&args.tap)?;
     // SAFETY: the handler only stores to an atomic.
     unsafe {

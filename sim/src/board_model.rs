@@ -1,0 +1,167 @@
+//! The MAC-level board model behind [`Engine`]: a board's switch fabric (both MAC ports, their
+//! FIFOs, the merge, the core, the dispatch and the bridge; the job in its power-up ROM) in
+//! Verilator, every clock from one clock, fed and read as GMII bytes ([`crate::gmii`]). It is
+//! what `spotagg tap --board-model` attaches to a TAP device; the caller generates the fabric's
+//! Verilog (`spotagg_boards::switch_fabric`), so that this crate does not depend on the boards.
+
+use crate::gmii;
+use crate::verilator::{BuildOptions, PortSpec, VerilatedModel, VerilatorError};
+use spotagg_driver::{Counters, Engine};
+
+/// Why the board model could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BoardModelError {
+    /// Verilator failed.
+    #[error(transparent)]
+    Verilator(#[from] VerilatorError),
+    /// The fabric did not load its power-up job.
+    #[error("the board model did not load its configuration in {0} clocks")]
+    NotConfigured(u64),
+}
+
+/// Idle clocks after a frame (and after the last byte any port sent) before the model counts
+/// as done with it: longer than the receive path (MAC, FIFO, merge) takes to hand a frame on.
+const BOARD_QUIET: usize = 300;
+
+/// Inter-frame gap on the model's receive side, in clocks.
+const BOARD_GAP: usize = 12;
+
+/// The MAC-level board model behind [`Engine`]: the switch fabric of `spotagg_boards` (both
+/// MAC ports, FIFOs, merge, core, dispatch, bridge; the job in its power-up ROM) in Verilator,
+/// all clocks from one clock. `process` feeds the frame into port 0 as GMII bytes with
+/// preamble, SFD, padding and FCS and runs until the board is idle again; the frames port 0
+/// sends, stripped of preamble and FCS, are its output.
+pub struct BoardModel {
+    m: VerilatedModel,
+    p: BoardPins,
+    counters: Counters,
+    cur: [Vec<u8>; 2],
+    /// Clock cycles run.
+    pub cycles: u64,
+    /// Frames port 1 sent (no host there: dropped).
+    pub port1_frames: u64,
+    /// Frames port 0 sent with a bad preamble or FCS (dropped; always 0 for a correct MAC).
+    pub bad_frames: u64,
+}
+
+struct BoardPins {
+    clocks: [u32; 4],
+    rxd: u32,
+    rx_dv: u32,
+    txd: [u32; 2],
+    tx_en: [u32; 2],
+    counter_address: u32,
+    counter_data: u32,
+    core_idle: u32,
+}
+
+impl BoardModel {
+    /// Builds (or takes from the cache) the Verilator model of a switch fabric's Verilog (the
+    /// block `spotagg_boards::switch_fabric::SwitchFabric`, its ports from [`ports_of`]) and runs
+    /// it until its power-up job is loaded.
+    ///
+    /// [`ports_of`]: crate::verilator::ports_of
+    pub fn build(verilog: &str, ports: &[PortSpec]) -> Result<BoardModel, BoardModelError> {
+        let opts = BuildOptions {
+            trace: false,
+            config: Some(format!("{}lint_off -rule UNOPTFLAT -file \"*top.v\"\n", crate::verilator_engine::WAIVERS)),
+            extra_args: vec!["-Wno-fatal".into()],
+        };
+        let mut m = VerilatedModel::build(verilog, ports, &opts)?;
+        let id = |n: &str| m.port(n);
+        let p = BoardPins {
+            clocks: [id("core_clock"), id("tx_clock"), id("eth0_rx_clock"), id("eth1_rx_clock")],
+            rxd: id("eth0_rxd"),
+            rx_dv: id("eth0_rx_dv"),
+            txd: [id("eth0_txd"), id("eth1_txd")],
+            tx_en: [id("eth0_tx_en"), id("eth1_tx_en")],
+            counter_address: id("counter_address"),
+            counter_data: id("counter_data"),
+            core_idle: id("core_idle"),
+        };
+        let (start, configured) = (id("start"), id("configured"));
+        m.set(start, 1);
+        m.eval();
+        let mut b = BoardModel {
+            m,
+            p,
+            counters: Default::default(),
+            cur: [vec![], vec![]],
+            cycles: 0,
+            port1_frames: 0,
+            bad_frames: 0,
+        };
+        while b.m.get(configured) == 0 || b.m.get(b.p.core_idle) == 0 {
+            b.clock(false, 0, &mut vec![]);
+            if b.cycles > 100_000 {
+                return Err(BoardModelError::NotConfigured(b.cycles));
+            }
+        }
+        Ok(b)
+    }
+
+    /// One clock with `dv`/`d` on port 0's receive side; collects what the ports send.
+    /// Returns whether a port is sending.
+    fn clock(&mut self, dv: bool, d: u8, out: &mut Vec<Vec<u8>>) -> bool {
+        self.m.set(self.p.rx_dv, u64::from(dv));
+        self.m.set(self.p.rxd, u64::from(d));
+        self.m.eval();
+        let mut active = false;
+        for port in 0..2 {
+            if self.m.get(self.p.tx_en[port]) != 0 {
+                active = true;
+                let byte = self.m.get(self.p.txd[port]) as u8;
+                self.cur[port].push(byte);
+            } else if !self.cur[port].is_empty() {
+                let w = std::mem::take(&mut self.cur[port]);
+                if port == 1 {
+                    self.port1_frames += 1;
+                } else {
+                    match gmii::unwrap(&w) {
+                        Ok(f) => out.push(f.to_vec()),
+                        Err(_) => self.bad_frames += 1,
+                    }
+                }
+            }
+        }
+        for c in self.p.clocks {
+            self.m.set(c, 1);
+        }
+        self.m.eval();
+        for c in self.p.clocks {
+            self.m.set(c, 0);
+        }
+        self.m.eval();
+        self.cycles += 1;
+        active
+    }
+}
+
+impl Engine for BoardModel {
+    fn process(&mut self, frame: &[u8], out: &mut Vec<Vec<u8>>) {
+        for b in gmii::wrap(frame) {
+            self.clock(true, b, out);
+        }
+        for _ in 0..BOARD_GAP {
+            self.clock(false, 0, out);
+        }
+        let mut quiet = 0;
+        while quiet < BOARD_QUIET {
+            let active = self.clock(false, 0, out);
+            quiet = if active || self.m.get(self.p.core_idle) == 0 { 0 } else { quiet + 1 };
+        }
+        let mut w = [0u64; Counters::WORDS];
+        for (i, v) in w.iter_mut().enumerate() {
+            self.m.set(self.p.counter_address, i as u64);
+            self.m.eval();
+            *v = self.m.get(self.p.counter_data) & 0xffff_ffff;
+        }
+        self.counters = Counters::from_words(&w);
+    }
+    fn counters(&self) -> Counters {
+        self.counters.clone()
+    }
+    fn name(&self) -> &'static str {
+        "verilator board model"
+    }
+}
