@@ -4,13 +4,16 @@
 # - from Debian's packages: Yosys (synth_ecp5 checks of every HDL block), Verilator (the
 #   generated Verilog against the rust-hdl model and the reference switch), iproute2 and ping
 #   (the TAP and namespace tests), tshark (PDU decoding checks), openFPGALoader (spotagg flash);
-# - from PyPI, inside the clone: the YoWASP FPGA tools into .venv (by the build test itself).
+# - from PyPI, inside the clone: the YoWASP FPGA tools into .venv (by the build test itself);
+#   torch, maturin, numpy, scikit-learn, matplotlib, pytest and the spotagg package built from
+#   ./python into .venv-torch (scripts/python-env.sh).
 # Python 3 (the independent trace tool) and a Rust toolchain are expected on the machine.
 #
 # Tiers, as smoltcp's ci.sh runs them:
 #   1. style: cargo fmt --check, cargo clippy -D warnings;
 #   2. fast: cargo test --workspace (what plain `cargo test` runs in the inner loop);
-#   3. slow: the #[ignore = "slow tier: ..."] tests: place and route, full-size synthesis.
+#   3. python: the spotagg package, its DDP hook and torch.distributed backend (pytest);
+#   4. slow: the #[ignore = "slow tier: ..."] tests: place and route, full-size synthesis.
 # A test whose tool is missing fails with `NOT RUN: ...`; SPOTAGG_SKIP_<TOOL>=1 skips it on
 # purpose. Nothing cached outside the clone is used: the Verilator models are built into
 # target/spotagg-verilator and the YoWASP tools' caches live in .venv.
@@ -42,6 +45,12 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 stage "fast tier: cargo test --workspace"
 cargo test --workspace --locked "$@"
+
+stage "host crates without rust-hdl: cargo test -p spotagg-sim --no-default-features"
+cargo test --locked -p spotagg-sim --no-default-features --lib --test udp_switch_ports "$@"
+
+stage "python tier: scripts/test-python.sh (torch, maturin, the spotagg package, pytest)"
+scripts/test-python.sh
 
 stage "slow tier: full-size synthesis (hdl verilog, board_synth)"
 cargo test --locked -p spotagg-hdl --test verilog "$@" -- --ignored --nocapture
