@@ -18,8 +18,12 @@
 //! the measured round trip: [`crate::rtt`]); `max_retries`
 //! [12], retransmissions of one packet before a worker gives up; `job_number` [0];
 //! `switch_ports` [1], the UDP ports of a multi-threaded software switch (`spotagg switch
-//! --threads T`): a worker sends slot s to the switch's port + (s mod `switch_ports`).
+//! --threads T`): a worker sends slot s to the switch's port + (s mod `switch_ports`);
+//! `vlan` [none], the job's 802.1Q VLAN ID (1..=4094): the switch then takes only frames tagged
+//! with it and tags what it sends, with PCP `vlan_priority` [0] (docs/switch.md §1 step 3, §3).
+//! The hosts reach such a job through a VLAN interface (`ip link add … type vlan id V`).
 
+use crate::wire::vlan::MAX_VID;
 use crate::wire::{switchml, Ipv4Addr, MacAddr, PayloadSize};
 use serde::Deserialize;
 use std::time::Duration;
@@ -65,6 +69,30 @@ pub struct JobConfig {
     pub job_number: u8,
     /// Ports of the software switch, T: slot s goes to the switch's port + (s mod T).
     pub switch_ports: u16,
+    /// The job's 802.1Q VLAN, or `None` for an untagged job (docs/switch.md §1 step 3, §3).
+    pub vlan: Option<JobVlan>,
+}
+
+/// A tagged job's VLAN: the switch accepts only frames tagged with `id` and tags every frame it
+/// sends with `id` and `priority`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobVlan {
+    /// VLAN ID, 1..=4094.
+    pub id: u16,
+    /// PCP of the frames the switch sends, 0..=7.
+    pub priority: u8,
+}
+
+impl JobVlan {
+    /// The TCI of the frames the switch sends: `priority << 13 | id` (DEI 0).
+    pub const fn tci(self) -> u16 {
+        (self.priority as u16) << 13 | self.id
+    }
+
+    /// The value of the core's VLAN register: the TCI, 0 for an untagged job.
+    pub fn register(vlan: Option<JobVlan>) -> u32 {
+        vlan.map_or(0, |v| u32::from(v.tci()))
+    }
 }
 
 /// A configuration that could not be read or is not valid. The message names the key and the
@@ -96,6 +124,8 @@ struct RawJob {
     max_retries: Option<i64>,
     job_number: Option<i64>,
     switch_ports: Option<i64>,
+    vlan: Option<i64>,
+    vlan_priority: Option<i64>,
 }
 
 fn bad(key: &str, value: impl std::fmt::Display, why: &str) -> ConfigError {
@@ -190,6 +220,15 @@ impl JobConfig {
             Some(t) if (1..=16).contains(&t) => t as u16,
             Some(t) => return Err(bad("switch_ports", t, "must be 1..=16 (the ports 0xBEE0..=0xBEEF)")),
         };
+        let vlan = match (raw.vlan, raw.vlan_priority) {
+            (None, None) => None,
+            (None, Some(p)) => return Err(bad("vlan_priority", p, "needs `vlan`: an untagged job sends untagged frames")),
+            (Some(v), _) if !(1..=i64::from(MAX_VID)).contains(&v) => {
+                return Err(bad("vlan", v, &format!("must be a VLAN ID, 1..={MAX_VID}")))
+            }
+            (Some(_), Some(p)) if !(0..=7).contains(&p) => return Err(bad("vlan_priority", p, "must be 0..=7")),
+            (Some(v), p) => Some(JobVlan { id: v as u16, priority: p.unwrap_or(0) as u8 }),
+        };
         Ok(JobConfig {
             switch_mac,
             switch_ip,
@@ -203,6 +242,7 @@ impl JobConfig {
             max_retries,
             job_number,
             switch_ports,
+            vlan,
         })
     }
 
@@ -234,6 +274,7 @@ impl JobConfig {
             max_retries: 12,
             job_number: 0,
             switch_ports: 1,
+            vlan: None,
         }
     }
 
@@ -263,6 +304,9 @@ impl JobConfig {
             self.job_number,
             self.switch_ports
         );
+        if let Some(v) = self.vlan {
+            s += &format!("vlan = {}\nvlan_priority = {}\n", v.id, v.priority);
+        }
         for w in &self.workers {
             s += &format!("\n[[worker]]\nip = \"{}\"\nmac = \"{}\"\n", w.ip, w.mac);
         }
@@ -295,6 +339,19 @@ mac = "02:00:5a:00:01:00"
         assert_eq!(c.workers[0].ip, Ipv4Addr::new(192, 0, 2, 10));
         assert_eq!(c.switch_port, 0xbee0);
         assert_eq!(c, JobConfig::from_toml(&c.to_toml()).unwrap());
+    }
+
+    #[test]
+    fn vlan_round_trips_and_packs_its_tci() {
+        let c = JobConfig::from_toml(&ISSUE_FORM.replace("slots = 16", "slots = 16\nvlan = 100\nvlan_priority = 5"))
+            .unwrap();
+        assert_eq!(c.vlan, Some(JobVlan { id: 100, priority: 5 }));
+        assert_eq!(c.vlan.unwrap().tci(), 0xa064);
+        assert_eq!(JobVlan::register(c.vlan), 0xa064);
+        assert_eq!(JobVlan::register(None), 0);
+        assert_eq!(c, JobConfig::from_toml(&c.to_toml()).unwrap());
+        let d = JobConfig::from_toml(&ISSUE_FORM.replace("slots = 16", "slots = 16\nvlan = 4094")).unwrap();
+        assert_eq!(d.vlan, Some(JobVlan { id: 4094, priority: 0 }));
     }
 
     #[test]
@@ -331,6 +388,14 @@ mac = "02:00:5a:00:01:00"
         assert_eq!(c.switch_ports, 2);
         let e = err(&format!("{ISSUE_FORM}switch_port = 80\n"));
         assert!(e.contains("switch_port") && e.contains("80"), "{e}");
+        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = 16\nvlan = 4095"));
+        assert!(e.contains("`vlan` = 4095") && e.contains("1..=4094"), "{e}");
+        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = 16\nvlan = 0"));
+        assert!(e.contains("`vlan` = 0"), "{e}");
+        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = 16\nvlan_priority = 3"));
+        assert!(e.contains("`vlan_priority` = 3") && e.contains("needs `vlan`"), "{e}");
+        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = 16\nvlan = 7\nvlan_priority = 8"));
+        assert!(e.contains("`vlan_priority` = 8") && e.contains("0..=7"), "{e}");
         let none = ISSUE_FORM.split("[[worker]]").next().unwrap();
         assert!(err(none).contains("worker"));
     }

@@ -17,37 +17,41 @@ pub enum DropReason {
     Truncated = 0,
     /// Destination MAC is neither the switch's nor broadcast.
     WrongDstMac = 1,
+    /// A tagged job's frame without the job's 802.1Q tag: untagged, priority-tagged, another
+    /// VLAN, or another TPID (docs/switch.md §1, step 3).
+    WrongVlan = 2,
     /// Not ARP or IPv4; IPv4 version not 4; protocol not UDP or ICMP; ICMP not an echo
     /// request; ARP not an Ethernet/IPv4 request.
-    NotIpv4Udp = 2,
+    NotIpv4Udp = 3,
     /// IPv4 header length other than 20 bytes (IHL ≠ 5).
-    IpOptions = 3,
+    IpOptions = 4,
     /// Bad IPv4 header checksum.
-    IpChecksum = 4,
+    IpChecksum = 5,
     /// A length field disagrees with the frame or another length (IPv4 total length, UDP
     /// length, payload length against `size`).
-    BadLength = 5,
+    BadLength = 6,
     /// An IPv4 fragment (MF set or non-zero fragment offset).
-    IpFragment = 6,
+    IpFragment = 7,
     /// Destination IPv4 (or ARP target) is not the switch's.
-    WrongDstIp = 7,
+    WrongDstIp = 8,
     /// UDP destination port outside 0xBEE0..=0xBEEF.
-    BadPort = 8,
+    BadPort = 9,
     /// Source IPv4 is not in the worker table.
-    UnknownSource = 9,
+    UnknownSource = 10,
     /// `msg_type` is not 1 (contribution).
-    BadMsgType = 10,
+    BadMsgType = 11,
     /// `size` is not the job's payload size.
-    BadSize = 11,
+    BadSize = 12,
     /// Slot ≥ S.
-    BadSlot = 12,
+    BadSlot = 13,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 13] = [
+    pub const ALL: [DropReason; 14] = [
         DropReason::Truncated,
         DropReason::WrongDstMac,
+        DropReason::WrongVlan,
         DropReason::NotIpv4Udp,
         DropReason::IpOptions,
         DropReason::IpChecksum,
@@ -73,6 +77,7 @@ impl DropReason {
         match self {
             DropReason::Truncated => "truncated",
             DropReason::WrongDstMac => "wrong_dst_mac",
+            DropReason::WrongVlan => "wrong_vlan",
             DropReason::NotIpv4Udp => "not_ipv4_udp",
             DropReason::IpOptions => "ip_options",
             DropReason::IpChecksum => "ip_checksum",
@@ -199,7 +204,8 @@ mod test {
         let c = Counters::from_words(&w);
         assert_eq!((c.frames_in, c.icmp_replies), (1, 8));
         assert_eq!(c.dropped(DropReason::Truncated), 9);
-        assert_eq!(c.dropped(DropReason::BadSlot), 21);
+        assert_eq!(c.dropped(DropReason::WrongVlan), 11);
+        assert_eq!(c.dropped(DropReason::BadSlot), 22);
         assert_eq!(c.to_words(), w);
     }
 }

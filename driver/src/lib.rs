@@ -13,7 +13,7 @@ pub mod transport;
 pub mod wire;
 pub mod worker;
 
-pub use config::{JobConfig, WorkerEntry};
+pub use config::{JobConfig, JobVlan, WorkerEntry};
 pub use counters::{Counters, DropReason};
 pub use engine::Engine;
 pub use transport::{allreduce_f32, allreduce_i32, Transport};

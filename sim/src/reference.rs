@@ -27,11 +27,16 @@
 use spotagg_driver::counters::{Counters, DropReason};
 use spotagg_driver::engine::Engine;
 use spotagg_driver::wire::{
-    arp, be16, ethernet, icmp, ipv4, switchml, udp, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame,
-    EthernetRepr, IpProtocol, Ipv4Packet, Ipv4Repr, MacAddr, PoolIndex, SwitchmlPacket, UdpPacket, UdpRepr,
+    arp, be16, ethernet, icmp, ipv4, switchml, udp, vlan, vlan::VlanPacket, ArpOperation, ArpPacket, ArpRepr,
+    EtherType, EthernetFrame, EthernetRepr, IpProtocol, Ipv4Packet, Ipv4Repr, MacAddr, PoolIndex, SwitchmlPacket,
+    UdpPacket, UdpRepr,
 };
 use spotagg_driver::JobConfig;
 
+/// Offset of a tagged frame's 802.1Q tag (its TPID takes the place of the EtherType).
+pub const TAG_OFFSET: usize = ethernet::field::ETHERTYPE.start;
+/// Length of the tag: TPID and TCI.
+pub const TAG_LEN: usize = 4;
 /// Offset of the IPv4 (or ARP) header in a frame.
 pub const IP_OFFSET: usize = ethernet::HEADER_LEN;
 /// Offset of the UDP (or ICMP) header in a frame.
@@ -77,8 +82,53 @@ impl Classification {
 }
 
 /// Classifies a received frame (no preamble, no FCS) for `job`, running the checks of
-/// docs/switch.md §1 in their order; the first that fails is the drop reason.
+/// docs/switch.md §1 in their order; the first that fails is the drop reason. For a tagged job
+/// the frame goes through [`untag`] first.
 pub fn classify(job: &JobConfig, frame: &[u8]) -> Classification {
+    let mut buf = Vec::new();
+    match untag(job, frame, &mut buf) {
+        Ok(f) => classify_untagged(job, f),
+        Err(r) => Classification::Drop(r),
+    }
+}
+
+/// docs/switch.md §1 steps 1–3 for a tagged job: the frame with its 802.1Q tag removed (in
+/// `buf`), or the drop reason. For an untagged job, the frame itself.
+pub fn untag<'a>(job: &JobConfig, frame: &'a [u8], buf: &'a mut Vec<u8>) -> Result<&'a [u8], DropReason> {
+    let Some(v) = job.vlan else {
+        return Ok(frame);
+    };
+    let Ok(eth) = EthernetFrame::new_checked(frame) else {
+        return Err(DropReason::Truncated);
+    };
+    if eth.dst() != job.switch_mac && eth.dst() != MacAddr::BROADCAST {
+        return Err(DropReason::WrongDstMac);
+    }
+    if frame.len() < TAG_OFFSET + TAG_LEN {
+        return Err(DropReason::Truncated);
+    }
+    let tci = VlanPacket::new_unchecked(&frame[TAG_OFFSET + 2..]);
+    if eth.ethertype() != vlan::TPID || tci.vid() != v.id {
+        return Err(DropReason::WrongVlan);
+    }
+    buf.clear();
+    buf.extend_from_slice(&frame[..TAG_OFFSET]);
+    buf.extend_from_slice(&frame[TAG_OFFSET + TAG_LEN..]);
+    Ok(buf)
+}
+
+/// Inserts a tagged job's tag into a frame the switch sends (docs/switch.md §3): 0x8100 and the
+/// TCI after the source MAC. An untagged job's frames are left as they are.
+pub fn tag(job: &JobConfig, frame: &mut Vec<u8>) {
+    if let Some(v) = job.vlan {
+        let [t0, t1] = vlan::TPID.0.to_be_bytes();
+        let [c0, c1] = v.tci().to_be_bytes();
+        frame.splice(TAG_OFFSET..TAG_OFFSET, [t0, t1, c0, c1]);
+    }
+}
+
+/// The checks of docs/switch.md §1 but step 3 (the frame is untagged, or its tag was removed).
+fn classify_untagged(job: &JobConfig, frame: &[u8]) -> Classification {
     use Classification::Drop;
     use DropReason::*;
     let l = frame.len();
@@ -210,6 +260,8 @@ pub struct RefSwitch {
     k: usize,
     state: SlotState,
     counters: Counters,
+    /// Scratch for a tagged frame without its tag (no allocation per frame).
+    untagged: Vec<u8>,
 }
 
 impl RefSwitch {
@@ -217,7 +269,7 @@ impl RefSwitch {
     pub fn new(job: JobConfig) -> RefSwitch {
         let k = job.payload.elements();
         let state = SlotState::new(usize::from(job.slots), k);
-        RefSwitch { job, k, state, counters: Counters::default() }
+        RefSwitch { job, k, state, counters: Counters::default(), untagged: Vec::new() }
     }
 
     /// The job.
@@ -329,6 +381,24 @@ impl RefSwitch {
         f
     }
 
+    /// A frame after step 3 of docs/switch.md §1 (untagged, or with its tag removed).
+    fn process_untagged(&mut self, frame: &[u8], out: &mut Vec<Vec<u8>>) {
+        match classify_untagged(&self.job, frame) {
+            Classification::Contribution { rank, pool } => self.contribution(frame, rank, pool, out),
+            Classification::ArpRequest => {
+                out.push(self.arp_reply(frame));
+                self.counters.arp_replies += 1;
+                self.counters.frames_out += 1;
+            }
+            Classification::EchoRequest { total_len } => {
+                out.push(self.echo_reply(frame, total_len));
+                self.counters.icmp_replies += 1;
+                self.counters.frames_out += 1;
+            }
+            Classification::Drop(r) => self.counters.drops[r.index()] += 1,
+        }
+    }
+
     /// Turns a result frame addressed to one rank into the same result for `rank`.
     fn readdress_result(&self, f: &mut [u8], rank: usize) {
         let w = self.job.workers[rank];
@@ -380,19 +450,15 @@ impl RefSwitch {
 impl Engine for RefSwitch {
     fn process(&mut self, frame: &[u8], out: &mut Vec<Vec<u8>>) {
         self.counters.frames_in += 1;
-        match classify(&self.job, frame) {
-            Classification::Contribution { rank, pool } => self.contribution(frame, rank, pool, out),
-            Classification::ArpRequest => {
-                out.push(self.arp_reply(frame));
-                self.counters.arp_replies += 1;
-                self.counters.frames_out += 1;
-            }
-            Classification::EchoRequest { total_len } => {
-                out.push(self.echo_reply(frame, total_len));
-                self.counters.icmp_replies += 1;
-                self.counters.frames_out += 1;
-            }
-            Classification::Drop(r) => self.counters.drops[r.index()] += 1,
+        let start = out.len();
+        let mut buf = std::mem::take(&mut self.untagged);
+        match untag(&self.job, frame, &mut buf) {
+            Ok(f) => self.process_untagged(f, out),
+            Err(r) => self.counters.drops[r.index()] += 1,
+        }
+        self.untagged = buf;
+        for f in &mut out[start..] {
+            tag(&self.job, f);
         }
     }
     fn counters(&self) -> Counters {
@@ -588,6 +654,94 @@ mod test {
         assert_eq!((c.contributions, c.duplicates, c.results_multicast, c.results_retransmitted), (3, 1, 3, 1));
     }
 
+    /// A tagged job: VLAN 100, replies with PCP 5 (TCI 0xa064).
+    fn tagged_job() -> JobConfig {
+        JobConfig { vlan: Some(spotagg_driver::JobVlan { id: 100, priority: 5 }), ..job() }
+    }
+
+    /// `f` with the 4 bytes `tag` inserted after byte 12, written out as literals.
+    fn with_tag(f: &[u8], tag: [u8; 4]) -> Vec<u8> {
+        [&f[..12], &tag[..], &f[12..]].concat()
+    }
+
+    #[test]
+    fn tagged_job_takes_its_vlan_and_tags_every_reply() {
+        let (a, b, sum) = payloads();
+        let mut sw = RefSwitch::new(tagged_job());
+        // Contributions on VLAN 100 with PCP 3 and DEI 1 (both ignored): 0x8100 0x3064.
+        let c0 = with_tag(&frame(&C0_HEADER, &a), [0x81, 0x00, 0x30, 0x64]);
+        let c1 = with_tag(&frame(&C1_HEADER, &b), [0x81, 0x00, 0x10, 0x64]);
+        assert_eq!(c0[12..18], [0x81, 0x00, 0x30, 0x64, 0x08, 0x00]);
+        assert!(run(&mut sw, &c0).is_empty());
+        let out = run(&mut sw, &c1);
+        // Both results carry the job's TCI, 0xa064, not the trigger's.
+        let r0 = with_tag(&frame(&R0_HEADER, &sum), [0x81, 0x00, 0xa0, 0x64]);
+        let r1 = with_tag(&frame(&R1_HEADER, &sum), [0x81, 0x00, 0xa0, 0x64]);
+        assert_eq!(out, vec![r0, r1]);
+        assert_eq!(out[0].len(), 56 + 128);
+        assert_eq!(run(&mut sw, &c0), vec![with_tag(&frame(&RR0_HEADER, &sum), [0x81, 0x00, 0xa0, 0x64])]);
+        // ARP and ping on the VLAN are answered on it.
+        let arp = with_tag(&ARP_REQUEST, [0x81, 0x00, 0x00, 0x64]);
+        assert_eq!(run(&mut sw, &arp), vec![with_tag(&ARP_REPLY, [0x81, 0x00, 0xa0, 0x64])]);
+        let echo = with_tag(&ECHO_REQUEST, [0x81, 0x00, 0xe0, 0x64]);
+        let reply = run(&mut sw, &echo);
+        assert_eq!(reply, vec![with_tag(&ECHO_REPLY, [0x81, 0x00, 0xa0, 0x64])]);
+        assert_eq!(reply[0].len(), 18 + 0x20);
+        let c = sw.counters();
+        assert_eq!((c.contributions, c.results_multicast, c.arp_replies, c.icmp_replies), (2, 2, 1, 1));
+        assert_eq!(c.dropped_total(), 0);
+    }
+
+    #[test]
+    fn tagged_job_drops_what_is_not_on_its_vlan() {
+        let (a, _, _) = payloads();
+        let job = tagged_job();
+        let c0 = frame(&C0_HEADER, &a);
+        let cases: Vec<(&str, Vec<u8>, Option<DropReason>)> = vec![
+            ("untagged", c0.clone(), Some(WrongVlan)),
+            ("VLAN 101", with_tag(&c0, [0x81, 0x00, 0xa0, 0x65]), Some(WrongVlan)),
+            ("priority-tagged, VID 0", with_tag(&c0, [0x81, 0x00, 0xa0, 0x00]), Some(WrongVlan)),
+            ("802.1ad outer tag", with_tag(&c0, [0x88, 0xa8, 0x00, 0x64]), Some(WrongVlan)),
+            ("DEI set: still VLAN 100, taken", with_tag(&c0, [0x81, 0x00, 0x10, 0x64]), None),
+            ("untagged ARP", ARP_REQUEST.to_vec(), Some(WrongVlan)),
+            ("15 bytes: no whole tag", with_tag(&c0, [0x81, 0x00, 0x00, 0x64])[..15].to_vec(), Some(Truncated)),
+            ("16 bytes, VLAN 101", with_tag(&c0, [0x81, 0x00, 0x00, 0x65])[..16].to_vec(), Some(WrongVlan)),
+            (
+                "17 bytes, VLAN 100: 13 without the tag",
+                with_tag(&c0, [0x81, 0x00, 0x00, 0x64])[..17].to_vec(),
+                Some(Truncated),
+            ),
+            ("13 bytes", c0[..13].to_vec(), Some(Truncated)),
+            (
+                "wrong destination before the tag",
+                [&[0x02, 0, 0, 0, 0, 9][..], &with_tag(&c0, [0x81, 0x00, 0x00, 0x65])[6..]].concat(),
+                Some(WrongDstMac),
+            ),
+        ];
+        for (what, f, reason) in &cases {
+            let got = classify(&job, f);
+            match reason {
+                None => assert!(matches!(got, Classification::Contribution { .. }), "{what}: {got:?}"),
+                Some(r) => assert_eq!(got, Classification::Drop(*r), "{what}"),
+            }
+        }
+        // An untagged job drops a tagged frame as not IPv4 (EtherType 0x8100), as before.
+        assert_eq!(
+            classify(&job_untagged(), &with_tag(&c0, [0x81, 0x00, 0x00, 0x64])),
+            Classification::Drop(NotIpv4Udp)
+        );
+        let mut sw = RefSwitch::new(job);
+        for (_, f, _) in &cases[..4] {
+            assert!(run(&mut sw, f).is_empty());
+        }
+        assert_eq!(sw.counters().dropped(WrongVlan), 4);
+        assert_eq!(sw.slot(2, 0).0, 0);
+    }
+
+    fn job_untagged() -> JobConfig {
+        job()
+    }
+
     #[test]
     fn arp_reply() {
         let mut sw = RefSwitch::new(job());
@@ -729,7 +883,9 @@ mod test {
             let base: &[u8] = if is_arp { &ARP_REQUEST } else { &ECHO_REQUEST };
             assert_dropped_untouched(base, what, reason, &apply(base, patches, len));
         }
-        assert_eq!(covered.len(), DropReason::COUNT);
+        // WrongVlan needs a tagged job: see tagged_job_drops_what_is_not_on_its_vlan.
+        assert_eq!(covered.len(), DropReason::COUNT - 1);
+        assert!(!covered.contains(&WrongVlan));
     }
 
     #[test]

@@ -22,18 +22,21 @@
 //!
 //! The same [`TraceSpec`] always gives the same trace (ChaCha8 seeded from `seed`).
 
-use crate::reference::{classify, Classification, RefSwitch, IP_OFFSET, L4_OFFSET, PAYLOAD_OFFSET, SWITCHML_OFFSET};
+use crate::reference::{
+    classify, untag, Classification, RefSwitch, IP_OFFSET, L4_OFFSET, PAYLOAD_OFFSET, SWITCHML_OFFSET, TAG_LEN,
+    TAG_OFFSET,
+};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spotagg_driver::counters::DropReason;
 use spotagg_driver::engine::Engine;
 use spotagg_driver::wire::{
-    arp, checksum, ethernet, icmp, ipv4, switchml, udp, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame,
-    EthernetRepr, IpProtocol, Ipv4Addr, Ipv4Packet, Ipv4Repr, MacAddr, PayloadSize, PoolIndex, SwitchmlPacket,
-    SwitchmlRepr, UdpPacket, UdpRepr,
+    arp, checksum, ethernet, icmp, ipv4, switchml, udp, vlan, ArpOperation, ArpPacket, ArpRepr, EtherType,
+    EthernetFrame, EthernetRepr, IpProtocol, Ipv4Addr, Ipv4Packet, Ipv4Repr, MacAddr, PayloadSize, PoolIndex,
+    SwitchmlPacket, SwitchmlRepr, UdpPacket, UdpRepr,
 };
-use spotagg_driver::JobConfig;
+use spotagg_driver::{JobConfig, JobVlan};
 use std::collections::BinaryHeap;
 
 /// How the channel from the workers to the switch may reorder frames.
@@ -76,6 +79,10 @@ pub struct TraceSpec {
     /// after the IPv4 total length, broadcast destination MAC, the unused bit of byte 42 set,
     /// another job number, IPv4 identification/DSCP/TTL/DF.
     pub quirks: f64,
+    /// The job's VLAN: `None` for an untagged job. For a tagged job every frame reaches the
+    /// switch tagged with its VID (and a random PCP and DEI, which the switch ignores), and the
+    /// malformed frames include frames without the job's tag.
+    pub vlan: Option<JobVlan>,
     /// The seed.
     pub seed: u64,
 }
@@ -96,8 +103,14 @@ impl TraceSpec {
             arp: 0.0,
             ping: 0.0,
             quirks: 0.0,
+            vlan: None,
             seed,
         }
+    }
+
+    /// The same spec for a job tagged with `vlan`.
+    pub fn tagged(self, vlan: JobVlan) -> TraceSpec {
+        TraceSpec { vlan: Some(vlan), ..self }
     }
 
     /// The same spec with every kind of trouble at the given rates: loss and duplication
@@ -116,7 +129,7 @@ impl TraceSpec {
 
     /// The job of the trace: [`JobConfig::example`] for n, the payload and the slots.
     pub fn job(&self) -> JobConfig {
-        JobConfig::example(self.n, self.payload, self.slots)
+        JobConfig { vlan: self.vlan, ..JobConfig::example(self.n, self.payload, self.slots) }
     }
 }
 
@@ -209,6 +222,36 @@ pub fn contribution_frame(job: &JobConfig, c: &Contribution<'_>) -> Vec<u8> {
         b.copy_from_slice(&v.to_be_bytes());
     }
     f
+}
+
+/// A frame as a host on the job's network sends it: for a tagged job with the job's tag (VID
+/// and a random PCP and DEI) inserted after the source MAC; an untagged job's frame, or a frame
+/// too short to hold a source MAC, unchanged (and no randomness drawn).
+pub fn on_vlan(job: &JobConfig, mut f: Vec<u8>, rng: &mut ChaCha8Rng) -> Vec<u8> {
+    if let Some(v) = job.vlan {
+        if f.len() >= TAG_OFFSET {
+            let tci = rng.gen_range(0..8u16) << 13 | u16::from(rng.gen_bool(0.1)) << 12 | v.id;
+            let [t0, t1] = vlan::TPID.0.to_be_bytes();
+            let [c0, c1] = tci.to_be_bytes();
+            f.splice(TAG_OFFSET..TAG_OFFSET, [t0, t1, c0, c1]);
+        }
+    }
+    f
+}
+
+/// A frame the switch sent, without the job's tag: `None` when a tagged job's frame does not
+/// carry exactly the tag of docs/switch.md §3 (0x8100, the job's TCI).
+pub fn off_vlan(job: &JobConfig, f: &[u8]) -> Option<Vec<u8>> {
+    let Some(v) = job.vlan else {
+        return Some(f.to_vec());
+    };
+    if f.len() < TAG_OFFSET + TAG_LEN || f[TAG_OFFSET..TAG_OFFSET + 2] != vlan::TPID.0.to_be_bytes() {
+        return None;
+    }
+    if f[TAG_OFFSET + 2..TAG_OFFSET + 4] != v.tci().to_be_bytes() {
+        return None;
+    }
+    Some([&f[..TAG_OFFSET], &f[TAG_OFFSET + TAG_LEN..]].concat())
 }
 
 /// Pads a frame with zeros to the 60-byte Ethernet minimum, as a MAC delivers it.
@@ -323,9 +366,52 @@ fn some_host(rng: &mut ChaCha8Rng, job: &JobConfig) -> (MacAddr, Ipv4Addr) {
 }
 
 /// A mutation of a valid contribution `base` (or of a fresh ARP request or ping) that the
-/// switch drops for `reason`. Several variants per reason, picked at random.
-/// Returns `None` only for [`DropReason::BadSlot`] when S = 32768 (no slot is out of range).
+/// switch drops for `reason`. Several variants per reason, picked at random. For a tagged job
+/// `base` is tagged and so is the mutation, but for [`DropReason::WrongVlan`], whose variants
+/// are an untagged frame, another VID, VID 0, another TPID, and a 16- or 17-byte frame.
+/// Returns `None` for [`DropReason::BadSlot`] when S = 32768 (no slot is out of range), and
+/// for [`DropReason::WrongVlan`] when the job is untagged (it takes every tag).
 pub fn mutate(job: &JobConfig, base: &[u8], reason: DropReason, rng: &mut ChaCha8Rng) -> Option<Vec<u8>> {
+    let Some(v) = job.vlan else {
+        return if reason == DropReason::WrongVlan { None } else { mutate_untagged(job, base, reason, rng) };
+    };
+    let mut buf = Vec::new();
+    let inner = untag(job, base, &mut buf).expect("the base frame is on the job's VLAN").to_vec();
+    let f = if reason == DropReason::WrongVlan {
+        let mut f = base.to_vec();
+        let other_vid = |rng: &mut ChaCha8Rng| loop {
+            let vid = rng.gen_range(0..=0xfff);
+            if vid != v.id {
+                return vid;
+            }
+        };
+        let tci_at = TAG_OFFSET + 2;
+        let pcp_dei = be(&f, tci_at) & 0xf000;
+        match rng.gen_range(0..5) {
+            0 => f = inner,
+            1 => put16(&mut f, tci_at, pcp_dei | other_vid(rng)),
+            2 => put16(&mut f, tci_at, pcp_dei),
+            3 => put16(&mut f, TAG_OFFSET, *[0x88a8, 0x9100, 0x0800].choose(rng).unwrap()),
+            _ => {
+                put16(&mut f, tci_at, pcp_dei | other_vid(rng));
+                f.truncate(TAG_OFFSET + TAG_LEN + rng.gen_range(0..2));
+            }
+        }
+        f
+    } else {
+        let untagged = JobConfig { vlan: None, ..job.clone() };
+        on_vlan(job, mutate_untagged(&untagged, &inner, reason, rng)?, rng)
+    };
+    debug_assert_eq!(classify(job, &f), Classification::Drop(reason), "mutation for {reason:?}: {f:02x?}");
+    Some(f)
+}
+
+fn be(f: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([f[at], f[at + 1]])
+}
+
+/// [`mutate`] for an untagged job.
+fn mutate_untagged(job: &JobConfig, base: &[u8], reason: DropReason, rng: &mut ChaCha8Rng) -> Option<Vec<u8>> {
     use DropReason::*;
     debug_assert!(matches!(classify(job, base), Classification::Contribution { .. }));
     let mut f = base.to_vec();
@@ -524,6 +610,7 @@ pub fn mutate(job: &JobConfig, base: &[u8], reason: DropReason, rng: &mut ChaCha
             };
             f[SWITCHML_OFFSET] = (f[SWITCHML_OFFSET] & 0xf8) | code;
         }
+        WrongVlan => return None,
         BadSlot => {
             if usize::from(job.slots) > usize::from(switchml::MAX_SLOT) {
                 return None;
@@ -550,11 +637,12 @@ fn sample_contribution(job: &JobConfig, rng: &mut ChaCha8Rng) -> Vec<u8> {
         dst_port: switchml::UDP_PORT_BASE | rng.gen_range(0..16),
         values: &values,
     };
-    contribution_frame(job, &c)
+    on_vlan(job, contribution_frame(job, &c), rng)
 }
 
 /// Malformed frames covering every drop reason (several variants each), with the reason the
-/// switch must count each under. [`DropReason::BadSlot`] is missing only when S = 32768.
+/// switch must count each under. [`DropReason::BadSlot`] is missing when S = 32768, and
+/// [`DropReason::WrongVlan`] when the job is untagged.
 pub fn malformed_frames(job: &JobConfig, seed: u64) -> Vec<(DropReason, Vec<u8>)> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = Vec::new();
@@ -708,7 +796,7 @@ pub fn generate(spec: &TraceSpec) -> Trace {
         if rng.gen_bool(spec.quirks) {
             add_quirks(rng, &mut f);
         }
-        f
+        on_vlan(&job, f, rng)
     };
 
     // Each worker fills its window.
@@ -751,7 +839,8 @@ pub fn generate(spec: &TraceSpec) -> Trace {
         // Deliveries to the workers.
         while let Some(inf) = down.pop_due(now) {
             let rank = inf.to;
-            let f = &inf.frame;
+            let Some(f) = off_vlan(&job, &inf.frame) else { continue };
+            let f = &f;
             if f.len() != PAYLOAD_OFFSET + spec.payload.bytes()
                 || f[IP_OFFSET + ipv4::field::PROTOCOL] != IpProtocol::UDP.0
             {
@@ -829,10 +918,11 @@ fn extras(spec: &TraceSpec, job: &JobConfig, next: &[u8], rng: &mut ChaCha8Rng) 
             }
             _ => arp_frame(job.switch_mac, ArpOperation::REPLY, mac, ip, job.switch_mac, job.switch_ip),
         };
-        v.push(f);
+        v.push(on_vlan(job, f, rng));
     }
     if spec.ping > 0.0 && rng.gen_bool(spec.ping) {
-        v.push(valid_echo_request(rng, job));
+        let f = valid_echo_request(rng, job);
+        v.push(on_vlan(job, f, rng));
     }
     v
 }
@@ -862,20 +952,23 @@ mod test {
         for (n, payload, slots) in
             [(1, PayloadSize::B256, 1), (4, PayloadSize::B1024, 16), (32, PayloadSize::B128, 0x7fff)]
         {
-            let job = JobConfig::example(n, payload, slots);
-            for seed in 0..20 {
-                let v = malformed_frames(&job, seed);
-                for reason in DropReason::ALL {
-                    assert!(v.iter().any(|(r, _)| *r == reason), "{reason:?} missing");
-                }
-                for (reason, f) in &v {
-                    assert_eq!(classify(&job, f), Classification::Drop(*reason), "{f:02x?}");
+            for vlan in [None, Some(JobVlan { id: 1 + n as u16, priority: 3 })] {
+                let job = JobConfig { vlan, ..JobConfig::example(n, payload, slots) };
+                for seed in 0..20 {
+                    let v = malformed_frames(&job, seed);
+                    for reason in DropReason::ALL {
+                        let expected = vlan.is_some() || reason != DropReason::WrongVlan;
+                        assert_eq!(v.iter().any(|(r, _)| *r == reason), expected, "{reason:?} {vlan:?}");
+                    }
+                    for (reason, f) in &v {
+                        assert_eq!(classify(&job, f), Classification::Drop(*reason), "{f:02x?}");
+                    }
                 }
             }
         }
         let job = JobConfig::example(2, PayloadSize::B256, 0x8000);
         let v = malformed_frames(&job, 1);
-        assert!(v.iter().all(|(r, _)| *r != DropReason::BadSlot) && v.len() == 8 * (DropReason::COUNT - 1));
+        assert!(v.iter().all(|(r, _)| *r != DropReason::BadSlot) && v.len() == 8 * (DropReason::COUNT - 2));
     }
 
     #[test]

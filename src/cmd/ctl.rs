@@ -107,6 +107,10 @@ pub fn run(args: Args) -> Result<()> {
                 println!("workers n      {}", j[3]);
                 println!("payload        {} bytes (size code {})", 128u32 << j[4].min(3), j[4]);
                 println!("slots in use   {}", s.slots_in_use);
+                match s.vlan {
+                    0 => println!("vlan           none (untagged)"),
+                    t => println!("vlan           {} (priority {})", t & 0xfff, t >> 13),
+                }
                 println!("uptime         {} cycles", s.uptime_cycles);
                 for (p, l) in s.link_state.iter().enumerate() {
                     println!("port {p} link    {}", link_state_name(*l));

@@ -12,7 +12,7 @@ pub mod protocol;
 /// The serial port crate, for callers that make their own ports (e.g. a pty pair in tests).
 pub use serialport;
 
-use crate::config::JobConfig;
+use crate::config::{JobConfig, JobVlan};
 use crate::counters::Counters;
 use protocol::{reg, BoardId, ParseError, Status};
 use serde::Serialize;
@@ -120,7 +120,7 @@ pub struct Identity {
     pub max_workers: u32,
     /// UART clocks per bit.
     pub baud_divisor: u32,
-    /// Counter registers (21: the core's; 46: a board's, with its MAC counters).
+    /// Counter registers (22: the core's; 46: a board's, with its MAC counters).
     pub counter_registers: u32,
 }
 
@@ -163,6 +163,8 @@ pub struct BoardStatus {
     pub link_state: Vec<u32>,
     /// The job registers as read back: switch MAC hi, lo, IP, n, size code, S.
     pub job_registers: Vec<u32>,
+    /// The VLAN register: 0 for an untagged job, else the TCI of the frames sent.
+    pub vlan: u32,
 }
 
 /// One MAC port's counters (from power-up; not cleared by `reset_counters`).
@@ -429,6 +431,7 @@ impl<P: Read + Write> Control<P> {
             ]);
         }
         self.write(reg::WORKER_TABLE, &table)?;
+        self.write(reg::VLAN, &[JobVlan::register(job.vlan)])?;
         self.write(reg::CONTROL, &[1])
     }
 
@@ -436,7 +439,7 @@ impl<P: Read + Write> Control<P> {
     pub fn status(&mut self) -> Result<BoardStatus, ControlError> {
         let s = self.read(reg::STATUS, 3)?;
         let link = self.read(reg::LINK_STATE, usize::from(reg::LINK_PORTS))?;
-        let job = self.read(reg::SWITCH_MAC_HI, 7)?;
+        let job = self.read(reg::SWITCH_MAC_HI, 8)?;
         Ok(BoardStatus {
             idle: s[0] & 1 != 0,
             job_enabled: job[6] & 1 != 0,
@@ -444,6 +447,7 @@ impl<P: Read + Write> Control<P> {
             uptime_cycles: s[2],
             link_state: link,
             job_registers: job[..6].to_vec(),
+            vlan: job[7],
         })
     }
 }
@@ -488,7 +492,7 @@ mod tests {
     fn ident(version: (u8, u8, u8)) -> Vec<u8> {
         protocol::response(
             Status::Ok,
-            &[protocol::MAGIC, 0, pack_version(version), 0xdeadbeef, 20_000, 4, 64, 1024, 32, 8, 21],
+            &[protocol::MAGIC, 0, pack_version(version), 0xdeadbeef, 20_000, 4, 64, 1024, 32, 8, 22],
         )
     }
 
@@ -530,10 +534,10 @@ mod tests {
 
     #[test]
     fn counters_in_order() {
-        let words: Vec<u32> = (1..=21).collect();
+        let words: Vec<u32> = (1..=22).collect();
         let mut c = Control::new_unchecked(
             canned(vec![
-                protocol::response(Status::Ok, &[21]),
+                protocol::response(Status::Ok, &[22]),
                 protocol::response(Status::Ok, &words),
                 protocol::response(Status::Ok, &[1]),
             ]),
@@ -542,9 +546,10 @@ mod tests {
         let k = c.counters().unwrap();
         assert_eq!((k.frames_in, k.icmp_replies), (1, 8));
         assert_eq!(k.dropped(DropReason::Truncated), 9);
-        assert_eq!(k.dropped(DropReason::BadSlot), 21);
+        assert_eq!(k.dropped(DropReason::WrongVlan), 11);
+        assert_eq!(k.dropped(DropReason::BadSlot), 22);
         let mut sent = protocol::read_request(reg::COUNTER_REGISTERS, 1);
-        sent.extend([0xA5, 0x01, 0x02, 0x00, 21, 0xDE, 0x80]);
+        sent.extend([0xA5, 0x01, 0x02, 0x00, 22, 0xEE, 0xE3]);
         sent.extend(protocol::read_request(reg::STATUS, 1));
         assert_eq!(c.port.sent, sent);
     }

@@ -50,7 +50,7 @@
 //! | 0x0007 | R | build parameter: max payload bytes |
 //! | 0x0008 | R | build parameter: max workers |
 //! | 0x0009 | R | UART clocks per bit (baud divisor) |
-//! | 0x000A | R | number of counter registers C (21: the core's only; 46: a board's, with its MAC counters) |
+//! | 0x000A | R | number of counter registers C (22: the core's only; 46: a board's, with its MAC counters) |
 //! | 0x0100 | RW | switch MAC bytes 0..2 (low 16 bits) — core register 0x00 |
 //! | 0x0101 | RW | switch MAC bytes 2..6 — core register 0x01 |
 //! | 0x0102 | RW | switch IPv4 — core register 0x02 |
@@ -58,10 +58,11 @@
 //! | 0x0104 | RW | payload size code (0..=3) — core register 0x04 |
 //! | 0x0105 | RW | slots in use S — core register 0x05 |
 //! | 0x0106 | RW | control: write bit 0 = enable the job (clears slot state), bit 1 = clear counters; reads bit 0 = a job was enabled and no job register written since |
+//! | 0x0107 | RW | VLAN: 0 for an untagged job, else the TCI of the frames the switch sends (PCP << 13 \| VID; VID 1..=4094, DEI 0), and frames are taken only with that VID — core register 0x07 |
 //! | 0x0180 + 4r | W | worker r's IPv4 — core register 0x80 + 4r |
 //! | 0x0181 + 4r | W | worker r's MAC bytes 0..2 — core register 0x81 + 4r |
 //! | 0x0182 + 4r | W | worker r's MAC bytes 2..6 — core register 0x82 + 4r |
-//! | 0x0200 + i | R | core counter i, i < 21 (32-bit, wraps): `Counters` fields in order, then drops in `DropReason` order |
+//! | 0x0200 + i | R | core counter i, i < 22 (32-bit, wraps): `Counters` fields in order, then drops in `DropReason` order |
 //! | 0x0220 + 8p + j | R | board counter j of port p (p 0..=1, j 0..=5): good frames, bad FCS, runts, giants, dropped for lack of room, frames sent; present when C = 46 |
 //! | 0x0226 | R | board counter: frames sent to both ports (group destination or unknown MAC); present when C = 46 |
 //! | 0x0300 + p | R | link state of port p (0..=3): 0 unknown (no PHY answers, or no MDIO), 1 down, 2 up 10M, 3 up 100M, 4 up 1G, from each PHY's registers over MDIO |
@@ -140,12 +141,14 @@ pub mod reg {
     pub const SLOTS_IN_USE: u16 = 0x0105;
     /// Control.
     pub const CONTROL: u16 = 0x0106;
+    /// The job's VLAN (TCI of the frames sent, 0 for an untagged job).
+    pub const VLAN: u16 = 0x0107;
     /// Worker table base.
     pub const WORKER_TABLE: u16 = 0x0180;
     /// First counter.
     pub const COUNTERS: u16 = 0x0200;
     /// Number of core counters.
-    pub const COUNTER_COUNT: u8 = 21;
+    pub const COUNTER_COUNT: u8 = crate::counters::Counters::WORDS as u8;
     /// First board (MAC) counter: port p's counter j at `BOARD_COUNTERS + 8p + j`.
     pub const BOARD_COUNTERS: u16 = 0x0220;
     /// Board counters per port.
