@@ -6,7 +6,8 @@ reference switch and the hardware models can be checked against an independent r
 specification.
 
 For every scenario NAME it writes into --out:
-  NAME.toml            the job (switch MAC/IP, payload size, slots, one [[worker]] per rank)
+  NAME.toml            the job (switch MAC/IP, payload size, slots, vlan and vlan_priority for a
+                       tagged job, one [[worker]] per rank)
   NAME.in.pcap         the frames sent to the switch
   NAME.expected.pcap   every frame the switch must emit, in order
   NAME.counters.json   the counters the switch must show afterwards
@@ -31,12 +32,14 @@ BCAST = b"\xff" * 6
 ETH_IPV4 = 0x0800
 ETH_ARP = 0x0806
 ETH_IPV6 = 0x86DD
-ETH_VLAN = 0x8100
+ETH_VLAN = 0x8100      # 802.1Q C-tag TPID
+ETH_QINQ = 0x88A8      # 802.1ad S-tag TPID
+ETH_VLAN_OLD = 0x9100  # the pre-standard QinQ TPID
 
 SIZE_CODES = {128: 0, 256: 1, 512: 2, 1024: 3}
 
 DROP_REASONS = [
-    "truncated", "wrong_dst_mac", "not_ipv4_udp", "ip_options", "ip_checksum", "bad_length",
+    "truncated", "wrong_dst_mac", "wrong_vlan", "not_ipv4_udp", "ip_options", "ip_checksum", "bad_length",
     "ip_fragment", "wrong_dst_ip", "bad_port", "unknown_source", "bad_msg_type", "bad_size",
     "bad_slot",
 ]
@@ -103,13 +106,33 @@ def inet_csum(data):
     return ~ones_sum(data) & 0xFFFF
 
 
+def vlan_tag(tci, tpid=ETH_VLAN):
+    return struct.pack("!HH", tpid & 0xFFFF, tci & 0xFFFF)
+
+
+def insert_tag(fr, tag):
+    """The frame with the 4 bytes `tag` inserted after byte 12 (after the MAC addresses)."""
+    return bytes(fr[:12]) + tag + bytes(fr[12:])
+
+
+def untag(fr):
+    """bytes 0..12 followed by bytes 16..L (docs/switch.md §1 step 3.3)."""
+    return bytes(fr[:12]) + bytes(fr[16:])
+
+
 # --------------------------------------------------------------------------------------------
 # the job
 
 class Job:
     def __init__(self, n, payload=256, slots=16, switch_mac="02:00:5a:00:00:01",
-                 switch_ip="192.0.2.1", workers=None):
+                 switch_ip="192.0.2.1", workers=None, vlan=None, vlan_priority=0):
         assert 1 <= n <= 32
+        assert vlan is None or 1 <= vlan <= 4094, vlan
+        assert 0 <= vlan_priority <= 7 and (vlan is not None or vlan_priority == 0)
+        self.vlan = vlan
+        self.vlan_priority = vlan_priority
+        # TCI of every frame a tagged job's switch sends: PCP = the job's priority, DEI 0
+        self.tci = None if vlan is None else (vlan_priority << 13) | vlan
         assert payload in SIZE_CODES
         self.n = n
         self.payload = payload
@@ -135,6 +158,8 @@ class Job:
             "payload_bytes = %d" % self.payload,
             "slots = %d" % self.slots,
         ]
+        if self.vlan is not None:
+            out += ["vlan = %d" % self.vlan, "vlan_priority = %d" % self.vlan_priority]
         for ip_s, mac_s in self.workers_s:
             out += ["", "[[worker]]", 'ip = "%s"' % ip_s, 'mac = "%s"' % mac_s]
         return "\n".join(out) + "\n"
@@ -187,7 +212,7 @@ def contrib_fields(job, rank, slot, setbit, values, e0=0, e1=0, tsi=0, job_numbe
         sport=(0xC000 + rank) if sport is None else sport, dport=dport, udp_len=None, udp_csum=0,
         msg_type=1, unused=0, size=job.c, job_number=job_number, tsi=tsi, slot=slot,
         setbit=setbit, pool_index=None, e0=e0, e1=e1, values=list(values),
-        pad=b"", truncate=None, l4_override=None,
+        pad=b"", truncate=None, l4_override=None, tag=None,
     )
 
 
@@ -206,6 +231,8 @@ def build_contrib(f):
               options=f["options"], total_length=f["total_length"], csum=f["csum"],
               csum_delta=f["csum_delta"])
     frame = ether(f["eth_dst"], f["eth_src"], f["ethertype"], ip) + f["pad"]
+    if f.get("tag") is not None:
+        frame = insert_tag(frame, f["tag"])
     if f["truncate"] is not None:
         frame = frame[:f["truncate"]]
     return frame
@@ -221,22 +248,28 @@ def contribution(job, rank, slot, setbit, values, **kw):
 
 
 def arp_frame(eth_dst, eth_src, *, op=1, sha=None, spa, tha=b"\x00" * 6, tpa, htype=1,
-              ptype=0x0800, hlen=6, plen=4, pad=b"", truncate=None):
+              ptype=0x0800, hlen=6, plen=4, pad=b"", truncate=None, tag=None):
     sha = eth_src if sha is None else sha
     body = struct.pack("!HHBBH", htype, ptype, hlen, plen, op) + sha + spa + tha + tpa
-    frame = ether(eth_dst, eth_src, ETH_ARP, body) + pad
+    frame = ether(eth_dst, eth_src, ETH_ARP, body)
+    if tag is not None:
+        frame = insert_tag(frame, tag)
+    frame += pad
     return frame if truncate is None else frame[:truncate]
 
 
 def icmp_echo_frame(eth_dst, eth_src, src_ip, dst_ip, data, *, ident=0x1234, seq=1, typ=8, code=0,
                     icmp_csum=None, pad=b"", tos=0, ip_ident=0, flags_frag=0, ttl=64,
-                    total_length=None, csum_delta=0, truncate=None):
+                    total_length=None, csum_delta=0, truncate=None, tag=None):
     icmp = bytearray(struct.pack("!BBHHH", typ, code, 0, ident, seq) + data)
     c = inet_csum(icmp) if icmp_csum is None else icmp_csum
     icmp[2:4] = struct.pack("!H", c)
     ip = ipv4(src_ip, dst_ip, 1, bytes(icmp), tos=tos, ident=ip_ident, flags_frag=flags_frag,
               ttl=ttl, total_length=total_length, csum_delta=csum_delta)
-    frame = ether(eth_dst, eth_src, ETH_IPV4, ip) + pad
+    frame = ether(eth_dst, eth_src, ETH_IPV4, ip)
+    if tag is not None:
+        frame = insert_tag(frame, tag)
+    frame += pad
     return frame if truncate is None else frame[:truncate]
 
 
@@ -259,6 +292,9 @@ class Switch:
         """Returns (verdict, [frames out])."""
         self.ctr["frames_in"] += 1
         verdict, outs = self._classify(bytes(f))
+        if self.job.vlan is not None:
+            # §3 "Tagged jobs": every frame sent carries TCI = p << 13 | V, whatever the trigger's
+            outs = [insert_tag(o, vlan_tag(self.job.tci)) for o in outs]
         if verdict in DROP_REASONS:
             self.ctr[verdict] += 1
             assert not outs
@@ -275,8 +311,18 @@ class Switch:
         dst = f[0:6]
         if dst != j.sm and dst != BCAST:
             return "wrong_dst_mac", []
+        # §1.3 the 802.1Q tag, tagged jobs only (an untagged job sees EtherType 0x8100 below)
+        if j.vlan is not None:
+            if L < 16:
+                return "truncated", []
+            if u16(f, 12) != ETH_VLAN or u16(f, 14) & 0x0FFF != j.vlan:
+                return "wrong_vlan", []
+            f = untag(f)
+            L = len(f)
+            if L < 14:
+                return "truncated", []
         et = u16(f, 12)
-        # §1.3 ARP
+        # §1.4 ARP
         if et == ETH_ARP:
             if L < 42:
                 return "truncated", []
@@ -290,10 +336,10 @@ class Switch:
                           struct.pack("!HHBBH", 1, 0x0800, 6, 4, 2) + j.sm + j.si + sha + spa)
             self.ctr["arp_replies"] += 1
             return V_ARP, [reply]
-        # §1.4
+        # §1.5
         if et != ETH_IPV4:
             return "not_ipv4_udp", []
-        # §1.5 IPv4
+        # §1.6 IPv4
         if L < 34:
             return "truncated", []
         if f[14] >> 4 != 4:
@@ -320,7 +366,7 @@ class Switch:
             return V_ICMP, [self._echo_reply(f, t)]
         if proto != 17:
             return "not_ipv4_udp", []
-        # §1.6 UDP
+        # §1.7 UDP
         if t < 28:
             return "truncated", []
         ulen = u16(f, 38)
@@ -331,7 +377,7 @@ class Switch:
         r = self.rank_of.get(f[26:30])
         if r is None:
             return "unknown_source", []
-        # §1.7 SwitchML
+        # §1.8 SwitchML
         if ulen < 18:
             return "truncated", []
         if f[42] >> 4 != 1:
@@ -881,6 +927,14 @@ def sc_arp(rng):
             pad = rng.choice([b"", b"\x00" * 18, garbage[:18]])
             tr.add(arp_frame(rng.choice([BCAST, sm]), job.mac[r], spa=job.ip[r], tpa=si, pad=pad),
                    None, "arp")
+    # an untagged job does not look into tags (§1 step 3 skipped): EtherType 0x8100 / 0x88A8
+    # is dropped at step 5 (no rng used here, so the frames above do not depend on these)
+    tr.add(arp_frame(BCAST, w0m, spa=w0i, tpa=si, tag=vlan_tag(0x0005)),
+           "802.1Q-tagged ARP request (VID 5) to an untagged job", "not_ipv4_udp")
+    tr.add(arp_frame(BCAST, w1m, spa=w1i, tpa=si, tag=vlan_tag(0xA000), pad=b"\x00" * 14),
+           "priority-tagged ARP request (VID 0) to an untagged job", "not_ipv4_udp")
+    tr.add(arp_frame(BCAST, w0m, spa=w0i, tpa=si, tag=vlan_tag(0x0005, ETH_QINQ)),
+           "802.1ad-tagged ARP request to an untagged job", "not_ipv4_udp")
     return job, tr
 
 
@@ -944,6 +998,12 @@ def sc_ping(rng):
         if i % 2 == 1:
             P(rng.randrange(0, 64), src=rng.randrange(2), pad=rng.choice([b"", b"\x00" * 20]),
               label=None)
+    # tagged echo requests to an untagged job: dropped at step 5 (no rng used here)
+    for tag, label in [(vlan_tag(0x0005), "802.1Q-tagged (VID 5)"),
+                       (vlan_tag(0x6000), "priority-tagged (VID 0)"),
+                       (vlan_tag(0x0005, ETH_QINQ), "802.1ad-tagged")]:
+        tr.add(icmp_echo_frame(sm, job.mac[0], job.ip[0], si, b"tagged", tag=tag),
+               label + " echo request to an untagged job", "not_ipv4_udp")
     return job, tr
 
 
@@ -1122,7 +1182,7 @@ def sc_csum_alias(rng):
 
 
 def closed_loop(job, rng, chunks, p_loss, p_dup, p_res_loss, dmin=10.0, dmax=80.0,
-                timeout=400.0, values="mix", job_number=9):
+                timeout=400.0, values="mix", job_number=9, p_foreign=0.0):
     """SwitchML-like workers (a window of all S slots, set flips per slot, retransmission timers
     with backoff) talking to the model through a lossy, duplicating, reordering network.  Each
     worker's frames for the same slot stay in order (per-(worker, slot) FIFO), so the protocol
@@ -1153,6 +1213,25 @@ def closed_loop(job, rng, chunks, p_loss, p_dup, p_res_loss, dmin=10.0, dmax=80.
     done = [0] * n
 
     def send(now, w, s, frame):
+        if job.vlan is not None:
+            # every (re)transmission with its own PCP and DEI (ignored by the switch)
+            frame = insert_tag(frame, vlan_tag((rng.randrange(8) << 13) | (rng.randrange(2) << 12)
+                                               | job.vlan))
+            if rng.random() < p_foreign:
+                # the same contribution with garbage values outside the job's VLAN: it must be
+                # dropped as wrong_vlan, or it corrupts the round
+                bad = bytearray(untag(frame))
+                bad[52:] = bytes(rng.randrange(256) for _ in range(len(bad) - 52))
+                kind = rng.randrange(4)
+                if kind == 0:
+                    bad = bytes(bad)
+                elif kind == 1:
+                    bad = insert_tag(bad, vlan_tag(rng.randrange(8) << 13))
+                elif kind == 2:
+                    bad = insert_tag(bad, vlan_tag(job.vlan ^ (1 << rng.randrange(12))))
+                else:
+                    bad = insert_tag(bad, vlan_tag(job.vlan, ETH_QINQ))
+                push(now + rng.uniform(dmin, dmax), "sw", w, s, bytes(bad))
         if rng.random() < p_loss:
             return
         copies = 2 if rng.random() < p_dup else 1
@@ -1184,6 +1263,8 @@ def closed_loop(job, rng, chunks, p_loss, p_dup, p_res_loss, dmin=10.0, dmax=80.
             inputs.append(fr)
             _, outs = sw.receive(fr)
             for o in outs:
+                if job.vlan is not None:
+                    o = untag(o)
                 r = job.ip.index(o[30:34])
                 if rng.random() < p_res_loss:
                     continue
@@ -1216,11 +1297,12 @@ def closed_loop(job, rng, chunks, p_loss, p_dup, p_res_loss, dmin=10.0, dmax=80.
     return inputs
 
 
-def sc_mixed(n, payload, slots, chunks, p_loss, p_dup, p_res_loss):
+def sc_mixed(n, payload, slots, chunks, p_loss, p_dup, p_res_loss, vlan=None, vlan_priority=0,
+             p_foreign=0.0):
     def fn(rng):
-        job = Job(n, payload, slots)
+        job = Job(n, payload, slots, vlan=vlan, vlan_priority=vlan_priority)
         tr = Trace(job)
-        for fr in closed_loop(job, rng, chunks, p_loss, p_dup, p_res_loss):
+        for fr in closed_loop(job, rng, chunks, p_loss, p_dup, p_res_loss, p_foreign=p_foreign):
             tr.add(fr)
         return job, tr
     return fn
@@ -1266,6 +1348,231 @@ def sc_fuzz(rng):
     return job, tr
 
 
+def vlan_catalogue(job):
+    """The frames a tagged job must drop at §1 step 3 (or just before or after it), each with its
+    verdict: (label, expected verdict, fn(tmpl_fields, rng) -> the whole frame as sent).
+    tmpl_fields is an UNTAGGED field dict (tag None) of a garbage-valued contribution."""
+    V, p, sm, si = job.vlan, job.vlan_priority, job.sm, job.si
+    other_host_mac = mac("02:00:5a:00:02:63")
+    other_host_ip = ipa("192.0.2.99")
+    other_vids = sorted({(V + 1) % 4096, (V - 1) % 4096, V ^ 0x800, V ^ 0x001, 0xFFF, 1, 4094}
+                        - {V, 0})
+    swapped = ((V & 0xFF) << 8) | (V >> 8)
+
+    def raw_tag(tag_bytes, **kw):
+        """The contribution with `tag_bytes` inserted after byte 12, then cut or not."""
+        def fn(t, rng):
+            f = dict(t, tag=None)
+            f.update(kw)
+            cut = f.pop("cut", None)
+            fr = insert_tag(build_contrib(f), tag_bytes) if tag_bytes is not None else build_contrib(f)
+            return fr if cut is None else fr[:cut]
+        return fn
+
+    def tci(vid, rng):
+        return (rng.randrange(8) << 13) | (rng.randrange(2) << 12) | vid
+
+    def tagged(vid_fn=lambda rng: V, tpid=ETH_VLAN, **kw):
+        def fn(t, rng):
+            return raw_tag(vlan_tag(tci(vid_fn(rng), rng), tpid), **kw)(t, rng)
+        return fn
+
+    def arp_req(tag, **kw):
+        def fn(t, rng):
+            args = dict(eth_dst=BCAST, eth_src=t["eth_src"], spa=t["src_ip"], tpa=si)
+            args.update(kw)
+            return arp_frame(args.pop("eth_dst"), args.pop("eth_src"),
+                             tag=None if tag is None else tag(rng), **args)
+        return fn
+
+    def ping(tag, **kw):
+        def fn(t, rng):
+            args = dict(eth_dst=sm, eth_src=t["eth_src"], src_ip=t["src_ip"], dst_ip=si,
+                        data=bytes(rng.randrange(256) for _ in range(12)))
+            args.update(kw)
+            return icmp_echo_frame(args.pop("eth_dst"), args.pop("eth_src"), args.pop("src_ip"),
+                                   args.pop("dst_ip"), args.pop("data"),
+                                   tag=None if tag is None else tag(rng), **args)
+        return fn
+
+    def good_tag(rng):
+        return vlan_tag(tci(V, rng))
+
+    def qinq(outer_tpid, outer_vid, inner_tpid, inner_vid):
+        return lambda t, rng: raw_tag(vlan_tag(tci(outer_vid, rng), outer_tpid)
+                                      + vlan_tag(tci(inner_vid, rng), inner_tpid))(t, rng)
+
+    cat = [
+        # --- wrong_vlan: no tag, another tag, another VID
+        ("untagged contribution", "wrong_vlan", raw_tag(None)),
+        ("untagged contribution with 4 bytes of padding", "wrong_vlan",
+         raw_tag(None, pad=b"\x81\x00\x00\x00")),
+        ("priority-tagged (VID 0), PCP = the job's", "wrong_vlan",
+         raw_tag(vlan_tag(p << 13))),
+        ("priority-tagged (VID 0), PCP 7 DEI 1", "wrong_vlan", raw_tag(vlan_tag(0xF000))),
+        ("VID byte-swapped (0x%03x)" % (swapped & 0xFFF), "wrong_vlan",
+         raw_tag(vlan_tag(swapped)) if swapped & 0xFFF != V else raw_tag(vlan_tag(V ^ 0x10))),
+        ("TCI = V << 4 (VID in the wrong bits)", "wrong_vlan", raw_tag(vlan_tag((V << 4) & 0xFFFF))),
+        ("802.1ad S-tag 0x88A8 with VID V, no inner tag", "wrong_vlan", tagged(tpid=ETH_QINQ)),
+        ("802.1ad S-tag 0x88A8 VID V, inner C-tag VID V", "wrong_vlan",
+         qinq(ETH_QINQ, V, ETH_VLAN, V)),
+        ("TPID 0x9100 with VID V", "wrong_vlan", tagged(tpid=ETH_VLAN_OLD)),
+        ("TPID 0x9100 VID V, inner C-tag VID V", "wrong_vlan", qinq(ETH_VLAN_OLD, V, ETH_VLAN, V)),
+        ("TPID byte-swapped 0x0081 with VID V", "wrong_vlan", tagged(tpid=0x0081)),
+        ("TPID 0x8101 with VID V", "wrong_vlan", tagged(tpid=0x8101)),
+        ("TPID 0x0800 in the tag position (IPv4 EtherType, then 'VID' V)", "wrong_vlan",
+         tagged(tpid=ETH_IPV4)),
+        ("untagged ARP request for the switch IP", "wrong_vlan", arp_req(None)),
+        ("untagged ARP request, padded to 60", "wrong_vlan", arp_req(None, pad=b"\x00" * 18)),
+        ("ARP request priority-tagged (VID 0)", "wrong_vlan",
+         arp_req(lambda rng: vlan_tag(rng.randrange(8) << 13))),
+        ("ARP request on VID 0xFFF", "wrong_vlan", arp_req(lambda rng: vlan_tag(tci(0xFFF, rng)))),
+        ("ARP request with an S-tag VID V", "wrong_vlan",
+         arp_req(lambda rng: vlan_tag(tci(V, rng), ETH_QINQ))),
+        ("untagged echo request", "wrong_vlan", ping(None)),
+        ("echo request on VID V+1", "wrong_vlan", ping(lambda rng: vlan_tag(tci((V + 1) % 4096, rng)))),
+        ("16-byte untagged frame", "wrong_vlan", raw_tag(None, cut=16)),
+        ("17-byte untagged frame", "wrong_vlan", raw_tag(None, cut=17)),
+        ("16-byte frame, C-tag VID V+1", "wrong_vlan", tagged(lambda rng: (V + 1) % 4096, cut=16)),
+        ("16-byte frame, priority tag", "wrong_vlan", raw_tag(vlan_tag(0x2000), cut=16)),
+        ("17-byte frame, S-tag VID V", "wrong_vlan", tagged(tpid=ETH_QINQ, cut=17)),
+        ("untagged, bad IP checksum (VLAN first)", "wrong_vlan", raw_tag(None, csum_delta=1)),
+        ("another VID, unknown source (VLAN first)", "wrong_vlan",
+         tagged(lambda rng: V ^ 0x800, src_ip=other_host_ip)),
+        ("another VID, MF set (VLAN first)", "wrong_vlan", tagged(lambda rng: V ^ 1, flags_frag=0x2000)),
+        ("untagged, slot = S (VLAN first)", "wrong_vlan", raw_tag(None, slot=job.slots)),
+        # --- step 1 and 2 come before the tag
+        ("13-byte frame", "truncated", raw_tag(None, cut=13)),
+        ("13-byte frame to another MAC (length first)", "truncated",
+         raw_tag(None, cut=13, eth_dst=job.mac[0])),
+        ("15-byte frame to another MAC (MAC before the tag)", "wrong_dst_mac",
+         tagged(cut=15, eth_dst=job.mac[0])),
+        ("untagged, dst MAC of a worker (MAC before the tag)", "wrong_dst_mac",
+         raw_tag(None, eth_dst=job.mac[1])),
+        ("another VID, dst MAC multicast (MAC before the tag)", "wrong_dst_mac",
+         tagged(lambda rng: (V + 1) % 4096, eth_dst=mac("01:00:5e:00:00:01"))),
+        ("VID V, dst MAC of another host", "wrong_dst_mac", tagged(eth_dst=other_host_mac)),
+        ("ARP request with VID V to another MAC", "wrong_dst_mac",
+         arp_req(good_tag, eth_dst=other_host_mac)),
+        # --- step 3 length edges
+        ("14-byte untagged frame (L < 16 before the TPID)", "truncated", raw_tag(None, cut=14)),
+        ("15-byte untagged frame", "truncated", raw_tag(None, cut=15)),
+        ("14-byte frame, TPID 0x8100 only", "truncated", tagged(cut=14)),
+        ("15-byte frame, TPID and half a TCI", "truncated", tagged(cut=15)),
+        ("15-byte frame, TPID 0x88A8", "truncated", tagged(tpid=ETH_QINQ, cut=15)),
+        ("16-byte frame, tag of the job (nothing after it)", "truncated", tagged(cut=16)),
+        ("17-byte frame, tag of the job", "truncated", tagged(cut=17)),
+        ("18-byte frame, tag of the job, EtherType IPv4", "truncated", tagged(cut=18)),
+        ("37-byte tagged IPv4 frame (33 after the tag)", "truncated", tagged(cut=37)),
+        ("38-byte tagged ICMP echo frame with T=20 (34 untagged)", "truncated",
+         ping(good_tag, data=b"", total_length=20, truncate=38)),
+        ("18-byte tagged frame, EtherType ARP", "truncated", arp_req(good_tag, truncate=18)),
+        ("45-byte tagged ARP request (41 after the tag)", "truncated", arp_req(good_tag, truncate=45)),
+        # --- the tag is gone before the later checks: lengths count the untagged frame
+        ("tagged, IP total length counts the tag (T + 4, frame unchanged)", "bad_length",
+         lambda t, rng: tagged(total_length=20 + 18 + job.payload + 4)(t, rng)),
+        ("tagged, last 4 bytes missing", "bad_length",
+         lambda t, rng: tagged()(t, rng)[:-4]),
+        ("tagged echo request, T counts the tag", "bad_length",
+         ping(good_tag, data=b"0123456789ab", total_length=20 + 8 + 12 + 4)),
+        ("tag of the job, then a second C-tag VID V", "not_ipv4_udp", qinq(ETH_VLAN, V, ETH_VLAN, V)),
+        ("tag of the job, then an S-tag", "not_ipv4_udp", qinq(ETH_VLAN, V, ETH_QINQ, V)),
+        ("tag of the job, inner EtherType IPv6", "not_ipv4_udp", tagged(ethertype=ETH_IPV6)),
+        ("tag of the job, ARP reply", "not_ipv4_udp", arp_req(good_tag, op=2, eth_dst=sm)),
+        ("tag of the job, ARP for another IP", "wrong_dst_ip", arp_req(good_tag, tpa=other_host_ip)),
+    ]
+    for vid in other_vids:
+        cat.append(("contribution on VID %d (job: %d)" % (vid, V), "wrong_vlan",
+                    tagged(lambda rng, vid=vid: vid)))
+    return cat
+
+
+def sc_vlan(rng):
+    """A tagged job: contribution rounds, retransmissions, ARP and pings on the VLAN, all with
+    varying PCP and DEI, interleaved with the frames of vlan_catalogue and with the whole
+    untagged catalogue carried in the job's tag (each must still be dropped for its reason)."""
+    V, p = 0xB5A, 5
+    job = Job(3, 256, 4, vlan=V, vlan_priority=p)
+    tr = Trace(job)
+    cat = list(vlan_catalogue(job))
+    for label, expect, fn in bad_catalogue(job):
+        def wrapped(t, rng, fn=fn):
+            tag = vlan_tag((rng.randrange(8) << 13) | (rng.randrange(2) << 12) | V)
+            return insert_tag(fn(t, rng), tag)
+        cat.append(("in the job's tag: " + label, expect, wrapped))
+    rng.shuffle(cat)
+    host_mac, host_ip = mac("02:00:5a:00:02:63"), ipa("192.0.2.99")
+    flav_i = 0
+    ci = 0
+    rnd = 0
+    tsi = 0x200
+    pcp_i = 0
+    prev_round = None
+
+    def next_tag():
+        nonlocal pcp_i
+        t = vlan_tag(((pcp_i % 8) << 13) | ((pcp_i // 8 % 2) << 12) | V)
+        pcp_i += 1
+        return t
+
+    while ci < len(cat) or flav_i < len(VALID_FLAVORS) or rnd < 8:
+        s, v = rnd % job.slots, (rnd // job.slots) & 1
+        order = list(range(job.n))
+        rng.shuffle(order)
+        sent = []
+        for r in order:
+            vals = rand_values(rng, job.k, "mix")
+            f = contrib_fields(job, r, s, v, vals, e0=rand_exp(rng), e1=rand_exp(rng), tsi=tsi,
+                               job_number=0x5A, dport=0xBEE0 + rng.randrange(16))
+            tsi += 1
+            label, fl = VALID_FLAVORS[flav_i % len(VALID_FLAVORS)]
+            flav_i += 1
+            f.update(fl(job, f, rng))
+            for _ in range(rng.randint(1, 3)):
+                if ci >= len(cat):
+                    break
+                pool = [f] * 3 + sent + (prev_round or [])
+                t = dict(rng.choice(pool))
+                t["values"] = rand_values(rng, job.k, "full")
+                t["e0"], t["e1"] = 127, 127
+                t["pad"] = b""
+                t["tag"] = None
+                blabel, expect, fn = cat[ci]
+                ci += 1
+                tr.add(fn(t, rng), blabel, expect)
+            f["tag"] = next_tag()
+            tr.add(build_contrib(f), "valid, tagged: " + label, "contribution")
+            sent.append(f)
+            if len(sent) == 1 and rnd % 4 == 0:
+                # a duplicate to the incomplete round, other PCP/DEI: silent
+                tr.add(build_contrib(dict(f, tag=next_tag())), "duplicate, round incomplete",
+                       "duplicate")
+        # retransmissions to the complete round, with another PCP/DEI than the original
+        if rnd % 2 == 1:
+            tr.add(build_contrib(dict(sent[rnd % 3], tag=next_tag())),
+                   "retransmission to a complete round, other PCP", "duplicate")
+        # ARP and pings on the VLAN, tagged, with or without padding (to 60 and to 64 bytes)
+        w = rng.randrange(job.n)
+        # (the padding never makes a frame longer than 1518 bytes, 1522 with the FCS)
+        pad = [b"", b"\x00" * 14, b"\x00" * 18, bytes(rng.randrange(256) for _ in range(30))][rnd % 4]
+        if rnd % 2 == 0:
+            src_m, src_i = (job.mac[w], job.ip[w]) if rnd % 6 else (host_mac, host_ip)
+            tr.add(arp_frame(BCAST if rnd % 4 else job.sm, src_m, spa=src_i, tpa=job.si,
+                             tag=next_tag(), pad=pad), "tagged ARP request", "arp")
+        else:
+            dl = [0, 1, 17, 18, 32, 56, 99, 1472][(rnd // 2) % 8]
+            if dl > 1000:
+                pad = b""
+            tr.add(icmp_echo_frame(job.sm if rnd % 5 else BCAST, job.mac[w], job.ip[w], job.si,
+                                   bytes(rng.randrange(256) for _ in range(dl)),
+                                   ident=rng.randrange(65536), seq=rnd,
+                                   ip_ident=rng.randrange(65536), tos=rng.choice([0, 0xB8]),
+                                   tag=next_tag(), pad=pad), "tagged echo request", "icmp")
+        prev_round = sent
+        rnd += 1
+    return job, tr
+
+
 SCENARIOS = [
     ("malformed", sc_malformed),
     ("arp", sc_arp),
@@ -1287,6 +1594,11 @@ SCENARIOS = [
     ("mixed1024", sc_mixed(3, 1024, 4, 48, 0.10, 0.05, 0.10)),
     ("fuzz", sc_fuzz),
     ("csum_alias", sc_csum_alias),
+    ("vlan", sc_vlan),
+    # the closed loop of mixed1024 on a tagged job; 10 % of the transmissions also leave a copy
+    # with garbage values outside the job's VLAN (untagged, VID 0, another VID, an S-tag)
+    ("vlan_mixed", sc_mixed(3, 1024, 4, 48, 0.10, 0.05, 0.10, vlan=4094, vlan_priority=3,
+                            p_foreign=0.10)),
 ]
 
 
@@ -1295,7 +1607,10 @@ SCENARIOS = [
 
 def check_output_frame(job, fr):
     """Every emitted frame: well-formed, IPv4 checksum verifies, ICMP checksum verifies when the
-    request's did."""
+    request's did.  A tagged job's frames carry exactly the tag 0x8100, TCI = p << 13 | V."""
+    if job.vlan is not None:
+        assert len(fr) >= 16 and u16(fr, 12) == ETH_VLAN and u16(fr, 14) == job.tci, fr[:16].hex()
+        fr = untag(fr)
     et = u16(fr, 12)
     assert fr[6:12] == job.sm
     if et == ETH_ARP:
@@ -1332,13 +1647,37 @@ def self_check(name, job, tr, sw, verdicts, outs):
         c["arp_replies"] + c["icmp_replies"]
     for _, fr in outs:
         check_output_frame(job, fr)
-    if name == "malformed":
-        missing = [r for r in DROP_REASONS if c[r] == 0]
-        assert not missing, missing
+    # the n results of one round are the same frame but for the addresses (dst MAC, dst IP and
+    # so the IP checksum); in particular they carry the same tag whatever the trigger's PCP
+    groups = {}
+    for i, fr in outs:
+        groups.setdefault(i, []).append(fr)
+    for i, frs in groups.items():
+        if len(frs) > 1:
+            masked = []
+            for fr in frs:
+                b = bytearray(fr)
+                o = 0 if job.vlan is None else 4
+                b[0:6] = bytes(6)
+                b[o + 24:o + 26] = bytes(2)
+                b[o + 30:o + 34] = bytes(4)
+                masked.append(bytes(b))
+            assert len(set(masked)) == 1, (name, i)
+    if name in ("malformed", "vlan"):
+        # §1 step 3 only runs for a tagged job: an untagged job cannot drop as wrong_vlan
+        reasons = DROP_REASONS if job.vlan is not None else \
+            [r for r in DROP_REASONS if r != "wrong_vlan"]
+        missing = [r for r in reasons if c[r] == 0]
+        assert not missing, "%s must hit every drop reason%s; missed %s" % (
+            name, "" if job.vlan is not None else " but wrong_vlan (untagged job)", missing)
+    if job.vlan is None:
+        assert c["wrong_vlan"] == 0, name
     # valid ICMP requests (checksum correct) must get replies whose checksum verifies
     for i, fr in outs:
+        q = tr.frames[i]
+        if job.vlan is not None:
+            fr, q = untag(fr), untag(q)
         if u16(fr, 12) == ETH_IPV4 and fr[23] == 1:
-            q = tr.frames[i]
             t = u16(q, 16)
             if ones_sum(q[34:14 + t]) == 0xFFFF:
                 assert ones_sum(fr[34:]) == 0xFFFF, (name, i)
