@@ -222,7 +222,9 @@ impl JobConfig {
         };
         let vlan = match (raw.vlan, raw.vlan_priority) {
             (None, None) => None,
-            (None, Some(p)) => return Err(bad("vlan_priority", p, "needs `vlan`: an untagged job sends untagged frames")),
+            (None, Some(p)) => {
+                return Err(bad("vlan_priority", p, "needs `vlan`: an untagged job sends untagged frames"))
+            }
             (Some(v), _) if !(1..=i64::from(MAX_VID)).contains(&v) => {
                 return Err(bad("vlan", v, &format!("must be a VLAN ID, 1..={MAX_VID}")))
             }

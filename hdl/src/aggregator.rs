@@ -725,7 +725,7 @@ impl Logic for Aggregator {
         // registered at the transition into it, so `i_end` is an equality of two registers.
         if !self.s_act.q.val() {
             self.first_of_round.d.next = false;
-            // Header's last index (ARP kind 14: word 9, ICMP kind 15: word 8); a contribution
+            // Header's last index (ARP, an even kind: word 9; ICMP, odd: word 8); a contribution
             // sets its own in Commit.
             self.i_stop.d.next = 9.into();
             if self.desc.kind.val().get_bit(0) {

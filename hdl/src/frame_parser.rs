@@ -33,20 +33,22 @@
 //!   no word (`word.ready` low) only while a decided frame waits for the descriptor register.
 //! - Nothing here touches slot state: a malformed or truncated frame only yields a drop kind.
 //!
-//! Descriptor kinds: 0..=12 the drop reasons in `DropReason` order, 13 a valid contribution,
-//! 14 an ARP request to answer, 15 an ICMP echo request to answer.
+//! Descriptor kinds: 0..=13 the drop reasons in `DropReason` order, 14 a valid contribution,
+//! 15 an ICMP echo request to answer, 16 an ARP request to answer (the aggregator tells the
+//! two replies apart by bit 0: ARP's kind is even, ICMP's odd).
 
 use crate::block_ram::{BlockRam, PipelinedRam};
 use crate::word_stream::WordSink;
 use rust_hdl::prelude::*;
 use spotagg_driver::DropReason;
 
-/// Descriptor kind of a valid contribution.
-pub const KIND_CONTRIBUTION: u64 = 13;
-/// Descriptor kind of an ARP request for the switch.
-pub const KIND_ARP: u64 = 14;
-/// Descriptor kind of an ICMP echo request to the switch.
-pub const KIND_ICMP: u64 = 15;
+/// Descriptor kind of a valid contribution (the kinds below it are the drop reasons).
+pub const KIND_CONTRIBUTION: u64 = DropReason::COUNT as u64;
+/// Descriptor kind of an ARP request for the switch: the even one of the next two kinds.
+pub const KIND_ARP: u64 = (KIND_CONTRIBUTION + 2) & !1;
+/// Descriptor kind of an ICMP echo request to the switch: the odd one.
+pub const KIND_ICMP: u64 = 2 * KIND_CONTRIBUTION + 3 - KIND_ARP;
+const _: () = assert!(KIND_ARP.is_multiple_of(2) && !KIND_ICMP.is_multiple_of(2) && KIND_ICMP < 32 && KIND_ARP < 32);
 
 /// A descriptor kind as a 5-bit constant of the generated Verilog.
 fn kind(value: u64) -> Constant<Bits<5>> {

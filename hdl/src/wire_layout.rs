@@ -40,13 +40,13 @@ const _: () = {
     check(switchml::UDP_PORT_BASE == 0xBEE0 && switchml::UDP_PORT_MASK == 0xFFF0);
     check(switchml::MSG_TYPE_CONTRIBUTION == 1 && switchml::POOL_SET_BIT == 0x8000);
     check(switchml::field::E0 == 8 && switchml::field::E1 == 9 && switchml::field::POOL_INDEX.start == 6);
-    // Descriptor kinds 0..=12 are the drop reasons, in counter order.
-    check(DropReason::COUNT == 13);
+    // Descriptor kinds 0..=13 are the drop reasons, in counter order.
+    check(DropReason::COUNT == 14);
     check(DropReason::Truncated as usize == 0 && DropReason::WrongDstMac as usize == 1);
-    check(DropReason::NotIpv4Udp as usize == 2 && DropReason::IpOptions as usize == 3);
-    check(DropReason::IpChecksum as usize == 4 && DropReason::BadLength as usize == 5);
-    check(DropReason::IpFragment as usize == 6 && DropReason::WrongDstIp as usize == 7);
-    check(DropReason::BadPort as usize == 8 && DropReason::UnknownSource as usize == 9);
-    check(DropReason::BadMsgType as usize == 10 && DropReason::BadSize as usize == 11);
-    check(DropReason::BadSlot as usize == 12);
+    check(DropReason::WrongVlan as usize == 2 && DropReason::NotIpv4Udp as usize == 3);
+    check(DropReason::IpOptions as usize == 4 && DropReason::IpChecksum as usize == 5);
+    check(DropReason::BadLength as usize == 6 && DropReason::IpFragment as usize == 7);
+    check(DropReason::WrongDstIp as usize == 8 && DropReason::BadPort as usize == 9);
+    check(DropReason::UnknownSource as usize == 10 && DropReason::BadMsgType as usize == 11);
+    check(DropReason::BadSize as usize == 12 && DropReason::BadSlot as usize == 13);
 };

@@ -12,7 +12,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, RngSeed};
 use spotagg_driver::wire::{ArpOperation, EtherType, Ipv4Addr, MacAddr, PayloadSize};
-use spotagg_driver::{Counters, DropReason, Engine, JobConfig};
+use spotagg_driver::{Counters, DropReason, Engine, JobConfig, JobVlan};
 use spotagg_sim::reference::{classify, Classification, RefSwitch};
 use spotagg_sim::trace::{arp_frame, echo_request, generate, malformed_frames, Reorder, TraceSpec};
 
@@ -33,6 +33,11 @@ fn payload() -> impl Strategy<Value = PayloadSize> {
 /// n from 1 to 32, small n more often.
 fn workers() -> impl Strategy<Value = usize> {
     prop_oneof![3 => 1usize..=4, 2 => 5usize..=12, 1 => 13usize..=32]
+}
+
+/// An untagged job half the time, else a tagged one with any VID and reply priority.
+fn vlan() -> impl Strategy<Value = Option<JobVlan>> {
+    prop::option::of((1u16..=4094, 0u8..=7).prop_map(|(id, priority)| JobVlan { id, priority }))
 }
 
 fn replay(job: &JobConfig, frames: &[Vec<u8>]) -> (RefSwitch, Vec<Vec<u8>>) {
@@ -57,10 +62,11 @@ proptest! {
         loss in 0.0f64..0.3,
         duplication in 0.0f64..0.3,
         extras in 0.0f64..0.2,
+        vlan in vlan(),
         seed in any::<u64>(),
     ) {
         let spec = TraceSpec {
-            loss, duplication, malformed: extras, arp: extras / 2.0, ping: extras / 2.0, quirks: extras,
+            loss, duplication, malformed: extras, arp: extras / 2.0, ping: extras / 2.0, quirks: extras, vlan,
             ..TraceSpec::new(n, payload, slots, chunks, seed)
         };
         let t = generate(&spec);
@@ -100,9 +106,10 @@ proptest! {
         loss in 0.0f64..0.2,
         duplication in 0.0f64..0.2,
         seed in any::<u64>(),
+        vlan in vlan(),
         positions in proptest::collection::vec(any::<prop::sample::Index>(), 1..40),
     ) {
-        let spec = TraceSpec { loss, duplication, ..TraceSpec::new(n, payload, slots, chunks, seed) };
+        let spec = TraceSpec { loss, duplication, vlan, ..TraceSpec::new(n, payload, slots, chunks, seed) };
         let t = generate(&spec);
         let job = &t.job;
         let (_, clean_out) = replay(job, &t.frames);
@@ -202,8 +209,9 @@ proptest! {
         cut in any::<prop::sample::Index>(),
         cut_it in any::<bool>(),
         noise in proptest::collection::vec(any::<u8>(), 0..80),
+        vlan in vlan(),
     ) {
-        let t = generate(&TraceSpec::new(n, PayloadSize::B128, 2, 3, seed));
+        let t = generate(&TraceSpec { vlan, ..TraceSpec::new(n, PayloadSize::B128, 2, 3, seed) });
         let job = &t.job;
         let (warm, _) = replay(job, &t.frames[..t.frames.len() / 2]);
         let base = &t.frames[t.frames.len() / 2];
@@ -233,10 +241,14 @@ proptest! {
 #[test]
 fn every_reason_is_generated_for_every_size() {
     for payload in [PayloadSize::B128, PayloadSize::B256, PayloadSize::B512, PayloadSize::B1024] {
-        let job = JobConfig::example(5, payload, 8);
-        let v = malformed_frames(&job, 42);
-        for r in DropReason::ALL {
-            assert!(v.iter().any(|(x, _)| *x == r), "{r:?}");
+        for vlan in [None, Some(JobVlan { id: 4094, priority: 7 })] {
+            let job = JobConfig { vlan, ..JobConfig::example(5, payload, 8) };
+            let v = malformed_frames(&job, 42);
+            for r in DropReason::ALL {
+                // An untagged job takes any tag, so nothing is dropped as WrongVlan.
+                let possible = vlan.is_some() || r != DropReason::WrongVlan;
+                assert_eq!(v.iter().any(|(x, _)| *x == r), possible, "{r:?} {vlan:?}");
+            }
         }
     }
 }
