@@ -33,6 +33,7 @@
 
 use crate::counters::{BUCKET_ARP_REPLY, BUCKET_CONTRIBUTION, BUCKET_DUPLICATE, BUCKET_ICMP_REPLY};
 use crate::frame_parser::{DescriptorSink, KIND_ARP, KIND_CONTRIBUTION};
+use crate::reply_header::ReplyHeader;
 use crate::result_builder::ReplyKind;
 use rust_hdl::prelude::*;
 
@@ -191,8 +192,6 @@ pub struct Aggregator {
     reply_exps: DFF<Bits<16>>,
     exp_max: DFF<Bits<16>>,
     k_m1: DFF<Bits<10>>,
-    len_ip: DFF<Bits<32>>,
-    len_udp: DFF<Bits<32>>,
     nwords_m1: DFF<Bits<10>>,
     base: DFF<Bits<16>>,
     nwords: DFF<Bits<10>>,
@@ -202,33 +201,12 @@ pub struct Aggregator {
     hw_enable: DFF<Bit>,
     hw_sum: DFF<Bits<32>>,
     hw_from_sum: DFF<Bit>,
-    ipck_part1: DFF<Bits<20>>,
-    ipck_part2: DFF<Bits<20>>,
-    ipck_part3: DFF<Bits<20>>,
-    ipck_sum: DFF<Bits<20>>,
-    ipck_folded: DFF<Bits<17>>,
-    ip_checksum: DFF<Bits<16>>,
-    icmpck_folded: DFF<Bits<17>>,
-    icmp_checksum: DFF<Bits<16>>,
     ex_write_pending: DFF<Bit>,
     ex_write_word: DFF<Bits<32>>,
-    hdr_lo_r: Signal<Local, Bits<32>>,
-    hdr_hi_r: Signal<Local, Bits<32>>,
-    hdr_lo_a: Signal<Local, Bits<32>>,
-    hdr_hi_a: Signal<Local, Bits<32>>,
-    hdr_lo_i: Signal<Local, Bits<32>>,
-    hdr_hi_i: Signal<Local, Bits<32>>,
-    hw_lo_r: DFF<Bits<32>>,
-    hw_hi_r: DFF<Bits<32>>,
-    hw_lo_a: DFF<Bits<32>>,
-    hw_hi_a: DFF<Bits<32>>,
-    hw_lo_i: DFF<Bits<32>>,
-    hw_hi_i: DFF<Bits<32>>,
-    hw_sel_hi: DFF<Bit>,
     hw_address2: DFF<Bits<5>>,
     hw_enable2: DFF<Bit>,
+    header: ReplyHeader,
     exp_new: Signal<Local, Bits<16>>,
-    i4: Signal<Local, Bits<4>>,
     issue: Signal<Local, Bit>,
     write: Signal<Local, Bit>,
 }
@@ -334,8 +312,6 @@ impl Aggregator {
             reply_exps: Default::default(),
             exp_max: Default::default(),
             k_m1: Default::default(),
-            len_ip: Default::default(),
-            len_udp: Default::default(),
             nwords_m1: Default::default(),
             base: Default::default(),
             nwords: Default::default(),
@@ -345,33 +321,12 @@ impl Aggregator {
             hw_enable: Default::default(),
             hw_sum: Default::default(),
             hw_from_sum: Default::default(),
-            ipck_part1: Default::default(),
-            ipck_part2: Default::default(),
-            ipck_part3: Default::default(),
-            ipck_sum: Default::default(),
-            ipck_folded: Default::default(),
-            ip_checksum: Default::default(),
-            icmpck_folded: Default::default(),
-            icmp_checksum: Default::default(),
             ex_write_pending: Default::default(),
             ex_write_word: Default::default(),
-            hdr_lo_r: Default::default(),
-            hdr_hi_r: Default::default(),
-            hdr_lo_a: Default::default(),
-            hdr_hi_a: Default::default(),
-            hdr_lo_i: Default::default(),
-            hdr_hi_i: Default::default(),
-            hw_lo_r: Default::default(),
-            hw_hi_r: Default::default(),
-            hw_lo_a: Default::default(),
-            hw_hi_a: Default::default(),
-            hw_lo_i: Default::default(),
-            hw_hi_i: Default::default(),
-            hw_sel_hi: Default::default(),
             hw_address2: Default::default(),
             hw_enable2: Default::default(),
+            header: Default::default(),
             exp_new: Default::default(),
-            i4: Default::default(),
             issue: Default::default(),
             write: Default::default(),
         }
@@ -417,8 +372,6 @@ impl Logic for Aggregator {
             reply_exps,
             exp_max,
             k_m1,
-            len_ip,
-            len_udp,
             nwords_m1,
             base,
             nwords,
@@ -428,26 +381,12 @@ impl Logic for Aggregator {
             hw_enable,
             hw_sum,
             hw_from_sum,
-            ipck_part1,
-            ipck_part2,
-            ipck_part3,
-            ipck_sum,
-            ipck_folded,
-            ip_checksum,
-            icmpck_folded,
-            icmp_checksum,
             ex_write_pending,
             ex_write_word,
-            hw_lo_r,
-            hw_hi_r,
-            hw_lo_a,
-            hw_hi_a,
-            hw_lo_i,
-            hw_hi_i,
-            hw_sel_hi,
             hw_address2,
             hw_enable2
         );
+        clock!(self, clock, header);
         // Defaults.
         self.desc.done.next = false;
         self.buf_read_address.next = bit_cast::<10, 10>(self.i.q.val());
@@ -504,9 +443,6 @@ impl Logic for Aggregator {
         self.nwords_m1.d.next = self.nwords.q.val() - 1;
         self.k_m2.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 2;
         self.nwords_m2.d.next = self.nwords.q.val() - 2;
-        // A result's IPv4 and UDP lengths, registered from the configuration.
-        self.len_ip.d.next = (bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38;
-        self.len_udp.d.next = (bit_cast::<32, 9>(self.payload_words.val()) << 2) + 18;
         self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val());
         if self.tx_half.val() {
             self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val()) | 512;
@@ -524,66 +460,39 @@ impl Logic for Aggregator {
         self.ev_multicast.next = false;
         self.ev_retransmit.next = false;
         self.idle.next = !self.s_act.q.val();
-        // Reply checksums, registered in stages from the descriptor (stable for many cycles
-        // before a header word needs them: at least 7 cycles after the descriptor is loaded).
-        self.ipck_part1.d.next = bit_cast::<20, 32>(self.desc.h3.val() & 0xffff)
-            + bit_cast::<20, 32>(self.desc.h4.val() >> 16)
-            + bit_cast::<20, 32>(self.desc.h4.val() & 0xffff);
-        self.ipck_part2.d.next = bit_cast::<20, 32>(self.desc.h5.val() >> 16)
-            + bit_cast::<20, 32>((self.desc.h5.val() & 0xff) | 0x4000)
-            + bit_cast::<20, 32>(self.switch_ip.val() >> 16);
-        self.ipck_part3.d.next = bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
-            + bit_cast::<20, 32>(self.desc.h6.val() & 0xffff)
-            + bit_cast::<20, 32>(self.desc.h7.val() >> 16);
-        self.ipck_sum.d.next = self.ipck_part1.q.val() + self.ipck_part2.q.val() + self.ipck_part3.q.val();
-        self.ipck_folded.d.next =
-            bit_cast::<17, 20>(self.ipck_sum.q.val() & 0xffff) + bit_cast::<17, 20>(self.ipck_sum.q.val() >> 16);
-        self.ip_checksum.d.next =
-            !(bit_cast::<16, 17>(self.ipck_folded.q.val()) + bit_cast::<16, 17>(self.ipck_folded.q.val() >> 16));
-        // The 16-bit complement as an XOR: a `!` inside a widening bit_cast becomes a
-        // 32-bit `~` in the generated Verilog, which sets bit 16 (found by Verilator).
-        self.icmpck_folded.d.next = bit_cast::<17, 32>((self.desc.h9.val() >> 16) ^ 0xffff) + 0xF7FF;
-        self.icmp_checksum.d.next =
-            !(bit_cast::<16, 17>(self.icmpck_folded.q.val()) + bit_cast::<16, 17>(self.icmpck_folded.q.val() >> 16));
-        self.hdr_lo_r.next = 0.into();
-        self.hdr_hi_r.next = 0.into();
-        self.hdr_lo_a.next = 0.into();
-        self.hdr_hi_a.next = 0.into();
-        self.hdr_lo_i.next = 0.into();
-        self.hdr_hi_i.next = 0.into();
         self.exp_new.next = 0.into();
-        // Header words are chosen by the low 4 bits of `i` only (they are written for i < 13).
-        self.i4.next = bit_cast::<4, 10>(self.i.q.val());
-        // Header words of the reply, word `i` (results: during the body pass, i < 13); the
-        // header buffer write is registered (it lands one cycle later).
-        // Two register stages: words 0..7 and 8..12 of the reply chosen by i's low 3 bits
-        // (hw_lo_*, hw_hi_*, one pair per reply kind), then one of them or the adder's output (hw_data, with the address
-        // and strobe delayed to match).
+        // Header words of the reply, word `i` (results: during the body pass, i < 13), in three
+        // register stages: the reply header block's candidates for i's low 4 bits, then one of
+        // them or the adder's output (hw_data, with the address and strobe delayed to match),
+        // then the header buffer write.
+        self.header.kind.next = self.reply.q.val();
+        self.header.index.next = bit_cast::<4, 10>(self.i.q.val());
+        self.header.h1.next = self.desc.h1.val();
+        self.header.h2.next = self.desc.h2.val();
+        self.header.h3.next = self.desc.h3.val();
+        self.header.h4.next = self.desc.h4.val();
+        self.header.h5.next = self.desc.h5.val();
+        self.header.h6.next = self.desc.h6.val();
+        self.header.h7.next = self.desc.h7.val();
+        self.header.h8.next = self.desc.h8.val();
+        self.header.h9.next = self.desc.h9.val();
+        self.header.h10.next = self.desc.h10.val();
+        self.header.h11.next = self.desc.h11.val();
+        self.header.h12.next = self.desc.h12.val();
+        self.header.switch_mac_hi.next = self.switch_mac_hi.val();
+        self.header.switch_mac_lo.next = self.switch_mac_lo.val();
+        self.header.switch_ip.next = self.switch_ip.val();
+        self.header.payload_words.next = self.payload_words.val();
+        self.header.exponents.next = self.reply_exps.q.val();
         self.hdr_write_address.next = self.hw_address2.q.val();
         self.hdr_write_data.next = self.hw_data.q.val();
         self.hdr_write_enable.next = self.hw_enable2.q.val();
         self.hw_address2.d.next = self.hw_address.q.val();
         self.hw_enable2.d.next = self.hw_enable.q.val();
-        if self.reply.q.val() == ReplyKind::Result {
-            self.hw_data.d.next = self.hw_lo_r.q.val();
-            if self.hw_sel_hi.q.val() {
-                self.hw_data.d.next = self.hw_hi_r.q.val();
-            }
-        } else if self.reply.q.val() == ReplyKind::ArpReply {
-            self.hw_data.d.next = self.hw_lo_a.q.val();
-            if self.hw_sel_hi.q.val() {
-                self.hw_data.d.next = self.hw_hi_a.q.val();
-            }
-        } else {
-            self.hw_data.d.next = self.hw_lo_i.q.val();
-            if self.hw_sel_hi.q.val() {
-                self.hw_data.d.next = self.hw_hi_i.q.val();
-            }
-        }
+        self.hw_data.d.next = self.header.word.val();
         if self.hw_from_sum.q.val() {
             self.hw_data.d.next = self.hw_sum.q.val();
         }
-        self.hw_sel_hi.d.next = self.i4.val().get_bit(3);
         self.hw_sum.d.next = self.la_sum.val();
         self.hw_from_sum.d.next = false;
         self.hw_address.d.next = bit_cast::<5, 10>(self.i.q.val()) & 15;
@@ -591,134 +500,6 @@ impl Logic for Aggregator {
             self.hw_address.d.next = (bit_cast::<5, 10>(self.i.q.val()) & 15) | 16;
         }
         self.hw_enable.d.next = false;
-        // Each reply kind's candidates, registered separately (a mux on i's low 3 bits each); the
-        // kind is chosen in the next stage.
-        // Result.
-        match self.i4.val().get_bits::<3>(0).index() {
-            0 => {
-                self.hdr_lo_r.next = 0.into();
-            }
-            1 => {
-                self.hdr_lo_r.next = bit_cast::<32, 16>(self.switch_mac_hi.val());
-            }
-            2 => {
-                self.hdr_lo_r.next = self.switch_mac_lo.val();
-            }
-            3 => {
-                self.hdr_lo_r.next = 0x0800_4500.into();
-            }
-            4 => {
-                self.hdr_lo_r.next = self.len_ip.q.val() << 16;
-            }
-            5 => {
-                self.hdr_lo_r.next = 0x0000_4011.into();
-            }
-            6 => {
-                self.hdr_lo_r.next = self.switch_ip.val() >> 16;
-            }
-            _ => {
-                self.hdr_lo_r.next = self.switch_ip.val() << 16;
-            }
-        }
-        match self.i4.val().get_bits::<3>(0).index() {
-            0 => {
-                self.hdr_hi_r.next = self.desc.h9.val() >> 16;
-            }
-            1 => {
-                self.hdr_hi_r.next = (self.desc.h8.val() << 16) | self.len_udp.q.val();
-            }
-            2 => {
-                self.hdr_hi_r.next = self.desc.h10.val() & 0xffff;
-            }
-            3 => {
-                self.hdr_hi_r.next = self.desc.h11.val();
-            }
-            _ => {
-                self.hdr_hi_r.next =
-                    (self.desc.h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.reply_exps.q.val());
-            }
-        }
-        // ARP reply.
-        match self.i4.val().get_bits::<3>(0).index() {
-            0 => {
-                self.hdr_lo_a.next = (self.desc.h5.val() << 16) | (self.desc.h6.val() >> 16);
-            }
-            1 => {
-                self.hdr_lo_a.next = (self.desc.h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
-            }
-            2 => {
-                self.hdr_lo_a.next = self.switch_mac_lo.val();
-            }
-            3 => {
-                self.hdr_lo_a.next = 0x0806_0001.into();
-            }
-            4 => {
-                self.hdr_lo_a.next = 0x0800_0604.into();
-            }
-            5 => {
-                self.hdr_lo_a.next = 0x0002_0000 | bit_cast::<32, 16>(self.switch_mac_hi.val());
-            }
-            6 => {
-                self.hdr_lo_a.next = self.switch_mac_lo.val();
-            }
-            _ => {
-                self.hdr_lo_a.next = self.switch_ip.val();
-            }
-        }
-        match self.i4.val().get_bits::<3>(0).index() {
-            0 => {
-                self.hdr_hi_a.next = (self.desc.h5.val() << 16) | (self.desc.h6.val() >> 16);
-            }
-            1 => {
-                self.hdr_hi_a.next = (self.desc.h6.val() << 16) | (self.desc.h7.val() >> 16);
-            }
-            _ => {
-                self.hdr_hi_a.next = self.desc.h7.val() << 16;
-            }
-        }
-        // ICMP echo reply.
-        match self.i4.val().get_bits::<3>(0).index() {
-            0 => {
-                self.hdr_lo_i.next = (self.desc.h1.val() << 16) | (self.desc.h2.val() >> 16);
-            }
-            1 => {
-                self.hdr_lo_i.next = (self.desc.h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
-            }
-            2 => {
-                self.hdr_lo_i.next = self.switch_mac_lo.val();
-            }
-            3 => {
-                self.hdr_lo_i.next = 0x0800_0000 | (self.desc.h3.val() & 0xffff);
-            }
-            4 => {
-                self.hdr_lo_i.next = self.desc.h4.val();
-            }
-            5 => {
-                self.hdr_lo_i.next = (self.desc.h5.val() & 0xffff_00ff_u64) | 0x4000;
-            }
-            6 => {
-                self.hdr_lo_i.next =
-                    (bit_cast::<32, 16>(self.ip_checksum.q.val()) << 16) | (self.switch_ip.val() >> 16);
-            }
-            _ => {
-                self.hdr_lo_i.next = (self.switch_ip.val() << 16) | (self.desc.h6.val() & 0xffff);
-            }
-        }
-        match self.i4.val().get_bits::<3>(0).index() {
-            0 => {
-                self.hdr_hi_i.next = self.desc.h7.val() & 0xffff_0000_u64;
-            }
-            _ => {
-                self.hdr_hi_i.next =
-                    (bit_cast::<32, 16>(self.icmp_checksum.q.val()) << 16) | (self.desc.h9.val() & 0xffff);
-            }
-        }
-        self.hw_lo_r.d.next = self.hdr_lo_r.val();
-        self.hw_hi_r.d.next = self.hdr_hi_r.val();
-        self.hw_lo_a.d.next = self.hdr_lo_a.val();
-        self.hw_hi_a.d.next = self.hdr_hi_a.val();
-        self.hw_lo_i.d.next = self.hdr_lo_i.val();
-        self.hw_hi_i.d.next = self.hdr_hi_i.val();
         // The sequencer's state, one-hot in flip-flops (`s_act` low is Idle): every branch below
         // is entered on one registered flag, and a transition clears the current flag and sets
         // the next one. The end index of the issue counter for the coming pass (`i_stop`) is
@@ -1066,5 +847,228 @@ mod tests {
         assert_eq!(echo.buckets, vec![BUCKET_ICMP_REPLY]);
         assert_eq!(echo.load, Some((ReplyKind::EchoReply, 19, 2)));
         assert_eq!(echo.header_words, (0..=12).collect::<Vec<_>>(), "{echo:?}");
+    }
+
+    /// The aggregator's neighbours, each a model of its own contract: the parser's frame buffer
+    /// (read latency 2), the slot memory (values: latency 5; exponents: 1), the lane adders
+    /// (registered sum, combinational exponent maxima), a scoreboard that answers a lookup
+    /// the cycle after `sb_active` with the case's verdict (zeros otherwise), and the result
+    /// builder's buffers, recorded.
+    struct Neighbours {
+        frame: Vec<u32>,
+        frame_reads: [usize; 2],
+        values: Vec<u32>,
+        value_reads: [usize; 5],
+        exponents: [u32; 64],
+        exponent_read: u32,
+        sum: u32,
+        verdict: [bool; 4],
+        answer: Option<[bool; 4]>,
+        tx_words: std::collections::BTreeMap<u64, u32>,
+        header_words: Vec<u64>,
+        tx_free_after: usize,
+    }
+
+    /// What a contribution made the aggregator do.
+    #[derive(Debug, Default, PartialEq)]
+    struct Pass {
+        cycles: usize,
+        buckets: Vec<u64>,
+        value_writes: Vec<(usize, u32)>,
+        load: Option<(ReplyKind, u64, u64, u64)>,
+        multicast: bool,
+        retransmit: bool,
+    }
+
+    fn exp_max(stored: u16, incoming: u16) -> u16 {
+        let m = |s: u16, i: u16| (s as u8 as i8).max(i as u8 as i8) as u8 as u16;
+        (m(stored >> 8, incoming >> 8) << 8) | m(stored & 0xff, incoming & 0xff)
+    }
+
+    /// Presents a contribution of `rank` to (`slot`, `set`) with `incoming` values and
+    /// exponents `exps`, the scoreboard answering `verdict` (new, first, last, complete).
+    fn contribute(
+        agg: &mut Aggregator,
+        nb: &mut Neighbours,
+        (rank, slot, set): (u64, u64, bool),
+        incoming: &[u32],
+        exps: u16,
+        verdict: [bool; 4],
+    ) -> Pass {
+        for (j, v) in incoming.iter().enumerate() {
+            nb.frame[512 + 13 + j] = *v;
+        }
+        nb.verdict = verdict;
+        agg.desc.valid.next = true;
+        agg.desc.kind.next = KIND_CONTRIBUTION.into();
+        agg.desc.rank.next = rank.into();
+        agg.desc.slot.next = slot.into();
+        agg.desc.set.next = set;
+        agg.desc.half.next = true;
+        agg.desc.h12.next = ((u64::from(set) << 31) | (slot << 16) | u64::from(exps)).into();
+        let mut pass = Pass::default();
+        for c in 1..2000 {
+            agg.tx_free.next = c > nb.tx_free_after;
+            agg.buf_read_data.next = u64::from(nb.frame[nb.frame_reads[1]]).into();
+            agg.sm_read_data.next = u64::from(nb.values[nb.value_reads[4]]).into();
+            agg.ex_read_data.next = u64::from(nb.exponent_read).into();
+            agg.la_sum.next = u64::from(nb.sum).into();
+            let [new, first, last, complete] = nb.answer.unwrap_or_default();
+            agg.sb_new.next = new;
+            agg.sb_first.next = first;
+            agg.sb_last.next = last;
+            agg.sb_complete.next = complete;
+            settle(agg);
+            let (es, ei) = (agg.la_exp_stored.val().index() as u16, agg.la_exp_incoming.val().index() as u16);
+            let exp_out = match (agg.la_exp_active.val(), agg.la_first.val()) {
+                (false, _) => 0,
+                (true, true) => ei,
+                (true, false) => exp_max(es, ei),
+            };
+            agg.la_exp_out.next = u64::from(exp_out).into();
+            settle(agg);
+            if agg.ev_bucket.val() {
+                pass.buckets.push(agg.ev_bucket_index.val().index() as u64);
+            }
+            pass.multicast |= agg.ev_multicast.val();
+            pass.retransmit |= agg.ev_retransmit.val();
+            if agg.sm_write_enable.val() {
+                let a = agg.sm_write_address.val().index();
+                let d = agg.sm_write_data.val().index() as u32;
+                pass.value_writes.push((a, d));
+                nb.values[a] = d;
+            }
+            if agg.tx_write_enable.val() {
+                nb.tx_words.insert(agg.tx_write_address.val().index() as u64, agg.tx_write_data.val().index() as u32);
+            }
+            if agg.hdr_write_enable.val() {
+                nb.header_words.push(agg.hdr_write_address.val().index() as u64);
+            }
+            if agg.tx_load.val() {
+                assert!(c > nb.tx_free_after, "loaded while the result builder's half was busy");
+                pass.load = Some((
+                    agg.tx_kind.val(),
+                    agg.tx_nwords.val().index() as u64,
+                    agg.tx_first.val().index() as u64,
+                    agg.tx_last.val().index() as u64,
+                ));
+            }
+            if agg.ex_write_enable.val() {
+                nb.exponents[agg.ex_write_address.val().index()] = agg.ex_write_data.val().index() as u32;
+            }
+            // The edge, for the neighbours and then the aggregator.
+            nb.frame_reads = [agg.buf_read_address.val().index(), nb.frame_reads[0]];
+            nb.value_reads.rotate_right(1);
+            nb.value_reads[0] = agg.sm_read_address.val().index();
+            nb.exponent_read = nb.exponents[agg.ex_read_address.val().index()];
+            let (stored, inc) = (agg.la_stored.val().index() as u32, agg.la_incoming.val().index() as u32);
+            nb.sum = if agg.la_first.val() { inc } else { stored.wrapping_add(inc) };
+            nb.answer = agg.sb_active.val().then_some(nb.verdict);
+            let done = agg.desc.done.val();
+            agg.clock.next = true.into();
+            settle(agg);
+            agg.clock.next = false.into();
+            settle(agg);
+            if done {
+                pass.cycles = c;
+                agg.desc.valid.next = false;
+                for _ in 0..3 {
+                    settle(agg);
+                    if agg.hdr_write_enable.val() {
+                        nb.header_words.push(agg.hdr_write_address.val().index() as u64);
+                    }
+                    tick!(&mut *agg);
+                }
+                assert!(agg.idle.val(), "not idle after done");
+                return pass;
+            }
+        }
+        panic!("no desc.done for the contribution of rank {rank}");
+    }
+
+    /// The sequencing of contributions against the contract, with k = 32 elements (the
+    /// smallest payload: a result's header words are written during its body pass), n = 3
+    /// workers, slot 5 set 1 (values at (5 · 2 + 1) · 256 + j): a first contribution writes
+    /// its values and exponents as they are; a second adds them (wrapping) and takes the
+    /// exponent maxima, nothing sent; the last adds, writes the sums to result buffer words
+    /// 13.. of the builder's half and header words 0..=12, and loads one result to ranks
+    /// 0..=2 (k + 13 words) — waiting while that half is busy, never dropping; a duplicate of
+    /// an incomplete round is only filed; a duplicate of a complete round copies the stored
+    /// sums and loads a result for its sender alone; slot memory unchanged. Cycles: 3 of
+    /// lookup, then k + 6 of read-modify-write, plus Idle and Load.
+    #[test]
+    fn contributions_are_sequenced_as_specified() {
+        let (k, n) = (32usize, 3u64);
+        let mut agg = Aggregator::new(256);
+        agg.connect_all();
+        agg.payload_words.next = (k as u64).into();
+        agg.workers.next = n.into();
+        agg.tx_half.next = true;
+        let mut nb = Neighbours {
+            frame: vec![0; 1024],
+            frame_reads: [0; 2],
+            values: vec![0xdead_beef; 64 * 2 * 256],
+            value_reads: [0; 5],
+            exponents: [0; 64],
+            exponent_read: 0,
+            sum: 0,
+            verdict: [false; 4],
+            answer: None,
+            tx_words: Default::default(),
+            header_words: vec![],
+            tx_free_after: 0,
+        };
+        let base = (5 * 2 + 1) * 256;
+        // Values that wrap, and ones that do not.
+        let contributions: Vec<Vec<u32>> = (0..3u32)
+            .map(|r| (0..k as u32).map(|j| (j + 1).wrapping_mul(0x3fff_ffff_u32.wrapping_add(r * 977))).collect())
+            .collect();
+        let exps = [0x05fd_u16, 0x0380, 0xfa7f];
+        let mut want = vec![0u32; k];
+        let mut want_exps = 0u16;
+        // new, first, last, complete
+        let verdicts = [[true, true, false, false], [true, false, false, false], [true, false, true, false]];
+        for (r, (values, verdict)) in contributions.iter().zip(verdicts).enumerate() {
+            nb.tx_free_after = if r == 2 { 40 } else { 0 };
+            nb.header_words.clear();
+            let pass = contribute(&mut agg, &mut nb, (r as u64, 5, true), values, exps[r], verdict);
+            for (w, v) in want.iter_mut().zip(values) {
+                *w = if r == 0 { *v } else { w.wrapping_add(*v) };
+            }
+            want_exps = if r == 0 { exps[0] } else { exp_max(want_exps, exps[r]) };
+            let writes: Vec<_> = (0..k).map(|j| (base + j, want[j])).collect();
+            assert_eq!(pass.value_writes, writes, "rank {r}: slot memory writes");
+            assert_eq!(nb.exponents[5] >> 16, u32::from(want_exps), "rank {r}: set 1's exponents");
+            assert_eq!(nb.exponents[5] & 0xffff, 0, "rank {r}: set 0's exponents untouched");
+            assert_eq!(pass.buckets, vec![BUCKET_CONTRIBUTION], "rank {r}");
+            assert!(!pass.retransmit, "rank {r}");
+            if r < 2 {
+                assert_eq!(pass.cycles, 1 + 3 + k + 6, "rank {r}: cycles");
+                assert_eq!((pass.load, pass.multicast), (None, false), "rank {r}: nothing sent");
+                assert!(nb.tx_words.is_empty() && nb.header_words.is_empty(), "rank {r}: nothing written");
+            } else {
+                assert!(pass.cycles > 40 + k + 6, "the last waits for the busy half: {} cycles", pass.cycles);
+                assert_eq!(pass.load, Some((ReplyKind::Result, k as u64 + 13, 0, n - 1)));
+                assert!(pass.multicast);
+                let sums: Vec<_> = (0..k).map(|j| (512 + 13 + j as u64, want[j])).collect();
+                assert_eq!(nb.tx_words.iter().map(|(a, d)| (*a, *d)).collect::<Vec<_>>(), sums, "result body");
+                assert_eq!(nb.header_words, (16..=28).collect::<Vec<_>>(), "header words 0..=12 of half 1");
+            }
+        }
+        // Duplicates: of an incomplete round (filed, nothing else), of a complete one (resent).
+        nb.tx_words.clear();
+        nb.header_words.clear();
+        let again = contribute(&mut agg, &mut nb, (1, 5, true), &[9; 32], 0, [false, false, false, false]);
+        assert_eq!(again, Pass { cycles: 1 + 3, buckets: vec![BUCKET_DUPLICATE], ..Default::default() });
+        assert!(nb.tx_words.is_empty() && nb.header_words.is_empty());
+        let resend = contribute(&mut agg, &mut nb, (1, 5, true), &[9; 32], 0, [false, false, false, true]);
+        assert_eq!(resend.buckets, vec![BUCKET_DUPLICATE]);
+        assert!(resend.value_writes.is_empty(), "slot memory unchanged");
+        assert_eq!(resend.load, Some((ReplyKind::Result, k as u64 + 13, 1, 1)), "to its sender alone");
+        assert!(resend.retransmit && !resend.multicast);
+        let sums: Vec<_> = (0..k).map(|j| (512 + 13 + j as u64, want[j])).collect();
+        assert_eq!(nb.tx_words.iter().map(|(a, d)| (*a, *d)).collect::<Vec<_>>(), sums, "the stored sums");
+        assert_eq!(nb.header_words, (16..=28).collect::<Vec<_>>());
+        assert_eq!(nb.values[base..base + k], want, "slot memory holds the sums");
     }
 }
