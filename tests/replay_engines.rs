@@ -47,7 +47,7 @@ fn replay(engine: &str, dir: &Path, name: &str, vcd: Option<&Path>) {
 }
 
 /// Scenarios small enough for the rust-hdl simulation (a few thousand cycles a second).
-const RTL_SCENARIOS: &[&str] = &["malformed", "arp", "ping", "duplicates", "n1", "n2", "wrap", "csum_alias"];
+const RTL_SCENARIOS: &[&str] = &["malformed", "arp", "ping", "duplicates", "n1", "n2", "wrap", "csum_alias", "vlan"];
 
 #[test]
 fn rtl_engine_reproduces_the_independent_traces() {
@@ -91,6 +91,8 @@ fn verilator_engine_reproduces_the_independent_traces() {
         "mixed1024",
         "fuzz",
         "csum_alias",
+        "vlan",
+        "vlan_mixed",
     ] {
         replay("verilator", dir.path(), name, None);
     }

@@ -110,18 +110,28 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[test]
 fn kernel_arp_ping_and_udp_workers_through_tap_attached_verilator_core() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    through_tap(&["--engine", "verilator"], "verilator", "c", "Verilator core");
+    through_tap(&["--engine", "verilator"], "verilator", "c", "Verilator core", None);
 }
 
 #[test]
 fn kernel_arp_ping_and_udp_workers_through_tap_attached_board_model() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    through_tap(&["--board-model"], "board model", "b", "MAC-level board model");
+    through_tap(&["--board-model"], "board model", "b", "MAC-level board model", None);
+}
+
+/// The same on a tagged job: the kernel's VLAN device on the TAP sends and takes 802.1Q
+/// frames, and the board's core takes only its VLAN and tags its replies (docs/switch.md §1
+/// step 3, §3).
+#[test]
+fn kernel_arp_ping_and_udp_workers_on_a_vlan_through_tap_attached_board_model() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    through_tap(&["--board-model"], "board model", "v", "MAC-level board model, VLAN 77", Some(77));
 }
 
 /// The test with `spotagg tap ENGINE_ARGS` (whose first line names `engine`); `tag` tells the
-/// namespace and device apart, `what` names the switch in the report.
-fn through_tap(engine_args: &[&str], engine: &str, tag: &str, what: &str) {
+/// namespace and device apart, `what` names the switch in the report; with `vlan` the job is
+/// tagged and the workers' addresses live on a VLAN device of the TAP.
+fn through_tap(engine_args: &[&str], engine: &str, tag: &str, what: &str, vlan: Option<u16>) {
     let t0 = Instant::now();
     if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Netns) {
         return;
@@ -143,14 +153,26 @@ fn through_tap(engine_args: &[&str], engine: &str, tag: &str, what: &str) {
     ns.run(&["ip", "tuntap", "add", "dev", &tap, "mode", "tap"]);
     ns.run(&["ip", "link", "set", "dev", &tap, "address", TAP_MAC]);
     ns.run(&["ip", "link", "set", "dev", &tap, "up"]);
+    let dev = match vlan {
+        None => tap.clone(),
+        Some(v) => {
+            let dev = format!("{tap}.{v}");
+            ns.run(&["ip", "link", "add", "link", &tap, "name", &dev, "type", "vlan", "id", &v.to_string()]);
+            ns.run(&["ip", "link", "set", "dev", &dev, "up"]);
+            dev
+        }
+    };
     let ips: Vec<String> = (10..14).map(|d| format!("10.77.0.{d}")).collect();
     for ip in &ips {
-        ns.run(&["ip", "addr", "add", &format!("{ip}/24"), "dev", &tap]);
+        ns.run(&["ip", "addr", "add", &format!("{ip}/24"), "dev", &dev]);
     }
 
     let mut toml = format!(
         "switch_mac = \"{SWITCH_MAC}\"\nswitch_ip = \"{SWITCH_IP}\"\npayload_bytes = 256\nslots = 16\ntimeout_ms = 200\nmax_retries = 20\n"
     );
+    if let Some(v) = vlan {
+        toml += &format!("vlan = {v}\nvlan_priority = 4\n");
+    }
     for ip in &ips {
         toml += &format!("\n[[worker]]\nip = \"{ip}\"\nmac = \"{TAP_MAC}\"\n");
     }
@@ -182,7 +204,7 @@ fn through_tap(engine_args: &[&str], engine: &str, tag: &str, what: &str) {
     let rtt = ping_out.lines().find(|l| l.contains("rtt min/avg/max")).expect("no RTT line from ping");
     eprintln!("tap_netns: ping RTT to the TAP-attached {what}: {rtt}");
 
-    let neigh = String::from_utf8_lossy(&ns.run(&["ip", "neigh", "show", SWITCH_IP, "dev", &tap]).stdout).to_string();
+    let neigh = String::from_utf8_lossy(&ns.run(&["ip", "neigh", "show", SWITCH_IP, "dev", &dev]).stdout).to_string();
     eprintln!("tap_netns: ip neigh: {}", neigh.trim());
     assert!(
         neigh.contains(&format!("lladdr {SWITCH_MAC}")),

@@ -9,6 +9,7 @@
 //! | 0x04 | payload `size` code (0..=3) |
 //! | 0x05 | slots in use S (values above the core's slot count are taken as that count) |
 //! | 0x06 | control: writing bit 0 clears the slot state (a new job), bit 1 the counters |
+//! | 0x07 | VLAN: 0 for an untagged job, else the TCI of the frames sent (PCP << 13 \| VID), frames taken only with that VID (docs/switch.md §1 step 3) |
 //! | 0x80 + 4r | worker r's IPv4 address |
 //! | 0x81 + 4r | worker r's MAC, bytes 0..2 (low 16 bits) |
 //! | 0x82 + 4r | worker r's MAC, bytes 2..6 |
@@ -60,12 +61,15 @@ pub struct ConfigRegisters {
     pub wt_write_mac_hi: Signal<Out, Bit>,
     /// Write a worker's MAC bytes 2..6.
     pub wt_write_mac_lo: Signal<Out, Bit>,
+    /// The job's VLAN register: the TCI of the frames sent; VID 0 for an untagged job.
+    pub vlan_tci: Signal<Out, Bits<16>>,
     mac_hi: DFF<Bits<16>>,
     mac_lo: DFF<Bits<32>>,
     ip: DFF<Bits<32>>,
     n: DFF<Bits<6>>,
     size: DFF<Bits<3>>,
     slots: DFF<Bits<16>>,
+    tci: DFF<Bits<16>>,
     clear_pulse: DFF<Bit>,
     clear_counters_pulse: DFF<Bit>,
     wt_a: DFF<Bits<5>>,
@@ -98,12 +102,14 @@ impl ConfigRegisters {
             wt_write_ip: Default::default(),
             wt_write_mac_hi: Default::default(),
             wt_write_mac_lo: Default::default(),
+            vlan_tci: Default::default(),
             mac_hi: Default::default(),
             mac_lo: Default::default(),
             ip: Default::default(),
             n: Default::default(),
             size: Default::default(),
             slots: Default::default(),
+            tci: Default::default(),
             clear_pulse: Default::default(),
             clear_counters_pulse: Default::default(),
             wt_a: Default::default(),
@@ -128,6 +134,7 @@ impl Logic for ConfigRegisters {
             n,
             size,
             slots,
+            tci,
             clear_pulse,
             clear_counters_pulse,
             wt_a,
@@ -142,6 +149,7 @@ impl Logic for ConfigRegisters {
         self.workers.next = self.n.q.val();
         self.size_code.next = self.size.q.val();
         self.slots_in_use.next = self.slots.q.val();
+        self.vlan_tci.next = self.tci.q.val();
         self.clear.next = self.clear_pulse.q.val();
         self.clear_pulse.d.next = false;
         self.clear_counters.next = self.clear_counters_pulse.q.val();
@@ -213,9 +221,37 @@ impl Logic for ConfigRegisters {
                         self.clear_pulse.d.next = self.data.val().get_bit(0);
                         self.clear_counters_pulse.d.next = self.data.val().get_bit(1);
                     }
+                    7 => {
+                        self.tci.d.next = bit_cast::<16, 32>(self.data.val());
+                    }
                     _ => {}
                 }
             }
         }
     }
+}
+
+/// The register writes that configure a core for `job`, in order: switch MAC and IP, n, payload
+/// size, slots in use, VLAN, the worker table, then the slot-state clear that enables the job.
+/// The one sequence every loader uses: the simulation harnesses and the board's power-up ROM.
+pub fn job_writes(job: &spotagg_driver::JobConfig) -> Vec<(u8, u32)> {
+    let m = job.switch_mac.0;
+    let mut v = vec![
+        (0x00, u32::from(u16::from_be_bytes([m[0], m[1]]))),
+        (0x01, u32::from_be_bytes([m[2], m[3], m[4], m[5]])),
+        (0x02, u32::from(job.switch_ip)),
+        (0x03, job.n() as u32),
+        (0x04, u32::from(job.payload.code())),
+        (0x05, u32::from(job.slots)),
+        (0x07, spotagg_driver::JobVlan::register(job.vlan)),
+    ];
+    for (r, w) in job.workers.iter().enumerate() {
+        let base = 0x80 + 4 * r as u8;
+        let m = w.mac.0;
+        v.push((base, u32::from(w.ip)));
+        v.push((base + 1, u32::from(u16::from_be_bytes([m[0], m[1]]))));
+        v.push((base + 2, u32::from_be_bytes([m[2], m[3], m[4], m[5]])));
+    }
+    v.push((0x06, 1));
+    v
 }

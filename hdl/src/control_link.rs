@@ -164,7 +164,7 @@ pub struct ControlLink {
     v_reg: DFF<Bits<3>>,
     crc_pend: DFF<Bit>,
     crc_byte: DFF<Bits<8>>,
-    wsel: DFF<Bits<7>>,
+    wsel: DFF<Bits<8>>,
     wle5: DFF<Bit>,
     w_last: DFF<Bit>,
     cnt_zero: DFF<Bit>,
@@ -208,6 +208,7 @@ pub struct ControlLink {
     n: DFFWithInit<Bits<32>>,
     size: DFFWithInit<Bits<32>>,
     slots_s: DFFWithInit<Bits<32>>,
+    vlan: DFFWithInit<Bits<32>>,
     enabled: DFFWithInit<Bit>,
     uptime: DFF<Bits<32>>,
     tx_byte: Signal<Local, Bits<8>>,
@@ -277,14 +278,15 @@ impl ControlLink {
 
     /// A control link reading `counters` counters (indices 0..counters of the counter port,
     /// at most 64) whose job registers read `job` at power-up: the writes another master (the
-    /// board's power-up loader) makes to core registers 0x00..=0x05 before the link is used,
+    /// board's power-up loader) makes to core registers 0x00..=0x07 before the link is used,
+    /// indexed by core register (entry 6, the control register, is not read back),
     /// and the job enabled. `None`: every job register zero, no job enabled.
-    pub fn with_board(core: &CoreConfig, identity: ControlIdentity, counters: usize, job: Option<[u32; 6]>) -> Self {
+    pub fn with_board(core: &CoreConfig, identity: ControlIdentity, counters: usize, job: Option<[u32; 8]>) -> Self {
         assert!(
             (1..=IDENTITY_BASE).contains(&counters),
             "{counters} counters: the shadow holds {IDENTITY_BASE} below the identity registers"
         );
-        let j = job.unwrap_or([0; 6]);
+        let j = job.unwrap_or([0; 8]);
         let w32 = |v: u32| DFFWithInit::new(Bits::<32>::from(u64::from(v)));
         let d = identity.baud_divisor;
         Self {
@@ -366,6 +368,7 @@ impl ControlLink {
             n: w32(j[3]),
             size: w32(j[4]),
             slots_s: w32(j[5]),
+            vlan: w32(j[7]),
             enabled: DFFWithInit::new(job.is_some()),
             uptime: Default::default(),
             tx_byte: Default::default(),
@@ -399,8 +402,8 @@ impl Logic for ControlLink {
             self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, cidx, status, quiet, phase, ridx,
             count_out, out_word, shadow_q, rd_hold, idle_q, tx_crc, pause_q, o_write, o_address, o_data, ctr_q, ctr_we,
             ctr_wa1, ctr_wa2, link_q, rd_addr, wr_off, count_m1, quiet_over, slots_used, mac_hi, mac_lo, ip, n, size,
-            slots_s, enabled, uptime, snap_idx, snap_wait, snap_late, snap_ge4, cp_more, cp_end, crc_hi_ok, crc_ok,
-            v_job, v_link, v_stat, v_reg, crc_pend, crc_byte, wsel, wle5, w_last, cnt_zero
+            slots_s, vlan, enabled, uptime, snap_idx, snap_wait, snap_late, snap_ge4, cp_more, cp_end, crc_hi_ok,
+            crc_ok, v_job, v_link, v_stat, v_reg, crc_pend, crc_byte, wsel, wle5, w_last, cnt_zero
         );
         clock!(self, clock, rx, tx, buffer, shadow, range);
         self.rx.line.next = self.uart_rx.val();
@@ -462,6 +465,9 @@ impl Logic for ControlLink {
             }
             5 => {
                 self.v_job.d.next = self.slots_s.q.val();
+            }
+            7 => {
+                self.v_job.d.next = self.vlan.q.val();
             }
             _ => {}
         }
@@ -592,7 +598,8 @@ impl Logic for ControlLink {
             self.cp_end.d.next = self.snap_idx.q.val() == self.counter_n.val();
         }
         self.wsel.d.next = self.wsel.q.val() << 1;
-        self.wle5.d.next = (self.wsel.q.val() & 0x1f) != 0;
+        // The next register clears `enabled` when it is a job register (0..=5 or 7, not 6).
+        self.wle5.d.next = (self.wsel.q.val() & 0x5f) != 0;
         // word == count_m1 and count_out == 0 a cycle late: in Data and Respond the word index and
         // count_out change at most once per byte on the line.
         self.w_last.d.next = self.word.q.val() == self.count_m1.q.val();
@@ -704,7 +711,8 @@ impl Logic for ControlLink {
                 // region, so the low byte does not carry).
                 self.buffer.read_address.next = 0.into();
                 self.wr_off.d.next = bit_cast::<8, 16>(self.addr.q.val());
-                // wsel: one-hot of the offset being written (0..=6; none above); wle5: offset <= 5.
+                // wsel: one-hot of the offset being written (0..=7; none above); wle5: a job
+                // register (offset 0..=5 or 7) is written, so the job is not enabled until 6 is.
                 self.wsel.d.next = 0.into();
                 match bit_cast::<8, 16>(self.addr.q.val()).index() {
                     0 => {
@@ -728,9 +736,13 @@ impl Logic for ControlLink {
                     6 => {
                         self.wsel.d.next = 64.into();
                     }
+                    7 => {
+                        self.wsel.d.next = 128.into();
+                    }
                     _ => {}
                 }
-                self.wle5.d.next = bit_cast::<8, 16>(self.addr.q.val()) <= 5;
+                self.wle5.d.next =
+                    (bit_cast::<8, 16>(self.addr.q.val()) <= 5) | (bit_cast::<8, 16>(self.addr.q.val()) == 7);
                 self.state.d.next = LinkState::Write;
             }
             LinkState::Write => {
@@ -762,6 +774,9 @@ impl Logic for ControlLink {
                 }
                 if self.wsel.q.val().get_bit(6) {
                     self.enabled.d.next = self.enabled.q.val() || self.buffer.read_data.val().get_bit(0);
+                }
+                if self.wsel.q.val().get_bit(7) {
+                    self.vlan.d.next = self.buffer.read_data.val() & 0xffff;
                 }
                 self.word.d.next = self.word.q.val() + 1;
                 if self.word.q.val() == self.count_m1.q.val() {
@@ -984,6 +999,15 @@ mod tests {
         b.transact(&write_request(0x0106, &[1]));
         let r = b.transact(&read_request(0x0100, 7));
         assert_eq!(r.words, vec![0x0211, 0x2233_4455, 0x0a00_0001, 4, 1, 12, 1]);
+        // The VLAN register (0x0107, core register 7) is a job register: writing it clears
+        // "enabled" until the control register enables the job again.
+        assert_eq!(b.transact(&write_request(0x0107, &[0xa064])).status, Status::Ok);
+        assert_eq!(b.writes.last(), Some(&(7, 0xa064)));
+        assert_eq!(b.transact(&read_request(0x0106, 2)).words, vec![0, 0xa064]);
+        b.transact(&write_request(0x0106, &[1]));
+        let r = b.transact(&read_request(0x0100, 8));
+        assert_eq!(r.words, vec![0x0211, 0x2233_4455, 0x0a00_0001, 4, 1, 12, 1, 0xa064]);
+        assert_eq!(b.transact(&read_request(0x0100, 9)).status, Status::UnknownRegister);
         let r = b.transact(&read_request(0x0401, 1));
         assert_eq!(r.words, vec![8], "S clamped to the built slots");
         let n = b.writes.len();
@@ -993,7 +1017,7 @@ mod tests {
         bad[8] ^= 1;
         assert_eq!(b.transact(&bad).status, Status::BadChecksum);
         assert_eq!(b.transact(&write_request(0x0000, &[1])).status, Status::UnknownRegister);
-        assert_eq!(b.transact(&write_request(0x0105, &[1, 2, 3])).status, Status::UnknownRegister);
+        assert_eq!(b.transact(&write_request(0x0105, &[1, 2, 3, 4])).status, Status::UnknownRegister);
         assert_eq!(b.transact(&read_request(0x0180, 1)).status, Status::UnknownRegister);
         assert_eq!(b.transact(&read_request(0x0200, 23)).status, Status::UnknownRegister);
         assert_eq!(b.transact(&read_request(0x0200, 0)).status, Status::BadLength);

@@ -2,12 +2,12 @@
 //! docs/switch.md in between.
 //!
 //! ```text
-//! rx stream ─ RxWidth ─ FrameParser ─ Aggregator ─ ResultBuilder ─ TxWidth ─ tx stream
-//!                 (frame buffer,      │  │   │       (reply buffer,
-//!                  worker search)     │  │   │        worker table)
-//!                         Scoreboard ─┘  │   └─ Counters
-//!                         SlotMemory ────┤
-//!                         LaneAdders ────┘
+//! rx stream ─ RxWidth ─ VlanUntag ─ FrameParser ─ Aggregator ─ ResultBuilder ─ VlanTag ─ TxWidth ─ tx stream
+//!                                (frame buffer,      │  │   │       (reply buffer,
+//!                                 worker search)     │  │   │        worker table)
+//!                                        Scoreboard ─┘  │   └─ Counters
+//!                                        SlotMemory ────┤
+//!                                        LaneAdders ────┘
 //! ConfigRegisters (register bus) ─ everything
 //! ```
 //!
@@ -40,6 +40,7 @@ use crate::result_builder::ResultBuilder;
 use crate::scoreboard::Scoreboard;
 use crate::slot_memory::SlotMemory;
 use crate::stream_width::{RxWidth, TxWidth};
+use crate::vlan::{VlanTag, VlanUntag};
 use crate::word_stream::WordSource;
 use rust_hdl::prelude::*;
 
@@ -82,6 +83,8 @@ pub struct Core<const D: usize> {
     pub idle: Signal<Out, Bit>,
     rx: RxWidth<D>,
     tx: TxWidth<D>,
+    untag: VlanUntag,
+    tag: VlanTag,
     registers: ConfigRegisters,
     parser: FrameParser,
     scoreboard: Scoreboard,
@@ -118,6 +121,8 @@ impl<const D: usize> Core<D> {
             idle: Default::default(),
             rx: RxWidth::new(),
             tx: TxWidth::new(),
+            untag: Default::default(),
+            tag: Default::default(),
             registers: ConfigRegisters::new(config.slots),
             parser: FrameParser::new(),
             scoreboard: Scoreboard::new(config.slots),
@@ -146,6 +151,8 @@ impl<const D: usize> Logic for Core<D> {
             clock,
             rx,
             tx,
+            untag,
+            tag,
             registers,
             parser,
             scoreboard,
@@ -161,7 +168,12 @@ impl<const D: usize> Logic for Core<D> {
         self.rx.in_last.next = self.rx_last.val();
         self.rx.in_bytes.next = self.rx_bytes.val();
         self.rx_ready.next = self.rx.in_ready.val();
-        WordSource::join(&mut self.rx.word, &mut self.parser.word);
+        WordSource::join(&mut self.rx.word, &mut self.untag.word_in);
+        WordSource::join(&mut self.untag.word_out, &mut self.parser.word);
+        self.untag.vid.next = self.registers.vlan_tci.val().get_bits::<12>(0);
+        self.parser.tag_stripped.next = self.untag.stripped.val();
+        self.parser.tag_short.next = self.untag.short.val();
+        self.parser.tag_mismatch.next = self.untag.mismatch.val();
         // Configuration.
         self.registers.write.next = self.cfg_write.val();
         self.registers.address.next = self.cfg_address.val();
@@ -241,7 +253,9 @@ impl<const D: usize> Logic for Core<D> {
         self.result_builder.load_nwords.next = self.aggregator.tx_nwords.val();
         self.result_builder.load_last_bytes.next = self.aggregator.tx_last_bytes.val();
         // Transmit stream.
-        WordSource::join(&mut self.result_builder.word, &mut self.tx.word);
+        WordSource::join(&mut self.result_builder.word, &mut self.tag.word_in);
+        WordSource::join(&mut self.tag.word_out, &mut self.tx.word);
+        self.tag.tci.next = self.registers.vlan_tci.val();
         self.tx_valid.next = self.tx.out_valid.val();
         self.tx_data.next = self.tx.out_data.val();
         self.tx_last.next = self.tx.out_last.val();

@@ -155,6 +155,12 @@ pub struct FrameParser {
     pub clock: Signal<In, Clock>,
     /// The received frame, one word a cycle.
     pub word: WordSink,
+    /// With the frame's last word: its job tag was taken out (`vlan::VlanUntag`).
+    pub tag_stripped: Signal<In, Bit>,
+    /// With the frame's last word: too short for the tag check (counted as truncated).
+    pub tag_short: Signal<In, Bit>,
+    /// With the frame's last word: not the job's tag (counted as wrong_vlan).
+    pub tag_mismatch: Signal<In, Bit>,
     /// Switch MAC, bytes 0..2.
     pub switch_mac_hi: Signal<In, Bits<16>>,
     /// Switch MAC, bytes 2..6.
@@ -189,6 +195,7 @@ pub struct FrameParser {
     cls: Signal<Local, Bits<5>>,
     drop_truncated: Constant<Bits<5>>,
     drop_wrong_dst_mac: Constant<Bits<5>>,
+    drop_wrong_vlan: Constant<Bits<5>>,
     drop_not_ipv4_udp: Constant<Bits<5>>,
     drop_ip_options: Constant<Bits<5>>,
     drop_ip_checksum: Constant<Bits<5>>,
@@ -221,6 +228,10 @@ pub struct FrameParser {
     nr_pre: DFF<Bit>,
     cls_rank: DFF<Bits<5>>,
     fl_len14: DFF<Bit>,
+    /// The tag flags of the frame being decided, taken with its last word.
+    fl_tag_stripped: DFF<Bit>,
+    fl_tag_short: DFF<Bit>,
+    fl_tag_mismatch: DFF<Bit>,
     fl_dst_ok: DFF<Bit>,
     fl_arp: DFF<Bit>,
     fl_len42: DFF<Bit>,
@@ -304,6 +315,9 @@ impl FrameParser {
         Self {
             clock: Default::default(),
             word: Default::default(),
+            tag_stripped: Default::default(),
+            tag_short: Default::default(),
+            tag_mismatch: Default::default(),
             switch_mac_hi: Default::default(),
             switch_mac_lo: Default::default(),
             switch_ip: Default::default(),
@@ -324,6 +338,7 @@ impl FrameParser {
             cls: Default::default(),
             drop_truncated: kind(DropReason::Truncated as u64),
             drop_wrong_dst_mac: kind(DropReason::WrongDstMac as u64),
+            drop_wrong_vlan: kind(DropReason::WrongVlan as u64),
             drop_not_ipv4_udp: kind(DropReason::NotIpv4Udp as u64),
             drop_ip_options: kind(DropReason::IpOptions as u64),
             drop_ip_checksum: kind(DropReason::IpChecksum as u64),
@@ -356,6 +371,9 @@ impl FrameParser {
             nr_pre: Default::default(),
             cls_rank: Default::default(),
             fl_len14: Default::default(),
+            fl_tag_stripped: Default::default(),
+            fl_tag_short: Default::default(),
+            fl_tag_mismatch: Default::default(),
             fl_dst_ok: Default::default(),
             fl_arp: Default::default(),
             fl_len42: Default::default(),
@@ -450,6 +468,9 @@ impl Logic for FrameParser {
             nr_pre,
             cls_rank,
             fl_len14,
+            fl_tag_stripped,
+            fl_tag_short,
+            fl_tag_mismatch,
             fl_dst_ok,
             fl_arp,
             fl_len42,
@@ -574,6 +595,9 @@ impl Logic for FrameParser {
             if self.word.last.val() {
                 self.len.d.next = self.len.q.val() + bit_cast::<16, 3>(self.word.bytes.val());
                 self.deciding.d.next = true;
+                self.fl_tag_stripped.d.next = self.tag_stripped.val();
+                self.fl_tag_short.d.next = self.tag_short.val();
+                self.fl_tag_mismatch.d.next = self.tag_mismatch.val();
             } else {
                 self.len.d.next = self.len.q.val() + 4;
             }
@@ -707,16 +731,26 @@ impl Logic for FrameParser {
         // picks among registers only (`ck_bad` and the search result are the late inputs).
         self.reach_ck.d.next = !self.fl_len14.q.val()
             & self.fl_dst_ok.q.val()
+            & !self.fl_tag_short.q.val()
+            & !self.fl_tag_mismatch.q.val()
             & !self.fl_arp.q.val()
             & self.fl_ipv4.q.val()
             & !self.fl_len34.q.val()
             & !self.fl_ver_bad.q.val()
             & !self.fl_ihl_bad.q.val();
         self.nr_pre.d.next = false;
-        if self.fl_len14.q.val() {
+        // A frame whose tag was taken out is 4 bytes shorter than it came: its length is checked
+        // (§1 step 1) as it came, and again without the tag after the tag check (step 3.3).
+        if self.fl_len14.q.val() & !self.fl_tag_stripped.q.val() {
             self.cls_pre.d.next = self.drop_truncated.val();
         } else if !self.fl_dst_ok.q.val() {
             self.cls_pre.d.next = self.drop_wrong_dst_mac.val();
+        } else if self.fl_tag_short.q.val() {
+            self.cls_pre.d.next = self.drop_truncated.val();
+        } else if self.fl_tag_mismatch.q.val() {
+            self.cls_pre.d.next = self.drop_wrong_vlan.val();
+        } else if self.fl_len14.q.val() {
+            self.cls_pre.d.next = self.drop_truncated.val();
         } else if self.fl_arp.q.val() {
             if self.fl_len42.q.val() {
                 self.cls_pre.d.next = self.drop_truncated.val();

@@ -50,6 +50,7 @@ pub mod slot_memory;
 pub mod stream_width;
 pub mod uart;
 pub mod verilog;
+pub mod vlan;
 pub mod wire_layout;
 pub mod word_stream;
 pub mod worker_search;

@@ -298,21 +298,9 @@ impl RtlEngine {
     /// Writes the job's configuration and clears the slot state (counters are kept, as the
     /// reference switch does on a reconfiguration).
     pub fn configure(&mut self, job: &JobConfig) {
-        let m = job.switch_mac.0;
-        self.write_reg(0x00, u32::from(u16::from_be_bytes([m[0], m[1]])));
-        self.write_reg(0x01, u32::from_be_bytes([m[2], m[3], m[4], m[5]]));
-        self.write_reg(0x02, u32::from(job.switch_ip));
-        self.write_reg(0x03, job.n() as u32);
-        self.write_reg(0x04, u32::from(job.payload.code()));
-        self.write_reg(0x05, u32::from(job.slots));
-        for (r, w) in job.workers.iter().enumerate() {
-            let base = 0x80 + 4 * r as u8;
-            let m = w.mac.0;
-            self.write_reg(base, u32::from(w.ip));
-            self.write_reg(base + 1, u32::from(u16::from_be_bytes([m[0], m[1]])));
-            self.write_reg(base + 2, u32::from_be_bytes([m[2], m[3], m[4], m[5]]));
+        for (address, data) in spotagg_hdl::config_registers::job_writes(job) {
+            self.write_reg(address, data);
         }
-        self.write_reg(0x06, 1);
         let mut sink = vec![];
         self.run_until_idle(&mut sink);
     }

@@ -4,7 +4,7 @@
 
 use spotagg_driver::engine::Engine;
 use spotagg_driver::wire::PayloadSize;
-use spotagg_driver::{DropReason, JobConfig};
+use spotagg_driver::{DropReason, JobConfig, JobVlan};
 use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::rtl::RtlEngine;
 use spotagg_sim::trace::{self, Reorder, TraceSpec};
@@ -124,9 +124,25 @@ fn thirty_two_workers() {
     run(&spec, 4, "n=32");
 }
 
+/// A tagged job (docs/switch.md §1 step 3, §3): tagged traces with trouble, and every drop
+/// reason including wrong_vlan, at widths 1, 4 and 8.
+#[test]
+fn tagged_job_matches_the_reference() {
+    let vlan = JobVlan { id: 0xb5a, priority: 5 };
+    for (width, seed) in [(1, 41u64), (4, 42), (8, 43)] {
+        let spec = TraceSpec::new(3, PayloadSize::B256, 3, 4, seed).troubled(0.2).tagged(vlan);
+        let c = run(&spec, width, &format!("tagged width {width}"));
+        assert!(c.contributions > 0 && c.results_multicast > 0 && c.arp_replies + c.icmp_replies > 0, "{c:?}");
+        let job = spec.job();
+        let frames: Vec<Vec<u8>> = trace::malformed_frames(&job, seed).into_iter().map(|(_, f)| f).collect();
+        let c = compare(&job, &frames, width, &format!("tagged malformed width {width}"));
+        assert!(DropReason::ALL.iter().all(|&r| c.dropped(r) > 0), "every reason, wrong_vlan included: {c:?}");
+    }
+}
+
 #[test]
 fn every_reason_is_counted() {
-    let job = JobConfig::example(2, PayloadSize::B256, 2);
+    let job = JobConfig { vlan: Some(JobVlan { id: 7, priority: 0 }), ..JobConfig::example(2, PayloadSize::B256, 2) };
     let frames: Vec<Vec<u8>> = trace::malformed_frames(&job, 3).into_iter().map(|(_, f)| f).collect();
     let mut rtl = RtlEngine::for_job(&job, 4).unwrap();
     let mut out = vec![];

@@ -7,7 +7,7 @@
 
 use spotagg_driver::engine::Engine;
 use spotagg_driver::wire::PayloadSize;
-use spotagg_driver::JobConfig;
+use spotagg_driver::{JobConfig, JobVlan};
 use spotagg_hdl::CoreConfig;
 use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::rtl::RtlEngine;
@@ -93,4 +93,11 @@ fn loss_duplication_reordering_n_1_to_32() {
     let mut spec = TraceSpec::new(3, PayloadSize::B256, 2, 4, 6).troubled(0.2);
     spec.reorder = Reorder::Any;
     run(&spec, 4, "reorder any");
+    let vlan = JobVlan { id: 100, priority: 3 };
+    for width in [1, 4] {
+        run(&TraceSpec::new(4, PayloadSize::B256, 3, 4, 7).troubled(0.2).tagged(vlan), width, "tagged job");
+    }
+    let job = TraceSpec::new(3, PayloadSize::B1024, 4, 1, 8).tagged(vlan).job();
+    let frames: Vec<Vec<u8>> = trace::malformed_frames(&job, 13).into_iter().map(|(_, f)| f).collect();
+    compare(&job, &frames, 4, "malformed, tagged job");
 }

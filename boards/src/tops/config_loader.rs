@@ -1,7 +1,7 @@
 //! Loads the job's configuration into the core's registers after power-up.
 //!
 //! The register writes ([`config_writes`]: switch MAC and IP, n, payload size, slots in use,
-//! the worker table, then a slot-state clear) are baked into a ROM at build time. Once
+//! VLAN, the worker table, then a slot-state clear) are baked into a ROM at build time. Once
 //! `start` is high (the PLL has locked) the loader plays one write a clock on the core's
 //! `cfg_*` bus (from registers), then raises `done` and stays idle. A control link written later can take the
 //! bus over after `done`.
@@ -10,27 +10,9 @@ use rust_hdl::prelude::*;
 use spotagg_driver::JobConfig;
 use std::collections::BTreeMap;
 
-/// The register writes that configure the core for `job`, in order (as `RtlEngine` does).
-pub fn config_writes(job: &JobConfig) -> Vec<(u8, u32)> {
-    let m = job.switch_mac.0;
-    let mut v = vec![
-        (0x00, u32::from(u16::from_be_bytes([m[0], m[1]]))),
-        (0x01, u32::from_be_bytes([m[2], m[3], m[4], m[5]])),
-        (0x02, u32::from(job.switch_ip)),
-        (0x03, job.n() as u32),
-        (0x04, u32::from(job.payload.code())),
-        (0x05, u32::from(job.slots)),
-    ];
-    for (r, w) in job.workers.iter().enumerate() {
-        let base = 0x80 + 4 * r as u8;
-        let m = w.mac.0;
-        v.push((base, u32::from(w.ip)));
-        v.push((base + 1, u32::from(u16::from_be_bytes([m[0], m[1]]))));
-        v.push((base + 2, u32::from_be_bytes([m[2], m[3], m[4], m[5]])));
-    }
-    v.push((0x06, 1));
-    v
-}
+/// The register writes that configure the core for `job`, in order (the sequence every loader
+/// uses, `spotagg_hdl::config_registers::job_writes`).
+pub use spotagg_hdl::config_registers::job_writes as config_writes;
 
 /// The configuration loader.
 #[derive(LogicBlock)]

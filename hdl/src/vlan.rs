@@ -1,0 +1,316 @@
+//! 802.1Q for a tagged job (docs/switch.md §1 step 3 and §3): [`VlanUntag`] takes the tag out of
+//! a received frame before the parser sees it, [`VlanTag`] puts the job's tag into every frame
+//! the core sends. For an untagged job (VID 0 in the job's VLAN register) both are wires.
+//!
+//! The tag is word 3 of a frame (bytes 12..16: TPID, TCI), so on the core's 32-bit word
+//! streams taking it out is dropping one word and putting it in is inserting one.
+//!
+//! [`VlanUntag`] tells the parser what it found, in three flags valid with the frame's last
+//! word (and held until the next frame's first word):
+//!
+//! | flag | when | the parser counts |
+//! |---|---|---|
+//! | `stripped` | word 3 is 0x8100 with the job's VID and not the last word: it is dropped | the rest of §1 on the shorter frame |
+//! | `short` | the frame ends before word 3 is whole (`L < 16`), or word 3 is its last word and carries the job's tag (so `L − 4 = 12`) | `truncated` (after the length and MAC checks) |
+//! | `mismatch` | word 3 is whole and is not 0x8100 with the job's VID | `wrong_vlan` (after the length and MAC checks) |
+//!
+//! PCP and DEI are ignored. Timing: both blocks are combinational on the stream (no added
+//! latency); [`VlanTag`] holds its input for the one cycle in which it sends the tag word.
+
+use crate::word_stream::{WordSink, WordSource};
+use rust_hdl::prelude::*;
+
+/// The 802.1Q TPID.
+const TPID: u64 = 0x8100;
+
+/// Takes a tagged job's tag out of each received frame.
+#[derive(LogicBlock, Default)]
+pub struct VlanUntag {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// The job's VID; 0 for an untagged job (everything passes, no flag is raised).
+    pub vid: Signal<In, Bits<12>>,
+    /// Received words.
+    pub word_in: WordSink,
+    /// The same words, word 3 left out when it is the job's tag.
+    pub word_out: WordSource,
+    /// The frame's tag was the job's and was taken out.
+    pub stripped: Signal<Out, Bit>,
+    /// The frame is too short for the tag check (see the module doc).
+    pub short: Signal<Out, Bit>,
+    /// The frame's word 3 is not the job's tag.
+    pub mismatch: Signal<Out, Bit>,
+    /// Words of the frame taken so far, saturating at 4.
+    index: DFF<Bits<3>>,
+    held_stripped: DFF<Bit>,
+    held_short: DFF<Bit>,
+    held_mismatch: DFF<Bit>,
+    tagged: Signal<Local, Bit>,
+    at_tag: Signal<Local, Bit>,
+    matches: Signal<Local, Bit>,
+    now_stripped: Signal<Local, Bit>,
+    now_short: Signal<Local, Bit>,
+    now_mismatch: Signal<Local, Bit>,
+    in_frame: Signal<Local, Bit>,
+}
+
+impl Logic for VlanUntag {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, index, held_stripped, held_short, held_mismatch);
+        self.tagged.next = self.vid.val() != 0;
+        self.at_tag.next = self.tagged.val() & self.word_in.valid.val() & (self.index.q.val() == 3);
+        self.matches.next = (self.word_in.data.val().get_bits::<16>(16) == TPID)
+            & (self.word_in.data.val().get_bits::<12>(0) == self.vid.val());
+        self.now_stripped.next = self.at_tag.val() & !self.word_in.last.val() & self.matches.val();
+        self.now_short.next = self.tagged.val()
+            & self.word_in.valid.val()
+            & self.word_in.last.val()
+            & ((self.index.q.val() < 3)
+                | ((self.index.q.val() == 3) & ((self.word_in.bytes.val() != 4) | self.matches.val())));
+        self.now_mismatch.next =
+            self.at_tag.val() & !(self.word_in.last.val() & (self.word_in.bytes.val() != 4)) & !self.matches.val();
+        // The stream: word 3 is dropped (taken without being passed on) when stripped.
+        self.word_out.valid.next = self.word_in.valid.val() & !self.now_stripped.val();
+        self.word_out.data.next = self.word_in.data.val();
+        self.word_out.last.next = self.word_in.last.val();
+        self.word_out.bytes.next = self.word_in.bytes.val();
+        self.word_in.ready.next = self.word_out.ready.val() | self.now_stripped.val();
+        // The flags: what earlier words of this frame found (none at its first word), and this word.
+        self.in_frame.next = self.index.q.val() != 0;
+        self.stripped.next = (self.in_frame.val() & self.held_stripped.q.val()) | self.now_stripped.val();
+        self.short.next = (self.in_frame.val() & self.held_short.q.val()) | self.now_short.val();
+        self.mismatch.next = (self.in_frame.val() & self.held_mismatch.q.val()) | self.now_mismatch.val();
+        if self.word_in.valid.val() & self.word_in.ready.val() {
+            self.held_stripped.d.next = self.stripped.val();
+            self.held_short.d.next = self.short.val();
+            self.held_mismatch.d.next = self.mismatch.val();
+            if self.word_in.last.val() {
+                self.index.d.next = 0.into();
+            } else if self.index.q.val() != 4 {
+                self.index.d.next = self.index.q.val() + 1;
+            }
+        }
+    }
+}
+
+/// Puts a tagged job's tag into each frame the core sends, after its source MAC.
+#[derive(LogicBlock, Default)]
+pub struct VlanTag {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// The tag's TCI (PCP << 13 | VID); a VID of 0 means an untagged job (a wire).
+    pub tci: Signal<In, Bits<16>>,
+    /// The frames without a tag.
+    pub word_in: WordSink,
+    /// The frames with the tag as word 3.
+    pub word_out: WordSource,
+    /// Words of the frame sent so far, saturating at 4 (3: the tag is due).
+    index: DFF<Bits<3>>,
+    insert: Signal<Local, Bit>,
+}
+
+impl Logic for VlanTag {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, index);
+        self.insert.next = (self.tci.val().get_bits::<12>(0) != 0) & (self.index.q.val() == 3);
+        self.word_out.valid.next = self.word_in.valid.val();
+        self.word_out.data.next = self.word_in.data.val();
+        self.word_out.last.next = self.word_in.last.val();
+        self.word_out.bytes.next = self.word_in.bytes.val();
+        self.word_in.ready.next = self.word_out.ready.val();
+        if self.insert.val() {
+            self.word_out.valid.next = true;
+            self.word_out.data.next = (bit_cast::<32, 16>(TPID.into()) << 16) | bit_cast::<32, 16>(self.tci.val());
+            self.word_out.last.next = false;
+            self.word_out.bytes.next = 4.into();
+            self.word_in.ready.next = false;
+        }
+        if self.word_out.valid.val() & self.word_out.ready.val() {
+            if self.word_out.last.val() {
+                self.index.d.next = 0.into();
+            } else if self.index.q.val() != 4 {
+                self.index.d.next = self.index.q.val() + 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A frame as words: (data, last, bytes).
+    fn words(frame: &[u8]) -> Vec<(u64, bool, u64)> {
+        let n = frame.len().div_ceil(4);
+        (0..n)
+            .map(|i| {
+                let mut w = [0u8; 4];
+                let part = &frame[4 * i..(4 * i + 4).min(frame.len())];
+                w[..part.len()].copy_from_slice(part);
+                (u64::from(u32::from_be_bytes(w)), i + 1 == n, part.len() as u64)
+            })
+            .collect()
+    }
+
+    fn bytes_of(ws: &[(u64, bool, u64)]) -> Vec<u8> {
+        ws.iter().flat_map(|&(d, _, b)| (d as u32).to_be_bytes()[..b as usize].to_vec()).collect()
+    }
+
+    /// The contract of the module doc for one frame: the bytes passed on and the three flags.
+    fn model(vid: u16, f: &[u8]) -> (Vec<u8>, [bool; 3]) {
+        if vid == 0 {
+            return (f.to_vec(), [false; 3]);
+        }
+        if f.len() < 16 {
+            return (f.to_vec(), [false, true, false]);
+        }
+        let ours = f[12..14] == [0x81, 0x00] && (u16::from_be_bytes([f[14], f[15]]) & 0xfff) == vid;
+        match (ours, f.len() == 16) {
+            (true, false) => ([&f[..12], &f[16..]].concat(), [true, false, false]),
+            (true, true) => (f.to_vec(), [false, true, false]),
+            (false, _) => (f.to_vec(), [false, false, true]),
+        }
+    }
+
+    /// A seeded xorshift, so the test needs no RNG crate.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    /// A frame with the bytes 12..16 chosen to hit each case: the job's tag (any PCP/DEI),
+    /// another VID, VID 0, another TPID, untagged; lengths 0..=80.
+    fn frame(rng: &mut Rng, vid: u16) -> Vec<u8> {
+        let len = match rng.next() % 4 {
+            0 => (rng.next() % 24) as usize,
+            _ => (rng.next() % 81) as usize,
+        };
+        let mut f: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        let tci: u16 = match rng.next() % 5 {
+            0 | 1 => (rng.next() as u16 & 0xf000) | vid,
+            2 => rng.next() as u16,
+            3 => rng.next() as u16 & 0xf000,
+            _ => vid,
+        };
+        let tpid: [u8; 2] = if rng.next() % 6 == 0 { [0x88, 0xa8] } else { [0x81, 0x00] };
+        for (i, b) in [tpid[0], tpid[1], (tci >> 8) as u8, tci as u8].into_iter().enumerate() {
+            if 12 + i < f.len() {
+                f[12 + i] = b;
+            }
+        }
+        f
+    }
+
+    #[test]
+    fn untag_passes_drops_and_flags_as_the_model() {
+        let mut b = VlanUntag::default();
+        b.connect_all();
+        let mut rng = Rng(0x5eed_1a2b);
+        let mut seen = [0usize; 4];
+        for case in 0..600 {
+            let vid = if case % 7 == 0 { 0 } else { 1 + (rng.next() % 4094) as u16 };
+            let f = frame(&mut rng, vid);
+            if f.is_empty() {
+                continue;
+            }
+            let (want, flags) = model(vid, &f);
+            b.vid.next = u64::from(vid).into();
+            let input = words(&f);
+            let mut out = Vec::new();
+            let mut got_flags = None;
+            let mut i = 0;
+            let mut cycles = 0;
+            while i < input.len() {
+                cycles += 1;
+                assert!(cycles < 400, "stuck");
+                let (d, last, bytes) = input[i];
+                b.word_in.valid.next = rng.next() % 4 != 0;
+                b.word_in.data.next = d.into();
+                b.word_in.last.next = last;
+                b.word_in.bytes.next = bytes.into();
+                b.word_out.ready.next = rng.next() % 3 != 0;
+                b.clock.next = false.into();
+                assert!(simulate_settle(&mut b));
+                if b.word_out.valid.val() && b.word_out.ready.val() {
+                    out.push((
+                        b.word_out.data.val().index() as u64,
+                        b.word_out.last.val(),
+                        b.word_out.bytes.val().index() as u64,
+                    ));
+                }
+                let moved = b.word_in.valid.val() && b.word_in.ready.val();
+                if moved && last {
+                    got_flags = Some([b.stripped.val(), b.short.val(), b.mismatch.val()]);
+                }
+                tick!(&mut b);
+                if moved {
+                    i += 1;
+                }
+            }
+            b.word_in.valid.next = false;
+            tick!(&mut b);
+            assert_eq!(bytes_of(&out), want, "case {case}: vid {vid}, {f:02x?}");
+            assert!(out.last().is_some_and(|w| w.1), "case {case}: the last word ends the frame");
+            assert_eq!(got_flags, Some(flags), "case {case}: vid {vid}, {f:02x?}");
+            let kind = flags.iter().position(|&x| x).map_or(3, |k| k);
+            seen[kind] += 1;
+        }
+        assert!(seen.iter().all(|&n| n > 30), "every outcome exercised: {seen:?}");
+    }
+
+    #[test]
+    fn tag_inserts_the_tci_after_the_source_mac() {
+        let mut b = VlanTag::default();
+        b.connect_all();
+        let mut rng = Rng(0x7a9_0001);
+        for case in 0..200 {
+            let tci: u16 = if case % 5 == 0 { rng.next() as u16 & 0xf000 } else { rng.next() as u16 | 1 };
+            let len = 42 + (rng.next() % 60) as usize;
+            let f: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            let want = if tci & 0xfff == 0 {
+                f.clone()
+            } else {
+                [&f[..12], &[0x81, 0x00, (tci >> 8) as u8, tci as u8][..], &f[12..]].concat()
+            };
+            b.tci.next = u64::from(tci).into();
+            let input = words(&f);
+            let (mut i, mut out, mut cycles) = (0, Vec::new(), 0);
+            while out.last().is_none_or(|w: &(u64, bool, u64)| !w.1) {
+                cycles += 1;
+                assert!(cycles < 800, "stuck");
+                let (d, last, bytes) = input.get(i).copied().unwrap_or((0, false, 4));
+                b.word_in.valid.next = i < input.len() && rng.next() % 4 != 0;
+                b.word_in.data.next = d.into();
+                b.word_in.last.next = last;
+                b.word_in.bytes.next = bytes.into();
+                b.word_out.ready.next = rng.next() % 3 != 0;
+                b.clock.next = false.into();
+                assert!(simulate_settle(&mut b));
+                if b.word_out.valid.val() && b.word_out.ready.val() {
+                    out.push((
+                        b.word_out.data.val().index() as u64,
+                        b.word_out.last.val(),
+                        b.word_out.bytes.val().index() as u64,
+                    ));
+                }
+                if b.word_in.valid.val() && b.word_in.ready.val() {
+                    i += 1;
+                }
+                tick!(&mut b);
+            }
+            assert_eq!(bytes_of(&out), want, "case {case}: tci {tci:#06x}");
+        }
+    }
+
+    fn simulate_settle<T: Block>(b: &mut T) -> bool {
+        crate::step::settle(b);
+        true
+    }
+}
