@@ -199,7 +199,7 @@ mod tests {
             3 => rng.next() as u16 & 0xf000,
             _ => vid,
         };
-        let tpid: [u8; 2] = if rng.next() % 6 == 0 { [0x88, 0xa8] } else { [0x81, 0x00] };
+        let tpid: [u8; 2] = if rng.next().is_multiple_of(6) { [0x88, 0xa8] } else { [0x81, 0x00] };
         for (i, b) in [tpid[0], tpid[1], (tci >> 8) as u8, tci as u8].into_iter().enumerate() {
             if 12 + i < f.len() {
                 f[12 + i] = b;
@@ -231,11 +231,11 @@ mod tests {
                 cycles += 1;
                 assert!(cycles < 400, "stuck");
                 let (d, last, bytes) = input[i];
-                b.word_in.valid.next = rng.next() % 4 != 0;
+                b.word_in.valid.next = !rng.next().is_multiple_of(4);
                 b.word_in.data.next = d.into();
                 b.word_in.last.next = last;
                 b.word_in.bytes.next = bytes.into();
-                b.word_out.ready.next = rng.next() % 3 != 0;
+                b.word_out.ready.next = !rng.next().is_multiple_of(3);
                 b.clock.next = false.into();
                 assert!(simulate_settle(&mut b));
                 if b.word_out.valid.val() && b.word_out.ready.val() {
@@ -286,11 +286,11 @@ mod tests {
                 cycles += 1;
                 assert!(cycles < 800, "stuck");
                 let (d, last, bytes) = input.get(i).copied().unwrap_or((0, false, 4));
-                b.word_in.valid.next = i < input.len() && rng.next() % 4 != 0;
+                b.word_in.valid.next = i < input.len() && !rng.next().is_multiple_of(4);
                 b.word_in.data.next = d.into();
                 b.word_in.last.next = last;
                 b.word_in.bytes.next = bytes.into();
-                b.word_out.ready.next = rng.next() % 3 != 0;
+                b.word_out.ready.next = !rng.next().is_multiple_of(3);
                 b.clock.next = false.into();
                 assert!(simulate_settle(&mut b));
                 if b.word_out.valid.val() && b.word_out.ready.val() {
