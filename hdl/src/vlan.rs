@@ -45,9 +45,9 @@ pub struct VlanUntag {
     held_stripped: DFF<Bit>,
     held_short: DFF<Bit>,
     held_mismatch: DFF<Bit>,
-    tagged: Signal<Local, Bit>,
+    tagged_job: Signal<Local, Bit>,
     at_tag: Signal<Local, Bit>,
-    matches: Signal<Local, Bit>,
+    vid_match: Signal<Local, Bit>,
     now_stripped: Signal<Local, Bit>,
     now_short: Signal<Local, Bit>,
     now_mismatch: Signal<Local, Bit>,
@@ -58,18 +58,18 @@ impl Logic for VlanUntag {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, index, held_stripped, held_short, held_mismatch);
-        self.tagged.next = self.vid.val() != 0;
-        self.at_tag.next = self.tagged.val() & self.word_in.valid.val() & (self.index.q.val() == 3);
-        self.matches.next = (self.word_in.data.val().get_bits::<16>(16) == TPID)
+        self.tagged_job.next = self.vid.val() != 0;
+        self.at_tag.next = self.tagged_job.val() & self.word_in.valid.val() & (self.index.q.val() == 3);
+        self.vid_match.next = (self.word_in.data.val().get_bits::<16>(16) == TPID)
             & (self.word_in.data.val().get_bits::<12>(0) == self.vid.val());
-        self.now_stripped.next = self.at_tag.val() & !self.word_in.last.val() & self.matches.val();
-        self.now_short.next = self.tagged.val()
+        self.now_stripped.next = self.at_tag.val() & !self.word_in.last.val() & self.vid_match.val();
+        self.now_short.next = self.tagged_job.val()
             & self.word_in.valid.val()
             & self.word_in.last.val()
             & ((self.index.q.val() < 3)
-                | ((self.index.q.val() == 3) & ((self.word_in.bytes.val() != 4) | self.matches.val())));
+                | ((self.index.q.val() == 3) & ((self.word_in.bytes.val() != 4) | self.vid_match.val())));
         self.now_mismatch.next =
-            self.at_tag.val() & !(self.word_in.last.val() & (self.word_in.bytes.val() != 4)) & !self.matches.val();
+            self.at_tag.val() & !(self.word_in.last.val() & (self.word_in.bytes.val() != 4)) & !self.vid_match.val();
         // The stream: word 3 is dropped (taken without being passed on) when stripped.
         self.word_out.valid.next = self.word_in.valid.val() & !self.now_stripped.val();
         self.word_out.data.next = self.word_in.data.val();
