@@ -11,11 +11,11 @@
 //!   result builder's buffer. So k + 6 cycles of read-modify-write, and the pass ends only when
 //!   the pipeline is empty (no read of a later frame can overtake a write of this one). Issue
 //!   counters stop on an equality (they count up by one from below the end), not a comparison;
-//!   the equality is itself registered one count ahead (`i_end`, `wi_last`, against end - 1 and
-//!   end - 2 registers), and the frame buffer and result buffer addresses (`i + 13`, `wi + 13`)
-//!   come from their own counters (`i_plus13`, `wi_plus13`), not from an adder.
+//!   the equality is itself registered one count ahead (`issue_at_end`, `write_at_last`, against end - 1 and
+//!   end - 2 registers), and the frame buffer and result buffer addresses (`issue_index + 13`, `write_index + 13`)
+//!   come from their own counters (`issue_frame_word`, `write_frame_word`), not from an adder.
 //! - The sequencer's state is one-hot in flip-flops, and the issue counters' end indices are
-//!   registered at the transition into a pass (`i_stop`, `wi_stop`).
+//!   registered at the transition into a pass (`issue_stop`, `write_stop`).
 //! - Only a valid contribution reaches the scoreboard and the slot memory, and only after the
 //!   whole frame has been received and checked.
 //! - The last contribution of a round writes the sums into the result builder's buffer during
@@ -24,7 +24,8 @@
 //!   body through it too.
 //! - Header buffer writes are registered in two stages (they land two cycles after the word is
 //!   chosen; the result builder reads a header word many cycles after its load); the
-//!   reply checksums are computed from the descriptor in four registered steps, ready long
+//!   reply checksums are computed from the descriptor in four registered steps (in
+//!   [`ReplyHeader`], which also chooses each header word), ready long
 //!   before the header word that carries them (word 6 at the earliest, 7 cycles after the
 //!   descriptor is loaded).
 //! - A reply header is written in 10 to 13 cycles; then the result builder is loaded with the
@@ -159,29 +160,29 @@ pub struct Aggregator {
     bucket_duplicate: Constant<Bits<5>>,
     bucket_arp_reply: Constant<Bits<5>>,
     bucket_icmp_reply: Constant<Bits<5>>,
-    s_act: DFF<Bit>,
+    s_active: DFF<Bit>,
     s_lookup: DFF<Bit>,
     s_decide: DFF<Bit>,
     s_commit: DFF<Bit>,
     s_rmw: DFF<Bit>,
-    s_copyslot: DFF<Bit>,
+    s_copy_slot: DFF<Bit>,
     s_header: DFF<Bit>,
-    s_copyrx: DFF<Bit>,
+    s_copy_frame: DFF<Bit>,
     s_load: DFF<Bit>,
-    i_stop: DFF<Bits<10>>,
+    issue_stop: DFF<Bits<10>>,
     nwords_eq10: DFF<Bit>,
     nwords_eq11: DFF<Bit>,
-    k_eq1: DFF<Bit>,
-    wi_stop: DFF<Bits<10>>,
+    k_is_1: DFF<Bit>,
+    write_stop: DFF<Bits<10>>,
     adder_first: DFF<Bit>,
-    i: DFF<Bits<10>>,
-    wi: DFF<Bits<10>>,
-    i_end: DFF<Bit>,
-    wi_last: DFF<Bit>,
-    i_plus13: DFF<Bits<10>>,
-    wi_plus13: DFF<Bits<10>>,
-    k_m2: DFF<Bits<10>>,
-    nwords_m2: DFF<Bits<10>>,
+    issue_index: DFF<Bits<10>>,
+    write_index: DFF<Bits<10>>,
+    issue_at_end: DFF<Bit>,
+    write_at_last: DFF<Bit>,
+    issue_frame_word: DFF<Bits<10>>,
+    write_frame_word: DFF<Bits<10>>,
+    k_minus_2: DFF<Bits<10>>,
+    nwords_minus_2: DFF<Bits<10>>,
     issued: DFF<Bits<6>>,
     incoming_d1: DFF<Bits<32>>,
     incoming_d2: DFF<Bits<32>>,
@@ -191,20 +192,20 @@ pub struct Aggregator {
     retransmit: DFF<Bit>,
     reply_exps: DFF<Bits<16>>,
     exp_max: DFF<Bits<16>>,
-    k_m1: DFF<Bits<10>>,
-    nwords_m1: DFF<Bits<10>>,
-    base: DFF<Bits<16>>,
+    k_minus_1: DFF<Bits<10>>,
+    nwords_minus_1: DFF<Bits<10>>,
+    slot_base: DFF<Bits<16>>,
     nwords: DFF<Bits<10>>,
-    reply: DFF<ReplyKind>,
-    hw_address: DFF<Bits<5>>,
-    hw_data: DFF<Bits<32>>,
-    hw_enable: DFF<Bit>,
-    hw_sum: DFF<Bits<32>>,
-    hw_from_sum: DFF<Bit>,
+    reply_kind: DFF<ReplyKind>,
+    header_address: DFF<Bits<5>>,
+    header_data: DFF<Bits<32>>,
+    header_enable: DFF<Bit>,
+    header_sum: DFF<Bits<32>>,
+    header_from_sum: DFF<Bit>,
     ex_write_pending: DFF<Bit>,
     ex_write_word: DFF<Bits<32>>,
-    hw_address2: DFF<Bits<5>>,
-    hw_enable2: DFF<Bit>,
+    header_address_d2: DFF<Bits<5>>,
+    header_enable_d2: DFF<Bit>,
     header: ReplyHeader,
     exp_new: Signal<Local, Bits<16>>,
     issue: Signal<Local, Bit>,
@@ -279,29 +280,29 @@ impl Aggregator {
             bucket_duplicate: Constant::new(BUCKET_DUPLICATE.into()),
             bucket_arp_reply: Constant::new(BUCKET_ARP_REPLY.into()),
             bucket_icmp_reply: Constant::new(BUCKET_ICMP_REPLY.into()),
-            s_act: Default::default(),
+            s_active: Default::default(),
             s_lookup: Default::default(),
             s_decide: Default::default(),
             s_commit: Default::default(),
             s_rmw: Default::default(),
-            s_copyslot: Default::default(),
+            s_copy_slot: Default::default(),
             s_header: Default::default(),
-            s_copyrx: Default::default(),
+            s_copy_frame: Default::default(),
             s_load: Default::default(),
-            i_stop: Default::default(),
+            issue_stop: Default::default(),
             nwords_eq10: Default::default(),
             nwords_eq11: Default::default(),
-            k_eq1: Default::default(),
-            wi_stop: Default::default(),
+            k_is_1: Default::default(),
+            write_stop: Default::default(),
             adder_first: Default::default(),
-            i: Default::default(),
-            wi: Default::default(),
-            i_end: Default::default(),
-            wi_last: Default::default(),
-            i_plus13: Default::default(),
-            wi_plus13: Default::default(),
-            k_m2: Default::default(),
-            nwords_m2: Default::default(),
+            issue_index: Default::default(),
+            write_index: Default::default(),
+            issue_at_end: Default::default(),
+            write_at_last: Default::default(),
+            issue_frame_word: Default::default(),
+            write_frame_word: Default::default(),
+            k_minus_2: Default::default(),
+            nwords_minus_2: Default::default(),
             issued: Default::default(),
             incoming_d1: Default::default(),
             incoming_d2: Default::default(),
@@ -311,20 +312,20 @@ impl Aggregator {
             retransmit: Default::default(),
             reply_exps: Default::default(),
             exp_max: Default::default(),
-            k_m1: Default::default(),
-            nwords_m1: Default::default(),
-            base: Default::default(),
+            k_minus_1: Default::default(),
+            nwords_minus_1: Default::default(),
+            slot_base: Default::default(),
             nwords: Default::default(),
-            reply: Default::default(),
-            hw_address: Default::default(),
-            hw_data: Default::default(),
-            hw_enable: Default::default(),
-            hw_sum: Default::default(),
-            hw_from_sum: Default::default(),
+            reply_kind: Default::default(),
+            header_address: Default::default(),
+            header_data: Default::default(),
+            header_enable: Default::default(),
+            header_sum: Default::default(),
+            header_from_sum: Default::default(),
             ex_write_pending: Default::default(),
             ex_write_word: Default::default(),
-            hw_address2: Default::default(),
-            hw_enable2: Default::default(),
+            header_address_d2: Default::default(),
+            header_enable_d2: Default::default(),
             header: Default::default(),
             exp_new: Default::default(),
             issue: Default::default(),
@@ -339,29 +340,29 @@ impl Logic for Aggregator {
         dff_setup!(
             self,
             clock,
-            s_act,
+            s_active,
             s_lookup,
             s_decide,
             s_commit,
             s_rmw,
-            s_copyslot,
+            s_copy_slot,
             s_header,
-            s_copyrx,
+            s_copy_frame,
             s_load,
-            i_stop,
+            issue_stop,
             nwords_eq10,
             nwords_eq11,
-            k_eq1,
-            wi_stop,
+            k_is_1,
+            write_stop,
             adder_first,
-            i,
-            wi,
-            i_end,
-            wi_last,
-            i_plus13,
-            wi_plus13,
-            k_m2,
-            nwords_m2,
+            issue_index,
+            write_index,
+            issue_at_end,
+            write_at_last,
+            issue_frame_word,
+            write_frame_word,
+            k_minus_2,
+            nwords_minus_2,
             issued,
             incoming_d1,
             incoming_d2,
@@ -371,35 +372,35 @@ impl Logic for Aggregator {
             retransmit,
             reply_exps,
             exp_max,
-            k_m1,
-            nwords_m1,
-            base,
+            k_minus_1,
+            nwords_minus_1,
+            slot_base,
             nwords,
-            reply,
-            hw_address,
-            hw_data,
-            hw_enable,
-            hw_sum,
-            hw_from_sum,
+            reply_kind,
+            header_address,
+            header_data,
+            header_enable,
+            header_sum,
+            header_from_sum,
             ex_write_pending,
             ex_write_word,
-            hw_address2,
-            hw_enable2
+            header_address_d2,
+            header_enable_d2
         );
         clock!(self, clock, header);
         // Defaults.
         self.desc.done.next = false;
-        self.buf_read_address.next = bit_cast::<10, 10>(self.i.q.val());
+        self.buf_read_address.next = bit_cast::<10, 10>(self.issue_index.q.val());
         if self.desc.half.val() {
-            self.buf_read_address.next = bit_cast::<10, 10>(self.i.q.val()) | 512;
+            self.buf_read_address.next = bit_cast::<10, 10>(self.issue_index.q.val()) | 512;
         }
         self.sb_slot.next = bit_cast::<6, 15>(self.desc.slot.val());
         self.sb_set.next = self.desc.set.val();
         self.sb_rank.next = self.desc.rank.val();
         self.sb_active.next = false;
         self.sb_commit.next = false;
-        self.sm_read_address.next = self.base.q.val() + bit_cast::<16, 10>(self.i.q.val());
-        self.sm_write_address.next = self.base.q.val() + bit_cast::<16, 10>(self.wi.q.val());
+        self.sm_read_address.next = self.slot_base.q.val() + bit_cast::<16, 10>(self.issue_index.q.val());
+        self.sm_write_address.next = self.slot_base.q.val() + bit_cast::<16, 10>(self.write_index.q.val());
         self.sm_write_data.next = self.la_sum.val();
         self.sm_write_enable.next = false;
         self.ex_read_address.next = bit_cast::<6, 15>(self.desc.slot.val());
@@ -416,14 +417,14 @@ impl Logic for Aggregator {
         // A copy of the stored values adds nothing; the adder's controls are registered (the
         // state they follow lasts the whole pass, and nothing is written in its first 6 cycles).
         self.incoming_d3.d.next = self.incoming_d2.q.val();
-        if self.s_copyslot.q.val() {
+        if self.s_copy_slot.q.val() {
             self.incoming_d3.d.next = 0.into();
         }
         self.adder_first.d.next = self.first_of_round.q.val();
-        if self.s_copyslot.q.val() {
+        if self.s_copy_slot.q.val() {
             self.adder_first.d.next = false;
         }
-        if self.s_copyrx.q.val() {
+        if self.s_copy_frame.q.val() {
             self.adder_first.d.next = true;
         }
         self.la_stored.next = self.sm_read_data.val();
@@ -432,25 +433,25 @@ impl Logic for Aggregator {
         self.la_first.next = self.adder_first.q.val();
         self.nwords_eq10.d.next = self.nwords.q.val() == 10;
         self.nwords_eq11.d.next = self.nwords.q.val() == 11;
-        self.k_eq1.d.next = self.k_m1.q.val() == 0;
+        self.k_is_1.d.next = self.k_minus_1.q.val() == 0;
         self.la_exp_stored.next = 0.into();
         self.la_exp_incoming.next = 0.into();
         self.la_exp_active.next = false;
         self.issue.next = false;
         self.write.next = self.issued.q.val().get_bit(5);
         // Last element indices, registered (the pass ends on an equality, no adder before it).
-        self.k_m1.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 1;
-        self.nwords_m1.d.next = self.nwords.q.val() - 1;
-        self.k_m2.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 2;
-        self.nwords_m2.d.next = self.nwords.q.val() - 2;
-        self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val());
+        self.k_minus_1.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 1;
+        self.nwords_minus_1.d.next = self.nwords.q.val() - 1;
+        self.k_minus_2.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 2;
+        self.nwords_minus_2.d.next = self.nwords.q.val() - 2;
+        self.tx_write_address.next = bit_cast::<10, 10>(self.write_index.q.val());
         if self.tx_half.val() {
-            self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val()) | 512;
+            self.tx_write_address.next = bit_cast::<10, 10>(self.write_index.q.val()) | 512;
         }
         self.tx_write_data.next = self.la_sum.val();
         self.tx_write_enable.next = false;
         self.tx_load.next = false;
-        self.tx_kind.next = self.reply.q.val();
+        self.tx_kind.next = self.reply_kind.q.val();
         self.tx_first.next = 0.into();
         self.tx_last.next = 0.into();
         self.tx_nwords.next = self.nwords.q.val();
@@ -459,14 +460,14 @@ impl Logic for Aggregator {
         self.ev_bucket_index.next = 0.into();
         self.ev_multicast.next = false;
         self.ev_retransmit.next = false;
-        self.idle.next = !self.s_act.q.val();
+        self.idle.next = !self.s_active.q.val();
         self.exp_new.next = 0.into();
-        // Header words of the reply, word `i` (results: during the body pass, i < 13), in three
-        // register stages: the reply header block's candidates for i's low 4 bits, then one of
-        // them or the adder's output (hw_data, with the address and strobe delayed to match),
+        // Header words of the reply, word `issue_index` (results: during the body pass, for indices below 13), in three
+        // register stages: the reply header block's candidates for its low 4 bits, then one of
+        // them or the adder's output (header_data, with the address and strobe delayed to match),
         // then the header buffer write.
-        self.header.kind.next = self.reply.q.val();
-        self.header.index.next = bit_cast::<4, 10>(self.i.q.val());
+        self.header.kind.next = self.reply_kind.q.val();
+        self.header.index.next = bit_cast::<4, 10>(self.issue_index.q.val());
         self.header.h1.next = self.desc.h1.val();
         self.header.h2.next = self.desc.h2.val();
         self.header.h3.next = self.desc.h3.val();
@@ -484,33 +485,33 @@ impl Logic for Aggregator {
         self.header.switch_ip.next = self.switch_ip.val();
         self.header.payload_words.next = self.payload_words.val();
         self.header.exponents.next = self.reply_exps.q.val();
-        self.hdr_write_address.next = self.hw_address2.q.val();
-        self.hdr_write_data.next = self.hw_data.q.val();
-        self.hdr_write_enable.next = self.hw_enable2.q.val();
-        self.hw_address2.d.next = self.hw_address.q.val();
-        self.hw_enable2.d.next = self.hw_enable.q.val();
-        self.hw_data.d.next = self.header.word.val();
-        if self.hw_from_sum.q.val() {
-            self.hw_data.d.next = self.hw_sum.q.val();
+        self.hdr_write_address.next = self.header_address_d2.q.val();
+        self.hdr_write_data.next = self.header_data.q.val();
+        self.hdr_write_enable.next = self.header_enable_d2.q.val();
+        self.header_address_d2.d.next = self.header_address.q.val();
+        self.header_enable_d2.d.next = self.header_enable.q.val();
+        self.header_data.d.next = self.header.word.val();
+        if self.header_from_sum.q.val() {
+            self.header_data.d.next = self.header_sum.q.val();
         }
-        self.hw_sum.d.next = self.la_sum.val();
-        self.hw_from_sum.d.next = false;
-        self.hw_address.d.next = bit_cast::<5, 10>(self.i.q.val()) & 15;
+        self.header_sum.d.next = self.la_sum.val();
+        self.header_from_sum.d.next = false;
+        self.header_address.d.next = bit_cast::<5, 10>(self.issue_index.q.val()) & 15;
         if self.tx_half.val() {
-            self.hw_address.d.next = (bit_cast::<5, 10>(self.i.q.val()) & 15) | 16;
+            self.header_address.d.next = (bit_cast::<5, 10>(self.issue_index.q.val()) & 15) | 16;
         }
-        self.hw_enable.d.next = false;
-        // The sequencer's state, one-hot in flip-flops (`s_act` low is Idle): every branch below
+        self.header_enable.d.next = false;
+        // The sequencer's state, one-hot in flip-flops (`s_active` low is Idle): every branch below
         // is entered on one registered flag, and a transition clears the current flag and sets
-        // the next one. The end index of the issue counter for the coming pass (`i_stop`) is
-        // registered at the transition into it, so `i_end` is an equality of two registers.
-        if !self.s_act.q.val() {
+        // the next one. The end index of the issue counter for the coming pass (`issue_stop`) is
+        // registered at the transition into it, so `issue_at_end` is an equality of two registers.
+        if !self.s_active.q.val() {
             self.first_of_round.d.next = false;
             // Header's last index (ARP, an even kind: word 9; ICMP, odd: word 8); a contribution
             // sets its own in Commit.
-            self.i_stop.d.next = 9.into();
+            self.issue_stop.d.next = 9.into();
             if self.desc.kind.val().get_bit(0) {
-                self.i_stop.d.next = 8.into();
+                self.issue_stop.d.next = 8.into();
             }
             // A reply's word count, chosen from the kind alone (used only after Header; a
             // contribution sets its own in Commit).
@@ -522,27 +523,27 @@ impl Logic for Aggregator {
                     self.nwords.d.next = bit_cast::<10, 16>((self.desc.ip_len.val() + 17) >> 2);
                 }
             }
-            self.i.d.next = 0.into();
-            self.i_plus13.d.next = 13.into();
-            self.i_end.d.next = false;
+            self.issue_index.d.next = 0.into();
+            self.issue_frame_word.d.next = 13.into();
+            self.issue_at_end.d.next = false;
             if self.desc.valid.val() & !self.clearing.val() {
                 if self.desc.kind.val() < self.kind_contribution.val() {
                     self.ev_bucket.next = true;
                     self.ev_bucket_index.next = self.desc.kind.val();
                     self.desc.done.next = true;
                 } else if self.desc.kind.val() == self.kind_contribution.val() {
-                    self.base.d.next = ((bit_cast::<16, 15>(self.desc.slot.val()) << 1)
+                    self.slot_base.d.next = ((bit_cast::<16, 15>(self.desc.slot.val()) << 1)
                         | bit_cast::<16, 1>(self.desc.set.val().into()))
                         << self.elements_log2.val();
-                    self.s_act.d.next = true;
+                    self.s_active.d.next = true;
                     self.s_lookup.d.next = true;
                 } else if self.desc.kind.val() == self.kind_arp.val() {
-                    self.reply.d.next = ReplyKind::ArpReply;
-                    self.s_act.d.next = true;
+                    self.reply_kind.d.next = ReplyKind::ArpReply;
+                    self.s_active.d.next = true;
                     self.s_header.d.next = true;
                 } else {
-                    self.reply.d.next = ReplyKind::EchoReply;
-                    self.s_act.d.next = true;
+                    self.reply_kind.d.next = ReplyKind::EchoReply;
+                    self.s_active.d.next = true;
                     self.s_header.d.next = true;
                 }
             }
@@ -577,15 +578,15 @@ impl Logic for Aggregator {
                 self.la_exp_stored.next = bit_cast::<16, 32>(self.ex_read_data.val());
             }
             self.ev_bucket.next = true;
-            self.i.d.next = 0.into();
-            self.i_plus13.d.next = 13.into();
-            self.i_end.d.next = false;
-            self.i_stop.d.next = self.k_m1.q.val();
-            self.wi.d.next = 0.into();
-            self.wi_plus13.d.next = 13.into();
-            self.wi_last.d.next = self.k_eq1.q.val();
-            self.wi_stop.d.next = self.k_m2.q.val();
-            self.reply.d.next = ReplyKind::Result;
+            self.issue_index.d.next = 0.into();
+            self.issue_frame_word.d.next = 13.into();
+            self.issue_at_end.d.next = false;
+            self.issue_stop.d.next = self.k_minus_1.q.val();
+            self.write_index.d.next = 0.into();
+            self.write_frame_word.d.next = 13.into();
+            self.write_at_last.d.next = self.k_is_1.q.val();
+            self.write_stop.d.next = self.k_minus_2.q.val();
+            self.reply_kind.d.next = ReplyKind::Result;
             self.nwords.d.next = bit_cast::<10, 9>(self.payload_words.val()) + 13;
             self.s_commit.d.next = false;
             if self.sb_new.val() {
@@ -609,68 +610,68 @@ impl Logic for Aggregator {
                 self.reply_exps.d.next = self.la_exp_stored.val();
                 if self.sb_complete.val() {
                     self.retransmit.d.next = true;
-                    self.s_copyslot.d.next = true;
+                    self.s_copy_slot.d.next = true;
                 } else {
                     self.desc.done.next = true;
-                    self.s_act.d.next = false;
+                    self.s_active.d.next = false;
                 }
             }
         }
         if self.s_rmw.q.val() {
-            self.buf_read_address.next = self.i_plus13.q.val();
+            self.buf_read_address.next = self.issue_frame_word.q.val();
             if self.desc.half.val() {
-                self.buf_read_address.next = self.i_plus13.q.val() | 512;
+                self.buf_read_address.next = self.issue_frame_word.q.val() | 512;
             }
-            self.tx_write_address.next = self.wi_plus13.q.val();
+            self.tx_write_address.next = self.write_frame_word.q.val();
             if self.tx_half.val() {
-                self.tx_write_address.next = self.wi_plus13.q.val() | 512;
+                self.tx_write_address.next = self.write_frame_word.q.val() | 512;
             }
-            if (!self.last_of_round.q.val() | self.tx_free.val()) & !self.i_end.q.val() {
+            if (!self.last_of_round.q.val() | self.tx_free.val()) & !self.issue_at_end.q.val() {
                 self.issue.next = true;
-                self.i.d.next = self.i.q.val() + 1;
-                self.i_plus13.d.next = self.i_plus13.q.val() + 1;
-                self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
-                self.hw_enable.d.next = self.last_of_round.q.val() & (self.i.q.val() < 13);
+                self.issue_index.d.next = self.issue_index.q.val() + 1;
+                self.issue_frame_word.d.next = self.issue_frame_word.q.val() + 1;
+                self.issue_at_end.d.next = self.issue_index.q.val() == self.issue_stop.q.val();
+                self.header_enable.d.next = self.last_of_round.q.val() & (self.issue_index.q.val() < 13);
             }
             if self.write.val() {
                 self.sm_write_enable.next = true;
                 self.tx_write_enable.next = self.last_of_round.q.val();
-                self.wi.d.next = self.wi.q.val() + 1;
-                self.wi_plus13.d.next = self.wi_plus13.q.val() + 1;
-                self.wi_last.d.next = self.wi.q.val() == self.wi_stop.q.val();
-                if self.wi_last.q.val() {
-                    // (`i` is left as it is: Load does not use it and Idle resets it.)
+                self.write_index.d.next = self.write_index.q.val() + 1;
+                self.write_frame_word.d.next = self.write_frame_word.q.val() + 1;
+                self.write_at_last.d.next = self.write_index.q.val() == self.write_stop.q.val();
+                if self.write_at_last.q.val() {
+                    // (`issue_index` is left as it is: Load does not use it and Idle resets it.)
                     self.s_rmw.d.next = false;
                     if self.last_of_round.q.val() {
                         self.s_load.d.next = true;
                     } else {
                         self.desc.done.next = true;
-                        self.s_act.d.next = false;
+                        self.s_active.d.next = false;
                     }
                 }
             }
         }
-        if self.s_copyslot.q.val() {
+        if self.s_copy_slot.q.val() {
             // The stored values through the adder unchanged (not first, nothing added).
-            self.tx_write_address.next = self.wi_plus13.q.val();
+            self.tx_write_address.next = self.write_frame_word.q.val();
             if self.tx_half.val() {
-                self.tx_write_address.next = self.wi_plus13.q.val() | 512;
+                self.tx_write_address.next = self.write_frame_word.q.val() | 512;
             }
-            if self.tx_free.val() & !self.i_end.q.val() {
+            if self.tx_free.val() & !self.issue_at_end.q.val() {
                 self.issue.next = true;
-                self.i.d.next = self.i.q.val() + 1;
-                self.i_plus13.d.next = self.i_plus13.q.val() + 1;
-                self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
-                self.hw_enable.d.next = self.i.q.val() < 13;
+                self.issue_index.d.next = self.issue_index.q.val() + 1;
+                self.issue_frame_word.d.next = self.issue_frame_word.q.val() + 1;
+                self.issue_at_end.d.next = self.issue_index.q.val() == self.issue_stop.q.val();
+                self.header_enable.d.next = self.issue_index.q.val() < 13;
             }
             if self.write.val() {
                 self.tx_write_enable.next = true;
-                self.wi.d.next = self.wi.q.val() + 1;
-                self.wi_plus13.d.next = self.wi_plus13.q.val() + 1;
-                self.wi_last.d.next = self.wi.q.val() == self.wi_stop.q.val();
-                if self.wi_last.q.val() {
-                    // (`i` is left as it is: Load does not use it and Idle resets it.)
-                    self.s_copyslot.d.next = false;
+                self.write_index.d.next = self.write_index.q.val() + 1;
+                self.write_frame_word.d.next = self.write_frame_word.q.val() + 1;
+                self.write_at_last.d.next = self.write_index.q.val() == self.write_stop.q.val();
+                if self.write_at_last.q.val() {
+                    // (`issue_index` is left as it is: Load does not use it and Idle resets it.)
+                    self.s_copy_slot.d.next = false;
                     self.s_load.d.next = true;
                 }
             }
@@ -678,51 +679,51 @@ impl Logic for Aggregator {
         if self.s_header.q.val() {
             // ARP and ICMP replies (a result's header is written during its body pass).
             if self.tx_free.val() {
-                self.hw_enable.d.next = true;
-                self.i.d.next = self.i.q.val() + 1;
-                self.i_plus13.d.next = self.i_plus13.q.val() + 1;
-                self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
-                if self.i_end.q.val() {
+                self.header_enable.d.next = true;
+                self.issue_index.d.next = self.issue_index.q.val() + 1;
+                self.issue_frame_word.d.next = self.issue_frame_word.q.val() + 1;
+                self.issue_at_end.d.next = self.issue_index.q.val() == self.issue_stop.q.val();
+                if self.issue_at_end.q.val() {
                     self.s_header.d.next = false;
-                    if self.reply.q.val() == ReplyKind::EchoReply {
-                        self.i.d.next = 10.into();
-                        self.i_plus13.d.next = 23.into();
-                        self.i_end.d.next = self.nwords_eq10.q.val();
-                        self.i_stop.d.next = self.nwords_m1.q.val();
-                        self.wi.d.next = 10.into();
-                        self.wi_plus13.d.next = 23.into();
-                        self.wi_last.d.next = self.nwords_eq11.q.val();
-                        self.wi_stop.d.next = self.nwords_m2.q.val();
-                        self.s_copyrx.d.next = true;
+                    if self.reply_kind.q.val() == ReplyKind::EchoReply {
+                        self.issue_index.d.next = 10.into();
+                        self.issue_frame_word.d.next = 23.into();
+                        self.issue_at_end.d.next = self.nwords_eq10.q.val();
+                        self.issue_stop.d.next = self.nwords_minus_1.q.val();
+                        self.write_index.d.next = 10.into();
+                        self.write_frame_word.d.next = 23.into();
+                        self.write_at_last.d.next = self.nwords_eq11.q.val();
+                        self.write_stop.d.next = self.nwords_minus_2.q.val();
+                        self.s_copy_frame.d.next = true;
                     } else {
                         self.s_load.d.next = true;
                     }
                 }
             }
         }
-        if self.s_copyrx.q.val() {
+        if self.s_copy_frame.q.val() {
             // The frame's words through the adder unchanged (first: written as they are).
-            if !self.i_end.q.val() {
+            if !self.issue_at_end.q.val() {
                 self.issue.next = true;
-                self.i.d.next = self.i.q.val() + 1;
-                self.i_plus13.d.next = self.i_plus13.q.val() + 1;
-                self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
+                self.issue_index.d.next = self.issue_index.q.val() + 1;
+                self.issue_frame_word.d.next = self.issue_frame_word.q.val() + 1;
+                self.issue_at_end.d.next = self.issue_index.q.val() == self.issue_stop.q.val();
             }
             if self.write.val() {
                 self.tx_write_enable.next = true;
-                if self.wi.q.val() < 13 {
-                    self.hw_address.d.next = bit_cast::<5, 10>(self.wi.q.val()) & 15;
+                if self.write_index.q.val() < 13 {
+                    self.header_address.d.next = bit_cast::<5, 10>(self.write_index.q.val()) & 15;
                     if self.tx_half.val() {
-                        self.hw_address.d.next = (bit_cast::<5, 10>(self.wi.q.val()) & 15) | 16;
+                        self.header_address.d.next = (bit_cast::<5, 10>(self.write_index.q.val()) & 15) | 16;
                     }
-                    self.hw_from_sum.d.next = true;
-                    self.hw_enable.d.next = true;
+                    self.header_from_sum.d.next = true;
+                    self.header_enable.d.next = true;
                 }
-                self.wi.d.next = self.wi.q.val() + 1;
-                self.wi_plus13.d.next = self.wi_plus13.q.val() + 1;
-                self.wi_last.d.next = self.wi.q.val() == self.wi_stop.q.val();
-                if self.wi_last.q.val() {
-                    self.s_copyrx.d.next = false;
+                self.write_index.d.next = self.write_index.q.val() + 1;
+                self.write_frame_word.d.next = self.write_frame_word.q.val() + 1;
+                self.write_at_last.d.next = self.write_index.q.val() == self.write_stop.q.val();
+                if self.write_at_last.q.val() {
+                    self.s_copy_frame.d.next = false;
                     self.s_load.d.next = true;
                 }
             }
@@ -731,8 +732,8 @@ impl Logic for Aggregator {
             self.tx_load.next = true;
             self.desc.done.next = true;
             self.s_load.d.next = false;
-            self.s_act.d.next = false;
-            if self.reply.q.val() == ReplyKind::Result {
+            self.s_active.d.next = false;
+            if self.reply_kind.q.val() == ReplyKind::Result {
                 if self.retransmit.q.val() {
                     self.ev_retransmit.next = true;
                     self.tx_first.next = self.desc.rank.val();
@@ -741,7 +742,7 @@ impl Logic for Aggregator {
                     self.ev_multicast.next = true;
                     self.tx_last.next = bit_cast::<5, 6>(self.workers.val() - 1);
                 }
-            } else if self.reply.q.val() == ReplyKind::ArpReply {
+            } else if self.reply_kind.q.val() == ReplyKind::ArpReply {
                 self.ev_bucket.next = true;
                 self.ev_bucket_index.next = self.bucket_arp_reply.val();
                 self.tx_last_bytes.next = 2.into();
