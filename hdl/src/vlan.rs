@@ -20,9 +20,6 @@
 use crate::word_stream::{WordSink, WordSource};
 use rust_hdl::prelude::*;
 
-/// The 802.1Q TPID.
-const TPID: u64 = 0x8100;
-
 /// Takes a tagged job's tag out of each received frame.
 #[derive(LogicBlock, Default)]
 pub struct VlanUntag {
@@ -60,7 +57,8 @@ impl Logic for VlanUntag {
         dff_setup!(self, clock, index, held_stripped, held_short, held_mismatch);
         self.tagged_job.next = self.vid.val() != 0;
         self.at_tag.next = self.tagged_job.val() & self.word_in.valid.val() & (self.index.q.val() == 3);
-        self.vid_match.next = (self.word_in.data.val().get_bits::<16>(16) == TPID)
+        // 0x8100: the 802.1Q TPID (a literal: hdl_gen writes a Rust constant's name, not its value).
+        self.vid_match.next = (self.word_in.data.val().get_bits::<16>(16) == 0x8100)
             & (self.word_in.data.val().get_bits::<12>(0) == self.vid.val());
         self.now_stripped.next = self.at_tag.val() & !self.word_in.last.val() & self.vid_match.val();
         self.now_short.next = self.tagged_job.val()
@@ -95,7 +93,7 @@ impl Logic for VlanUntag {
 }
 
 /// Puts a tagged job's tag into each frame the core sends, after its source MAC.
-#[derive(LogicBlock, Default)]
+#[derive(LogicBlock)]
 pub struct VlanTag {
     /// Clock.
     pub clock: Signal<In, Clock>,
@@ -108,6 +106,22 @@ pub struct VlanTag {
     /// Words of the frame sent so far, saturating at 4 (3: the tag is due).
     index: DFF<Bits<3>>,
     insert: Signal<Local, Bit>,
+    /// The 802.1Q TPID in the tag word's top half.
+    tpid_word: Constant<Bits<32>>,
+}
+
+impl Default for VlanTag {
+    fn default() -> Self {
+        Self {
+            clock: Default::default(),
+            tci: Default::default(),
+            word_in: Default::default(),
+            word_out: Default::default(),
+            index: Default::default(),
+            insert: Default::default(),
+            tpid_word: Constant::new(0x8100_0000_u64.into()),
+        }
+    }
 }
 
 impl Logic for VlanTag {
@@ -122,7 +136,7 @@ impl Logic for VlanTag {
         self.word_in.ready.next = self.word_out.ready.val();
         if self.insert.val() {
             self.word_out.valid.next = true;
-            self.word_out.data.next = (bit_cast::<32, 16>(TPID.into()) << 16) | bit_cast::<32, 16>(self.tci.val());
+            self.word_out.data.next = self.tpid_word.val() | bit_cast::<32, 16>(self.tci.val());
             self.word_out.last.next = false;
             self.word_out.bytes.next = 4.into();
             self.word_in.ready.next = false;
