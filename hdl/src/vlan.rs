@@ -15,7 +15,8 @@
 //! | `mismatch` | word 3 is whole and is not 0x8100 with the job's VID | `wrong_vlan` (after the length and MAC checks) |
 //!
 //! PCP and DEI are ignored. Timing: both blocks are combinational on the stream (no added
-//! latency); [`VlanTag`] holds its input for the one cycle in which it sends the tag word.
+//! latency), with `ready` a function of the downstream `ready` and registers only (no path from
+//! data to `ready`); [`VlanTag`] holds its input for the one cycle in which it sends the tag word.
 
 use crate::word_stream::{WordSink, WordSource};
 use rust_hdl::prelude::*;
@@ -73,7 +74,9 @@ impl Logic for VlanUntag {
         self.word_out.data.next = self.word_in.data.val();
         self.word_out.last.next = self.word_in.last.val();
         self.word_out.bytes.next = self.word_in.bytes.val();
-        self.word_in.ready.next = self.word_out.ready.val() | self.now_stripped.val();
+        // `ready` does not depend on the data (the upstream's data may depend on `ready`): a
+        // stripped word is taken when the downstream is ready, and not offered to it.
+        self.word_in.ready.next = self.word_out.ready.val();
         // The flags: what earlier words of this frame found (none at its first word), and this word.
         self.in_frame.next = self.index.q.val() != 0;
         self.stripped.next = (self.in_frame.val() & self.held_stripped.q.val()) | self.now_stripped.val();

@@ -23,11 +23,16 @@ lint_off -rule DECLFILENAME -file \"*top.v\"
 // TODO(issue 4 follow-up): write explicit-width constants in our blocks and narrow this.
 lint_off -rule WIDTH -file \"*top.v\"
 // Signals whose bits feed each other combinationally without a real loop (rust-hdl's own
-// loop check passes; the ready/valid handshake between the result builder and the output
-// width converter is one): Verilator only reports them as unoptimizable, a speed warning.
+// loop check passes; the ready/valid handshakes between the result builder, the VLAN tagger
+// and the output width converter, and between the input width converter and the VLAN
+// untagger, are such: `ready` is a function of the downstream `ready` and registers, but
+// shares an always block with reads of the data): Verilator only reports them as
+// unoptimizable, a speed warning.
 lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.scoreboard$is_new*\"
 lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.lane_adders$exp_out*\"
 lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.tx$word$ready*\"
+lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.tag$word_in$ready*\"
+lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.untag$word_in$ready*\"
 ";
 
 /// Port ids of the core in a Verilated model.
