@@ -775,6 +775,29 @@ mod tests {
         load: Option<(ReplyKind, u64, u64)>,
     }
 
+    /// One clock edge; whether `desc.done` was high before it.
+    fn edge(agg: &mut Aggregator) -> bool {
+        let done = agg.desc.done.val();
+        tick!(&mut *agg);
+        done
+    }
+
+    /// After `desc.done`: the descriptor withdrawn, the header buffer writes that trail by two
+    /// register stages (their addresses), and the aggregator idle.
+    fn finish(agg: &mut Aggregator) -> Vec<u64> {
+        agg.desc.valid.next = false;
+        let mut written = vec![];
+        for _ in 0..3 {
+            settle(agg);
+            if agg.hdr_write_enable.val() {
+                written.push(agg.hdr_write_address.val().index() as u64);
+            }
+            tick!(&mut *agg);
+        }
+        assert!(agg.idle.val(), "not idle after done");
+        written
+    }
+
     fn run(agg: &mut Aggregator, kind: u64, ip_len: u64) -> Effect {
         agg.desc.valid.next = true;
         agg.desc.kind.next = kind.into();
@@ -795,26 +818,9 @@ mod tests {
                     agg.tx_last_bytes.val().index() as u64,
                 ));
             }
-            let done = agg.desc.done.val();
-            agg.clock.next = true.into();
-            settle(agg);
-            agg.clock.next = false.into();
-            settle(agg);
-            if done {
+            if edge(agg) {
                 e.cycles = c;
-                agg.desc.valid.next = false;
-                // The header writes trail by two register stages.
-                for _ in 0..3 {
-                    settle(agg);
-                    if agg.hdr_write_enable.val() {
-                        e.header_words.push(agg.hdr_write_address.val().index() as u64 & 15);
-                    }
-                    agg.clock.next = true.into();
-                    settle(agg);
-                    agg.clock.next = false.into();
-                    settle(agg);
-                }
-                assert!(agg.idle.val(), "not idle after done");
+                e.header_words.extend(finish(agg).into_iter().map(|a| a & 15));
                 return e;
             }
         }
@@ -965,22 +971,9 @@ mod tests {
             let (stored, inc) = (agg.la_stored.val().index() as u32, agg.la_incoming.val().index() as u32);
             nb.sum = if agg.la_first.val() { inc } else { stored.wrapping_add(inc) };
             nb.answer = agg.sb_active.val().then_some(nb.verdict);
-            let done = agg.desc.done.val();
-            agg.clock.next = true.into();
-            settle(agg);
-            agg.clock.next = false.into();
-            settle(agg);
-            if done {
+            if edge(agg) {
                 pass.cycles = c;
-                agg.desc.valid.next = false;
-                for _ in 0..3 {
-                    settle(agg);
-                    if agg.hdr_write_enable.val() {
-                        nb.header_words.push(agg.hdr_write_address.val().index() as u64);
-                    }
-                    tick!(&mut *agg);
-                }
-                assert!(agg.idle.val(), "not idle after done");
+                nb.header_words.extend(finish(agg));
                 return pass;
             }
         }

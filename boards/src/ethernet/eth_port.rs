@@ -22,7 +22,7 @@
 //! clock (each counts in its own domain).
 
 use crate::ethernet::frame_arbiter::FrameArbiter;
-use crate::ethernet::frame_fifo::{FrameFifo, WORD_BITS};
+use crate::ethernet::frame_fifo::{FrameFifo, FrameWriteSink, WORD_BITS};
 use crate::ethernet::mac_rx::MacRx;
 use crate::ethernet::mac_tx::MacTx;
 use crate::ethernet::rx_classifier::RxClassifier;
@@ -62,22 +62,10 @@ pub struct EthPort {
     pub rxq_ready: Signal<In, Bit>,
     /// Received frames: committed words waiting (core clock domain, for the merge).
     pub rxq_fill: Signal<Out, Bits<16>>,
-    /// Result FIFO: word.
-    pub res_data: Signal<In, Bits<WORD_BITS>>,
-    /// Result FIFO: write.
-    pub res_enable: Signal<In, Bit>,
-    /// Result FIFO: commit.
-    pub res_commit: Signal<In, Bit>,
-    /// Result FIFO: room.
-    pub res_ready: Signal<Out, Bit>,
-    /// Bridge FIFO: word.
-    pub br_data: Signal<In, Bits<WORD_BITS>>,
-    /// Bridge FIFO: write.
-    pub br_enable: Signal<In, Bit>,
-    /// Bridge FIFO: commit.
-    pub br_commit: Signal<In, Bit>,
-    /// Bridge FIFO: room.
-    pub br_ready: Signal<Out, Bit>,
+    /// Result FIFO (core clock domain).
+    pub res: FrameWriteSink,
+    /// Bridge FIFO (core clock domain).
+    pub br: FrameWriteSink,
     /// Good frames received (receive clock domain).
     pub frames_good: Signal<Out, Bits<32>>,
     /// Frames with a bad FCS (receive clock domain).
@@ -185,16 +173,16 @@ impl Logic for EthPort {
                 self.route.d.next = self.rx_route.val();
             }
         }
-        self.res_fifo.write_data.next = bit_cast::<36, WORD_BITS>(self.res_data.val());
-        self.res_fifo.write_enable.next = self.res_enable.val();
-        self.res_fifo.write_commit.next = self.res_commit.val();
+        self.res_fifo.write_data.next = bit_cast::<36, WORD_BITS>(self.res.data.val());
+        self.res_fifo.write_enable.next = self.res.enable.val();
+        self.res_fifo.write_commit.next = self.res.commit.val();
         self.res_fifo.write_drop.next = false;
-        self.res_ready.next = self.res_fifo.write_ready.val();
-        self.br_fifo.write_data.next = bit_cast::<36, WORD_BITS>(self.br_data.val());
-        self.br_fifo.write_enable.next = self.br_enable.val();
-        self.br_fifo.write_commit.next = self.br_commit.val();
+        self.res.ready.next = self.res_fifo.write_ready.val();
+        self.br_fifo.write_data.next = bit_cast::<36, WORD_BITS>(self.br.data.val());
+        self.br_fifo.write_enable.next = self.br.enable.val();
+        self.br_fifo.write_commit.next = self.br.commit.val();
         self.br_fifo.write_drop.next = false;
-        self.br_ready.next = self.br_fifo.write_ready.val();
+        self.br.ready.next = self.br_fifo.write_ready.val();
         self.tx_arbiter.in0_valid.next = self.res_fifo.read_valid.val();
         self.tx_arbiter.in0_data.next = bit_cast::<WORD_BITS, 36>(self.res_fifo.read_data.val());
         self.res_fifo.read_ready.next = self.tx_arbiter.in0_ready.val();

@@ -104,6 +104,37 @@ impl<const N: usize> Logic for PointerSync<N> {
     }
 }
 
+/// The filling end of a frame FIFO's write port, in the writer's clock: words are written
+/// while `enable`, the frame is kept with `commit` on its last word, `ready` says there is room
+/// for another word. A block that fills a FIFO has a `FrameWriter`, the port that owns the
+/// FIFO a [`FrameWriteSink`]; the owner joins them.
+#[derive(LogicInterface, Default)]
+#[join = "FrameWriteSink"]
+pub struct FrameWriter {
+    /// Word.
+    pub data: Signal<Out, Bits<WORD_BITS>>,
+    /// Write the word.
+    pub enable: Signal<Out, Bit>,
+    /// The word is the frame's last: keep the frame.
+    pub commit: Signal<Out, Bit>,
+    /// Room for a word.
+    pub ready: Signal<In, Bit>,
+}
+
+/// The FIFO's end of a [`FrameWriter`].
+#[derive(LogicInterface, Default)]
+#[join = "FrameWriter"]
+pub struct FrameWriteSink {
+    /// Word.
+    pub data: Signal<In, Bits<WORD_BITS>>,
+    /// Write the word.
+    pub enable: Signal<In, Bit>,
+    /// The word is the frame's last: keep the frame.
+    pub commit: Signal<In, Bit>,
+    /// Room for a word.
+    pub ready: Signal<Out, Bit>,
+}
+
 /// Words of the read side's output buffer (RAM read, RAM output register, buffer: a word a
 /// clock needs three in flight).
 const OUT_WORDS: u64 = 4;

@@ -10,7 +10,7 @@
 //! Timing: seven clocks of overhead per frame (hold, hold, four of lookup, then the held words), then
 //! one word a clock; `in_ready` is low while a FIFO is full (the core waits).
 
-use crate::ethernet::frame_fifo::WORD_BITS;
+use crate::ethernet::frame_fifo::{FrameWriter, WORD_BITS};
 use rust_hdl::prelude::*;
 
 /// The result dispatcher.
@@ -34,22 +34,10 @@ pub struct ResultDispatcher {
     pub lookup_hit: Signal<In, Bit>,
     /// Port of the hit.
     pub lookup_port: Signal<In, Bit>,
-    /// Port 0 result FIFO: word.
-    pub out0_data: Signal<Out, Bits<WORD_BITS>>,
-    /// Port 0: write.
-    pub out0_enable: Signal<Out, Bit>,
-    /// Port 0: commit.
-    pub out0_commit: Signal<Out, Bit>,
-    /// Port 0: room.
-    pub out0_ready: Signal<In, Bit>,
-    /// Port 1 result FIFO: word.
-    pub out1_data: Signal<Out, Bits<WORD_BITS>>,
-    /// Port 1: write.
-    pub out1_enable: Signal<Out, Bit>,
-    /// Port 1: commit.
-    pub out1_commit: Signal<Out, Bit>,
-    /// Port 1: room.
-    pub out1_ready: Signal<In, Bit>,
+    /// Result FIFO of port 0.
+    pub out0: FrameWriter,
+    /// Result FIFO of port 1.
+    pub out1: FrameWriter,
     /// Frames sent to both ports (group destination, or a MAC not in the table).
     pub flooded: Signal<Out, Bits<32>>,
     /// 0 first word, 1 second word, 2 lookup, 3 write first, 4 write second, 5 stream.
@@ -73,8 +61,8 @@ impl Logic for ResultDispatcher {
         self.incoming.next = bit_cast::<WORD_BITS, 32>(self.in_data.val())
             | (bit_cast::<WORD_BITS, 3>(bit_cast::<3, 4>(self.in_bytes.val())) << 32)
             | (bit_cast::<WORD_BITS, 1>(self.in_last.val().into()) << 35);
-        self.room.next = (!self.mask.q.val().get_bit(0) | self.out0_ready.val())
-            & (!self.mask.q.val().get_bit(1) | self.out1_ready.val());
+        self.room.next = (!self.mask.q.val().get_bit(0) | self.out0.ready.val())
+            & (!self.mask.q.val().get_bit(1) | self.out1.ready.val());
         self.lookup_mac.next = (bit_cast::<48, WORD_BITS>(self.hold0.q.val() & 0xFFFF_FFFF_u64) << 16)
             | bit_cast::<48, WORD_BITS>((self.hold1.q.val() & 0xFFFF_FFFF_u64) >> 16);
         self.flooded.next = self.floods.q.val();
@@ -143,11 +131,11 @@ impl Logic for ResultDispatcher {
                 }
             }
         }
-        self.out0_data.next = self.data.val();
-        self.out1_data.next = self.data.val();
-        self.out0_enable.next = self.write.val() & self.mask.q.val().get_bit(0);
-        self.out1_enable.next = self.write.val() & self.mask.q.val().get_bit(1);
-        self.out0_commit.next = self.commit.val() & self.mask.q.val().get_bit(0);
-        self.out1_commit.next = self.commit.val() & self.mask.q.val().get_bit(1);
+        self.out0.data.next = self.data.val();
+        self.out1.data.next = self.data.val();
+        self.out0.enable.next = self.write.val() & self.mask.q.val().get_bit(0);
+        self.out1.enable.next = self.write.val() & self.mask.q.val().get_bit(1);
+        self.out0.commit.next = self.commit.val() & self.mask.q.val().get_bit(0);
+        self.out1.commit.next = self.commit.val() & self.mask.q.val().get_bit(1);
     }
 }

@@ -13,7 +13,7 @@
 //! source MAC is a group address. `merge_start`/`merge_port` mark the first word of each frame
 //! the core takes and the port it came from (observability for the board tests).
 
-use crate::ethernet::frame_fifo::WORD_BITS;
+use crate::ethernet::frame_fifo::{FrameWriter, WORD_BITS};
 use rust_hdl::prelude::*;
 
 /// The receive router.
@@ -41,22 +41,10 @@ pub struct RxRouter {
     pub core_bytes: Signal<Out, Bits<4>>,
     /// Core takes the beat.
     pub core_ready: Signal<In, Bit>,
-    /// Bridge FIFO of port 0 (frames from port 1): word.
-    pub bridge0_data: Signal<Out, Bits<WORD_BITS>>,
-    /// Bridge FIFO of port 0: write.
-    pub bridge0_enable: Signal<Out, Bit>,
-    /// Bridge FIFO of port 0: commit.
-    pub bridge0_commit: Signal<Out, Bit>,
-    /// Bridge FIFO of port 0: room.
-    pub bridge0_ready: Signal<In, Bit>,
-    /// Bridge FIFO of port 1 (frames from port 0): word.
-    pub bridge1_data: Signal<Out, Bits<WORD_BITS>>,
-    /// Bridge FIFO of port 1: write.
-    pub bridge1_enable: Signal<Out, Bit>,
-    /// Bridge FIFO of port 1: commit.
-    pub bridge1_commit: Signal<Out, Bit>,
-    /// Bridge FIFO of port 1: room.
-    pub bridge1_ready: Signal<In, Bit>,
+    /// Bridge FIFO of port 0 (frames from port 1).
+    pub bridge0: FrameWriter,
+    /// Bridge FIFO of port 1 (frames from port 0).
+    pub bridge1: FrameWriter,
     /// A source MAC was seen.
     pub learn_valid: Signal<Out, Bit>,
     /// The source MAC.
@@ -82,9 +70,9 @@ impl Logic for RxRouter {
         self.to_core.next = self.in_data.val().get_bit(36);
         self.to_bridge.next = self.in_data.val().get_bit(37);
         if self.in_source.val() {
-            self.bridge_ready.next = self.bridge0_ready.val();
+            self.bridge_ready.next = self.bridge0.ready.val();
         } else {
-            self.bridge_ready.next = self.bridge1_ready.val();
+            self.bridge_ready.next = self.bridge1.ready.val();
         }
         self.in_ready.next = self.enable.val()
             & (!self.to_core.val() | self.core_ready.val())
@@ -100,13 +88,13 @@ impl Logic for RxRouter {
         self.core_data.next = self.in_data.val().get_bits::<32>(0);
         self.core_last.next = self.in_data.val().get_bit(35);
         self.core_bytes.next = bit_cast::<4, 3>(self.in_data.val().get_bits::<3>(32));
-        self.bridge0_data.next = self.in_data.val();
-        self.bridge1_data.next = self.in_data.val();
-        self.bridge0_enable.next = self.go.val() & self.to_bridge.val() & self.in_source.val();
-        self.bridge1_enable.next = self.go.val() & self.to_bridge.val() & !self.in_source.val();
-        self.bridge0_commit.next =
+        self.bridge0.data.next = self.in_data.val();
+        self.bridge1.data.next = self.in_data.val();
+        self.bridge0.enable.next = self.go.val() & self.to_bridge.val() & self.in_source.val();
+        self.bridge1.enable.next = self.go.val() & self.to_bridge.val() & !self.in_source.val();
+        self.bridge0.commit.next =
             self.go.val() & self.to_bridge.val() & self.in_source.val() & self.in_data.val().get_bit(35);
-        self.bridge1_commit.next =
+        self.bridge1.commit.next =
             self.go.val() & self.to_bridge.val() & !self.in_source.val() & self.in_data.val().get_bit(35);
         self.learn_valid.next = false;
         self.learn_mac.next =

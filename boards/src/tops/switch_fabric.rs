@@ -38,6 +38,7 @@
 
 use crate::ethernet::eth_port::EthPort;
 use crate::ethernet::frame_arbiter::FrameArbiter;
+use crate::ethernet::frame_fifo::FrameWriter;
 use crate::ethernet::mac_table::MacTable;
 use crate::ethernet::result_dispatcher::ResultDispatcher;
 use crate::ethernet::rx_router::RxRouter;
@@ -236,14 +237,8 @@ impl Logic for SwitchFabric {
         self.router.in_data.next = self.rx_arbiter.out_data.val();
         self.router.in_source.next = self.rx_arbiter.out_source.val();
         self.rx_arbiter.out_ready.next = self.router.in_ready.val();
-        self.eth0.br_data.next = self.router.bridge0_data.val();
-        self.eth0.br_enable.next = self.router.bridge0_enable.val();
-        self.eth0.br_commit.next = self.router.bridge0_commit.val();
-        self.router.bridge0_ready.next = self.eth0.br_ready.val();
-        self.eth1.br_data.next = self.router.bridge1_data.val();
-        self.eth1.br_enable.next = self.router.bridge1_enable.val();
-        self.eth1.br_commit.next = self.router.bridge1_commit.val();
-        self.router.bridge1_ready.next = self.eth1.br_ready.val();
+        FrameWriter::join(&mut self.router.bridge0, &mut self.eth0.br);
+        FrameWriter::join(&mut self.router.bridge1, &mut self.eth1.br);
         self.mac_table.learn_valid.next = self.router.learn_valid.val();
         self.mac_table.learn_mac.next = self.router.learn_mac.val();
         self.mac_table.learn_port.next = self.router.learn_port.val();
@@ -303,14 +298,8 @@ impl Logic for SwitchFabric {
         self.mac_table.lookup_mac.next = self.dispatcher.lookup_mac.val();
         self.dispatcher.lookup_hit.next = self.mac_table.lookup_hit.val();
         self.dispatcher.lookup_port.next = self.mac_table.lookup_port.val();
-        self.eth0.res_data.next = self.dispatcher.out0_data.val();
-        self.eth0.res_enable.next = self.dispatcher.out0_enable.val();
-        self.eth0.res_commit.next = self.dispatcher.out0_commit.val();
-        self.dispatcher.out0_ready.next = self.eth0.res_ready.val();
-        self.eth1.res_data.next = self.dispatcher.out1_data.val();
-        self.eth1.res_enable.next = self.dispatcher.out1_enable.val();
-        self.eth1.res_commit.next = self.dispatcher.out1_commit.val();
-        self.dispatcher.out1_ready.next = self.eth1.res_ready.val();
+        FrameWriter::join(&mut self.dispatcher.out0, &mut self.eth0.res);
+        FrameWriter::join(&mut self.dispatcher.out1, &mut self.eth1.res);
         // Port counters.
         self.port_counter_data.next = 0.into();
         match self.port_counter_address.val().index() {
