@@ -290,8 +290,9 @@ impl EapsNode {
     }
 
     /// Enables every domain: masters enter Init (secondary blocked, first HEALTH now),
-    /// transits enter Links-Up or Links-Down (a port down at start is blocked until it comes
-    /// up and pre-forwarding ends).
+    /// transits enter Pre-Forwarding or Links-Down, every port blocked: a port up at start opens
+    /// on RING-UP-FLUSH-FDB (from its other port) or when its pre-forwarding timer expires, as
+    /// after a link up; a port down at start waits for its link.
     pub fn enable(&mut self, now: Nanos) -> Vec<Action> {
         let mut out = Vec::new();
         for d in 0..self.domains.len() {
@@ -308,9 +309,14 @@ impl EapsNode {
                     self.send_health(d, now, &mut out);
                 }
                 Role::Transit => {
+                    // A port that is up at enable waits as one that just came up (RING-UP or
+                    // pre-forwarding): the master may be in Failed with its secondary open, as
+                    // when a transit restarts (docs/eaps.md §6.11).
                     for port in 0..2 {
-                        let up = self.link_up[port];
-                        self.set_forwarding(d, port, up, &mut out);
+                        self.set_forwarding(d, port, false, &mut out);
+                        if self.link_up[port] {
+                            self.domains[d].pre_forwarding[port] = Some(now + self.domains[d].cfg.pre_forwarding);
+                        }
                     }
                     let st = self.transit_state(d);
                     self.transition(d, st, Cause::Enabled, now, &mut out);
@@ -657,6 +663,10 @@ mod test {
     fn transit_link_down_and_pre_forwarding() {
         let mut n = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 2]), vec![cfg(Role::Transit)], [true, true]);
         n.enable(0);
+        // Enabled with both links up: both ports wait as after a link up (§6.11).
+        assert_eq!(n.state(0), State::PreForwarding);
+        assert!(!n.forwarding(0, 0) && !n.forwarding(0, 1));
+        n.handle_timeout(3 * MS);
         assert_eq!(n.state(0), State::LinksUp);
         let a = n.link_down(100, 0);
         assert_eq!(sent(&a), vec![(1, EapsType::LinkDown)]);
