@@ -13,6 +13,7 @@
 pub mod allreduce;
 pub mod ring;
 pub mod scenarios;
+pub mod shared;
 
 use spotagg_driver::wire::eaps::{emit_frame, parse_frame, EapsRepr, EapsState, EapsType};
 use spotagg_driver::wire::{Error as WireError, MacAddr};
@@ -416,7 +417,11 @@ impl EapsNode {
 
     /// A frame received on a ring port on some domain's control VLAN.
     pub fn handle_frame(&mut self, now: Nanos, port: Port, frame: &[u8]) -> Result<Vec<Action>, FrameError> {
-        let (vid, _src, pdu) = parse_frame(frame).map_err(FrameError::Wire)?;
+        let (vid, _src, pdu) = match parse_frame(frame) {
+            Ok(x) => x,
+            Err(WireError::Unsupported) => return self.forward_other_edp(port, frame),
+            Err(e) => return Err(FrameError::Wire(e)),
+        };
         let d = self.domains.iter().position(|d| d.cfg.control_vlan == vid).ok_or(FrameError::UnknownDomain(vid))?;
         let mut out = Vec::new();
         if self.domains[d].state == State::Idle {
@@ -459,6 +464,28 @@ impl EapsNode {
             }
         }
         Ok(out)
+    }
+
+    /// Another EDP frame (not EAPS: an ESL segment health PDU, docs/eaps.md §11) on one of
+    /// this node's control VLANs: every node, master or transit, passes it to its other ring
+    /// port, whatever the port states, as the control VLAN is never blocked.
+    fn forward_other_edp(&mut self, port: Port, frame: &[u8]) -> Result<Vec<Action>, FrameError> {
+        let edp = frame.len() >= 26
+            && frame[..6] == spotagg_driver::wire::eaps::DESTINATION.0
+            && frame[12..14] == [0x81, 0x00]
+            && frame[18..21] == [0xaa, 0xaa, 0x03]
+            && frame[21..24] == spotagg_driver::wire::eaps::OUI;
+        if !edp {
+            return Err(FrameError::Wire(WireError::Unsupported));
+        }
+        let vid = u16::from_be_bytes([frame[14], frame[15]]) & 0x0fff;
+        let d = self.domains.iter().position(|d| d.cfg.control_vlan == vid).ok_or(FrameError::UnknownDomain(vid))?;
+        let other = 1 - port;
+        if self.domains[d].state == State::Idle || !self.link_up[other] {
+            return Ok(Vec::new());
+        }
+        self.domains[d].counters.forwarded += 1;
+        Ok(vec![Action::Send { port: other, frame: frame.to_vec() }])
     }
 
     fn master_rx(&mut self, d: usize, now: Nanos, port: Port, pdu: &EapsRepr, out: &mut Vec<Action>) {
