@@ -21,6 +21,9 @@
 # Phase 2: the common link n3-n4 down for 0.3 s without shared ports: both masters open, the
 # VLAN loops round both rings (a superloop); bounded by bringing the link back (and, if the
 # loop outlives that by 1 s, by cutting n5-n6).
+# Phase 2b: n3's and n4's daemons restarted with a [shared_port] on the common link (n3 the
+# controller, n4 the partner, link ID 34, segment health every hello, timeout 10 hellos), and the
+# same failure again: the controller blocks ring 2's segment port p35 while the link is down.
 # Phase 3: 4 `spotagg worker --verify` on h1, h2, h5, h6 through `spotagg switch` on hs, once
 # without and once across a failure of n1-n2 (on h1's path to the switch) 200 ms into the run: exact, stall.
 # Phase 4: tshark decodes the PDUs captured on n1's ring port p12 as EAPS.
@@ -203,6 +206,24 @@ superloop() {
 }
 event "common-link-no-shared-ports" superloop
 sleep 1
+# Phase 2b: the same failure with shared ports: n3 the controller, n4 the partner.
+stop_daemon 3
+stop_daemon 4
+write_configs ""
+shared_port() { printf '\n[shared_port]\nport = "%s"\nmode = "%s"\nlink_id = 34\nsegment_hello_ms = %s\nsegment_timeout_ms = %s\n' "$1" "$2" "$HELLO" $((10 * HELLO)); }
+shared_port p34 controller >>"$WORK/n3.toml"
+shared_port p43 partner >>"$WORK/n4.toml"
+start_daemon 3
+start_daemon 4
+wait_complete
+if command -v tshark >/dev/null; then
+    ip netns exec "$(ns n3)" timeout 2 tshark -q -i p35 -w "$WORK/p35.pcapng" -f "ether dst 00:e0:2b:00:00:04" >/dev/null 2>&1 &
+    TSHARK2_PID=$!
+fi
+sleep 0.5
+event "common-link-shared-ports" superloop
+[ -n "${TSHARK2_PID:-}" ] && wait "$TSHARK2_PID" 2>/dev/null || true
+sleep 0.5
 kill -INT $PING1 $PING2 2>/dev/null || true
 wait $PING1 $PING2 2>/dev/null || true
 [ -n "$TSHARK_PID" ] && wait "$TSHARK_PID" 2>/dev/null || true
@@ -299,6 +320,11 @@ if [ -s "$WORK/p12.pcapng" ]; then
         | sort | uniq -c | sed 's/^/tshark p12: /'
 else
     echo "tshark: not run (no tshark or no capture)"
+fi
+if [ -s "$WORK/p35.pcapng" ]; then
+    # ESL segment health on n3's segment port p35 (both ends' PDUs: n3 sends, n4's arrive through ring 2).
+    tshark -r "$WORK/p35.pcapng" -Y edp.esl -T fields -e vlan.id -e edp.esl.sysmac -e edp.esl.state -e edp.esl.role \
+        -e edp.esl.linkid1 -e edp.esl.failed1 -e edp.checksum.status 2>/dev/null | sort | uniq -c | sed 's/^/tshark esl p35: /'
 fi
 for n in $NODES; do [ -n "${DPID[$n]:-}" ] && stop_daemon $n; done
 grep -h "stopped; ports back" "$WORK"/n*.log | head -6

@@ -10,6 +10,7 @@
 //!   pings flow again (the stopped daemon's node is healed round by the master's fail timer);
 //! - the common link's failure without shared ports: the broadcast loops round both rings (a
 //!   superloop), bounded to 0.3 s by bringing the link back, after which the rings recover;
+//! - the same failure with a shared port at both ends (n3 controller, n4 partner): no loop;
 //! - 4 `spotagg worker --verify` through `spotagg switch`, without and across a failure on a
 //!   worker's path: exact both times (the stall is printed);
 //! - tshark decodes the PDUs captured on n1's ring port as EAPS HEALTH and RING-UP on control
@@ -73,9 +74,18 @@ fn eaps_ring_in_namespaces() {
             }
         })
         .collect();
-    assert_eq!(events.len(), 15, "expected 12 link events, the daemon stop and start, and the superloop");
+    assert_eq!(
+        events.len(),
+        16,
+        "expected 12 link events, the daemon stop and start, the common link without and with shared ports"
+    );
     for e in &events {
         assert!(e.offered > 0, "{}: no traffic offered", e.name);
+        if e.name == "common-link-shared-ports" {
+            // The controller blocks ring 2's segment port: no loop.
+            assert_eq!(e.looped, 0, "{}: {} frames looped with shared ports", e.name, e.looped);
+            continue;
+        }
         if e.name == "common-link-no-shared-ports" {
             // The superloop forms: the broadcast crosses links many more times than offered.
             assert!(e.looped > e.offered, "{}: no loop seen ({} looped, {} offered)", e.name, e.looped, e.offered);
@@ -120,4 +130,17 @@ fn eaps_ring_in_namespaces() {
         |ty: &str| tshark.iter().any(|w| w.len() == 6 && w[1] == "10" && w[2] == ty && w[3] == "10" && w[5] == "1");
     assert!(has("5"), "tshark saw no HEALTH on VLAN 10 with a good checksum: {tshark:?}");
     assert!(tshark.iter().all(|w| w.len() == 6 && w[5] == "1"), "a PDU with a bad checksum: {tshark:?}");
+    // count, VLAN, system MAC, state, role, link ID, failed link ID, checksum status
+    let esl: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("tshark esl p35:"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let role = |r: &str| esl.iter().any(|w| w.len() == 8 && w[1] == "20" && w[4] == r && w[5] == "34" && w[7] == "1");
+    assert!(role("1") && role("2"), "tshark saw no ESL from both the controller and the partner on p35: {esl:?}");
+    assert!(
+        esl.iter().any(|w| w.len() == 8 && w[3] == "2" && w[6] == "34"),
+        "no ESL in Blocking with link 34 failed: {esl:?}"
+    );
+    assert!(esl.iter().all(|w| w.len() == 8 && w[7] == "1"), "an ESL PDU with a bad checksum: {esl:?}");
 }

@@ -419,8 +419,13 @@ impl EapsNode {
     pub fn handle_frame(&mut self, now: Nanos, port: Port, frame: &[u8]) -> Result<Vec<Action>, FrameError> {
         let (vid, _src, pdu) = match parse_frame(frame) {
             Ok(x) => x,
-            Err(WireError::Unsupported) => return self.forward_other_edp(port, frame),
-            Err(e) => return Err(FrameError::Wire(e)),
+            // Not an EAPS PDU: perhaps another EDP frame to pass on (its own check), else the error.
+            Err(e) => {
+                return self.forward_other_edp(port, frame).map_err(|err| match err {
+                    FrameError::Wire(_) => FrameError::Wire(e),
+                    other => other,
+                })
+            }
         };
         let d = self.domains.iter().position(|d| d.cfg.control_vlan == vid).ok_or(FrameError::UnknownDomain(vid))?;
         let mut out = Vec::new();

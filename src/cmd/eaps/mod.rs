@@ -23,16 +23,15 @@ use config::{Ring, Role};
 use os::{LinkEvents, PduSocket, Rtnl, Signals};
 use serde_json::json;
 use spotagg_driver::wire::MacAddr;
+use spotagg_sim::eaps::shared::{SegmentTimeoutAction, SharedAction, SharedConfig, SharedPort, SharedRole, Where};
 use spotagg_sim::eaps::{Action, DomainConfig, EapsNode, FailAction, Role as NodeRole};
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// Bridge port states (linux/if_bridge.h).
+/// Bridge port state forwarding (linux/if_bridge.h), assumed where the dump does not say.
 const BR_STATE_FORWARDING: u8 = 3;
-/// Disabled, not blocking (4): see [`os`].
-const BR_STATE_BLOCKING: u8 = 0;
 
 /// Arguments of `spotagg eaps`.
 #[derive(clap::Args)]
@@ -104,7 +103,8 @@ struct PortIo {
     sock: PduSocket,
     link: bool,
     saved_state: u8,
-    applied: Option<u8>,
+    /// Some(true): a bridge port (forwarding); Some(false): out of the bridge (blocked).
+    applied: Option<bool>,
     pdus_tx: u64,
     pdus_rx: u64,
 }
@@ -117,8 +117,16 @@ struct Group {
     domains: Vec<usize>,
 }
 
+/// The shared port, its physical port and its segment ports.
+struct Shared {
+    port: usize,
+    segments: Vec<usize>,
+    node: SharedPort,
+}
+
 struct Daemon {
     ring: Ring,
+    shared: Option<Shared>,
     rtnl: Rtnl,
     events: LinkEvents,
     signals: Signals,
@@ -136,13 +144,6 @@ fn ns(ms: u64) -> u64 {
 
 impl Daemon {
     fn start(ring: Ring) -> Result<Daemon> {
-        if ring.shared.is_some() {
-            bail!(
-                "{}: shared_port: the shared-port protocol (segment health checks, controller states) is not \
-                 implemented in this daemon yet, and it will not run a ring it cannot keep loop-free",
-                ring.path.display()
-            );
-        }
         let mut rtnl = Rtnl::open()?;
         let links = rtnl.links()?;
         let file = ring.path.display().to_string();
@@ -203,11 +204,53 @@ impl Daemon {
                 .collect();
             g.node = EapsNode::new(mac, cfgs, [ports[g.ports[0]].link, ports[g.ports[1]].link]);
         }
+        let shared = ring.shared.as_ref().map(|sc| {
+            let port = port_of(&sc.port);
+            let mut segments = Vec::new();
+            let mut segment_vlans = Vec::new();
+            let mut hold = 0;
+            for d in &ring.domains {
+                let other = if d.primary == sc.port {
+                    &d.secondary
+                } else if d.secondary == sc.port {
+                    &d.primary
+                } else {
+                    continue;
+                };
+                hold = hold.max(d.pre_forwarding_ms);
+                let o = port_of(other);
+                if !segments.contains(&o) {
+                    segments.push(o);
+                    segment_vlans.push(d.control_vlan);
+                }
+            }
+            let cfg = SharedConfig {
+                role: if sc.mode == config::SharedMode::Controller {
+                    SharedRole::Controller
+                } else {
+                    SharedRole::Partner
+                },
+                link_id: sc.link_id,
+                shared_vlan: segment_vlans[0],
+                segment_vlans,
+                hello: ns(sc.segment_hello_ms),
+                timeout: ns(sc.segment_timeout_ms),
+                timeout_action: if sc.timeout_segment_down {
+                    SegmentTimeoutAction::SegmentDown
+                } else {
+                    SegmentTimeoutAction::SendAlert
+                },
+                hold: ns(hold),
+            };
+            let links = segments.iter().map(|&x| ports[x].link).collect();
+            Shared { port, node: SharedPort::new(mac, cfg, ports[port].link, links), segments }
+        });
         let events = LinkEvents::open()?;
         let signals = Signals::open()?;
         rtnl.add_eaps_local(bridge_index).context("adding the EAPS MAC's local FDB entry")?;
         Ok(Daemon {
             ring,
+            shared,
             rtnl,
             events,
             signals,
@@ -248,12 +291,21 @@ impl Daemon {
             let a = self.groups[g].node.enable(now);
             self.apply(g, a)?;
         }
+        if let Some(sh) = self.shared.as_mut() {
+            let a = sh.node.enable(now);
+            self.apply_shared(a)?;
+        }
         self.apply_port_states(true)?;
         self.write_status(false)?;
         let mut last_status = Instant::now();
         loop {
             let now = self.now();
-            let next = self.groups.iter().filter_map(|g| g.node.poll_timeout()).min();
+            let next = self
+                .groups
+                .iter()
+                .filter_map(|g| g.node.poll_timeout())
+                .chain(self.shared.as_ref().and_then(|s| s.node.poll_timeout()))
+                .min();
             let mut timeout = match next {
                 Some(t) if t <= now => 0,
                 Some(t) => (t - now).div_ceil(1_000_000).min(1000) as i32,
@@ -290,6 +342,10 @@ impl Daemon {
                     self.apply(g, a)?;
                 }
             }
+            if self.shared.as_ref().and_then(|s| s.node.poll_timeout()).is_some_and(|t| t <= now) {
+                let a = self.shared.as_mut().unwrap().node.handle_timeout(now);
+                self.apply_shared(a)?;
+            }
             if last_status.elapsed().as_secs() >= 1 {
                 self.write_status(false)?;
                 last_status = Instant::now();
@@ -318,15 +374,87 @@ impl Daemon {
                     self.apply(g, a)?;
                 }
             }
+            if let Some(w) = self.where_shared(p) {
+                let sh = self.shared.as_mut().unwrap();
+                let a = match w {
+                    Where::Shared => sh.node.shared_link(now, up),
+                    Where::Segment(i) => sh.node.segment_link(now, i, up),
+                };
+                self.apply_shared(a)?;
+            }
         }
-        // The kernel puts a port whose carrier returns back to forwarding (no STP): apply ours again.
-        self.ports[p].applied = None;
         self.apply_port_states(false)?;
         self.write_status(false)
     }
 
+    /// Where physical port `p` is for the shared port, if it is one of its ports.
+    fn where_shared(&self, p: usize) -> Option<Where> {
+        let sh = self.shared.as_ref()?;
+        if sh.port == p {
+            return Some(Where::Shared);
+        }
+        sh.segments.iter().position(|&x| x == p).map(Where::Segment)
+    }
+
+    fn apply_shared(&mut self, actions: Vec<SharedAction>) -> Result<()> {
+        let mut changed = false;
+        for a in actions {
+            let sh = self.shared.as_ref().unwrap();
+            match a {
+                SharedAction::Send { to, frame } => {
+                    let p = match to {
+                        Where::Shared => sh.port,
+                        Where::Segment(i) => sh.segments[i],
+                    };
+                    if self.ports[p].link {
+                        self.ports[p].sock.send(&frame)?;
+                        self.ports[p].pdus_tx += 1;
+                    }
+                }
+                SharedAction::SegmentPort { segment, forwarding } => {
+                    changed = true;
+                    println!(
+                        "eaps: t={:.3} ms shared port {}: segment port {} {}",
+                        self.now() as f64 / 1e6,
+                        self.ports[sh.port].name,
+                        self.ports[sh.segments[segment]].name,
+                        if forwarding { "forwarding" } else { "blocked" }
+                    );
+                }
+                SharedAction::Transition { from, to, cause } => {
+                    changed = true;
+                    self.transitions += 1;
+                    println!(
+                        "eaps: t={:.3} ms shared port {}: {:?} -> {:?} ({:?})",
+                        self.now() as f64 / 1e6,
+                        self.ports[sh.port].name,
+                        from,
+                        to,
+                        cause
+                    );
+                }
+                SharedAction::Alert { at, foreign_link } => {
+                    println!(
+                        "eaps: t={:.3} ms shared port: alert at {at:?} (foreign link {foreign_link:?})",
+                        self.now() as f64 / 1e6
+                    );
+                }
+            }
+        }
+        if changed {
+            self.apply_port_states(false)?;
+            self.write_status(false)?;
+        }
+        Ok(())
+    }
+
     fn pdu(&mut self, p: usize, frame: &[u8]) -> Result<()> {
         let now = self.now();
+        if let Some(w) = self.where_shared(p) {
+            if let Ok(a) = self.shared.as_mut().unwrap().node.handle_frame(now, w, frame) {
+                return self.apply_shared(a);
+            }
+        }
         for g in 0..self.groups.len() {
             let Some(local) = self.groups[g].ports.iter().position(|&x| x == p) else { continue };
             match self.groups[g].node.handle_frame(now, local, frame) {
@@ -383,10 +511,14 @@ impl Daemon {
             self.apply_port_states(false)?;
         }
         if flush {
-            for p in self.groups[g].ports {
-                self.rtnl
-                    .flush_port(self.ports[p].index)
-                    .with_context(|| format!("flushing {}", self.ports[p].name))?;
+            // A port out of the bridge has no entries: leaving the bridge flushed them.
+            for p in self.groups[g].ports.into_iter().filter(|&p| self.ports[p].applied == Some(true)) {
+                if let Err(e) = self.rtnl.flush_port(self.ports[p].index) {
+                    // EOPNOTSUPP: not (or no longer) a bridge port, so nothing to flush.
+                    if e.downcast_ref::<std::io::Error>().and_then(|e| e.raw_os_error()) != Some(libc::EOPNOTSUPP) {
+                        return Err(e).with_context(|| format!("flushing {}", self.ports[p].name));
+                    }
+                }
             }
         }
         if changed {
@@ -398,30 +530,40 @@ impl Daemon {
 
     /// Whether every domain using physical port `p` lets it forward.
     fn wanted_forwarding(&self, p: usize) -> bool {
-        self.groups.iter().all(|g| match g.ports.iter().position(|&x| x == p) {
-            None => true,
-            Some(local) => (0..g.node.domain_count()).all(|d| g.node.forwarding(d, local)),
-        })
+        let shared_ok = match (self.where_shared(p), self.shared.as_ref()) {
+            (Some(Where::Segment(i)), Some(sh)) => sh.node.forwarding(i),
+            _ => true,
+        };
+        shared_ok
+            && self.groups.iter().all(|g| match g.ports.iter().position(|&x| x == p) {
+                None => true,
+                Some(local) => (0..g.node.domain_count()).all(|d| g.node.forwarding(d, local)),
+            })
     }
 
     fn apply_port_states(&mut self, force: bool) -> Result<()> {
         for p in 0..self.ports.len() {
-            let want = if self.wanted_forwarding(p) { BR_STATE_FORWARDING } else { BR_STATE_BLOCKING };
-            if !self.ports[p].link {
-                // The kernel holds a port without carrier disabled; ours applies when it returns.
-                self.ports[p].applied = None;
-                continue;
-            }
+            let want = self.wanted_forwarding(p);
             if force || self.ports[p].applied != Some(want) {
                 let (index, name) = (self.ports[p].index, self.ports[p].name.clone());
-                match self.rtnl.set_port_state(index, want) {
-                    Ok(()) => self.ports[p].applied = Some(want),
-                    // Carrier went away between the event and the request: the next event re-applies.
-                    Err(e)
-                        if e.downcast_ref::<std::io::Error>().and_then(|e| e.raw_os_error())
-                            == Some(libc::ENETDOWN) => {}
-                    Err(e) => return Err(e).with_context(|| format!("setting {name}'s bridge-port state")),
+                let master = if want { self.bridge_index } else { 0 };
+                self.rtnl.set_master(index, master).with_context(|| {
+                    format!(
+                        "{} {name} {} bridge {}",
+                        if want { "adding" } else { "taking" },
+                        if want { "to" } else { "out of" },
+                        self.ring.bridge
+                    )
+                })?;
+                // A port that was a bridge port already keeps its state (disabled at start): forward.
+                if want && self.ports[p].link {
+                    if let Err(e) = self.rtnl.set_port_state(index, BR_STATE_FORWARDING) {
+                        if e.downcast_ref::<std::io::Error>().and_then(|e| e.raw_os_error()) != Some(libc::ENETDOWN) {
+                            return Err(e).with_context(|| format!("setting {name} forwarding"));
+                        }
+                    }
                 }
+                self.ports[p].applied = Some(want);
             }
         }
         Ok(())
@@ -454,7 +596,19 @@ impl Daemon {
                 }));
             }
         }
+        let shared = self.shared.as_ref().map(|sh| {
+            json!({
+                "port": self.ports[sh.port].name, "role": format!("{:?}", sh.node.config().role),
+                "link_id": sh.node.config().link_id, "state": format!("{:?}", sh.node.state()),
+                "common_link_up": sh.node.common_link_up(),
+                "segments": sh.segments.iter().enumerate().map(|(i, &p)| json!({
+                    "port": self.ports[p].name, "intact": sh.node.segment_intact(i), "forwarding": sh.node.forwarding(i),
+                })).collect::<Vec<_>>(),
+                "pdus": { "tx": sh.node.tx, "rx": sh.node.rx },
+            })
+        });
         let v = json!({
+            "shared_port": shared,
             "pid": std::process::id(), "ring_file": self.ring.path, "bridge": self.ring.bridge,
             "system_mac": self.mac.to_string(), "uptime_ms": self.now() as f64 / 1e6, "transitions": self.transitions,
             "stopped": stopped, "ports": ports, "domains": domains,
@@ -474,6 +628,10 @@ impl Daemon {
         let mut first_err = None;
         for p in 0..self.ports.len() {
             let (index, state) = (self.ports[p].index, self.ports[p].saved_state);
+            if let Err(e) = self.rtnl.set_master(index, self.bridge_index) {
+                first_err.get_or_insert(e.context(format!("putting {} back into the bridge", self.ports[p].name)));
+                continue;
+            }
             if let Err(e) = self.rtnl.set_port_state(index, state) {
                 if self.ports[p].link {
                     first_err.get_or_insert(e.context(format!("restoring {}'s state", self.ports[p].name)));

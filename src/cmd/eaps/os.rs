@@ -1,11 +1,15 @@
 //! The daemon's I/O: rtnetlink for bridge-port state, FDB flushes, the EAPS MAC's local FDB
 //! entry and link events; AF_PACKET sockets for PDUs.
 //!
-//! Port forwarding and blocking is the bridge port's state: 3 forwarding, 0 disabled, set with
-//! RTM_SETLINK (AF_BRIDGE, IFLA_PROTINFO) as `bridge link set dev PORT state N` does. Not 4
-//! (blocking): with STP off the bridge's port-state selection turns a blocking port straight
-//! back to forwarding, and skips only disabled ports. A blocked port forwards no data frame in either
-//! direction and learns nothing; an AF_PACKET socket still sees and sends PDUs on it. A flush is
+//! A ring port forwards as a port of the bridge and is blocked by taking it out of the bridge
+//! (IFLA_MASTER 0, as `ip link set PORT nomaster`): an interface that is no bridge port
+//! forwards nothing, and nothing the kernel does on a carrier change turns it back on. The
+//! bridge-port state (`bridge link set dev PORT state N`, [`Rtnl::set_port_state`]) is not
+//! enough here: with STP off the kernel sets a port forwarding again the moment its carrier
+//! returns, before the daemon hears of it, and in that window the namespace ring looped 6,788
+//! frames; and state 4 (blocking) is turned back to forwarding by the bridge's port-state
+//! selection at once. The saved state is put back at exit. An AF_PACKET socket bound to the
+//! interface sees and sends PDUs either way. A flush is
 //! `IFLA_BRPORT_FLUSH` (the port's dynamic entries). See docs/eaps.md §10 for why the port state
 //! and not per-VLAN filtering.
 
@@ -161,6 +165,16 @@ impl Rtnl {
         m.header.interface_family = AddressFamily::Bridge;
         m.header.index = index;
         m.attributes.push(LinkAttribute::ProtoInfoUnknown(DefaultNla::new(IFLA_PROTINFO, vec![state])));
+        self.request(RouteNetlinkMessage::SetLink(m), NLM_F_ACK)?;
+        Ok(())
+    }
+
+    /// Makes the interface a port of bridge `master`, or of none with 0 (IFLA_MASTER, as `ip
+    /// link set PORT master BR` / `nomaster`).
+    pub fn set_master(&mut self, index: u32, master: u32) -> Result<()> {
+        let mut m = LinkMessage::default();
+        m.header.index = index;
+        m.attributes.push(LinkAttribute::Controller(master));
         self.request(RouteNetlinkMessage::SetLink(m), NLM_F_ACK)?;
         Ok(())
     }
