@@ -1,19 +1,21 @@
 //! `spotagg eaps --config RING.toml`: an EAPS node daemon for a Linux bridge.
 //!
-//! Every protocol decision is the reference node's ([`spotagg_sim::eaps::EapsNode`]); this
-//! module only carries out its actions and feeds it events:
+//! Every protocol decision is the reference node's ([`spotagg_sim::eaps::EapsNode`]) or, with a
+//! `[shared_port]`, the shared port's ([`spotagg_sim::eaps::shared::SharedPort`]); this module
+//! only carries out their actions and feeds them events (docs/eaps.md §9):
 //! - link up and down from rtnetlink (RTNLGRP_LINK: IFF_UP and IFF_LOWER_UP);
 //! - PDUs received on AF_PACKET sockets, one per ring port, and sent out of them;
 //! - port forwarding or blocking and FDB flushes through rtnetlink ([`os`]).
 //!
 //! Domains are grouped by their pair of ring ports; each pair is one `EapsNode` (its ports 0
 //! and 1 are the pair in first-use order), so a machine runs any number of domains on any
-//! number of ring ports. A bridge port is forwarding while every domain that uses it says so.
+//! number of ring ports. A ring port forwards (is a port of the bridge) while every domain that
+//! uses it, and the shared port, say so; otherwise it is taken out of the bridge ([`os`]).
 //!
 //! A line is printed per transition. The status (JSON) is written to the ring file's status
 //! file on every change and every second; `spotagg eaps status --config RING.toml` prints it.
-//! SIGINT or SIGTERM stops the daemon: each ring port gets back the bridge-port state it had at
-//! start, and the EAPS MAC's local FDB entry is removed.
+//! SIGINT or SIGTERM stops the daemon: each ring port goes back into the bridge with the
+//! bridge-port state it had at start, and the EAPS MAC's local FDB entry is removed.
 
 pub mod config;
 pub mod os;

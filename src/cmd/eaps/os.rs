@@ -10,7 +10,7 @@
 //! frames; and state 4 (blocking) is turned back to forwarding by the bridge's port-state
 //! selection at once. The saved state is put back at exit. An AF_PACKET socket bound to the
 //! interface sees and sends PDUs either way. A flush is
-//! `IFLA_BRPORT_FLUSH` (the port's dynamic entries). See docs/eaps.md §10 for why the port state
+//! `IFLA_BRPORT_FLUSH` (the port's dynamic entries). See docs/eaps.md §9 for why whole ports
 //! and not per-VLAN filtering.
 
 use anyhow::{anyhow, bail, Context, Result};
