@@ -14,6 +14,7 @@ pub mod allreduce;
 pub mod ring;
 pub mod scenarios;
 pub mod shared;
+pub mod shared_ring;
 
 use spotagg_driver::wire::eaps::{emit_frame, parse_frame, EapsRepr, EapsState, EapsType};
 use spotagg_driver::wire::{Error as WireError, MacAddr};
