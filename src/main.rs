@@ -40,6 +40,8 @@ enum Command {
     Flash(cmd::flash::Args),
     /// Control link to a board over a serial port: id, status, counters, configure, reset-counters.
     Ctl(cmd::ctl::Args),
+    /// EAPS ring node daemon for a Linux bridge (`spotagg eaps --config RING.toml`; `spotagg eaps status`).
+    Eaps(cmd::eaps::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -56,6 +58,7 @@ fn main() -> std::process::ExitCode {
         Command::Build(a) => cmd::build::run(a),
         Command::Flash(a) => cmd::flash::run(a),
         Command::Ctl(a) => cmd::ctl::run(a),
+        Command::Eaps(a) => cmd::eaps::run(a),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

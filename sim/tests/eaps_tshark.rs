@@ -95,3 +95,78 @@ fn tshark_decodes_our_pdus() {
         .expect("tshark runs");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
 }
+
+/// Our shared-link segment health PDUs (driver::wire::esl) as Wireshark's ESL TLV: control
+/// VLAN, system MAC, state, role, link ID and failed link ID as emitted, checksum Good.
+#[test]
+fn tshark_decodes_our_esl_pdus() {
+    use spotagg_driver::wire::esl::{emit_frame, EslRepr, EslRole, EslState};
+    if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Tshark) {
+        return;
+    }
+    let pdus: Vec<EslRepr> = [
+        (10, EslState::Ready, EslRole::Controller, 34, 0),
+        (20, EslState::Blocking, EslRole::Controller, 34, 34),
+        (4094, EslState::PreForwarding, EslRole::Partner, 65535, 0),
+        (7, EslState::Ready, EslRole::Partner, 1, 1),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, &(control_vlan, state, role, link_id, failed_link))| EslRepr {
+        edp_sequence: 0x2000 + i as u16,
+        control_vlan,
+        system_mac: MacAddr([0x02, 0x5a, 0, 1, i as u8, 0x20 + i as u8]),
+        state,
+        role,
+        link_id,
+        failed_link,
+    })
+    .collect();
+    let frames: Vec<Vec<u8>> = pdus.iter().map(|r| emit_frame(r, r.system_mac, 7)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("esl.pcap");
+    spotagg_sim::pcap::write_frames(&path, &frames).unwrap();
+    let fields = [
+        "vlan.id",
+        "edp.seqno",
+        "edp.checksum.status",
+        "edp.tlv.type",
+        "edp.esl.type",
+        "edp.esl.vlanid",
+        "edp.esl.sysmac",
+        "edp.esl.state",
+        "edp.esl.role",
+        "edp.esl.linkid1",
+        "edp.esl.failed1",
+        "edp.esl.numlinks",
+    ];
+    let mut cmd = Command::new("tshark");
+    cmd.args(["-n", "-r"]).arg(&path).args(["-T", "fields", "-E", "separator=/t"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let out = cmd.output().expect("tshark runs");
+    assert!(out.status.success(), "tshark failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), pdus.len(), "tshark output:\n{text}");
+    for (line, r) in lines.iter().zip(&pdus) {
+        eprintln!("{line}");
+        let got: Vec<&str> = line.split('\t').collect();
+        let want = [
+            r.control_vlan.to_string(),
+            r.edp_sequence.to_string(),
+            "1".to_string(),
+            "14".to_string(),
+            "1".to_string(),
+            r.control_vlan.to_string(),
+            r.system_mac.to_string(),
+            u8::from(r.state).to_string(),
+            u8::from(r.role).to_string(),
+            r.link_id.to_string(),
+            r.failed_link.to_string(),
+            "0".to_string(),
+        ];
+        assert_eq!(got, want, "fields {fields:?}");
+    }
+}

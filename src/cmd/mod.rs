@@ -4,6 +4,7 @@ pub mod bench;
 pub mod build;
 pub mod ctl;
 pub mod demo;
+pub mod eaps;
 pub mod flash;
 pub mod loadgen;
 pub mod replay;

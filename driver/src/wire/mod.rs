@@ -13,6 +13,7 @@
 
 pub mod arp;
 pub mod eaps;
+pub mod esl;
 pub mod ethernet;
 pub mod fcs;
 pub mod frame;

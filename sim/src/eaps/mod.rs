@@ -13,6 +13,8 @@
 pub mod allreduce;
 pub mod ring;
 pub mod scenarios;
+pub mod shared;
+pub mod shared_ring;
 
 use spotagg_driver::wire::eaps::{emit_frame, parse_frame, EapsRepr, EapsState, EapsType};
 use spotagg_driver::wire::{Error as WireError, MacAddr};
@@ -290,8 +292,9 @@ impl EapsNode {
     }
 
     /// Enables every domain: masters enter Init (secondary blocked, first HEALTH now),
-    /// transits enter Links-Up or Links-Down (a port down at start is blocked until it comes
-    /// up and pre-forwarding ends).
+    /// transits enter Pre-Forwarding or Links-Down, every port blocked: a port up at start opens
+    /// on RING-UP-FLUSH-FDB (from its other port) or when its pre-forwarding timer expires, as
+    /// after a link up; a port down at start waits for its link.
     pub fn enable(&mut self, now: Nanos) -> Vec<Action> {
         let mut out = Vec::new();
         for d in 0..self.domains.len() {
@@ -308,9 +311,14 @@ impl EapsNode {
                     self.send_health(d, now, &mut out);
                 }
                 Role::Transit => {
+                    // A port that is up at enable waits as one that just came up (RING-UP or
+                    // pre-forwarding): the master may be in Failed with its secondary open, as
+                    // when a transit restarts (docs/eaps.md §6.11).
                     for port in 0..2 {
-                        let up = self.link_up[port];
-                        self.set_forwarding(d, port, up, &mut out);
+                        self.set_forwarding(d, port, false, &mut out);
+                        if self.link_up[port] {
+                            self.domains[d].pre_forwarding[port] = Some(now + self.domains[d].cfg.pre_forwarding);
+                        }
                     }
                     let st = self.transit_state(d);
                     self.transition(d, st, Cause::Enabled, now, &mut out);
@@ -410,7 +418,16 @@ impl EapsNode {
 
     /// A frame received on a ring port on some domain's control VLAN.
     pub fn handle_frame(&mut self, now: Nanos, port: Port, frame: &[u8]) -> Result<Vec<Action>, FrameError> {
-        let (vid, _src, pdu) = parse_frame(frame).map_err(FrameError::Wire)?;
+        let (vid, _src, pdu) = match parse_frame(frame) {
+            Ok(x) => x,
+            // Not an EAPS PDU: perhaps another EDP frame to pass on (its own check), else the error.
+            Err(e) => {
+                return self.forward_other_edp(port, frame).map_err(|err| match err {
+                    FrameError::Wire(_) => FrameError::Wire(e),
+                    other => other,
+                })
+            }
+        };
         let d = self.domains.iter().position(|d| d.cfg.control_vlan == vid).ok_or(FrameError::UnknownDomain(vid))?;
         let mut out = Vec::new();
         if self.domains[d].state == State::Idle {
@@ -453,6 +470,28 @@ impl EapsNode {
             }
         }
         Ok(out)
+    }
+
+    /// Another EDP frame (not EAPS: an ESL segment health PDU, docs/eaps.md §11) on one of
+    /// this node's control VLANs: every node, master or transit, passes it to its other ring
+    /// port, whatever the port states, as the control VLAN is never blocked.
+    fn forward_other_edp(&mut self, port: Port, frame: &[u8]) -> Result<Vec<Action>, FrameError> {
+        let edp = frame.len() >= 26
+            && frame[..6] == spotagg_driver::wire::eaps::DESTINATION.0
+            && frame[12..14] == [0x81, 0x00]
+            && frame[18..21] == [0xaa, 0xaa, 0x03]
+            && frame[21..24] == spotagg_driver::wire::eaps::OUI;
+        if !edp {
+            return Err(FrameError::Wire(WireError::Unsupported));
+        }
+        let vid = u16::from_be_bytes([frame[14], frame[15]]) & 0x0fff;
+        let d = self.domains.iter().position(|d| d.cfg.control_vlan == vid).ok_or(FrameError::UnknownDomain(vid))?;
+        let other = 1 - port;
+        if self.domains[d].state == State::Idle || !self.link_up[other] {
+            return Ok(Vec::new());
+        }
+        self.domains[d].counters.forwarded += 1;
+        Ok(vec![Action::Send { port: other, frame: frame.to_vec() }])
     }
 
     fn master_rx(&mut self, d: usize, now: Nanos, port: Port, pdu: &EapsRepr, out: &mut Vec<Action>) {
@@ -657,6 +696,10 @@ mod test {
     fn transit_link_down_and_pre_forwarding() {
         let mut n = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 2]), vec![cfg(Role::Transit)], [true, true]);
         n.enable(0);
+        // Enabled with both links up: both ports wait as after a link up (§6.11).
+        assert_eq!(n.state(0), State::PreForwarding);
+        assert!(!n.forwarding(0, 0) && !n.forwarding(0, 1));
+        n.handle_timeout(3 * MS);
         assert_eq!(n.state(0), State::LinksUp);
         let a = n.link_down(100, 0);
         assert_eq!(sent(&a), vec![(1, EapsType::LinkDown)]);

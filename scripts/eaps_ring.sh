@@ -1,0 +1,331 @@
+#!/usr/bin/env bash
+# A real EAPS ring in network namespaces: Linux bridges, the kernel forwarding, `spotagg eaps`
+# deciding.
+#
+#   scripts/eaps_ring.sh                       (as root; SPOTAGG_BIN, default target/debug/spotagg)
+#
+# Six node namespaces, each a Linux bridge `br0` run by `spotagg eaps`, and veth links:
+#   ring 1 (domain ring1, control VLAN 10, master n1): n1 - n2 - n3 - n4 - n1
+#   ring 2 (domain ring2, control VLAN 20, master n5): n3 - n5 - n6 - n4, sharing link n3-n4
+# Node i's port towards node j is `pIJ`. Hosts, each in its own namespace: h1 on n1, h2 on n2,
+# h5 on n5, h6 on n6 (10.77.0.N), hs on n3 (the aggregation switch, 10.77.0.100). Hosts have
+# static neighbours and no IPv6, so the only frames on the ring are pings (1042 B), PDUs
+# (106 B) and, in the all-reduce phase, SwitchML datagrams.
+#
+# Phase 1 (both rings, allow_superloop: no shared port): ping h1->h6 and h2->h5 every 10 ms
+# while each ring link but the common one is taken down for 1 s and brought back, and while
+# n2's daemon is stopped (SIGTERM: its ports go back to blocked, as they were before it
+# started) and restarted. Per event: pings lost, time until the pings flow again, frames looped
+# (per link direction, data frames = (tx_bytes - 106 tx_packets) / 936 against the frames the
+# hosts offered in the window; any excess is a frame that crossed that link twice).
+# Phase 2: the common link n3-n4 down for 0.3 s without shared ports: both masters open, the
+# VLAN loops round both rings (a superloop); bounded by bringing the link back (and, if the
+# loop outlives that by 1 s, by cutting n5-n6).
+# Phase 2b: n3's and n4's daemons restarted with a [shared_port] on the common link (n3 the
+# controller, n4 the partner, link ID 34, segment health every hello, timeout 10 hellos), and the
+# same failure again: the controller blocks ring 2's segment port p35 while the link is down.
+# Phase 3: 4 `spotagg worker --verify` on h1, h2, h5, h6 through `spotagg switch` on hs, once
+# without and once across a failure of n1-n2 (on h1's path to the switch) 200 ms into the run: exact, stall.
+# Phase 4: tshark decodes the PDUs captured on n1's ring port p12 as EAPS.
+#
+# Prints one line per event: `event <name> lost <n> flow_again_ms <t> looped <n>` and a table.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${SPOTAGG_BIN:-$ROOT/target/debug/spotagg}
+die() { echo "eaps_ring: $*" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || die "needs root (network namespaces, veth, bridges)"
+[ -x "$BIN" ] || die "no spotagg binary at $BIN: cargo build (or set SPOTAGG_BIN)"
+P=ea$$
+WORK=$(mktemp -d /tmp/eaps-ring.XXXXXX)
+declare -A DPID
+PIDS=()
+cleanup() {
+    for p in "${DPID[@]}" "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    sleep 0.3
+    for ns in $(ip netns list | awk '{print $1}' | grep "^$P-" || true); do ip netns del "$ns"; done
+    [ -n "${KEEP:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+NODES="1 2 3 4 5 6"
+LINKS="1-2 2-3 3-4 4-1 3-5 5-6 6-4"
+HOSTS="1:1 2:2 5:5 6:6 100:3" # host id : node
+HELLO=${EAPS_HELLO_MS:-10}
+FAIL=${EAPS_FAIL_MS:-300}
+PREFWD=${EAPS_PREFWD_MS:-150}
+ns() { echo "$P-$1"; }
+nx() { local n=$1; shift; ip netns exec "$(ns "$n")" "$@"; }
+
+for n in $NODES; do
+    ip netns add "$(ns n$n)"
+    nx n$n sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+    ip -n "$(ns n$n)" link add br0 type bridge stp_state 0
+    ip -n "$(ns n$n)" link set br0 up
+done
+for l in $LINKS; do
+    a=${l%-*} b=${l#*-}
+    ip link add p$a$b netns "$(ns n$a)" type veth peer name p$b$a netns "$(ns n$b)"
+    for x in "$a$b:$a" "$b$a:$b"; do
+        ifc=p${x%:*} n=${x#*:}
+        ip -n "$(ns n$n)" link set "$ifc" master br0 up
+    done
+done
+for h in $HOSTS; do
+    id=${h%:*} n=${h#*:}
+    ip netns add "$(ns h$id)"
+    nx h$id sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+    ip link add eth0 netns "$(ns h$id)" address "02:77:00:00:00:$(printf %02x "$id")" type veth peer name h$id netns "$(ns n$n)"
+    ip -n "$(ns h$id)" addr add 10.77.0.$id/24 dev eth0
+    ip -n "$(ns h$id)" link set eth0 up
+    ip -n "$(ns h$id)" link set lo up
+    ip -n "$(ns n$n)" link set h$id master br0 up
+done
+for h in $HOSTS; do
+    for o in $HOSTS; do
+        [ "$h" = "$o" ] && continue
+        ip -n "$(ns h${h%:*})" neigh add 10.77.0.${o%:*} lladdr "02:77:00:00:00:$(printf %02x "${o%:*}")" dev eth0 nud permanent
+    done
+done
+sleep 0.3
+# Ring ports start blocked: that is what a daemon that stops puts back.
+for l in $LINKS; do
+    a=${l%-*} b=${l#*-}
+    nx n$a bridge link set dev p$a$b state 0
+    nx n$b bridge link set dev p$b$a state 0
+done
+
+domain() { # name role primary secondary vlan
+    printf '\n[[domain]]\nname = "%s"\nrole = "%s"\nprimary = "%s"\nsecondary = "%s"\ncontrol_vlan = %s\nprotected_vlans = [100]\nhello_ms = %s\nfail_ms = %s\npre_forwarding_ms = %s\n' \
+        "$1" "$2" "$3" "$4" "$5" "$HELLO" "$FAIL" "$PREFWD"
+}
+write_configs() { # extra-top-line
+    for n in $NODES; do
+        {
+            echo 'bridge = "br0"'
+            echo "$1"
+            case $n in
+                1) domain ring1 master p12 p14 10 ;;
+                2) domain ring1 transit p21 p23 10 ;;
+                3) domain ring1 transit p32 p34 10; domain ring2 transit p35 p34 20 ;;
+                4) domain ring1 transit p41 p43 10; domain ring2 transit p46 p43 20 ;;
+                5) domain ring2 master p56 p53 20 ;;
+                6) domain ring2 transit p65 p64 20 ;;
+            esac
+        } >"$WORK/n$n.toml"
+    done
+}
+start_daemon() {
+    ip netns exec "$(ns n$1)" "$BIN" eaps --config "$WORK/n$1.toml" >>"$WORK/n$1.log" 2>&1 &
+    DPID[$1]=$!
+}
+stop_daemon() {
+    kill -TERM "${DPID[$1]}"
+    wait "${DPID[$1]}" || die "n$1's daemon exited with an error: $(tail -3 "$WORK/n$1.log")"
+    unset "DPID[$1]"
+}
+state() { # node domain
+    "$BIN" eaps status --config "$WORK/n$1.toml" 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin); print([x['state'] for x in d['domains'] if x['name']=='$2'][0])" 2>/dev/null || echo none
+}
+wait_complete() {
+    for _ in $(seq 1 100); do
+        [ "$(state 1 ring1)" = Complete ] && [ "$(state 5 ring2)" = Complete ] && return 0
+        sleep 0.05
+    done
+    die "the rings did not reach Complete: n1 $(state 1 ring1), n5 $(state 5 ring2)"
+}
+now() { date +%s.%N; }
+counters() { # -> "ns ifc tx_packets tx_bytes" for every ring port and host eth0
+    python3 - "$P" $NODES -- $HOSTS <<'PY'
+import json, subprocess, sys
+p, args = sys.argv[1], sys.argv[2:]
+k = args.index("--")
+for n in args[:k]:
+    for l in json.loads(subprocess.check_output(["ip", "-n", f"{p}-n{n}", "-s", "-j", "link", "show"])):
+        if l["ifname"].startswith("p"):
+            s = l["stats64"]["tx"]; print(f"n{n}", l["ifname"], s["packets"], s["bytes"])
+for h in args[k + 1:]:
+    h = h.split(":")[0]
+    l = json.loads(subprocess.check_output(["ip", "-n", f"{p}-h{h}", "-s", "-j", "link", "show", "dev", "eth0"]))[0]
+    s = l["stats64"]["tx"]; print(f"h{h}", "eth0", s["packets"], s["bytes"])
+PY
+}
+
+write_configs "allow_superloop = true"
+for n in $NODES; do start_daemon $n; done
+wait_complete
+echo "eaps_ring: both rings Complete (hello $HELLO ms, fail $FAIL ms, pre-forwarding $PREFWD ms)" >&2
+
+# tshark capture on n1's p12 during phase 1 (a few seconds suffice).
+TSHARK_PID=
+if command -v tshark >/dev/null; then
+    ip netns exec "$(ns n1)" timeout 3 tshark -q -i p12 -w "$WORK/p12.pcapng" -f "ether dst 00:e0:2b:00:00:04" >/dev/null 2>&1 &
+    TSHARK_PID=$!
+fi
+
+EVENTS=$WORK/events
+: >"$EVENTS"
+event() { # name action...
+    local name=$1; shift
+    counters >"$WORK/c0"
+    local t0; t0=$(now)
+    "$@"
+    bcast
+    sleep 1
+    counters >"$WORK/c1"
+    echo "$name $t0 $WORK/c0 $WORK/c1" >>"$EVENTS"
+    cp "$WORK/c0" "$WORK/c0.$name"; cp "$WORK/c1" "$WORK/c1.$name"
+    sed -i "s#$WORK/c0 $WORK/c1#$WORK/c0.$name $WORK/c1.$name#" "$EVENTS"
+}
+# One broadcast (a 1042-byte ICMP echo to 10.77.0.255, which hosts ignore) from h1: without a
+# loop it crosses each link direction at most once; in a loop it circulates until the loop breaks.
+bcast() { ip netns exec "$(ns h1)" ping -b -c 1 -s 1000 -W 0.05 10.77.0.255 >/dev/null 2>&1 || true; }
+link_down() { ip -n "$(ns n${1%-*})" link set p${1%-*}${1#*-} down; }
+link_up() { ip -n "$(ns n${1%-*})" link set p${1%-*}${1#*-} up; }
+
+DUR=300
+ip netns exec "$(ns h1)" ping -D -n -i 0.01 -s 1000 -W 1 -w $DUR 10.77.0.6 >"$WORK/ping-1-6" 2>&1 &
+PING1=$!
+ip netns exec "$(ns h2)" ping -D -n -i 0.01 -s 1000 -W 1 -w $DUR 10.77.0.5 >"$WORK/ping-2-5" 2>&1 &
+PING2=$!
+PIDS+=($PING1 $PING2)
+sleep 1
+for l in 1-2 2-3 4-1 3-5 5-6 6-4; do
+    event "down-$l" link_down $l
+    event "up-$l" link_up $l
+    sleep 0.5
+done
+event "stop-n2-daemon" stop_daemon 2
+event "start-n2-daemon" start_daemon 2
+sleep 0.5
+# Phase 2: the superloop.
+superloop() {
+    link_down 3-4
+    sleep 0.05
+    bcast
+    sleep 0.25
+    link_up 3-4
+}
+event "common-link-no-shared-ports" superloop
+sleep 1
+# Phase 2b: the same failure with shared ports: n3 the controller, n4 the partner.
+stop_daemon 3
+stop_daemon 4
+write_configs ""
+shared_port() { printf '\n[shared_port]\nport = "%s"\nmode = "%s"\nlink_id = 34\nsegment_hello_ms = %s\nsegment_timeout_ms = %s\n' "$1" "$2" "$HELLO" $((10 * HELLO)); }
+shared_port p34 controller >>"$WORK/n3.toml"
+shared_port p43 partner >>"$WORK/n4.toml"
+start_daemon 3
+start_daemon 4
+wait_complete
+if command -v tshark >/dev/null; then
+    ip netns exec "$(ns n3)" timeout 2 tshark -q -i p35 -w "$WORK/p35.pcapng" -f "ether dst 00:e0:2b:00:00:04" >/dev/null 2>&1 &
+    TSHARK2_PID=$!
+fi
+sleep 0.5
+event "common-link-shared-ports" superloop
+[ -n "${TSHARK2_PID:-}" ] && wait "$TSHARK2_PID" 2>/dev/null || true
+sleep 0.5
+kill -INT $PING1 $PING2 2>/dev/null || true
+wait $PING1 $PING2 2>/dev/null || true
+[ -n "$TSHARK_PID" ] && wait "$TSHARK_PID" 2>/dev/null || true
+
+python3 - "$EVENTS" "$WORK/ping-1-6" "$WORK/ping-2-5" <<'EOF'
+import re, sys
+events = [l.split() for l in open(sys.argv[1])]
+def replies(path):
+    out, dups = [], 0
+    for l in open(path):
+        m = re.match(r"\[(\d+\.\d+)\] \d+ bytes from .* icmp_seq=(\d+)", l)
+        if m:
+            if "DUP!" in l:
+                dups += 1
+            else:
+                out.append((float(m.group(1)), int(m.group(2))))
+    return out, dups
+pings = [replies(p) for p in sys.argv[2:4]]
+def counters(path):
+    c = {}
+    for l in open(path):
+        ns, ifc, pk, by = l.split()
+        c[(ns, ifc)] = (int(pk), int(by))
+    return c
+print("| event | pings lost | flow again (ms) | frames looped | duplicate replies |")
+print("|---|---|---|---|---|")
+for i, (name, t0, c0, c1) in enumerate(events):
+    t0 = float(t0)
+    t1 = float(events[i + 1][1]) if i + 1 < len(events) else 1e18
+    lost, gap, dup = 0, 0.0, 0
+    for rep, d in pings:
+        win = [(t, s) for t, s in rep if t0 - 0.5 <= t < t1]
+        for (ta, sa), (tb, sb) in zip(win, win[1:]):
+            if sb - sa > 1 and tb > t0:
+                lost += sb - sa - 1
+                gap = max(gap, (tb - ta) * 1000 - 10)
+    a, b = counters(c0), counters(c1)
+    offered = sum(b[k][0] - a[k][0] for k in b if k[1] == "eth0")
+    looped = 0
+    for k in b:
+        if k[1] == "eth0":
+            continue
+        dp, db = b[k][0] - a[k][0], b[k][1] - a[k][1]
+        data = max(0, round((db - 106 * dp) / 936))
+        looped += max(0, data - offered)
+    print(f"| {name} | {lost} | {gap:.0f} | {looped} | - |")
+    print(f"event {name} lost {lost} flow_again_ms {gap:.0f} looped {looped} offered {offered}", file=sys.stderr)
+print(f"duplicate replies over the run: {sum(d for _, d in pings)}")
+EOF
+
+# Phase 3: all-reduce across a failure.
+JOB=$WORK/job.toml
+{
+    echo 'switch_mac = "02:77:00:00:00:64"'
+    echo 'switch_ip = "10.77.0.100"'
+    echo 'payload_bytes = 1024'
+    echo 'slots = 64'
+    echo 'timeout_ms = 5'
+    for id in 1 2 5 6; do printf '\n[[worker]]\nip = "10.77.0.%d"\nmac = "02:77:00:00:00:%02x"\n' $id $id; done
+} >"$JOB"
+ELEMENTS=${EAPS_ELEMENTS:-16000000}
+allreduce() { # label fail-link-or-empty
+    ip netns exec "$(ns h100)" "$BIN" switch --config "$JOB" --bind 10.77.0.100:48864 --exit-after-idle 3 >"$WORK/sw-$1.out" 2>&1 &
+    local sw=$!
+    PIDS+=($sw)
+    sleep 0.3
+    local at; at=$(python3 -c "import time; print(f'{time.time() + 1.0:.3f}')")
+    local wp=() r=0
+    for id in 1 2 5 6; do
+        nx h$id "$BIN" worker --config "$JOB" --rank $r --switch 10.77.0.100:48864 --elements "$ELEMENTS" \
+            --start-at "$at" --verify >"$WORK/w-$1-$id.json" 2>"$WORK/w-$1-$id.err" &
+        wp+=($!)
+        r=$((r + 1))
+    done
+    if [ -n "$2" ]; then
+        python3 -c "import time; time.sleep(max(0, $at + 0.2 - time.time()))"
+        link_down "$2"
+    fi
+    for p in "${wp[@]}"; do wait "$p" || die "a worker failed ($1): $(cat "$WORK"/w-$1-*.err)"; done
+    [ -n "$2" ] && link_up "$2"
+    kill "$sw" 2>/dev/null || true
+    cat "$WORK"/w-$1-*.json | python3 -c "
+import json,sys
+w=[json.loads(l) for l in sys.stdin if l.strip().startswith('{')]
+print('allreduce $1: %d workers, slowest %.3f s, retransmissions %d, exact (within the fixed-point bound, every rank) %s' % (len(w), max(x['seconds'] for x in w), sum(x['retransmissions'] for x in w), all(x['ok'] and x['max_error'] is not None for x in w)))"
+}
+allreduce base ""
+sleep 2
+allreduce fail 1-2
+
+# Phase 4: tshark.
+if [ -s "$WORK/p12.pcapng" ]; then
+    tshark -r "$WORK/p12.pcapng" -Y edp.eaps -T fields -e vlan.id -e edp.eaps.type -e edp.eaps.vlanid -e edp.eaps.sysmac -e edp.checksum.status 2>/dev/null \
+        | sort | uniq -c | sed 's/^/tshark p12: /'
+else
+    echo "tshark: not run (no tshark or no capture)"
+fi
+if [ -s "$WORK/p35.pcapng" ]; then
+    # ESL segment health on n3's segment port p35 (both ends' PDUs: n3 sends, n4's arrive through ring 2).
+    tshark -r "$WORK/p35.pcapng" -Y edp.esl -T fields -e vlan.id -e edp.esl.sysmac -e edp.esl.state -e edp.esl.role \
+        -e edp.esl.linkid1 -e edp.esl.failed1 -e edp.checksum.status 2>/dev/null | sort | uniq -c | sed 's/^/tshark esl p35: /'
+fi
+for n in $NODES; do [ -n "${DPID[$n]:-}" ] && stop_daemon $n; done
+grep -h "stopped; ports back" "$WORK"/n*.log | head -6
+echo "eaps_ring: done"

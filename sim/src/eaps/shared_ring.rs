@@ -1,0 +1,402 @@
+//! Two rings sharing a link, simulated: the topology of the namespace ring (docs/eaps.md §10)
+//! with reference nodes ([`EapsNode`]) and, optionally, shared ports ([`SharedPort`]) at both
+//! ends of the common link, so that the superloop and its prevention are shown without the
+//! kernel (docs/eaps.md §11).
+//!
+//! Nodes 1..=6; ring 1 is 1–2–3–4–1 (master 1, control VLAN 10), ring 2 is 3–5–6–4 (master 5,
+//! control VLAN 20); the common link is 3–4. Each node is a learning bridge with a host; a
+//! ring port passes data only while every domain on it (and the shared port) lets it. Time
+//! advances in steps of [`STEP`]; a frame crosses one link per step; a link's ends see its
+//! failure or repair [`DETECT`] later. Host 1 sends a broadcast every 100 µs. A data frame that
+//! crosses the same link in the same direction twice is counted as looped (every crossing after
+//! the first), and dropped after [`HOP_LIMIT`] hops, so that a loop stays bounded.
+
+use super::shared::{SegmentTimeoutAction, SharedAction, SharedConfig, SharedPort, SharedRole, Where};
+use super::{Action, DomainConfig, EapsNode, FailAction, Nanos, Role};
+use spotagg_driver::wire::MacAddr;
+use std::collections::HashSet;
+
+/// Simulation step (and link latency).
+pub const STEP: Nanos = 10_000;
+/// Link-state detection delay.
+pub const DETECT: Nanos = 100_000;
+/// Hops after which a data frame is dropped.
+pub const HOP_LIMIT: u32 = 64;
+const MS: Nanos = 1_000_000;
+
+/// The links: (node a, node b).
+pub const LINKS: [(usize, usize); 7] = [(1, 2), (2, 3), (3, 4), (4, 1), (3, 5), (5, 6), (6, 4)];
+/// The common link's index in [`LINKS`].
+pub const COMMON: usize = 2;
+
+/// A domain at a node: role, primary peer, secondary peer, control VLAN.
+type DomainPlan = (Role, usize, usize, u16);
+
+#[derive(Clone)]
+enum Frame {
+    Pdu(Vec<u8>),
+    Data { id: u64, src: usize, hops: u32 },
+}
+
+struct Node {
+    /// Link index of each port.
+    ports: Vec<usize>,
+    link: Vec<bool>,
+    /// (ports of the group as port indices, node).
+    groups: Vec<([usize; 2], EapsNode)>,
+    /// Shared port: its port, its segment ports, the machine.
+    shared: Option<(usize, Vec<usize>, SharedPort)>,
+    /// Learned: host → port.
+    fdb: Vec<(usize, usize)>,
+}
+
+/// What a run measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Report {
+    /// Data-frame crossings of a link direction already crossed by the same frame.
+    pub looped: u64,
+    /// Frames dropped at the hop limit.
+    pub hop_limited: u64,
+    /// Broadcasts from host 1 that reached host 6, of those sent.
+    pub reached_host6: u64,
+    /// Broadcasts sent.
+    pub sent: u64,
+}
+
+/// The simulated pair of rings.
+pub struct SharedRing {
+    nodes: Vec<Node>,
+    link_up: Vec<bool>,
+    in_flight: Vec<(usize, usize, Frame)>, // (node, port, frame) arriving next step
+    pending_seen: Vec<(Nanos, usize, bool)>, // (time, link, up) for the ends
+    seen: HashSet<(u64, usize, bool)>,
+    now: Nanos,
+    next_id: u64,
+    report: Report,
+}
+
+fn dom(role: Role, primary: usize, vlan: u16) -> DomainConfig {
+    DomainConfig {
+        role,
+        primary,
+        control_vlan: vlan,
+        protected: vec![100],
+        hello: MS,
+        fail: 3 * MS,
+        pre_forwarding: 3 * MS,
+        fail_action: FailAction::OpenSecondary,
+    }
+}
+
+impl SharedRing {
+    /// The two rings, all links up; `shared`: shared ports at nodes 3 (controller) and 4
+    /// (partner). Every node is enabled at time 0.
+    pub fn new(shared: bool) -> SharedRing {
+        let port_to =
+            |n: usize, peer: usize| LINKS.iter().position(|&(a, b)| (a == n && b == peer) || (b == n && a == peer));
+        // Ring ports per node, in a fixed order: (domain, role, primary peer, secondary peer).
+        let plan: [(usize, Vec<DomainPlan>); 6] = [
+            (1, vec![(Role::Master, 2, 4, 10)]),
+            (2, vec![(Role::Transit, 1, 3, 10)]),
+            (3, vec![(Role::Transit, 2, 4, 10), (Role::Transit, 5, 4, 20)]),
+            (4, vec![(Role::Transit, 1, 3, 10), (Role::Transit, 6, 3, 20)]),
+            (5, vec![(Role::Master, 6, 3, 20)]),
+            (6, vec![(Role::Transit, 5, 4, 20)]),
+        ];
+        let mut nodes = Vec::new();
+        for (n, doms) in plan {
+            let mut ports: Vec<usize> = Vec::new();
+            let idx = |l: usize, ports: &mut Vec<usize>| match ports.iter().position(|&x| x == l) {
+                Some(i) => i,
+                None => {
+                    ports.push(l);
+                    ports.len() - 1
+                }
+            };
+            let mut groups = Vec::new();
+            for (role, p, s, vlan) in doms {
+                let pi = idx(port_to(n, p).unwrap(), &mut ports);
+                let si = idx(port_to(n, s).unwrap(), &mut ports);
+                let node =
+                    EapsNode::new(MacAddr([2, 0, 0, 0, n as u8, vlan as u8]), vec![dom(role, 0, vlan)], [true, true]);
+                groups.push(([pi, si], node));
+            }
+            let shared = if shared && (n == 3 || n == 4) {
+                let sp = ports.iter().position(|&l| l == COMMON).unwrap();
+                let segs: Vec<usize> = groups.iter().map(|(g, _)| if g[0] == sp { g[1] } else { g[0] }).collect();
+                let cfg = SharedConfig {
+                    role: if n == 3 { SharedRole::Controller } else { SharedRole::Partner },
+                    link_id: 34,
+                    shared_vlan: 10,
+                    segment_vlans: vec![10, 20],
+                    hello: MS,
+                    timeout: 3 * MS,
+                    timeout_action: SegmentTimeoutAction::SegmentDown,
+                    hold: 3 * MS,
+                };
+                Some((sp, segs, SharedPort::new(MacAddr([2, 0, 0, 1, n as u8, 0]), cfg, true, vec![true, true])))
+            } else {
+                None
+            };
+            let k = ports.len();
+            nodes.push(Node { ports, link: vec![true; k], groups, shared, fdb: Vec::new() });
+        }
+        let mut r = SharedRing {
+            nodes,
+            link_up: vec![true; LINKS.len()],
+            in_flight: Vec::new(),
+            pending_seen: Vec::new(),
+            seen: HashSet::new(),
+            now: 0,
+            next_id: 0,
+            report: Report::default(),
+        };
+        for n in 0..6 {
+            for g in 0..r.nodes[n].groups.len() {
+                let a = r.nodes[n].groups[g].1.enable(0);
+                r.eaps_actions(n, g, a);
+            }
+            if let Some((_, _, sp)) = r.nodes[n].shared.as_mut() {
+                let a = sp.enable(0);
+                r.shared_actions(n, a);
+            }
+        }
+        r
+    }
+
+    /// Fails (`up` false) or restores a link now.
+    pub fn set_link(&mut self, link: usize, up: bool) {
+        self.link_up[link] = up;
+        self.pending_seen.push((self.now + DETECT, link, up));
+    }
+
+    /// What was measured since the last [`SharedRing::reset_report`].
+    pub fn report(&self) -> Report {
+        self.report
+    }
+    /// Starts counting afresh.
+    pub fn reset_report(&mut self) {
+        self.report = Report::default();
+    }
+    /// Whether node n's shared port (if any) blocks some segment port now.
+    pub fn shared_blocking(&self, n: usize) -> bool {
+        self.nodes[n - 1].shared.as_ref().is_some_and(|(_, segs, sp)| (0..segs.len()).any(|i| !sp.forwarding(i)))
+    }
+
+    fn forwarding(&self, n: usize, port: usize) -> bool {
+        let node = &self.nodes[n];
+        let groups = node.groups.iter().all(|(g, e)| match g.iter().position(|&x| x == port) {
+            Some(l) => e.forwarding(0, l),
+            None => true,
+        });
+        let shared = node.shared.as_ref().is_none_or(|(_, segs, sp)| match segs.iter().position(|&x| x == port) {
+            Some(i) => sp.forwarding(i),
+            None => true,
+        });
+        groups && shared && node.link[port]
+    }
+
+    fn send(&mut self, n: usize, port: usize, f: Frame) {
+        let l = self.nodes[n].ports[port];
+        if !self.link_up[l] {
+            return;
+        }
+        let (a, b) = LINKS[l];
+        let (peer, forward) = if a == n + 1 { (b - 1, true) } else { (a - 1, false) };
+        if let Frame::Data { id, .. } = f {
+            if !self.seen.insert((id, l, forward)) {
+                self.report.looped += 1;
+            }
+        }
+        let pp = self.nodes[peer].ports.iter().position(|&x| x == l).unwrap();
+        self.in_flight.push((peer, pp, f));
+    }
+
+    fn eaps_actions(&mut self, n: usize, g: usize, actions: Vec<Action>) {
+        let ports = self.nodes[n].groups[g].0;
+        for a in actions {
+            match a {
+                Action::Send { port, frame } => self.send(n, ports[port], Frame::Pdu(frame)),
+                Action::FlushFdb { .. } => self.nodes[n].fdb.retain(|&(_, p)| !ports.contains(&p)),
+                _ => {}
+            }
+        }
+    }
+
+    fn shared_actions(&mut self, n: usize, actions: Vec<SharedAction>) {
+        for a in actions {
+            if let SharedAction::Send { to, frame } = a {
+                let (sp, segs, _) = self.nodes[n].shared.as_ref().unwrap();
+                let port = match to {
+                    Where::Shared => *sp,
+                    Where::Segment(i) => segs[i],
+                };
+                self.send(n, port, Frame::Pdu(frame));
+            }
+        }
+    }
+
+    fn receive(&mut self, n: usize, port: usize, f: Frame) {
+        match f {
+            Frame::Pdu(bytes) => {
+                let now = self.now;
+                if let Some((sp, segs, shp)) = self.nodes[n].shared.as_mut() {
+                    let w = if *sp == port {
+                        Some(Where::Shared)
+                    } else {
+                        segs.iter().position(|&x| x == port).map(Where::Segment)
+                    };
+                    if let Some(w) = w {
+                        if let Ok(a) = shp.handle_frame(now, w, &bytes) {
+                            self.shared_actions(n, a);
+                            return;
+                        }
+                    }
+                }
+                for g in 0..self.nodes[n].groups.len() {
+                    let Some(l) = self.nodes[n].groups[g].0.iter().position(|&x| x == port) else { continue };
+                    if let Ok(a) = self.nodes[n].groups[g].1.handle_frame(now, l, &bytes) {
+                        self.eaps_actions(n, g, a);
+                        return;
+                    }
+                }
+            }
+            Frame::Data { id, src, hops } => {
+                if !self.forwarding(n, port) {
+                    return;
+                }
+                if hops >= HOP_LIMIT {
+                    self.report.hop_limited += 1;
+                    return;
+                }
+                self.nodes[n].fdb.retain(|&(h, _)| h != src);
+                self.nodes[n].fdb.push((src, port));
+                if n == 5 && src == 0 {
+                    self.report.reached_host6 += 1;
+                }
+                for p in 0..self.nodes[n].ports.len() {
+                    if p != port && self.forwarding(n, p) {
+                        self.send(n, p, Frame::Data { id, src, hops: hops + 1 });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs to `until`, host 1 sending a broadcast every 100 µs.
+    pub fn run_until(&mut self, until: Nanos) {
+        while self.now < until {
+            self.now += STEP;
+            let now = self.now;
+            let due: Vec<(Nanos, usize, bool)> = self.pending_seen.iter().copied().filter(|e| e.0 <= now).collect();
+            self.pending_seen.retain(|e| e.0 > now);
+            for (_, l, up) in due {
+                for end in [LINKS[l].0 - 1, LINKS[l].1 - 1] {
+                    let p = self.nodes[end].ports.iter().position(|&x| x == l).unwrap();
+                    self.nodes[end].link[p] = up;
+                    for g in 0..self.nodes[end].groups.len() {
+                        if let Some(local) = self.nodes[end].groups[g].0.iter().position(|&x| x == p) {
+                            let e = &mut self.nodes[end].groups[g].1;
+                            let a = if up { e.link_up(now, local) } else { e.link_down(now, local) };
+                            self.eaps_actions(end, g, a);
+                        }
+                    }
+                    if let Some((sp, segs, shp)) = self.nodes[end].shared.as_mut() {
+                        let a = if *sp == p {
+                            shp.shared_link(now, up)
+                        } else if let Some(i) = segs.iter().position(|&x| x == p) {
+                            shp.segment_link(now, i, up)
+                        } else {
+                            vec![]
+                        };
+                        self.shared_actions(end, a);
+                    }
+                    if !up {
+                        self.nodes[end].fdb.retain(|&(_, q)| q != p);
+                    }
+                }
+            }
+            for (n, p, f) in std::mem::take(&mut self.in_flight) {
+                self.receive(n, p, f);
+            }
+            for n in 0..6 {
+                for g in 0..self.nodes[n].groups.len() {
+                    if self.nodes[n].groups[g].1.poll_timeout().is_some_and(|t| t <= now) {
+                        let a = self.nodes[n].groups[g].1.handle_timeout(now);
+                        self.eaps_actions(n, g, a);
+                    }
+                }
+                let due = self.nodes[n].shared.as_ref().and_then(|s| s.2.poll_timeout()).is_some_and(|t| t <= now);
+                if due {
+                    let a = self.nodes[n].shared.as_mut().unwrap().2.handle_timeout(now);
+                    self.shared_actions(n, a);
+                }
+            }
+            if now.is_multiple_of(100_000) {
+                self.report.sent += 1;
+                self.next_id += 1;
+                let id = self.next_id;
+                for p in 0..self.nodes[0].ports.len() {
+                    if self.forwarding(0, p) {
+                        self.send(0, p, Frame::Data { id, src: 0, hops: 1 });
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// The common link fails for 4 ms: without shared ports the broadcasts loop round both rings
+    /// (bounded by the hop limit and by the repair); with them, nothing loops and host 6 keeps
+    /// receiving. Then, with shared ports, a second failure (link 6–4) while the common link is
+    /// down: the controller opens ring 2's segment port and host 6 is still reached.
+    #[test]
+    fn superloop_with_and_without_shared_ports() {
+        let mut out = Vec::new();
+        for shared in [false, true] {
+            let mut r = SharedRing::new(shared);
+            r.run_until(10 * MS);
+            assert_eq!(r.report().looped, 0, "shared {shared}: a loop before any failure");
+            r.reset_report();
+            r.set_link(COMMON, false);
+            r.run_until(14 * MS);
+            let down = r.report();
+            if shared {
+                assert!(r.shared_blocking(3), "the controller blocks a segment port");
+            }
+            r.set_link(COMMON, true);
+            r.run_until(30 * MS);
+            r.reset_report();
+            r.run_until(40 * MS);
+            let after = r.report();
+            out.push((shared, down, after));
+        }
+        for (shared, down, after) in &out {
+            eprintln!("shared ports {shared}: common link down 4 ms: {down:?}; 10 ms after repair: {after:?}");
+            assert_eq!(after.looped, 0, "shared {shared}: still looping after the repair");
+            assert_eq!(after.reached_host6, after.sent, "shared {shared}: host 6 not reached after the repair");
+        }
+        let (no, with) = (out[0].1, out[1].1);
+        assert!(no.looped > 1000 && no.hop_limited > 0, "without shared ports the superloop forms: {no:?}");
+        assert_eq!(with.looped, 0, "with shared ports: {with:?}");
+        assert!(with.reached_host6 >= with.sent - 3, "with shared ports host 6 keeps receiving: {with:?}");
+
+        let mut r = SharedRing::new(true);
+        r.run_until(10 * MS);
+        r.set_link(COMMON, false);
+        r.run_until(15 * MS);
+        r.set_link(6, false); // 6-4: ring 2's segment broken too
+        r.run_until(25 * MS);
+        r.reset_report();
+        r.run_until(30 * MS);
+        let second = r.report();
+        eprintln!("shared ports, second failure (6-4): {second:?}");
+        assert_eq!(second.looped, 0);
+        assert_eq!(second.reached_host6, second.sent, "host 6 reached through the reopened segment port: {second:?}");
+        assert!(!r.shared_blocking(3), "a broken segment's port is open");
+    }
+}

@@ -1,0 +1,653 @@
+//! `spotagg eaps --config RING.toml`: an EAPS node daemon for a Linux bridge.
+//!
+//! Every protocol decision is the reference node's ([`spotagg_sim::eaps::EapsNode`]) or, with a
+//! `[shared_port]`, the shared port's ([`spotagg_sim::eaps::shared::SharedPort`]); this module
+//! only carries out their actions and feeds them events (docs/eaps.md §9):
+//! - link up and down from rtnetlink (RTNLGRP_LINK: IFF_UP and IFF_LOWER_UP);
+//! - PDUs received on AF_PACKET sockets, one per ring port, and sent out of them;
+//! - port forwarding or blocking and FDB flushes through rtnetlink ([`os`]).
+//!
+//! Domains are grouped by their pair of ring ports; each pair is one `EapsNode` (its ports 0
+//! and 1 are the pair in first-use order), so a machine runs any number of domains on any
+//! number of ring ports. A ring port forwards (is a port of the bridge) while every domain that
+//! uses it, and the shared port, say so; otherwise it is taken out of the bridge ([`os`]).
+//!
+//! A line is printed per transition. The status (JSON) is written to the ring file's status
+//! file on every change and every second; `spotagg eaps status --config RING.toml` prints it.
+//! SIGINT or SIGTERM stops the daemon: each ring port goes back into the bridge with the
+//! bridge-port state it had at start, and the EAPS MAC's local FDB entry is removed.
+
+pub mod config;
+pub mod os;
+
+use anyhow::{bail, Context, Result};
+use config::{Ring, Role};
+use os::{LinkEvents, PduSocket, Rtnl, Signals};
+use serde_json::json;
+use spotagg_driver::wire::MacAddr;
+use spotagg_sim::eaps::shared::{SegmentTimeoutAction, SharedAction, SharedConfig, SharedPort, SharedRole, Where};
+use spotagg_sim::eaps::{Action, DomainConfig, EapsNode, FailAction, Role as NodeRole};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Bridge port state forwarding (linux/if_bridge.h), assumed where the dump does not say.
+const BR_STATE_FORWARDING: u8 = 3;
+
+/// Arguments of `spotagg eaps`.
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Option<Sub>,
+    /// The ring file (TOML): bridge, ring ports, domains.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Check the ring file and the bridge, print what would run, and exit.
+    #[arg(long)]
+    check: bool,
+}
+
+#[derive(clap::Subcommand)]
+enum Sub {
+    /// Print the running daemon's status as JSON.
+    Status {
+        /// The ring file the daemon runs (its status file is found from it).
+        #[arg(long)]
+        config: PathBuf,
+    },
+}
+
+/// Runs `spotagg eaps`.
+pub fn run(args: Args) -> Result<()> {
+    match args.command {
+        Some(Sub::Status { config }) => status(&config),
+        None => {
+            let Some(path) = args.config else {
+                bail!("spotagg eaps needs --config RING.toml (or: spotagg eaps status)")
+            };
+            let ring = config::load(&path)?;
+            if args.check {
+                println!(
+                    "{}: {} domain(s) on bridge {}, ring ports {:?}",
+                    path.display(),
+                    ring.domains.len(),
+                    ring.bridge,
+                    ring.ports()
+                );
+                return Ok(());
+            }
+            Daemon::start(ring)?.run()
+        }
+    }
+}
+
+fn status(config: &std::path::Path) -> Result<()> {
+    let ring = config::load(config)?;
+    let text = std::fs::read_to_string(&ring.status_file).with_context(|| {
+        format!("{}: no status (is `spotagg eaps --config {}` running?)", ring.status_file.display(), config.display())
+    })?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not a status file", ring.status_file.display()))?;
+    let pid = v["pid"].as_i64().unwrap_or(0);
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    let alive = pid > 0 && unsafe { libc::kill(pid as i32, 0) } == 0;
+    let mut v = v;
+    v["running"] = json!(alive && v["stopped"] != json!(true));
+    println!("{}", serde_json::to_string_pretty(&v)?);
+    Ok(())
+}
+
+struct PortIo {
+    name: String,
+    index: u32,
+    sock: PduSocket,
+    link: bool,
+    saved_state: u8,
+    /// Some(true): a bridge port (forwarding); Some(false): out of the bridge (blocked).
+    applied: Option<bool>,
+    pdus_tx: u64,
+    pdus_rx: u64,
+}
+
+struct Group {
+    /// Physical port of the node's port 0 and 1.
+    ports: [usize; 2],
+    node: EapsNode,
+    /// Ring-file domain index of each node domain.
+    domains: Vec<usize>,
+}
+
+/// The shared port, its physical port and its segment ports.
+struct Shared {
+    port: usize,
+    segments: Vec<usize>,
+    node: SharedPort,
+}
+
+struct Daemon {
+    ring: Ring,
+    shared: Option<Shared>,
+    rtnl: Rtnl,
+    events: LinkEvents,
+    signals: Signals,
+    bridge_index: u32,
+    mac: MacAddr,
+    ports: Vec<PortIo>,
+    groups: Vec<Group>,
+    start: Instant,
+    transitions: u64,
+}
+
+fn ns(ms: u64) -> u64 {
+    ms * 1_000_000
+}
+
+impl Daemon {
+    fn start(ring: Ring) -> Result<Daemon> {
+        let mut rtnl = Rtnl::open()?;
+        let links = rtnl.links()?;
+        let file = ring.path.display().to_string();
+        let Some(bridge) = links.iter().find(|l| l.name == ring.bridge) else {
+            bail!("{file}: bridge = {:?}: no such interface", ring.bridge);
+        };
+        let bridge_index = bridge.index;
+        let mac = ring.system_mac.or(bridge.mac.map(MacAddr)).unwrap_or(MacAddr([2, 0, 0, 0, 0, 1]));
+        let mut ports = Vec::new();
+        for name in ring.ports() {
+            let Some(l) = links.iter().find(|l| l.name == name) else {
+                bail!("{file}: ring port {name:?}: no such interface");
+            };
+            if l.master != Some(bridge_index) {
+                bail!("{file}: ring port {name:?}: not a port of bridge {:?}", ring.bridge);
+            }
+            ports.push(PortIo {
+                name: name.clone(),
+                index: l.index,
+                sock: PduSocket::open(l.index).with_context(|| format!("ring port {name}"))?,
+                link: l.up,
+                saved_state: l.port_state.unwrap_or(BR_STATE_FORWARDING),
+                applied: None,
+                pdus_tx: 0,
+                pdus_rx: 0,
+            });
+        }
+        let port_of = |n: &str| ports.iter().position(|p| p.name == n).unwrap();
+        let mut groups: Vec<Group> = Vec::new();
+        for (i, d) in ring.domains.iter().enumerate() {
+            let (p, s) = (port_of(&d.primary), port_of(&d.secondary));
+            let g = match groups.iter().position(|g| g.ports == [p, s] || g.ports == [s, p]) {
+                Some(g) => g,
+                None => {
+                    groups.push(Group { ports: [p, s], node: EapsNode::new(mac, vec![], [false; 2]), domains: vec![] });
+                    groups.len() - 1
+                }
+            };
+            groups[g].domains.push(i);
+        }
+        for g in &mut groups {
+            let cfgs = g
+                .domains
+                .iter()
+                .map(|&i| {
+                    let d = &ring.domains[i];
+                    DomainConfig {
+                        role: if d.role == Role::Master { NodeRole::Master } else { NodeRole::Transit },
+                        primary: if ports[g.ports[0]].name == d.primary { 0 } else { 1 },
+                        control_vlan: d.control_vlan,
+                        protected: d.protected_vlans.clone(),
+                        hello: ns(d.hello_ms),
+                        fail: ns(d.fail_ms),
+                        pre_forwarding: ns(d.pre_forwarding_ms),
+                        fail_action: if d.open_secondary { FailAction::OpenSecondary } else { FailAction::SendAlert },
+                    }
+                })
+                .collect();
+            g.node = EapsNode::new(mac, cfgs, [ports[g.ports[0]].link, ports[g.ports[1]].link]);
+        }
+        let shared = ring.shared.as_ref().map(|sc| {
+            let port = port_of(&sc.port);
+            let mut segments = Vec::new();
+            let mut segment_vlans = Vec::new();
+            let mut hold = 0;
+            for d in &ring.domains {
+                let other = if d.primary == sc.port {
+                    &d.secondary
+                } else if d.secondary == sc.port {
+                    &d.primary
+                } else {
+                    continue;
+                };
+                hold = hold.max(d.pre_forwarding_ms);
+                let o = port_of(other);
+                if !segments.contains(&o) {
+                    segments.push(o);
+                    segment_vlans.push(d.control_vlan);
+                }
+            }
+            let cfg = SharedConfig {
+                role: if sc.mode == config::SharedMode::Controller {
+                    SharedRole::Controller
+                } else {
+                    SharedRole::Partner
+                },
+                link_id: sc.link_id,
+                shared_vlan: segment_vlans[0],
+                segment_vlans,
+                hello: ns(sc.segment_hello_ms),
+                timeout: ns(sc.segment_timeout_ms),
+                timeout_action: if sc.timeout_segment_down {
+                    SegmentTimeoutAction::SegmentDown
+                } else {
+                    SegmentTimeoutAction::SendAlert
+                },
+                hold: ns(hold),
+            };
+            let links = segments.iter().map(|&x| ports[x].link).collect();
+            Shared { port, node: SharedPort::new(mac, cfg, ports[port].link, links), segments }
+        });
+        let events = LinkEvents::open()?;
+        let signals = Signals::open()?;
+        rtnl.add_eaps_local(bridge_index).context("adding the EAPS MAC's local FDB entry")?;
+        Ok(Daemon {
+            ring,
+            shared,
+            rtnl,
+            events,
+            signals,
+            bridge_index,
+            mac,
+            ports,
+            groups,
+            start: Instant::now(),
+            transitions: 0,
+        })
+    }
+
+    fn now(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    fn run(mut self) -> Result<()> {
+        println!(
+            "spotagg eaps: bridge {} mac {} ports {} domains {} (pid {})",
+            self.ring.bridge,
+            self.mac,
+            self.ports
+                .iter()
+                .map(|p| format!("{}({})", p.name, if p.link { "up" } else { "down" }))
+                .collect::<Vec<_>>()
+                .join(","),
+            self.ring.domains.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(","),
+            std::process::id()
+        );
+        let result = self.serve();
+        let restored = self.restore();
+        result.and(restored)
+    }
+
+    fn serve(&mut self) -> Result<()> {
+        let now = self.now();
+        for g in 0..self.groups.len() {
+            let a = self.groups[g].node.enable(now);
+            self.apply(g, a)?;
+        }
+        if let Some(sh) = self.shared.as_mut() {
+            let a = sh.node.enable(now);
+            self.apply_shared(a)?;
+        }
+        self.apply_port_states(true)?;
+        self.write_status(false)?;
+        let mut last_status = Instant::now();
+        loop {
+            let now = self.now();
+            let next = self
+                .groups
+                .iter()
+                .filter_map(|g| g.node.poll_timeout())
+                .chain(self.shared.as_ref().and_then(|s| s.node.poll_timeout()))
+                .min();
+            let mut timeout = match next {
+                Some(t) if t <= now => 0,
+                Some(t) => (t - now).div_ceil(1_000_000).min(1000) as i32,
+                None => 1000,
+            };
+            timeout = timeout.min(1000);
+            let mut fds = vec![self.signals.as_raw_fd(), self.events.as_raw_fd()];
+            fds.extend(self.ports.iter().map(|p| p.sock.as_raw_fd()));
+            let ready = os::poll(&fds, timeout)?;
+            if ready[0] {
+                if let Some(sig) = self.signals.take() {
+                    println!("spotagg eaps: signal {sig}, stopping");
+                    return Ok(());
+                }
+            }
+            if ready[1] {
+                for l in self.events.drain()? {
+                    self.link_event(l.index, l.up)?;
+                }
+            }
+            for p in 0..self.ports.len() {
+                if !ready[2 + p] {
+                    continue;
+                }
+                while let Some(frame) = self.ports[p].sock.recv()? {
+                    self.ports[p].pdus_rx += 1;
+                    self.pdu(p, &frame)?;
+                }
+            }
+            let now = self.now();
+            for g in 0..self.groups.len() {
+                if self.groups[g].node.poll_timeout().is_some_and(|t| t <= now) {
+                    let a = self.groups[g].node.handle_timeout(now);
+                    self.apply(g, a)?;
+                }
+            }
+            if self.shared.as_ref().and_then(|s| s.node.poll_timeout()).is_some_and(|t| t <= now) {
+                let a = self.shared.as_mut().unwrap().node.handle_timeout(now);
+                self.apply_shared(a)?;
+            }
+            if last_status.elapsed().as_secs() >= 1 {
+                self.write_status(false)?;
+                last_status = Instant::now();
+            }
+        }
+    }
+
+    fn link_event(&mut self, index: u32, up: bool) -> Result<()> {
+        let Some(p) = self.ports.iter().position(|x| x.index == index) else { return Ok(()) };
+        if self.ports[p].link != up {
+            self.ports[p].link = up;
+            println!(
+                "eaps: t={:.3} ms port {} link {}",
+                self.now() as f64 / 1e6,
+                self.ports[p].name,
+                if up { "up" } else { "down" }
+            );
+            let now = self.now();
+            for g in 0..self.groups.len() {
+                if let Some(local) = self.groups[g].ports.iter().position(|&x| x == p) {
+                    let a = if up {
+                        self.groups[g].node.link_up(now, local)
+                    } else {
+                        self.groups[g].node.link_down(now, local)
+                    };
+                    self.apply(g, a)?;
+                }
+            }
+            if let Some(w) = self.where_shared(p) {
+                let sh = self.shared.as_mut().unwrap();
+                let a = match w {
+                    Where::Shared => sh.node.shared_link(now, up),
+                    Where::Segment(i) => sh.node.segment_link(now, i, up),
+                };
+                self.apply_shared(a)?;
+            }
+        }
+        self.apply_port_states(false)?;
+        self.write_status(false)
+    }
+
+    /// Where physical port `p` is for the shared port, if it is one of its ports.
+    fn where_shared(&self, p: usize) -> Option<Where> {
+        let sh = self.shared.as_ref()?;
+        if sh.port == p {
+            return Some(Where::Shared);
+        }
+        sh.segments.iter().position(|&x| x == p).map(Where::Segment)
+    }
+
+    fn apply_shared(&mut self, actions: Vec<SharedAction>) -> Result<()> {
+        let mut changed = false;
+        for a in actions {
+            let sh = self.shared.as_ref().unwrap();
+            match a {
+                SharedAction::Send { to, frame } => {
+                    let p = match to {
+                        Where::Shared => sh.port,
+                        Where::Segment(i) => sh.segments[i],
+                    };
+                    if self.ports[p].link {
+                        self.ports[p].sock.send(&frame)?;
+                        self.ports[p].pdus_tx += 1;
+                    }
+                }
+                SharedAction::SegmentPort { segment, forwarding } => {
+                    changed = true;
+                    println!(
+                        "eaps: t={:.3} ms shared port {}: segment port {} {}",
+                        self.now() as f64 / 1e6,
+                        self.ports[sh.port].name,
+                        self.ports[sh.segments[segment]].name,
+                        if forwarding { "forwarding" } else { "blocked" }
+                    );
+                }
+                SharedAction::Transition { from, to, cause } => {
+                    changed = true;
+                    self.transitions += 1;
+                    println!(
+                        "eaps: t={:.3} ms shared port {}: {:?} -> {:?} ({:?})",
+                        self.now() as f64 / 1e6,
+                        self.ports[sh.port].name,
+                        from,
+                        to,
+                        cause
+                    );
+                }
+                SharedAction::Alert { at, foreign_link } => {
+                    println!(
+                        "eaps: t={:.3} ms shared port: alert at {at:?} (foreign link {foreign_link:?})",
+                        self.now() as f64 / 1e6
+                    );
+                }
+            }
+        }
+        if changed {
+            self.apply_port_states(false)?;
+            self.write_status(false)?;
+        }
+        Ok(())
+    }
+
+    fn pdu(&mut self, p: usize, frame: &[u8]) -> Result<()> {
+        let now = self.now();
+        if let Some(w) = self.where_shared(p) {
+            if let Ok(a) = self.shared.as_mut().unwrap().node.handle_frame(now, w, frame) {
+                return self.apply_shared(a);
+            }
+        }
+        for g in 0..self.groups.len() {
+            let Some(local) = self.groups[g].ports.iter().position(|&x| x == p) else { continue };
+            match self.groups[g].node.handle_frame(now, local, frame) {
+                Ok(a) => return self.apply(g, a),
+                Err(spotagg_sim::eaps::FrameError::UnknownDomain(_)) => continue,
+                Err(_) => return Ok(()),
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, g: usize, actions: Vec<Action>) -> Result<()> {
+        let mut flush = false;
+        let mut changed = false;
+        for a in actions {
+            match a {
+                Action::Send { port, frame } => {
+                    let p = self.groups[g].ports[port];
+                    if self.ports[p].link {
+                        self.ports[p].sock.send(&frame)?;
+                        self.ports[p].pdus_tx += 1;
+                    }
+                }
+                Action::PortState { .. } => changed = true,
+                Action::FlushFdb { .. } => flush = true,
+                Action::Transition { domain, from, to, cause } => {
+                    self.transitions += 1;
+                    changed = true;
+                    let d = &self.ring.domains[self.groups[g].domains[domain]];
+                    let ports = self.groups[g].ports.map(|p| {
+                        let f = self.groups[g]
+                            .node
+                            .forwarding(domain, self.groups[g].ports.iter().position(|&x| x == p).unwrap());
+                        format!("{} {}", self.ports[p].name, if f { "forwarding" } else { "blocked" })
+                    });
+                    println!(
+                        "eaps: t={:.3} ms domain {}: {:?} -> {:?} ({:?}); {}, {}",
+                        self.now() as f64 / 1e6,
+                        d.name,
+                        from,
+                        to,
+                        cause,
+                        ports[0],
+                        ports[1]
+                    );
+                }
+                Action::Alert { domain, alert } => {
+                    let d = &self.ring.domains[self.groups[g].domains[domain]];
+                    println!("eaps: t={:.3} ms domain {}: alert {:?}", self.now() as f64 / 1e6, d.name, alert);
+                }
+            }
+        }
+        if changed {
+            self.apply_port_states(false)?;
+        }
+        if flush {
+            // A port out of the bridge has no entries: leaving the bridge flushed them.
+            for p in self.groups[g].ports.into_iter().filter(|&p| self.ports[p].applied == Some(true)) {
+                if let Err(e) = self.rtnl.flush_port(self.ports[p].index) {
+                    // EOPNOTSUPP: not (or no longer) a bridge port, so nothing to flush.
+                    if e.downcast_ref::<std::io::Error>().and_then(|e| e.raw_os_error()) != Some(libc::EOPNOTSUPP) {
+                        return Err(e).with_context(|| format!("flushing {}", self.ports[p].name));
+                    }
+                }
+            }
+        }
+        if changed {
+            self.write_status(false)?;
+        }
+        let _ = std::io::stdout().flush();
+        Ok(())
+    }
+
+    /// Whether every domain using physical port `p` lets it forward.
+    fn wanted_forwarding(&self, p: usize) -> bool {
+        let shared_ok = match (self.where_shared(p), self.shared.as_ref()) {
+            (Some(Where::Segment(i)), Some(sh)) => sh.node.forwarding(i),
+            _ => true,
+        };
+        shared_ok
+            && self.groups.iter().all(|g| match g.ports.iter().position(|&x| x == p) {
+                None => true,
+                Some(local) => (0..g.node.domain_count()).all(|d| g.node.forwarding(d, local)),
+            })
+    }
+
+    fn apply_port_states(&mut self, force: bool) -> Result<()> {
+        for p in 0..self.ports.len() {
+            let want = self.wanted_forwarding(p);
+            if force || self.ports[p].applied != Some(want) {
+                let (index, name) = (self.ports[p].index, self.ports[p].name.clone());
+                let master = if want { self.bridge_index } else { 0 };
+                self.rtnl.set_master(index, master).with_context(|| {
+                    format!(
+                        "{} {name} {} bridge {}",
+                        if want { "adding" } else { "taking" },
+                        if want { "to" } else { "out of" },
+                        self.ring.bridge
+                    )
+                })?;
+                // A port that was a bridge port already keeps its state (disabled at start): forward.
+                if want && self.ports[p].link {
+                    if let Err(e) = self.rtnl.set_port_state(index, BR_STATE_FORWARDING) {
+                        if e.downcast_ref::<std::io::Error>().and_then(|e| e.raw_os_error()) != Some(libc::ENETDOWN) {
+                            return Err(e).with_context(|| format!("setting {name} forwarding"));
+                        }
+                    }
+                }
+                self.ports[p].applied = Some(want);
+            }
+        }
+        Ok(())
+    }
+
+    fn write_status(&self, stopped: bool) -> Result<()> {
+        let ports: Vec<_> = self
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                json!({
+                    "name": p.name, "link": if p.link { "up" } else { "down" },
+                    "forwarding": self.wanted_forwarding(i), "pdus_tx": p.pdus_tx, "pdus_rx": p.pdus_rx,
+                })
+            })
+            .collect();
+        let mut domains = Vec::new();
+        for g in &self.groups {
+            for (d, &i) in g.domains.iter().enumerate() {
+                let c = &self.ring.domains[i];
+                let k = g.node.counters(d);
+                domains.push(json!({
+                    "name": c.name, "role": c.role, "control_vlan": c.control_vlan, "protected_vlans": c.protected_vlans,
+                    "state": format!("{:?}", g.node.state(d)),
+                    "primary": { "port": c.primary, "forwarding": g.node.forwarding(d, g.ports.iter().position(|&x| self.ports[x].name == c.primary).unwrap()) },
+                    "secondary": { "port": c.secondary, "forwarding": g.node.forwarding(d, g.ports.iter().position(|&x| self.ports[x].name == c.secondary).unwrap()) },
+                    "pdus": { "tx": k.tx, "rx": k.rx, "forwarded": k.forwarded, "dropped": k.dropped },
+                    "last_transition": g.node.last_transition(d).map(|(t, cause)| json!({ "at_ms": t as f64 / 1e6, "cause": format!("{cause:?}") })),
+                }));
+            }
+        }
+        let shared = self.shared.as_ref().map(|sh| {
+            json!({
+                "port": self.ports[sh.port].name, "role": format!("{:?}", sh.node.config().role),
+                "link_id": sh.node.config().link_id, "state": format!("{:?}", sh.node.state()),
+                "common_link_up": sh.node.common_link_up(),
+                "segments": sh.segments.iter().enumerate().map(|(i, &p)| json!({
+                    "port": self.ports[p].name, "intact": sh.node.segment_intact(i), "forwarding": sh.node.forwarding(i),
+                })).collect::<Vec<_>>(),
+                "pdus": { "tx": sh.node.tx, "rx": sh.node.rx },
+            })
+        });
+        let v = json!({
+            "shared_port": shared,
+            "pid": std::process::id(), "ring_file": self.ring.path, "bridge": self.ring.bridge,
+            "system_mac": self.mac.to_string(), "uptime_ms": self.now() as f64 / 1e6, "transitions": self.transitions,
+            "stopped": stopped, "ports": ports, "domains": domains,
+        });
+        let tmp = {
+            let mut s = self.ring.status_file.as_os_str().to_owned();
+            s.push(".tmp");
+            PathBuf::from(s)
+        };
+        std::fs::write(&tmp, serde_json::to_vec_pretty(&v)?).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, &self.ring.status_file)
+            .with_context(|| format!("writing {}", self.ring.status_file.display()))?;
+        Ok(())
+    }
+
+    fn restore(&mut self) -> Result<()> {
+        let mut first_err = None;
+        for p in 0..self.ports.len() {
+            let (index, state) = (self.ports[p].index, self.ports[p].saved_state);
+            if let Err(e) = self.rtnl.set_master(index, self.bridge_index) {
+                first_err.get_or_insert(e.context(format!("putting {} back into the bridge", self.ports[p].name)));
+                continue;
+            }
+            if let Err(e) = self.rtnl.set_port_state(index, state) {
+                if self.ports[p].link {
+                    first_err.get_or_insert(e.context(format!("restoring {}'s state", self.ports[p].name)));
+                }
+            }
+        }
+        if let Err(e) = self.rtnl.del_eaps_local(self.bridge_index) {
+            first_err.get_or_insert(e);
+        }
+        self.write_status(true)?;
+        println!(
+            "spotagg eaps: stopped; ports back as they were ({})",
+            self.ports.iter().map(|p| format!("{} state {}", p.name, p.saved_state)).collect::<Vec<_>>().join(", ")
+        );
+        first_err.map_or(Ok(()), Err)
+    }
+}
