@@ -18,4 +18,7 @@ pub trait Engine: Send {
     fn cycles(&self) -> Option<u64> {
         None
     }
+    /// The time of the frames fed next, µs from any origin, for an engine that keeps
+    /// time-stamped counters (the reference switch's straggler counters); others ignore it.
+    fn set_clock(&mut self, _now_us: u64) {}
 }
