@@ -206,16 +206,21 @@ pub struct TreeConfig {
 }
 
 impl TreeConfig {
-    /// Defaults for a link: 1024-byte payloads, 128 slots, a 200 µs timeout floor, no switch
-    /// processing time, i32 data.
+    /// Defaults for a link: 1024-byte payloads, 128 slots, no switch processing time, i32
+    /// data, and a timeout floor of 200 µs or twice the time a window of frames takes on the
+    /// link, whichever is longer (so that a window queued on a worker's link does not time
+    /// out: 2.2 ms at 1 Gb/s).
     pub fn new(link: LinkParams, elements: usize, seed: u64) -> TreeConfig {
+        let slots = 128u16;
+        let window_ps =
+            2.0 * f64::from(slots) * (PayloadSize::B1024.bytes() + HEADERS + WIRE_OVERHEAD) as f64 * 8000.0 / link.gbps;
         TreeConfig {
             link,
             elements,
             float: false,
             payload: PayloadSize::B1024,
-            slots: 128,
-            timeout: Duration::from_micros(200),
+            slots,
+            timeout: Duration::from_micros(200).max(Duration::from_nanos((window_ps / 1000.0) as u64)),
             switch_frame_time: Duration::ZERO,
             seed,
         }
