@@ -12,6 +12,7 @@
 use crate::reference::{RefSwitch, IP_OFFSET, L4_OFFSET, SWITCHML_OFFSET};
 use spotagg_driver::counters::{Counters, DropReason};
 use spotagg_driver::engine::Engine;
+use spotagg_driver::metrics::{counter_families, merge, Family, Kind};
 use spotagg_driver::wire::{switchml, udp, EtherType, EthernetFrame, IpProtocol, Ipv4Packet};
 use spotagg_driver::JobConfig;
 
@@ -157,5 +158,24 @@ impl Engine for MultiSwitch {
         for (_, s) in &mut self.jobs {
             s.set_clock(now_us);
         }
+    }
+    /// The switch's total counters, each job's counters, tree and straggler counters labelled
+    /// `job` (its `job_number`), and the unknown (source, job) drops.
+    fn metrics(&self) -> Vec<Family> {
+        let mut per_job = Vec::new();
+        for (p, s) in &self.jobs {
+            let l = [("job", p.job.job_number.to_string())];
+            let mut f = counter_families(&s.counters(), &l);
+            f.extend(s.tree_and_straggler_families(&l));
+            per_job.push(f);
+        }
+        let mut f = merge(&per_job);
+        f.push(Family::single(
+            "spotagg_switch_unknown_source_job_total",
+            "SwitchML frames of no job's (source, job_number), dropped.",
+            Kind::Counter,
+            self.unknown_source_job as f64,
+        ));
+        f
     }
 }

@@ -26,6 +26,7 @@
 
 use spotagg_driver::counters::{Counters, DropReason};
 use spotagg_driver::engine::Engine;
+use spotagg_driver::metrics::{counter_families, Family, Kind};
 use spotagg_driver::wire::{
     arp, be16, ethernet, icmp, ipv4, switchml, udp, ArpOperation, ArpPacket, ArpRepr, EtherType, EthernetFrame,
     EthernetRepr, IpProtocol, Ipv4Addr, Ipv4Packet, Ipv4Repr, MacAddr, PoolIndex, SwitchmlPacket, UdpPacket, UdpRepr,
@@ -294,6 +295,52 @@ impl RefSwitch {
         &self.stragglers
     }
 
+    /// The tree counters (§6) and the straggler counters (§7) as Prometheus families, every
+    /// sample with `labels` (stragglers also with `rank`).
+    pub fn tree_and_straggler_families(&self, labels: &[(&str, String)]) -> Vec<Family> {
+        let t = &self.tree;
+        let one = |name: &str, help: &str, v: u64| Family::new(name, help, Kind::Counter).sample(labels, v as f64);
+        let mut fams = vec![
+            one("spotagg_switch_tree_partials_up_total", "Partial sums sent to the parent.", t.partials_up),
+            one(
+                "spotagg_switch_tree_partials_resent_total",
+                "Partial sums sent again on a retransmission to a waiting round.",
+                t.partials_resent,
+            ),
+            one(
+                "spotagg_switch_tree_parent_results_total",
+                "Parent results that completed a waiting round.",
+                t.parent_results,
+            ),
+            one(
+                "spotagg_switch_tree_parent_results_stale_total",
+                "Parent results for a round not waiting (dropped).",
+                t.parent_results_stale,
+            ),
+        ];
+        let mut last = Family::new(
+            "spotagg_switch_straggler_rounds_last_total",
+            "Rounds completed by this rank's contribution (it was the last).",
+            Kind::Counter,
+        );
+        let mut total = Family::new(
+            "spotagg_switch_straggler_behind_microseconds_total",
+            "Sum over those rounds of how far behind the round's first contribution it arrived, µs.",
+            Kind::Counter,
+        );
+        let mut max =
+            Family::new("spotagg_switch_straggler_behind_microseconds_max", "The largest such lag, µs.", Kind::Gauge);
+        for (r, sc) in self.stragglers.iter().enumerate() {
+            let mut l = labels.to_vec();
+            l.push(("rank", r.to_string()));
+            last = last.sample(&l, sc.rounds_last as f64);
+            total = total.sample(&l, sc.behind_us_total as f64);
+            max = max.sample(&l, sc.behind_us_max as f64);
+        }
+        fams.extend([last, total, max]);
+        fams
+    }
+
     /// The job.
     pub fn job(&self) -> &JobConfig {
         &self.job
@@ -553,6 +600,11 @@ impl Engine for RefSwitch {
     }
     fn set_clock(&mut self, now_us: u64) {
         RefSwitch::set_clock(self, now_us)
+    }
+    fn metrics(&self) -> Vec<Family> {
+        let mut f = counter_families(&self.counters, &[]);
+        f.extend(self.tree_and_straggler_families(&[]));
+        f
     }
 }
 
