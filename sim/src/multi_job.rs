@@ -8,6 +8,22 @@
 //! job's slots or counters change. Every other frame (ARP, ICMP, frames that fail a check before
 //! the source, such as a wrong MAC) is the first job's to answer or count: all jobs share the
 //! switch's MAC and IPv4 address.
+//!
+//! A switch of several jobs is read from a TOML file ([`MultiSwitch::load`]) that names each
+//! job's own file (the job format of `spotagg_driver::config`, relative paths from the switch
+//! file's folder) and its slot range:
+//!
+//! ```toml
+//! capacity = 64            # [the sum of the jobs' slots] slots of the switch's memory
+//!
+//! [[job]]
+//! config = "job-a.toml"    # job_number 0 in that file
+//! slot_base = 0            # its slots are the switch's 0..S
+//!
+//! [[job]]
+//! config = "job-b.toml"    # job_number 1
+//! slot_base = 16
+//! ```
 
 use crate::reference::{RefSwitch, IP_OFFSET, L4_OFFSET, SWITCHML_OFFSET};
 use spotagg_driver::counters::{Counters, DropReason};
@@ -38,7 +54,63 @@ pub struct MultiSwitch {
     unknown_source_job: u64,
 }
 
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSwitch {
+    capacity: Option<i64>,
+    job: Vec<RawJobRef>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawJobRef {
+    config: String,
+    slot_base: i64,
+}
+
 impl MultiSwitch {
+    /// Reads a switch of several jobs from TOML text; job files are read relative to `dir`.
+    /// Errors name the key (`job[i].config`, `job[i].slot_base`, `capacity`) and the value.
+    pub fn from_toml(text: &str, dir: &std::path::Path) -> Result<MultiSwitch, MultiJobError> {
+        let raw: RawSwitch = toml::from_str(text).map_err(|e| MultiJobError(e.to_string().trim_end().to_string()))?;
+        let mut jobs = Vec::new();
+        for (i, j) in raw.job.iter().enumerate() {
+            let path = dir.join(&j.config);
+            let job = JobConfig::load(&path).map_err(|e| MultiJobError(format!("job[{i}].config: {}", e.0)))?;
+            let slot_base = u32::try_from(j.slot_base).ok().filter(|b| *b < 1 << 15).ok_or_else(|| {
+                MultiJobError(format!("key `job[{i}].slot_base` = {}: must be 0..32768", j.slot_base))
+            })?;
+            jobs.push(JobPlacement { job, slot_base });
+        }
+        let capacity = match raw.capacity {
+            None => jobs.iter().map(|p| p.slot_base + u32::from(p.job.slots)).max().unwrap_or(0),
+            Some(c) if (1..=1 << 15).contains(&c) => c as u32,
+            Some(c) => return Err(MultiJobError(format!("key `capacity` = {c}: must be 1..=32768"))),
+        };
+        MultiSwitch::new(jobs, capacity)
+    }
+
+    /// Reads and validates a switch file; errors name the file.
+    pub fn load(path: &std::path::Path) -> Result<MultiSwitch, MultiJobError> {
+        let text = std::fs::read_to_string(path).map_err(|e| MultiJobError(format!("{}: {e}", path.display())))?;
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        MultiSwitch::from_toml(&text, dir).map_err(|e| MultiJobError(format!("{}: {}", path.display(), e.0)))
+    }
+
+    /// A job that stands for all of them where the software switch needs one (the switch's
+    /// addresses and ports; every job's workers, for their MACs). Not a job to aggregate.
+    pub fn addressing_job(&self) -> JobConfig {
+        let mut j = self.jobs[0].0.job.clone();
+        for (p, _) in &self.jobs[1..] {
+            for w in &p.job.workers {
+                if j.rank_of(w.ip).is_none() {
+                    j.workers.push(*w);
+                }
+            }
+        }
+        j
+    }
+
     /// Jobs sharing `capacity` slots. Fails, naming the jobs, when they do not share the switch's
     /// MAC and IPv4 address, when two have the same `job_number` and a worker in common, or when
     /// slot ranges overlap or pass the capacity.

@@ -16,6 +16,7 @@ use anyhow::{Context, Result};
 use spotagg_driver::transport::{enlarge_buffers, SOCKET_BUFFER};
 use spotagg_driver::Counters;
 use spotagg_sim::metrics_http::{serve_http, MetricsBoard};
+use spotagg_sim::multi_job::MultiSwitch;
 pub use spotagg_sim::udp_switch::{counters_line, serve, serve_threads, ServeOptions};
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, UdpSocket};
@@ -29,8 +30,12 @@ use std::time::Duration;
 #[derive(clap::Args)]
 pub struct Args {
     /// The job configuration (TOML).
+    #[arg(long, required_unless_present = "jobs", conflicts_with = "jobs")]
+    config: Option<PathBuf>,
+    /// Several jobs on one switch (docs/switch.md §8): a TOML file of `[[job]]` entries, each a
+    /// job file (`config`) and its `slot_base` (sim::multi_job). Reference engine, one thread.
     #[arg(long)]
-    config: PathBuf,
+    jobs: Option<PathBuf>,
     /// Address to listen on, e.g. 0.0.0.0:48864 or 127.0.0.1:0.
     #[arg(long)]
     bind: SocketAddr,
@@ -105,17 +110,40 @@ pub fn sum_counters(cs: impl IntoIterator<Item = Counters>) -> Counters {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let job = load_job(&args.config)?;
     anyhow::ensure!((0.0..=1.0).contains(&args.loss), "--loss {} is not a probability in 0..=1", args.loss);
-    let threads = args.threads.unwrap_or(job.switch_ports);
-    anyhow::ensure!(
-        threads == job.switch_ports,
-        "--threads {threads} but the job's switch_ports = {}: its workers send slot s to port + (s mod {}); set switch_ports = {threads} in {}",
-        job.switch_ports,
-        job.switch_ports,
-        args.config.display()
-    );
-    let mut engines = (0..threads).map(|_| args.engine.build(&job)).collect::<Result<Vec<_>>>()?;
+    let (job, threads, mut engines) = if let Some(jobs) = &args.jobs {
+        let multi = MultiSwitch::load(jobs)?;
+        anyhow::ensure!(
+            matches!(args.engine, EngineKind::Model),
+            "--jobs runs the reference switch: drop --engine or use --engine model"
+        );
+        anyhow::ensure!(args.threads.unwrap_or(1) == 1, "--jobs serves on one thread: drop --threads");
+        for (p, _) in multi.jobs() {
+            println!(
+                "spotagg switch: job_number {}: {} workers, {} B payload, slots {}..{}",
+                p.job.job_number,
+                p.job.n(),
+                p.job.payload.bytes(),
+                p.slot_base,
+                p.slot_base + u32::from(p.job.slots)
+            );
+        }
+        let engines: Vec<Box<dyn spotagg_driver::Engine>> = vec![Box::new(multi.clone())];
+        (multi.addressing_job(), 1, engines)
+    } else {
+        let path = args.config.as_ref().expect("clap requires --config without --jobs");
+        let job = load_job(path)?;
+        let threads = args.threads.unwrap_or(job.switch_ports);
+        anyhow::ensure!(
+            threads == job.switch_ports,
+            "--threads {threads} but the job's switch_ports = {}: its workers send slot s to port + (s mod {}); set switch_ports = {threads} in {}",
+            job.switch_ports,
+            job.switch_ports,
+            path.display()
+        );
+        let engines = (0..threads).map(|_| args.engine.build(&job)).collect::<Result<Vec<_>>>()?;
+        (job, threads, engines)
+    };
     let sockets = bind_ports(args.bind, threads)?;
     for s in &sockets {
         enlarge_buffers(s, SOCKET_BUFFER);
