@@ -129,6 +129,35 @@ fn main() {
         println!("| {name} | {} | {} |", cell(0), cell(1));
     }
     println!();
+    println!("## A straggler: 256 workers (16×16), 10 Gb/s, worker 37 (rack 2, rank 5) on a 5 Gb/s link");
+    println!();
+    let topo = Topology::racks(256.min(a.max_n.max(32)), 16, 16);
+    let mut cfg = TreeConfig::new(link(10.0, 0.0), m, 13);
+    let slow = 37.min(topo.n() - 1);
+    cfg.slow_worker = Some((slow, 0.5));
+    let r = tree_allreduce(&topo, &cfg).expect("straggler run");
+    assert_eq!(r.wrong_workers, 0);
+    println!(
+        "time {:.3} ms (lossless, all at 10 Gb/s: see the sweep). Ranks that were last in any round, behind the first:",
+        r.seconds * 1e3
+    );
+    println!();
+    println!("| switch | rank | rounds last | mean lag (µs) | max lag (µs) |");
+    println!("|---|---:|---:|---:|---:|");
+    let mut ties = 0;
+    for (sw, ranks) in &r.stragglers {
+        for (rank, (last, total, max)) in ranks.iter().enumerate() {
+            if *last > 0 && *total == 0 {
+                ties += 1;
+            } else if *last > 0 {
+                let name = if *sw == 0 { "root".to_string() } else { format!("rack {}", sw - 1) };
+                println!("| {name} | {rank} | {last} | {:.1} | {max} |", *total as f64 / *last as f64);
+            }
+        }
+    }
+    println!();
+    println!("({ties} other (switch, rank) pairs were last only in rounds where every contribution came in the same µs: lag 0.)");
+    println!();
     println!("wall time {:.1} s", wall.elapsed().as_secs_f64());
     if let Some(path) = &a.plot {
         plot(path, &points, m);

@@ -79,3 +79,23 @@ fn two_jobs_share_a_switch_with_a_limited_engine() {
     assert!(both[0] > 1.3 * alone_a[0] && both[1] > 1.3 * alone_b[1], "{both:?} vs {alone_a:?} {alone_b:?}");
     assert!((both[0] - both[1]).abs() < 0.1 * both[0], "{both:?}");
 }
+
+#[test]
+fn a_slowed_worker_is_named_by_its_leaf_and_its_rack_by_the_root() {
+    // 4 racks of 8; worker 13 (rack 1, rank 5) on a link at half the rate.
+    let topo = Topology::tree(&[4, 8]);
+    let mut cfg = TreeConfig::new(link(10.0, 0.0), 256 * 60, 6);
+    cfg.slots = 16;
+    cfg.slow_worker = Some((13, 0.5));
+    let r = tree_allreduce(&topo, &cfg).unwrap();
+    assert_eq!(r.wrong_workers, 0);
+    let rounds = 60;
+    // Switch 0 is the root, 1..=4 the racks.
+    let (_, root) = &r.stragglers[0];
+    let (_, rack1) = &r.stragglers[2];
+    assert_eq!(root.iter().map(|x| x.0).sum::<u64>(), rounds);
+    assert!(rack1[5].0 >= rounds * 9 / 10, "rack 1: {rack1:?}");
+    assert!(root[1].0 >= rounds * 9 / 10, "root: {root:?}");
+    assert!(rack1[5].1 / rack1[5].0 >= 1, "rank 5 lags by at least 1 µs a round: {rack1:?}");
+    eprintln!("rack 1 (rounds last, lag µs total, max): {rack1:?}\nroot: {root:?}");
+}

@@ -203,6 +203,9 @@ pub struct TreeConfig {
     pub switch_frame_time: Duration,
     /// Seed of the data and of every link's losses.
     pub seed: u64,
+    /// A worker slowed on purpose: (worker, factor): its link to its switch runs at `factor`
+    /// times the others' rate, both ways.
+    pub slow_worker: Option<(usize, f64)>,
 }
 
 impl TreeConfig {
@@ -223,9 +226,13 @@ impl TreeConfig {
             timeout: Duration::from_micros(200).max(Duration::from_nanos((window_ps / 1000.0) as u64)),
             switch_frame_time: Duration::ZERO,
             seed,
+            slow_worker: None,
         }
     }
 }
+
+/// One rank's straggler counters: rounds it was last, lag µs total, lag µs max.
+pub type RankLag = (u64, u64, u64);
 
 /// The outcome of an all-reduce on the simulated cluster.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -247,6 +254,9 @@ pub struct RunResult {
     pub events: u64,
     /// Each worker's time to its last result, seconds (worker order).
     pub finish: Vec<f64>,
+    /// The straggler counters of every switch (docs/switch.md §7), read from its Prometheus
+    /// families: (switch index, root first; per rank: rounds last, lag µs total, lag µs max).
+    pub stragglers: Vec<(usize, Vec<RankLag>)>,
 }
 
 impl RunResult {
@@ -323,6 +333,8 @@ impl Ord for Ev {
 struct LinkState {
     free_at: Ps,
     rng: ChaCha8Rng,
+    /// Picoseconds per byte on the wire.
+    ps_per_byte: f64,
 }
 
 /// The links and the event queue.
@@ -336,8 +348,6 @@ struct Net<'t> {
     frames: u64,
     lost: u64,
     events: u64,
-    /// Picoseconds per byte on the wire.
-    ps_per_byte: f64,
 }
 
 impl<'t> Net<'t> {
@@ -346,18 +356,16 @@ impl<'t> Net<'t> {
             .map(|i| LinkState {
                 free_at: 0,
                 rng: ChaCha8Rng::seed_from_u64(seed ^ (0x9e37_79b9_7f4a_7c15 ^ i as u64)),
+                ps_per_byte: 8000.0 / params.gbps,
             })
             .collect();
-        Net {
-            topo,
-            params,
-            links,
-            queue: BinaryHeap::new(),
-            seq: 0,
-            frames: 0,
-            lost: 0,
-            events: 0,
-            ps_per_byte: 8000.0 / params.gbps,
+        Net { topo, params, links, queue: BinaryHeap::new(), seq: 0, frames: 0, lost: 0, events: 0 }
+    }
+
+    /// Makes the two links of `node` `factor` times as fast.
+    fn scale_links(&mut self, node: usize, factor: f64) {
+        for l in [2 * node, 2 * node + 1] {
+            self.links[l].ps_per_byte /= factor;
         }
     }
 
@@ -372,7 +380,7 @@ impl<'t> Net<'t> {
         let link = if self.topo.nodes[from].parent == Some(to) { 2 * from } else { 2 * to + 1 };
         let l = &mut self.links[link];
         let start = now.max(l.free_at);
-        let wire = ((pkt.bytes.max(60) + WIRE_OVERHEAD) as f64 * self.ps_per_byte).round() as Ps;
+        let wire = ((pkt.bytes.max(60) + WIRE_OVERHEAD) as f64 * l.ps_per_byte).round() as Ps;
         l.free_at = start + wire;
         self.frames += 1;
         if self.params.loss > 0.0 && l.rng.gen_bool(self.params.loss) {
@@ -442,6 +450,9 @@ fn run_workers(
     let at = |t: Ps| t0 + Duration::from_nanos(t / 1000);
     let back = |i: Instant| (i.saturating_duration_since(t0).as_nanos() as u64) * 1000;
     let mut net = Net::new(topo, cfg.link, cfg.seed);
+    if let Some((w, factor)) = cfg.slow_worker {
+        net.scale_links(topo.workers[w], factor);
+    }
     let n = topo.n();
     let mut workers: Vec<Option<Worker>> = assign
         .iter()
@@ -551,6 +562,12 @@ fn run_workers(
     let retransmissions = ops.iter().flatten().map(|o| o.stats().retransmissions).sum();
     let seconds = finish.iter().copied().fold(0.0, f64::max);
     drop(ops);
+    let stragglers = topo
+        .switches
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &s)| engines[s].as_ref().map(|e| (i, stragglers_of(&e.metrics()))))
+        .collect();
     Ok(RunResult {
         n,
         seconds,
@@ -560,7 +577,37 @@ fn run_workers(
         retransmissions,
         events: net.events,
         finish,
+        stragglers,
     })
+}
+
+/// Per rank (rounds last, lag µs total, lag µs max) from an engine's Prometheus families.
+fn stragglers_of(families: &[spotagg_driver::metrics::Family]) -> Vec<RankLag> {
+    let get = |name: &str| -> Vec<(usize, u64)> {
+        families
+            .iter()
+            .filter(|f| f.name == name)
+            .flat_map(|f| &f.samples)
+            .filter_map(|(l, v)| {
+                let r = l.iter().find(|(k, _)| k == "rank")?.1.parse().ok()?;
+                Some((r, *v as u64))
+            })
+            .collect()
+    };
+    let last = get("spotagg_switch_straggler_rounds_last_total");
+    let total = get("spotagg_switch_straggler_behind_microseconds_total");
+    let max = get("spotagg_switch_straggler_behind_microseconds_max");
+    let mut out = vec![(0, 0, 0); last.iter().map(|x| x.0 + 1).max().unwrap_or(0)];
+    for (r, v) in last {
+        out[r].0 = v;
+    }
+    for (r, v) in total {
+        out[r].1 = v;
+    }
+    for (r, v) in max {
+        out[r].2 = v;
+    }
+    out
 }
 
 /// Checks every worker's result against the exact sum: wrapping i32, or f64 within the
@@ -755,6 +802,7 @@ pub fn ring_allreduce(
         }
     }
     assert_eq!(received, expected, "every ring packet arrives on lossless links");
+    let stragglers = Vec::new();
     let mut want = vec![0i32; elements];
     for t in &inputs {
         for (a, b) in want.iter_mut().zip(t) {
@@ -770,5 +818,6 @@ pub fn ring_allreduce(
         retransmissions: 0,
         events: net.events,
         finish,
+        stragglers,
     }
 }
