@@ -250,6 +250,9 @@ pub struct RunResult {
     pub link_lost: u64,
     /// Retransmissions of all workers.
     pub retransmissions: u64,
+    /// The largest retransmission timeout a worker ended with, seconds (its adaptive timeout
+    /// with backoff carried over: driver/src/worker.rs).
+    pub max_rto_seconds: f64,
     /// Events processed.
     pub events: u64,
     /// Each worker's time to its last result, seconds (worker order).
@@ -560,6 +563,7 @@ fn run_workers(
         }
     }
     let retransmissions = ops.iter().flatten().map(|o| o.stats().retransmissions).sum();
+    let max_rto_seconds = ops.iter().flatten().map(|o| o.stats().rto_seconds).fold(0.0, f64::max);
     let seconds = finish.iter().copied().fold(0.0, f64::max);
     drop(ops);
     let stragglers = topo
@@ -575,6 +579,7 @@ fn run_workers(
         link_frames: net.frames,
         link_lost: net.lost,
         retransmissions,
+        max_rto_seconds,
         events: net.events,
         finish,
         stragglers,
@@ -816,6 +821,7 @@ pub fn ring_allreduce(
         link_frames: net.frames,
         link_lost: 0,
         retransmissions: 0,
+        max_rto_seconds: 0.0,
         events: net.events,
         finish,
         stragglers,
