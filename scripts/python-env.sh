@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates (or brings up to date) .venv-torch/ in the clone: torch from PyPI (its default wheel,
-# a few GB, installs in 2-3 minutes), maturin, numpy, pytest, scikit-learn, matplotlib, and the
-# spotagg package built from ./python by maturin through pip, offline (no build isolation:
+# a few GB, installs in 2-3 minutes), maturin, numpy, pytest, scikit-learn, matplotlib,
+# prometheus_client (its text parser checks spotagg.Stats.prometheus()), and the spotagg
+# package built from ./python by maturin through pip, offline (no build isolation:
 # the maturin of the venv builds it; cargo's crates come from crates.io as for every crate of
 # the workspace). pip's cache is target/pip-cache and cargo's target dir is target/, both in the
 # clone. Idempotent: a second run checks the installed versions and rebuilds spotagg only
@@ -26,8 +27,8 @@ if [ ! -x "$py" ]; then
     echo "== python-env: creating $venv" >&2
     python3 -m venv "$venv"
 fi
-want=(torch "maturin>=1.16,<2" numpy pytest scikit-learn matplotlib)
-if ! "$py" -c 'import torch, maturin, numpy, pytest, sklearn, matplotlib' >/dev/null 2>&1; then
+want=(torch "maturin>=1.16,<2" numpy pytest scikit-learn matplotlib prometheus_client)
+if ! "$py" -c 'import torch, maturin, numpy, pytest, sklearn, matplotlib, prometheus_client' >/dev/null 2>&1; then
     echo "== python-env: pip install ${want[*]} (torch is large: a few minutes)" >&2
     "$py" -m pip install -q "${want[@]}" >&2
 fi

@@ -22,6 +22,18 @@
 //! `vlan` [none], the job's 802.1Q VLAN ID (1..=4094): the switch then takes only frames tagged
 //! with it and tags what it sends, with PCP `vlan_priority` [0] (docs/switch.md §1 step 3, §3).
 //! The hosts reach such a job through a VLAN interface (`ip link add … type vlan id V`).
+//! `tree_workers` [n], the workers of the whole aggregation tree, by which a worker scales its
+//! floats so that no level can overflow (docs/switch.md §6).
+//!
+//! A switch that is a leaf of a parent switch (docs/switch.md §6) names it in a table:
+//!
+//! ```toml
+//! [parent]
+//! ip = "192.0.2.100"        # the parent switch
+//! mac = "02:00:5a:00:00:64"
+//! rank = 3                  # this switch's rank in the parent's job
+//! port = 48864              # [0xBEE0] the parent's UDP port
+//! ```
 
 use crate::wire::vlan::MAX_VID;
 use crate::wire::{switchml, Ipv4Addr, MacAddr, PayloadSize};
@@ -30,6 +42,9 @@ use std::time::Duration;
 
 /// Most workers a job can have (the width of the worker bitmap).
 pub const MAX_WORKERS: usize = 32;
+/// Most workers of a whole aggregation tree (`tree_workers`): 2^20, so that the fixed-point
+/// scale keeps at least 10 bits per worker.
+pub const MAX_TREE_WORKERS: usize = 1 << 20;
 /// Most slots a job can address (15 bits of `pool_index`).
 pub const MAX_SLOTS: usize = 1 << 15;
 
@@ -40,6 +55,19 @@ pub struct WorkerEntry {
     pub ip: Ipv4Addr,
     /// The worker's MAC: results are sent to it.
     pub mac: MacAddr,
+}
+
+/// The parent of a switch in an aggregation tree (docs/switch.md §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParentConfig {
+    /// The parent switch's IPv4 address.
+    pub ip: Ipv4Addr,
+    /// The parent switch's MAC.
+    pub mac: MacAddr,
+    /// The parent's UDP port (a SwitchML port).
+    pub port: u16,
+    /// This switch's rank in the parent's job.
+    pub rank: usize,
 }
 
 /// A validated job configuration.
@@ -71,6 +99,11 @@ pub struct JobConfig {
     pub switch_ports: u16,
     /// The job's 802.1Q VLAN, or `None` for an untagged job (docs/switch.md §1 step 3, §3).
     pub vlan: Option<JobVlan>,
+    /// The parent switch, when this switch is a leaf (or inner node) of an aggregation tree.
+    pub parent: Option<ParentConfig>,
+    /// Workers of the whole tree (≥ n; n for a switch that is not in a tree): the workers
+    /// scale floats by it ([`JobConfig::scale_workers`]).
+    pub tree_workers: usize,
 }
 
 /// A tagged job's VLAN: the switch accepts only frames tagged with `id` and tags every frame it
@@ -110,6 +143,15 @@ struct RawWorker {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawParent {
+    ip: String,
+    mac: String,
+    rank: i64,
+    port: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawJob {
     switch_mac: String,
     switch_ip: String,
@@ -126,6 +168,8 @@ struct RawJob {
     switch_ports: Option<i64>,
     vlan: Option<i64>,
     vlan_priority: Option<i64>,
+    tree_workers: Option<i64>,
+    parent: Option<RawParent>,
 }
 
 fn bad(key: &str, value: impl std::fmt::Display, why: &str) -> ConfigError {
@@ -231,6 +275,35 @@ impl JobConfig {
             (Some(_), Some(p)) if !(0..=7).contains(&p) => return Err(bad("vlan_priority", p, "must be 0..=7")),
             (Some(v), p) => Some(JobVlan { id: v as u16, priority: p.unwrap_or(0) as u8 }),
         };
+        let n = workers.len() as i64;
+        let tree_workers = match raw.tree_workers {
+            None => workers.len(),
+            Some(t) if t >= n && t <= MAX_TREE_WORKERS as i64 => t as usize,
+            Some(t) => {
+                return Err(bad("tree_workers", t, &format!("must be n ({n}) ..={MAX_TREE_WORKERS}")));
+            }
+        };
+        let parent = match raw.parent {
+            None => None,
+            Some(p) => {
+                let pip = ip("parent.ip", &p.ip)?;
+                if pip == switch_ip {
+                    return Err(bad("parent.ip", format!("{:?}", p.ip), "is this switch's own address"));
+                }
+                if let Some(r) = workers.iter().position(|w| w.ip == pip) {
+                    return Err(bad("parent.ip", format!("{:?}", p.ip), &format!("is the address of rank {r}")));
+                }
+                if !(0..MAX_WORKERS as i64).contains(&p.rank) {
+                    return Err(bad("parent.rank", p.rank, &format!("must be 0..{MAX_WORKERS}")));
+                }
+                Some(ParentConfig {
+                    ip: pip,
+                    mac: mac("parent.mac", &p.mac)?,
+                    port: port("parent.port", p.port)?,
+                    rank: p.rank as usize,
+                })
+            }
+        };
         Ok(JobConfig {
             switch_mac,
             switch_ip,
@@ -245,6 +318,8 @@ impl JobConfig {
             job_number,
             switch_ports,
             vlan,
+            parent,
+            tree_workers,
         })
     }
 
@@ -277,7 +352,15 @@ impl JobConfig {
             job_number: 0,
             switch_ports: 1,
             vlan: None,
+            parent: None,
+            tree_workers: n,
         }
+    }
+
+    /// The number of workers a worker scales its floats by: the workers of the whole tree
+    /// (`tree_workers`), n for a switch that is not in a tree.
+    pub fn scale_workers(&self) -> usize {
+        self.tree_workers.max(self.n())
     }
 
     /// Number of workers, n.
@@ -309,8 +392,14 @@ impl JobConfig {
         if let Some(v) = self.vlan {
             s += &format!("vlan = {}\nvlan_priority = {}\n", v.id, v.priority);
         }
+        if self.tree_workers != self.n() {
+            s += &format!("tree_workers = {}\n", self.tree_workers);
+        }
         for w in &self.workers {
             s += &format!("\n[[worker]]\nip = \"{}\"\nmac = \"{}\"\n", w.ip, w.mac);
+        }
+        if let Some(p) = &self.parent {
+            s += &format!("\n[parent]\nip = \"{}\"\nmac = \"{}\"\nrank = {}\nport = {}\n", p.ip, p.mac, p.rank, p.port);
         }
         s
     }
@@ -357,6 +446,21 @@ mac = "02:00:5a:00:01:00"
     }
 
     #[test]
+    fn a_tree_leaf_round_trips() {
+        let text = format!(
+            "{}tree_workers = 256\n{}\n[parent]\nip = \"192.0.2.100\"\nmac = \"02:00:5a:00:00:64\"\nrank = 3\n",
+            ISSUE_FORM.split("[[worker]]").next().unwrap(),
+            &ISSUE_FORM[ISSUE_FORM.find("[[worker]]").unwrap()..]
+        );
+        let c = JobConfig::from_toml(&text).unwrap();
+        assert_eq!((c.tree_workers, c.scale_workers(), c.n()), (256, 256, 1));
+        let p = c.parent.unwrap();
+        assert_eq!((p.ip, p.rank, p.port), (Ipv4Addr::new(192, 0, 2, 100), 3, 0xbee0));
+        assert_eq!(c, JobConfig::from_toml(&c.to_toml()).unwrap());
+        assert_eq!(JobConfig::from_toml(ISSUE_FORM).unwrap().scale_workers(), 1);
+    }
+
+    #[test]
     fn example_round_trips() {
         let c = JobConfig::example(4, PayloadSize::B1024, 8);
         assert_eq!(c, JobConfig::from_toml(&c.to_toml()).unwrap());
@@ -398,6 +502,13 @@ mac = "02:00:5a:00:01:00"
         assert!(e.contains("`vlan_priority` = 3") && e.contains("needs `vlan`"), "{e}");
         let e = err(&ISSUE_FORM.replace("slots = 16", "slots = 16\nvlan = 7\nvlan_priority = 8"));
         assert!(e.contains("`vlan_priority` = 8") && e.contains("0..=7"), "{e}");
+        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = 16\ntree_workers = 0"));
+        assert!(e.contains("tree_workers") && e.contains("must be n (1)"), "{e}");
+        let parent = "\n[parent]\nip = \"192.0.2.10\"\nmac = \"02:00:5a:00:00:64\"\nrank = 3\n";
+        let e = err(&format!("{ISSUE_FORM}{parent}"));
+        assert!(e.contains("parent.ip") && e.contains("rank 0"), "{e}");
+        let e = err(&format!("{ISSUE_FORM}{}", parent.replace("192.0.2.10", "192.0.2.100").replace("3", "32")));
+        assert!(e.contains("parent.rank") && e.contains("32"), "{e}");
         let none = ISSUE_FORM.split("[[worker]]").next().unwrap();
         assert!(err(none).contains("worker"));
     }

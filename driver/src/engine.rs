@@ -18,4 +18,12 @@ pub trait Engine: Send {
     fn cycles(&self) -> Option<u64> {
         None
     }
+    /// The time of the frames fed next, µs from any origin, for an engine that keeps
+    /// time-stamped counters (the reference switch's straggler counters); others ignore it.
+    fn set_clock(&mut self, _now_us: u64) {}
+    /// The engine's metrics for Prometheus ([`crate::metrics`]): the counters, and whatever
+    /// else the engine keeps (the reference switch: tree and straggler counters).
+    fn metrics(&self) -> Vec<crate::metrics::Family> {
+        crate::metrics::counter_families(&self.counters(), &[])
+    }
 }

@@ -179,15 +179,23 @@ pub struct Scale {
 }
 
 impl Scale {
-    /// The scale for n workers (1..=32) and the largest exponent of the chunk.
+    /// The scale for n workers (1..=2^20: the workers of a whole aggregation tree) and the
+    /// largest exponent of the chunk.
     ///
     /// Overflow is impossible: `|x| < 2^e_max` means `|x| ≤ 2^e_max (1 − 2^-24)`, so
     /// `|x · f| ≤ (2^31 − 1)/n − 128/n` before rounding, at least 4 below `(2^31 − 1)/n` for
     /// n ≤ 32; the rounded contributions are then each ≤ ⌊(2^31 − 1)/n⌋ and their sum ≤ 2^31 − 1.
+    /// For n > 32 (a tree) the numerator is `2^31 − 1 − n`: `|x · f| < (2^31 − 1)/n − 1`, so the
+    /// rounded contributions are again each ≤ ⌊(2^31 − 1)/n⌋.
     pub fn new(n: usize, e_max: i8) -> Scale {
-        assert!((1..=crate::config::MAX_WORKERS).contains(&n), "n = {n} workers is outside 1..=32");
+        assert!(
+            (1..=crate::config::MAX_TREE_WORKERS).contains(&n),
+            "n = {n} workers is outside 1..={}",
+            crate::config::MAX_TREE_WORKERS
+        );
         let e = e_max.max(E_MIN);
-        let factor = (f64::from(i32::MAX) / n as f64) * 2f64.powi(-i32::from(e));
+        let top = if n > crate::config::MAX_WORKERS { f64::from(i32::MAX) - n as f64 } else { f64::from(i32::MAX) };
+        let factor = (top / n as f64) * 2f64.powi(-i32::from(e));
         Scale { factor, inverse: 1.0 / factor, n: n as u32, e_max }
     }
     /// The factor f.

@@ -8,6 +8,7 @@ pub mod control;
 pub mod counters;
 pub mod engine;
 pub mod fixedpoint;
+pub mod metrics;
 pub mod rtt;
 pub mod transport;
 pub mod wire;

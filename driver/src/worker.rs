@@ -345,7 +345,7 @@ impl<'a> AllReduce<'a> {
             let range = c * k..((c + 1) * k).min(self.stats.elements);
             match &self.data {
                 Data::F32 { data, .. } => {
-                    fixedpoint::quantize_be(&data[range], &Scale::new(job.n(), e_scale), pkt.payload_mut());
+                    fixedpoint::quantize_be(&data[range], &Scale::new(job.scale_workers(), e_scale), pkt.payload_mut());
                 }
                 Data::I32(data) => {
                     for (d, v) in pkt.payload_mut().chunks_exact_mut(4).zip(&data[range]) {
@@ -416,7 +416,7 @@ impl<'a> AllReduce<'a> {
             self.stats.ignored += 1;
             return Ok(());
         }
-        let (k, w, n) = (self.k, self.w, job.n());
+        let (k, w, n) = (self.k, self.w, job.scale_workers());
         let slot = &self.slots[s];
         let (chunk, e_scale, set) = (slot.chunk, slot.e_scale, slot.set);
         // Karn's rule: only a packet sent once measures the round trip. A result sooner than

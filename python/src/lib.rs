@@ -90,10 +90,36 @@ struct PyStats {
     ignored: u64,
     /// Seconds from the first packet to the last result.
     seconds: f64,
+    /// The worker's rank.
+    rank: usize,
+    /// Retransmissions found spurious (a lower bound).
+    spurious_retransmissions: u64,
+    /// The smoothed round-trip time at the end, seconds (0 before any sample).
+    srtt_seconds: f64,
+    /// The retransmission timeout a new packet would get at the end, seconds.
+    rto_seconds: f64,
 }
 
 #[pymethods]
 impl PyStats {
+    /// These stats in the Prometheus text exposition format (families `spotagg_worker_*`,
+    /// labelled `rank`; docs/monitoring.md).
+    fn prometheus(&self) -> String {
+        let s = Stats {
+            elements: self.elements,
+            chunks: self.chunks,
+            packets_sent: self.packets,
+            packets_received: self.packets_received,
+            retransmissions: self.retransmissions,
+            spurious_retransmissions: self.spurious_retransmissions,
+            ignored: self.ignored,
+            seconds: self.seconds,
+            srtt_seconds: self.srtt_seconds,
+            rto_seconds: self.rto_seconds,
+        };
+        spotagg_driver::metrics::render(&spotagg_driver::metrics::worker_families(self.rank, &s))
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "Stats(elements={}, chunks={}, packets={}, packets_received={}, retransmissions={}, ignored={}, seconds={:.6})",
@@ -108,8 +134,8 @@ impl PyStats {
     }
 }
 
-impl From<Stats> for PyStats {
-    fn from(s: Stats) -> PyStats {
+impl PyStats {
+    fn new(s: Stats, rank: usize) -> PyStats {
         PyStats {
             elements: s.elements,
             chunks: s.chunks,
@@ -118,6 +144,10 @@ impl From<Stats> for PyStats {
             retransmissions: s.retransmissions,
             ignored: s.ignored,
             seconds: s.seconds,
+            rank,
+            spurious_retransmissions: s.spurious_retransmissions,
+            srtt_seconds: s.srtt_seconds,
+            rto_seconds: s.rto_seconds,
         }
     }
 }
@@ -308,7 +338,7 @@ impl PyWorker {
                 arr.dtype().str()?
             )));
         };
-        result.map(PyStats::from)
+        result.map(|s| PyStats::new(s, self.rank))
     }
 
     fn __repr__(&self) -> String {

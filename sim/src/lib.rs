@@ -3,8 +3,11 @@
 
 #[cfg(feature = "hdl")]
 pub mod board_model;
+pub mod cluster;
 pub mod eaps;
 pub mod gmii;
+pub mod metrics_http;
+pub mod multi_job;
 pub mod pcap;
 pub mod reference;
 #[cfg(feature = "hdl")]

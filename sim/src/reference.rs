@@ -26,10 +26,11 @@
 
 use spotagg_driver::counters::{Counters, DropReason};
 use spotagg_driver::engine::Engine;
+use spotagg_driver::metrics::{counter_families, Family, Kind};
 use spotagg_driver::wire::{
     arp, be16, ethernet, icmp, ipv4, switchml, udp, vlan, vlan::VlanPacket, ArpOperation, ArpPacket, ArpRepr,
-    EtherType, EthernetFrame, EthernetRepr, IpProtocol, Ipv4Packet, Ipv4Repr, MacAddr, PoolIndex, SwitchmlPacket,
-    UdpPacket, UdpRepr,
+    EtherType, EthernetFrame, EthernetRepr, IpProtocol, Ipv4Addr, Ipv4Packet, Ipv4Repr, MacAddr, PoolIndex,
+    SwitchmlPacket, UdpPacket, UdpRepr,
 };
 use spotagg_driver::JobConfig;
 
@@ -66,6 +67,12 @@ pub enum Classification {
     EchoRequest {
         /// The request's IPv4 total length `T`.
         total_len: usize,
+    },
+    /// The result of a round from the parent switch of a tree (docs/switch.md §6): a frame
+    /// from the parent's IPv4 address that passes every check a contribution passes.
+    ParentResult {
+        /// The slot and set.
+        pool: PoolIndex,
     },
     /// Dropped, counted under this reason.
     Drop(DropReason),
@@ -207,8 +214,11 @@ fn classify_untagged(job: &JobConfig, frame: &[u8]) -> Classification {
         return Drop(BadPort);
     }
     let src = ip.src_addr();
-    let Some(rank) = job.workers.iter().position(|w| w.ip == src) else {
-        return Drop(UnknownSource);
+    let from_parent = job.parent.is_some_and(|p| p.ip == src);
+    let rank = match job.workers.iter().position(|w| w.ip == src) {
+        Some(r) => r,
+        None if from_parent => usize::MAX,
+        None => return Drop(UnknownSource),
     };
     if udp_len < SWITCHML_MIN_UDP_LEN {
         return Drop(Truncated);
@@ -227,6 +237,9 @@ fn classify_untagged(job: &JobConfig, frame: &[u8]) -> Classification {
     if pool.slot >= job.slots {
         return Drop(BadSlot);
     }
+    if from_parent {
+        return Classification::ParentResult { pool };
+    }
     Classification::Contribution { rank, pool }
 }
 
@@ -239,6 +252,9 @@ struct SlotState {
     e0: Vec<i8>,
     e1: Vec<i8>,
     values: Vec<i32>,
+    /// Tree leaf (docs/switch.md §6): the round is complete here and its partial sum went up;
+    /// the result is the parent's, not yet received.
+    waiting: Vec<bool>,
 }
 
 impl SlotState {
@@ -249,8 +265,35 @@ impl SlotState {
             e0: vec![0; 2 * slots],
             e1: vec![0; 2 * slots],
             values: vec![0; 2 * slots * k],
+            waiting: vec![false; 2 * slots],
         }
     }
+}
+
+/// What a switch of an aggregation tree did on its parent link (docs/switch.md §6). These
+/// frames are outside [`Counters`] (whose identities stay those of §4): software-only.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TreeCounters {
+    /// Partial sums sent to the parent when a round completed here.
+    pub partials_up: u64,
+    /// Partial sums sent again, on a worker's retransmission to a round waiting for the parent.
+    pub partials_resent: u64,
+    /// Results received from the parent that completed a waiting round (each multicast).
+    pub parent_results: u64,
+    /// Results received from the parent for a round not waiting (a duplicate): dropped.
+    pub parent_results_stale: u64,
+}
+
+/// Straggler counters of one rank (docs/switch.md §7): the rounds it completed by arriving
+/// last, and how far behind the round's first contribution it arrived.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StragglerCounters {
+    /// Rounds in which this rank's contribution was the last (the n-th distinct one).
+    pub rounds_last: u64,
+    /// Sum over those rounds of (its arrival − the round's first arrival), µs.
+    pub behind_us_total: u64,
+    /// The largest such lag, µs.
+    pub behind_us_max: u64,
 }
 
 /// The reference switch for one job. All slot state is zero at construction.
@@ -262,6 +305,12 @@ pub struct RefSwitch {
     counters: Counters,
     /// Scratch for a tagged frame without its tag (no allocation per frame).
     untagged: Vec<u8>,
+    tree: TreeCounters,
+    /// The time the caller last gave ([`RefSwitch::set_clock`]), µs.
+    clock_us: u64,
+    /// Arrival of each (slot, set)'s first contribution of its round, µs.
+    first_us: Vec<u64>,
+    stragglers: Vec<StragglerCounters>,
 }
 
 impl RefSwitch {
@@ -269,7 +318,80 @@ impl RefSwitch {
     pub fn new(job: JobConfig) -> RefSwitch {
         let k = job.payload.elements();
         let state = SlotState::new(usize::from(job.slots), k);
-        RefSwitch { job, k, state, counters: Counters::default(), untagged: Vec::new() }
+        let (first_us, stragglers) = (vec![0; 2 * usize::from(job.slots)], vec![StragglerCounters::default(); job.n()]);
+        RefSwitch {
+            job,
+            k,
+            state,
+            counters: Counters::default(),
+            untagged: Vec::new(),
+            tree: TreeCounters::default(),
+            clock_us: 0,
+            first_us,
+            stragglers,
+        }
+    }
+
+    /// Sets the time of the frames processed next, in µs from any origin (the switch has no
+    /// clock of its own; the straggler counters of docs/switch.md §7 use this one).
+    pub fn set_clock(&mut self, now_us: u64) {
+        self.clock_us = now_us;
+    }
+
+    /// The tree counters (docs/switch.md §6).
+    pub fn tree_counters(&self) -> TreeCounters {
+        self.tree
+    }
+
+    /// The straggler counters, by rank (docs/switch.md §7).
+    pub fn stragglers(&self) -> &[StragglerCounters] {
+        &self.stragglers
+    }
+
+    /// The tree counters (§6) and the straggler counters (§7) as Prometheus families, every
+    /// sample with `labels` (stragglers also with `rank`).
+    pub fn tree_and_straggler_families(&self, labels: &[(&str, String)]) -> Vec<Family> {
+        let t = &self.tree;
+        let one = |name: &str, help: &str, v: u64| Family::new(name, help, Kind::Counter).sample(labels, v as f64);
+        let mut fams = vec![
+            one("spotagg_switch_tree_partials_up_total", "Partial sums sent to the parent.", t.partials_up),
+            one(
+                "spotagg_switch_tree_partials_resent_total",
+                "Partial sums sent again on a retransmission to a waiting round.",
+                t.partials_resent,
+            ),
+            one(
+                "spotagg_switch_tree_parent_results_total",
+                "Parent results that completed a waiting round.",
+                t.parent_results,
+            ),
+            one(
+                "spotagg_switch_tree_parent_results_stale_total",
+                "Parent results for a round not waiting (dropped).",
+                t.parent_results_stale,
+            ),
+        ];
+        let mut last = Family::new(
+            "spotagg_switch_straggler_rounds_last_total",
+            "Rounds completed by this rank's contribution (it was the last).",
+            Kind::Counter,
+        );
+        let mut total = Family::new(
+            "spotagg_switch_straggler_behind_microseconds_total",
+            "Sum over those rounds of how far behind the round's first contribution it arrived, µs.",
+            Kind::Counter,
+        );
+        let mut max =
+            Family::new("spotagg_switch_straggler_behind_microseconds_max", "The largest such lag, µs.", Kind::Gauge);
+        for (r, sc) in self.stragglers.iter().enumerate() {
+            let mut l = labels.to_vec();
+            l.push(("rank", r.to_string()));
+            last = last.sample(&l, sc.rounds_last as f64);
+            total = total.sample(&l, sc.behind_us_total as f64);
+            max = max.sample(&l, sc.behind_us_max as f64);
+        }
+        fams.extend([last, total, max]);
+        fams
     }
 
     /// The job.
@@ -281,8 +403,11 @@ impl RefSwitch {
     /// is (re)configured). Counters are kept.
     pub fn configure(&mut self, job: JobConfig) {
         let counters = std::mem::take(&mut self.counters);
+        let (tree, clock) = (self.tree, self.clock_us);
         *self = RefSwitch::new(job);
         self.counters = counters;
+        self.tree = tree;
+        self.clock_us = clock;
     }
 
     /// True when both switches hold the same slot state (bitmaps, counters, exponents, values).
@@ -312,6 +437,17 @@ impl RefSwitch {
             let first = st.count[i] == 0;
             st.count[i] = ((usize::from(st.count[i]) + 1) % n) as u8;
             let last = st.count[i] == 0;
+            st.waiting[i] = false;
+            if first {
+                self.first_us[i] = self.clock_us;
+            }
+            if last && n > 1 {
+                let behind = self.clock_us.saturating_sub(self.first_us[i]);
+                let sc = &mut self.stragglers[rank];
+                sc.rounds_last += 1;
+                sc.behind_us_total += behind;
+                sc.behind_us_max = sc.behind_us_max.max(behind);
+            }
             let e0 = frame[SWITCHML_OFFSET + switchml::field::E0] as i8;
             let e1 = frame[SWITCHML_OFFSET + switchml::field::E1] as i8;
             let values = &mut st.values[i * self.k..(i + 1) * self.k];
@@ -330,7 +466,11 @@ impl RefSwitch {
                 }
             }
             self.counters.contributions += 1;
-            if last {
+            if last && self.job.parent.is_some() {
+                st.waiting[i] = true;
+                out.push(self.partial_frame(frame, i));
+                self.tree.partials_up += 1;
+            } else if last {
                 let start = out.len();
                 out.push(self.result_frame(frame, 0, i));
                 for r in 1..n {
@@ -343,7 +483,10 @@ impl RefSwitch {
             }
         } else {
             self.counters.duplicates += 1;
-            if st.count[i] == 0 {
+            if st.count[i] == 0 && st.waiting[i] {
+                out.push(self.partial_frame(frame, i));
+                self.tree.partials_resent += 1;
+            } else if st.count[i] == 0 {
                 out.push(self.result_frame(frame, rank, i));
                 self.counters.results_retransmitted += 1;
                 self.counters.frames_out += 1;
@@ -351,24 +494,73 @@ impl RefSwitch {
         }
     }
 
+    /// The result of a waiting round from the parent (docs/switch.md §6): stored as the round's
+    /// result and sent to every rank, in rank order, under the parent result's SwitchML header.
+    fn parent_result(&mut self, frame: &[u8], pool: PoolIndex, out: &mut Vec<Vec<u8>>) {
+        let i = 2 * usize::from(pool.slot) + usize::from(pool.set);
+        let st = &mut self.state;
+        if !(st.waiting[i] && st.count[i] == 0) {
+            self.tree.parent_results_stale += 1;
+            return;
+        }
+        st.waiting[i] = false;
+        st.e0[i] = frame[SWITCHML_OFFSET + switchml::field::E0] as i8;
+        st.e1[i] = frame[SWITCHML_OFFSET + switchml::field::E1] as i8;
+        let values = &mut st.values[i * self.k..(i + 1) * self.k];
+        for (v, b) in values.iter_mut().zip(frame[PAYLOAD_OFFSET..].chunks_exact(4)) {
+            *v = i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        }
+        self.tree.parent_results += 1;
+        let n = self.job.n();
+        let src_port = UdpPacket::new_unchecked(&frame[L4_OFFSET..SWITCHML_OFFSET]).dst_port();
+        let start = out.len();
+        out.push(self.result_frame_ports(frame, 0, i, (src_port, self.job.worker_port)));
+        for r in 1..n {
+            let mut f = out[start].clone();
+            self.readdress_result(&mut f, r);
+            out.push(f);
+        }
+        self.counters.results_multicast += n as u64;
+        self.counters.frames_out += n as u64;
+    }
+
+    /// The partial sum of (slot, set) index `i` as one contribution to the parent, under the
+    /// SwitchML header of `trigger` (docs/switch.md §6).
+    fn partial_frame(&self, trigger: &[u8], i: usize) -> Vec<u8> {
+        let parent = self.job.parent.expect("a partial frame needs a parent");
+        let src_port = UdpPacket::new_unchecked(&trigger[L4_OFFSET..SWITCHML_OFFSET]).dst_port();
+        self.frame_of(trigger, parent.mac, parent.ip, (src_port, parent.port), i)
+    }
+
     /// The result frame of (slot, set) index `i` to `rank`, triggered by contribution `trigger`
     /// (docs/switch.md §3).
     fn result_frame(&self, trigger: &[u8], rank: usize, i: usize) -> Vec<u8> {
+        let tu = UdpPacket::new_unchecked(&trigger[L4_OFFSET..SWITCHML_OFFSET]);
+        self.result_frame_ports(trigger, rank, i, (tu.dst_port(), tu.src_port()))
+    }
+
+    /// The result frame of index `i` to `rank` with these UDP (source, destination) ports.
+    fn result_frame_ports(&self, trigger: &[u8], rank: usize, i: usize, ports: (u16, u16)) -> Vec<u8> {
+        let w = self.job.workers[rank];
+        self.frame_of(trigger, w.mac, w.ip, ports, i)
+    }
+
+    /// A frame from the switch to (`mac`, `ip`) with UDP `ports` (source, destination), the
+    /// SwitchML header of `trigger`, the exponents and values of index `i`.
+    fn frame_of(&self, trigger: &[u8], mac: MacAddr, ip: Ipv4Addr, ports: (u16, u16), i: usize) -> Vec<u8> {
         let p = 4 * self.k;
         let mut f = vec![0u8; PAYLOAD_OFFSET + p];
-        let w = self.job.workers[rank];
-        EthernetRepr { dst: w.mac, src: self.job.switch_mac, ethertype: EtherType::IPV4 }
+        EthernetRepr { dst: mac, src: self.job.switch_mac, ethertype: EtherType::IPV4 }
             .emit(&mut EthernetFrame::new_unchecked(&mut f[..]));
         Ipv4Repr {
             src: self.job.switch_ip,
-            dst: w.ip,
+            dst: ip,
             protocol: IpProtocol::UDP,
             payload_len: SWITCHML_MIN_UDP_LEN + p,
             ttl: ipv4::DEFAULT_TTL,
         }
         .emit(&mut Ipv4Packet::new_unchecked(&mut f[IP_OFFSET..L4_OFFSET]));
-        let tu = UdpPacket::new_unchecked(&trigger[L4_OFFSET..SWITCHML_OFFSET]);
-        UdpRepr { src_port: tu.dst_port(), dst_port: tu.src_port(), payload_len: switchml::PREAMBLE_LEN + p }
+        UdpRepr { src_port: ports.0, dst_port: ports.1, payload_len: switchml::PREAMBLE_LEN + p }
             .emit(&mut UdpPacket::new_unchecked(&mut f[L4_OFFSET..SWITCHML_OFFSET]));
         let hdr = SWITCHML_OFFSET..SWITCHML_OFFSET + switchml::HEADER_LEN;
         f[hdr.clone()].copy_from_slice(&trigger[hdr]);
@@ -383,7 +575,14 @@ impl RefSwitch {
 
     /// A frame after step 3 of docs/switch.md §1 (untagged, or with its tag removed).
     fn process_untagged(&mut self, frame: &[u8], out: &mut Vec<Vec<u8>>) {
-        match classify_untagged(&self.job, frame) {
+        let class = classify_untagged(&self.job, frame);
+        if let Classification::ParentResult { pool } = class {
+            // Counted in the tree counters only (docs/switch.md §6).
+            return self.parent_result(frame, pool, out);
+        }
+        self.counters.frames_in += 1;
+        match class {
+            Classification::ParentResult { .. } => unreachable!("handled above"),
             Classification::Contribution { rank, pool } => self.contribution(frame, rank, pool, out),
             Classification::ArpRequest => {
                 out.push(self.arp_reply(frame));
@@ -449,12 +648,14 @@ impl RefSwitch {
 
 impl Engine for RefSwitch {
     fn process(&mut self, frame: &[u8], out: &mut Vec<Vec<u8>>) {
-        self.counters.frames_in += 1;
         let start = out.len();
         let mut buf = std::mem::take(&mut self.untagged);
         match untag(&self.job, frame, &mut buf) {
             Ok(f) => self.process_untagged(f, out),
-            Err(r) => self.counters.drops[r.index()] += 1,
+            Err(r) => {
+                self.counters.frames_in += 1;
+                self.counters.drops[r.index()] += 1;
+            }
         }
         self.untagged = buf;
         for f in &mut out[start..] {
@@ -466,6 +667,14 @@ impl Engine for RefSwitch {
     }
     fn name(&self) -> &'static str {
         "model"
+    }
+    fn set_clock(&mut self, now_us: u64) {
+        RefSwitch::set_clock(self, now_us)
+    }
+    fn metrics(&self) -> Vec<Family> {
+        let mut f = counter_families(&self.counters, &[]);
+        f.extend(self.tree_and_straggler_families(&[]));
+        f
     }
 }
 

@@ -37,6 +37,9 @@ pub struct ServeOptions {
     /// Plain `recv_from`/`send_to`, one datagram a system call, instead of batched I/O (the
     /// benchmarks' baseline).
     pub plain_io: bool,
+    /// Where each thread publishes its engine's metrics (every 200 ms and when it stops), for
+    /// `--metrics` ([`crate::metrics_http`]).
+    pub metrics: Option<std::sync::Arc<crate::metrics_http::MetricsBoard>>,
 }
 
 /// What [`serve`] did besides the engine's counters.
@@ -190,7 +193,21 @@ fn serve_port(
     let mut failure: Option<io::Error> = None;
     let multi = threads > 1;
     let label = if multi { format!("spotagg switch [port {local_port}]") } else { "spotagg switch".to_string() };
+    let mut last_publish = Instant::now();
+    let publish = |engine: &dyn Engine, st: &ServeStats| {
+        if let Some(board) = &opts.metrics {
+            let mut f = engine.metrics();
+            f.extend(serve_families(st));
+            board.publish(thread, f);
+        }
+    };
     while !stop.load(Ordering::Relaxed) && !idle.failed.load(Ordering::Relaxed) {
+        if opts.metrics.is_some() && last_publish.elapsed() >= Duration::from_millis(200) {
+            last_publish = Instant::now();
+            publish(&*engine, &st);
+        }
+        // The straggler counters' clock (docs/switch.md §7): one reading per receive batch.
+        engine.set_clock(idle.start.elapsed().as_micros() as u64);
         if let Some(every) = opts.stats_every {
             if last_print.elapsed() >= every {
                 last_print = Instant::now();
@@ -219,6 +236,8 @@ fn serve_port(
             }
             let mac = match job.rank_of(*from.ip()) {
                 Some(r) => job.workers[r].mac,
+                // The parent switch of a tree (docs/switch.md §6).
+                None if job.parent.is_some_and(|p| p.ip == *from.ip()) => job.parent.unwrap().mac,
                 None => {
                     st.unknown_senders += 1;
                     let o = from.ip().octets();
@@ -262,7 +281,25 @@ fn serve_port(
     st.send_calls = tx_stats.send_calls;
     st.send_dropped = tx_stats.send_dropped;
     st.datagrams_out = tx_stats.datagrams_out;
+    publish(&*engine, &st);
     Ok(st)
+}
+
+/// The serve statistics as Prometheus families (`spotagg_switch_udp_*`).
+pub fn serve_families(st: &ServeStats) -> Vec<spotagg_driver::metrics::Family> {
+    use spotagg_driver::metrics::{Family, Kind};
+    let c = |name: &str, help: &str, v: u64| Family::single(name, help, Kind::Counter, v as f64);
+    vec![
+        c("spotagg_switch_udp_datagrams_in_total", "Datagrams received.", st.datagrams_in),
+        c(
+            "spotagg_switch_udp_injected_drops_total",
+            "Datagrams dropped by --loss, both ways.",
+            st.injected_drops_in + st.injected_drops_out,
+        ),
+        c("spotagg_switch_udp_unknown_senders_total", "Datagrams from addresses not in the job.", st.unknown_senders),
+        c("spotagg_switch_udp_misrouted_total", "Contributions to another thread's slot.", st.misrouted),
+        c("spotagg_switch_udp_send_dropped_total", "Datagrams not sent (full buffer, ICMP error).", st.send_dropped),
+    ]
 }
 
 /// The counters on one line, zero drop counters left out.

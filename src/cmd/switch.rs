@@ -7,25 +7,35 @@
 //!
 //! The first line on stdout is `spotagg switch: listening on ADDR` (with the port the system
 //! chose for `--bind IP:0`). The counters are printed when the switch exits (`--exit-after-idle`)
-//! and, with `--stats-every`, periodically on stderr.
+//! and, with `--stats-every`, periodically on stderr. With `--metrics ADDR` the counters, the
+//! tree counters and the per-rank straggler counters (docs/switch.md §4, §6, §7) are served in
+//! the Prometheus text format on `http://ADDR/metrics` (the second line on stdout says where).
 
 use crate::engines::{load_job, EngineKind};
 use anyhow::{Context, Result};
 use spotagg_driver::transport::{enlarge_buffers, SOCKET_BUFFER};
 use spotagg_driver::Counters;
+use spotagg_sim::metrics_http::{serve_http, MetricsBoard};
+use spotagg_sim::multi_job::MultiSwitch;
 pub use spotagg_sim::udp_switch::{counters_line, serve, serve_threads, ServeOptions};
 use std::io::{self, Write};
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Arguments of `spotagg switch`.
 #[derive(clap::Args)]
 pub struct Args {
     /// The job configuration (TOML).
+    #[arg(long, required_unless_present = "jobs", conflicts_with = "jobs")]
+    config: Option<PathBuf>,
+    /// Several jobs on one switch (docs/switch.md §8): a TOML file of `[[job]]` entries, each a
+    /// job file (`config`) and its `slot_base` (sim::multi_job). Reference engine, one thread.
     #[arg(long)]
-    config: PathBuf,
+    jobs: Option<PathBuf>,
     /// Address to listen on, e.g. 0.0.0.0:48864 or 127.0.0.1:0.
     #[arg(long)]
     bind: SocketAddr,
@@ -55,6 +65,10 @@ pub struct Args {
     /// Plain recv_from/send_to, one datagram a system call (no recvmmsg, GRO or GSO).
     #[arg(long)]
     plain_io: bool,
+    /// Serve the counters, tree and straggler counters in the Prometheus text format on
+    /// http://ADDR/metrics (e.g. 127.0.0.1:9464).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
 }
 
 /// Binds `threads` UDP sockets on consecutive ports from `addr` (port 0: the first port the
@@ -96,17 +110,40 @@ pub fn sum_counters(cs: impl IntoIterator<Item = Counters>) -> Counters {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let job = load_job(&args.config)?;
     anyhow::ensure!((0.0..=1.0).contains(&args.loss), "--loss {} is not a probability in 0..=1", args.loss);
-    let threads = args.threads.unwrap_or(job.switch_ports);
-    anyhow::ensure!(
-        threads == job.switch_ports,
-        "--threads {threads} but the job's switch_ports = {}: its workers send slot s to port + (s mod {}); set switch_ports = {threads} in {}",
-        job.switch_ports,
-        job.switch_ports,
-        args.config.display()
-    );
-    let mut engines = (0..threads).map(|_| args.engine.build(&job)).collect::<Result<Vec<_>>>()?;
+    let (job, threads, mut engines) = if let Some(jobs) = &args.jobs {
+        let multi = MultiSwitch::load(jobs)?;
+        anyhow::ensure!(
+            matches!(args.engine, EngineKind::Model),
+            "--jobs runs the reference switch: drop --engine or use --engine model"
+        );
+        anyhow::ensure!(args.threads.unwrap_or(1) == 1, "--jobs serves on one thread: drop --threads");
+        for (p, _) in multi.jobs() {
+            println!(
+                "spotagg switch: job_number {}: {} workers, {} B payload, slots {}..{}",
+                p.job.job_number,
+                p.job.n(),
+                p.job.payload.bytes(),
+                p.slot_base,
+                p.slot_base + u32::from(p.job.slots)
+            );
+        }
+        let engines: Vec<Box<dyn spotagg_driver::Engine>> = vec![Box::new(multi.clone())];
+        (multi.addressing_job(), 1, engines)
+    } else {
+        let path = args.config.as_ref().expect("clap requires --config without --jobs");
+        let job = load_job(path)?;
+        let threads = args.threads.unwrap_or(job.switch_ports);
+        anyhow::ensure!(
+            threads == job.switch_ports,
+            "--threads {threads} but the job's switch_ports = {}: its workers send slot s to port + (s mod {}); set switch_ports = {threads} in {}",
+            job.switch_ports,
+            job.switch_ports,
+            path.display()
+        );
+        let engines = (0..threads).map(|_| args.engine.build(&job)).collect::<Result<Vec<_>>>()?;
+        (job, threads, engines)
+    };
     let sockets = bind_ports(args.bind, threads)?;
     for s in &sockets {
         enlarge_buffers(s, SOCKET_BUFFER);
@@ -124,14 +161,36 @@ pub fn run(args: Args) -> Result<()> {
         println!("spotagg switch: listening on {addr} ({} engine, {} workers)", engines[0].name(), job.n());
     }
     io::stdout().flush()?;
+    let board = Arc::new(MetricsBoard::new(usize::from(threads)));
+    let http = match args.metrics {
+        Some(a) => {
+            let l = TcpListener::bind(a).with_context(|| format!("--metrics {a}: cannot listen"))?;
+            println!("spotagg switch: metrics on http://{}/metrics", l.local_addr()?);
+            io::stdout().flush()?;
+            Some(l)
+        }
+        None => None,
+    };
     let opts = ServeOptions {
         loss: args.loss,
         seed: args.seed,
         exit_after_idle: args.exit_after_idle.map(Duration::from_secs_f64),
         stats_every: args.stats_every.map(Duration::from_secs_f64),
         plain_io: args.plain_io,
+        metrics: http.as_ref().map(|_| board.clone()),
     };
-    let st = serve_threads(&sockets, &job, &mut engines, &opts, &AtomicBool::new(false))?;
+    let http_stop = AtomicBool::new(false);
+    let st = std::thread::scope(|scope| {
+        let server = http.as_ref().map(|l| scope.spawn(|| serve_http(l, &board, &http_stop)));
+        let st = serve_threads(&sockets, &job, &mut engines, &opts, &AtomicBool::new(false));
+        http_stop.store(true, Ordering::Relaxed);
+        if let Some(h) = server {
+            if let Ok(Err(e)) = h.join() {
+                eprintln!("spotagg switch: metrics server: {e}");
+            }
+        }
+        st
+    })?;
     let c = sum_counters(engines.iter().map(|e| e.counters()));
     if args.json {
         println!("{}", serde_json::json!({ "counters": c, "udp": st }));

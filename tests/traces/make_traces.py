@@ -53,6 +53,8 @@ V_CONTRIB = "contribution"
 V_DUP = "duplicate"
 V_ARP = "arp"
 V_ICMP = "icmp"
+V_PARENT = "parent_result"
+V_PARENT_STALE = "parent_result_stale"
 
 
 # --------------------------------------------------------------------------------------------
@@ -125,7 +127,8 @@ def untag(fr):
 
 class Job:
     def __init__(self, n, payload=256, slots=16, switch_mac="02:00:5a:00:00:01",
-                 switch_ip="192.0.2.1", workers=None, vlan=None, vlan_priority=0):
+                 switch_ip="192.0.2.1", workers=None, vlan=None, vlan_priority=0, parent=None,
+                 tree_workers=None):
         assert 1 <= n <= 32
         assert vlan is None or 1 <= vlan <= 4094, vlan
         assert 0 <= vlan_priority <= 7 and (vlan is not None or vlan_priority == 0)
@@ -150,6 +153,13 @@ class Job:
         self.ip = [ipa(w[0]) for w in workers]
         self.mac = [mac(w[1]) for w in workers]
         assert len(set(self.ip)) == n
+        # docs/switch.md §6: (ip, mac, port, rank) of the parent switch, or None
+        self.parent_s = parent
+        self.tree_workers = tree_workers
+        self.worker_port = 0xBEE0
+        if parent is not None:
+            self.pi, self.pm, self.pp = ipa(parent[0]), mac(parent[1]), parent[2]
+            assert self.pi not in self.ip and self.pi != self.si
 
     def toml(self):
         out = [
@@ -160,8 +170,14 @@ class Job:
         ]
         if self.vlan is not None:
             out += ["vlan = %d" % self.vlan, "vlan_priority = %d" % self.vlan_priority]
+        if self.tree_workers is not None:
+            out.append("tree_workers = %d" % self.tree_workers)
         for ip_s, mac_s in self.workers_s:
             out += ["", "[[worker]]", 'ip = "%s"' % ip_s, 'mac = "%s"' % mac_s]
+        if self.parent_s is not None:
+            ip_s, mac_s, port, rank = self.parent_s
+            out += ["", "[parent]", 'ip = "%s"' % ip_s, 'mac = "%s"' % mac_s, "port = %d" % port,
+                    "rank = %d" % rank]
         return "\n".join(out) + "\n"
 
 
@@ -287,19 +303,30 @@ class Switch:
         self.vals = [[[0] * job.k for _ in range(s)] for _ in range(2)]
         self.ctr = {name: 0 for name in COUNTERS}
         self.rank_of = {ip: r for r, ip in enumerate(job.ip)}
+        # §6: waiting[v][s], and the frames on the parent link (outside the counters of §4)
+        self.waiting = [[False] * s for _ in range(2)]
+        self.tree = {"partials_up": 0, "partials_resent": 0, "parent_results": 0,
+                     "parent_results_stale": 0}
 
     def receive(self, f):
         """Returns (verdict, [frames out])."""
-        self.ctr["frames_in"] += 1
         verdict, outs = self._classify(bytes(f))
         if self.job.vlan is not None:
             # §3 "Tagged jobs": every frame sent carries TCI = p << 13 | V, whatever the trigger's
             outs = [insert_tag(o, vlan_tag(self.job.tci)) for o in outs]
+        if verdict in (V_PARENT, V_PARENT_STALE):
+            # §6: not in frames_in; the multicast it triggers is in frames_out
+            self.ctr["frames_out"] += len(outs)
+            return verdict, outs
+        self.ctr["frames_in"] += 1
         if verdict in DROP_REASONS:
             self.ctr[verdict] += 1
             assert not outs
-        self.ctr["frames_out"] += len(outs)
+        self.ctr["frames_out"] += len([o for o in outs if not self._is_partial(o)])
         return verdict, outs
+
+    def _is_partial(self, o):
+        return self.job.parent_s is not None and o[0:6] == self.job.pm and o[30:34] == self.job.pi
 
     def _classify(self, f):
         j = self.job
@@ -375,7 +402,8 @@ class Switch:
         if u16(f, 36) & 0xFFF0 != 0xBEE0:
             return "bad_port", []
         r = self.rank_of.get(f[26:30])
-        if r is None:
+        from_parent = j.parent_s is not None and f[26:30] == j.pi
+        if r is None and not from_parent:
             return "unknown_source", []
         # §1.8 SwitchML
         if ulen < 18:
@@ -390,6 +418,8 @@ class Switch:
         s, v = pool & 0x7FFF, pool >> 15
         if s >= j.slots:
             return "bad_slot", []
+        if from_parent:
+            return self._parent_result(f, s, v)
         return self._contribution(f, r, s, v)
 
     def _contribution(self, f, w, s, v):
@@ -413,22 +443,52 @@ class Switch:
                 self.e0[v][s] = max(self.e0[v][s], e0)
                 self.e1[v][s] = max(self.e1[v][s], e1)
             self.ctr["contributions"] += 1
+            self.waiting[v][s] = False
+            if last and j.parent_s is not None:
+                self.waiting[v][s] = True
+                self.tree["partials_up"] += 1
+                return V_CONTRIB, [self._partial(f, s, v)]
             if last:
                 self.ctr["results_multicast"] += j.n
                 return V_CONTRIB, self._results(f, s, v, range(j.n))
             return V_CONTRIB, []
         self.ctr["duplicates"] += 1
+        if self.count[v][s] == 0 and self.waiting[v][s]:
+            self.tree["partials_resent"] += 1
+            return V_DUP, [self._partial(f, s, v)]
         if self.count[v][s] == 0:
             self.ctr["results_retransmitted"] += 1
             return V_DUP, self._results(f, s, v, [w])
         return V_DUP, []
 
-    def _results(self, f, s, v, ranks):
-        j = self.job
-        tail = (f[42:50] + struct.pack("!bb", self.e0[v][s], self.e1[v][s])
+    def _tail(self, f, s, v):
+        return (f[42:50] + struct.pack("!bb", self.e0[v][s], self.e1[v][s])
                 + pack_values(self.vals[v][s]))
+
+    def _partial(self, f, s, v):
+        """§6: the round's partial sum as one contribution to the parent."""
+        j = self.job
+        l4 = udp(u16(f, 36), j.pp, self._tail(f, s, v), csum=0)
+        return ether(j.pm, j.sm, ETH_IPV4, ipv4(j.si, j.pi, 17, l4, tos=0, ident=0, flags_frag=0, ttl=64))
+
+    def _parent_result(self, f, s, v):
+        """§6: a parent result completes a waiting round: stored, multicast."""
+        j = self.job
+        if not (self.waiting[v][s] and self.count[v][s] == 0):
+            self.tree["parent_results_stale"] += 1
+            return V_PARENT_STALE, []
+        self.waiting[v][s] = False
+        self.e0[v][s], self.e1[v][s] = s8(f[50]), s8(f[51])
+        self.vals[v][s] = list(struct.unpack_from("!%di" % j.k, f, 52))
+        self.tree["parent_results"] += 1
+        self.ctr["results_multicast"] += j.n
+        return V_PARENT, self._results(f, s, v, range(j.n), ports=(u16(f, 36), j.worker_port))
+
+    def _results(self, f, s, v, ranks, ports=None):
+        j = self.job
+        tail = self._tail(f, s, v)
         sport, dport = u16(f, 34), u16(f, 36)
-        l4 = udp(dport, sport, tail, csum=0)
+        l4 = udp(dport, sport, tail, csum=0) if ports is None else udp(ports[0], ports[1], tail, csum=0)
         outs = []
         for r in ranks:
             ip = ipv4(j.si, j.ip[r], 17, l4, tos=0, ident=0, flags_frag=0, ttl=64)
@@ -1573,6 +1633,53 @@ def sc_vlan(rng):
     return job, tr
 
 
+def sc_tree(rng):
+    """docs/switch.md §6: a leaf of 3 workers with a parent. Rounds in random order with
+    retransmissions before completion (dropped), while waiting for the parent (the partial goes
+    up again) and after (the stored parent result to the sender); the parent's results, some
+    twice (stale), some before the round completes (stale); a parent frame of the wrong size."""
+    parent = ("192.0.2.100", "02:00:5a:00:00:64", 0xBEE5, 2)
+    job = Job(3, payload=256, slots=4, parent=parent, tree_workers=12)
+    tr = Trace(job)
+    sets = [0] * job.slots
+
+    def from_parent(s, v, values, e=(0, 0), size=None):
+        f = contrib_fields(job, 0, s, v, values, e0=e[0], e1=e[1], tsi=rng.getrandbits(32))
+        f["src_ip"], f["src_mac"], f["sport"] = job.pi, job.pm, job.pp
+        if size is not None:
+            f["size"] = size
+        return build_contrib(f)
+
+    for rnd in range(6):
+        for s in range(job.slots):
+            v = sets[s]
+            sets[s] ^= 1
+            vals = [rand_values(rng, job.k) for _ in range(job.n)]
+            exps = [(rand_exp(rng), rand_exp(rng)) for _ in range(job.n)]
+            order = list(range(job.n))
+            rng.shuffle(order)
+            tsi = rng.getrandbits(32)
+            cs = {r: contribution(job, r, s, v, vals[r], e0=exps[r][0], e1=exps[r][1], tsi=tsi)
+                  for r in range(job.n)}
+            if rng.random() < 0.3:
+                tr.add(from_parent(s, v, rand_values(rng, job.k)), "parent result too early", V_PARENT_STALE)
+            for i, r in enumerate(order):
+                tr.add(cs[r], "contribution r%d s%d v%d" % (r, s, v), V_CONTRIB)
+                if i == 0 and rng.random() < 0.5:
+                    tr.add(cs[r], "retransmission before completion", V_DUP)
+            for _ in range(rng.randrange(3)):
+                tr.add(cs[rng.randrange(job.n)], "retransmission while waiting", V_DUP)
+            if rng.random() < 0.2:
+                tr.add(from_parent(s, v, rand_values(rng, job.k), size=3), "parent frame of size 1024", "bad_size")
+            res = from_parent(s, v, rand_values(rng, job.k), e=(rand_exp(rng), rand_exp(rng)))
+            tr.add(res, "parent result", V_PARENT)
+            if rng.random() < 0.3:
+                tr.add(res, "parent result again", V_PARENT_STALE)
+            if rng.random() < 0.5:
+                tr.add(cs[rng.randrange(job.n)], "retransmission after the parent's result", V_DUP)
+    return job, tr
+
+
 SCENARIOS = [
     ("malformed", sc_malformed),
     ("arp", sc_arp),
@@ -1599,6 +1706,7 @@ SCENARIOS = [
     # with garbage values outside the job's VLAN (untagged, VID 0, another VID, an S-tag)
     ("vlan_mixed", sc_mixed(3, 1024, 4, 48, 0.10, 0.05, 0.10, vlan=4094, vlan_priority=3,
                             p_foreign=0.10)),
+    ("tree", sc_tree),
 ]
 
 
@@ -1642,9 +1750,16 @@ def self_check(name, job, tr, sw, verdicts, outs):
                                  % (name, idx, label, verdicts[idx], expect))
     total = c["contributions"] + c["duplicates"] + c["arp_replies"] + c["icmp_replies"] + \
         sum(c[r] for r in DROP_REASONS)
-    assert total == c["frames_in"] == len(tr.frames)
-    assert c["frames_out"] == len(outs) == c["results_multicast"] + c["results_retransmitted"] + \
-        c["arp_replies"] + c["icmp_replies"]
+    parent_in = sum(1 for v in verdicts if v in (V_PARENT, V_PARENT_STALE))
+    partials = sum(1 for _, fr in outs if sw._is_partial(fr))
+    assert total == c["frames_in"] == len(tr.frames) - parent_in
+    assert c["frames_out"] == len(outs) - partials == c["results_multicast"] + \
+        c["results_retransmitted"] + c["arp_replies"] + c["icmp_replies"]
+    t = sw.tree
+    assert parent_in == t["parent_results"] + t["parent_results_stale"]
+    assert partials == t["partials_up"] + t["partials_resent"]
+    if name == "tree":
+        assert min(t.values()) > 0, t
     for _, fr in outs:
         check_output_frame(job, fr)
     # the n results of one round are the same frame but for the addresses (dst MAC, dst IP and

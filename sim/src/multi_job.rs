@@ -1,0 +1,253 @@
+//! Several jobs on one switch (docs/switch.md §8): one [`RefSwitch`] per job, each with its own
+//! workers, payload size and slot range of the switch's slot memory, behind one address.
+//!
+//! A frame is a job's when its source IPv4 address is one of the job's workers (or its
+//! parent) and its SwitchML `job_number` is the job's. A SwitchML frame to the switch that is
+//! no job's — an unknown (source, job) pair — is dropped and counted (`unknown_source` of the
+//! switch's total counters, and [`MultiSwitch::unknown_source_job`]); it reaches no job, so no
+//! job's slots or counters change. Every other frame (ARP, ICMP, frames that fail a check before
+//! the source, such as a wrong MAC) is the first job's to answer or count: all jobs share the
+//! switch's MAC and IPv4 address.
+//!
+//! A switch of several jobs is read from a TOML file ([`MultiSwitch::load`]) that names each
+//! job's own file (the job format of `spotagg_driver::config`, relative paths from the switch
+//! file's folder) and its slot range:
+//!
+//! ```toml
+//! capacity = 64            # [the sum of the jobs' slots] slots of the switch's memory
+//!
+//! [[job]]
+//! config = "job-a.toml"    # job_number 0 in that file
+//! slot_base = 0            # its slots are the switch's 0..S
+//!
+//! [[job]]
+//! config = "job-b.toml"    # job_number 1
+//! slot_base = 16
+//! ```
+
+use crate::reference::{RefSwitch, IP_OFFSET, L4_OFFSET, SWITCHML_OFFSET};
+use spotagg_driver::counters::{Counters, DropReason};
+use spotagg_driver::engine::Engine;
+use spotagg_driver::metrics::{counter_families, merge, Family, Kind};
+use spotagg_driver::wire::{switchml, udp, EtherType, EthernetFrame, IpProtocol, Ipv4Packet};
+use spotagg_driver::JobConfig;
+
+/// One job of a [`MultiSwitch`] and where its slots live in the switch's slot memory.
+#[derive(Debug, Clone)]
+pub struct JobPlacement {
+    /// The job (its `job_number`, workers, payload size, S slots).
+    pub job: JobConfig,
+    /// Its first slot in the switch's memory: the job's slot s is the switch's `slot_base + s`.
+    pub slot_base: u32,
+}
+
+/// A configuration of jobs that cannot share a switch.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MultiJobError(pub String);
+
+/// The reference switch for several jobs.
+#[derive(Debug, Clone)]
+pub struct MultiSwitch {
+    jobs: Vec<(JobPlacement, RefSwitch)>,
+    unknown: Counters,
+    unknown_source_job: u64,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSwitch {
+    capacity: Option<i64>,
+    job: Vec<RawJobRef>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawJobRef {
+    config: String,
+    slot_base: i64,
+}
+
+impl MultiSwitch {
+    /// Reads a switch of several jobs from TOML text; job files are read relative to `dir`.
+    /// Errors name the key (`job[i].config`, `job[i].slot_base`, `capacity`) and the value.
+    pub fn from_toml(text: &str, dir: &std::path::Path) -> Result<MultiSwitch, MultiJobError> {
+        let raw: RawSwitch = toml::from_str(text).map_err(|e| MultiJobError(e.to_string().trim_end().to_string()))?;
+        let mut jobs = Vec::new();
+        for (i, j) in raw.job.iter().enumerate() {
+            let path = dir.join(&j.config);
+            let job = JobConfig::load(&path).map_err(|e| MultiJobError(format!("job[{i}].config: {}", e.0)))?;
+            let slot_base = u32::try_from(j.slot_base).ok().filter(|b| *b < 1 << 15).ok_or_else(|| {
+                MultiJobError(format!("key `job[{i}].slot_base` = {}: must be 0..32768", j.slot_base))
+            })?;
+            jobs.push(JobPlacement { job, slot_base });
+        }
+        let capacity = match raw.capacity {
+            None => jobs.iter().map(|p| p.slot_base + u32::from(p.job.slots)).max().unwrap_or(0),
+            Some(c) if (1..=1 << 15).contains(&c) => c as u32,
+            Some(c) => return Err(MultiJobError(format!("key `capacity` = {c}: must be 1..=32768"))),
+        };
+        MultiSwitch::new(jobs, capacity)
+    }
+
+    /// Reads and validates a switch file; errors name the file.
+    pub fn load(path: &std::path::Path) -> Result<MultiSwitch, MultiJobError> {
+        let text = std::fs::read_to_string(path).map_err(|e| MultiJobError(format!("{}: {e}", path.display())))?;
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        MultiSwitch::from_toml(&text, dir).map_err(|e| MultiJobError(format!("{}: {}", path.display(), e.0)))
+    }
+
+    /// A job that stands for all of them where the software switch needs one (the switch's
+    /// addresses and ports; every job's workers, for their MACs). Not a job to aggregate.
+    pub fn addressing_job(&self) -> JobConfig {
+        let mut j = self.jobs[0].0.job.clone();
+        for (p, _) in &self.jobs[1..] {
+            for w in &p.job.workers {
+                if j.rank_of(w.ip).is_none() {
+                    j.workers.push(*w);
+                }
+            }
+        }
+        j
+    }
+
+    /// Jobs sharing `capacity` slots. Fails, naming the jobs, when they do not share the switch's
+    /// MAC and IPv4 address, when two have the same `job_number` and a worker in common, or when
+    /// slot ranges overlap or pass the capacity.
+    pub fn new(jobs: Vec<JobPlacement>, capacity: u32) -> Result<MultiSwitch, MultiJobError> {
+        let Some(first) = jobs.first() else {
+            return Err(MultiJobError("a switch needs at least one job".into()));
+        };
+        let (mac, ip) = (first.job.switch_mac, first.job.switch_ip);
+        for (a, pa) in jobs.iter().enumerate() {
+            let j = &pa.job;
+            if j.switch_mac != mac || j.switch_ip != ip {
+                return Err(MultiJobError(format!(
+                    "job {a} (job_number {}): switch {} / {} differs from job 0's {mac} / {ip}",
+                    j.job_number, j.switch_mac, j.switch_ip
+                )));
+            }
+            let end = pa.slot_base + u32::from(j.slots);
+            if end > capacity {
+                return Err(MultiJobError(format!(
+                    "job {a} (job_number {}): slots {}..{end} pass the switch's {capacity} slots",
+                    j.job_number, pa.slot_base
+                )));
+            }
+            for (b, pb) in jobs.iter().enumerate().take(a) {
+                let (s0, s1) = (pb.slot_base, pb.slot_base + u32::from(pb.job.slots));
+                if pa.slot_base < s1 && s0 < end {
+                    return Err(MultiJobError(format!(
+                        "jobs {b} and {a}: slot ranges {s0}..{s1} and {}..{end} overlap",
+                        pa.slot_base
+                    )));
+                }
+                let shared = j.workers.iter().find(|w| pb.job.workers.iter().any(|v| v.ip == w.ip));
+                if let Some(w) = shared.filter(|_| pb.job.job_number == j.job_number) {
+                    return Err(MultiJobError(format!(
+                        "jobs {b} and {a}: both job_number {} with worker {} in common: its frames would be both jobs'",
+                        j.job_number, w.ip
+                    )));
+                }
+            }
+        }
+        let jobs = jobs
+            .into_iter()
+            .map(|p| {
+                let sw = RefSwitch::new(p.job.clone());
+                (p, sw)
+            })
+            .collect();
+        Ok(MultiSwitch { jobs, unknown: Counters::default(), unknown_source_job: 0 })
+    }
+
+    /// The jobs, in configuration order.
+    pub fn jobs(&self) -> impl Iterator<Item = (&JobPlacement, &RefSwitch)> {
+        self.jobs.iter().map(|(p, s)| (p, s))
+    }
+
+    /// The switch of job `i` (its counters, tree and straggler counters).
+    pub fn job(&self, i: usize) -> &RefSwitch {
+        &self.jobs[i].1
+    }
+
+    /// SwitchML frames of an unknown (source, job_number) pair, dropped.
+    pub fn unknown_source_job(&self) -> u64 {
+        self.unknown_source_job
+    }
+
+    /// Which job a frame is for: `Some(Ok(i))` job i's; `Some(Err(()))` a SwitchML frame to the
+    /// switch of an unknown (source, job); `None` not a SwitchML frame (the first job's).
+    fn route(&self, frame: &[u8]) -> Option<Result<usize, ()>> {
+        let eth = EthernetFrame::new_checked(frame).ok()?;
+        if eth.ethertype() != EtherType::IPV4 || frame.len() < SWITCHML_OFFSET + 2 {
+            return None;
+        }
+        let ip = Ipv4Packet::new_unchecked(&frame[IP_OFFSET..L4_OFFSET]);
+        let dst_port = u16::from_be_bytes([frame[L4_OFFSET + 2], frame[L4_OFFSET + 3]]);
+        if ip.version() != 4
+            || ip.header_len() != 20
+            || ip.protocol() != IpProtocol::UDP
+            || ip.dst_addr() != self.jobs[0].0.job.switch_ip
+            || !switchml::is_switchml_port(dst_port)
+            || usize::from(ip.total_len()) < 20 + udp::HEADER_LEN + 2
+        {
+            return None;
+        }
+        let src = ip.src_addr();
+        let number = frame[SWITCHML_OFFSET + switchml::field::JOB];
+        let found = self.jobs.iter().position(|(p, _)| {
+            p.job.job_number == number && (p.job.rank_of(src).is_some() || p.job.parent.is_some_and(|q| q.ip == src))
+        });
+        Some(found.ok_or(()))
+    }
+}
+
+impl Engine for MultiSwitch {
+    fn process(&mut self, frame: &[u8], out: &mut Vec<Vec<u8>>) {
+        match self.route(frame) {
+            Some(Ok(i)) => self.jobs[i].1.process(frame, out),
+            Some(Err(())) => {
+                self.unknown.frames_in += 1;
+                self.unknown.drops[DropReason::UnknownSource.index()] += 1;
+                self.unknown_source_job += 1;
+            }
+            None => self.jobs[0].1.process(frame, out),
+        }
+    }
+    /// The switch's total: every job's counters and the unknown (source, job) drops.
+    fn counters(&self) -> Counters {
+        let mut c = self.unknown.clone();
+        for (_, s) in &self.jobs {
+            c.add(&s.counters());
+        }
+        c
+    }
+    fn name(&self) -> &'static str {
+        "model"
+    }
+    fn set_clock(&mut self, now_us: u64) {
+        for (_, s) in &mut self.jobs {
+            s.set_clock(now_us);
+        }
+    }
+    /// The switch's total counters, each job's counters, tree and straggler counters labelled
+    /// `job` (its `job_number`), and the unknown (source, job) drops.
+    fn metrics(&self) -> Vec<Family> {
+        let mut per_job = Vec::new();
+        for (p, s) in &self.jobs {
+            let l = [("job", p.job.job_number.to_string())];
+            let mut f = counter_families(&s.counters(), &l);
+            f.extend(s.tree_and_straggler_families(&l));
+            per_job.push(f);
+        }
+        let mut f = merge(&per_job);
+        f.push(Family::single(
+            "spotagg_switch_unknown_source_job_total",
+            "SwitchML frames of no job's (source, job_number), dropped.",
+            Kind::Counter,
+            self.unknown_source_job as f64,
+        ));
+        f
+    }
+}
