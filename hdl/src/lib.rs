@@ -18,12 +18,15 @@
 
 pub mod aggregator;
 pub mod block_ram;
+pub mod byte_stream;
 pub mod config;
 pub mod config_registers;
 pub mod control_link;
 pub mod core;
 pub mod core_with_control;
 pub mod counters;
+pub mod eaps_node;
+pub mod eaps_pdu;
 pub mod frame_parser;
 pub mod lane_adders;
 pub mod mdio;
