@@ -237,10 +237,6 @@ pub struct EapsNode<const D: usize> {
     sm: Signal<Local, Bits<2>>,
     jm: Signal<Local, Bits<2>>,
     om: Signal<Local, Bits<2>>,
-    d_hello: Signal<Local, Bits<32>>,
-    d_fail: Signal<Local, Bits<32>>,
-    d_pf0: Signal<Local, Bits<32>>,
-    d_pf1: Signal<Local, Bits<32>>,
     d_om: Signal<Local, Bits<32>>,
     om_active: Signal<Local, Bit>,
     may_fail: Signal<Local, Bit>,
@@ -278,6 +274,7 @@ pub struct EapsNode<const D: usize> {
     last_step: Signal<Local, Bit>,
     st_code: Signal<Local, Bits<32>>,
     n_dom: Signal<Local, Bits<5>>,
+    domains: Constant<Bits<5>>,
     n_flush: Signal<Local, Bits<16>>,
     tx_inc: Signal<Local, Bit>,
     fsel: Signal<Local, Bit>,
@@ -388,10 +385,6 @@ impl<const D: usize> Default for EapsNode<D> {
             sm: Default::default(),
             jm: Default::default(),
             om: Default::default(),
-            d_hello: Default::default(),
-            d_fail: Default::default(),
-            d_pf0: Default::default(),
-            d_pf1: Default::default(),
             d_om: Default::default(),
             om_active: Default::default(),
             may_fail: Default::default(),
@@ -427,6 +420,7 @@ impl<const D: usize> Default for EapsNode<D> {
             last_step: Default::default(),
             st_code: Default::default(),
             n_dom: Default::default(),
+            domains: Constant::new((D as u64).into()),
             n_flush: Default::default(),
             tx_inc: Default::default(),
             fsel: Default::default(),
@@ -991,7 +985,7 @@ impl<const D: usize> Logic for EapsNode<D> {
                     self.phase.d.next = NodePhase::Idle;
                 } else if !self.last_step.val() {
                     self.step.d.next = self.step.q.val() + 1;
-                } else if self.n_dom.val().index() < D {
+                } else if self.n_dom.val() < self.domains.val() {
                     self.dom.d.next = self.dom.q.val() + 1;
                     self.step.d.next = 0.into();
                 } else {
@@ -1018,7 +1012,7 @@ impl<const D: usize> Logic for EapsNode<D> {
                     } else if !self.last_step.val() {
                         self.step.d.next = self.step.q.val() + 1;
                         self.phase.d.next = NodePhase::Step;
-                    } else if self.n_dom.val().index() < D {
+                    } else if self.n_dom.val() < self.domains.val() {
                         self.dom.d.next = self.dom.q.val() + 1;
                         self.step.d.next = 0.into();
                         self.phase.d.next = NodePhase::Step;
@@ -1080,6 +1074,22 @@ impl<const D: usize> Logic for EapsNode<D> {
         self.status_data.next = 0.into();
         self.st_code.next = 0.into();
         self.s_words.next = false;
+        self.s_st.next = DomState::Idle;
+        self.s_fwd.next = 0.into();
+        self.s_cfgbits.next = 0.into();
+        self.s_tx.next = 0.into();
+        self.s_rx.next = 0.into();
+        self.s_fw.next = 0.into();
+        self.s_drop.next = 0.into();
+        self.s_lt.next = 0.into();
+        self.s_cause.next = 0.into();
+        self.s_hello.next = 0.into();
+        self.s_fail.next = 0.into();
+        self.s_pf0.next = 0.into();
+        self.s_pf1.next = 0.into();
+        self.s_armed.next = 0.into();
+        self.s_hseq.next = 0.into();
+        self.s_om.next = 0.into();
         for i in 0..D {
             if self.status_address.val().get_bits::<4>(4).index() == i {
                 self.s_st.next = self.st[i].q.val();
@@ -1177,18 +1187,18 @@ impl<const D: usize> Logic for EapsNode<D> {
             }
         }
         match self.status_address.val().index() {
-            0xf0 => {
+            240 => {
                 self.status_data.next = bit_cast::<32, 16>(self.edp_seq.q.val());
             }
-            0xf1 => {
+            241 => {
                 self.status_data.next = bit_cast::<32, 2>(self.link_q.q.val())
                     | (bit_cast::<32, 1>((self.phase.q.val() != NodePhase::Idle).into()) << 2);
             }
-            0xf2 => {
+            242 => {
                 self.status_data.next =
                     bit_cast::<32, 16>(self.prx0.rejected.val()) | (bit_cast::<32, 16>(self.prx0.overruns.val()) << 16);
             }
-            0xf3 => {
+            243 => {
                 self.status_data.next =
                     bit_cast::<32, 16>(self.prx1.rejected.val()) | (bit_cast::<32, 16>(self.prx1.overruns.val()) << 16);
             }

@@ -379,7 +379,7 @@ pub struct EapsTx {
     hi: DFF<Bits<8>>,
     sum: DFF<Bits<16>>,
     csum: DFF<Bits<16>>,
-    byte: Signal<Local, Bits<8>>,
+    out_byte: Signal<Local, Bits<8>>,
     sum17: Signal<Local, Bits<17>>,
     sum_fold: Signal<Local, Bits<16>>,
     ready: Signal<Local, Bit>,
@@ -391,169 +391,169 @@ impl Logic for EapsTx {
         dff_setup!(self, clock, phase, idx, to1, hi, sum, csum);
         match self.idx.q.val().index() {
             1 => {
-                self.byte.next = 0xe0.into();
+                self.out_byte.next = 0xe0.into();
             }
             2 => {
-                self.byte.next = 0x2b.into();
+                self.out_byte.next = 0x2b.into();
             }
             5 => {
-                self.byte.next = 0x04.into();
+                self.out_byte.next = 0x04.into();
             }
             6 => {
-                self.byte.next = self.pdu.src.val().get_bits::<8>(40);
+                self.out_byte.next = self.pdu.src.val().get_bits::<8>(40);
             }
             7 => {
-                self.byte.next = self.pdu.src.val().get_bits::<8>(32);
+                self.out_byte.next = self.pdu.src.val().get_bits::<8>(32);
             }
             8 => {
-                self.byte.next = self.pdu.src.val().get_bits::<8>(24);
+                self.out_byte.next = self.pdu.src.val().get_bits::<8>(24);
             }
             9 => {
-                self.byte.next = self.pdu.src.val().get_bits::<8>(16);
+                self.out_byte.next = self.pdu.src.val().get_bits::<8>(16);
             }
             10 => {
-                self.byte.next = self.pdu.src.val().get_bits::<8>(8);
+                self.out_byte.next = self.pdu.src.val().get_bits::<8>(8);
             }
             11 => {
-                self.byte.next = self.pdu.src.val().get_bits::<8>(0);
+                self.out_byte.next = self.pdu.src.val().get_bits::<8>(0);
             }
             12 => {
-                self.byte.next = 0x81.into();
+                self.out_byte.next = 0x81.into();
             }
             14 => {
-                self.byte.next = (bit_cast::<8, 3>(self.pdu.pcp.val()) << 5)
+                self.out_byte.next = (bit_cast::<8, 3>(self.pdu.pcp.val()) << 5)
                     | bit_cast::<8, 4>(self.pdu.control_vlan.val().get_bits::<4>(8));
             }
             15 => {
-                self.byte.next = self.pdu.control_vlan.val().get_bits::<8>(0);
+                self.out_byte.next = self.pdu.control_vlan.val().get_bits::<8>(0);
             }
             17 => {
-                self.byte.next = 0x58.into();
+                self.out_byte.next = 0x58.into();
             }
             18 => {
-                self.byte.next = 0xaa.into();
+                self.out_byte.next = 0xaa.into();
             }
             19 => {
-                self.byte.next = 0xaa.into();
+                self.out_byte.next = 0xaa.into();
             }
             20 => {
-                self.byte.next = 0x03.into();
+                self.out_byte.next = 0x03.into();
             }
             22 => {
-                self.byte.next = 0xe0.into();
+                self.out_byte.next = 0xe0.into();
             }
             23 => {
-                self.byte.next = 0x2b.into();
+                self.out_byte.next = 0x2b.into();
             }
             25 => {
-                self.byte.next = 0xbb.into();
+                self.out_byte.next = 0xbb.into();
             }
             26 => {
-                self.byte.next = 0x01.into();
+                self.out_byte.next = 0x01.into();
             }
             29 => {
-                self.byte.next = 0x50.into();
+                self.out_byte.next = 0x50.into();
             }
             30 => {
-                self.byte.next = self.csum.q.val().get_bits::<8>(8);
+                self.out_byte.next = self.csum.q.val().get_bits::<8>(8);
             }
             31 => {
-                self.byte.next = self.csum.q.val().get_bits::<8>(0);
+                self.out_byte.next = self.csum.q.val().get_bits::<8>(0);
             }
             32 => {
-                self.byte.next = self.pdu.edp_seq.val().get_bits::<8>(8);
+                self.out_byte.next = self.pdu.edp_seq.val().get_bits::<8>(8);
             }
             33 => {
-                self.byte.next = self.pdu.edp_seq.val().get_bits::<8>(0);
+                self.out_byte.next = self.pdu.edp_seq.val().get_bits::<8>(0);
             }
             36 => {
-                self.byte.next = self.pdu.system_mac.val().get_bits::<8>(40);
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(40);
             }
             37 => {
-                self.byte.next = self.pdu.system_mac.val().get_bits::<8>(32);
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(32);
             }
             38 => {
-                self.byte.next = self.pdu.system_mac.val().get_bits::<8>(24);
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(24);
             }
             39 => {
-                self.byte.next = self.pdu.system_mac.val().get_bits::<8>(16);
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(16);
             }
             40 => {
-                self.byte.next = self.pdu.system_mac.val().get_bits::<8>(8);
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(8);
             }
             41 => {
-                self.byte.next = self.pdu.system_mac.val().get_bits::<8>(0);
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(0);
             }
             42 => {
-                self.byte.next = 0x99.into();
+                self.out_byte.next = 0x99.into();
             }
             43 => {
-                self.byte.next = 0x0b.into();
+                self.out_byte.next = 0x0b.into();
             }
             45 => {
-                self.byte.next = 0x40.into();
+                self.out_byte.next = 0x40.into();
             }
             46 => {
-                self.byte.next = 0x01.into();
+                self.out_byte.next = 0x01.into();
             }
             47 => {
-                self.byte.next = self.pdu.eaps_type.val();
+                self.out_byte.next = self.pdu.eaps_type.val();
             }
             48 => {
-                self.byte.next = self.pdu.control_vlan.val().get_bits::<8>(8);
+                self.out_byte.next = self.pdu.control_vlan.val().get_bits::<8>(8);
             }
             49 => {
-                self.byte.next = self.pdu.control_vlan.val().get_bits::<8>(0);
+                self.out_byte.next = self.pdu.control_vlan.val().get_bits::<8>(0);
             }
             54 => {
-                self.byte.next = self.pdu.system_mac.val().get_bits::<8>(40);
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(40);
             }
             55 => {
-                self.byte.next = self.pdu.system_mac.val().get_bits::<8>(32);
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(32);
             }
             56 => {
-                self.byte.next = self.pdu.system_mac.val().get_bits::<8>(24);
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(24);
             }
             57 => {
-                self.byte.next = self.pdu.system_mac.val().get_bits::<8>(16);
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(16);
             }
             58 => {
-                self.byte.next = self.pdu.system_mac.val().get_bits::<8>(8);
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(8);
             }
             59 => {
-                self.byte.next = self.pdu.system_mac.val().get_bits::<8>(0);
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(0);
             }
             60 => {
-                self.byte.next = self.pdu.hello_timer.val().get_bits::<8>(8);
+                self.out_byte.next = self.pdu.hello_timer.val().get_bits::<8>(8);
             }
             61 => {
-                self.byte.next = self.pdu.hello_timer.val().get_bits::<8>(0);
+                self.out_byte.next = self.pdu.hello_timer.val().get_bits::<8>(0);
             }
             62 => {
-                self.byte.next = self.pdu.fail_timer.val().get_bits::<8>(8);
+                self.out_byte.next = self.pdu.fail_timer.val().get_bits::<8>(8);
             }
             63 => {
-                self.byte.next = self.pdu.fail_timer.val().get_bits::<8>(0);
+                self.out_byte.next = self.pdu.fail_timer.val().get_bits::<8>(0);
             }
             64 => {
-                self.byte.next = self.pdu.state.val();
+                self.out_byte.next = self.pdu.state.val();
             }
             66 => {
-                self.byte.next = self.pdu.hello_seq.val().get_bits::<8>(8);
+                self.out_byte.next = self.pdu.hello_seq.val().get_bits::<8>(8);
             }
             67 => {
-                self.byte.next = self.pdu.hello_seq.val().get_bits::<8>(0);
+                self.out_byte.next = self.pdu.hello_seq.val().get_bits::<8>(0);
             }
             _ => {
-                self.byte.next = 0.into();
+                self.out_byte.next = 0.into();
             }
         }
         self.busy.next = self.phase.q.val() != TxPhase::Idle;
         self.done.next = false;
         self.tx0.valid.next = false;
         self.tx1.valid.next = false;
-        self.tx0.data.next = self.byte.val();
-        self.tx1.data.next = self.byte.val();
+        self.tx0.data.next = self.out_byte.val();
+        self.tx1.data.next = self.out_byte.val();
         self.tx0.last.next = self.idx.q.val() == 105;
         self.tx1.last.next = self.idx.q.val() == 105;
         self.ready.next = self.tx0.ready.val();
@@ -561,7 +561,7 @@ impl Logic for EapsTx {
             self.ready.next = self.tx1.ready.val();
         }
         self.sum17.next = bit_cast::<17, 16>(self.sum.q.val())
-            + bit_cast::<17, 16>((bit_cast::<16, 8>(self.hi.q.val()) << 8) | bit_cast::<16, 8>(self.byte.val()));
+            + bit_cast::<17, 16>((bit_cast::<16, 8>(self.hi.q.val()) << 8) | bit_cast::<16, 8>(self.out_byte.val()));
         self.sum_fold.next =
             self.sum17.val().get_bits::<16>(0) + bit_cast::<16, 1>(self.sum17.val().get_bit(16).into());
         match self.phase.q.val() {
@@ -575,7 +575,7 @@ impl Logic for EapsTx {
                 }
             }
             TxPhase::Sum => {
-                self.hi.d.next = self.byte.val();
+                self.hi.d.next = self.out_byte.val();
                 if (self.idx.q.val() >= 26) & self.idx.q.val().get_bit(0) {
                     self.sum.d.next = self.sum_fold.val();
                 }
