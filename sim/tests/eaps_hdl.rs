@@ -370,9 +370,11 @@ struct Scenario {
     end: Nanos,
 }
 
-fn run_ring(s: &Scenario, hardware: &[usize]) -> (RingTrace, u64) {
+fn run_ring(s: &Scenario, hardware: &[usize], verilated: &[usize]) -> (RingTrace, u64) {
     let mut ring = Ring::with_nodes(s.cfg.clone(), MS, s.end - MS, |i, mac, domains| {
-        if hardware.contains(&i) {
+        if verilated.contains(&i) {
+            Box::new(HdlEapsNode::verilated(mac, domains, [true, true]).expect("Verilator model of the EAPS node"))
+        } else if hardware.contains(&i) {
             Box::new(HdlEapsNode::new(mac, domains, [true, true]))
         } else {
             Box::new(EapsNode::new(mac, domains, [true, true]))
@@ -474,13 +476,14 @@ fn scenarios(n: usize) -> Vec<Scenario> {
 
 /// Rings of mixed nodes against all-reference rings: every control frame (time, node, port,
 /// bytes), every port-state change and every transition and alert identical.
-fn mixed_rings(n: usize, placements: &[Vec<usize>]) {
+fn mixed_rings(n: usize, placements: &[(Vec<usize>, Vec<usize>)]) {
     let mut cases = 0;
     for s in scenarios(n) {
-        let (want, frames) = run_ring(&s, &[]);
+        let (want, frames) = run_ring(&s, &[], &[]);
         assert_eq!(want.looped, 0, "{}: the reference loops", s.name);
-        for hw in placements {
-            let (got, _) = run_ring(&s, hw);
+        for (hw, vl) in placements {
+            let (got, _) = run_ring(&s, hw, vl);
+            let hw = (hw, vl);
             assert_eq!(got.frames.len(), want.frames.len(), "{} nodes, {}: hardware at {hw:?}: frame count", n, s.name);
             for (i, (g, w)) in got.frames.iter().zip(&want.frames).enumerate() {
                 assert_eq!(g, w, "{n} nodes, {}: hardware at {hw:?}: control frame {i}", s.name);
@@ -499,17 +502,28 @@ fn mixed_rings(n: usize, placements: &[Vec<usize>]) {
             want.looped
         );
     }
-    eprintln!("{n} nodes: {cases} mixed rings identical to the reference ring");
+    eprintln!("{n} nodes: {cases} mixed rings identical to the reference ring (rust-hdl, Verilator) = {placements:?}");
 }
 
 #[test]
 fn mixed_ring_of_4() {
     // The master alone, a transit alone, and every node in hardware.
-    mixed_rings(4, &[vec![0], vec![2], vec![0, 1, 2, 3]]);
+    mixed_rings(4, &[(vec![0], vec![]), (vec![2], vec![]), (vec![0, 1, 2, 3], vec![])]);
 }
 
 #[test]
 fn mixed_ring_of_8() {
     // Master and its neighbours; the second domain's master (node 4) and the far side.
-    mixed_rings(8, &[vec![0, 1, 7], vec![3, 4, 5]]);
+    mixed_rings(8, &[(vec![0, 1, 7], vec![]), (vec![3, 4, 5], vec![])]);
+}
+
+/// The Verilator model of the node (the Verilog the board is built from) in rings with
+/// reference and rust-hdl nodes: master in Verilator, a transit in rust-hdl, and the other way
+/// round, and a whole 4-node ring in Verilator.
+#[test]
+fn mixed_ring_with_verilator() {
+    if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Verilator) {
+        return;
+    }
+    mixed_rings(4, &[(vec![2], vec![0]), (vec![0], vec![1, 3]), (vec![], vec![0, 1, 2, 3])]);
 }

@@ -454,3 +454,159 @@ impl<P: NodePins> EapsEngine for HdlEapsNode<P> {
         Ok(self.finish(out))
     }
 }
+
+/// [`NodePins`] over a Verilator model of the block's generated Verilog (the same Verilog
+/// Yosys maps for the board).
+pub struct VerilatorPins {
+    m: crate::verilator::VerilatedModel,
+    pins: VPins,
+}
+
+struct VPins {
+    clock: u32,
+    now: u32,
+    system_mac: u32,
+    enable: u32,
+    link_up: u32,
+    cfg: Vec<[u32; 11]>,
+    rx: [[u32; 3]; 2],
+    tx: [[u32; 3]; 2],
+    forwarding: u32,
+    flush: u32,
+    alert: [u32; 4],
+    idle: u32,
+    status_address: u32,
+    status_data: u32,
+}
+
+impl VerilatorPins {
+    /// Builds (or takes from the cache) the Verilator model of the [`DOMAINS`]-domain node.
+    pub fn new() -> Result<VerilatorPins, crate::verilator::VerilatorError> {
+        use crate::verilator::{ports_of, BuildOptions, VerilatedModel};
+        let mut block = HdlNode::<DOMAINS>::default();
+        block.connect_all();
+        let verilog = generate_verilog(&block);
+        let ports = ports_of(&block);
+        let opts = BuildOptions {
+            trace: false,
+            config: Some(crate::verilator_engine::WAIVERS.to_string()),
+            extra_args: vec!["-Wno-fatal".into()],
+        };
+        let m = VerilatedModel::build(&verilog, &ports, &opts)?;
+        let id = |n: &str| m.port(n);
+        let cfg = (0..DOMAINS)
+            .map(|d| {
+                let f = |n: &str| id(&format!("cfg${d}${n}"));
+                [
+                    f("active"),
+                    f("master"),
+                    f("primary"),
+                    f("send_alert"),
+                    f("control_vlan"),
+                    f("protected_lo"),
+                    f("protected_hi"),
+                    f("hello"),
+                    f("fail"),
+                    f("pre_forwarding"),
+                    f("hello_field"),
+                ]
+            })
+            .collect();
+        let pins = VPins {
+            clock: id("clock"),
+            now: id("now"),
+            system_mac: id("system_mac"),
+            enable: id("enable"),
+            link_up: id("link_up"),
+            cfg,
+            rx: [0, 1].map(|p| [id(&format!("rx{p}$valid")), id(&format!("rx{p}$data")), id(&format!("rx{p}$last"))]),
+            tx: [0, 1].map(|p| [id(&format!("tx{p}$valid")), id(&format!("tx{p}$data")), id(&format!("tx{p}$last"))]),
+            forwarding: id("forwarding"),
+            flush: id("flush"),
+            alert: [id("alert"), id("alert_second_master"), id("alert_domain"), id("alert_mac")],
+            idle: id("idle"),
+            status_address: id("status_address"),
+            status_data: id("status_data"),
+        };
+        let mut v = VerilatorPins { m, pins };
+        let (r0, r1) = (v.m.port("tx0$ready"), v.m.port("tx1$ready"));
+        v.m.set(r0, 1);
+        v.m.set(r1, 1);
+        v.m.eval();
+        Ok(v)
+    }
+}
+
+impl NodePins for VerilatorPins {
+    fn set_domain(&mut self, d: usize, cfg: Option<&DomainConfig>) {
+        let p = self.pins.cfg[d];
+        self.m.set(p[0], u64::from(cfg.is_some()));
+        if let Some(cfg) = cfg {
+            let f = hw_config(cfg);
+            let fail_field = self.m.port(&format!("cfg${d}$fail_field"));
+            for (pin, v) in p.iter().skip(1).zip([
+                u64::from(f.master),
+                u64::from(f.primary),
+                u64::from(f.send_alert),
+                u64::from(f.control_vlan),
+                u64::from(f.protected.0),
+                u64::from(f.protected.1),
+                u64::from(f.hello),
+                u64::from(f.fail),
+                u64::from(f.pre_forwarding),
+                u64::from(f.hello_field),
+            ]) {
+                self.m.set(*pin, v);
+            }
+            self.m.set(fail_field, u64::from(f.fail_field));
+        }
+    }
+    fn set_mac(&mut self, mac: u64) {
+        self.m.set(self.pins.system_mac, mac);
+    }
+    fn set_now(&mut self, now: u32) {
+        self.m.set(self.pins.now, u64::from(now));
+    }
+    fn set_links(&mut self, links: [bool; 2]) {
+        self.m.set(self.pins.link_up, u64::from(links[0]) | (u64::from(links[1]) << 1));
+    }
+    fn set_enable(&mut self, on: bool) {
+        self.m.set(self.pins.enable, u64::from(on));
+    }
+    fn set_rx(&mut self, port: Port, valid: bool, data: u8, last: bool) {
+        let [v, d, l] = self.pins.rx[port];
+        self.m.set(v, u64::from(valid));
+        self.m.set(d, u64::from(data));
+        self.m.set(l, u64::from(last));
+    }
+    fn edge(&mut self) -> NodeOutputs {
+        self.m.eval();
+        self.m.tick(self.pins.clock);
+        let g = |m: &crate::verilator::VerilatedModel, id: u32| m.get(id);
+        let tx = self.pins.tx.map(|[v, d, l]| (g(&self.m, v) != 0, g(&self.m, d) as u8, g(&self.m, l) != 0));
+        let [a, sm, dom, mac] = self.pins.alert;
+        NodeOutputs {
+            tx,
+            forwarding: g(&self.m, self.pins.forwarding) as u32,
+            flush: g(&self.m, self.pins.flush) as u16,
+            alert: (g(&self.m, a) != 0).then(|| (g(&self.m, sm) != 0, g(&self.m, dom) as usize, g(&self.m, mac))),
+            idle: g(&self.m, self.pins.idle) != 0,
+        }
+    }
+    fn status(&mut self, address: u8) -> u32 {
+        self.m.set(self.pins.status_address, u64::from(address));
+        self.m.eval();
+        self.m.get(self.pins.status_data) as u32
+    }
+}
+
+impl HdlEapsNode<VerilatorPins> {
+    /// The node in Verilator.
+    pub fn verilated(
+        mac: MacAddr,
+        domains: Vec<DomainConfig>,
+        link_up: [bool; 2],
+    ) -> Result<Self, crate::verilator::VerilatorError> {
+        Ok(HdlEapsNode::with_pins(VerilatorPins::new()?, mac, domains, link_up))
+    }
+}
