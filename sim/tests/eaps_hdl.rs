@@ -265,16 +265,17 @@ fn record(a: &[Action], seen: &mut BTreeMap<String, usize>) {
 
 /// One node, reference and hardware, driven by the same seeded random events; every call's
 /// actions, the states, port states, counters and next deadline compared after each.
-fn node_vs_reference(
+fn node_vs_reference<H: EapsEngine>(
     seed: u64,
     domains: Vec<DomainConfig>,
     events: usize,
     seen: &mut BTreeMap<String, usize>,
+    make: impl Fn(MacAddr, Vec<DomainConfig>) -> H,
 ) -> usize {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let me = MacAddr([2, 0, 0, 0, 0, 1]);
     let mut r = EapsNode::new(me, domains.clone(), [true, true]);
-    let mut h = HdlEapsNode::new(me, domains.clone(), [true, true]);
+    let mut h = make(me, domains.clone());
     let vlans: Vec<u16> = domains.iter().map(|d| d.control_vlan).collect();
     let mut now: Nanos = rng.gen_range(0..1000);
     let mut compared = 0;
@@ -317,16 +318,31 @@ fn node_vs_reference(
 
 #[test]
 fn node_master_and_transit_vs_reference() {
+    random_events_vs_reference(12, |mac, doms| HdlEapsNode::new(mac, doms, [true, true]));
+}
+
+/// The same 12 seeds with the node in Verilator.
+#[test]
+fn verilated_node_vs_reference() {
+    if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Verilator) {
+        return;
+    }
+    random_events_vs_reference(12, |mac, doms| {
+        HdlEapsNode::verilated(mac, doms, [true, true]).expect("Verilator model of the EAPS node")
+    });
+}
+
+fn random_events_vs_reference<H: EapsEngine>(seeds: u64, make: impl Fn(MacAddr, Vec<DomainConfig>) -> H) {
     let mut calls = 0;
     let mut seen = BTreeMap::new();
-    for seed in 0..12 {
+    for seed in 0..seeds {
         let fa = if seed % 3 == 2 { FailAction::SendAlert } else { FailAction::OpenSecondary };
         let doms = match seed % 3 {
             0 => vec![domain(Role::Master, 1, 10, fa)],
             1 => vec![domain(Role::Transit, 0, 10, fa)],
             _ => vec![domain(Role::Master, 0, 10, fa), domain(Role::Transit, 1, 20, fa)],
         };
-        calls += node_vs_reference(seed, doms, 150, &mut seen);
+        calls += node_vs_reference(seed, doms, 150, &mut seen, &make);
     }
     eprintln!("{calls} calls compared; actions seen: {seen:?}");
     // The random events reach every transition and PDU the spec has.
