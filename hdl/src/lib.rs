@@ -25,6 +25,7 @@ pub mod control_link;
 pub mod core;
 pub mod core_with_control;
 pub mod counters;
+pub mod eaps_gate;
 pub mod eaps_node;
 pub mod eaps_pdu;
 pub mod frame_parser;

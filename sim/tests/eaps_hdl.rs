@@ -543,3 +543,66 @@ fn mixed_ring_with_verilator() {
     }
     mixed_rings(4, &[(vec![2], vec![0]), (vec![0], vec![1, 3]), (vec![], vec![0, 1, 2, 3])]);
 }
+
+/// The data plane's VLAN gate against the ring simulator's rule on the reference node's port
+/// states: a protected VLAN passes a port only where its domain forwards; others always.
+#[test]
+fn vlan_gate_matches_the_reference_port_states() {
+    use spotagg_hdl::eaps_gate::EapsVlanGate;
+    let mut rng = ChaCha8Rng::seed_from_u64(19);
+    let mut gate = EapsVlanGate::<2>::default();
+    gate.connect_all();
+    let me = MacAddr([2, 0, 0, 0, 0, 1]);
+    let (mut blocked, mut checked) = (0, 0);
+    for case in 0..20 {
+        let lo0 = rng.gen_range(2..2000u16);
+        let lo1 = rng.gen_range(2..2000u16);
+        let mut d0 = domain(Role::Master, rng.gen_range(0..2), 10, FailAction::OpenSecondary);
+        d0.protected = (lo0..lo0 + rng.gen_range(1..50)).collect();
+        let mut d1 = domain(Role::Transit, rng.gen_range(0..2), 20, FailAction::OpenSecondary);
+        d1.protected = (lo1..lo1 + rng.gen_range(1..50)).collect();
+        let doms = vec![d0, d1];
+        for (i, d) in doms.iter().enumerate() {
+            let c = &mut gate.cfg[i];
+            c.active.next = true;
+            c.protected_lo.next = u64::from(*d.protected.first().unwrap()).into();
+            c.protected_hi.next = u64::from(*d.protected.last().unwrap()).into();
+        }
+        let mut r = EapsNode::new(me, doms.clone(), [true, true]);
+        r.enable(0);
+        let mut now = 0;
+        for _ in 0..30 {
+            now += rng.gen_range(1..MS);
+            let p = rng.gen_range(0..2);
+            match rng.gen_range(0..3) {
+                0 => drop(r.link_down(now, p)),
+                1 => drop(r.link_up(now, p)),
+                _ => drop(r.handle_timeout(now)),
+            }
+            let mut fwd = 0u64;
+            for d in 0..2 {
+                for p in 0..2 {
+                    fwd |= u64::from(r.forwarding(d, p)) << (2 * d + p);
+                }
+            }
+            gate.forwarding.next = fwd.into();
+            for _ in 0..20 {
+                let vid = if rng.gen_bool(0.5) { lo0 + rng.gen_range(0..60) } else { lo1 + rng.gen_range(0..60) };
+                let tagged = rng.gen_bool(0.9);
+                let port = rng.gen_range(0..2);
+                gate.vid.next = u64::from(vid).into();
+                gate.tagged.next = tagged;
+                gate.port.next = port == 1;
+                settle(&mut gate);
+                let want = !tagged || r.domain_of_vlan(vid).is_none_or(|d| r.forwarding(d, port));
+                assert_eq!(gate.pass.val(), want, "case {case}: VLAN {vid} tagged {tagged} port {port}");
+                if tagged {
+                    assert_eq!(gate.protected.val(), r.domain_of_vlan(vid).is_some(), "case {case}: VLAN {vid}");
+                }
+                blocked += usize::from(!want);
+                checked += 1;
+            }
+        }
+    }
+    assert!(blocked > 100, "{blocked} of {checked} lookups blocked: the cases do not reach blocked ports");
+}
