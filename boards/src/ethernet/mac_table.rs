@@ -11,7 +11,8 @@
 //! core clock domain; it starts empty (an entry without the valid bit never hits).
 //!
 //! Flush (`flush`, one clock: an EAPS flush PDU or a local topology change, docs/eaps.md):
-//! the next 64 clocks write every entry empty, one a clock, and learning waits; until 4
+//! the next 64 clocks write every entry empty, one a clock (a learn meanwhile is dropped: the
+//! next frame from that MAC learns it); until 4
 //! clocks after the last of them (the lookup's latency) every lookup misses, so no lookup
 //! answers from an entry the flush has not reached yet. A flush during a flush starts it
 //! again. A miss floods, so a flush costs bandwidth for a moment, never a frame.

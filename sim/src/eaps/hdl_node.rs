@@ -9,7 +9,8 @@
 //! instant. What the node does on the way is read from its pins and turned into [`Action`]s:
 //! its transmit streams (frames), `forwarding` (port states), `flush`, `alert`, and the status
 //! words (state, cause, timers). [`NodePins`] is that pin access; [`RustHdlPins`] implements it
-//! over rust-hdl's simulation.
+//! over rust-hdl's simulation, [`VerilatorPins`] over a Verilator model of the block's
+//! generated Verilog.
 
 use super::{
     Action, Alert, Cause, Counters, DomainConfig, EapsEngine, FailAction, FrameError, Nanos, Port, Role, State,
