@@ -32,6 +32,7 @@ macro_rules! tick {
 
 pub mod aggregator;
 pub mod block_ram;
+pub mod byte_stream;
 pub mod config;
 pub mod config_registers;
 pub mod control_link;
@@ -39,6 +40,9 @@ pub mod core;
 pub mod core_with_control;
 pub mod counters;
 pub mod crc16;
+pub mod eaps_gate;
+pub mod eaps_node;
+pub mod eaps_pdu;
 pub mod frame_parser;
 pub mod lane_adders;
 pub mod mdio;

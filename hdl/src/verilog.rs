@@ -49,6 +49,33 @@ pub fn block_verilogs(config: &CoreConfig) -> Vec<(&'static str, String)> {
     v
 }
 
+/// The Verilog of the EAPS node with `domains` domains (1, 2, 4 or 8), of its PDU receiver and
+/// emitter, its VLAN gate and its time base (1 µs at 125 MHz), by block name (top module `top`).
+pub fn eaps_verilogs(domains: usize) -> Vec<(&'static str, String)> {
+    use crate::eaps_node::EapsNode;
+    use crate::eaps_pdu::{EapsRx, EapsTx};
+    let node = match domains {
+        1 => verilog_of(EapsNode::<1>::default()),
+        2 => verilog_of(EapsNode::<2>::default()),
+        4 => verilog_of(EapsNode::<4>::default()),
+        8 => verilog_of(EapsNode::<8>::default()),
+        d => panic!("EAPS node with {d} domains is not built (1, 2, 4 or 8)"),
+    };
+    let gate = match domains {
+        1 => verilog_of(crate::eaps_gate::EapsVlanGate::<1>::default()),
+        2 => verilog_of(crate::eaps_gate::EapsVlanGate::<2>::default()),
+        4 => verilog_of(crate::eaps_gate::EapsVlanGate::<4>::default()),
+        _ => verilog_of(crate::eaps_gate::EapsVlanGate::<8>::default()),
+    };
+    vec![
+        ("eaps_rx", verilog_of(EapsRx::default())),
+        ("eaps_tx", verilog_of(EapsTx::default())),
+        ("eaps_node", node),
+        ("eaps_vlan_gate", gate),
+        ("eaps_timebase", verilog_of(crate::eaps_gate::EapsTimebase::new(125))),
+    ]
+}
+
 /// Cells of a Yosys `synth_ecp5` run (the `stat` of the top module, hierarchy flattened).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Utilization {

@@ -2,7 +2,7 @@
 //! block and of the core (no latches, no errors). The Yosys tests print a message and pass
 //! when `yosys` is not on PATH.
 
-use spotagg_hdl::verilog::{block_verilogs, core_verilog, synth_ecp5, SynthError};
+use spotagg_hdl::verilog::{block_verilogs, core_verilog, eaps_verilogs, synth_ecp5, SynthError};
 use spotagg_hdl::CoreConfig;
 
 #[test]
@@ -93,5 +93,24 @@ fn core_synthesizes_at_widths_1_and_8() {
         let config = CoreConfig::new(w, 4, 256, 32).unwrap();
         let u = synth_ecp5(&core_verilog(&config)).unwrap_or_else(|e| panic!("width {w}: {e}"));
         println!("core {config:?}: {u:?}");
+    }
+}
+
+/// The EAPS blocks synthesize (no latches, no block RAM) for 1, 2 and 4 domains; prints the
+/// cells of each (what EAPS costs on the board: docs/eaps.md §9).
+#[test]
+fn eaps_blocks_synthesize_for_ecp5() {
+    if skip() {
+        return;
+    }
+    for d in [1, 2, 4] {
+        for (name, v) in eaps_verilogs(d) {
+            if d != 2 && name != "eaps_node" && name != "eaps_vlan_gate" {
+                continue;
+            }
+            let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("{name} ({d} domains): {e}"));
+            println!("{name} ({d} domains): {u:?}");
+            assert_eq!(u.dp16kd, 0, "{name}: EAPS must not take a block RAM (55 of 56 are in use)");
+        }
     }
 }

@@ -242,6 +242,8 @@ impl Logic for SwitchFabric {
         self.mac_table.learn_valid.next = self.router.learn_valid.val();
         self.mac_table.learn_mac.next = self.router.learn_mac.val();
         self.mac_table.learn_port.next = self.router.learn_port.val();
+        // Flushed by the EAPS node once it is wired in (issue 17 item 5); never until then.
+        self.mac_table.flush.next = false;
         self.merge_start.next = self.router.merge_start.val();
         self.merge_port.next = self.router.merge_port.val();
         // Core, behind register slices both ways (its `rx_ready` and `tx_valid` are logic of its

@@ -11,6 +11,8 @@
 //! role, control VLAN, protected VLANs and timers (spatial reuse). [`ring`] runs N of them.
 
 pub mod allreduce;
+#[cfg(feature = "hdl")]
+pub mod hdl_node;
 pub mod ring;
 pub mod scenarios;
 pub mod shared;
@@ -444,7 +446,7 @@ impl EapsNode {
                 let other = 1 - port;
                 if self.link_up[other] {
                     self.domains[d].counters.forwarded += 1;
-                    out.push(Action::Send { port: other, frame: frame.to_vec() });
+                    out.push(Action::Send { port: other, frame: forwarded_frame(frame, &pdu) });
                 }
                 match pdu.eaps_type {
                     EapsType::RingUpFlushFdb => {
@@ -633,6 +635,95 @@ impl EapsNode {
             self.domains[d].last_transition = Some((now, cause));
             out.push(Action::Transition { domain: d, from, to, cause });
         }
+    }
+}
+
+/// The frame a transit forwards for a received PDU: the PDU emitted again from its fields
+/// (docs/eaps.md §6.12), with the sender's source MAC and priority kept. Reserved bytes go out
+/// as zero, the DEI bit as 0, the machine MAC as the system MAC, and nothing past the 106
+/// bytes; for a PDU as §1 defines it this is the received frame byte for byte.
+pub fn forwarded_frame(frame: &[u8], pdu: &EapsRepr) -> Vec<u8> {
+    let src = MacAddr::from_bytes(&frame[6..12]);
+    let pcp = frame[14] >> 5;
+    emit_frame(pdu, src, pcp)
+}
+
+/// What the ring simulator needs of a node: the reference [`EapsNode`], or a hardware node
+/// (`hdl_node`) stepped behind the same calls. Every call that changes the node returns the
+/// [`Action`]s to carry out, as [`EapsNode`]'s do.
+pub trait EapsEngine {
+    /// System MAC.
+    fn mac(&self) -> MacAddr;
+    /// A domain's configuration.
+    fn config(&self, d: usize) -> &DomainConfig;
+    /// A domain's state.
+    fn state(&self, d: usize) -> State;
+    /// Whether the domain's protected VLANs forward on `port`.
+    fn forwarding(&self, d: usize, port: Port) -> bool;
+    /// A domain's PDU counters.
+    fn counters(&self, d: usize) -> Counters;
+    /// Time and cause of the domain's last transition.
+    fn last_transition(&self, d: usize) -> Option<(Nanos, Cause)>;
+    /// Link state of a ring port as the node last acted on it.
+    fn link(&self, port: Port) -> bool;
+    /// The domain protecting `vlan`.
+    fn domain_of_vlan(&self, vlan: u16) -> Option<usize>;
+    /// Enables every domain.
+    fn enable(&mut self, now: Nanos) -> Vec<Action>;
+    /// The earliest time at which [`EapsEngine::handle_timeout`] has work.
+    fn poll_timeout(&self) -> Option<Nanos>;
+    /// Runs every timer due at `now`.
+    fn handle_timeout(&mut self, now: Nanos) -> Vec<Action>;
+    /// A ring port lost its link.
+    fn link_down(&mut self, now: Nanos, port: Port) -> Vec<Action>;
+    /// A ring port regained its link.
+    fn link_up(&mut self, now: Nanos, port: Port) -> Vec<Action>;
+    /// A frame received on a ring port on some domain's control VLAN.
+    fn handle_frame(&mut self, now: Nanos, port: Port, frame: &[u8]) -> Result<Vec<Action>, FrameError>;
+}
+
+impl EapsEngine for EapsNode {
+    fn mac(&self) -> MacAddr {
+        EapsNode::mac(self)
+    }
+    fn config(&self, d: usize) -> &DomainConfig {
+        EapsNode::config(self, d)
+    }
+    fn state(&self, d: usize) -> State {
+        EapsNode::state(self, d)
+    }
+    fn forwarding(&self, d: usize, port: Port) -> bool {
+        EapsNode::forwarding(self, d, port)
+    }
+    fn counters(&self, d: usize) -> Counters {
+        EapsNode::counters(self, d)
+    }
+    fn last_transition(&self, d: usize) -> Option<(Nanos, Cause)> {
+        EapsNode::last_transition(self, d)
+    }
+    fn link(&self, port: Port) -> bool {
+        EapsNode::link(self, port)
+    }
+    fn domain_of_vlan(&self, vlan: u16) -> Option<usize> {
+        EapsNode::domain_of_vlan(self, vlan)
+    }
+    fn enable(&mut self, now: Nanos) -> Vec<Action> {
+        EapsNode::enable(self, now)
+    }
+    fn poll_timeout(&self) -> Option<Nanos> {
+        EapsNode::poll_timeout(self)
+    }
+    fn handle_timeout(&mut self, now: Nanos) -> Vec<Action> {
+        EapsNode::handle_timeout(self, now)
+    }
+    fn link_down(&mut self, now: Nanos, port: Port) -> Vec<Action> {
+        EapsNode::link_down(self, now, port)
+    }
+    fn link_up(&mut self, now: Nanos, port: Port) -> Vec<Action> {
+        EapsNode::link_up(self, now, port)
+    }
+    fn handle_frame(&mut self, now: Nanos, port: Port, frame: &[u8]) -> Result<Vec<Action>, FrameError> {
+        EapsNode::handle_frame(self, now, port, frame)
     }
 }
 

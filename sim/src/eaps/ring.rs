@@ -14,7 +14,7 @@
 //! turns that into the figures of an event: the time until traffic flows again, the frames
 //! lost, looped and the FDB entries flushed.
 
-use super::{Action, DomainConfig, EapsNode, FailAction, Nanos, Port, Role, State};
+use super::{Action, DomainConfig, EapsEngine, EapsNode, FailAction, Nanos, Port, Role, State};
 use spotagg_driver::wire::eaps::{parse_frame, EapsType};
 use spotagg_driver::wire::MacAddr;
 use std::cmp::Reverse;
@@ -187,7 +187,7 @@ pub struct EventReport {
 /// The ring simulator.
 pub struct Ring {
     cfg: RingConfig,
-    nodes: Vec<EapsNode>,
+    nodes: Vec<Box<dyn EapsEngine>>,
     fdb: Vec<HashMap<(u16, u64), Port>>,
     now: Nanos,
     seq: u64,
@@ -214,14 +214,32 @@ pub struct Ring {
     app_seq: usize,
     /// Application frames that looped.
     pub app_looped: u64,
+    /// Every control frame a node sent, in order: (time, node, port, frame). What the
+    /// differential tests compare between rings of reference and hardware nodes.
+    pub frames_out: Vec<(Nanos, usize, Port, Vec<u8>)>,
+    /// Every port-state change, in order: (time, node, domain, port, forwarding).
+    pub port_states: Vec<(Nanos, usize, usize, Port, bool)>,
 }
 
 impl Ring {
     /// Builds the ring, all links up, every node's domains enabled at time 0; host traffic
     /// starts at `traffic_from` and stops at `traffic_until`.
     pub fn new(cfg: RingConfig, traffic_from: Nanos, traffic_until: Nanos) -> Ring {
+        Ring::with_nodes(cfg, traffic_from, traffic_until, |_, mac, domains| {
+            Box::new(EapsNode::new(mac, domains, [true, true]))
+        })
+    }
+
+    /// As [`Ring::new`], with node `i` made by `make(i, system MAC, domain configurations)`
+    /// (links up at start): a ring of mixed reference and hardware nodes.
+    pub fn with_nodes(
+        cfg: RingConfig,
+        traffic_from: Nanos,
+        traffic_until: Nanos,
+        mut make: impl FnMut(usize, MacAddr, Vec<DomainConfig>) -> Box<dyn EapsEngine>,
+    ) -> Ring {
         let n = cfg.nodes;
-        let nodes: Vec<EapsNode> = (0..n)
+        let nodes: Vec<Box<dyn EapsEngine>> = (0..n)
             .map(|i| {
                 let domains = cfg
                     .domains
@@ -237,7 +255,7 @@ impl Ring {
                         fail_action: d.fail_action,
                     })
                     .collect();
-                EapsNode::new(MacAddr([0x02, 0xea, 0, 0, (i >> 8) as u8, i as u8]), domains, [true, true])
+                make(i, MacAddr([0x02, 0xea, 0, 0, (i >> 8) as u8, i as u8]), domains)
             })
             .collect();
         let flows = cfg.flows.len();
@@ -266,6 +284,8 @@ impl Ring {
             inbox: Vec::new(),
             app_seq: 0,
             app_looped: 0,
+            frames_out: Vec::new(),
+            port_states: Vec::new(),
             cfg,
         };
         for i in 0..n {
@@ -320,7 +340,7 @@ impl Ring {
         self.queue.peek().map(|Reverse((t, _, _))| *t)
     }
     /// The nodes.
-    pub fn nodes(&self) -> &[EapsNode] {
+    pub fn nodes(&self) -> &[Box<dyn EapsEngine>] {
         &self.nodes
     }
     /// Current time.
@@ -488,8 +508,13 @@ impl Ring {
     fn apply(&mut self, node: usize, actions: Vec<Action>) {
         for a in actions {
             match a {
-                Action::Send { port, frame } => self.transmit(node, port, Frame::Control(frame)),
-                Action::PortState { .. } => {}
+                Action::Send { port, frame } => {
+                    self.frames_out.push((self.now, node, port, frame.clone()));
+                    self.transmit(node, port, Frame::Control(frame))
+                }
+                Action::PortState { domain, port, forwarding } => {
+                    self.port_states.push((self.now, node, domain, port, forwarding))
+                }
                 Action::FlushFdb { domain } => {
                     let vlans = self.nodes[node].config(domain).protected.clone();
                     let before = self.fdb[node].len();

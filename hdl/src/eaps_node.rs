@@ -1,0 +1,1208 @@
+//! The EAPS node in hardware: docs/eaps.md §2–§5 for `D` domains on two ring ports, the same
+//! transitions, PDUs and timers as the reference node `spotagg_sim::eaps::EapsNode`, which the
+//! tests here and `sim/tests/eaps_hdl.rs` hold it to, frame for frame.
+//!
+//! One sequencer handles one event at a time, domain by domain in index order, exactly as the
+//! reference's calls do: the rising edge of `enable`, a PDU from a port's [`EapsRx`], a change
+//! of a port's `link_up`, or the timers that are due. Each domain step updates that domain's
+//! registers in one clock and then emits its PDUs (at most one per port) through the shared
+//! [`EapsTx`], the EDP sequence counting every PDU the node originates. A transit forwards a
+//! PDU by emitting it again from its fields (§6.12).
+//!
+//! Time is the input `now`, a free-running count of time units (1 ns in the simulations, any
+//! unit on a board: the periods in [`EapsDomainCfg`] use the same unit). A timer is a
+//! deadline register, due when `now - deadline` is not negative as a 32-bit two's-complement
+//! number, so periods must stay below 2^31 units.
+//!
+//! Status (`status_address` → `status_data`, combinational): domain `d` at `16·d + r` with
+//! `r` = 0 state code ([`state_code`]) | forwarding bits << 4 | master << 8 | primary << 9 |
+//! active << 10, 1 PDUs sent, 2 received, 3 forwarded, 4 dropped, 5 time of the last
+//! transition, 6 its cause ([`cause`]), 7..=10 the hello, fail, pre-forwarding 0 and 1
+//! deadlines, 11 armed bits (hello, fail, pre-forwarding 0, 1, other master), 12 hello
+//! sequence, 13 other-master deadline; 0xf0 EDP sequence, 0xf1 link state as acted on | busy
+//! << 2, 0xf2 port 0 rejected | overruns << 16, 0xf3 the same for port 1.
+
+use crate::byte_stream::{ByteSink, ByteSource};
+use crate::eaps_pdu::{EapsRx, EapsTx};
+use rust_hdl::prelude::*;
+
+/// The causes of a transition as status word 6 carries them.
+pub mod cause {
+    /// No transition yet.
+    pub const NONE: u32 = 0;
+    /// Enabled.
+    pub const ENABLED: u32 = 1;
+    /// The master's HEALTH came back.
+    pub const HEALTH_RETURNED: u32 = 2;
+    /// A LINK-DOWN PDU arrived.
+    pub const LINK_DOWN_PDU: u32 = 3;
+    /// Port 0 went down.
+    pub const LOCAL_LINK_DOWN0: u32 = 4;
+    /// Port 1 went down.
+    pub const LOCAL_LINK_DOWN1: u32 = 5;
+    /// Port 0 came up.
+    pub const LOCAL_LINK_UP0: u32 = 6;
+    /// Port 1 came up.
+    pub const LOCAL_LINK_UP1: u32 = 7;
+    /// The fail timer expired.
+    pub const FAIL_TIMER: u32 = 8;
+    /// RING-UP-FLUSH-FDB arrived.
+    pub const RING_UP_FLUSH: u32 = 9;
+    /// The pre-forwarding timer expired.
+    pub const PRE_FORWARDING_TIMER: u32 = 10;
+}
+
+/// A domain's state.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
+pub enum DomState {
+    /// Not enabled.
+    Idle,
+    /// Master, no HEALTH back yet.
+    Init,
+    /// Master, ring complete.
+    Complete,
+    /// Master, ring broken.
+    Failed,
+    /// Transit, both ports forwarding.
+    LinksUp,
+    /// Transit, a port down.
+    LinksDown,
+    /// Transit, a port waiting for RING-UP or its timer.
+    PreForwarding,
+}
+
+/// The numeric state in status word 0 (0 Idle, 1 Init, 2 Complete, 3 Failed, 4 Links-Up,
+/// 5 Links-Down, 6 Pre-Forwarding); the PDU's state field is this minus one (Idle and Init
+/// both 0).
+pub fn state_code(code: u32) -> Option<&'static str> {
+    ["Idle", "Init", "Complete", "Failed", "Links-Up", "Links-Down", "Pre-Forwarding"].get(code as usize).copied()
+}
+
+/// One domain's configuration, as the node reads it (quasi-static: change it only while
+/// `enable` is low).
+#[derive(LogicInterface, Default)]
+pub struct EapsDomainCfg {
+    /// The domain exists.
+    pub active: Signal<In, Bit>,
+    /// Master (else transit).
+    pub master: Signal<In, Bit>,
+    /// The primary port.
+    pub primary: Signal<In, Bit>,
+    /// Fail-timer action send-alert (else open-secondary).
+    pub send_alert: Signal<In, Bit>,
+    /// Control VLAN.
+    pub control_vlan: Signal<In, Bits<12>>,
+    /// First protected VLAN (the data plane's filter reads the range).
+    pub protected_lo: Signal<In, Bits<12>>,
+    /// Last protected VLAN.
+    pub protected_hi: Signal<In, Bits<12>>,
+    /// Hello period, time units.
+    pub hello: Signal<In, Bits<32>>,
+    /// Fail period.
+    pub fail: Signal<In, Bits<32>>,
+    /// Pre-forwarding period.
+    pub pre_forwarding: Signal<In, Bits<32>>,
+    /// The hello timer field of the PDUs (ms).
+    pub hello_field: Signal<In, Bits<16>>,
+    /// The fail timer field.
+    pub fail_field: Signal<In, Bits<16>>,
+}
+
+/// What the sequencer is doing.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
+pub enum NodePhase {
+    /// Waiting for an event.
+    Idle,
+    /// One domain step: update its registers, plan its PDUs.
+    Step,
+    /// Start the next planned PDU.
+    Send,
+    /// Wait for the emitter.
+    SendWait,
+}
+
+/// The event being handled.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
+pub enum Job {
+    /// `enable` rose.
+    Enable,
+    /// A port's link went down.
+    LinkDown,
+    /// A port's link came up.
+    LinkUp,
+    /// A PDU arrived.
+    Frame,
+    /// Timers are due.
+    Timers,
+}
+
+/// The EAPS node of `D` domains (1..=15).
+#[derive(LogicBlock)]
+pub struct EapsNode<const D: usize> {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Time, in the unit of the periods.
+    pub now: Signal<In, Bits<32>>,
+    /// The node's system MAC.
+    pub system_mac: Signal<In, Bits<48>>,
+    /// Enable every active domain (rising edge; configuration must be in place).
+    pub enable: Signal<In, Bit>,
+    /// Link state of ports 0 (bit 0) and 1.
+    pub link_up: Signal<In, Bits<2>>,
+    /// The domains' configuration.
+    pub cfg: [EapsDomainCfg; D],
+    /// Port 0's received PDU candidates.
+    pub rx0: ByteSink,
+    /// Port 1's.
+    pub rx1: ByteSink,
+    /// PDUs out of port 0.
+    pub tx0: ByteSource,
+    /// PDUs out of port 1.
+    pub tx1: ByteSource,
+    /// Forwarding of domain `d`'s protected VLANs on port `p`: bit `2d + p`.
+    pub forwarding: Signal<Out, Bits<32>>,
+    /// Flush the FDB of domain `d`: bit `d`, one clock.
+    pub flush: Signal<Out, Bits<16>>,
+    /// An alert (one clock).
+    pub alert: Signal<Out, Bit>,
+    /// The alert is a second master (else the fail timer expired).
+    pub alert_second_master: Signal<Out, Bit>,
+    /// The alert's domain.
+    pub alert_domain: Signal<Out, Bits<4>>,
+    /// The second master's system MAC.
+    pub alert_mac: Signal<Out, Bits<48>>,
+    /// Nothing pending or in progress (no event, no due timer).
+    pub idle: Signal<Out, Bit>,
+    /// Status word address.
+    pub status_address: Signal<In, Bits<8>>,
+    /// Status word.
+    pub status_data: Signal<Out, Bits<32>>,
+    prx0: EapsRx,
+    prx1: EapsRx,
+    etx: EapsTx,
+    enabled: DFF<Bit>,
+    link_q: DFF<Bits<2>>,
+    edp_seq: DFF<Bits<16>>,
+    phase: DFF<NodePhase>,
+    job: DFF<Job>,
+    jport: DFF<Bit>,
+    dom: DFF<Bits<4>>,
+    step: DFF<Bits<2>>,
+    send_mask: DFF<Bits<2>>,
+    send_fwd: DFF<Bit>,
+    send_type: DFF<Bits<8>>,
+    send_state: DFF<Bits<8>>,
+    flush_q: DFF<Bits<16>>,
+    alert_q: DFF<Bit>,
+    alert_sm_q: DFF<Bit>,
+    alert_dom_q: DFF<Bits<4>>,
+    alert_mac_q: DFF<Bits<48>>,
+    st: [DFF<DomState>; D],
+    fwd: [DFFWithInit<Bits<2>>; D],
+    hseq: [DFF<Bits<16>>; D],
+    armed: [DFF<Bits<5>>; D],
+    hello_at: [DFF<Bits<32>>; D],
+    fail_at: [DFF<Bits<32>>; D],
+    pf0_at: [DFF<Bits<32>>; D],
+    pf1_at: [DFF<Bits<32>>; D],
+    om_at: [DFF<Bits<32>>; D],
+    c_tx: [DFF<Bits<32>>; D],
+    c_rx: [DFF<Bits<32>>; D],
+    c_fwd: [DFF<Bits<32>>; D],
+    c_drop: [DFF<Bits<32>>; D],
+    lt_time: [DFF<Bits<32>>; D],
+    lt_cause: [DFF<Bits<4>>; D],
+    // The current domain's registers and configuration.
+    k_st: Signal<Local, DomState>,
+    k_fwd: Signal<Local, Bits<2>>,
+    k_hseq: Signal<Local, Bits<16>>,
+    k_armed: Signal<Local, Bits<5>>,
+    k_hello_at: Signal<Local, Bits<32>>,
+    k_fail_at: Signal<Local, Bits<32>>,
+    k_pf0_at: Signal<Local, Bits<32>>,
+    k_pf1_at: Signal<Local, Bits<32>>,
+    k_om_at: Signal<Local, Bits<32>>,
+    k_active: Signal<Local, Bit>,
+    k_master: Signal<Local, Bit>,
+    k_primary: Signal<Local, Bit>,
+    k_send_alert: Signal<Local, Bit>,
+    k_cvlan: Signal<Local, Bits<12>>,
+    k_hello: Signal<Local, Bits<32>>,
+    k_fail: Signal<Local, Bits<32>>,
+    k_pf: Signal<Local, Bits<32>>,
+    k_hfield: Signal<Local, Bits<16>>,
+    k_ffield: Signal<Local, Bits<16>>,
+    // Derived.
+    pm: Signal<Local, Bits<2>>,
+    sm: Signal<Local, Bits<2>>,
+    jm: Signal<Local, Bits<2>>,
+    om: Signal<Local, Bits<2>>,
+    d_om: Signal<Local, Bits<32>>,
+    om_active: Signal<Local, Bit>,
+    may_fail: Signal<Local, Bit>,
+    any_due: Signal<Local, Bit>,
+    // The frame at the port being handled.
+    f_vid: Signal<Local, Bits<12>>,
+    f_type: Signal<Local, Bits<8>>,
+    f_cvlan: Signal<Local, Bits<16>>,
+    f_sysmac: Signal<Local, Bits<48>>,
+    fm_hit: Signal<Local, Bit>,
+    fm_dom: Signal<Local, Bits<4>>,
+    // The step's results.
+    n_st: Signal<Local, DomState>,
+    n_fwd: Signal<Local, Bits<2>>,
+    n_hseq: Signal<Local, Bits<16>>,
+    n_armed: Signal<Local, Bits<5>>,
+    n_hello_at: Signal<Local, Bits<32>>,
+    n_fail_at: Signal<Local, Bits<32>>,
+    n_pf0_at: Signal<Local, Bits<32>>,
+    n_pf1_at: Signal<Local, Bits<32>>,
+    n_om_at: Signal<Local, Bits<32>>,
+    n_cause: Signal<Local, Bits<4>>,
+    derive: Signal<Local, Bit>,
+    inc_rx: Signal<Local, Bit>,
+    inc_fwd: Signal<Local, Bit>,
+    inc_drop: Signal<Local, Bit>,
+    do_flush: Signal<Local, Bit>,
+    fail_ring: Signal<Local, Bit>,
+    n_mask: Signal<Local, Bits<2>>,
+    n_fwdflag: Signal<Local, Bit>,
+    n_type: Signal<Local, Bits<8>>,
+    n_state: Signal<Local, Bits<8>>,
+    n_wire: Signal<Local, Bits<8>>,
+    write: Signal<Local, Bit>,
+    last_step: Signal<Local, Bit>,
+    st_code: Signal<Local, Bits<32>>,
+    n_dom: Signal<Local, Bits<5>>,
+    domains: Constant<Bits<5>>,
+    n_flush: Signal<Local, Bits<16>>,
+    tx_inc: Signal<Local, Bit>,
+    fsel: Signal<Local, Bit>,
+    opened: Signal<Local, Bit>,
+    due: [Signal<Local, Bits<4>>; D],
+    k_due: Signal<Local, Bits<4>>,
+    dh: [Signal<Local, Bits<32>>; D],
+    df: [Signal<Local, Bits<32>>; D],
+    dp0: [Signal<Local, Bits<32>>; D],
+    dp1: [Signal<Local, Bits<32>>; D],
+    s_words: Signal<Local, Bit>,
+    s_st: Signal<Local, DomState>,
+    s_fwd: Signal<Local, Bits<2>>,
+    s_cfgbits: Signal<Local, Bits<3>>,
+    s_tx: Signal<Local, Bits<32>>,
+    s_rx: Signal<Local, Bits<32>>,
+    s_fw: Signal<Local, Bits<32>>,
+    s_drop: Signal<Local, Bits<32>>,
+    s_lt: Signal<Local, Bits<32>>,
+    s_cause: Signal<Local, Bits<4>>,
+    s_hello: Signal<Local, Bits<32>>,
+    s_fail: Signal<Local, Bits<32>>,
+    s_pf0: Signal<Local, Bits<32>>,
+    s_pf1: Signal<Local, Bits<32>>,
+    s_armed: Signal<Local, Bits<5>>,
+    s_hseq: Signal<Local, Bits<16>>,
+    s_om: Signal<Local, Bits<32>>,
+}
+
+impl<const D: usize> Default for EapsNode<D> {
+    fn default() -> Self {
+        assert!((1..=15).contains(&D), "EAPS domains {D}: the node supports 1..=15");
+        Self {
+            clock: Default::default(),
+            now: Default::default(),
+            system_mac: Default::default(),
+            enable: Default::default(),
+            link_up: Default::default(),
+            cfg: std::array::from_fn(|_| Default::default()),
+            rx0: Default::default(),
+            rx1: Default::default(),
+            tx0: Default::default(),
+            tx1: Default::default(),
+            forwarding: Default::default(),
+            flush: Default::default(),
+            alert: Default::default(),
+            alert_second_master: Default::default(),
+            alert_domain: Default::default(),
+            alert_mac: Default::default(),
+            idle: Default::default(),
+            status_address: Default::default(),
+            status_data: Default::default(),
+            prx0: Default::default(),
+            prx1: Default::default(),
+            etx: Default::default(),
+            enabled: Default::default(),
+            link_q: Default::default(),
+            edp_seq: Default::default(),
+            phase: Default::default(),
+            job: Default::default(),
+            jport: Default::default(),
+            dom: Default::default(),
+            step: Default::default(),
+            send_mask: Default::default(),
+            send_fwd: Default::default(),
+            send_type: Default::default(),
+            send_state: Default::default(),
+            flush_q: Default::default(),
+            alert_q: Default::default(),
+            alert_sm_q: Default::default(),
+            alert_dom_q: Default::default(),
+            alert_mac_q: Default::default(),
+            st: std::array::from_fn(|_| Default::default()),
+            fwd: std::array::from_fn(|_| DFFWithInit::new(3.into())),
+            hseq: std::array::from_fn(|_| Default::default()),
+            armed: std::array::from_fn(|_| Default::default()),
+            hello_at: std::array::from_fn(|_| Default::default()),
+            fail_at: std::array::from_fn(|_| Default::default()),
+            pf0_at: std::array::from_fn(|_| Default::default()),
+            pf1_at: std::array::from_fn(|_| Default::default()),
+            om_at: std::array::from_fn(|_| Default::default()),
+            c_tx: std::array::from_fn(|_| Default::default()),
+            c_rx: std::array::from_fn(|_| Default::default()),
+            c_fwd: std::array::from_fn(|_| Default::default()),
+            c_drop: std::array::from_fn(|_| Default::default()),
+            lt_time: std::array::from_fn(|_| Default::default()),
+            lt_cause: std::array::from_fn(|_| Default::default()),
+            k_st: Default::default(),
+            k_fwd: Default::default(),
+            k_hseq: Default::default(),
+            k_armed: Default::default(),
+            k_hello_at: Default::default(),
+            k_fail_at: Default::default(),
+            k_pf0_at: Default::default(),
+            k_pf1_at: Default::default(),
+            k_om_at: Default::default(),
+            k_active: Default::default(),
+            k_master: Default::default(),
+            k_primary: Default::default(),
+            k_send_alert: Default::default(),
+            k_cvlan: Default::default(),
+            k_hello: Default::default(),
+            k_fail: Default::default(),
+            k_pf: Default::default(),
+            k_hfield: Default::default(),
+            k_ffield: Default::default(),
+            pm: Default::default(),
+            sm: Default::default(),
+            jm: Default::default(),
+            om: Default::default(),
+            d_om: Default::default(),
+            om_active: Default::default(),
+            may_fail: Default::default(),
+            any_due: Default::default(),
+            f_vid: Default::default(),
+            f_type: Default::default(),
+            f_cvlan: Default::default(),
+            f_sysmac: Default::default(),
+            fm_hit: Default::default(),
+            fm_dom: Default::default(),
+            n_st: Default::default(),
+            n_fwd: Default::default(),
+            n_hseq: Default::default(),
+            n_armed: Default::default(),
+            n_hello_at: Default::default(),
+            n_fail_at: Default::default(),
+            n_pf0_at: Default::default(),
+            n_pf1_at: Default::default(),
+            n_om_at: Default::default(),
+            n_cause: Default::default(),
+            derive: Default::default(),
+            inc_rx: Default::default(),
+            inc_fwd: Default::default(),
+            inc_drop: Default::default(),
+            do_flush: Default::default(),
+            fail_ring: Default::default(),
+            n_mask: Default::default(),
+            n_fwdflag: Default::default(),
+            n_type: Default::default(),
+            n_state: Default::default(),
+            n_wire: Default::default(),
+            write: Default::default(),
+            last_step: Default::default(),
+            st_code: Default::default(),
+            n_dom: Default::default(),
+            domains: Constant::new((D as u64).into()),
+            n_flush: Default::default(),
+            tx_inc: Default::default(),
+            fsel: Default::default(),
+            opened: Default::default(),
+            due: std::array::from_fn(|_| Default::default()),
+            k_due: Default::default(),
+            dh: std::array::from_fn(|_| Default::default()),
+            df: std::array::from_fn(|_| Default::default()),
+            dp0: std::array::from_fn(|_| Default::default()),
+            dp1: std::array::from_fn(|_| Default::default()),
+            s_words: Default::default(),
+            s_st: Default::default(),
+            s_fwd: Default::default(),
+            s_cfgbits: Default::default(),
+            s_tx: Default::default(),
+            s_rx: Default::default(),
+            s_fw: Default::default(),
+            s_drop: Default::default(),
+            s_lt: Default::default(),
+            s_cause: Default::default(),
+            s_hello: Default::default(),
+            s_fail: Default::default(),
+            s_pf0: Default::default(),
+            s_pf1: Default::default(),
+            s_armed: Default::default(),
+            s_hseq: Default::default(),
+            s_om: Default::default(),
+        }
+    }
+}
+
+impl<const D: usize> Logic for EapsNode<D> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self,
+            clock,
+            enabled,
+            link_q,
+            edp_seq,
+            phase,
+            job,
+            jport,
+            dom,
+            step,
+            send_mask,
+            send_fwd,
+            send_type,
+            send_state,
+            flush_q,
+            alert_q,
+            alert_sm_q,
+            alert_dom_q,
+            alert_mac_q
+        );
+        for i in 0..D {
+            self.st[i].clock.next = self.clock.val();
+            self.st[i].d.next = self.st[i].q.val();
+            self.fwd[i].clock.next = self.clock.val();
+            self.fwd[i].d.next = self.fwd[i].q.val();
+            self.hseq[i].clock.next = self.clock.val();
+            self.hseq[i].d.next = self.hseq[i].q.val();
+            self.armed[i].clock.next = self.clock.val();
+            self.armed[i].d.next = self.armed[i].q.val();
+            self.hello_at[i].clock.next = self.clock.val();
+            self.hello_at[i].d.next = self.hello_at[i].q.val();
+            self.fail_at[i].clock.next = self.clock.val();
+            self.fail_at[i].d.next = self.fail_at[i].q.val();
+            self.pf0_at[i].clock.next = self.clock.val();
+            self.pf0_at[i].d.next = self.pf0_at[i].q.val();
+            self.pf1_at[i].clock.next = self.clock.val();
+            self.pf1_at[i].d.next = self.pf1_at[i].q.val();
+            self.om_at[i].clock.next = self.clock.val();
+            self.om_at[i].d.next = self.om_at[i].q.val();
+            self.c_tx[i].clock.next = self.clock.val();
+            self.c_tx[i].d.next = self.c_tx[i].q.val();
+            self.c_rx[i].clock.next = self.clock.val();
+            self.c_rx[i].d.next = self.c_rx[i].q.val();
+            self.c_fwd[i].clock.next = self.clock.val();
+            self.c_fwd[i].d.next = self.c_fwd[i].q.val();
+            self.c_drop[i].clock.next = self.clock.val();
+            self.c_drop[i].d.next = self.c_drop[i].q.val();
+            self.lt_time[i].clock.next = self.clock.val();
+            self.lt_time[i].d.next = self.lt_time[i].q.val();
+            self.lt_cause[i].clock.next = self.clock.val();
+            self.lt_cause[i].d.next = self.lt_cause[i].q.val();
+        }
+        self.prx0.clock.next = self.clock.val();
+        self.prx1.clock.next = self.clock.val();
+        self.etx.clock.next = self.clock.val();
+        ByteSink::link(&mut self.rx0, &mut self.prx0.rx);
+        ByteSink::link(&mut self.rx1, &mut self.prx1.rx);
+        ByteSource::link(&mut self.tx0, &mut self.etx.tx0);
+        ByteSource::link(&mut self.tx1, &mut self.etx.tx1);
+        self.prx0.take.next = false;
+        self.prx1.take.next = false;
+        self.etx.start.next = false;
+        self.etx.port.next = !self.send_mask.q.val().get_bit(0);
+        self.flush_q.d.next = 0.into();
+        self.alert_q.d.next = false;
+        self.flush.next = self.flush_q.q.val();
+        self.alert.next = self.alert_q.q.val();
+        self.alert_second_master.next = self.alert_sm_q.q.val();
+        self.alert_domain.next = self.alert_dom_q.q.val();
+        self.alert_mac.next = self.alert_mac_q.q.val();
+
+        // Each domain's timers: due when now - deadline >= 0 (bits hello, fail, pf0, pf1).
+        self.forwarding.next = 0.into();
+        self.any_due.next = false;
+        for i in 0..D {
+            self.forwarding.next = self.forwarding.val().replace_bit(2 * i, self.fwd[i].q.val().get_bit(0));
+            self.forwarding.next = self.forwarding.val().replace_bit(2 * i + 1, self.fwd[i].q.val().get_bit(1));
+            self.dh[i].next = self.now.val() - self.hello_at[i].q.val();
+            self.df[i].next = self.now.val() - self.fail_at[i].q.val();
+            self.dp0[i].next = self.now.val() - self.pf0_at[i].q.val();
+            self.dp1[i].next = self.now.val() - self.pf1_at[i].q.val();
+            self.due[i].next = 0.into();
+            self.due[i].next =
+                self.due[i].val().replace_bit(0, self.armed[i].q.val().get_bit(0) & !self.dh[i].val().get_bit(31));
+            self.due[i].next =
+                self.due[i].val().replace_bit(1, self.armed[i].q.val().get_bit(1) & !self.df[i].val().get_bit(31));
+            self.due[i].next =
+                self.due[i].val().replace_bit(2, self.armed[i].q.val().get_bit(2) & !self.dp0[i].val().get_bit(31));
+            self.due[i].next =
+                self.due[i].val().replace_bit(3, self.armed[i].q.val().get_bit(3) & !self.dp1[i].val().get_bit(31));
+            if self.due[i].val().any() {
+                self.any_due.next = true;
+            }
+        }
+
+        // The current domain.
+        self.k_st.next = DomState::Idle;
+        self.k_fwd.next = 0.into();
+        self.k_hseq.next = 0.into();
+        self.k_armed.next = 0.into();
+        self.k_hello_at.next = 0.into();
+        self.k_fail_at.next = 0.into();
+        self.k_pf0_at.next = 0.into();
+        self.k_pf1_at.next = 0.into();
+        self.k_om_at.next = 0.into();
+        self.k_due.next = 0.into();
+        self.k_active.next = false;
+        self.k_master.next = false;
+        self.k_primary.next = false;
+        self.k_send_alert.next = false;
+        self.k_cvlan.next = 0.into();
+        self.k_hello.next = 0.into();
+        self.k_fail.next = 0.into();
+        self.k_pf.next = 0.into();
+        self.k_hfield.next = 0.into();
+        self.k_ffield.next = 0.into();
+        for i in 0..D {
+            if self.dom.q.val().index() == i {
+                self.k_st.next = self.st[i].q.val();
+                self.k_fwd.next = self.fwd[i].q.val();
+                self.k_hseq.next = self.hseq[i].q.val();
+                self.k_armed.next = self.armed[i].q.val();
+                self.k_hello_at.next = self.hello_at[i].q.val();
+                self.k_fail_at.next = self.fail_at[i].q.val();
+                self.k_pf0_at.next = self.pf0_at[i].q.val();
+                self.k_pf1_at.next = self.pf1_at[i].q.val();
+                self.k_om_at.next = self.om_at[i].q.val();
+                self.k_due.next = self.due[i].val();
+                self.k_active.next = self.cfg[i].active.val();
+                self.k_master.next = self.cfg[i].master.val();
+                self.k_primary.next = self.cfg[i].primary.val();
+                self.k_send_alert.next = self.cfg[i].send_alert.val();
+                self.k_cvlan.next = self.cfg[i].control_vlan.val();
+                self.k_hello.next = self.cfg[i].hello.val();
+                self.k_fail.next = self.cfg[i].fail.val();
+                self.k_pf.next = self.cfg[i].pre_forwarding.val();
+                self.k_hfield.next = self.cfg[i].hello_field.val();
+                self.k_ffield.next = self.cfg[i].fail_field.val();
+            }
+        }
+        self.pm.next = 1.into();
+        if self.k_primary.val() {
+            self.pm.next = 2.into();
+        }
+        self.sm.next = !self.pm.val();
+        self.jm.next = 1.into();
+        if self.jport.q.val() {
+            self.jm.next = 2.into();
+        }
+        self.om.next = !self.jm.val();
+        self.d_om.next = self.k_om_at.val() - self.now.val();
+        self.om_active.next = self.k_armed.val().get_bit(4) & !self.d_om.val().get_bit(31) & self.d_om.val().any();
+        // Master: a reported failure opens the ring in Init and Complete, and in Failed while the
+        // secondary is held blocked and up.
+        self.may_fail.next = (self.k_st.val() == DomState::Init)
+            | (self.k_st.val() == DomState::Complete)
+            | ((self.k_st.val() == DomState::Failed)
+                & !(self.k_fwd.val() & self.sm.val()).any()
+                & (self.link_q.q.val() & self.sm.val()).any());
+        self.n_wire.next = 0.into();
+        if self.k_st.val() == DomState::Complete {
+            self.n_wire.next = 1.into();
+        }
+        if self.k_st.val() == DomState::Failed {
+            self.n_wire.next = 2.into();
+        }
+
+        // The PDU at the port being (or about to be) handled, and its domain.
+        self.fsel.next = self.jport.q.val();
+        if self.phase.q.val() == NodePhase::Idle {
+            self.fsel.next = !self.prx0.full.val();
+        }
+        self.f_vid.next = self.prx0.vid.val();
+        self.f_type.next = self.prx0.pdu.eaps_type.val();
+        self.f_cvlan.next = self.prx0.pdu.control_vlan.val();
+        self.f_sysmac.next = self.prx0.pdu.system_mac.val();
+        if self.fsel.val() {
+            self.f_vid.next = self.prx1.vid.val();
+            self.f_type.next = self.prx1.pdu.eaps_type.val();
+            self.f_cvlan.next = self.prx1.pdu.control_vlan.val();
+            self.f_sysmac.next = self.prx1.pdu.system_mac.val();
+        }
+        self.fm_hit.next = false;
+        self.fm_dom.next = 0.into();
+        for i in 0..D {
+            if !self.fm_hit.val() & self.cfg[i].active.val() & (self.cfg[i].control_vlan.val() == self.f_vid.val()) {
+                self.fm_hit.next = true;
+                self.fm_dom.next = i.to_bits();
+            }
+        }
+
+        // The emitter's fields: a forwarded PDU's own, or this node's.
+        self.etx.pdu.src.next = self.system_mac.val();
+        self.etx.pdu.pcp.next = 7.into();
+        self.etx.pdu.edp_seq.next = self.edp_seq.q.val();
+        self.etx.pdu.eaps_type.next = self.send_type.q.val();
+        self.etx.pdu.control_vlan.next = bit_cast::<16, 12>(self.k_cvlan.val());
+        self.etx.pdu.system_mac.next = self.system_mac.val();
+        self.etx.pdu.hello_timer.next = self.k_hfield.val();
+        self.etx.pdu.fail_timer.next = self.k_ffield.val();
+        self.etx.pdu.state.next = self.send_state.q.val();
+        self.etx.pdu.hello_seq.next = self.k_hseq.val();
+        if self.send_fwd.q.val() {
+            if self.jport.q.val() {
+                self.etx.pdu.src.next = self.prx1.pdu.src.val();
+                self.etx.pdu.pcp.next = self.prx1.pdu.pcp.val();
+                self.etx.pdu.edp_seq.next = self.prx1.pdu.edp_seq.val();
+                self.etx.pdu.eaps_type.next = self.prx1.pdu.eaps_type.val();
+                self.etx.pdu.control_vlan.next = self.prx1.pdu.control_vlan.val();
+                self.etx.pdu.system_mac.next = self.prx1.pdu.system_mac.val();
+                self.etx.pdu.hello_timer.next = self.prx1.pdu.hello_timer.val();
+                self.etx.pdu.fail_timer.next = self.prx1.pdu.fail_timer.val();
+                self.etx.pdu.state.next = self.prx1.pdu.state.val();
+                self.etx.pdu.hello_seq.next = self.prx1.pdu.hello_seq.val();
+            } else {
+                self.etx.pdu.src.next = self.prx0.pdu.src.val();
+                self.etx.pdu.pcp.next = self.prx0.pdu.pcp.val();
+                self.etx.pdu.edp_seq.next = self.prx0.pdu.edp_seq.val();
+                self.etx.pdu.eaps_type.next = self.prx0.pdu.eaps_type.val();
+                self.etx.pdu.control_vlan.next = self.prx0.pdu.control_vlan.val();
+                self.etx.pdu.system_mac.next = self.prx0.pdu.system_mac.val();
+                self.etx.pdu.hello_timer.next = self.prx0.pdu.hello_timer.val();
+                self.etx.pdu.fail_timer.next = self.prx0.pdu.fail_timer.val();
+                self.etx.pdu.state.next = self.prx0.pdu.state.val();
+                self.etx.pdu.hello_seq.next = self.prx0.pdu.hello_seq.val();
+            }
+        }
+
+        // One domain step (used in NodePhase::Step).
+        self.n_st.next = self.k_st.val();
+        self.n_fwd.next = self.k_fwd.val();
+        self.n_hseq.next = self.k_hseq.val();
+        self.n_armed.next = self.k_armed.val();
+        self.n_hello_at.next = self.k_hello_at.val();
+        self.n_fail_at.next = self.k_fail_at.val();
+        self.n_pf0_at.next = self.k_pf0_at.val();
+        self.n_pf1_at.next = self.k_pf1_at.val();
+        self.n_om_at.next = self.k_om_at.val();
+        self.n_cause.next = 0.into();
+        self.derive.next = false;
+        self.inc_rx.next = false;
+        self.inc_fwd.next = false;
+        self.inc_drop.next = false;
+        self.do_flush.next = false;
+        self.fail_ring.next = false;
+        self.opened.next = false;
+        self.n_mask.next = 0.into();
+        self.n_fwdflag.next = false;
+        self.n_type.next = 0.into();
+        self.n_state.next = 0.into();
+        self.last_step.next = true;
+        if self.job.q.val() == Job::Timers {
+            self.last_step.next = self.step.q.val() == 3;
+        }
+        match self.job.q.val() {
+            Job::Enable => {
+                if self.k_active.val() {
+                    self.n_cause.next = 1.into(); // cause::ENABLED
+                    if self.k_master.val() {
+                        self.n_fwd.next = self.pm.val();
+                        self.n_st.next = DomState::Init;
+                        self.n_fail_at.next = self.now.val() + self.k_fail.val();
+                        self.n_hello_at.next = self.now.val() + self.k_hello.val();
+                        self.n_armed.next = self.k_armed.val() | 3;
+                        self.n_hseq.next = self.k_hseq.val() + 1;
+                        if (self.link_q.q.val() & self.pm.val()).any() {
+                            self.n_mask.next = self.pm.val();
+                            self.n_type.next = 5.into();
+                        }
+                    } else {
+                        self.n_fwd.next = self.link_q.q.val();
+                        self.derive.next = true;
+                    }
+                }
+            }
+            Job::LinkDown => {
+                if self.k_st.val() != DomState::Idle {
+                    self.n_fwd.next = self.k_fwd.val() & self.om.val();
+                    if self.jport.q.val() {
+                        self.n_armed.next = self.k_armed.val() & 0x17;
+                    } else {
+                        self.n_armed.next = self.k_armed.val() & 0x1b;
+                    }
+                    if self.k_master.val() {
+                        // may_fail with this port already down and blocked.
+                        if (self.k_st.val() == DomState::Init)
+                            | (self.k_st.val() == DomState::Complete)
+                            | ((self.k_st.val() == DomState::Failed)
+                                & !(self.n_fwd.val() & self.sm.val()).any()
+                                & (self.link_q.q.val() & self.sm.val()).any())
+                        {
+                            self.fail_ring.next = true;
+                            self.n_cause.next = 4.into(); // cause::LOCAL_LINK_DOWN0, port 1: 5
+                            if self.jport.q.val() {
+                                self.n_cause.next = 5.into();
+                            }
+                        }
+                    } else {
+                        if (self.link_q.q.val() & self.om.val()).any() {
+                            self.n_mask.next = self.om.val();
+                            self.n_type.next = 8.into();
+                            self.n_state.next = 4.into();
+                        }
+                        self.n_st.next = DomState::LinksDown;
+                        self.n_cause.next = 4.into(); // cause::LOCAL_LINK_DOWN0, port 1: 5
+                        if self.jport.q.val() {
+                            self.n_cause.next = 5.into();
+                        }
+                    }
+                }
+            }
+            Job::LinkUp => {
+                if self.k_st.val() != DomState::Idle {
+                    self.n_fwd.next = self.k_fwd.val() & self.om.val();
+                    if !self.k_master.val() {
+                        if self.jport.q.val() {
+                            self.n_pf1_at.next = self.now.val() + self.k_pf.val();
+                            self.n_armed.next = self.k_armed.val() | 8;
+                        } else {
+                            self.n_pf0_at.next = self.now.val() + self.k_pf.val();
+                            self.n_armed.next = self.k_armed.val() | 4;
+                        }
+                        self.derive.next = true;
+                        self.n_cause.next = 6.into(); // cause::LOCAL_LINK_UP0, port 1: 7
+                        if self.jport.q.val() {
+                            self.n_cause.next = 7.into();
+                        }
+                    }
+                }
+            }
+            Job::Frame => {
+                if self.k_st.val() != DomState::Idle {
+                    self.inc_rx.next = true;
+                    if self.f_cvlan.val() != bit_cast::<16, 12>(self.f_vid.val()) {
+                        self.inc_drop.next = true;
+                    } else if self.k_master.val() {
+                        if ((self.f_type.val() == 5) | (self.f_type.val() == 6) | (self.f_type.val() == 7))
+                            & (self.f_sysmac.val() != self.system_mac.val())
+                        {
+                            self.inc_drop.next = true;
+                            if !self.om_active.val() {
+                                self.alert_q.d.next = true;
+                                self.alert_sm_q.d.next = true;
+                                self.alert_dom_q.d.next = self.dom.q.val();
+                                self.alert_mac_q.d.next = self.f_sysmac.val();
+                            }
+                            self.n_om_at.next = self.now.val() + self.k_fail.val();
+                            self.n_armed.next = self.k_armed.val() | 16;
+                        } else if (self.f_type.val() == 5) & (self.jm.val() == self.sm.val()) {
+                            self.n_fail_at.next = self.now.val() + self.k_fail.val();
+                            self.n_armed.next = self.k_armed.val() | 2;
+                            if (self.k_st.val() == DomState::Init) | (self.k_st.val() == DomState::Failed) {
+                                self.n_fwd.next = self.pm.val();
+                                self.do_flush.next = true;
+                                self.n_st.next = DomState::Complete;
+                                self.n_cause.next = 2.into(); // cause::HEALTH_RETURNED
+                                self.n_mask.next = self.link_q.q.val();
+                                self.n_type.next = 6.into();
+                                self.n_state.next = 1.into();
+                            }
+                        } else if (self.f_type.val() == 8) & self.may_fail.val() {
+                            self.fail_ring.next = true;
+                            self.n_cause.next = 3.into(); // cause::LINK_DOWN_PDU
+                        }
+                    } else {
+                        if (self.link_q.q.val() & self.om.val()).any() {
+                            self.inc_fwd.next = true;
+                            self.n_mask.next = self.om.val();
+                            self.n_fwdflag.next = true;
+                        }
+                        if self.f_type.val() == 6 {
+                            self.do_flush.next = true;
+                            // Only a port waiting on the other side opens (docs/eaps.md §6.10).
+                            if self.jport.q.val() {
+                                if self.k_armed.val().get_bit(2) {
+                                    self.opened.next = true;
+                                    self.n_armed.next = self.k_armed.val() & 0x1b;
+                                    self.n_fwd.next = self.k_fwd.val() | 1;
+                                }
+                            } else if self.k_armed.val().get_bit(3) {
+                                self.opened.next = true;
+                                self.n_armed.next = self.k_armed.val() & 0x17;
+                                self.n_fwd.next = self.k_fwd.val() | 2;
+                            }
+                            if self.opened.val() {
+                                self.derive.next = true;
+                                self.n_cause.next = 9.into(); // cause::RING_UP_FLUSH
+                            }
+                        }
+                        if self.f_type.val() == 7 {
+                            self.do_flush.next = true;
+                        }
+                    }
+                }
+            }
+            Job::Timers => match self.step.q.val().index() {
+                0 => {
+                    if self.k_due.val().get_bit(0) {
+                        self.n_hello_at.next = self.now.val() + self.k_hello.val();
+                        self.n_hseq.next = self.k_hseq.val() + 1;
+                        if (self.link_q.q.val() & self.pm.val()).any() {
+                            self.n_mask.next = self.pm.val();
+                            self.n_type.next = 5.into();
+                            self.n_state.next = self.n_wire.val();
+                        }
+                    }
+                }
+                1 => {
+                    if self.k_due.val().get_bit(1) {
+                        self.n_armed.next = self.k_armed.val() & 0x1d;
+                        if (self.k_st.val() == DomState::Init) | (self.k_st.val() == DomState::Complete) {
+                            self.alert_q.d.next = true;
+                            self.alert_sm_q.d.next = false;
+                            self.alert_dom_q.d.next = self.dom.q.val();
+                            self.n_cause.next = 8.into(); // cause::FAIL_TIMER
+                            if !self.k_send_alert.val() & !self.om_active.val() {
+                                self.fail_ring.next = true;
+                            } else {
+                                self.n_st.next = DomState::Failed;
+                            }
+                        }
+                    }
+                }
+                2 => {
+                    if self.k_due.val().get_bit(2) {
+                        self.n_armed.next = self.k_armed.val() & 0x1b;
+                        self.n_fwd.next = self.k_fwd.val() | 1;
+                        self.do_flush.next = true;
+                        self.derive.next = true;
+                        self.n_cause.next = 10.into(); // cause::PRE_FORWARDING_TIMER
+                    }
+                }
+                _ => {
+                    if self.k_due.val().get_bit(3) {
+                        self.n_armed.next = self.k_armed.val() & 0x17;
+                        self.n_fwd.next = self.k_fwd.val() | 2;
+                        self.do_flush.next = true;
+                        self.derive.next = true;
+                        self.n_cause.next = 10.into(); // cause::PRE_FORWARDING_TIMER
+                    }
+                }
+            },
+        }
+        // Master: Failed, secondary open where its link is up, flush, RING-DOWN out of the
+        // ports that are up.
+        if self.fail_ring.val() {
+            self.n_armed.next = self.n_armed.val() & 0x1d;
+            self.n_fwd.next = self.n_fwd.val() | (self.link_q.q.val() & self.sm.val());
+            self.do_flush.next = true;
+            self.n_st.next = DomState::Failed;
+            self.n_mask.next = self.link_q.q.val();
+            self.n_type.next = 7.into();
+            self.n_state.next = 2.into();
+        }
+        // Transit: the state follows from the links and the port states.
+        if self.derive.val() {
+            if self.link_q.q.val() != 3 {
+                self.n_st.next = DomState::LinksDown;
+            } else if (self.n_armed.val() & 12).any() | (self.n_fwd.val() != 3) {
+                self.n_st.next = DomState::PreForwarding;
+            } else {
+                self.n_st.next = DomState::LinksUp;
+            }
+        }
+
+        // The sequencer.
+        self.write.next = false;
+        self.tx_inc.next = false;
+        self.n_dom.next = bit_cast::<5, 4>(self.dom.q.val()) + 1;
+        match self.phase.q.val() {
+            NodePhase::Idle => {
+                if self.enable.val() & !self.enabled.q.val() {
+                    self.enabled.d.next = true;
+                    self.job.d.next = Job::Enable;
+                    self.dom.d.next = 0.into();
+                    self.step.d.next = 0.into();
+                    self.phase.d.next = NodePhase::Step;
+                } else if self.prx0.full.val() | self.prx1.full.val() {
+                    self.jport.d.next = self.fsel.val();
+                    self.job.d.next = Job::Frame;
+                    self.dom.d.next = self.fm_dom.val();
+                    self.step.d.next = 0.into();
+                    if self.fm_hit.val() {
+                        self.phase.d.next = NodePhase::Step;
+                    } else {
+                        self.prx0.take.next = !self.fsel.val();
+                        self.prx1.take.next = self.fsel.val();
+                    }
+                } else if self.link_up.val().get_bit(0) != self.link_q.q.val().get_bit(0) {
+                    self.link_q.d.next = self.link_q.q.val().replace_bit(0, self.link_up.val().get_bit(0));
+                    self.jport.d.next = false;
+                    self.job.d.next = Job::LinkDown;
+                    if self.link_up.val().get_bit(0) {
+                        self.job.d.next = Job::LinkUp;
+                    }
+                    self.dom.d.next = 0.into();
+                    self.step.d.next = 0.into();
+                    self.phase.d.next = NodePhase::Step;
+                } else if self.link_up.val().get_bit(1) != self.link_q.q.val().get_bit(1) {
+                    self.link_q.d.next = self.link_q.q.val().replace_bit(1, self.link_up.val().get_bit(1));
+                    self.jport.d.next = true;
+                    self.job.d.next = Job::LinkDown;
+                    if self.link_up.val().get_bit(1) {
+                        self.job.d.next = Job::LinkUp;
+                    }
+                    self.dom.d.next = 0.into();
+                    self.step.d.next = 0.into();
+                    self.phase.d.next = NodePhase::Step;
+                } else if self.any_due.val() {
+                    self.job.d.next = Job::Timers;
+                    self.dom.d.next = 0.into();
+                    self.step.d.next = 0.into();
+                    self.phase.d.next = NodePhase::Step;
+                }
+            }
+            NodePhase::Step => {
+                self.write.next = true;
+                self.send_mask.d.next = self.n_mask.val();
+                self.send_fwd.d.next = self.n_fwdflag.val();
+                self.send_type.d.next = self.n_type.val();
+                self.send_state.d.next = self.n_state.val();
+                if self.n_mask.val().any() {
+                    self.phase.d.next = NodePhase::Send;
+                } else if self.job.q.val() == Job::Frame {
+                    self.prx0.take.next = !self.jport.q.val();
+                    self.prx1.take.next = self.jport.q.val();
+                    self.phase.d.next = NodePhase::Idle;
+                } else if !self.last_step.val() {
+                    self.step.d.next = self.step.q.val() + 1;
+                } else if self.n_dom.val() < self.domains.val() {
+                    self.dom.d.next = self.dom.q.val() + 1;
+                    self.step.d.next = 0.into();
+                } else {
+                    self.phase.d.next = NodePhase::Idle;
+                }
+            }
+            NodePhase::Send => {
+                self.etx.start.next = true;
+                self.phase.d.next = NodePhase::SendWait;
+            }
+            NodePhase::SendWait => {
+                if self.etx.done.val() {
+                    if !self.send_fwd.q.val() {
+                        self.edp_seq.d.next = self.edp_seq.q.val() + 1;
+                        self.tx_inc.next = true;
+                    }
+                    if self.send_mask.q.val() == 3 {
+                        self.send_mask.d.next = 2.into();
+                        self.phase.d.next = NodePhase::Send;
+                    } else if self.job.q.val() == Job::Frame {
+                        self.prx0.take.next = !self.jport.q.val();
+                        self.prx1.take.next = self.jport.q.val();
+                        self.phase.d.next = NodePhase::Idle;
+                    } else if !self.last_step.val() {
+                        self.step.d.next = self.step.q.val() + 1;
+                        self.phase.d.next = NodePhase::Step;
+                    } else if self.n_dom.val() < self.domains.val() {
+                        self.dom.d.next = self.dom.q.val() + 1;
+                        self.step.d.next = 0.into();
+                        self.phase.d.next = NodePhase::Step;
+                    } else {
+                        self.phase.d.next = NodePhase::Idle;
+                    }
+                }
+            }
+        }
+
+        // Write the step back, and the outputs it pulses.
+        self.n_flush.next = 0.into();
+        for i in 0..D {
+            if self.dom.q.val().index() == i {
+                if self.write.val() {
+                    self.st[i].d.next = self.n_st.val();
+                    self.fwd[i].d.next = self.n_fwd.val();
+                    self.hseq[i].d.next = self.n_hseq.val();
+                    self.armed[i].d.next = self.n_armed.val();
+                    self.hello_at[i].d.next = self.n_hello_at.val();
+                    self.fail_at[i].d.next = self.n_fail_at.val();
+                    self.pf0_at[i].d.next = self.n_pf0_at.val();
+                    self.pf1_at[i].d.next = self.n_pf1_at.val();
+                    self.om_at[i].d.next = self.n_om_at.val();
+                    if self.inc_rx.val() {
+                        self.c_rx[i].d.next = self.c_rx[i].q.val() + 1;
+                    }
+                    if self.inc_fwd.val() {
+                        self.c_fwd[i].d.next = self.c_fwd[i].q.val() + 1;
+                    }
+                    if self.inc_drop.val() {
+                        self.c_drop[i].d.next = self.c_drop[i].q.val() + 1;
+                    }
+                    if self.n_st.val() != self.k_st.val() {
+                        self.lt_time[i].d.next = self.now.val();
+                        self.lt_cause[i].d.next = self.n_cause.val();
+                    }
+                    self.n_flush.next = self.n_flush.val().replace_bit(i, self.do_flush.val());
+                }
+                if self.tx_inc.val() {
+                    self.c_tx[i].d.next = self.c_tx[i].q.val() + 1;
+                }
+            }
+        }
+        self.flush_q.d.next = self.n_flush.val();
+        if !self.write.val() {
+            self.alert_q.d.next = false;
+        }
+
+        self.idle.next = (self.phase.q.val() == NodePhase::Idle)
+            & !self.prx0.full.val()
+            & !self.prx1.full.val()
+            & (self.link_up.val() == self.link_q.q.val())
+            & !(self.enable.val() & !self.enabled.q.val())
+            & !self.any_due.val()
+            & !self.etx.busy.val();
+
+        // Status words.
+        self.status_data.next = 0.into();
+        self.st_code.next = 0.into();
+        self.s_words.next = false;
+        self.s_st.next = DomState::Idle;
+        self.s_fwd.next = 0.into();
+        self.s_cfgbits.next = 0.into();
+        self.s_tx.next = 0.into();
+        self.s_rx.next = 0.into();
+        self.s_fw.next = 0.into();
+        self.s_drop.next = 0.into();
+        self.s_lt.next = 0.into();
+        self.s_cause.next = 0.into();
+        self.s_hello.next = 0.into();
+        self.s_fail.next = 0.into();
+        self.s_pf0.next = 0.into();
+        self.s_pf1.next = 0.into();
+        self.s_armed.next = 0.into();
+        self.s_hseq.next = 0.into();
+        self.s_om.next = 0.into();
+        for i in 0..D {
+            if self.status_address.val().get_bits::<4>(4).index() == i {
+                self.s_st.next = self.st[i].q.val();
+                self.s_fwd.next = self.fwd[i].q.val();
+                self.s_cfgbits.next = 0.into();
+                self.s_cfgbits.next = self.s_cfgbits.val().replace_bit(0, self.cfg[i].master.val());
+                self.s_cfgbits.next = self.s_cfgbits.val().replace_bit(1, self.cfg[i].primary.val());
+                self.s_cfgbits.next = self.s_cfgbits.val().replace_bit(2, self.cfg[i].active.val());
+                self.s_tx.next = self.c_tx[i].q.val();
+                self.s_rx.next = self.c_rx[i].q.val();
+                self.s_fw.next = self.c_fwd[i].q.val();
+                self.s_drop.next = self.c_drop[i].q.val();
+                self.s_lt.next = self.lt_time[i].q.val();
+                self.s_cause.next = self.lt_cause[i].q.val();
+                self.s_hello.next = self.hello_at[i].q.val();
+                self.s_fail.next = self.fail_at[i].q.val();
+                self.s_pf0.next = self.pf0_at[i].q.val();
+                self.s_pf1.next = self.pf1_at[i].q.val();
+                self.s_armed.next = self.armed[i].q.val();
+                self.s_hseq.next = self.hseq[i].q.val();
+                self.s_om.next = self.om_at[i].q.val();
+                self.s_words.next = true;
+            }
+        }
+        match self.s_st.val() {
+            DomState::Idle => {
+                self.st_code.next = 0.into();
+            }
+            DomState::Init => {
+                self.st_code.next = 1.into();
+            }
+            DomState::Complete => {
+                self.st_code.next = 2.into();
+            }
+            DomState::Failed => {
+                self.st_code.next = 3.into();
+            }
+            DomState::LinksUp => {
+                self.st_code.next = 4.into();
+            }
+            DomState::LinksDown => {
+                self.st_code.next = 5.into();
+            }
+            DomState::PreForwarding => {
+                self.st_code.next = 6.into();
+            }
+        }
+        if self.s_words.val() {
+            match self.status_address.val().get_bits::<4>(0).index() {
+                0 => {
+                    self.status_data.next = self.st_code.val()
+                        | (bit_cast::<32, 2>(self.s_fwd.val()) << 4)
+                        | (bit_cast::<32, 3>(self.s_cfgbits.val()) << 8);
+                }
+                1 => {
+                    self.status_data.next = self.s_tx.val();
+                }
+                2 => {
+                    self.status_data.next = self.s_rx.val();
+                }
+                3 => {
+                    self.status_data.next = self.s_fw.val();
+                }
+                4 => {
+                    self.status_data.next = self.s_drop.val();
+                }
+                5 => {
+                    self.status_data.next = self.s_lt.val();
+                }
+                6 => {
+                    self.status_data.next = bit_cast::<32, 4>(self.s_cause.val());
+                }
+                7 => {
+                    self.status_data.next = self.s_hello.val();
+                }
+                8 => {
+                    self.status_data.next = self.s_fail.val();
+                }
+                9 => {
+                    self.status_data.next = self.s_pf0.val();
+                }
+                10 => {
+                    self.status_data.next = self.s_pf1.val();
+                }
+                11 => {
+                    self.status_data.next = bit_cast::<32, 5>(self.s_armed.val());
+                }
+                12 => {
+                    self.status_data.next = bit_cast::<32, 16>(self.s_hseq.val());
+                }
+                13 => {
+                    self.status_data.next = self.s_om.val();
+                }
+                _ => {}
+            }
+        }
+        match self.status_address.val().index() {
+            240 => {
+                self.status_data.next = bit_cast::<32, 16>(self.edp_seq.q.val());
+            }
+            241 => {
+                self.status_data.next = bit_cast::<32, 2>(self.link_q.q.val())
+                    | (bit_cast::<32, 1>((self.phase.q.val() != NodePhase::Idle).into()) << 2);
+            }
+            242 => {
+                self.status_data.next =
+                    bit_cast::<32, 16>(self.prx0.rejected.val()) | (bit_cast::<32, 16>(self.prx0.overruns.val()) << 16);
+            }
+            243 => {
+                self.status_data.next =
+                    bit_cast::<32, 16>(self.prx1.rejected.val()) | (bit_cast::<32, 16>(self.prx1.overruns.val()) << 16);
+            }
+            _ => {}
+        }
+    }
+}

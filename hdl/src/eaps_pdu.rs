@@ -1,0 +1,603 @@
+//! The EAPS PDU in hardware (docs/eaps.md §1): [`EapsRx`] checks and takes apart a received
+//! frame on the fly, [`EapsTx`] emits one from its fields. The fields travel between blocks as
+//! an [`EapsPduSource`]/[`EapsPduSink`] interface.
+//!
+//! [`EapsRx`] accepts exactly what `spotagg_driver::wire::eaps::parse_frame` accepts: the
+//! destination 00-E0-2B-00-00-04, TPID 0x8100, an 802.3 length of 88..=1500 that the frame
+//! holds, LLC/SNAP AA-AA-03 00-E0-2B 00BB, EDP length 80, TLV marker 0x99 type 0x0B length 64,
+//! EAPS version 1 and a good EDP checksum (the one's-complement sum of bytes 26..106 is
+//! 0xffff). It takes a byte every clock (no back-pressure: `ready` is always high) and holds
+//! the last good PDU for its owner until `take`; a good PDU arriving while one is held is
+//! dropped and counted (`overruns`), as is every bad frame (`rejected`).
+//!
+//! [`EapsTx`] emits the 106 bytes of §1 from its fields (the machine MAC is the system MAC,
+//! the tag's VID the control VLAN, DEI 0, reserved bytes 0). It first runs through the bytes
+//! once without sending to sum the EDP checksum (106 clocks), then sends them on the port
+//! `port` selects, one a clock while `ready`. The fields must hold still from `start` to `done`.
+
+use crate::byte_stream::{ByteSink, ByteSource};
+use rust_hdl::prelude::*;
+
+/// The fields of a PDU, sending end.
+#[derive(LogicInterface, Default)]
+#[join = "EapsPduSink"]
+pub struct EapsPduSource {
+    /// The source MAC (the sender's; the node's own for a PDU it originates).
+    pub src: Signal<Out, Bits<48>>,
+    /// The priority of the 802.1Q tag.
+    pub pcp: Signal<Out, Bits<3>>,
+    /// The EDP sequence.
+    pub edp_seq: Signal<Out, Bits<16>>,
+    /// The EAPS type (5 HEALTH, 6 RING-UP, 7 RING-DOWN, 8 LINK-DOWN).
+    pub eaps_type: Signal<Out, Bits<8>>,
+    /// The the control VLAN field (also the tag's VID when emitted).
+    pub control_vlan: Signal<Out, Bits<16>>,
+    /// The system MAC (also the EDP machine MAC when emitted).
+    pub system_mac: Signal<Out, Bits<48>>,
+    /// The hello timer field.
+    pub hello_timer: Signal<Out, Bits<16>>,
+    /// The fail timer field.
+    pub fail_timer: Signal<Out, Bits<16>>,
+    /// The state field.
+    pub state: Signal<Out, Bits<8>>,
+    /// The hello sequence.
+    pub hello_seq: Signal<Out, Bits<16>>,
+}
+
+/// The fields of a PDU, taking end.
+#[derive(LogicInterface, Default)]
+#[join = "EapsPduSource"]
+pub struct EapsPduSink {
+    /// The source MAC (the sender's; the node's own for a PDU it originates).
+    pub src: Signal<In, Bits<48>>,
+    /// The priority of the 802.1Q tag.
+    pub pcp: Signal<In, Bits<3>>,
+    /// The EDP sequence.
+    pub edp_seq: Signal<In, Bits<16>>,
+    /// The EAPS type (5 HEALTH, 6 RING-UP, 7 RING-DOWN, 8 LINK-DOWN).
+    pub eaps_type: Signal<In, Bits<8>>,
+    /// The the control VLAN field (also the tag's VID when emitted).
+    pub control_vlan: Signal<In, Bits<16>>,
+    /// The system MAC (also the EDP machine MAC when emitted).
+    pub system_mac: Signal<In, Bits<48>>,
+    /// The hello timer field.
+    pub hello_timer: Signal<In, Bits<16>>,
+    /// The fail timer field.
+    pub fail_timer: Signal<In, Bits<16>>,
+    /// The state field.
+    pub state: Signal<In, Bits<8>>,
+    /// The hello sequence.
+    pub hello_seq: Signal<In, Bits<16>>,
+}
+
+/// The receive side: checks a frame and holds its fields until taken.
+#[derive(LogicBlock, Default)]
+pub struct EapsRx {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Received frames (no FCS), the control-VLAN candidates of one port.
+    pub rx: ByteSink,
+    /// The held PDU's fields.
+    pub pdu: EapsPduSource,
+    /// The held PDU's tag VID.
+    pub vid: Signal<Out, Bits<12>>,
+    /// A PDU is held.
+    pub full: Signal<Out, Bit>,
+    /// Release the held PDU (one clock).
+    pub take: Signal<In, Bit>,
+    /// Frames rejected (not an EAPS PDU, or damaged).
+    pub rejected: Signal<Out, Bits<16>>,
+    /// Good PDUs dropped because one was still held.
+    pub overruns: Signal<Out, Bits<16>>,
+    count: DFF<Bits<11>>,
+    bad: DFF<Bit>,
+    hi: DFF<Bits<8>>,
+    sum: DFF<Bits<16>>,
+    full_q: DFF<Bit>,
+    rejected_q: DFF<Bits<16>>,
+    overruns_q: DFF<Bits<16>>,
+    w_src: DFF<Bits<48>>,
+    w_tci: DFF<Bits<16>>,
+    w_len: DFF<Bits<16>>,
+    w_edp_seq: DFF<Bits<16>>,
+    w_eaps_type: DFF<Bits<8>>,
+    w_control_vlan: DFF<Bits<16>>,
+    w_system_mac: DFF<Bits<48>>,
+    w_hello_timer: DFF<Bits<16>>,
+    w_fail_timer: DFF<Bits<16>>,
+    w_state: DFF<Bits<8>>,
+    w_hello_seq: DFF<Bits<16>>,
+    m_src: DFF<Bits<48>>,
+    m_pcp: DFF<Bits<3>>,
+    m_vid: DFF<Bits<12>>,
+    m_edp_seq: DFF<Bits<16>>,
+    m_eaps_type: DFF<Bits<8>>,
+    m_control_vlan: DFF<Bits<16>>,
+    m_system_mac: DFF<Bits<48>>,
+    m_hello_timer: DFF<Bits<16>>,
+    m_fail_timer: DFF<Bits<16>>,
+    m_state: DFF<Bits<8>>,
+    m_hello_seq: DFF<Bits<16>>,
+    byte_ok: Signal<Local, Bit>,
+    sum17: Signal<Local, Bits<17>>,
+    sum_next: Signal<Local, Bits<16>>,
+    count_next: Signal<Local, Bits<11>>,
+    len_ok: Signal<Local, Bit>,
+}
+
+impl Logic for EapsRx {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self,
+            clock,
+            count,
+            bad,
+            hi,
+            sum,
+            full_q,
+            rejected_q,
+            overruns_q,
+            w_src,
+            w_tci,
+            w_len,
+            w_edp_seq,
+            w_eaps_type,
+            w_control_vlan,
+            w_system_mac,
+            w_hello_timer,
+            w_fail_timer,
+            w_state,
+            w_hello_seq,
+            m_src,
+            m_pcp,
+            m_vid,
+            m_edp_seq,
+            m_eaps_type,
+            m_control_vlan,
+            m_system_mac,
+            m_hello_timer,
+            m_fail_timer,
+            m_state,
+            m_hello_seq
+        );
+        self.rx.ready.next = true;
+        self.pdu.src.next = self.m_src.q.val();
+        self.pdu.pcp.next = self.m_pcp.q.val();
+        self.pdu.edp_seq.next = self.m_edp_seq.q.val();
+        self.pdu.eaps_type.next = self.m_eaps_type.q.val();
+        self.pdu.control_vlan.next = self.m_control_vlan.q.val();
+        self.pdu.system_mac.next = self.m_system_mac.q.val();
+        self.pdu.hello_timer.next = self.m_hello_timer.q.val();
+        self.pdu.fail_timer.next = self.m_fail_timer.q.val();
+        self.pdu.state.next = self.m_state.q.val();
+        self.pdu.hello_seq.next = self.m_hello_seq.q.val();
+        self.vid.next = self.m_vid.q.val();
+        self.full.next = self.full_q.q.val();
+        self.rejected.next = self.rejected_q.q.val();
+        self.overruns.next = self.overruns_q.q.val();
+        if self.take.val() {
+            self.full_q.d.next = false;
+        }
+
+        // The expected constant bytes.
+        match self.count.q.val().index() {
+            0 => {
+                self.byte_ok.next = self.rx.data.val() == 0x00;
+            }
+            1 => {
+                self.byte_ok.next = self.rx.data.val() == 0xe0;
+            }
+            2 => {
+                self.byte_ok.next = self.rx.data.val() == 0x2b;
+            }
+            3 => {
+                self.byte_ok.next = self.rx.data.val() == 0x00;
+            }
+            4 => {
+                self.byte_ok.next = self.rx.data.val() == 0x00;
+            }
+            5 => {
+                self.byte_ok.next = self.rx.data.val() == 0x04;
+            }
+            12 => {
+                self.byte_ok.next = self.rx.data.val() == 0x81;
+            }
+            13 => {
+                self.byte_ok.next = self.rx.data.val() == 0x00;
+            }
+            18 => {
+                self.byte_ok.next = self.rx.data.val() == 0xaa;
+            }
+            19 => {
+                self.byte_ok.next = self.rx.data.val() == 0xaa;
+            }
+            20 => {
+                self.byte_ok.next = self.rx.data.val() == 0x03;
+            }
+            21 => {
+                self.byte_ok.next = self.rx.data.val() == 0x00;
+            }
+            22 => {
+                self.byte_ok.next = self.rx.data.val() == 0xe0;
+            }
+            23 => {
+                self.byte_ok.next = self.rx.data.val() == 0x2b;
+            }
+            24 => {
+                self.byte_ok.next = self.rx.data.val() == 0x00;
+            }
+            25 => {
+                self.byte_ok.next = self.rx.data.val() == 0xbb;
+            }
+            28 => {
+                self.byte_ok.next = self.rx.data.val() == 0x00;
+            }
+            29 => {
+                self.byte_ok.next = self.rx.data.val() == 0x50;
+            }
+            42 => {
+                self.byte_ok.next = self.rx.data.val() == 0x99;
+            }
+            43 => {
+                self.byte_ok.next = self.rx.data.val() == 0x0b;
+            }
+            44 => {
+                self.byte_ok.next = self.rx.data.val() == 0x00;
+            }
+            45 => {
+                self.byte_ok.next = self.rx.data.val() == 0x40;
+            }
+            46 => {
+                self.byte_ok.next = self.rx.data.val() == 0x01;
+            }
+            _ => {
+                self.byte_ok.next = true;
+            }
+        }
+        // The EDP checksum over bytes 26..106, one 16-bit word at every odd byte.
+        self.sum17.next = bit_cast::<17, 16>(self.sum.q.val())
+            + bit_cast::<17, 16>((bit_cast::<16, 8>(self.hi.q.val()) << 8) | bit_cast::<16, 8>(self.rx.data.val()));
+        self.sum_next.next = self.sum.q.val();
+        if (self.count.q.val() >= 26) & (self.count.q.val() < 106) & self.count.q.val().get_bit(0) {
+            self.sum_next.next =
+                self.sum17.val().get_bits::<16>(0) + bit_cast::<16, 1>(self.sum17.val().get_bit(16).into());
+        }
+        self.count_next.next = self.count.q.val();
+        if self.count.q.val() != 2047 {
+            self.count_next.next = self.count.q.val() + 1;
+        }
+        self.len_ok.next = (self.w_len.q.val() >= 88)
+            & (self.w_len.q.val() <= 1500)
+            & (bit_cast::<16, 11>(self.count_next.val()) >= self.w_len.q.val() + 18);
+
+        if self.rx.valid.val() {
+            self.hi.d.next = self.rx.data.val();
+            self.sum.d.next = self.sum_next.val();
+            self.count.d.next = self.count_next.val();
+            self.bad.d.next = self.bad.q.val() | !self.byte_ok.val();
+            if (self.count.q.val() >= 6) & (self.count.q.val() < 12) {
+                self.w_src.d.next = (self.w_src.q.val() << 8) | bit_cast::<48, 8>(self.rx.data.val());
+            }
+            if (self.count.q.val() >= 14) & (self.count.q.val() < 16) {
+                self.w_tci.d.next = (self.w_tci.q.val() << 8) | bit_cast::<16, 8>(self.rx.data.val());
+            }
+            if (self.count.q.val() >= 16) & (self.count.q.val() < 18) {
+                self.w_len.d.next = (self.w_len.q.val() << 8) | bit_cast::<16, 8>(self.rx.data.val());
+            }
+            if (self.count.q.val() >= 32) & (self.count.q.val() < 34) {
+                self.w_edp_seq.d.next = (self.w_edp_seq.q.val() << 8) | bit_cast::<16, 8>(self.rx.data.val());
+            }
+            if (self.count.q.val() >= 47) & (self.count.q.val() < 48) {
+                self.w_eaps_type.d.next = (self.w_eaps_type.q.val() << 8) | bit_cast::<8, 8>(self.rx.data.val());
+            }
+            if (self.count.q.val() >= 48) & (self.count.q.val() < 50) {
+                self.w_control_vlan.d.next = (self.w_control_vlan.q.val() << 8) | bit_cast::<16, 8>(self.rx.data.val());
+            }
+            if (self.count.q.val() >= 54) & (self.count.q.val() < 60) {
+                self.w_system_mac.d.next = (self.w_system_mac.q.val() << 8) | bit_cast::<48, 8>(self.rx.data.val());
+            }
+            if (self.count.q.val() >= 60) & (self.count.q.val() < 62) {
+                self.w_hello_timer.d.next = (self.w_hello_timer.q.val() << 8) | bit_cast::<16, 8>(self.rx.data.val());
+            }
+            if (self.count.q.val() >= 62) & (self.count.q.val() < 64) {
+                self.w_fail_timer.d.next = (self.w_fail_timer.q.val() << 8) | bit_cast::<16, 8>(self.rx.data.val());
+            }
+            if (self.count.q.val() >= 64) & (self.count.q.val() < 65) {
+                self.w_state.d.next = (self.w_state.q.val() << 8) | bit_cast::<8, 8>(self.rx.data.val());
+            }
+            if (self.count.q.val() >= 66) & (self.count.q.val() < 68) {
+                self.w_hello_seq.d.next = (self.w_hello_seq.q.val() << 8) | bit_cast::<16, 8>(self.rx.data.val());
+            }
+            if self.rx.last.val() {
+                self.count.d.next = 0.into();
+                self.bad.d.next = false;
+                self.sum.d.next = 0.into();
+                if !self.bad.q.val()
+                    & self.byte_ok.val()
+                    & (self.count_next.val() >= 106)
+                    & self.len_ok.val()
+                    & (self.sum_next.val() == 0xffff)
+                {
+                    if self.full_q.q.val() & !self.take.val() {
+                        self.overruns_q.d.next = self.overruns_q.q.val() + 1;
+                    } else {
+                        self.full_q.d.next = true;
+                        self.m_src.d.next = self.w_src.q.val();
+                        self.m_pcp.d.next = self.w_tci.q.val().get_bits::<3>(13);
+                        self.m_vid.d.next = self.w_tci.q.val().get_bits::<12>(0);
+                        self.m_edp_seq.d.next = self.w_edp_seq.q.val();
+                        self.m_eaps_type.d.next = self.w_eaps_type.q.val();
+                        self.m_control_vlan.d.next = self.w_control_vlan.q.val();
+                        self.m_system_mac.d.next = self.w_system_mac.q.val();
+                        self.m_hello_timer.d.next = self.w_hello_timer.q.val();
+                        self.m_fail_timer.d.next = self.w_fail_timer.q.val();
+                        self.m_state.d.next = self.w_state.q.val();
+                        self.m_hello_seq.d.next = self.w_hello_seq.q.val();
+                    }
+                } else {
+                    self.rejected_q.d.next = self.rejected_q.q.val() + 1;
+                }
+            }
+        }
+    }
+}
+
+/// Where [`EapsTx`] is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
+pub enum TxPhase {
+    /// Waiting for `start`.
+    Idle,
+    /// Summing the EDP checksum over the bytes, sending nothing.
+    Sum,
+    /// Sending the bytes.
+    Send,
+}
+
+/// The transmit side: emits a PDU from its fields on one of two ports.
+#[derive(LogicBlock, Default)]
+pub struct EapsTx {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// The fields to emit (held from `start` to `done`).
+    pub pdu: EapsPduSink,
+    /// Start emitting (one clock, while not `busy`).
+    pub start: Signal<In, Bit>,
+    /// The port to send on.
+    pub port: Signal<In, Bit>,
+    /// Emitting.
+    pub busy: Signal<Out, Bit>,
+    /// The last byte left this clock.
+    pub done: Signal<Out, Bit>,
+    /// Port 0's frames.
+    pub tx0: ByteSource,
+    /// Port 1's frames.
+    pub tx1: ByteSource,
+    phase: DFF<TxPhase>,
+    idx: DFF<Bits<7>>,
+    to1: DFF<Bit>,
+    hi: DFF<Bits<8>>,
+    sum: DFF<Bits<16>>,
+    csum: DFF<Bits<16>>,
+    out_byte: Signal<Local, Bits<8>>,
+    sum17: Signal<Local, Bits<17>>,
+    sum_fold: Signal<Local, Bits<16>>,
+    ready: Signal<Local, Bit>,
+}
+
+impl Logic for EapsTx {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, phase, idx, to1, hi, sum, csum);
+        match self.idx.q.val().index() {
+            1 => {
+                self.out_byte.next = 0xe0.into();
+            }
+            2 => {
+                self.out_byte.next = 0x2b.into();
+            }
+            5 => {
+                self.out_byte.next = 0x04.into();
+            }
+            6 => {
+                self.out_byte.next = self.pdu.src.val().get_bits::<8>(40);
+            }
+            7 => {
+                self.out_byte.next = self.pdu.src.val().get_bits::<8>(32);
+            }
+            8 => {
+                self.out_byte.next = self.pdu.src.val().get_bits::<8>(24);
+            }
+            9 => {
+                self.out_byte.next = self.pdu.src.val().get_bits::<8>(16);
+            }
+            10 => {
+                self.out_byte.next = self.pdu.src.val().get_bits::<8>(8);
+            }
+            11 => {
+                self.out_byte.next = self.pdu.src.val().get_bits::<8>(0);
+            }
+            12 => {
+                self.out_byte.next = 0x81.into();
+            }
+            14 => {
+                self.out_byte.next = (bit_cast::<8, 3>(self.pdu.pcp.val()) << 5)
+                    | bit_cast::<8, 4>(self.pdu.control_vlan.val().get_bits::<4>(8));
+            }
+            15 => {
+                self.out_byte.next = self.pdu.control_vlan.val().get_bits::<8>(0);
+            }
+            17 => {
+                self.out_byte.next = 0x58.into();
+            }
+            18 => {
+                self.out_byte.next = 0xaa.into();
+            }
+            19 => {
+                self.out_byte.next = 0xaa.into();
+            }
+            20 => {
+                self.out_byte.next = 0x03.into();
+            }
+            22 => {
+                self.out_byte.next = 0xe0.into();
+            }
+            23 => {
+                self.out_byte.next = 0x2b.into();
+            }
+            25 => {
+                self.out_byte.next = 0xbb.into();
+            }
+            26 => {
+                self.out_byte.next = 0x01.into();
+            }
+            29 => {
+                self.out_byte.next = 0x50.into();
+            }
+            30 => {
+                self.out_byte.next = self.csum.q.val().get_bits::<8>(8);
+            }
+            31 => {
+                self.out_byte.next = self.csum.q.val().get_bits::<8>(0);
+            }
+            32 => {
+                self.out_byte.next = self.pdu.edp_seq.val().get_bits::<8>(8);
+            }
+            33 => {
+                self.out_byte.next = self.pdu.edp_seq.val().get_bits::<8>(0);
+            }
+            36 => {
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(40);
+            }
+            37 => {
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(32);
+            }
+            38 => {
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(24);
+            }
+            39 => {
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(16);
+            }
+            40 => {
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(8);
+            }
+            41 => {
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(0);
+            }
+            42 => {
+                self.out_byte.next = 0x99.into();
+            }
+            43 => {
+                self.out_byte.next = 0x0b.into();
+            }
+            45 => {
+                self.out_byte.next = 0x40.into();
+            }
+            46 => {
+                self.out_byte.next = 0x01.into();
+            }
+            47 => {
+                self.out_byte.next = self.pdu.eaps_type.val();
+            }
+            48 => {
+                self.out_byte.next = self.pdu.control_vlan.val().get_bits::<8>(8);
+            }
+            49 => {
+                self.out_byte.next = self.pdu.control_vlan.val().get_bits::<8>(0);
+            }
+            54 => {
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(40);
+            }
+            55 => {
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(32);
+            }
+            56 => {
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(24);
+            }
+            57 => {
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(16);
+            }
+            58 => {
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(8);
+            }
+            59 => {
+                self.out_byte.next = self.pdu.system_mac.val().get_bits::<8>(0);
+            }
+            60 => {
+                self.out_byte.next = self.pdu.hello_timer.val().get_bits::<8>(8);
+            }
+            61 => {
+                self.out_byte.next = self.pdu.hello_timer.val().get_bits::<8>(0);
+            }
+            62 => {
+                self.out_byte.next = self.pdu.fail_timer.val().get_bits::<8>(8);
+            }
+            63 => {
+                self.out_byte.next = self.pdu.fail_timer.val().get_bits::<8>(0);
+            }
+            64 => {
+                self.out_byte.next = self.pdu.state.val();
+            }
+            66 => {
+                self.out_byte.next = self.pdu.hello_seq.val().get_bits::<8>(8);
+            }
+            67 => {
+                self.out_byte.next = self.pdu.hello_seq.val().get_bits::<8>(0);
+            }
+            _ => {
+                self.out_byte.next = 0.into();
+            }
+        }
+        self.busy.next = self.phase.q.val() != TxPhase::Idle;
+        self.done.next = false;
+        self.tx0.valid.next = false;
+        self.tx1.valid.next = false;
+        self.tx0.data.next = self.out_byte.val();
+        self.tx1.data.next = self.out_byte.val();
+        self.tx0.last.next = self.idx.q.val() == 105;
+        self.tx1.last.next = self.idx.q.val() == 105;
+        self.ready.next = self.tx0.ready.val();
+        if self.to1.q.val() {
+            self.ready.next = self.tx1.ready.val();
+        }
+        self.sum17.next = bit_cast::<17, 16>(self.sum.q.val())
+            + bit_cast::<17, 16>((bit_cast::<16, 8>(self.hi.q.val()) << 8) | bit_cast::<16, 8>(self.out_byte.val()));
+        self.sum_fold.next =
+            self.sum17.val().get_bits::<16>(0) + bit_cast::<16, 1>(self.sum17.val().get_bit(16).into());
+        match self.phase.q.val() {
+            TxPhase::Idle => {
+                if self.start.val() {
+                    self.phase.d.next = TxPhase::Sum;
+                    self.to1.d.next = self.port.val();
+                    self.idx.d.next = 0.into();
+                    self.sum.d.next = 0.into();
+                    self.csum.d.next = 0.into();
+                }
+            }
+            TxPhase::Sum => {
+                self.hi.d.next = self.out_byte.val();
+                if (self.idx.q.val() >= 26) & self.idx.q.val().get_bit(0) {
+                    self.sum.d.next = self.sum_fold.val();
+                }
+                self.idx.d.next = self.idx.q.val() + 1;
+                if self.idx.q.val() == 105 {
+                    self.csum.d.next = !self.sum_fold.val();
+                    self.idx.d.next = 0.into();
+                    self.phase.d.next = TxPhase::Send;
+                }
+            }
+            TxPhase::Send => {
+                self.tx0.valid.next = !self.to1.q.val();
+                self.tx1.valid.next = self.to1.q.val();
+                if self.ready.val() {
+                    self.idx.d.next = self.idx.q.val() + 1;
+                    if self.idx.q.val() == 105 {
+                        self.idx.d.next = 0.into();
+                        self.phase.d.next = TxPhase::Idle;
+                        self.done.next = true;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,608 @@
+//! The hardware EAPS blocks (`spotagg_hdl::eaps_pdu`, `spotagg_hdl::eaps_node`) against the
+//! wire format and the reference node (`spotagg_sim::eaps::EapsNode`), in rust-hdl's
+//! simulation: the PDU receiver and emitter against `parse_frame`/`emit_frame` on seeded
+//! random and damaged frames; one node against the reference on seeded random event
+//! sequences (every action compared after every event); and rings of mixed reference and
+//! hardware nodes against all-reference rings on the ring simulator's scenarios (every
+//! control frame sent, with its time, and every port-state change identical).
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use spotagg_driver::wire::eaps::{emit_frame, parse_frame, EapsRepr, EapsState, EapsType};
+use spotagg_driver::wire::MacAddr;
+use spotagg_hdl::eaps_pdu::{EapsRx, EapsTx};
+use spotagg_hdl::rust_hdl::prelude::*;
+use spotagg_sim::eaps::hdl_node::HdlEapsNode;
+use spotagg_sim::eaps::ring::{LogKind, Ring, RingConfig, RingDomain, MS, US};
+use spotagg_sim::eaps::{Action, Alert, Cause, DomainConfig, EapsEngine, EapsNode, FailAction, Nanos, Role, State};
+use std::collections::BTreeMap;
+
+fn settle<B: Block>(b: &mut B) {
+    assert!(simulate(b, 10_000), "did not settle");
+}
+
+fn edge<B: Block>(b: &mut B, clock: impl Fn(&mut B) -> &mut Signal<In, Clock>) {
+    settle(b);
+    clock(b).next = true.into();
+    settle(b);
+    clock(b).next = false.into();
+    settle(b);
+}
+
+fn random_repr(rng: &mut ChaCha8Rng) -> EapsRepr {
+    let types = [EapsType::Health, EapsType::RingUpFlushFdb, EapsType::RingDownFlushFdb, EapsType::LinkDown];
+    let states = [EapsState::Idle, EapsState::Complete, EapsState::Failed, EapsState::LinksUp, EapsState::LinksDown];
+    EapsRepr {
+        edp_sequence: rng.gen(),
+        eaps_type: if rng.gen_bool(0.1) { EapsType::Unknown(rng.gen()) } else { types[rng.gen_range(0..4)] },
+        control_vlan: rng.gen_range(1..4095),
+        system_mac: MacAddr::from_bytes(&rng.gen::<[u8; 6]>()),
+        hello_timer: rng.gen(),
+        fail_timer: rng.gen(),
+        state: states[rng.gen_range(0..states.len())],
+        hello_seq: rng.gen(),
+    }
+}
+
+#[test]
+fn emitter_matches_emit_frame() {
+    let mut rng = ChaCha8Rng::seed_from_u64(17);
+    let mut tx = EapsTx::default();
+    tx.connect_all();
+    for case in 0..40 {
+        let r = random_repr(&mut rng);
+        let src = MacAddr::from_bytes(&rng.gen::<[u8; 6]>());
+        let pcp: u8 = rng.gen_range(0..8);
+        let port = rng.gen_bool(0.5);
+        tx.pdu.src.next = src.to_u64().into();
+        tx.pdu.pcp.next = u64::from(pcp).into();
+        tx.pdu.edp_seq.next = u64::from(r.edp_sequence).into();
+        tx.pdu.eaps_type.next = u64::from(u8::from(r.eaps_type)).into();
+        tx.pdu.control_vlan.next = u64::from(r.control_vlan).into();
+        tx.pdu.system_mac.next = r.system_mac.to_u64().into();
+        tx.pdu.hello_timer.next = u64::from(r.hello_timer).into();
+        tx.pdu.fail_timer.next = u64::from(r.fail_timer).into();
+        tx.pdu.state.next = u64::from(u8::from(r.state)).into();
+        tx.pdu.hello_seq.next = u64::from(r.hello_seq).into();
+        tx.port.next = port;
+        tx.start.next = true;
+        let mut out = Vec::new();
+        let mut stalls = 0;
+        for _ in 0..2000 {
+            // Back-pressure now and then.
+            let ready = rng.gen_bool(0.8);
+            tx.tx0.ready.next = ready;
+            tx.tx1.ready.next = ready;
+            settle(&mut tx);
+            let (v, d, l) = if port {
+                (tx.tx1.valid.val(), tx.tx1.data.val().to_u8(), tx.tx1.last.val())
+            } else {
+                (tx.tx0.valid.val(), tx.tx0.data.val().to_u8(), tx.tx0.last.val())
+            };
+            let other = if port { tx.tx0.valid.val() } else { tx.tx1.valid.val() };
+            assert!(!other, "case {case}: a byte on the other port");
+            let done = tx.done.val();
+            edge(&mut tx, |t| &mut t.clock);
+            tx.start.next = false;
+            if v && ready {
+                out.push(d);
+                if l {
+                    assert!(done);
+                    break;
+                }
+            } else if v {
+                stalls += 1;
+            }
+        }
+        assert_eq!(out, emit_frame(&r, src, pcp), "case {case}: {r:?} ({stalls} stalls)");
+    }
+}
+
+/// Feeds `frame` to a receiver; returns what it holds after (and takes it).
+fn receive(rx: &mut EapsRx, frame: &[u8]) -> Option<(u16, MacAddr, u8, EapsRepr)> {
+    for (i, &b) in frame.iter().enumerate() {
+        rx.rx.valid.next = true;
+        rx.rx.data.next = u64::from(b).into();
+        rx.rx.last.next = i + 1 == frame.len();
+        edge(rx, |r| &mut r.clock);
+    }
+    rx.rx.valid.next = false;
+    edge(rx, |r| &mut r.clock);
+    if !rx.full.val() {
+        return None;
+    }
+    let p = &rx.pdu;
+    let got = (
+        rx.vid.val().to_u32() as u16,
+        MacAddr::from_bytes(&p.src.val().to_u64().to_be_bytes()[2..]),
+        p.pcp.val().to_u8(),
+        EapsRepr {
+            edp_sequence: p.edp_seq.val().to_u32() as u16,
+            eaps_type: EapsType::from(p.eaps_type.val().to_u8()),
+            control_vlan: p.control_vlan.val().to_u32() as u16,
+            system_mac: MacAddr::from_bytes(&p.system_mac.val().to_u64().to_be_bytes()[2..]),
+            hello_timer: p.hello_timer.val().to_u32() as u16,
+            fail_timer: p.fail_timer.val().to_u32() as u16,
+            state: EapsState::from(p.state.val().to_u8()),
+            hello_seq: p.hello_seq.val().to_u32() as u16,
+        },
+    );
+    rx.take.next = true;
+    edge(rx, |r| &mut r.clock);
+    rx.take.next = false;
+    Some(got)
+}
+
+#[test]
+fn receiver_accepts_what_parse_frame_accepts() {
+    let mut rng = ChaCha8Rng::seed_from_u64(18);
+    let mut rx = EapsRx::default();
+    rx.connect_all();
+    let (mut good, mut bad) = (0, 0);
+    for case in 0..300 {
+        let r = random_repr(&mut rng);
+        let src = MacAddr::from_bytes(&rng.gen::<[u8; 6]>());
+        let pcp: u8 = rng.gen_range(0..8);
+        let mut f = emit_frame(&r, src, pcp);
+        match rng.gen_range(0..6) {
+            0 | 1 => {}
+            2 => {
+                // One byte changed anywhere (a reserved byte is still a good PDU).
+                let i = rng.gen_range(0..f.len());
+                f[i] ^= 1 << rng.gen_range(0..8);
+            }
+            3 => {
+                let n = rng.gen_range(1..f.len());
+                f.truncate(n);
+            }
+            4 => {
+                // Trailing bytes, and sometimes a longer 802.3 length that covers some of them.
+                let extra = rng.gen_range(1..20);
+                f.extend((0..extra).map(|_| rng.gen::<u8>()));
+                if rng.gen_bool(0.5) {
+                    let len = 88 + rng.gen_range(0..extra + 4) as u16;
+                    f[16..18].copy_from_slice(&len.to_be_bytes());
+                }
+            }
+            _ => {
+                // A damaged 16-bit word, checksum fixed up so only the field check can catch it.
+                let i = [12usize, 16, 18, 20, 24, 28, 42, 44, 46][rng.gen_range(0..9)];
+                f[i] = rng.gen();
+            }
+        }
+        let want = parse_frame(&f).ok().map(|(vid, src, repr)| (vid, src, f[14] >> 5, repr));
+        let got = receive(&mut rx, &f);
+        assert_eq!(got, want, "case {case}: {:02x?}", f);
+        if want.is_some() {
+            good += 1;
+        } else {
+            bad += 1;
+        }
+    }
+    assert!(good > 100 && bad > 100, "{good} good, {bad} bad frames: the cases do not cover both");
+    assert_eq!(rx.rejected.val().to_u32(), bad);
+}
+
+/// An action list in a form whose order does not depend on which of a step's actions the
+/// hardware shows first: the frames per port in order, and per domain the port states per
+/// port in order, the transitions in order, the flush count and the alerts in order.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Norm {
+    sends: [Vec<Vec<u8>>; 2],
+    ports: BTreeMap<(usize, usize), Vec<bool>>,
+    transitions: BTreeMap<usize, Vec<(State, State, Cause)>>,
+    flushes: BTreeMap<usize, usize>,
+    alerts: BTreeMap<usize, Vec<Alert>>,
+}
+
+fn norm(actions: &[Action]) -> Norm {
+    let mut n = Norm::default();
+    for a in actions {
+        match a {
+            Action::Send { port, frame } => n.sends[*port].push(frame.clone()),
+            Action::PortState { domain, port, forwarding } => {
+                n.ports.entry((*domain, *port)).or_default().push(*forwarding)
+            }
+            Action::Transition { domain, from, to, cause } => {
+                n.transitions.entry(*domain).or_default().push((*from, *to, *cause))
+            }
+            Action::FlushFdb { domain } => *n.flushes.entry(*domain).or_default() += 1,
+            Action::Alert { domain, alert } => n.alerts.entry(*domain).or_default().push(*alert),
+        }
+    }
+    n
+}
+
+fn domain(role: Role, primary: usize, vlan: u16, fail_action: FailAction) -> DomainConfig {
+    DomainConfig {
+        role,
+        primary,
+        control_vlan: vlan,
+        protected: vec![100 + vlan, 101 + vlan],
+        hello: MS,
+        fail: 3 * MS,
+        pre_forwarding: 3 * MS,
+        fail_action,
+    }
+}
+
+/// A PDU another node might send.
+fn peer_pdu(rng: &mut ChaCha8Rng, me: MacAddr, vlans: &[u16]) -> Vec<u8> {
+    let mut r = random_repr(rng);
+    r.control_vlan = if rng.gen_bool(0.9) { vlans[rng.gen_range(0..vlans.len())] } else { rng.gen_range(1..4095) };
+    if rng.gen_bool(0.4) {
+        r.system_mac = me; // our own HEALTH coming back, or a flush we sent
+    } else if rng.gen_bool(0.5) {
+        r.system_mac = MacAddr([2, 0, 0, 0, 0, 9]);
+    }
+    let mut f = emit_frame(&r, MacAddr([2, 0, 0, 0, 0, rng.gen()]), 7);
+    if rng.gen_bool(0.05) {
+        // Tag VID and control VLAN field disagree.
+        f[15] ^= 1;
+        f[30..32].copy_from_slice(&[0, 0]);
+        let c = spotagg_driver::wire::checksum::compute(&f[26..106]);
+        f[30..32].copy_from_slice(&c.to_be_bytes());
+    } else if rng.gen_bool(0.05) {
+        f[50] ^= 0x40; // damaged: bad checksum
+    }
+    f
+}
+
+/// Counts the kinds of action in `a`.
+fn record(a: &[Action], seen: &mut BTreeMap<String, usize>) {
+    for x in a {
+        let key = match x {
+            Action::Transition { to, cause, .. } => format!("{to:?} by {cause:?}"),
+            Action::Alert { alert: Alert::SecondMaster(_), .. } => "second master".into(),
+            Action::Alert { .. } => "fail timer alert".into(),
+            Action::FlushFdb { .. } => "flush".into(),
+            Action::Send { frame, .. } => format!("send {:?}", parse_frame(frame).unwrap().2.eaps_type),
+            Action::PortState { .. } => continue,
+        };
+        *seen.entry(key).or_default() += 1;
+    }
+}
+
+/// One node, reference and hardware, driven by the same seeded random events; every call's
+/// actions, the states, port states, counters and next deadline compared after each.
+fn node_vs_reference<H: EapsEngine>(
+    seed: u64,
+    domains: Vec<DomainConfig>,
+    events: usize,
+    seen: &mut BTreeMap<String, usize>,
+    make: impl Fn(MacAddr, Vec<DomainConfig>) -> H,
+) -> usize {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let me = MacAddr([2, 0, 0, 0, 0, 1]);
+    let mut r = EapsNode::new(me, domains.clone(), [true, true]);
+    let mut h = make(me, domains.clone());
+    let vlans: Vec<u16> = domains.iter().map(|d| d.control_vlan).collect();
+    let mut now: Nanos = rng.gen_range(0..1000);
+    let mut compared = 0;
+    let (a, b) = (r.enable(now), h.enable(now));
+    assert_eq!(norm(&a), norm(&b), "seed {seed}: enable");
+    for ev in 0..events {
+        now += rng.gen_range(1..if seed.is_multiple_of(2) { 200 * US } else { 2 * MS });
+        let what = rng.gen_range(0..10);
+        // Timers due by then first, in both.
+        while let Some(t) = r.poll_timeout().filter(|&t| t <= now) {
+            assert_eq!(h.poll_timeout(), Some(t), "seed {seed} event {ev}: next deadline");
+            let (a, b) = (r.handle_timeout(t), h.handle_timeout(t));
+            assert_eq!(norm(&a), norm(&b), "seed {seed} event {ev}: timers at {t}");
+            record(&a, seen);
+            compared += 1;
+        }
+        let port = rng.gen_range(0..2);
+        let (a, b) = match what {
+            0 => (r.link_down(now, port), h.link_down(now, port)),
+            1 => (r.link_up(now, port), h.link_up(now, port)),
+            _ => {
+                let f = peer_pdu(&mut rng, me, &vlans);
+                (r.handle_frame(now, port, &f).unwrap_or_default(), h.handle_frame(now, port, &f).unwrap())
+            }
+        };
+        assert_eq!(norm(&a), norm(&b), "seed {seed} event {ev} ({what}, port {port}) at {now}");
+        compared += 1;
+        record(&a, seen);
+        for d in 0..domains.len() {
+            let ctx = format!("seed {seed} event {ev} domain {d}");
+            assert_eq!(r.state(d), h.state(d), "{ctx}: state");
+            assert_eq!([r.forwarding(d, 0), r.forwarding(d, 1)], [h.forwarding(d, 0), h.forwarding(d, 1)], "{ctx}");
+            assert_eq!(r.counters(d), h.counters(d), "{ctx}: counters");
+            assert_eq!(r.last_transition(d), h.last_transition(d), "{ctx}: last transition");
+        }
+        assert_eq!(r.poll_timeout(), h.poll_timeout(), "seed {seed} event {ev}: next deadline");
+    }
+    compared
+}
+
+#[test]
+fn node_master_and_transit_vs_reference() {
+    random_events_vs_reference(12, |mac, doms| HdlEapsNode::new(mac, doms, [true, true]));
+}
+
+/// The same 12 seeds with the node in Verilator.
+#[test]
+fn verilated_node_vs_reference() {
+    if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Verilator) {
+        return;
+    }
+    random_events_vs_reference(12, |mac, doms| {
+        HdlEapsNode::verilated(mac, doms, [true, true]).expect("Verilator model of the EAPS node")
+    });
+}
+
+fn random_events_vs_reference<H: EapsEngine>(seeds: u64, make: impl Fn(MacAddr, Vec<DomainConfig>) -> H) {
+    let mut calls = 0;
+    let mut seen = BTreeMap::new();
+    for seed in 0..seeds {
+        let fa = if seed % 3 == 2 { FailAction::SendAlert } else { FailAction::OpenSecondary };
+        let doms = match seed % 3 {
+            0 => vec![domain(Role::Master, 1, 10, fa)],
+            1 => vec![domain(Role::Transit, 0, 10, fa)],
+            _ => vec![domain(Role::Master, 0, 10, fa), domain(Role::Transit, 1, 20, fa)],
+        };
+        calls += node_vs_reference(seed, doms, 150, &mut seen, &make);
+    }
+    eprintln!("{calls} calls compared; actions seen: {seen:?}");
+    // The random events reach every transition and PDU the spec has.
+    for key in [
+        "Complete by HealthReturned",
+        "Failed by LinkDownPdu",
+        "Failed by LocalLinkDown(0)",
+        "Failed by LocalLinkDown(1)",
+        "Failed by FailTimer",
+        "LinksDown by LocalLinkDown(0)",
+        "PreForwarding by LocalLinkUp(1)",
+        "LinksUp by RingUpFlush",
+        "LinksUp by PreForwardingTimer",
+        "second master",
+        "fail timer alert",
+        "send Health",
+        "send RingUpFlushFdb",
+        "send RingDownFlushFdb",
+        "send LinkDown",
+    ] {
+        assert!(seen.contains_key(key), "no {key} in the random events: {seen:?}");
+    }
+}
+
+/// What a ring run produced, each list in time order (entries of one instant by node, then
+/// port or domain: the order within one call is not part of the contract).
+#[derive(Debug, PartialEq, Eq)]
+struct RingTrace {
+    frames: Vec<(Nanos, usize, usize, Vec<u8>)>,
+    ports: Vec<(Nanos, usize, usize, usize, bool)>,
+    log: Vec<(Nanos, usize, usize, String)>,
+    lost: u64,
+    looped: u64,
+}
+
+/// A ring scenario: its configuration, what happens to it, and how long it runs.
+struct Scenario {
+    name: &'static str,
+    cfg: RingConfig,
+    setup: Box<dyn Fn(&mut Ring)>,
+    end: Nanos,
+}
+
+fn run_ring(s: &Scenario, hardware: &[usize], verilated: &[usize]) -> (RingTrace, u64) {
+    let mut ring = Ring::with_nodes(s.cfg.clone(), MS, s.end - MS, |i, mac, domains| {
+        if verilated.contains(&i) {
+            Box::new(HdlEapsNode::verilated(mac, domains, [true, true]).expect("Verilator model of the EAPS node"))
+        } else if hardware.contains(&i) {
+            Box::new(HdlEapsNode::new(mac, domains, [true, true]))
+        } else {
+            Box::new(EapsNode::new(mac, domains, [true, true]))
+        }
+    });
+    (s.setup)(&mut ring);
+    ring.run_until(s.end);
+    let mut frames = ring.frames_out.clone();
+    frames.sort_by_key(|f| (f.0, f.1, f.2));
+    let mut ports = ring.port_states.clone();
+    ports.sort_by_key(|p| (p.0, p.1, p.2, p.3));
+    let mut log: Vec<_> = ring
+        .log
+        .iter()
+        .map(|l| {
+            let what = match l.what {
+                LogKind::Transition(s) => format!("{s:?}"),
+                LogKind::Alert(a) => format!("{a:?}"),
+            };
+            (l.at, l.node, l.domain, what)
+        })
+        .collect();
+    log.sort_by_key(|l| (l.0, l.1, l.2));
+    let r = ring.report(0, s.end);
+    (RingTrace { frames, ports, log, lost: r.lost, looped: r.looped }, ring.frames_out.len() as u64)
+}
+
+fn scenarios(n: usize) -> Vec<Scenario> {
+    let mut v = Vec::new();
+    let base = RingConfig::standard(n);
+    // Each link broken in turn and restored, 8 ms apart.
+    let links = n;
+    v.push(Scenario {
+        name: "each link broken in turn",
+        cfg: base.clone(),
+        setup: Box::new(move |r| {
+            for l in 0..links {
+                r.fail_link(l, 5 * MS + l as u64 * 12 * MS);
+                r.restore_link(l, 11 * MS + l as u64 * 12 * MS);
+            }
+        }),
+        end: 8 * MS + links as u64 * 12 * MS,
+    });
+    // LINK-DOWN lost: the master's fail timer finds the break.
+    v.push(Scenario {
+        name: "LINK-DOWN lost",
+        cfg: base.clone(),
+        setup: Box::new(move |r| {
+            r.drop_pdus(EapsType::LinkDown, None, 0, 30 * MS);
+            r.fail_link(n / 2, 5 * MS);
+            r.restore_link(n / 2, 15 * MS);
+        }),
+        end: 25 * MS,
+    });
+    // RING-UP flush lost everywhere: the restored ends open on their pre-forwarding timers.
+    v.push(Scenario {
+        name: "RING-UP lost at every node",
+        cfg: base.clone(),
+        setup: Box::new(move |r| {
+            r.fail_link(1, 5 * MS);
+            r.restore_link(1, 10 * MS);
+            r.drop_pdus(EapsType::RingUpFlushFdb, None, 10 * MS, 20 * MS);
+        }),
+        end: 25 * MS,
+    });
+    // Two masters in one domain.
+    let mut two = base.clone();
+    two.domains[0].masters = vec![0, n / 2];
+    v.push(Scenario { name: "two masters", cfg: two, setup: Box::new(|_| {}), end: 12 * MS });
+    // Two domains, masters at 0 and n/2, and send-alert on the second.
+    let mut dd = base.clone();
+    dd.domains.push(RingDomain {
+        control_vlan: 20,
+        protected: vec![200, 201],
+        masters: vec![n / 2],
+        primary: 0,
+        hello: MS,
+        fail: 3 * MS,
+        pre_forwarding: 3 * MS,
+        fail_action: FailAction::SendAlert,
+    });
+    for f in base.flows.clone() {
+        dd.flows.push(spotagg_sim::eaps::ring::Flow { vlan: 200, ..f });
+    }
+    v.push(Scenario {
+        name: "two domains (one send-alert)",
+        cfg: dd,
+        setup: Box::new(move |r| {
+            r.fail_link(n - 1, 5 * MS);
+            r.restore_link(n - 1, 12 * MS);
+            r.drop_pdus(EapsType::LinkDown, Some(0), 20 * MS, 22 * MS);
+            r.fail_link(0, 20 * MS);
+            r.restore_link(0, 26 * MS);
+        }),
+        end: 32 * MS,
+    });
+    v
+}
+
+/// Rings of mixed nodes against all-reference rings: every control frame (time, node, port,
+/// bytes), every port-state change and every transition and alert identical.
+fn mixed_rings(n: usize, placements: &[(Vec<usize>, Vec<usize>)]) {
+    let mut cases = 0;
+    for s in scenarios(n) {
+        let (want, frames) = run_ring(&s, &[], &[]);
+        assert_eq!(want.looped, 0, "{}: the reference loops", s.name);
+        for (hw, vl) in placements {
+            let (got, _) = run_ring(&s, hw, vl);
+            let hw = (hw, vl);
+            assert_eq!(got.frames.len(), want.frames.len(), "{} nodes, {}: hardware at {hw:?}: frame count", n, s.name);
+            for (i, (g, w)) in got.frames.iter().zip(&want.frames).enumerate() {
+                assert_eq!(g, w, "{n} nodes, {}: hardware at {hw:?}: control frame {i}", s.name);
+            }
+            assert_eq!(got.ports, want.ports, "{n} nodes, {}: hardware at {hw:?}: port states", s.name);
+            assert_eq!(got.log, want.log, "{n} nodes, {}: hardware at {hw:?}: transitions", s.name);
+            assert_eq!((got.lost, got.looped), (want.lost, want.looped), "{n} nodes, {}", s.name);
+            cases += 1;
+        }
+        eprintln!(
+            "{n} nodes, {}: {frames} control frames, {} port-state changes, {} log entries; lost {}, looped {}",
+            s.name,
+            want.ports.len(),
+            want.log.len(),
+            want.lost,
+            want.looped
+        );
+    }
+    eprintln!("{n} nodes: {cases} mixed rings identical to the reference ring (rust-hdl, Verilator) = {placements:?}");
+}
+
+#[test]
+fn mixed_ring_of_4() {
+    // The master alone, a transit alone, and every node in hardware.
+    mixed_rings(4, &[(vec![0], vec![]), (vec![2], vec![]), (vec![0, 1, 2, 3], vec![])]);
+}
+
+#[test]
+fn mixed_ring_of_8() {
+    // Master and its neighbours; the second domain's master (node 4) and the far side.
+    mixed_rings(8, &[(vec![0, 1, 7], vec![]), (vec![3, 4, 5], vec![])]);
+}
+
+/// The Verilator model of the node (the Verilog the board is built from) in rings with
+/// reference and rust-hdl nodes: master in Verilator, a transit in rust-hdl, and the other way
+/// round, and a whole 4-node ring in Verilator.
+#[test]
+fn mixed_ring_with_verilator() {
+    if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Verilator) {
+        return;
+    }
+    mixed_rings(4, &[(vec![2], vec![0]), (vec![0], vec![1, 3]), (vec![], vec![0, 1, 2, 3])]);
+}
+
+/// The data plane's VLAN gate against the ring simulator's rule on the reference node's port
+/// states: a protected VLAN passes a port only where its domain forwards; others always.
+#[test]
+fn vlan_gate_matches_the_reference_port_states() {
+    use spotagg_hdl::eaps_gate::EapsVlanGate;
+    let mut rng = ChaCha8Rng::seed_from_u64(19);
+    let mut gate = EapsVlanGate::<2>::default();
+    gate.connect_all();
+    let me = MacAddr([2, 0, 0, 0, 0, 1]);
+    let (mut blocked, mut checked) = (0, 0);
+    for case in 0..20 {
+        let lo0 = rng.gen_range(2..2000u16);
+        let lo1 = rng.gen_range(2..2000u16);
+        let mut d0 = domain(Role::Master, rng.gen_range(0..2), 10, FailAction::OpenSecondary);
+        d0.protected = (lo0..lo0 + rng.gen_range(1..50)).collect();
+        let mut d1 = domain(Role::Transit, rng.gen_range(0..2), 20, FailAction::OpenSecondary);
+        d1.protected = (lo1..lo1 + rng.gen_range(1..50)).collect();
+        let doms = vec![d0, d1];
+        for (i, d) in doms.iter().enumerate() {
+            let c = &mut gate.cfg[i];
+            c.active.next = true;
+            c.protected_lo.next = u64::from(*d.protected.first().unwrap()).into();
+            c.protected_hi.next = u64::from(*d.protected.last().unwrap()).into();
+        }
+        let mut r = EapsNode::new(me, doms.clone(), [true, true]);
+        r.enable(0);
+        let mut now = 0;
+        for _ in 0..30 {
+            now += rng.gen_range(1..MS);
+            let p = rng.gen_range(0..2);
+            match rng.gen_range(0..3) {
+                0 => drop(r.link_down(now, p)),
+                1 => drop(r.link_up(now, p)),
+                _ => drop(r.handle_timeout(now)),
+            }
+            let mut fwd = 0u64;
+            for d in 0..2 {
+                for p in 0..2 {
+                    fwd |= u64::from(r.forwarding(d, p)) << (2 * d + p);
+                }
+            }
+            gate.forwarding.next = fwd.into();
+            for _ in 0..20 {
+                let vid = if rng.gen_bool(0.5) { lo0 + rng.gen_range(0..60) } else { lo1 + rng.gen_range(0..60) };
+                let tagged = rng.gen_bool(0.9);
+                let port = rng.gen_range(0..2);
+                gate.vid.next = u64::from(vid).into();
+                gate.tagged.next = tagged;
+                gate.port.next = port == 1;
+                settle(&mut gate);
+                let want = !tagged || r.domain_of_vlan(vid).is_none_or(|d| r.forwarding(d, port));
+                assert_eq!(gate.pass.val(), want, "case {case}: VLAN {vid} tagged {tagged} port {port}");
+                if tagged {
+                    assert_eq!(gate.protected.val(), r.domain_of_vlan(vid).is_some(), "case {case}: VLAN {vid}");
+                }
+                blocked += usize::from(!want);
+                checked += 1;
+            }
+        }
+    }
+    assert!(blocked > 100, "{blocked} of {checked} lookups blocked: the cases do not reach blocked ports");
+}
