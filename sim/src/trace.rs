@@ -324,7 +324,8 @@ fn some_host(rng: &mut ChaCha8Rng, job: &JobConfig) -> (MacAddr, Ipv4Addr) {
 
 /// A mutation of a valid contribution `base` (or of a fresh ARP request or ping) that the
 /// switch drops for `reason`. Several variants per reason, picked at random.
-/// Returns `None` only for [`DropReason::BadSlot`] when S = 32768 (no slot is out of range).
+/// Returns `None` for [`DropReason::BadSlot`] when S = 32768 (no slot is out of range) and
+/// for [`DropReason::StaleSession`] (it depends on the switch's session state, not the frame).
 pub fn mutate(job: &JobConfig, base: &[u8], reason: DropReason, rng: &mut ChaCha8Rng) -> Option<Vec<u8>> {
     use DropReason::*;
     debug_assert!(matches!(classify(job, base), Classification::Contribution { .. }));
@@ -506,10 +507,20 @@ pub fn mutate(job: &JobConfig, base: &[u8], reason: DropReason, rng: &mut ChaCha
             Ipv4Packet::new_unchecked(&mut f[IP_OFFSET..L4_OFFSET]).set_src_addr(ip);
             fix_ip_checksum(&mut f);
         }
+        WrongSrcPort => {
+            let p = loop {
+                let p: u16 = if rng.gen_bool(0.5) { job.worker_port ^ (1 << rng.gen_range(0..16)) } else { rng.gen() };
+                if p != job.worker_port {
+                    break p;
+                }
+            };
+            put16(&mut f, L4_OFFSET + udp::field::SRC_PORT.start, p);
+        }
+        StaleSession => return None,
         BadMsgType => {
             let ty = loop {
                 let ty = rng.gen_range(0..16u8);
-                if ty != switchml::MSG_TYPE_CONTRIBUTION {
+                if ty != switchml::MSG_TYPE_CONTRIBUTION && ty != switchml::MSG_TYPE_SESSION {
                     break ty;
                 }
             };
@@ -700,7 +711,7 @@ pub fn generate(spec: &TraceSpec) -> Trace {
             pool,
             e0,
             e1,
-            src_port: switchml::UDP_PORT_BASE | (rank % 16) as u16,
+            src_port: job.worker_port,
             dst_port: switchml::UDP_PORT_BASE | (pool.slot % 16),
             values: &inputs[rank][chunk],
         };
@@ -865,7 +876,7 @@ mod test {
             let job = JobConfig::example(n, payload, slots);
             for seed in 0..20 {
                 let v = malformed_frames(&job, seed);
-                for reason in DropReason::ALL {
+                for reason in DropReason::ALL.into_iter().filter(|r| *r != DropReason::StaleSession) {
                     assert!(v.iter().any(|(r, _)| *r == reason), "{reason:?} missing");
                 }
                 for (reason, f) in &v {
@@ -875,7 +886,7 @@ mod test {
         }
         let job = JobConfig::example(2, PayloadSize::B256, 0x8000);
         let v = malformed_frames(&job, 1);
-        assert!(v.iter().all(|(r, _)| *r != DropReason::BadSlot) && v.len() == 8 * (DropReason::COUNT - 1));
+        assert!(v.iter().all(|(r, _)| *r != DropReason::BadSlot) && v.len() == 8 * (DropReason::COUNT - 2));
     }
 
     #[test]

@@ -360,7 +360,7 @@ impl<P: Read + Write> Control<P> {
         let w = self.read(reg::COUNTERS, total)?;
         let status = self.read(reg::STATUS, 1)?[0];
         let words: Vec<u64> = w.iter().map(|&x| u64::from(x)).collect();
-        let core = Counters::from_words(&words);
+        let core = Counters::from_words(&words[..core_n]);
         let base = usize::from(reg::BOARD_COUNTERS - reg::COUNTERS);
         let (mut ports, mut flooded) = (vec![], None);
         if total >= usize::from(reg::BOARD_COUNTER_COUNT) {
