@@ -26,7 +26,7 @@
 //! switch UDP addresses (`"ip:port"`), the first active, each next one a standby a worker
 //! moves to when the active one stops answering (docs/worker.md; needs sessions);
 //! `failover_ms` [500], the bound of the failure detection time: a worker moves on after
-//! min(`failover_ms`, 4 × its retransmission timeout) without any result.
+//! min(`failover_ms`, 8 × its retransmission timeout) without any result.
 
 use crate::wire::{switchml, Ipv4Addr, MacAddr, PayloadSize};
 use serde::Deserialize;

@@ -338,8 +338,9 @@ enum Phase {
 /// different operations when a switch fails).
 const RECOVERY_TSI: u32 = 0x5e55_0000;
 
-/// Detection time in retransmission timeouts (bounded by the job's `failover_after`).
-const DETECT_RTOS: u32 = 4;
+/// Detection time in retransmission timeouts (bounded by the job's `failover_after`): about
+/// three unanswered retransmissions of a packet (1 + 2 + 4 timeouts with the doubling).
+pub const DETECT_RTOS: u32 = 8;
 
 /// One all-reduce in progress (sans-I/O). Made by [`Worker::start_f32`] / [`Worker::start_i32`].
 pub struct AllReduce<'a> {
@@ -1464,6 +1465,70 @@ pub(crate) mod test {
         simulate(&mut workers, &mut ts, &mut switch, Faults { loss: 0.1, ..Faults::default() }, 10).unwrap();
         let Tensors::F32(got) = ts else { unreachable!() };
         assert!(got[0].iter().all(|x| (x - 1.25).abs() < 1e-6));
+    }
+
+    #[test]
+    fn silent_switches_are_left_in_order_and_the_error_names_each() {
+        let mut j = JobConfig::example(2, PayloadSize::B256, 2);
+        j.timeout = Duration::from_millis(2);
+        j.max_retries = 3;
+        j.switches = vec!["192.0.2.1:48864".parse().unwrap(), "192.0.2.2:48865".parse().unwrap()];
+        let mut w = Worker::new(j, 1).unwrap();
+        let mut data = vec![1i32; 200];
+        let t0 = Instant::now();
+        let mut op = w.start_i32(&mut data, t0).unwrap();
+        // The first message is the session probe: msg_type 8, size 1, job 0, tsi 0, slot 0 set 0.
+        let probe = op.poll_transmit().unwrap().to_vec();
+        assert_eq!(&probe[..10], &[0x81, 0x00, 0, 0, 0, 0, 0x00, 0x00, 0, 0]);
+        let mut switches = vec![op.switch_index()];
+        let err = loop {
+            while op.poll_transmit().is_some() {}
+            let now = op.poll_timeout().unwrap();
+            if let Err(e) = op.handle_timeout(now) {
+                break e;
+            }
+            switches.push(op.switch_index());
+        };
+        switches.dedup();
+        assert_eq!(switches, vec![0, 1], "never back to a switch left");
+        let text = err.to_string();
+        assert!(matches!(err, Error::NoSwitch { ref tried } if tried.len() == 2), "{text}");
+        assert!(text.contains("192.0.2.1:48864 (") && text.contains("192.0.2.2:48865 ("), "{text}");
+        assert_eq!(op.stats().failovers.len(), 1);
+        assert_eq!((op.stats().failovers[0].from, op.stats().failovers[0].to), (0, 1));
+    }
+
+    #[test]
+    fn a_session_join_follows_the_switch_epoch() {
+        let mut j = JobConfig::example(1, PayloadSize::B256, 1);
+        j.job_number = 9;
+        let mut w = Worker::new(j, 0).unwrap();
+        let mut data = vec![7i32; 64];
+        let now = Instant::now();
+        let mut op = w.start_i32(&mut data, now).unwrap();
+        let probe = op.poll_transmit().unwrap().to_vec();
+        assert!(op.poll_transmit().is_none());
+        // The switch answers: epoch 0x41. The worker joins 0x42 (set 1).
+        let mut reply = probe.clone();
+        reply[1] = 0x41;
+        op.handle_message(now, &reply).unwrap();
+        let join = op.poll_transmit().unwrap().to_vec();
+        assert_eq!(&join[..10], &[0x81, 0x42, 0, 0, 0, 0, 0x80, 0x00, 0, 0]);
+        // A reply with 0x42: the session is open; the contribution carries job 0x42, set 0.
+        let mut open = join.clone();
+        open[1] = 0x42;
+        op.handle_message(now, &open).unwrap();
+        let c = op.poll_transmit().unwrap().to_vec();
+        assert_eq!(&c[..8], &[0x11, 0x42, 0, 0, 0, 0, 0x00, 0x00]);
+        assert_eq!(op.worker.epoch(), Some(0x42));
+        // A result of another epoch is ignored; of 0x42, taken.
+        let mut old = c.clone();
+        old[1] = 9;
+        op.handle_message(now, &old).unwrap();
+        assert!(!op.is_done());
+        op.handle_message(now, &c).unwrap();
+        assert!(op.is_done());
+        assert_eq!(op.stats().epoch, Some(0x42));
     }
 
     #[test]
