@@ -65,6 +65,8 @@ pub struct ServeStats {
     pub send_calls: u64,
     /// Datagrams not sent for a full send buffer or an ICMP error (the worker retransmits).
     pub send_dropped: u64,
+    /// Sessions opened (docs/switch.md §2.1), each logged on stderr.
+    pub sessions: u64,
 }
 
 impl ServeStats {
@@ -80,6 +82,7 @@ impl ServeStats {
         self.recv_calls += o.recv_calls;
         self.send_calls += o.send_calls;
         self.send_dropped += o.send_dropped;
+        self.sessions += o.sessions;
     }
 }
 
@@ -190,6 +193,7 @@ fn serve_port(
     let mut failure: Option<io::Error> = None;
     let multi = threads > 1;
     let label = if multi { format!("spotagg switch [port {local_port}]") } else { "spotagg switch".to_string() };
+    let mut epoch = engine.session_epoch();
     while !stop.load(Ordering::Relaxed) && !idle.failed.load(Ordering::Relaxed) {
         if let Some(every) = opts.stats_every {
             if last_print.elapsed() >= every {
@@ -228,6 +232,15 @@ fn serve_port(
             frame::encapsulate(Endpoint { mac, ip: *from.ip(), port: from.port() }, switch, msg, &mut frame_buf);
             out.clear();
             engine.process(&frame_buf, &mut out);
+            if engine.session_epoch() != epoch {
+                epoch = engine.session_epoch();
+                st.sessions += 1;
+                eprintln!(
+                    "{label}: session opened by {} workers (epoch {}, every slot cleared), the last join from {from}",
+                    job.n(),
+                    epoch.unwrap_or(0)
+                );
+            }
             for f in &out {
                 let Some(d) = frame::decapsulate(f) else {
                     st.unsendable += 1;
