@@ -13,7 +13,8 @@
 //! result of a slot's packet in set v releases the slot's next packet, in set 1 − v
 //! (self-clocking, as SwitchML). Chunk c uses slot `c mod w`.
 //!
-//! Header of every packet: `msg_type` 1, the job's size code, the job's `job_number`,
+//! Header of every packet: `msg_type` 1, the job's size code, the session's epoch (the job's
+//! `job_number` without sessions),
 //! `pool_index = slot | set << 15`, and `tsi` = the packet's index p in the operation (plus a
 //! running base that [`Worker`] advances by the packets of each operation, so that a worker's
 //! packets are numbered uniquely over many operations; for the first operation the base is 0):
@@ -34,10 +35,21 @@
 //!
 //! **Sets over many operations.** A slot's next set continues across operations of the same
 //! [`Worker`] (a slot whose last packet went in set v starts the next operation in set 1 − v),
-//! so that the switch's worker bitmaps stay valid: a fresh [`Worker`] starts every slot in set 0
-//! and needs a freshly configured switch job. All ranks must run the same sequence of
-//! operations with the same tensor lengths and types. After an error, the worker's slot state
-//! no longer matches the switch's: make a new job.
+//! so that the switch's worker bitmaps stay valid. A fresh [`Worker`] starts every slot in set
+//! 0: with `job.sessions` (the default) it first opens a session on the switch
+//! (docs/switch.md §2.1: probe, join, every slot cleared when all ranks joined) and stamps the
+//! session's epoch in `job_number`, so it works against a switch that served earlier runs;
+//! without sessions it needs a freshly configured switch job. All ranks must run the same
+//! sequence of operations with the same tensor lengths and types. After an error, the worker's
+//! slot state no longer matches the switch's: make a new [`Worker`] (a new session).
+//!
+//! **Failover** (docs/worker.md). With several `job.switches`, a worker that gets no result for
+//! min(`job.failover_after`, [`DETECT_RTOS`] × RTO), or whose packet used up its retries, moves
+//! to the next switch (never back), opens a fresh session there, runs a recovery all-reduce of
+//! every rank's per-slot generation and resumes every slot in lock step from the smallest one,
+//! replaying its last answered packet of a slot where it is one round ahead. The result is the
+//! one the failed switch would have given, bit for bit. [`Stats`] names the serving switch and
+//! each failover with its stall; [`Error::NoSwitch`] names each switch tried.
 //!
 //! **Retransmission.** A packet unanswered after `rto` is sent again, the same bytes. A packet
 //! starts with the timeout of the worker's [`RttEstimator`] (RFC 6298: smoothed RTT plus four
