@@ -235,7 +235,8 @@ fn every_reason_is_generated_for_every_size() {
     for payload in [PayloadSize::B128, PayloadSize::B256, PayloadSize::B512, PayloadSize::B1024] {
         let job = JobConfig::example(5, payload, 8);
         let v = malformed_frames(&job, 42);
-        for r in DropReason::ALL {
+        // `stale_session` depends on the session state, not on the frame (reference.rs tests it).
+        for r in DropReason::ALL.into_iter().filter(|r| *r != DropReason::StaleSession) {
             assert!(v.iter().any(|(x, _)| *x == r), "{r:?}");
         }
     }
