@@ -21,7 +21,7 @@
 //! Without Verilator the test fails with a message, unless `SPOTAGG_SKIP_VERILATOR=1` says that
 //! skipping it is intended.
 
-use spotagg_boards::board_logic::{board_logic_verilog, BoardLogic, ControlParams};
+use spotagg_boards::tops::board_logic::{board_logic_verilog, BoardLogic, ControlParams};
 use spotagg_driver::control::protocol::{self, reg, Status};
 use spotagg_driver::control::serialport::{SerialPort, TTYPort};
 use spotagg_driver::control::{pack_version, Control, ControlError, CounterSnapshot, DESIGN_VERSION};

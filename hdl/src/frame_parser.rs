@@ -36,8 +36,9 @@
 //! Descriptor kinds: 0..=12 the drop reasons in `DropReason` order, 13 a valid contribution,
 //! 14 an ARP request to answer, 15 an ICMP echo request to answer.
 
-use crate::block_ram::{BlockRam, PipelinedRam};
+use crate::block_ram::PipelinedRam;
 use crate::word_stream::WordSink;
+use crate::worker_search::WorkerSearch;
 use rust_hdl::prelude::*;
 use spotagg_driver::DropReason;
 
@@ -181,9 +182,8 @@ pub struct FrameParser {
     /// A frame is being received, decided or waits in the descriptor.
     pub busy: Signal<Out, Bit>,
     rx_buf: PipelinedRam<10, 32>,
-    ip_table: BlockRam<5, 32>,
+    search: WorkerSearch,
     accept: Signal<Local, Bit>,
-    src_ip: Signal<Local, Bits<32>>,
     cls: Signal<Local, Bits<5>>,
     drop_truncated: Constant<Bits<5>>,
     drop_wrong_dst_mac: Constant<Bits<5>>,
@@ -245,8 +245,6 @@ pub struct FrameParser {
     ck_bad: DFF<Bit>,
     fold1_r: DFF<Bits<17>>,
     dstage: DFF<Bits<2>>,
-    w_last: DFF<Bits<6>>,
-    w_zero: DFF<Bit>,
     deciding: DFF<Bit>,
     wr_half: DFF<Bit>,
     j: DFF<Bits<14>>,
@@ -271,16 +269,6 @@ pub struct FrameParser {
     h10: DFF<Bits<32>>,
     h11: DFF<Bits<32>>,
     h12: DFF<Bits<32>>,
-    s_busy: DFF<Bit>,
-    s_next: DFF<Bits<6>>,
-    s_pend: DFF<Bit>,
-    s_pend_idx: DFF<Bits<5>>,
-    s_found: DFF<Bit>,
-    s_rank: DFF<Bits<5>>,
-    s_done: DFF<Bit>,
-    s_chk: DFF<Bit>,
-    s_chk_idx: DFF<Bits<5>>,
-    s_hit: DFF<Bit>,
     d_valid: DFF<Bit>,
     d_kind: DFF<Bits<5>>,
     d_rank: DFF<Bits<5>>,
@@ -329,9 +317,8 @@ impl FrameParser {
             desc: Default::default(),
             busy: Default::default(),
             rx_buf: PipelinedRam::new(1024),
-            ip_table: BlockRam::new(32),
+            search: Default::default(),
             accept: Default::default(),
-            src_ip: Default::default(),
             cls: Default::default(),
             drop_truncated: kind(DropReason::Truncated as u64),
             drop_wrong_dst_mac: kind(DropReason::WrongDstMac as u64),
@@ -393,8 +380,6 @@ impl FrameParser {
             ck_bad: Default::default(),
             fold1_r: Default::default(),
             dstage: Default::default(),
-            w_last: Default::default(),
-            w_zero: Default::default(),
             deciding: Default::default(),
             wr_half: Default::default(),
             j: Default::default(),
@@ -419,16 +404,6 @@ impl FrameParser {
             h10: Default::default(),
             h11: Default::default(),
             h12: Default::default(),
-            s_busy: Default::default(),
-            s_next: Default::default(),
-            s_pend: Default::default(),
-            s_pend_idx: Default::default(),
-            s_found: Default::default(),
-            s_rank: Default::default(),
-            s_done: Default::default(),
-            s_chk: Default::default(),
-            s_chk_idx: Default::default(),
-            s_hit: Default::default(),
             d_valid: Default::default(),
             d_kind: Default::default(),
             d_rank: Default::default(),
@@ -499,8 +474,6 @@ impl Logic for FrameParser {
             ck_bad,
             fold1_r,
             dstage,
-            w_last,
-            w_zero,
             deciding,
             wr_half,
             j,
@@ -525,16 +498,6 @@ impl Logic for FrameParser {
             h10,
             h11,
             h12,
-            s_busy,
-            s_next,
-            s_pend,
-            s_pend_idx,
-            s_found,
-            s_rank,
-            s_done,
-            s_chk,
-            s_chk_idx,
-            s_hit,
             d_valid,
             d_kind,
             d_rank,
@@ -555,12 +518,11 @@ impl Logic for FrameParser {
             d11,
             d12
         );
-        clock!(self, clock, rx_buf, ip_table);
+        clock!(self, clock, rx_buf, search);
         // Worker table writes and the buffer read port.
-        self.ip_table.write_address.next = self.wt_address.val();
-        self.ip_table.write_data.next = self.wt_data.val();
-        self.ip_table.write_enable.next = self.wt_write_ip.val();
-        self.ip_table.read_address.next = bit_cast::<5, 6>(self.s_next.q.val());
+        self.search.write_address.next = self.wt_address.val();
+        self.search.write_data.next = self.wt_data.val();
+        self.search.write_enable.next = self.wt_write_ip.val();
         self.rx_buf.read_address.next = self.buf_read_address.val();
         self.rx_buf.read_enable.next = true;
         self.buf_read_data.next = self.rx_buf.read_data.val();
@@ -668,44 +630,11 @@ impl Logic for FrameParser {
                 }
             }
         }
-        // Worker search: one table entry a cycle, from word 7 on; it ends at the last rank
-        // (n - 1 and n = 0 registered from the configuration: a comparison, no adder before it).
-        self.w_last.d.next = self.workers.val() - 1;
-        self.w_zero.d.next = self.workers.val() == 0;
-        self.s_pend.d.next = false;
-        if self.s_busy.q.val() {
-            self.s_pend.d.next = true;
-            self.s_pend_idx.d.next = bit_cast::<5, 6>(self.s_next.q.val());
-            self.s_next.d.next = self.s_next.q.val() + 1;
-            if (self.s_next.q.val() >= self.w_last.q.val()) | self.w_zero.q.val() {
-                self.s_busy.d.next = false;
-            }
-        }
-        // The entry read is compared into a register (s_hit), acted on one cycle later.
-        self.src_ip.next = (self.h6.q.val() << 16) | (self.h7.q.val() >> 16);
-        self.s_hit.d.next = self.ip_table.read_data.val() == self.src_ip.val();
-        self.s_chk.d.next = self.s_pend.q.val();
-        self.s_chk_idx.d.next = self.s_pend_idx.q.val();
-        if self.s_chk.q.val() {
-            if self.s_hit.q.val() {
-                self.s_found.d.next = true;
-                self.s_rank.d.next = self.s_chk_idx.q.val();
-                self.s_done.d.next = true;
-                self.s_busy.d.next = false;
-                self.s_pend.d.next = false;
-                self.s_chk.d.next = false;
-            } else if (bit_cast::<6, 5>(self.s_chk_idx.q.val()) >= self.w_last.q.val()) | self.w_zero.q.val() {
-                self.s_done.d.next = true;
-            }
-        }
-        if self.accept.val() & self.j_eq7.q.val() {
-            self.s_busy.d.next = true;
-            self.s_next.d.next = 0.into();
-            self.s_pend.d.next = false;
-            self.s_chk.d.next = false;
-            self.s_found.d.next = false;
-            self.s_done.d.next = false;
-        }
+        // Worker search: from word 7 on (the source address is complete), one entry a cycle.
+        self.search.workers.next = self.workers.val();
+        self.search.source.next = (self.h6.q.val() << 16) | (self.h7.q.val() >> 16);
+        self.search.start.next = self.accept.val() & self.j_eq7.q.val();
+        self.search.stop.next = false;
         // Decide (docs/switch.md §1, in order). Every check is a registered flag, computed each
         // cycle from the header registers (stable while deciding), so the priority chain below
         // reads flip-flops only; the header checksum is summed in two accumulators (high and low
@@ -848,7 +777,7 @@ impl Logic for FrameParser {
                 self.cls.next = self.drop_ip_checksum.val();
             } else if self.nr_pre.q.val() {
                 self.needs_rank.next = true;
-                if !self.s_found.q.val() {
+                if !self.search.found.val() {
                     self.cls.next = self.drop_unknown_source.val();
                 } else {
                     self.cls.next = self.cls_rank.q.val();
@@ -856,10 +785,10 @@ impl Logic for FrameParser {
             } else {
                 self.cls.next = self.cls_pre.q.val();
             }
-            if (!self.needs_rank.val() | self.s_done.q.val()) & !self.d_valid.q.val() {
+            if (!self.needs_rank.val() | self.search.done.val()) & !self.d_valid.q.val() {
                 self.d_valid.d.next = true;
                 self.d_kind.d.next = self.cls.val();
-                self.d_rank.d.next = self.s_rank.q.val();
+                self.d_rank.d.next = self.search.rank.val();
                 self.d_slot.d.next = self.h12.q.val().get_bits::<15>(16);
                 self.d_set.d.next = self.h12.q.val().get_bit(31);
                 self.d_half.d.next = self.wr_half.q.val();
@@ -887,7 +816,7 @@ impl Logic for FrameParser {
                 self.len.d.next = 0.into();
                 self.csum_hi.d.next = 0.into();
                 self.csum_lo.d.next = 0.into();
-                self.s_busy.d.next = false;
+                self.search.stop.next = true;
             }
         }
     }

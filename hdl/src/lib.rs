@@ -16,6 +16,20 @@
 //! local or output read before it is assigned in the same kernel gives its default — so each
 //! kernel assigns defaults first and computes values before using them.
 
+/// One rising and one falling edge of a block's `clock`, settled before and after each (the
+/// blocks' own tests).
+#[cfg(test)]
+macro_rules! tick {
+    ($b:expr) => {{
+        let b = $b;
+        $crate::step::settle(b);
+        b.clock.next = true.into();
+        $crate::step::settle(b);
+        b.clock.next = false.into();
+        $crate::step::settle(b);
+    }};
+}
+
 pub mod aggregator;
 pub mod block_ram;
 pub mod config;
@@ -24,9 +38,12 @@ pub mod control_link;
 pub mod core;
 pub mod core_with_control;
 pub mod counters;
+pub mod crc16;
 pub mod frame_parser;
 pub mod lane_adders;
 pub mod mdio;
+pub mod register_range;
+pub mod reply_header;
 pub mod result_builder;
 pub mod scoreboard;
 pub mod slot_memory;
@@ -35,6 +52,7 @@ pub mod uart;
 pub mod verilog;
 pub mod wire_layout;
 pub mod word_stream;
+pub mod worker_search;
 
 pub use crate::config::{ConfigError, CoreConfig};
 pub use crate::core::Core;

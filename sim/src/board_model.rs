@@ -2,7 +2,7 @@
 //! FIFOs, the merge, the core, the dispatch and the bridge; the job in its power-up ROM) in
 //! Verilator, every clock from one clock, fed and read as GMII bytes ([`crate::gmii`]). It is
 //! what `spotagg tap --board-model` attaches to a TAP device; the caller generates the fabric's
-//! Verilog (`spotagg_boards::switch_fabric`), so that this crate does not depend on the boards.
+//! Verilog (`spotagg_boards::tops::switch_fabric`), so that this crate does not depend on the boards.
 
 use crate::gmii;
 use crate::verilator::{BuildOptions, PortSpec, VerilatedModel, VerilatorError};
@@ -57,7 +57,7 @@ struct BoardPins {
 
 impl BoardModel {
     /// Builds (or takes from the cache) the Verilator model of a switch fabric's Verilog (the
-    /// block `spotagg_boards::switch_fabric::SwitchFabric`, its ports from [`ports_of`]) and runs
+    /// block `spotagg_boards::tops::switch_fabric::SwitchFabric`, its ports from [`ports_of`]) and runs
     /// it until its power-up job is loaded.
     ///
     /// [`ports_of`]: crate::verilator::ports_of

@@ -3,15 +3,15 @@
 //! per step, and a summary table at the end (LUT4s, flip-flops and DP16KD against the part's
 //! totals, Fmax per clock against its constraint). Fails naming the clock when timing is not met.
 //!
-//! Two designs (`--top`): `board` (the default), the board top of `spotagg_boards::top` (PLL,
+//! Two designs (`--top`): `board` (the default), the board top of `spotagg_boards::tops::top` (PLL,
 //! RGMII, MACs, switch fabric and core, a job baked in: `--job FILE` or a 4-worker example), and
-//! `core`, the core-only top of `spotagg_boards::core_top` (the core between the PLL and shift
+//! `core`, the core-only top of `spotagg_boards::tops::core_top` (the core between the PLL and shift
 //! registers on port 0's pins), for the core's own utilization and timing.
 
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use spotagg_boards::core_top::{core_top_lpf, core_top_verilog, CORE_TOP};
 use spotagg_boards::flow::{BuildReport, Design, Flow, FlowError, Step, Toolchain};
+use spotagg_boards::tops::core_top::{core_top_lpf, core_top_verilog, CORE_TOP};
 use spotagg_boards::Board;
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::JobConfig;
@@ -87,13 +87,13 @@ pub fn design(board: &Board, top: TopKind, config: &CoreConfig, job: &JobConfig)
     match top {
         TopKind::Board => Design {
             top: "top".to_string(),
-            verilog: spotagg_boards::top::board_verilog_stamped(
+            verilog: spotagg_boards::tops::top::board_verilog_stamped(
                 board,
                 *config,
                 job,
                 spotagg_boards::flow::source_stamp(Path::new(".")),
             ),
-            lpf: spotagg_boards::lpf::lpf(board),
+            lpf: spotagg_boards::board::lpf::lpf(board),
         },
         TopKind::Core => Design {
             top: CORE_TOP.to_string(),

@@ -64,10 +64,10 @@ pub fn board_model(job: &spotagg_driver::JobConfig) -> Result<BoardModel> {
     let slots = usize::from(job.slots).max(4).next_power_of_two();
     let core = spotagg_hdl::CoreConfig::new(4, slots, job.payload.bytes().max(256), 32)
         .map_err(|e| anyhow::anyhow!("core for the board model: {e}"))?;
-    let mut f = spotagg_boards::switch_fabric::SwitchFabric::new(core, job);
+    let mut f = spotagg_boards::tops::switch_fabric::SwitchFabric::new(core, job);
     f.connect_all();
     let ports = spotagg_sim::verilator::ports_of(&f);
-    let verilog = spotagg_boards::switch_fabric::fabric_verilog(core, job);
+    let verilog = spotagg_boards::tops::switch_fabric::fabric_verilog(core, job);
     BoardModel::build(&verilog, &ports).context("building the Verilator board model")
 }
 

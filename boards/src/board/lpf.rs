@@ -65,11 +65,11 @@ mod test {
 
     #[test]
     fn colorlight_5a_75b_v8_lpf() {
-        insta::assert_snapshot!(lpf(&crate::colorlight_5a_75b_v8::board()));
+        insta::assert_snapshot!(lpf(&crate::board::colorlight_5a_75b_v8::board()));
     }
 
     #[test]
     fn colorlight_i5_lpf() {
-        insta::assert_snapshot!(lpf(&crate::colorlight_i5::board()));
+        insta::assert_snapshot!(lpf(&crate::board::colorlight_i5::board()));
     }
 }

@@ -21,12 +21,12 @@
 //! is a FIFO's Gray-coded pointers. The counters are read as quasi-static values from the core
 //! clock (each counts in its own domain).
 
-use crate::frame_arbiter::FrameArbiter;
-use crate::frame_fifo::{FrameFifo, WORD_BITS};
-use crate::mac_rx::MacRx;
-use crate::mac_tx::MacTx;
-use crate::rx_classifier::RxClassifier;
-use crate::stream_slice::StreamSlice;
+use crate::ethernet::frame_arbiter::FrameArbiter;
+use crate::ethernet::frame_fifo::{FrameFifo, WORD_BITS};
+use crate::ethernet::mac_rx::MacRx;
+use crate::ethernet::mac_tx::MacTx;
+use crate::ethernet::rx_classifier::RxClassifier;
+use crate::ethernet::stream_slice::StreamSlice;
 use rust_hdl::prelude::*;
 use spotagg_hdl::stream_width::{RxWidth, TxWidth};
 

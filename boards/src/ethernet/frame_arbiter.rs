@@ -1,6 +1,6 @@
 //! Round-robin arbiter of whole frames between two word streams.
 //!
-//! Inputs and output carry [`crate::frame_fifo`] words (the `last` bit ends a frame). A frame,
+//! Inputs and output carry [`crate::ethernet::frame_fifo`] words (the `last` bit ends a frame). A frame,
 //! once started, is passed whole (the arbiter switches only after a `last` word); when both
 //! inputs have a frame waiting, the one whose FIFO holds more (`in0_fill`, `in1_fill`, compared
 //! in a register: one clock old) goes first, and with equal fills they alternate (tie the
@@ -14,7 +14,7 @@
 //! (no combinational path from `out_ready` to an input, none from an input to the output);
 //! one clock of latency, a word a clock, no bubble between frames.
 
-use crate::frame_fifo::WORD_BITS;
+use crate::ethernet::frame_fifo::WORD_BITS;
 use rust_hdl::prelude::*;
 
 /// Two-input frame arbiter.

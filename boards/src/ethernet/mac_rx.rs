@@ -18,7 +18,7 @@
 //! - Counters (wrapping, 32 bits): good frames, bad FCS (or `rx_er`) among frames of legal
 //!   length, runts (< 64 bytes with FCS), giants (> 1522 bytes).
 
-use crate::crc32::{Crc32, CRC32_RESIDUE};
+use crate::ethernet::crc32::{Crc32, CRC32_RESIDUE};
 use rust_hdl::prelude::*;
 
 /// Smallest frame with FCS.
@@ -250,7 +250,7 @@ impl Logic for MacRx {
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::crc32::fcs;
+    use crate::ethernet::crc32::fcs;
 
     /// Feeds wire frames (frame + FCS, after a preamble) with 12 idle clocks between them;
     /// returns the frames put out with their `good` flags.

@@ -13,7 +13,7 @@
 //!   link partner drops.
 //! - `frames_sent` counts frames (wrapping, 32 bits).
 
-use crate::crc32::Crc32;
+use crate::ethernet::crc32::Crc32;
 use rust_hdl::prelude::*;
 
 /// Transmit MAC.
@@ -191,8 +191,8 @@ impl Logic for MacTx {
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::crc32::fcs;
-    use crate::mac_rx::MacRx;
+    use crate::ethernet::crc32::fcs;
+    use crate::ethernet::mac_rx::MacRx;
 
     /// A MAC transmitter looped into a receiver.
     #[derive(LogicBlock, Default)]

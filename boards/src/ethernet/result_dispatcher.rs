@@ -1,8 +1,8 @@
 //! Sends each frame the core emits to the port its destination MAC was last seen on.
 //!
 //! In: the core's transmit beats (32 bits, `bytes` on the last). Out: writes into the two
-//! ports' result FIFOs ([`crate::frame_fifo`] words). The first two words are held while the
-//! destination MAC (from those registers) is looked up in the [`crate::mac_table::MacTable`]
+//! ports' result FIFOs ([`crate::ethernet::frame_fifo`] words). The first two words are held while the
+//! destination MAC (from those registers) is looked up in the [`crate::ethernet::mac_table::MacTable`]
 //! (three clocks); a hit sends the frame
 //! to that port, a miss or a group (broadcast/multicast) destination to both. A frame to both
 //! moves a word only when both FIFOs have room, so the two copies are identical.
@@ -10,7 +10,7 @@
 //! Timing: seven clocks of overhead per frame (hold, hold, four of lookup, then the held words), then
 //! one word a clock; `in_ready` is low while a FIFO is full (the core waits).
 
-use crate::frame_fifo::WORD_BITS;
+use crate::ethernet::frame_fifo::WORD_BITS;
 use rust_hdl::prelude::*;
 
 /// The result dispatcher.

@@ -1,7 +1,7 @@
 //! Tags received frames with their route and writes them into the port's receive FIFO.
 //!
 //! In: the receive MAC's frames as 32-bit words (`RxWidth<8>` of `spotagg-hdl` packs the
-//! bytes), with the MAC's `good` flag on the last word. Out: [`crate::frame_fifo`] writes.
+//! bytes), with the MAC's `good` flag on the last word. Out: [`crate::ethernet::frame_fifo`] writes.
 //!
 //! The first word is held until the second arrives, so that the whole destination MAC is
 //! known before anything is written; every word of the frame then carries the same routing
@@ -20,7 +20,7 @@
 //! registered (two clocks of latency), so the destination compare starts and ends at
 //! flip-flops.
 
-use crate::frame_fifo::{word, WORD_BITS};
+use crate::ethernet::frame_fifo::{word, WORD_BITS};
 use rust_hdl::prelude::*;
 
 /// Route tagging in front of a receive FIFO.

@@ -13,7 +13,7 @@
 //! source MAC is a group address. `merge_start`/`merge_port` mark the first word of each frame
 //! the core takes and the port it came from (observability for the board tests).
 
-use crate::frame_fifo::WORD_BITS;
+use crate::ethernet::frame_fifo::WORD_BITS;
 use rust_hdl::prelude::*;
 
 /// The receive router.

@@ -18,8 +18,8 @@
 //!   input at a frame boundary (the fabric's `pause`).
 //! - Link state: ports 0 and 1 from the PHYs at the board's addresses; ports 2 and 3 read 0.
 
-use crate::config_loader::config_writes;
-use crate::switch_fabric::SwitchFabric;
+use crate::tops::config_loader::config_writes;
+use crate::tops::switch_fabric::SwitchFabric;
 use rust_hdl::prelude::*;
 use spotagg_driver::control::protocol::reg;
 use spotagg_driver::JobConfig;

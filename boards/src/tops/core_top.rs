@@ -130,8 +130,8 @@ pub fn core_top_verilog(core_verilog: &str, width_bytes: usize) -> String {
 /// The board's LPF keeping only the pins the core-only top has (and every clock constraint of
 /// those pins and of the internal nets; the PLL's output is `clk125` of the top module here).
 pub fn core_top_lpf(board: &Board) -> String {
-    let full = crate::lpf::lpf(board)
-        .replace(&format!("FREQUENCY NET \"{}\"", crate::lpf::PLL_CLOCK_NET), "FREQUENCY NET \"clk125\"");
+    let full = crate::board::lpf::lpf(board)
+        .replace(&format!("FREQUENCY NET \"{}\"", crate::board::lpf::PLL_CLOCK_NET), "FREQUENCY NET \"clk125\"");
     let mut s = String::new();
     for line in full.lines() {
         let port = ["COMP \"", "PORT \""].iter().find_map(|k| {
@@ -142,7 +142,7 @@ pub fn core_top_lpf(board: &Board) -> String {
         let keep = match port {
             Some(p) => CORE_TOP_PORTS.contains(&p.split('[').next().unwrap_or(p)),
             // The board top's 100 MHz core clock is not here: this top runs everything on clk125.
-            None => !line.contains(crate::lpf::CORE_CLOCK_NET),
+            None => !line.contains(crate::board::lpf::CORE_CLOCK_NET),
         };
         if keep {
             s += line;
@@ -158,7 +158,7 @@ mod test {
 
     #[test]
     fn lpf_keeps_only_the_core_top_pins() {
-        let lpf = core_top_lpf(&crate::colorlight_5a_75b_v8::board());
+        let lpf = core_top_lpf(&crate::board::colorlight_5a_75b_v8::board());
         assert!(lpf.contains("LOCATE COMP \"clk25\" SITE \"P6\";"));
         assert!(lpf.contains("LOCATE COMP \"eth0_rxd[3]\""));
         assert!(lpf.contains("FREQUENCY NET \"clk125\" 125 MHZ;"));

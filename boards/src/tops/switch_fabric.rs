@@ -36,13 +36,13 @@
 //! 4 dropped for capacity, 5 frames sent — port 0 at 0..=5, port 1 at 8..=13; 6 frames the
 //! dispatcher sent to both ports (group destination or unknown MAC).
 
-use crate::config_loader::ConfigLoader;
-use crate::eth_port::EthPort;
-use crate::frame_arbiter::FrameArbiter;
-use crate::mac_table::MacTable;
-use crate::result_dispatcher::ResultDispatcher;
-use crate::rx_router::RxRouter;
-use crate::stream_slice::StreamSlice;
+use crate::ethernet::eth_port::EthPort;
+use crate::ethernet::frame_arbiter::FrameArbiter;
+use crate::ethernet::mac_table::MacTable;
+use crate::ethernet::result_dispatcher::ResultDispatcher;
+use crate::ethernet::rx_router::RxRouter;
+use crate::ethernet::stream_slice::StreamSlice;
+use crate::tops::config_loader::ConfigLoader;
 use rust_hdl::prelude::*;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::{Core, CoreConfig};

@@ -34,10 +34,10 @@
 //! - RGMII delays follow [`Board::phy_delays`]: a `DELAYG` of about 2 ns where the PHY does not
 //!   delay the clock itself.
 
-use crate::board_logic::{BoardLogic, ControlParams};
+use crate::ecp5::mdio_pad::BidirPad;
 use crate::ecp5::BoardPll;
-use crate::mdio_pad::BidirPad;
-use crate::rgmii::{RgmiiRx, RgmiiTx};
+use crate::ethernet::rgmii::{RgmiiRx, RgmiiTx};
+use crate::tops::board_logic::{BoardLogic, ControlParams};
 use crate::Board;
 use rust_hdl::prelude::*;
 use spotagg_driver::JobConfig;
@@ -224,7 +224,7 @@ mod test {
 
     #[test]
     fn ports_match_the_board_pins() {
-        let board = crate::colorlight_5a_75b_v8::board();
+        let board = crate::board::colorlight_5a_75b_v8::board();
         let job = JobConfig::example(4, PayloadSize::B256, 4);
         let v = board_verilog(&board, CoreConfig::new(4, 4, 256, 32).unwrap(), &job);
         let header = &v[v.find("module top(").unwrap() + 11..];
@@ -255,9 +255,9 @@ mod test {
         };
         let vco = 25.0 * param("CLKFB_DIV") * param("CLKOP_DIV") / param("CLKI_DIV");
         assert!((400.0..=800.0).contains(&vco), "VCO {vco} MHz");
-        let lpf_mhz = |net: &str| crate::lpf::INTERNAL_CLOCKS.iter().find(|c| c.0 == net).unwrap().1;
-        assert_eq!(vco / param("CLKOP_DIV"), lpf_mhz(crate::lpf::PLL_CLOCK_NET));
-        assert_eq!(vco / param("CLKOS_DIV"), lpf_mhz(crate::lpf::CORE_CLOCK_NET));
+        let lpf_mhz = |net: &str| crate::board::lpf::INTERNAL_CLOCKS.iter().find(|c| c.0 == net).unwrap().1;
+        assert_eq!(vco / param("CLKOP_DIV"), lpf_mhz(crate::board::lpf::PLL_CLOCK_NET));
+        assert_eq!(vco / param("CLKOS_DIV"), lpf_mhz(crate::board::lpf::CORE_CLOCK_NET));
         assert_eq!(vco / param("CLKOS_DIV"), f64::from(CORE_CLOCK_MHZ));
         assert!(w.code.contains(&format!("FREQUENCY_PIN_CLKOS=\"{CORE_CLOCK_MHZ}\"")));
         let baud = f64::from(CORE_CLOCK_MHZ) * 1e6 / f64::from(CORE_CLOCK_BAUD_DIVISOR);
