@@ -9,6 +9,7 @@
 //! | 0x04 | payload `size` code (0..=3) |
 //! | 0x05 | slots in use S (values above the core's slot count are taken as that count) |
 //! | 0x06 | control: writing bit 0 clears the slot state (a new job), bit 1 the counters |
+//! | 0x07 | the workers' UDP source port, `worker_port` (low 16 bits; 0xBEE0 after reset) |
 //! | 0x80 + 4r | worker r's IPv4 address |
 //! | 0x81 + 4r | worker r's MAC, bytes 0..2 (low 16 bits) |
 //! | 0x82 + 4r | worker r's MAC, bytes 2..6 |
@@ -46,6 +47,8 @@ pub struct ConfigRegisters {
     pub payload_words: Signal<Out, Bits<9>>,
     /// Slots in use.
     pub slots_in_use: Signal<Out, Bits<16>>,
+    /// The workers' UDP source port.
+    pub worker_port: Signal<Out, Bits<16>>,
     /// One-cycle pulse: clear the slot state.
     pub clear: Signal<Out, Bit>,
     /// One-cycle pulse: clear the counters.
@@ -66,6 +69,7 @@ pub struct ConfigRegisters {
     n: DFF<Bits<6>>,
     size: DFF<Bits<3>>,
     slots: DFF<Bits<16>>,
+    wport: DFF<Bits<16>>,
     clear_pulse: DFF<Bit>,
     clear_counters_pulse: DFF<Bit>,
     wt_a: DFF<Bits<5>>,
@@ -91,6 +95,7 @@ impl ConfigRegisters {
             size_code: Default::default(),
             payload_words: Default::default(),
             slots_in_use: Default::default(),
+            worker_port: Default::default(),
             clear: Default::default(),
             clear_counters: Default::default(),
             wt_address: Default::default(),
@@ -104,6 +109,7 @@ impl ConfigRegisters {
             n: Default::default(),
             size: Default::default(),
             slots: Default::default(),
+            wport: Default::default(),
             clear_pulse: Default::default(),
             clear_counters_pulse: Default::default(),
             wt_a: Default::default(),
@@ -128,6 +134,7 @@ impl Logic for ConfigRegisters {
             n,
             size,
             slots,
+            wport,
             clear_pulse,
             clear_counters_pulse,
             wt_a,
@@ -142,6 +149,9 @@ impl Logic for ConfigRegisters {
         self.workers.next = self.n.q.val();
         self.size_code.next = self.size.q.val();
         self.slots_in_use.next = self.slots.q.val();
+        // Stored XOR 0xBEE0, so that the register reads 0xBEE0 (the default `worker_port`)
+        // after reset and after a control link job write that does not name it.
+        self.worker_port.next = self.wport.q.val() ^ 0xBEE0;
         self.clear.next = self.clear_pulse.q.val();
         self.clear_pulse.d.next = false;
         self.clear_counters.next = self.clear_counters_pulse.q.val();
@@ -212,6 +222,9 @@ impl Logic for ConfigRegisters {
                     6 => {
                         self.clear_pulse.d.next = self.data.val().get_bit(0);
                         self.clear_counters_pulse.d.next = self.data.val().get_bit(1);
+                    }
+                    7 => {
+                        self.wport.d.next = bit_cast::<16, 32>(self.data.val()) ^ 0xBEE0;
                     }
                     _ => {}
                 }

@@ -23,23 +23,25 @@
 //! | 18 | `bad_msg_type` |
 //! | 19 | `bad_size` |
 //! | 20 | `bad_slot` |
+//! | 21 | `wrong_src_port` |
+//! | 22 | `stale_session` (the core has no sessions yet: always 0) |
 //!
 //! Timing: events are registered first and counted one rising edge after the one where they are
 //! high (`pending` is high meanwhile); several different events may come in one cycle. `bucket` files a received frame under `bucket_index`
-//! (0..=12 the drop reasons, 13 contributions, 14 duplicates, 15 ARP replies, 16 ICMP replies)
+//! (0..=14 the drop reasons, 15 contributions, 16 duplicates, 17 ARP replies, 18 ICMP replies)
 //! and counts it in `frames_in`. `read_data` is combinational from `read_address`.
 //! `clear` zeroes every counter.
 
 use rust_hdl::prelude::*;
 
-/// `bucket_index` of a contribution (indices 0..=12 are the drop reasons).
-pub const BUCKET_CONTRIBUTION: u64 = 13;
+/// `bucket_index` of a contribution (indices 0..=14 are the drop reasons).
+pub const BUCKET_CONTRIBUTION: u64 = 15;
 /// `bucket_index` of a duplicate contribution.
-pub const BUCKET_DUPLICATE: u64 = 14;
+pub const BUCKET_DUPLICATE: u64 = 16;
 /// `bucket_index` of an answered ARP request.
-pub const BUCKET_ARP_REPLY: u64 = 15;
+pub const BUCKET_ARP_REPLY: u64 = 17;
 /// `bucket_index` of an answered ICMP echo request.
-pub const BUCKET_ICMP_REPLY: u64 = 16;
+pub const BUCKET_ICMP_REPLY: u64 = 18;
 
 /// Counter bank.
 #[derive(LogicBlock, Default)]
@@ -93,6 +95,8 @@ pub struct Counters {
     c18: DFF<Bits<32>>,
     c19: DFF<Bits<32>>,
     c20: DFF<Bits<32>>,
+    c21: DFF<Bits<32>>,
+    c22: DFF<Bits<32>>,
     group0: Signal<Local, Bits<32>>,
     group1: Signal<Local, Bits<32>>,
     group2: Signal<Local, Bits<32>>,
@@ -130,7 +134,9 @@ impl Logic for Counters {
             c17,
             c18,
             c19,
-            c20
+            c20,
+            c21,
+            c22
         );
         self.r_bucket.d.next = self.bucket.val();
         self.r_index.d.next = self.bucket_index.val();
@@ -183,15 +189,21 @@ impl Logic for Counters {
                     self.c20.d.next = self.c20.q.val() + 1;
                 }
                 13 => {
-                    self.c2.d.next = self.c2.q.val() + 1;
+                    self.c21.d.next = self.c21.q.val() + 1;
                 }
                 14 => {
-                    self.c3.d.next = self.c3.q.val() + 1;
+                    self.c22.d.next = self.c22.q.val() + 1;
                 }
                 15 => {
-                    self.c6.d.next = self.c6.q.val() + 1;
+                    self.c2.d.next = self.c2.q.val() + 1;
                 }
                 16 => {
+                    self.c3.d.next = self.c3.q.val() + 1;
+                }
+                17 => {
+                    self.c6.d.next = self.c6.q.val() + 1;
+                }
+                18 => {
                     self.c7.d.next = self.c7.q.val() + 1;
                 }
                 _ => {}
@@ -228,9 +240,11 @@ impl Logic for Counters {
             self.c18.d.next = 0.into();
             self.c19.d.next = 0.into();
             self.c20.d.next = 0.into();
+            self.c21.d.next = 0.into();
+            self.c22.d.next = 0.into();
         }
         // The read mux in two levels: three 8:1 groups by the low address bits, then a 4:1
-        // by the high bits (addresses above 20 read 0).
+        // by the high bits (addresses above 22 read 0).
         self.group0.next = self.c0.q.val();
         self.group1.next = self.c8.q.val();
         self.group2.next = self.c16.q.val();
@@ -263,12 +277,12 @@ impl Logic for Counters {
             5 => {
                 self.group0.next = self.c5.q.val();
                 self.group1.next = self.c13.q.val();
-                self.group2.next = 0.into();
+                self.group2.next = self.c21.q.val();
             }
             6 => {
                 self.group0.next = self.c6.q.val();
                 self.group1.next = self.c14.q.val();
-                self.group2.next = 0.into();
+                self.group2.next = self.c22.q.val();
             }
             _ => {
                 self.group0.next = self.c7.q.val();

@@ -40,9 +40,8 @@ const _: () = {
     check(switchml::UDP_PORT_BASE == 0xBEE0 && switchml::UDP_PORT_MASK == 0xFFF0);
     check(switchml::MSG_TYPE_CONTRIBUTION == 1 && switchml::POOL_SET_BIT == 0x8000);
     check(switchml::field::E0 == 8 && switchml::field::E1 == 9 && switchml::field::POOL_INDEX.start == 6);
-    // Descriptor kinds 0..=12 are the drop reasons, in counter order. Reasons 13 and 14
-    // (wrong_src_port, stale_session, issue 19) are not produced by the core yet: it keeps 21
-    // counter words and reads 0 for those two.
+    // Descriptor kinds 0..=14 are the drop reasons, in counter order (14, stale_session, is
+    // never produced: the core has no sessions yet).
     check(DropReason::COUNT == 15);
     check(DropReason::Truncated as usize == 0 && DropReason::WrongDstMac as usize == 1);
     check(DropReason::NotIpv4Udp as usize == 2 && DropReason::IpOptions as usize == 3);
@@ -51,4 +50,5 @@ const _: () = {
     check(DropReason::BadPort as usize == 8 && DropReason::UnknownSource as usize == 9);
     check(DropReason::BadMsgType as usize == 10 && DropReason::BadSize as usize == 11);
     check(DropReason::BadSlot as usize == 12);
+    check(DropReason::WrongSrcPort as usize == 13 && DropReason::StaleSession as usize == 14);
 };

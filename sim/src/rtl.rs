@@ -305,6 +305,7 @@ impl RtlEngine {
         self.write_reg(0x03, job.n() as u32);
         self.write_reg(0x04, u32::from(job.payload.code()));
         self.write_reg(0x05, u32::from(job.slots));
+        self.write_reg(0x07, u32::from(job.worker_port));
         for (r, w) in job.workers.iter().enumerate() {
             let base = 0x80 + 4 * r as u8;
             let m = w.mac.0;

@@ -1,6 +1,7 @@
 //! Loads the job's configuration into the core's registers after power-up.
 //!
 //! The register writes ([`config_writes`]: switch MAC and IP, n, payload size, slots in use,
+//! worker port,
 //! the worker table, then a slot-state clear) are baked into a ROM at build time. Once
 //! `start` is high (the PLL has locked) the loader plays one write a clock on the core's
 //! `cfg_*` bus (from registers), then raises `done` and stays idle. A control link written later can take the
@@ -20,6 +21,7 @@ pub fn config_writes(job: &JobConfig) -> Vec<(u8, u32)> {
         (0x03, job.n() as u32),
         (0x04, u32::from(job.payload.code())),
         (0x05, u32::from(job.slots)),
+        (0x07, u32::from(job.worker_port)),
     ];
     for (r, w) in job.workers.iter().enumerate() {
         let base = 0x80 + 4 * r as u8;

@@ -120,7 +120,7 @@ pub struct Identity {
     pub max_workers: u32,
     /// UART clocks per bit.
     pub baud_divisor: u32,
-    /// Counter registers (21: the core's; 46: a board's, with its MAC counters).
+    /// Counter registers (23: the core's; 46: a board's, with its MAC counters).
     pub counter_registers: u32,
 }
 
@@ -530,10 +530,10 @@ mod tests {
 
     #[test]
     fn counters_in_order() {
-        let words: Vec<u32> = (1..=21).collect();
+        let words: Vec<u32> = (1..=23).collect();
         let mut c = Control::new_unchecked(
             canned(vec![
-                protocol::response(Status::Ok, &[21]),
+                protocol::response(Status::Ok, &[23]),
                 protocol::response(Status::Ok, &words),
                 protocol::response(Status::Ok, &[1]),
             ]),
@@ -544,7 +544,7 @@ mod tests {
         assert_eq!(k.dropped(DropReason::Truncated), 9);
         assert_eq!(k.dropped(DropReason::BadSlot), 21);
         let mut sent = protocol::read_request(reg::COUNTER_REGISTERS, 1);
-        sent.extend([0xA5, 0x01, 0x02, 0x00, 21, 0xDE, 0x80]);
+        sent.extend(protocol::read_request(reg::COUNTERS, 23));
         sent.extend(protocol::read_request(reg::STATUS, 1));
         assert_eq!(c.port.sent, sent);
     }

@@ -145,7 +145,7 @@ pub mod reg {
     /// First counter.
     pub const COUNTERS: u16 = 0x0200;
     /// Number of core counters.
-    pub const COUNTER_COUNT: u8 = 21;
+    pub const COUNTER_COUNT: u8 = 23;
     /// First board (MAC) counter: port p's counter j at `BOARD_COUNTERS + 8p + j`.
     pub const BOARD_COUNTERS: u16 = 0x0220;
     /// Board counters per port.
