@@ -799,8 +799,6 @@ def bad_catalogue(job):
         # --- bad_msg_type
         ("msg_type 0", "bad_msg_type", m(msg_type=0)),
         ("msg_type 9 (session is 8)", "bad_msg_type", m(msg_type=9)),
-        ("msg_type 8 with the wrong size (type passes, size fails)", "bad_size",
-         m(msg_type=8, size=(c + 1) & 7)),
         ("msg_type 2", "bad_msg_type", m(msg_type=2)),
         ("msg_type 3", "bad_msg_type", m(msg_type=3)),
         ("msg_type 15", "bad_msg_type", m(msg_type=15)),
@@ -974,6 +972,10 @@ def sc_session(rng):
     # the new run: probes, joins
     probe(0, "probe r0: epoch 0")
     probe(1, "probe r1 on slot 3", slot=3)
+    tr.add(contribution(job, 0, 0, 1, zeros, job_number=1, msg_type=8, size=(job.c + 1) & 7),
+           "a join of the wrong size (the type passes, the size fails)", "bad_size")
+    tr.add(contribution(job, 0, job.slots, 1, zeros, job_number=1, msg_type=8),
+           "a join to slot S", "bad_slot")
     join(0, 1, "join r0 epoch 1", "session")
     join(0, 1, "join r0 again (silent)", "session_duplicate")
     join(1, 7, "join r1 of a wrong epoch: told epoch 0", "session_duplicate")
