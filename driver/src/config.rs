@@ -34,10 +34,19 @@
 //! rank = 3                  # this switch's rank in the parent's job
 //! port = 48864              # [0xBEE0] the parent's UDP port
 //! ```
+//! `sessions` [true], a worker opens a session (docs/switch.md §2.1) before its first operation,
+//! so that it works against a switch that served earlier runs (false: the job's `job_number`
+//! is sent as it is and a fresh worker needs a freshly configured switch, as with a SwitchML
+//! switch); `switches` [none: the one switch the command line names], the ordered list of
+//! switch UDP addresses (`"ip:port"`), the first active, each next one a standby a worker
+//! moves to when the active one stops answering (docs/worker.md; needs sessions);
+//! `failover_ms` [500], the bound of the failure detection time: a worker moves on after
+//! min(`failover_ms`, 8 × its retransmission timeout) without any result.
 
 use crate::wire::vlan::MAX_VID;
 use crate::wire::{switchml, Ipv4Addr, MacAddr, PayloadSize};
 use serde::Deserialize;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// Most workers a job can have (the width of the worker bitmap).
@@ -104,6 +113,12 @@ pub struct JobConfig {
     /// Workers of the whole tree (≥ n; n for a switch that is not in a tree): the workers
     /// scale floats by it ([`JobConfig::scale_workers`]).
     pub tree_workers: usize,
+    /// Open a session before the first operation (docs/switch.md §2.1).
+    pub sessions: bool,
+    /// The switches in failover order (empty: the one switch a command line or transport names).
+    pub switches: Vec<SocketAddr>,
+    /// Bound of the failure detection time (docs/worker.md).
+    pub failover_after: Duration,
 }
 
 /// A tagged job's VLAN: the switch accepts only frames tagged with `id` and tags every frame it
@@ -170,6 +185,9 @@ struct RawJob {
     vlan_priority: Option<i64>,
     tree_workers: Option<i64>,
     parent: Option<RawParent>,
+    sessions: Option<bool>,
+    switches: Option<Vec<String>>,
+    failover_ms: Option<i64>,
 }
 
 fn bad(key: &str, value: impl std::fmt::Display, why: &str) -> ConfigError {
@@ -304,7 +322,29 @@ impl JobConfig {
                 })
             }
         };
+        let sessions = raw.sessions.unwrap_or(true);
+        let mut switches = Vec::new();
+        for (i, a) in raw.switches.unwrap_or_default().iter().enumerate() {
+            let addr: SocketAddr = a.parse().map_err(|_| {
+                bad(&format!("switches[{i}]"), format!("{a:?}"), "not a UDP address (like \"192.0.2.1:48864\")")
+            })?;
+            if switches.contains(&addr) {
+                return Err(bad(&format!("switches[{i}]"), format!("{a:?}"), "is already in the list"));
+            }
+            switches.push(addr);
+        }
+        if switches.len() > 1 && !sessions {
+            return Err(bad("sessions", false, "failover to a standby in `switches` needs sessions"));
+        }
+        let failover_ms = match raw.failover_ms {
+            None => 500,
+            Some(t) if (1..=600_000).contains(&t) => t as u64,
+            Some(t) => return Err(bad("failover_ms", t, "must be 1..=600000")),
+        };
         Ok(JobConfig {
+            sessions,
+            switches,
+            failover_after: Duration::from_millis(failover_ms),
             switch_mac,
             switch_ip,
             payload,
@@ -354,6 +394,18 @@ impl JobConfig {
             vlan: None,
             parent: None,
             tree_workers: n,
+            sessions: true,
+            switches: Vec::new(),
+            failover_after: Duration::from_millis(500),
+        }
+    }
+
+    /// The switches' names for reports and errors: the `switches` list, or "the switch".
+    pub fn switch_names(&self) -> Vec<String> {
+        if self.switches.is_empty() {
+            vec!["the switch".to_string()]
+        } else {
+            self.switches.iter().map(|a| a.to_string()).collect()
         }
     }
 
@@ -394,6 +446,11 @@ impl JobConfig {
         }
         if self.tree_workers != self.n() {
             s += &format!("tree_workers = {}\n", self.tree_workers);
+        }
+        s += &format!("sessions = {}\nfailover_ms = {}\n", self.sessions, self.failover_after.as_millis());
+        if !self.switches.is_empty() {
+            let list: Vec<String> = self.switches.iter().map(|a| format!("\"{a}\"")).collect();
+            s += &format!("switches = [{}]\n", list.join(", "));
         }
         for w in &self.workers {
             s += &format!("\n[[worker]]\nip = \"{}\"\nmac = \"{}\"\n", w.ip, w.mac);
@@ -509,6 +566,19 @@ mac = "02:00:5a:00:01:00"
         assert!(e.contains("parent.ip") && e.contains("rank 0"), "{e}");
         let e = err(&format!("{ISSUE_FORM}{}", parent.replace("192.0.2.10", "192.0.2.100").replace("3", "32")));
         assert!(e.contains("parent.rank") && e.contains("32"), "{e}");
+        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = 16\nswitches = [\"127.0.0.1:1\", \"nowhere\"]"));
+        assert!(e.contains("switches[1]") && e.contains("nowhere"), "{e}");
+        let e = err(&ISSUE_FORM
+            .replace("slots = 16", "slots = 16\nswitches = [\"127.0.0.1:1\", \"127.0.0.2:1\"]\nsessions = false"));
+        assert!(e.contains("sessions") && e.contains("failover"), "{e}");
+        let c = JobConfig::from_toml(&ISSUE_FORM.replace(
+            "slots = 16",
+            "slots = 16\nswitches = [\"127.0.0.1:48864\", \"127.0.0.2:48864\"]\nfailover_ms = 80",
+        ))
+        .unwrap();
+        assert_eq!(c.switches.len(), 2);
+        assert_eq!(c.failover_after, Duration::from_millis(80));
+        assert_eq!(c, JobConfig::from_toml(&c.to_toml()).unwrap());
         let none = ISSUE_FORM.split("[[worker]]").next().unwrap();
         assert!(err(none).contains("worker"));
     }

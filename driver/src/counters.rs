@@ -7,9 +7,12 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Why a received frame was dropped without touching slot state. The order of the variants
-/// is the order in which the switch checks them: a frame with several faults is counted
-/// under the first (see `sim::reference` for the exact decision procedure).
+/// Why a received frame was dropped without touching slot state. The variants up to
+/// [`DropReason::BadSlot`] are in the order in which the switch checks them; the two added by
+/// sessions come last so that the counter addresses of the others stay: a frame with several
+/// faults is counted under the first check that fails, in the order of docs/switch.md §1
+/// (`wrong_src_port` right after `unknown_source`, `stale_session` after `bad_slot`; see
+/// `sim::reference` for the exact decision procedure).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DropReason {
@@ -44,11 +47,16 @@ pub enum DropReason {
     BadSize = 12,
     /// Slot ≥ S.
     BadSlot = 13,
+    /// Source IPv4 is a worker's but the UDP source port is not the job's `worker_port`.
+    WrongSrcPort = 14,
+    /// A contribution whose `job_number` is not the switch's current session epoch, once a
+    /// session is open (a frame of an earlier session).
+    StaleSession = 15,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 14] = [
+    pub const ALL: [DropReason; 16] = [
         DropReason::Truncated,
         DropReason::WrongDstMac,
         DropReason::WrongVlan,
@@ -63,6 +71,8 @@ impl DropReason {
         DropReason::BadMsgType,
         DropReason::BadSize,
         DropReason::BadSlot,
+        DropReason::WrongSrcPort,
+        DropReason::StaleSession,
     ];
     /// Number of reasons.
     pub const COUNT: usize = Self::ALL.len();
@@ -89,6 +99,8 @@ impl DropReason {
             DropReason::BadMsgType => "bad_msg_type",
             DropReason::BadSize => "bad_size",
             DropReason::BadSlot => "bad_slot",
+            DropReason::WrongSrcPort => "wrong_src_port",
+            DropReason::StaleSession => "stale_session",
         }
     }
 }
@@ -121,11 +133,15 @@ impl Counters {
     /// Counter registers of the core, in address order: the eight totals of [`Counters::named`],
     /// then one drop counter per [`DropReason`] in its index order.
     pub const WORDS: usize = 8 + DropReason::COUNT;
+    /// Counter registers of a core without the two reasons sessions added.
+    pub const WORDS_BEFORE_SESSIONS: usize = Self::WORDS - 2;
 
     /// The counters from the core's counter registers (at least [`Counters::WORDS`] words, in
     /// address order): the one decoding the hardware harnesses and the control link share.
+    /// A core built before the session reasons (`wrong_src_port`, `stale_session`) has
+    /// [`Counters::WORDS_BEFORE_SESSIONS`] words: the two read as 0.
     pub fn from_words(w: &[u64]) -> Counters {
-        assert!(w.len() >= Self::WORDS, "{} counter words, the core has {}", w.len(), Self::WORDS);
+        assert!(w.len() >= Self::WORDS_BEFORE_SESSIONS, "{} counter words, the core has {}", w.len(), Self::WORDS);
         let mut c = Counters {
             frames_in: w[0],
             frames_out: w[1],
@@ -138,7 +154,7 @@ impl Counters {
             drops: [0; DropReason::COUNT],
         };
         for d in DropReason::ALL {
-            c.drops[d.index()] = w[8 + d.index()];
+            c.drops[d.index()] = w.get(8 + d.index()).copied().unwrap_or(0);
         }
         c
     }

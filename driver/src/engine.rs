@@ -14,6 +14,11 @@ pub trait Engine: Send {
     fn counters(&self) -> Counters;
     /// A short name for reports ("model", "rtl", "verilator").
     fn name(&self) -> &'static str;
+    /// The epoch of the open session (docs/switch.md §2.1), `None` before the first session
+    /// or for an engine that does not report it.
+    fn session_epoch(&self) -> Option<u8> {
+        None
+    }
     /// Clock cycles simulated so far, for an engine that simulates hardware.
     fn cycles(&self) -> Option<u64> {
         None

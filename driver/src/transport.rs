@@ -43,6 +43,24 @@ pub trait Transport {
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
+    /// Sends to (and receives from) switch `index` of the job's `switches` from now on, and
+    /// never sends a message handed to it before to that switch. The default: a transport to one
+    /// switch, which accepts index 0 only.
+    fn select_switch(&mut self, index: usize) -> io::Result<()> {
+        single_switch(index)
+    }
+}
+
+/// [`Transport::select_switch`] of a transport to one switch: index 0 only.
+fn single_switch(index: usize) -> io::Result<()> {
+    if index == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("this transport reaches one switch; the worker moved to switch {index} of the job's list"),
+        ))
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for &mut T {
@@ -54,6 +72,9 @@ impl<T: Transport + ?Sized> Transport for &mut T {
     }
     fn flush(&mut self) -> io::Result<()> {
         (**self).flush()
+    }
+    fn select_switch(&mut self, index: usize) -> io::Result<()> {
+        (**self).select_switch(index)
     }
 }
 
@@ -67,6 +88,9 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     fn flush(&mut self) -> io::Result<()> {
         (**self).flush()
     }
+    fn select_switch(&mut self, index: usize) -> io::Result<()> {
+        (**self).select_switch(index)
+    }
 }
 
 /// Runs an operation to completion over a transport; `progress` is called with the elements
@@ -78,7 +102,13 @@ pub fn drive<T: Transport + ?Sized>(
     mut progress: impl FnMut(usize),
 ) -> Result<Stats, Error> {
     let mut buf = vec![0u8; MAX_MESSAGE];
+    let mut selected = op.switch_index();
+    t.select_switch(selected)?;
     loop {
+        if op.switch_index() != selected {
+            selected = op.switch_index();
+            t.select_switch(selected)?;
+        }
         while let Some(m) = op.poll_transmit() {
             t.send(m)?;
         }
@@ -96,6 +126,9 @@ pub fn drive<T: Transport + ?Sized>(
             op.handle_message(Instant::now(), &buf[..len])?;
             if op.elements_done() != before {
                 progress(op.elements_done());
+            }
+            if op.switch_index() != selected {
+                break;
             }
             while let Some(m) = op.poll_transmit() {
                 t.send(m)?;
@@ -173,6 +206,8 @@ pub use crate::batch::{enlarge_buffers, IoStats, SOCKET_BUFFER};
 pub struct UdpTransport {
     socket: BatchSocket,
     switch: SocketAddr,
+    /// The job's switches in failover order (empty: only `switch`).
+    switches: Vec<SocketAddr>,
     ports: u16,
     rx: Receiver,
     tx: Sender,
@@ -191,6 +226,7 @@ impl UdpTransport {
         Ok(UdpTransport {
             socket,
             switch,
+            switches: Vec::new(),
             ports: 1,
             rx,
             tx: Sender::new(),
@@ -206,7 +242,18 @@ impl UdpTransport {
             io::Error::new(io::ErrorKind::InvalidInput, format!("rank {rank} is not in the job (n = {})", job.n()))
         })?;
         Ok(UdpTransport::bind(SocketAddr::V4(SocketAddrV4::new(w.ip, job.worker_port)), switch)?
-            .with_switch_ports(job.switch_ports))
+            .with_switch_ports(job.switch_ports)
+            .with_switches(job.switches.clone()))
+    }
+    /// The switches of the job in failover order: [`Transport::select_switch`] picks one; from
+    /// then on only datagrams from that switch's address (and its ports) are handed out.
+    /// The first one becomes the switch sent to.
+    pub fn with_switches(mut self, switches: Vec<SocketAddr>) -> UdpTransport {
+        if let Some(first) = switches.first() {
+            self.switch = *first;
+        }
+        self.switches = switches;
+        self
     }
     /// Sends slot s to the switch address's port + (s mod `ports`) (1: every slot to the port).
     pub fn with_switch_ports(mut self, ports: u16) -> UdpTransport {
@@ -244,6 +291,20 @@ impl Transport for UdpTransport {
     fn flush(&mut self) -> io::Result<()> {
         self.tx.flush(&self.socket, &mut self.stats)
     }
+    fn select_switch(&mut self, index: usize) -> io::Result<()> {
+        if self.switches.is_empty() {
+            return single_switch(index);
+        }
+        let Some(a) = self.switches.get(index) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("switch {index} is not in the list of {}", self.switches.len()),
+            ));
+        };
+        // What was queued for the switch left goes to it (the destination is fixed at queueing).
+        self.switch = *a;
+        Ok(())
+    }
     fn recv(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<Option<usize>> {
         loop {
             if let Some((at, len)) = self.ready_at.pop_front() {
@@ -254,8 +315,15 @@ impl Transport for UdpTransport {
                 }
                 return Ok(Some(n));
             }
+            let filter = (self.switches.len() > 1).then_some((self.switch, self.ports));
             let UdpTransport { socket, rx, ready, ready_at, stats, .. } = self;
-            let got = rx.recv(socket, stats, |_, d| {
+            let got = rx.recv(socket, stats, |from, d| {
+                if let Some((sw, ports)) = filter {
+                    let p = from.port().wrapping_sub(sw.port());
+                    if from.ip() != sw.ip() || p >= ports {
+                        return;
+                    }
+                }
                 ready_at.push_back((ready.len(), d.len()));
                 ready.extend_from_slice(d);
             })?;
@@ -474,6 +542,17 @@ impl<T: Transport> Transport for FaultInjector<T> {
         self.inner.flush()
     }
 
+    fn select_switch(&mut self, index: usize) -> io::Result<()> {
+        // A message held back for the switch left goes to it, never to the next one; those
+        // held on receive came from the switch left.
+        if let Some(h) = self.held_send.take() {
+            self.inner.send(&h)?;
+        }
+        self.held_recv = None;
+        self.ready.clear();
+        self.inner.select_switch(index)
+    }
+
     fn recv(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<Option<usize>> {
         if let Some(h) = self.held_send.take() {
             self.inner.send(&h)?;
@@ -561,7 +640,7 @@ mod test {
     #[test]
     fn threads_over_an_in_process_engine_with_faults() {
         let n = 3;
-        let mut job = JobConfig::example(n, PayloadSize::B256, 8);
+        let mut job = JobConfig { sessions: false, ..JobConfig::example(n, PayloadSize::B256, 8) };
         job.timeout = Duration::from_millis(2);
         job.max_retries = 50;
         let hub = InProcessSwitch::new(
@@ -624,7 +703,7 @@ mod test {
     fn results_that_wait_in_the_transport_after_a_stall_are_not_retransmitted_for() {
         let n = 1;
         // A window of 128 slots: more results wait than drive takes in at once (DRAIN).
-        let mut job = JobConfig::example(n, PayloadSize::B256, 128);
+        let mut job = JobConfig { sessions: false, ..JobConfig::example(n, PayloadSize::B256, 128) };
         job.timeout = Duration::from_millis(20);
         let hub = InProcessSwitch::new(
             Box::new(MiniEngine {

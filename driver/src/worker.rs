@@ -13,7 +13,8 @@
 //! result of a slot's packet in set v releases the slot's next packet, in set 1 − v
 //! (self-clocking, as SwitchML). Chunk c uses slot `c mod w`.
 //!
-//! Header of every packet: `msg_type` 1, the job's size code, the job's `job_number`,
+//! Header of every packet: `msg_type` 1, the job's size code, the session's epoch (the job's
+//! `job_number` without sessions),
 //! `pool_index = slot | set << 15`, and `tsi` = the packet's index p in the operation (plus a
 //! running base that [`Worker`] advances by the packets of each operation, so that a worker's
 //! packets are numbered uniquely over many operations; for the first operation the base is 0):
@@ -34,10 +35,21 @@
 //!
 //! **Sets over many operations.** A slot's next set continues across operations of the same
 //! [`Worker`] (a slot whose last packet went in set v starts the next operation in set 1 − v),
-//! so that the switch's worker bitmaps stay valid: a fresh [`Worker`] starts every slot in set 0
-//! and needs a freshly configured switch job. All ranks must run the same sequence of
-//! operations with the same tensor lengths and types. After an error, the worker's slot state
-//! no longer matches the switch's: make a new job.
+//! so that the switch's worker bitmaps stay valid. A fresh [`Worker`] starts every slot in set
+//! 0: with `job.sessions` (the default) it first opens a session on the switch
+//! (docs/switch.md §2.1: probe, join, every slot cleared when all ranks joined) and stamps the
+//! session's epoch in `job_number`, so it works against a switch that served earlier runs;
+//! without sessions it needs a freshly configured switch job. All ranks must run the same
+//! sequence of operations with the same tensor lengths and types. After an error, the worker's
+//! slot state no longer matches the switch's: make a new [`Worker`] (a new session).
+//!
+//! **Failover** (docs/worker.md). With several `job.switches`, a worker that gets no result for
+//! min(`job.failover_after`, [`DETECT_RTOS`] × RTO), or whose packet used up its retries, moves
+//! to the next switch (never back), opens a fresh session there, runs a recovery all-reduce of
+//! every rank's per-slot generation and resumes every slot in lock step from the smallest one,
+//! replaying its last answered packet of a slot where it is one round ahead. The result is the
+//! one the failed switch would have given, bit for bit. [`Stats`] names the serving switch and
+//! each failover with its stall; [`Error::NoSwitch`] names each switch tried.
 //!
 //! **Retransmission.** A packet unanswered after `rto` is sent again, the same bytes. A packet
 //! starts with the timeout of the worker's [`RttEstimator`] (RFC 6298: smoothed RTT plus four
@@ -54,7 +66,9 @@
 use crate::config::JobConfig;
 use crate::fixedpoint::{self, ConversionError, Scale, E_ZERO};
 use crate::rtt::RttEstimator;
-use crate::wire::switchml::{PoolIndex, SwitchmlPacket, SwitchmlRepr, MSG_TYPE_CONTRIBUTION, PREAMBLE_LEN};
+use crate::wire::switchml::{
+    PoolIndex, SwitchmlPacket, SwitchmlRepr, MSG_TYPE_CONTRIBUTION, MSG_TYPE_SESSION, PREAMBLE_LEN,
+};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -104,6 +118,12 @@ pub enum Error {
     /// The transport failed.
     #[error("transport: {0}")]
     Transport(#[from] std::io::Error),
+    /// Every switch of the job's list stopped answering (with more than one switch).
+    #[error("no switch answered: tried {}", .tried.join("; "))]
+    NoSwitch {
+        /// Each switch tried, in order, with why the worker left it.
+        tried: Vec<String>,
+    },
 }
 
 fn describe(chunk: Option<usize>) -> String {
@@ -137,6 +157,30 @@ pub struct Stats {
     pub srtt_seconds: f64,
     /// The retransmission timeout a new packet would get at the end, in seconds.
     pub rto_seconds: f64,
+    /// Index (in the job's `switches`) of the switch that served the end of the operation.
+    pub switch: usize,
+    /// Its name (its address, or "the switch").
+    pub switch_name: String,
+    /// The session epoch in use at the end (`None` without sessions).
+    pub epoch: Option<u8>,
+    /// The failovers during the operation, in order.
+    pub failovers: Vec<Failover>,
+}
+
+/// One move to the next switch of the list.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Failover {
+    /// The switch left.
+    pub from: usize,
+    /// The switch moved to.
+    pub to: usize,
+    /// Why: what the worker saw of the switch it left.
+    pub reason: String,
+    /// From the last result of the switch left to the move.
+    pub detect_seconds: f64,
+    /// From the last result of the switch left to the first result of a resumed round on the
+    /// new one (0 until then): the stall the training saw.
+    pub stall_seconds: f64,
 }
 
 impl Stats {
@@ -161,6 +205,17 @@ pub struct Worker {
     next_tsi: u32,
     /// Round-trip time and retransmission timeout, over every operation of the worker.
     rtt: RttEstimator,
+    /// Results received per slot since the worker was made (wrapping): the slot's generation.
+    gens: Vec<u32>,
+    /// The last answered packet of each slot (another worker may still need its sum after a
+    /// failover).
+    answered: Vec<Vec<u8>>,
+    /// Index of the active switch in the job's list (never decreases).
+    active: usize,
+    /// The epoch of the open session per switch port; `None` until a session is open.
+    epochs: Option<Vec<u8>>,
+    /// The switches left, with the reason.
+    tried: Vec<String>,
 }
 
 impl Worker {
@@ -171,7 +226,38 @@ impl Worker {
         }
         let window = usize::from(job.window.clamp(1, job.slots));
         let rtt = RttEstimator::new(job.timeout, MAX_BACKOFF);
-        Ok(Worker { job, rank, sets: vec![0; window], next_tsi: 0, rtt })
+        let epochs = (!job.sessions).then(|| vec![job.job_number]);
+        Ok(Worker {
+            job,
+            rank,
+            sets: vec![0; window],
+            next_tsi: 0,
+            rtt,
+            gens: vec![0; window],
+            answered: vec![Vec::new(); window],
+            active: 0,
+            epochs,
+            tried: Vec::new(),
+        })
+    }
+    /// Index of the active switch in the job's `switches` (0 with a single switch).
+    pub fn active_switch(&self) -> usize {
+        self.active
+    }
+    /// The epoch of the open session (of its first port), `None` before one is open or without
+    /// sessions.
+    pub fn epoch(&self) -> Option<u8> {
+        if self.job.sessions {
+            self.epochs.as_ref().map(|e| e[0])
+        } else {
+            None
+        }
+    }
+    fn epoch_for(&self, slot: usize) -> u8 {
+        match &self.epochs {
+            Some(e) => e[slot % e.len()],
+            None => self.job.job_number,
+        }
     }
     /// The job.
     pub fn job(&self) -> &JobConfig {
@@ -227,7 +313,46 @@ struct Slot {
     deadline: Option<Instant>,
     /// In the transmit queue.
     queued: bool,
+    /// Not finished, but held back during a failover until the resume releases it.
+    held: bool,
 }
+
+/// A message of the failover and session machinery in flight: a session probe or join (entry
+/// t for port t), a contribution of the recovery all-reduce (entry c for chunk c, on slot c) or
+/// the replay of a slot's last answered packet.
+#[derive(Debug)]
+struct Exchange {
+    /// The slot the message names.
+    slot: usize,
+    /// Its set and `tsi` (what its result must carry).
+    set: u8,
+    tsi: u32,
+    msg: Vec<u8>,
+    attempts: u32,
+    rto: Duration,
+    deadline: Option<Instant>,
+    queued: bool,
+}
+
+/// Where an operation is.
+#[derive(Debug, Clone, PartialEq)]
+enum Phase {
+    /// Opening a session on the active switch: per port, `None` while probing, else the
+    /// proposed epoch; `Some` in `open` once the port's session is open.
+    Session { proposals: Vec<Option<u8>>, open: Vec<Option<u8>> },
+    /// The recovery all-reduce of every rank's generations (after a failover).
+    Recovery { got: Vec<Option<Vec<i32>>> },
+    /// Contributions (and replays after a failover).
+    Run,
+}
+
+/// `tsi` of the recovery all-reduce's packets (the same on every rank: the ranks may be in
+/// different operations when a switch fails).
+const RECOVERY_TSI: u32 = 0x5e55_0000;
+
+/// Detection time in retransmission timeouts (bounded by the job's `failover_after`): about
+/// three unanswered retransmissions of a packet (1 + 2 + 4 timeouts with the doubling).
+pub const DETECT_RTOS: u32 = 8;
 
 /// One all-reduce in progress (sans-I/O). Made by [`Worker::start_f32`] / [`Worker::start_i32`].
 pub struct AllReduce<'a> {
@@ -249,6 +374,19 @@ pub struct AllReduce<'a> {
     chunks_done: usize,
     stats: Stats,
     start: Instant,
+    phase: Phase,
+    /// Session, recovery and replay messages in flight.
+    ctl: Vec<Exchange>,
+    ctl_queue: VecDeque<usize>,
+    /// The first packets of the slots were loaded.
+    started: bool,
+    /// A failover is in progress: the session is followed by the recovery.
+    recovering: bool,
+    /// The last result (or the start), and the detection time then.
+    last_progress: Instant,
+    detect: Duration,
+    /// The last result on the switch left, until the first resumed result on the new one.
+    stall_from: Option<Instant>,
 }
 
 impl<'a> AllReduce<'a> {
@@ -281,7 +419,16 @@ impl<'a> AllReduce<'a> {
             chunks_done: 0,
             stats: Stats { elements, chunks, ..Stats::default() },
             start: now,
+            phase: Phase::Run,
+            ctl: Vec::new(),
+            ctl_queue: VecDeque::new(),
+            started: false,
+            recovering: false,
+            last_progress: now,
+            detect: Duration::ZERO,
+            stall_from: None,
         };
+        op.detect = op.detection_time();
         for s in 0..w {
             op.slots.push(Slot {
                 chunk: None,
@@ -295,11 +442,290 @@ impl<'a> AllReduce<'a> {
                 rto: timeout,
                 deadline: None,
                 queued: false,
+                held: false,
             });
-            let first = if priming { None } else { Some(s) };
-            op.load(s, first, E_ZERO, op.worker.sets[s], now);
         }
+        if w > 0 && op.worker.epochs.is_none() {
+            op.begin_session(now);
+        } else {
+            op.start_slots(now);
+        }
+        op.update_stats(now);
         Ok(op)
+    }
+
+    /// Loads every slot's first packet.
+    fn start_slots(&mut self, now: Instant) {
+        self.started = true;
+        for s in 0..self.w {
+            let first = if self.priming { None } else { Some(s) };
+            self.load(s, first, E_ZERO, self.worker.sets[s], now);
+        }
+    }
+
+    fn detection_time(&self) -> Duration {
+        (self.worker.rtt.rto() * DETECT_RTOS).min(self.worker.job.failover_after)
+    }
+
+    fn can_fail_over(&self) -> bool {
+        self.worker.active + 1 < self.worker.job.switches.len()
+    }
+
+    /// The messages of the session handshake: a probe to every port in use.
+    fn begin_session(&mut self, now: Instant) {
+        let ports = usize::from(self.worker.job.switch_ports.max(1)).min(self.worker.sets.len()).max(1);
+        self.phase = Phase::Session { proposals: vec![None; ports], open: vec![None; ports] };
+        self.ctl.clear();
+        self.ctl_queue.clear();
+        for t in 0..ports {
+            self.push_ctl(t, 0, 0, 0, None, now);
+        }
+    }
+
+    /// Queues a control message on slot `slot`, set `set`, with `job_number` `job` and `tsi`:
+    /// a session message (`payload` `None`: zero payload, `msg_type` 8) or a contribution.
+    fn push_ctl(&mut self, slot: usize, set: u8, job: u8, tsi: u32, payload: Option<&[i32]>, now: Instant) {
+        let cfg = &self.worker.job;
+        let mut msg = vec![0u8; PREAMBLE_LEN + cfg.payload.bytes()];
+        let mut pkt = SwitchmlPacket::new_unchecked(&mut msg[..]);
+        SwitchmlRepr {
+            msg_type: if payload.is_some() { MSG_TYPE_CONTRIBUTION } else { MSG_TYPE_SESSION },
+            size_code: cfg.payload.code(),
+            job,
+            tsi,
+            pool: PoolIndex { slot: slot as u16, set },
+            e0: 0,
+            e1: 0,
+        }
+        .emit(&mut pkt);
+        if let Some(v) = payload {
+            for (d, x) in pkt.payload_mut().chunks_exact_mut(4).zip(v) {
+                d.copy_from_slice(&x.to_be_bytes());
+            }
+        }
+        self.push_ctl_msg(slot, set, tsi, msg, now);
+    }
+
+    fn push_ctl_msg(&mut self, slot: usize, set: u8, tsi: u32, msg: Vec<u8>, now: Instant) {
+        let rto = self.worker.rtt.rto();
+        let i = self.ctl.len();
+        self.ctl.push(Exchange { slot, set, tsi, msg, attempts: 1, rto, deadline: Some(now + rto), queued: true });
+        self.ctl_queue.push_back(i);
+    }
+
+    /// Replaces control message `i` (same slot) by a session join of epoch `p`.
+    fn rejoin(&mut self, i: usize, p: u8, now: Instant) {
+        let rto = self.worker.rtt.rto();
+        let e = &mut self.ctl[i];
+        e.set = 1;
+        {
+            let mut pkt = SwitchmlPacket::new_unchecked(&mut e.msg[..]);
+            pkt.set_job(p);
+            pkt.set_pool_index(PoolIndex { slot: e.slot as u16, set: 1 });
+        }
+        e.attempts = 1;
+        e.rto = rto;
+        e.deadline = Some(now + rto);
+        if !e.queued {
+            e.queued = true;
+            self.ctl_queue.push_back(i);
+        }
+    }
+
+    /// A session reply on port `t` carrying the switch's epoch `q`.
+    fn session_reply(&mut self, t: usize, q: u8, now: Instant) -> Result<(), Error> {
+        let Phase::Session { proposals, open } = &mut self.phase else {
+            self.stats.ignored += 1;
+            return Ok(());
+        };
+        if t >= proposals.len() || open[t].is_some() {
+            self.stats.ignored += 1;
+            return Ok(());
+        }
+        match proposals[t] {
+            // The switch's epoch is the one proposed: the session opened with this rank's join
+            // (the reply may answer a repeated join or a probe that came late).
+            Some(p) if q == p => {
+                open[t] = Some(p);
+                self.ctl[t].deadline = None;
+            }
+            Some(p) if q.wrapping_add(1) == p => {
+                // A late answer to the probe or to an earlier join: we already propose q + 1.
+                self.stats.ignored += 1;
+                return Ok(());
+            }
+            _ => {
+                let p = q.wrapping_add(1);
+                proposals[t] = Some(p);
+                self.rejoin(t, p, now);
+                return Ok(());
+            }
+        }
+        if open.iter().all(|o| o.is_some()) {
+            let epochs: Vec<u8> = open.iter().map(|o| o.unwrap_or(0)).collect();
+            self.worker.epochs = Some(epochs);
+            // The opening cleared every slot of the switch: every slot starts in set 0.
+            self.worker.sets.iter_mut().for_each(|v| *v = 0);
+            self.ctl.clear();
+            self.ctl_queue.clear();
+            self.last_progress = now;
+            if self.recovering {
+                self.begin_recovery(now);
+            } else {
+                self.phase = Phase::Run;
+                self.start_slots(now);
+            }
+        }
+        Ok(())
+    }
+
+    /// The recovery all-reduce: every rank's generation of every slot of the window, rank r's
+    /// at `r·W + s` (the others zero), so that the sum is every rank's generations.
+    fn begin_recovery(&mut self, now: Instant) {
+        let (wn, n, k) = (self.worker.sets.len(), self.worker.job.n(), self.k);
+        let mut v = vec![0i32; wn * n];
+        for s in 0..wn {
+            v[self.worker.rank * wn + s] = self.worker.gens[s] as i32;
+        }
+        let chunks = (wn * n).div_ceil(k);
+        self.phase = Phase::Recovery { got: vec![None; chunks] };
+        for c in 0..chunks {
+            let part = &v[c * k..((c + 1) * k).min(v.len())];
+            let (set, epoch) = (self.worker.sets[c], self.worker.epoch_for(c));
+            self.push_ctl(c, set, epoch, RECOVERY_TSI.wrapping_add(c as u32), Some(part), now);
+        }
+    }
+
+    /// After the recovery all-reduce: per slot, the smallest generation m over the ranks; a
+    /// rank at m + 1 first replays its last answered packet (round m + 1), then every rank goes
+    /// on with its packet in flight, one set at a time.
+    fn resume(&mut self, all: Vec<i32>, now: Instant) -> Result<(), Error> {
+        let (wn, n) = (self.worker.sets.len(), self.worker.job.n());
+        self.ctl.clear();
+        self.ctl_queue.clear();
+        self.phase = Phase::Run;
+        if !self.started {
+            self.start_slots(now);
+            for slot in &mut self.slots {
+                if slot.deadline.take().is_some() {
+                    slot.held = true;
+                }
+            }
+        }
+        for s in 0..wn {
+            let me = self.worker.gens[s];
+            let (mut lo, mut hi) = (0i32, 0i32);
+            for r in 0..n {
+                let d = (all[r * wn + s] as u32).wrapping_sub(me) as i32;
+                lo = lo.min(d);
+                hi = hi.max(d);
+            }
+            if hi - lo > 1 {
+                return Err(Error::Protocol {
+                    slot: s as u16,
+                    chunk: 0,
+                    detail: format!(
+                        "after a failover the ranks' generations of the slot differ by {} (at most 1 is possible): the ranks ran different operations",
+                        hi - lo
+                    ),
+                });
+            }
+            if lo == -1 && !self.worker.answered[s].is_empty() {
+                let mut msg = self.worker.answered[s].clone();
+                let (set, epoch) = (self.worker.sets[s], self.worker.epoch_for(s));
+                let tsi = {
+                    let mut pkt = SwitchmlPacket::new_unchecked(&mut msg[..]);
+                    pkt.set_job(epoch);
+                    pkt.set_pool_index(PoolIndex { slot: s as u16, set });
+                    SwitchmlRepr::parse(&SwitchmlPacket::new_unchecked(&msg[..])).tsi
+                };
+                self.push_ctl_msg(s, set, tsi, msg, now);
+            } else if s < self.w && self.slots[s].held {
+                self.release(s, now);
+            }
+        }
+        self.last_progress = now;
+        Ok(())
+    }
+
+    /// Sends slot `s`'s held packet again in the slot's next set, stamped with the epoch.
+    fn release(&mut self, s: usize, now: Instant) {
+        let (set, epoch, rto) = (self.worker.sets[s], self.worker.epoch_for(s), self.worker.rtt.rto());
+        let slot = &mut self.slots[s];
+        slot.held = false;
+        slot.set = set;
+        {
+            let mut pkt = SwitchmlPacket::new_unchecked(&mut slot.msg[..]);
+            pkt.set_job(epoch);
+            pkt.set_pool_index(PoolIndex { slot: s as u16, set });
+        }
+        slot.attempts = 1;
+        slot.sent_at = now;
+        slot.last_sent = now;
+        slot.rto = rto;
+        slot.deadline = Some(now + rto);
+        if !slot.queued {
+            slot.queued = true;
+            self.queue.push_back(s);
+        }
+    }
+
+    /// Leaves the active switch for the next one of the list (or fails naming each one tried).
+    fn fail_over(&mut self, now: Instant, why: String, last: Error) -> Result<(), Error> {
+        let names = self.worker.job.switch_names();
+        let from = self.worker.active;
+        self.worker.tried.push(format!("{} ({why})", names[from]));
+        if !self.can_fail_over() {
+            if names.len() == 1 {
+                return Err(last);
+            }
+            return Err(Error::NoSwitch { tried: self.worker.tried.clone() });
+        }
+        self.worker.active += 1;
+        self.stats.failovers.push(Failover {
+            from,
+            to: from + 1,
+            reason: why,
+            detect_seconds: now.saturating_duration_since(self.last_progress).as_secs_f64(),
+            stall_seconds: 0.0,
+        });
+        if self.stall_from.is_none() {
+            self.stall_from = Some(self.last_progress);
+        }
+        for slot in &mut self.slots {
+            if slot.deadline.take().is_some() {
+                slot.held = true;
+            }
+        }
+        self.worker.epochs = None;
+        self.recovering = true;
+        self.last_progress = now;
+        self.begin_session(now);
+        Ok(())
+    }
+
+    /// A result on the new switch after a failover: the stall ends.
+    fn resumed(&mut self, now: Instant) {
+        if let Some(from) = self.stall_from.take() {
+            if let Some(f) = self.stats.failovers.last_mut() {
+                f.stall_seconds = now.saturating_duration_since(from).as_secs_f64();
+            }
+            self.recovering = false;
+        }
+    }
+
+    fn update_stats(&mut self, now: Instant) {
+        self.stats.seconds = now.saturating_duration_since(self.start).as_secs_f64();
+        self.stats.srtt_seconds = self.worker.rtt.srtt().map_or(0.0, |d| d.as_secs_f64());
+        self.stats.rto_seconds = self.worker.rtt.rto().as_secs_f64();
+        self.stats.switch = self.worker.active;
+        self.stats.switch_name = self.worker.job.switch_names()[self.worker.active].clone();
+        self.stats.epoch = self.worker.epoch();
+    }
+
+    /// Index of the switch the operation's messages go to (the transport follows it).
+    pub fn switch_index(&self) -> usize {
+        self.worker.active
     }
 
     /// Builds the packet of `chunk` (`None`: priming) on slot `s`, set `set`, scaled with
@@ -307,6 +733,7 @@ impl<'a> AllReduce<'a> {
     fn load(&mut self, s: usize, chunk: Option<usize>, e_scale: i8, set: u8, now: Instant) {
         let job = &self.worker.job;
         let rto = self.worker.rtt.rto();
+        let epoch = self.worker.epoch_for(s);
         let (k, w) = (self.k, self.w);
         let p = match chunk {
             None => s,
@@ -334,7 +761,7 @@ impl<'a> AllReduce<'a> {
         SwitchmlRepr {
             msg_type: MSG_TYPE_CONTRIBUTION,
             size_code: job.payload.code(),
-            job: job.job_number,
+            job: epoch,
             tsi: slot.tsi,
             pool: PoolIndex { slot: s as u16, set },
             e0,
@@ -362,6 +789,14 @@ impl<'a> AllReduce<'a> {
 
     /// The next message to send, if any. Call until `None` after every input.
     pub fn poll_transmit(&mut self) -> Option<&[u8]> {
+        while let Some(i) = self.ctl_queue.pop_front() {
+            let e = &mut self.ctl[i];
+            e.queued = false;
+            if e.deadline.is_some() {
+                self.stats.packets_sent += 1;
+                return Some(&self.ctl[i].msg);
+            }
+        }
         while let Some(s) = self.queue.pop_front() {
             let slot = &mut self.slots[s];
             slot.queued = false;
@@ -375,12 +810,21 @@ impl<'a> AllReduce<'a> {
 
     /// When [`AllReduce::handle_timeout`] must be called next; `None` once done.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.slots.iter().filter_map(|s| s.deadline).min()
+        if self.is_done() {
+            return None;
+        }
+        let t = self.slots.iter().filter_map(|s| s.deadline).chain(self.ctl.iter().filter_map(|e| e.deadline)).min();
+        if self.phase == Phase::Run && self.can_fail_over() {
+            let d = self.last_progress + self.detect;
+            return Some(t.map_or(d, |t| t.min(d)));
+        }
+        t
     }
 
-    /// True once every chunk's result has been received.
+    /// True once every chunk's result has been received (and every replay a failover needed
+    /// has been answered).
     pub fn is_done(&self) -> bool {
-        self.active == 0
+        self.active == 0 && self.phase == Phase::Run && self.ctl.iter().all(|e| e.deadline.is_none())
     }
 
     /// Statistics so far (final once done).
@@ -404,11 +848,52 @@ impl<'a> AllReduce<'a> {
         };
         let r = SwitchmlRepr::parse(&pkt);
         let s = usize::from(r.pool.slot);
-        if r.msg_type != MSG_TYPE_CONTRIBUTION
-            || r.size_code != job.payload.code()
-            || r.job != job.job_number
-            || pkt.payload().len() != job.payload.bytes()
-            || s >= self.w
+        if r.size_code != job.payload.code() || pkt.payload().len() != job.payload.bytes() {
+            self.stats.ignored += 1;
+            return Ok(());
+        }
+        if r.msg_type == MSG_TYPE_SESSION {
+            return self.session_reply(s, r.job, now);
+        }
+        if r.msg_type != MSG_TYPE_CONTRIBUTION || self.worker.epochs.is_none() || r.job != self.worker.epoch_for(s) {
+            self.stats.ignored += 1;
+            return Ok(());
+        }
+        if self.phase != Phase::Run || self.ctl.iter().any(|e| e.deadline.is_some()) {
+            let found = self
+                .ctl
+                .iter()
+                .position(|e| e.deadline.is_some() && e.slot == s && e.set == r.pool.set && e.tsi == r.tsi);
+            if let Some(i) = found {
+                self.ctl[i].deadline = None;
+                self.worker.sets[s] ^= 1;
+                match &mut self.phase {
+                    Phase::Recovery { got } => {
+                        got[i] = Some(pkt.elements().collect());
+                        if got.iter().all(|g| g.is_some()) {
+                            let all: Vec<i32> = got.iter_mut().flat_map(|g| g.take().unwrap_or_default()).collect();
+                            self.resume(all, now)?;
+                        }
+                    }
+                    _ => {
+                        // A replayed packet answered: its sum is one this worker has.
+                        self.resumed(now);
+                        self.last_progress = now;
+                        self.detect = self.detection_time();
+                        if s < self.w && self.slots[s].held {
+                            self.release(s, now);
+                        }
+                    }
+                }
+                self.update_stats(now);
+                return Ok(());
+            }
+            if self.phase != Phase::Run {
+                self.stats.ignored += 1;
+                return Ok(());
+            }
+        }
+        if s >= self.w
             || self.slots[s].deadline.is_none()
             || self.slots[s].set != r.pool.set
             || self.slots[s].tsi != r.tsi
@@ -456,6 +941,11 @@ impl<'a> AllReduce<'a> {
             }
             self.chunks_done += 1;
         }
+        self.worker.gens[s] = self.worker.gens[s].wrapping_add(1);
+        std::mem::swap(&mut self.slots[s].msg, &mut self.worker.answered[s]);
+        self.resumed(now);
+        self.last_progress = now;
+        self.detect = self.detection_time();
         if next < self.chunks {
             self.load(s, Some(next), r.e0, set ^ 1, now);
         } else {
@@ -463,25 +953,59 @@ impl<'a> AllReduce<'a> {
             self.worker.sets[s] = set ^ 1;
             self.active -= 1;
         }
-        self.stats.seconds = now.saturating_duration_since(self.start).as_secs_f64();
-        self.stats.srtt_seconds = self.worker.rtt.srtt().map_or(0.0, |d| d.as_secs_f64());
-        self.stats.rto_seconds = self.worker.rtt.rto().as_secs_f64();
+        self.update_stats(now);
         Ok(())
     }
 
     /// Retransmits every packet whose timeout has expired at `now`; fails with
     /// [`Error::Timeout`] when one has used up its retransmissions.
     pub fn handle_timeout(&mut self, now: Instant) -> Result<(), Error> {
-        let job = &self.worker.job;
         let cap = self.worker.rtt.ceiling();
+        let max_retries = self.worker.job.max_retries;
+        if self.phase == Phase::Run
+            && self.can_fail_over()
+            && !self.is_done()
+            && now >= self.last_progress + self.detect
+        {
+            let why = format!("no result for {} ms", now.saturating_duration_since(self.last_progress).as_millis());
+            let last = Error::Timeout { slot: 0, chunk: None, attempts: 0 };
+            return self.fail_over(now, why, last);
+        }
+        for i in 0..self.ctl.len() {
+            let e = &mut self.ctl[i];
+            match e.deadline {
+                Some(d) if d <= now => {}
+                _ => continue,
+            }
+            if e.attempts > max_retries {
+                let what = match self.phase {
+                    Phase::Session { .. } => "session message",
+                    Phase::Recovery { .. } => "recovery packet",
+                    Phase::Run => "replayed packet",
+                };
+                let why = format!("slot {}: no answer to a {what} after {} attempts", e.slot, e.attempts);
+                let last = Error::Timeout { slot: e.slot as u16, chunk: None, attempts: e.attempts };
+                return self.fail_over(now, why, last);
+            }
+            e.attempts += 1;
+            e.rto = (e.rto * 2).min(cap);
+            e.deadline = Some(now + e.rto);
+            self.stats.retransmissions += 1;
+            if !e.queued {
+                e.queued = true;
+                self.ctl_queue.push_back(i);
+            }
+        }
         for s in 0..self.w {
             let slot = &mut self.slots[s];
             match slot.deadline {
                 Some(d) if d <= now => {}
                 _ => continue,
             }
-            if slot.attempts > job.max_retries {
-                return Err(Error::Timeout { slot: s as u16, chunk: slot.chunk, attempts: slot.attempts });
+            if slot.attempts > max_retries {
+                let last = Error::Timeout { slot: s as u16, chunk: slot.chunk, attempts: slot.attempts };
+                let why = last.to_string();
+                return self.fail_over(now, why, last);
             }
             slot.attempts += 1;
             slot.rto = (slot.rto * 2).min(cap);
@@ -578,8 +1102,9 @@ pub(crate) mod test {
         }
     }
 
+    /// The job of the tests against the mini switch, which has no sessions.
     pub(crate) fn job(n: usize, payload: PayloadSize, slots: u16) -> JobConfig {
-        JobConfig::example(n, payload, slots)
+        JobConfig { sessions: false, ..JobConfig::example(n, payload, slots) }
     }
 
     /// Faults of the simulated network, per message.
@@ -952,6 +1477,70 @@ pub(crate) mod test {
         simulate(&mut workers, &mut ts, &mut switch, Faults { loss: 0.1, ..Faults::default() }, 10).unwrap();
         let Tensors::F32(got) = ts else { unreachable!() };
         assert!(got[0].iter().all(|x| (x - 1.25).abs() < 1e-6));
+    }
+
+    #[test]
+    fn silent_switches_are_left_in_order_and_the_error_names_each() {
+        let mut j = JobConfig::example(2, PayloadSize::B256, 2);
+        j.timeout = Duration::from_millis(2);
+        j.max_retries = 3;
+        j.switches = vec!["192.0.2.1:48864".parse().unwrap(), "192.0.2.2:48865".parse().unwrap()];
+        let mut w = Worker::new(j, 1).unwrap();
+        let mut data = vec![1i32; 200];
+        let t0 = Instant::now();
+        let mut op = w.start_i32(&mut data, t0).unwrap();
+        // The first message is the session probe: msg_type 8, size 1, job 0, tsi 0, slot 0 set 0.
+        let probe = op.poll_transmit().unwrap().to_vec();
+        assert_eq!(&probe[..10], &[0x81, 0x00, 0, 0, 0, 0, 0x00, 0x00, 0, 0]);
+        let mut switches = vec![op.switch_index()];
+        let err = loop {
+            while op.poll_transmit().is_some() {}
+            let now = op.poll_timeout().unwrap();
+            if let Err(e) = op.handle_timeout(now) {
+                break e;
+            }
+            switches.push(op.switch_index());
+        };
+        switches.dedup();
+        assert_eq!(switches, vec![0, 1], "never back to a switch left");
+        let text = err.to_string();
+        assert!(matches!(err, Error::NoSwitch { ref tried } if tried.len() == 2), "{text}");
+        assert!(text.contains("192.0.2.1:48864 (") && text.contains("192.0.2.2:48865 ("), "{text}");
+        assert_eq!(op.stats().failovers.len(), 1);
+        assert_eq!((op.stats().failovers[0].from, op.stats().failovers[0].to), (0, 1));
+    }
+
+    #[test]
+    fn a_session_join_follows_the_switch_epoch() {
+        let mut j = JobConfig::example(1, PayloadSize::B256, 1);
+        j.job_number = 9;
+        let mut w = Worker::new(j, 0).unwrap();
+        let mut data = vec![7i32; 64];
+        let now = Instant::now();
+        let mut op = w.start_i32(&mut data, now).unwrap();
+        let probe = op.poll_transmit().unwrap().to_vec();
+        assert!(op.poll_transmit().is_none());
+        // The switch answers: epoch 0x41. The worker joins 0x42 (set 1).
+        let mut reply = probe.clone();
+        reply[1] = 0x41;
+        op.handle_message(now, &reply).unwrap();
+        let join = op.poll_transmit().unwrap().to_vec();
+        assert_eq!(&join[..10], &[0x81, 0x42, 0, 0, 0, 0, 0x80, 0x00, 0, 0]);
+        // A reply with 0x42: the session is open; the contribution carries job 0x42, set 0.
+        let mut open = join.clone();
+        open[1] = 0x42;
+        op.handle_message(now, &open).unwrap();
+        let c = op.poll_transmit().unwrap().to_vec();
+        assert_eq!(&c[..8], &[0x11, 0x42, 0, 0, 0, 0, 0x00, 0x00]);
+        assert_eq!(op.worker.epoch(), Some(0x42));
+        // A result of another epoch is ignored; of 0x42, taken.
+        let mut old = c.clone();
+        old[1] = 9;
+        op.handle_message(now, &old).unwrap();
+        assert!(!op.is_done());
+        op.handle_message(now, &c).unwrap();
+        assert!(op.is_done());
+        assert_eq!(op.stats().epoch, Some(0x42));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! | 0x05 | slots in use S (values above the core's slot count are taken as that count) |
 //! | 0x06 | control: writing bit 0 clears the slot state (a new job), bit 1 the counters |
 //! | 0x07 | VLAN: 0 for an untagged job, else the TCI of the frames sent (PCP << 13 \| VID), frames taken only with that VID (docs/switch.md §1 step 3) |
+//! | 0x08 | the workers' UDP source port, `worker_port` (low 16 bits; 0xBEE0 after reset) |
 //! | 0x80 + 4r | worker r's IPv4 address |
 //! | 0x81 + 4r | worker r's MAC, bytes 0..2 (low 16 bits) |
 //! | 0x82 + 4r | worker r's MAC, bytes 2..6 |
@@ -47,6 +48,8 @@ pub struct ConfigRegisters {
     pub payload_words: Signal<Out, Bits<9>>,
     /// Slots in use.
     pub slots_in_use: Signal<Out, Bits<16>>,
+    /// The workers' UDP source port.
+    pub worker_port: Signal<Out, Bits<16>>,
     /// One-cycle pulse: clear the slot state.
     pub clear: Signal<Out, Bit>,
     /// One-cycle pulse: clear the counters.
@@ -70,6 +73,7 @@ pub struct ConfigRegisters {
     size: DFF<Bits<3>>,
     slots: DFF<Bits<16>>,
     tci: DFF<Bits<16>>,
+    wport: DFF<Bits<16>>,
     clear_pulse: DFF<Bit>,
     clear_counters_pulse: DFF<Bit>,
     wt_a: DFF<Bits<5>>,
@@ -95,6 +99,7 @@ impl ConfigRegisters {
             size_code: Default::default(),
             payload_words: Default::default(),
             slots_in_use: Default::default(),
+            worker_port: Default::default(),
             clear: Default::default(),
             clear_counters: Default::default(),
             wt_address: Default::default(),
@@ -110,6 +115,7 @@ impl ConfigRegisters {
             size: Default::default(),
             slots: Default::default(),
             tci: Default::default(),
+            wport: Default::default(),
             clear_pulse: Default::default(),
             clear_counters_pulse: Default::default(),
             wt_a: Default::default(),
@@ -135,6 +141,7 @@ impl Logic for ConfigRegisters {
             size,
             slots,
             tci,
+            wport,
             clear_pulse,
             clear_counters_pulse,
             wt_a,
@@ -150,6 +157,9 @@ impl Logic for ConfigRegisters {
         self.size_code.next = self.size.q.val();
         self.slots_in_use.next = self.slots.q.val();
         self.vlan_tci.next = self.tci.q.val();
+        // Stored XOR 0xBEE0, so that the register reads 0xBEE0 (the default `worker_port`)
+        // after reset and after a control link job write that does not name it.
+        self.worker_port.next = self.wport.q.val() ^ 0xBEE0;
         self.clear.next = self.clear_pulse.q.val();
         self.clear_pulse.d.next = false;
         self.clear_counters.next = self.clear_counters_pulse.q.val();
@@ -224,6 +234,9 @@ impl Logic for ConfigRegisters {
                     7 => {
                         self.tci.d.next = bit_cast::<16, 32>(self.data.val());
                     }
+                    8 => {
+                        self.wport.d.next = bit_cast::<16, 32>(self.data.val()) ^ 0xBEE0;
+                    }
                     _ => {}
                 }
             }
@@ -232,7 +245,7 @@ impl Logic for ConfigRegisters {
 }
 
 /// The register writes that configure a core for `job`, in order: switch MAC and IP, n, payload
-/// size, slots in use, VLAN, the worker table, then the slot-state clear that enables the job.
+/// size, slots in use, VLAN, worker port, the worker table, then the slot-state clear that enables the job.
 /// The one sequence every loader uses: the simulation harnesses and the board's power-up ROM.
 pub fn job_writes(job: &spotagg_driver::JobConfig) -> Vec<(u8, u32)> {
     let m = job.switch_mac.0;
@@ -244,6 +257,7 @@ pub fn job_writes(job: &spotagg_driver::JobConfig) -> Vec<(u8, u32)> {
         (0x04, u32::from(job.payload.code())),
         (0x05, u32::from(job.slots)),
         (0x07, spotagg_driver::JobVlan::register(job.vlan)),
+        (0x08, u32::from(job.worker_port)),
     ];
     for (r, w) in job.workers.iter().enumerate() {
         let base = 0x80 + 4 * r as u8;

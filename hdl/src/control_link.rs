@@ -972,17 +972,17 @@ mod tests {
         let mut b = Bench::new();
         let r = b.transact(&read_request(0x0000, 11));
         assert_eq!(r.status, Status::Ok);
-        assert_eq!(r.words, vec![protocol::MAGIC, 0, 0x01_02_03, 0xabcd1234, 20_000, 4, 8, 1024, 32, DIV, 22]);
+        assert_eq!(r.words, vec![protocol::MAGIC, 0, 0x01_02_03, 0xabcd1234, 20_000, 4, 8, 1024, 32, DIV, 24]);
         // A read at 0x0200 takes a snapshot: pause up for the wait (5 cycles: the idle input may
         // come through a register of the owner's and is sampled through one of the link's) and
-        // the 22 copy cycles plus 2 (the counter port's two registers).
-        assert_eq!(CORE_COUNTERS, 22);
-        let r = b.transact(&read_request(0x0200, 22));
-        assert_eq!(r.words, (1000..1022).collect::<Vec<u32>>());
-        assert_eq!((b.snapshots, b.paused), (1, 5 + 22 + 2));
+        // the 24 copy cycles plus 2 (the counter port's two registers).
+        assert_eq!(CORE_COUNTERS, 24);
+        let r = b.transact(&read_request(0x0200, 24));
+        assert_eq!(r.words, (1000..1024).collect::<Vec<u32>>());
+        assert_eq!((b.snapshots, b.paused), (1, 5 + 24 + 2));
         // Reads further in the region answer from the same snapshot.
-        let r = b.transact(&read_request(0x0210, 5));
-        assert_eq!(r.words, (1016..1021).collect::<Vec<u32>>());
+        let r = b.transact(&read_request(0x0210, 7));
+        assert_eq!(r.words, (1016..1023).collect::<Vec<u32>>());
         assert_eq!(b.snapshots, 1);
         let r = b.transact(&read_request(0x0200, 2));
         assert_eq!(r.words, vec![1100, 1101], "a second snapshot");
@@ -1019,7 +1019,7 @@ mod tests {
         assert_eq!(b.transact(&write_request(0x0000, &[1])).status, Status::UnknownRegister);
         assert_eq!(b.transact(&write_request(0x0105, &[1, 2, 3, 4])).status, Status::UnknownRegister);
         assert_eq!(b.transact(&read_request(0x0180, 1)).status, Status::UnknownRegister);
-        assert_eq!(b.transact(&read_request(0x0200, 23)).status, Status::UnknownRegister);
+        assert_eq!(b.transact(&read_request(0x0200, 25)).status, Status::UnknownRegister);
         assert_eq!(b.transact(&read_request(0x0200, 0)).status, Status::BadLength);
         assert_eq!(b.transact(&[0xA5, 0x07, 0, 0, 1, 0, 0]).status, Status::BadOpcode);
         let partial = &write_request(0x0103, &[9])[..7];

@@ -185,6 +185,7 @@ impl<const D: usize> Logic for Core<D> {
         self.parser.size_code.next = self.registers.size_code.val();
         self.parser.payload_words.next = self.registers.payload_words.val();
         self.parser.slots_in_use.next = self.registers.slots_in_use.val();
+        self.parser.worker_port.next = self.registers.worker_port.val();
         self.parser.wt_address.next = self.registers.wt_address.val();
         self.parser.wt_data.next = self.registers.wt_data.val();
         self.parser.wt_write_ip.next = self.registers.wt_write_ip.val();

@@ -24,10 +24,12 @@
 //! | 19 | `bad_msg_type` |
 //! | 20 | `bad_size` |
 //! | 21 | `bad_slot` |
+//! | 22 | `wrong_src_port` |
+//! | 23 | `stale_session` (the core has no sessions yet: always 0) |
 //!
 //! Timing: events are registered first and counted one rising edge after the one where they are
 //! high (`pending` is high meanwhile); several different events may come in one cycle. `bucket` files a received frame under `bucket_index`
-//! (0..=13 the drop reasons, 14 contributions, 15 duplicates, 16 ARP replies, 17 ICMP replies)
+//! (0..=15 the drop reasons, 16 contributions, 17 duplicates, 18 ARP replies, 19 ICMP replies)
 //! and counts it in `frames_in`. `read_data` is combinational from `read_address`.
 //! `clear` zeroes every counter.
 
@@ -44,7 +46,7 @@ pub const BUCKET_ARP_REPLY: u64 = BUCKET_CONTRIBUTION + 2;
 pub const BUCKET_ICMP_REPLY: u64 = BUCKET_CONTRIBUTION + 3;
 
 // The match on `bucket_index` below is written for these values; so is the counter count.
-const _: () = assert!(DropReason::COUNT == 14 && CounterWords::WORDS == 22 && BUCKET_ICMP_REPLY < 32);
+const _: () = assert!(DropReason::COUNT == 16 && CounterWords::WORDS == 24 && BUCKET_ICMP_REPLY < 32);
 
 /// Counter bank.
 #[derive(LogicBlock, Default)]
@@ -99,6 +101,8 @@ pub struct Counters {
     c19: DFF<Bits<32>>,
     c20: DFF<Bits<32>>,
     c21: DFF<Bits<32>>,
+    c22: DFF<Bits<32>>,
+    c23: DFF<Bits<32>>,
     group0: Signal<Local, Bits<32>>,
     group1: Signal<Local, Bits<32>>,
     group2: Signal<Local, Bits<32>>,
@@ -137,7 +141,9 @@ impl Logic for Counters {
             c18,
             c19,
             c20,
-            c21
+            c21,
+            c22,
+            c23
         );
         self.r_bucket.d.next = self.bucket.val();
         self.r_index.d.next = self.bucket_index.val();
@@ -193,15 +199,21 @@ impl Logic for Counters {
                     self.c21.d.next = self.c21.q.val() + 1;
                 }
                 14 => {
-                    self.c2.d.next = self.c2.q.val() + 1;
+                    self.c22.d.next = self.c22.q.val() + 1;
                 }
                 15 => {
-                    self.c3.d.next = self.c3.q.val() + 1;
+                    self.c23.d.next = self.c23.q.val() + 1;
                 }
                 16 => {
-                    self.c6.d.next = self.c6.q.val() + 1;
+                    self.c2.d.next = self.c2.q.val() + 1;
                 }
                 17 => {
+                    self.c3.d.next = self.c3.q.val() + 1;
+                }
+                18 => {
+                    self.c6.d.next = self.c6.q.val() + 1;
+                }
+                19 => {
                     self.c7.d.next = self.c7.q.val() + 1;
                 }
                 _ => {}
@@ -239,9 +251,11 @@ impl Logic for Counters {
             self.c19.d.next = 0.into();
             self.c20.d.next = 0.into();
             self.c21.d.next = 0.into();
+            self.c22.d.next = 0.into();
+            self.c23.d.next = 0.into();
         }
         // The read mux in two levels: three 8:1 groups by the low address bits, then a 4:1
-        // by the high bits (addresses above 21 read 0).
+        // by the high bits (addresses above 23 read 0).
         self.group0.next = self.c0.q.val();
         self.group1.next = self.c8.q.val();
         self.group2.next = self.c16.q.val();
@@ -279,12 +293,12 @@ impl Logic for Counters {
             6 => {
                 self.group0.next = self.c6.q.val();
                 self.group1.next = self.c14.q.val();
-                self.group2.next = 0.into();
+                self.group2.next = self.c22.q.val();
             }
             _ => {
                 self.group0.next = self.c7.q.val();
                 self.group1.next = self.c15.q.val();
-                self.group2.next = 0.into();
+                self.group2.next = self.c23.q.val();
             }
         }
         match self.read_address.val().get_bits::<2>(3).index() {

@@ -33,9 +33,11 @@
 //!   no word (`word.ready` low) only while a decided frame waits for the descriptor register.
 //! - Nothing here touches slot state: a malformed or truncated frame only yields a drop kind.
 //!
-//! Descriptor kinds: 0..=13 the drop reasons in `DropReason` order, 14 a valid contribution,
-//! 15 an ICMP echo request to answer, 16 an ARP request to answer (the aggregator tells the
-//! two replies apart by bit 0: ARP's kind is even, ICMP's odd).
+//! Descriptor kinds: 0..=15 the drop reasons in `DropReason` order (the core never yields 15,
+//! `stale_session`: it has no sessions yet), 16 a valid contribution, 17 an ICMP echo request to
+//! answer, 18 an ARP request to answer (the aggregator tells the two replies apart by bit 0:
+//! ARP's kind is even, ICMP's odd). `wrong_src_port` (docs/switch.md §1 7.5) is checked after
+//! the worker search found the sender and before the SwitchML checks.
 
 use crate::block_ram::PipelinedRam;
 use crate::word_stream::WordSink;
@@ -64,7 +66,7 @@ pub struct DescriptorSource {
     pub valid: Signal<Out, Bit>,
     /// Pulse: the descriptor and its buffer half are free again.
     pub done: Signal<In, Bit>,
-    /// What the frame is (parser module doc: 0..=12 a drop reason, `KIND_*`).
+    /// What the frame is (parser module doc: 0..=14 a drop reason, `KIND_*`).
     pub kind: Signal<Out, Bits<5>>,
     /// The sender's rank (contributions).
     pub rank: Signal<Out, Bits<5>>,
@@ -110,7 +112,7 @@ pub struct DescriptorSink {
     pub valid: Signal<In, Bit>,
     /// Pulse: the descriptor and its buffer half are free again.
     pub done: Signal<Out, Bit>,
-    /// What the frame is (parser module doc: 0..=12 a drop reason, `KIND_*`).
+    /// What the frame is (parser module doc: 0..=14 a drop reason, `KIND_*`).
     pub kind: Signal<In, Bits<5>>,
     /// The sender's rank (contributions).
     pub rank: Signal<In, Bits<5>>,
@@ -175,6 +177,8 @@ pub struct FrameParser {
     pub payload_words: Signal<In, Bits<9>>,
     /// Slots in use S.
     pub slots_in_use: Signal<In, Bits<16>>,
+    /// The job's `worker_port`: the UDP source port of every valid contribution.
+    pub worker_port: Signal<In, Bits<16>>,
     /// Worker table entry to write.
     pub wt_address: Signal<In, Bits<5>>,
     /// Worker table data.
@@ -207,6 +211,7 @@ pub struct FrameParser {
     drop_bad_msg_type: Constant<Bits<5>>,
     drop_bad_size: Constant<Bits<5>>,
     drop_bad_slot: Constant<Bits<5>>,
+    drop_wrong_src_port: Constant<Bits<5>>,
     kind_contribution: Constant<Bits<5>>,
     kind_arp: Constant<Bits<5>>,
     kind_icmp: Constant<Bits<5>>,
@@ -255,6 +260,7 @@ pub struct FrameParser {
     fl_size_bad: DFF<Bit>,
     fl_pay_bad: DFF<Bit>,
     fl_slot_bad: DFF<Bit>,
+    fl_sport_bad: DFF<Bit>,
     ck_bad: DFF<Bit>,
     fold1_r: DFF<Bits<17>>,
     dstage: DFF<Bits<2>>,
@@ -325,6 +331,7 @@ impl FrameParser {
             size_code: Default::default(),
             payload_words: Default::default(),
             slots_in_use: Default::default(),
+            worker_port: Default::default(),
             wt_address: Default::default(),
             wt_data: Default::default(),
             wt_write_ip: Default::default(),
@@ -350,6 +357,7 @@ impl FrameParser {
             drop_bad_msg_type: kind(DropReason::BadMsgType as u64),
             drop_bad_size: kind(DropReason::BadSize as u64),
             drop_bad_slot: kind(DropReason::BadSlot as u64),
+            drop_wrong_src_port: kind(DropReason::WrongSrcPort as u64),
             kind_contribution: kind(KIND_CONTRIBUTION),
             kind_arp: kind(KIND_ARP),
             kind_icmp: kind(KIND_ICMP),
@@ -397,6 +405,7 @@ impl FrameParser {
             fl_size_bad: Default::default(),
             fl_pay_bad: Default::default(),
             fl_slot_bad: Default::default(),
+            fl_sport_bad: Default::default(),
             ck_bad: Default::default(),
             fold1_r: Default::default(),
             dstage: Default::default(),
@@ -494,6 +503,7 @@ impl Logic for FrameParser {
             fl_size_bad,
             fl_pay_bad,
             fl_slot_bad,
+            fl_sport_bad,
             ck_bad,
             fold1_r,
             dstage,
@@ -711,6 +721,7 @@ impl Logic for FrameParser {
         self.fl_udp.d.next = bit_cast::<8, 32>(self.h5.q.val()) == 17;
         self.fl_udplen_bad.d.next = self.udp_len.val() != self.tl_m20.q.val();
         self.fl_port_bad.d.next = self.h9.q.val().get_bits::<12>(20) != 0xBEE;
+        self.fl_sport_bad.d.next = bit_cast::<16, 32>(self.h8.q.val()) != self.worker_port.val();
         self.fl_ul18.d.next = self.udp_len.val() < 18;
         self.fl_msg_bad.d.next = self.h10.q.val().get_bits::<4>(12) != 1;
         self.fl_size_bad.d.next = self.h10.q.val().get_bits::<3>(8) != self.size_code.val();
@@ -795,7 +806,9 @@ impl Logic for FrameParser {
             self.nr_pre.d.next = true;
             self.cls_pre.d.next = self.kind_contribution.val();
         }
-        if self.fl_ul18.q.val() {
+        if self.fl_sport_bad.q.val() {
+            self.cls_rank.d.next = self.drop_wrong_src_port.val();
+        } else if self.fl_ul18.q.val() {
             self.cls_rank.d.next = self.drop_truncated.val();
         } else if self.fl_msg_bad.q.val() {
             self.cls_rank.d.next = self.drop_bad_msg_type.val();
@@ -871,6 +884,8 @@ mod tests {
     /// 256-byte payloads: size code 1, k = 64 words.
     const SIZE_CODE: u8 = 1;
     const PAYLOAD: usize = 256;
+    /// The job's worker port: the contribution's source port.
+    const WORKER_PORT: u64 = 0xbee3;
 
     fn worker_ip(rank: u8) -> [u8; 4] {
         [192, 0, 2, 10 + rank]
@@ -939,6 +954,7 @@ mod tests {
             ("protocol", |f| f[23] = 6, NotIpv4Udp),
             ("destination port", |f| f[36..38].copy_from_slice(&[0x12, 0x34]), BadPort),
             ("source IP", |f| f[29] = 99, UnknownSource),
+            ("source port", |f| f[34..36].copy_from_slice(&[0xc0, 0x00]), WrongSrcPort),
             ("message type", |f| f[42] = (f[42] & 0x0f) | 0x20, BadMsgType),
             ("size", |f| f[42] = (f[42] & 0xf8) | (SIZE_CODE + 1), BadSize),
             ("slot", |f| f[49] = SLOTS as u8, BadSlot),
@@ -972,6 +988,7 @@ mod tests {
             uut.size_code.next = u64::from(SIZE_CODE).into();
             uut.payload_words.next = ((PAYLOAD / 4) as u64).into();
             uut.slots_in_use.next = SLOTS.into();
+            uut.worker_port.next = WORKER_PORT.into();
             let mut b = Bench { uut };
             for rank in 0..WORKERS as u8 {
                 b.uut.wt_address.next = u64::from(rank).into();

@@ -40,8 +40,9 @@ const _: () = {
     check(switchml::UDP_PORT_BASE == 0xBEE0 && switchml::UDP_PORT_MASK == 0xFFF0);
     check(switchml::MSG_TYPE_CONTRIBUTION == 1 && switchml::POOL_SET_BIT == 0x8000);
     check(switchml::field::E0 == 8 && switchml::field::E1 == 9 && switchml::field::POOL_INDEX.start == 6);
-    // Descriptor kinds 0..=13 are the drop reasons, in counter order.
-    check(DropReason::COUNT == 14);
+    // Descriptor kinds 0..=15 are the drop reasons, in counter order (15, stale_session, is
+    // never produced: the core has no sessions yet).
+    check(DropReason::COUNT == 16);
     check(DropReason::Truncated as usize == 0 && DropReason::WrongDstMac as usize == 1);
     check(DropReason::WrongVlan as usize == 2 && DropReason::NotIpv4Udp as usize == 3);
     check(DropReason::IpOptions as usize == 4 && DropReason::IpChecksum as usize == 5);
@@ -49,4 +50,5 @@ const _: () = {
     check(DropReason::WrongDstIp as usize == 8 && DropReason::BadPort as usize == 9);
     check(DropReason::UnknownSource as usize == 10 && DropReason::BadMsgType as usize == 11);
     check(DropReason::BadSize as usize == 12 && DropReason::BadSlot as usize == 13);
+    check(DropReason::WrongSrcPort as usize == 14 && DropReason::StaleSession as usize == 15);
 };

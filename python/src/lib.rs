@@ -98,6 +98,15 @@ struct PyStats {
     srtt_seconds: f64,
     /// The retransmission timeout a new packet would get at the end, seconds.
     rto_seconds: f64,
+    /// Index of the switch that served the end (in the worker's list of switches).
+    switch: usize,
+    /// Its address, "IP:PORT".
+    switch_name: String,
+    /// The session epoch in use (None without sessions).
+    epoch: Option<u8>,
+    /// The failovers of the operation: dicts with from, to, reason, detect_seconds,
+    /// stall_seconds.
+    failovers: Vec<std::collections::HashMap<String, String>>,
 }
 
 #[pymethods]
@@ -116,20 +125,26 @@ impl PyStats {
             seconds: self.seconds,
             srtt_seconds: self.srtt_seconds,
             rto_seconds: self.rto_seconds,
+            switch: self.switch,
+            switch_name: self.switch_name.clone(),
+            epoch: self.epoch,
+            failovers: Vec::new(),
         };
         spotagg_driver::metrics::render(&spotagg_driver::metrics::worker_families(self.rank, &s))
     }
 
     fn __repr__(&self) -> String {
         format!(
-            "Stats(elements={}, chunks={}, packets={}, packets_received={}, retransmissions={}, ignored={}, seconds={:.6})",
+            "Stats(elements={}, chunks={}, packets={}, packets_received={}, retransmissions={}, ignored={}, seconds={:.6}, switch={:?}, failovers={})",
             self.elements,
             self.chunks,
             self.packets,
             self.packets_received,
             self.retransmissions,
             self.ignored,
-            self.seconds
+            self.seconds,
+            self.switch_name,
+            self.failovers.len()
         )
     }
 }
@@ -148,6 +163,25 @@ impl PyStats {
             spurious_retransmissions: s.spurious_retransmissions,
             srtt_seconds: s.srtt_seconds,
             rto_seconds: s.rto_seconds,
+            switch: s.switch,
+            switch_name: s.switch_name,
+            epoch: s.epoch,
+            failovers: s
+                .failovers
+                .iter()
+                .map(|f| {
+                    [
+                        ("from", f.from.to_string()),
+                        ("to", f.to.to_string()),
+                        ("reason", f.reason.clone()),
+                        ("detect_seconds", f.detect_seconds.to_string()),
+                        ("stall_seconds", f.stall_seconds.to_string()),
+                    ]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect()
+                })
+                .collect(),
         }
     }
 }
@@ -188,16 +222,16 @@ impl PyWorker {
         };
         r.map_err(|e| {
             let msg = match &e {
-                DriverError::Timeout { .. } => {
+                DriverError::Timeout { .. } | DriverError::NoSwitch { .. } => {
                     format!("switch {} (rank {}, bound to {}): {e}", self.switch, self.rank, self.bind)
                 }
                 _ => format!("switch {}: {e}", self.switch),
             };
             st.failed = Some(format!(
-                "an earlier all-reduce of this worker failed ({msg}); make a new Worker for a newly configured switch job"
+                "an earlier all-reduce of this worker failed ({msg}); make a new Worker (it opens a new session on the running switch)"
             ));
             match e {
-                DriverError::Timeout { .. } => SwitchUnreachable::new_err(msg),
+                DriverError::Timeout { .. } | DriverError::NoSwitch { .. } => SwitchUnreachable::new_err(msg),
                 DriverError::Protocol { .. } => ProtocolError::new_err(msg),
                 DriverError::Transport(_) => PyOSError::new_err(msg),
                 // Conversion (NaN, infinity, too large), TooLarge, Rank, and whatever the
@@ -244,15 +278,40 @@ fn as_array<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>
 #[pymethods]
 impl PyWorker {
     /// `Worker(job, rank, switch, bind=None)`: `job` a path to a job TOML or the TOML text,
-    /// `switch` "IP:PORT", `bind` "IP:PORT" (default: the rank's address in the job and the
+    /// `switch` "IP:PORT", or a list of them (or one string, comma-separated): the switches in
+    /// failover order, the first active (default with None: the job's `switches`), `bind`
+    /// "IP:PORT" (default: the rank's address in the job and the
     /// job's worker_port). The switch knows a rank by its source IPv4 address, so `bind` must
     /// keep the rank's IP, and answers every rank at the port of the round's last contribution,
     /// so with more than one worker the port must be the job's worker_port (else a ValueError).
     #[new]
-    #[pyo3(signature = (job, rank, switch, bind=None))]
-    fn new(job: &Bound<'_, PyAny>, rank: usize, switch: &str, bind: Option<&str>) -> PyResult<PyWorker> {
-        let job = job_from(job)?;
-        let switch = socket_addr("switch", switch)?;
+    #[pyo3(signature = (job, rank, switch=None, bind=None))]
+    fn new(
+        job: &Bound<'_, PyAny>,
+        rank: usize,
+        switch: Option<&Bound<'_, PyAny>>,
+        bind: Option<&str>,
+    ) -> PyResult<PyWorker> {
+        let mut job = job_from(job)?;
+        let list: Vec<String> = match switch {
+            None => Vec::new(),
+            Some(s) => match s.extract::<String>() {
+                Ok(one) => one.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect(),
+                Err(_) => s.extract::<Vec<String>>().map_err(|_| {
+                    PyTypeError::new_err("switch must be \"IP:PORT\", a comma-separated string or a list of them")
+                })?,
+            },
+        };
+        if !list.is_empty() {
+            job.switches = list.iter().map(|a| socket_addr("switch", a)).collect::<PyResult<_>>()?;
+        }
+        if job.switches.is_empty() {
+            return Err(PyValueError::new_err("no switch: pass switch=\"IP:PORT\" (or `switches` in the job)"));
+        }
+        if job.switches.len() > 1 && !job.sessions {
+            return Err(PyValueError::new_err("failover to a standby needs sessions = true in the job"));
+        }
+        let switch = job.switches[0];
         let worker = Worker::new(job.clone(), rank).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let transport = match bind {
             Some(b) => {
@@ -266,6 +325,8 @@ impl PyWorker {
                 }
                 UdpTransport::bind(local, switch)
                     .map_err(|e| PyOSError::new_err(format!("cannot bind {local} for rank {rank}: {e}")))?
+                    .with_switch_ports(job.switch_ports)
+                    .with_switches(job.switches.clone())
             }
             None => UdpTransport::for_rank(&job, rank, switch).map_err(|e| {
                 PyOSError::new_err(format!(

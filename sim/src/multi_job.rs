@@ -1,9 +1,10 @@
 //! Several jobs on one switch (docs/switch.md §8): one [`RefSwitch`] per job, each with its own
 //! workers, payload size and slot range of the switch's slot memory, behind one address.
 //!
-//! A frame is a job's when its source IPv4 address is one of the job's workers (or its
-//! parent) and its SwitchML `job_number` is the job's. A SwitchML frame to the switch that is
-//! no job's — an unknown (source, job) pair — is dropped and counted (`unknown_source` of the
+//! A frame is a job's when its source IPv4 address and UDP source port are those of one of the
+//! job's workers (address, `worker_port`) or of its parent. The SwitchML `job_number` does not
+//! pick the job: with sessions (docs/switch.md §2.1) it is the session epoch. A SwitchML frame
+//! to the switch that is no job's — an unknown (source, job) pair — is dropped and counted (`unknown_source` of the
 //! switch's total counters, and [`MultiSwitch::unknown_source_job`]); it reaches no job, so no
 //! job's slots or counters change. Every other frame (ARP, ICMP, frames that fail a check before
 //! the source, such as a wrong MAC) is the first job's to answer or count: all jobs share the
@@ -17,11 +18,11 @@
 //! capacity = 64            # [the sum of the jobs' slots] slots of the switch's memory
 //!
 //! [[job]]
-//! config = "job-a.toml"    # job_number 0 in that file
+//! config = "job-a.toml"    # worker_port 48864 in that file
 //! slot_base = 0            # its slots are the switch's 0..S
 //!
 //! [[job]]
-//! config = "job-b.toml"    # job_number 1
+//! config = "job-b.toml"    # worker_port 48865: a host may be in both jobs
 //! slot_base = 16
 //! ```
 
@@ -112,7 +113,7 @@ impl MultiSwitch {
     }
 
     /// Jobs sharing `capacity` slots. Fails, naming the jobs, when they do not share the switch's
-    /// MAC and IPv4 address, when two have the same `job_number` and a worker in common, or when
+    /// MAC and IPv4 address, when two have a worker in common and the same `worker_port`, or when
     /// slot ranges overlap or pass the capacity.
     pub fn new(jobs: Vec<JobPlacement>, capacity: u32) -> Result<MultiSwitch, MultiJobError> {
         let Some(first) = jobs.first() else {
@@ -143,10 +144,10 @@ impl MultiSwitch {
                     )));
                 }
                 let shared = j.workers.iter().find(|w| pb.job.workers.iter().any(|v| v.ip == w.ip));
-                if let Some(w) = shared.filter(|_| pb.job.job_number == j.job_number) {
+                if let Some(w) = shared.filter(|_| pb.job.worker_port == j.worker_port) {
                     return Err(MultiJobError(format!(
-                        "jobs {b} and {a}: both job_number {} with worker {} in common: its frames would be both jobs'",
-                        j.job_number, w.ip
+                        "jobs {b} and {a}: both worker_port {} with worker {} in common: its frames would be both jobs'",
+                        j.worker_port, w.ip
                     )));
                 }
             }
@@ -171,7 +172,7 @@ impl MultiSwitch {
         &self.jobs[i].1
     }
 
-    /// SwitchML frames of an unknown (source, job_number) pair, dropped.
+    /// SwitchML frames of an unknown (source address, source port) pair, dropped.
     pub fn unknown_source_job(&self) -> u64 {
         self.unknown_source_job
     }
@@ -195,9 +196,10 @@ impl MultiSwitch {
             return None;
         }
         let src = ip.src_addr();
-        let number = frame[SWITCHML_OFFSET + switchml::field::JOB];
+        let src_port = u16::from_be_bytes([frame[L4_OFFSET], frame[L4_OFFSET + 1]]);
         let found = self.jobs.iter().position(|(p, _)| {
-            p.job.job_number == number && (p.job.rank_of(src).is_some() || p.job.parent.is_some_and(|q| q.ip == src))
+            (p.job.rank_of(src).is_some() && p.job.worker_port == src_port)
+                || p.job.parent.is_some_and(|q| q.ip == src && q.port == src_port)
         });
         Some(found.ok_or(()))
     }
@@ -232,11 +234,11 @@ impl Engine for MultiSwitch {
         }
     }
     /// The switch's total counters, each job's counters, tree and straggler counters labelled
-    /// `job` (its `job_number`), and the unknown (source, job) drops.
+    /// `job` (its index in the configuration), and the unknown (source, job) drops.
     fn metrics(&self) -> Vec<Family> {
         let mut per_job = Vec::new();
-        for (p, s) in &self.jobs {
-            let l = [("job", p.job.job_number.to_string())];
+        for (i, (_, s)) in self.jobs.iter().enumerate() {
+            let l = [("job", i.to_string())];
             let mut f = counter_families(&s.counters(), &l);
             f.extend(s.tree_and_straggler_families(&l));
             per_job.push(f);
@@ -244,7 +246,7 @@ impl Engine for MultiSwitch {
         let mut f = merge(&per_job);
         f.push(Family::single(
             "spotagg_switch_unknown_source_job_total",
-            "SwitchML frames of no job's (source, job_number), dropped.",
+            "SwitchML frames of no job's (source address, source port), dropped.",
             Kind::Counter,
             self.unknown_source_job as f64,
         ));

@@ -61,6 +61,14 @@ pub enum Classification {
         /// The slot and set.
         pool: PoolIndex,
     },
+    /// A valid session message (docs/switch.md §2.1) from worker `rank`: a probe (set 0) or a
+    /// join (set 1) proposing the epoch in `job_number`.
+    Session {
+        /// The sender's rank.
+        rank: usize,
+        /// The slot (only routes the message to a thread) and set (0 probe, 1 join).
+        pool: PoolIndex,
+    },
     /// An ARP request for the switch's address: answered with an ARP reply.
     ArpRequest,
     /// An ICMP echo request to the switch: answered with an echo reply of `14 + total_len` bytes.
@@ -220,11 +228,15 @@ fn classify_untagged(job: &JobConfig, frame: &[u8]) -> Classification {
         None if from_parent => usize::MAX,
         None => return Drop(UnknownSource),
     };
+    if !from_parent && be16(&frame[L4_OFFSET + udp::field::SRC_PORT.start..]) != job.worker_port {
+        return Drop(WrongSrcPort);
+    }
     if udp_len < SWITCHML_MIN_UDP_LEN {
         return Drop(Truncated);
     }
     let sml = SwitchmlPacket::new_unchecked(&frame[SWITCHML_OFFSET..]);
-    if sml.msg_type() != switchml::MSG_TYPE_CONTRIBUTION {
+    let session = sml.msg_type() == switchml::MSG_TYPE_SESSION;
+    if sml.msg_type() != switchml::MSG_TYPE_CONTRIBUTION && !session {
         return Drop(BadMsgType);
     }
     if sml.size_code() != job.payload.code() {
@@ -239,6 +251,9 @@ fn classify_untagged(job: &JobConfig, frame: &[u8]) -> Classification {
     }
     if from_parent {
         return Classification::ParentResult { pool };
+    }
+    if session {
+        return Classification::Session { rank, pool };
     }
     Classification::Contribution { rank, pool }
 }
@@ -296,12 +311,25 @@ pub struct StragglerCounters {
     pub behind_us_max: u64,
 }
 
+/// The session state of docs/switch.md §2.1: the current epoch, whether a session has been
+/// opened since the job was configured, and the ranks that joined the next epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionState {
+    /// The current epoch E (the job's `job_number` until the first session opens).
+    pub epoch: u8,
+    /// A session is open: contributions whose `job_number` is not E are dropped.
+    pub open: bool,
+    /// Ranks that joined epoch E + 1.
+    pub joined: u32,
+}
+
 /// The reference switch for one job. All slot state is zero at construction.
 #[derive(Debug, Clone)]
 pub struct RefSwitch {
     job: JobConfig,
     k: usize,
     state: SlotState,
+    session: SessionState,
     counters: Counters,
     /// Scratch for a tagged frame without its tag (no allocation per frame).
     untagged: Vec<u8>,
@@ -319,12 +347,14 @@ impl RefSwitch {
         let k = job.payload.elements();
         let state = SlotState::new(usize::from(job.slots), k);
         let (first_us, stragglers) = (vec![0; 2 * usize::from(job.slots)], vec![StragglerCounters::default(); job.n()]);
+        let job_number = job.job_number;
         RefSwitch {
             job,
             k,
             state,
             counters: Counters::default(),
             untagged: Vec::new(),
+            session: SessionState { epoch: job_number, open: false, joined: 0 },
             tree: TreeCounters::default(),
             clock_us: 0,
             first_us,
@@ -408,6 +438,58 @@ impl RefSwitch {
         self.counters = counters;
         self.tree = tree;
         self.clock_us = clock;
+    }
+
+    /// The session state (docs/switch.md §2.1).
+    pub fn session(&self) -> SessionState {
+        self.session
+    }
+
+    /// A session message from `rank` (docs/switch.md §2.1): a probe is answered with the
+    /// current epoch; a join of E + 1 is counted, and the n-th distinct one opens the session
+    /// (E + 1, every slot cleared) and is answered to every rank; any other join is answered
+    /// with the current epoch.
+    fn session_message(&mut self, frame: &[u8], rank: usize, pool: PoolIndex, out: &mut Vec<Vec<u8>>) {
+        let n = self.job.n();
+        let proposal = frame[SWITCHML_OFFSET + switchml::field::JOB];
+        let next = self.session.epoch.wrapping_add(1);
+        let bit = 1u32 << rank;
+        if pool.set == 1 && proposal == next {
+            if self.session.joined & bit != 0 {
+                self.counters.duplicates += 1;
+                return;
+            }
+            self.counters.contributions += 1;
+            self.session.joined |= bit;
+            if self.session.joined.count_ones() as usize == n {
+                self.session = SessionState { epoch: next, open: true, joined: 0 };
+                self.state = SlotState::new(usize::from(self.job.slots), self.k);
+                let start = out.len();
+                out.push(self.session_reply(frame, 0));
+                for r in 1..n {
+                    let mut f = out[start].clone();
+                    self.readdress_result(&mut f, r);
+                    out.push(f);
+                }
+                self.counters.results_multicast += n as u64;
+                self.counters.frames_out += n as u64;
+            }
+        } else {
+            self.counters.duplicates += 1;
+            out.push(self.session_reply(frame, rank));
+            self.counters.results_retransmitted += 1;
+            self.counters.frames_out += 1;
+        }
+    }
+
+    /// The reply to session message `trigger` for `rank`: a result frame (§3) with the
+    /// trigger's SwitchML header, `job_number` replaced by the current epoch, exponents and
+    /// payload zero.
+    fn session_reply(&self, trigger: &[u8], rank: usize) -> Vec<u8> {
+        let mut f = self.result_frame(trigger, rank, 0);
+        f[SWITCHML_OFFSET + switchml::field::JOB] = self.session.epoch;
+        f[SWITCHML_OFFSET + switchml::field::E0..].fill(0);
+        f
     }
 
     /// True when both switches hold the same slot state (bitmaps, counters, exponents, values).
@@ -583,7 +665,13 @@ impl RefSwitch {
         self.counters.frames_in += 1;
         match class {
             Classification::ParentResult { .. } => unreachable!("handled above"),
+            Classification::Contribution { .. }
+                if self.session.open && frame[SWITCHML_OFFSET + switchml::field::JOB] != self.session.epoch =>
+            {
+                self.counters.drops[DropReason::StaleSession.index()] += 1
+            }
             Classification::Contribution { rank, pool } => self.contribution(frame, rank, pool, out),
+            Classification::Session { rank, pool } => self.session_message(frame, rank, pool, out),
             Classification::ArpRequest => {
                 out.push(self.arp_reply(frame));
                 self.counters.arp_replies += 1;
@@ -675,6 +763,9 @@ impl Engine for RefSwitch {
         let mut f = counter_families(&self.counters, &[]);
         f.extend(self.tree_and_straggler_families(&[]));
         f
+    }
+    fn session_epoch(&self) -> Option<u8> {
+        self.session.open.then_some(self.session.epoch)
     }
 }
 
@@ -818,6 +909,115 @@ mod test {
         let c = sw.counters();
         assert_eq!((c.frames_in, c.frames_out, c.contributions, c.duplicates), (4, 3, 2, 2));
         assert_eq!((c.results_multicast, c.results_retransmitted, c.dropped_total()), (2, 1, 0));
+    }
+
+    /// Rank 0's session join (msg_type 8, size 0, proposed epoch 1, tsi 0, slot 0 set 1), the
+    /// same Ethernet/IPv4/UDP header as C0 (ports 0xbee0 → 0xbee1); 128 zero bytes follow.
+    static J0_HEADER: [u8; 52] = [
+        0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x02, 0x00, 0x5a, 0x00, 0x01, 0x00, 0x08, 0x00, //
+        0x45, 0x00, 0x00, 0xa6, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0xf6, 0x3b, 0xc0, 0x00, //
+        0x02, 0x0a, 0xc0, 0x00, 0x02, 0x01, 0xbe, 0xe0, 0xbe, 0xe1, 0x00, 0x92, 0x00, 0x00, //
+        0x80, 0x01, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00,
+    ];
+    /// Rank 1's join of epoch 1, as C1's header.
+    static J1_HEADER: [u8; 52] = [
+        0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x02, 0x00, 0x5a, 0x00, 0x01, 0x01, 0x08, 0x00, //
+        0x45, 0x00, 0x00, 0xa6, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0xf6, 0x3a, 0xc0, 0x00, //
+        0x02, 0x0b, 0xc0, 0x00, 0x02, 0x01, 0xbe, 0xe0, 0xbe, 0xe1, 0x00, 0x92, 0x00, 0x00, //
+        0x80, 0x01, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00,
+    ];
+    /// Rank 1's probe (set 0), proposing 0x55 (a probe's proposal is ignored).
+    static P1_HEADER: [u8; 52] = [
+        0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x02, 0x00, 0x5a, 0x00, 0x01, 0x01, 0x08, 0x00, //
+        0x45, 0x00, 0x00, 0xa6, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0xf6, 0x3a, 0xc0, 0x00, //
+        0x02, 0x0b, 0xc0, 0x00, 0x02, 0x01, 0xbe, 0xe0, 0xbe, 0xe1, 0x00, 0x92, 0x00, 0x00, //
+        0x80, 0x55, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    ];
+    /// The reply to rank 1's probe before any session: epoch 0 (the job's `job_number`).
+    static P1_REPLY: [u8; 52] = [
+        0x02, 0x00, 0x5a, 0x00, 0x01, 0x01, 0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x08, 0x00, //
+        0x45, 0x00, 0x00, 0xa6, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0xf6, 0x3a, 0xc0, 0x00, //
+        0x02, 0x01, 0xc0, 0x00, 0x02, 0x0b, 0xbe, 0xe1, 0xbe, 0xe0, 0x00, 0x92, 0x00, 0x00, //
+        0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    ];
+    /// The session-open reply to rank 0, triggered by rank 1's join: epoch 1.
+    static OPEN0_REPLY: [u8; 52] = [
+        0x02, 0x00, 0x5a, 0x00, 0x01, 0x00, 0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x08, 0x00, //
+        0x45, 0x00, 0x00, 0xa6, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0xf6, 0x3b, 0xc0, 0x00, //
+        0x02, 0x01, 0xc0, 0x00, 0x02, 0x0a, 0xbe, 0xe1, 0xbe, 0xe0, 0x00, 0x92, 0x00, 0x00, //
+        0x80, 0x01, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00,
+    ];
+    /// The same to rank 1.
+    static OPEN1_REPLY: [u8; 52] = [
+        0x02, 0x00, 0x5a, 0x00, 0x01, 0x01, 0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x08, 0x00, //
+        0x45, 0x00, 0x00, 0xa6, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0xf6, 0x3a, 0xc0, 0x00, //
+        0x02, 0x01, 0xc0, 0x00, 0x02, 0x0b, 0xbe, 0xe1, 0xbe, 0xe0, 0x00, 0x92, 0x00, 0x00, //
+        0x80, 0x01, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00,
+    ];
+
+    fn zeros(header: &[u8; 52]) -> Vec<u8> {
+        frame(header, &[0; 32])
+    }
+
+    #[test]
+    fn a_session_opens_when_every_rank_joined_and_clears_what_was_left_behind() {
+        let (a, b, sum) = payloads();
+        let mut sw = RefSwitch::new(job());
+        // Left behind by an earlier run: rank 0's contribution of job 7 to slot 2, set 0.
+        assert!(run(&mut sw, &frame(&C0_HEADER, &a)).is_empty());
+        assert_eq!(sw.session(), SessionState { epoch: 0, open: false, joined: 0 });
+        // A probe is answered at once, to its sender, with the current epoch.
+        assert_eq!(
+            classify(sw.job(), &zeros(&P1_HEADER)),
+            Classification::Session { rank: 1, pool: PoolIndex { slot: 0, set: 0 } }
+        );
+        assert_eq!(run(&mut sw, &zeros(&P1_HEADER)), vec![zeros(&P1_REPLY)]);
+        // Rank 0 joins epoch 1 (silent, also when repeated); rank 1's join opens it.
+        assert!(run(&mut sw, &zeros(&J0_HEADER)).is_empty());
+        assert!(run(&mut sw, &zeros(&J0_HEADER)).is_empty());
+        assert_eq!(sw.session().joined, 0b01);
+        assert_eq!(run(&mut sw, &zeros(&J1_HEADER)), vec![zeros(&OPEN0_REPLY), zeros(&OPEN1_REPLY)]);
+        assert_eq!(sw.session(), SessionState { epoch: 1, open: true, joined: 0 });
+        assert_eq!(sw.slot(2, 0).0, 0, "the slots are cleared");
+        // A join repeated after the opening (its reply was lost) is answered with epoch 1.
+        assert_eq!(run(&mut sw, &zeros(&J0_HEADER)), vec![zeros(&OPEN0_REPLY)]);
+        // Frames of the earlier session (job 7) change nothing.
+        assert!(run(&mut sw, &frame(&C1_HEADER, &b)).is_empty());
+        assert_eq!(sw.counters().dropped(StaleSession), 1);
+        assert_eq!(sw.slot(2, 0).0, 0);
+        // The new session's round on slot 2 starts from zero: job 1 in both contributions.
+        let (mut c0, mut c1) = (frame(&C0_HEADER, &a), frame(&C1_HEADER, &b));
+        c0[43] = 1;
+        c1[43] = 1;
+        assert!(run(&mut sw, &c0).is_empty());
+        let out = run(&mut sw, &c1);
+        let (mut r0, mut r1) = (frame(&R0_HEADER, &sum), frame(&R1_HEADER, &sum));
+        r0[43] = 1;
+        r1[43] = 1;
+        assert_eq!(out, vec![r0, r1]);
+        let c = sw.counters();
+        // Contributions: C0 (old), J0, J1, c0, c1; duplicates: P1, J0 twice (once answered); C1 stale.
+        assert_eq!(
+            (c.frames_in, c.contributions, c.duplicates, c.results_multicast, c.results_retransmitted),
+            (9, 5, 3, 4, 2)
+        );
+    }
+
+    #[test]
+    fn a_worker_address_on_another_port_is_dropped_under_its_own_reason() {
+        let (a, _, _) = payloads();
+        let mut sw = RefSwitch::new(job());
+        let mut f = frame(&C0_HEADER, &a);
+        // Source port 0xc000 (an ephemeral port) instead of the job's worker port 0xbee0.
+        f[34] = 0xc0;
+        f[35] = 0x00;
+        assert_eq!(classify(sw.job(), &f), Classification::Drop(WrongSrcPort));
+        assert!(run(&mut sw, &f).is_empty());
+        assert_eq!(sw.slot(2, 0).0, 0);
+        // An outsider's address is still `unknown_source`, whatever its port.
+        f[29] = 0x63;
+        assert_eq!(classify(sw.job(), &f), Classification::Drop(IpChecksum));
+        assert_eq!(sw.counters().dropped(WrongSrcPort), 1);
     }
 
     #[test]
@@ -1027,7 +1227,10 @@ mod test {
             (BadPort, "port 0xBEF0", &[(37, &[0xf0])], None),
             (BadPort, "port 0x1234", &[(36, &[0x12, 0x34])], None),
             (UnknownSource, "source 192.0.2.99", &[(24, &[0xf5, 0xe2]), (29, &[0x63])], None),
+            (WrongSrcPort, "source port 0xbee1 (a rank's address)", &[(35, &[0xe1])], None),
+            (WrongSrcPort, "source port 0xc000 and msg_type 0 (port first)", &[(34, &[0xc0, 0x00]), (42, &[0x00])], None),
             (BadMsgType, "msg_type 2", &[(42, &[0x20])], None),
+            (BadMsgType, "msg_type 9 (session is 8)", &[(42, &[0x90])], None),
             (BadMsgType, "msg_type 0", &[(42, &[0x00])], None),
             (BadSize, "size 256 for a 128-byte job", &[(42, &[0x11])], None),
             (BadSize, "size code 7", &[(42, &[0x17])], None),
@@ -1092,9 +1295,10 @@ mod test {
             let base: &[u8] = if is_arp { &ARP_REQUEST } else { &ECHO_REQUEST };
             assert_dropped_untouched(base, what, reason, &apply(base, patches, len));
         }
-        // WrongVlan needs a tagged job: see tagged_job_drops_what_is_not_on_its_vlan.
-        assert_eq!(covered.len(), DropReason::COUNT - 1);
-        assert!(!covered.contains(&WrongVlan));
+        // WrongVlan needs a tagged job (tagged_job_drops_what_is_not_on_its_vlan); stale_session
+        // depends on the session state (a_session_opens_when_every_rank_joined_...).
+        assert_eq!(covered.len(), DropReason::COUNT - 2);
+        assert!(!covered.contains(&WrongVlan) && !covered.contains(&StaleSession));
     }
 
     #[test]

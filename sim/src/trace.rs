@@ -370,7 +370,8 @@ fn some_host(rng: &mut ChaCha8Rng, job: &JobConfig) -> (MacAddr, Ipv4Addr) {
 /// `base` is tagged and so is the mutation, but for [`DropReason::WrongVlan`], whose variants
 /// are an untagged frame, another VID, VID 0, another TPID, and a 16- or 17-byte frame.
 /// Returns `None` for [`DropReason::BadSlot`] when S = 32768 (no slot is out of range), and
-/// for [`DropReason::WrongVlan`] when the job is untagged (it takes every tag).
+/// for [`DropReason::WrongVlan`] when the job is untagged (it takes every tag), and for
+/// [`DropReason::StaleSession`] (it depends on the switch's session state, not the frame).
 pub fn mutate(job: &JobConfig, base: &[u8], reason: DropReason, rng: &mut ChaCha8Rng) -> Option<Vec<u8>> {
     let Some(v) = job.vlan else {
         return if reason == DropReason::WrongVlan { None } else { mutate_untagged(job, base, reason, rng) };
@@ -592,10 +593,20 @@ fn mutate_untagged(job: &JobConfig, base: &[u8], reason: DropReason, rng: &mut C
             Ipv4Packet::new_unchecked(&mut f[IP_OFFSET..L4_OFFSET]).set_src_addr(ip);
             fix_ip_checksum(&mut f);
         }
+        WrongSrcPort => {
+            let p = loop {
+                let p: u16 = if rng.gen_bool(0.5) { job.worker_port ^ (1 << rng.gen_range(0..16)) } else { rng.gen() };
+                if p != job.worker_port {
+                    break p;
+                }
+            };
+            put16(&mut f, L4_OFFSET + udp::field::SRC_PORT.start, p);
+        }
+        StaleSession => return None,
         BadMsgType => {
             let ty = loop {
                 let ty = rng.gen_range(0..16u8);
-                if ty != switchml::MSG_TYPE_CONTRIBUTION {
+                if ty != switchml::MSG_TYPE_CONTRIBUTION && ty != switchml::MSG_TYPE_SESSION {
                     break ty;
                 }
             };
@@ -788,7 +799,7 @@ pub fn generate(spec: &TraceSpec) -> Trace {
             pool,
             e0,
             e1,
-            src_port: switchml::UDP_PORT_BASE | (rank % 16) as u16,
+            src_port: job.worker_port,
             dst_port: switchml::UDP_PORT_BASE | (pool.slot % 16),
             values: &inputs[rank][chunk],
         };
@@ -957,7 +968,8 @@ mod test {
                 for seed in 0..20 {
                     let v = malformed_frames(&job, seed);
                     for reason in DropReason::ALL {
-                        let expected = vlan.is_some() || reason != DropReason::WrongVlan;
+                        let expected =
+                            (vlan.is_some() || reason != DropReason::WrongVlan) && reason != DropReason::StaleSession;
                         assert_eq!(v.iter().any(|(r, _)| *r == reason), expected, "{reason:?} {vlan:?}");
                     }
                     for (reason, f) in &v {
@@ -968,7 +980,8 @@ mod test {
         }
         let job = JobConfig::example(2, PayloadSize::B256, 0x8000);
         let v = malformed_frames(&job, 1);
-        assert!(v.iter().all(|(r, _)| *r != DropReason::BadSlot) && v.len() == 8 * (DropReason::COUNT - 2));
+        // Neither BadSlot (no slot is out of range), WrongVlan (untagged) nor StaleSession (session state).
+        assert!(v.iter().all(|(r, _)| *r != DropReason::BadSlot) && v.len() == 8 * (DropReason::COUNT - 3));
     }
 
     #[test]

@@ -68,6 +68,8 @@ pub struct ServeStats {
     pub send_calls: u64,
     /// Datagrams not sent for a full send buffer or an ICMP error (the worker retransmits).
     pub send_dropped: u64,
+    /// Sessions opened (docs/switch.md §2.1), each logged on stderr.
+    pub sessions: u64,
 }
 
 impl ServeStats {
@@ -83,6 +85,7 @@ impl ServeStats {
         self.recv_calls += o.recv_calls;
         self.send_calls += o.send_calls;
         self.send_dropped += o.send_dropped;
+        self.sessions += o.sessions;
     }
 }
 
@@ -201,6 +204,7 @@ fn serve_port(
             board.publish(thread, f);
         }
     };
+    let mut epoch = engine.session_epoch();
     while !stop.load(Ordering::Relaxed) && !idle.failed.load(Ordering::Relaxed) {
         if opts.metrics.is_some() && last_publish.elapsed() >= Duration::from_millis(200) {
             last_publish = Instant::now();
@@ -247,6 +251,15 @@ fn serve_port(
             frame::encapsulate(Endpoint { mac, ip: *from.ip(), port: from.port() }, switch, msg, &mut frame_buf);
             out.clear();
             engine.process(&frame_buf, &mut out);
+            if engine.session_epoch() != epoch {
+                epoch = engine.session_epoch();
+                st.sessions += 1;
+                eprintln!(
+                    "{label}: session opened by {} workers (epoch {}, every slot cleared), the last join from {from}",
+                    job.n(),
+                    epoch.unwrap_or(0)
+                );
+            }
             for f in &out {
                 let Some(d) = frame::decapsulate(f) else {
                     st.unsendable += 1;

@@ -136,8 +136,11 @@ fn replies_come_from_the_port_the_contribution_went_to() {
     let mut job = JobConfig::example(1, PayloadSize::B256, 4);
     job.workers[0].ip = Ipv4Addr::new(127, 0, 0, 1);
     job.switch_ports = 2;
+    // The switch answers the rank only from the job's worker port (docs/switch.md §1 6.5).
+    let me =
+        (0xBEE0u16..=0xBEEF).rev().find_map(|p| UdpSocket::bind(("127.0.0.1", p)).ok()).expect("a free SwitchML port");
+    job.worker_port = me.local_addr().unwrap().port();
     let sw = start(&job, 2);
-    let me = UdpSocket::bind("127.0.0.1:0").unwrap();
     me.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     let mut buf = [0u8; 2048];
     for slot in 0..4u16 {

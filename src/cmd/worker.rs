@@ -1,6 +1,10 @@
 //! `spotagg worker`: one worker process. It all-reduces a deterministic pseudo-random f32
 //! tensor derived from (seed, rank) through a switch over UDP and prints one JSON line:
-//! `{rank, elements, seconds, gbps, packets, retransmissions, max_error, bound, ok}`.
+//! `{rank, elements, seconds, gbps, packets, retransmissions, max_error, bound, ok, switch,
+//! switch_name, epoch, failovers}` (`failovers`: `[{from, to, reason, detect_ms, stall_ms}]`).
+//!
+//! `--switch` may be given several times: the switches in failover order (as `switches` in the
+//! job, which it overrides); the worker moves to the next when the active one stops answering.
 //!
 //! With `--verify` it regenerates every rank's tensor, sums them exactly (f64) and checks each
 //! element against the documented fixed-point bound
@@ -26,9 +30,10 @@ pub struct Args {
     /// This worker's rank (its entry in the job's [[worker]] list).
     #[arg(long)]
     rank: usize,
-    /// The switch's UDP address.
+    /// The switch's UDP address; repeated: the switches in failover order (default: the job's
+    /// `switches`).
     #[arg(long)]
-    switch: SocketAddr,
+    switch: Vec<SocketAddr>,
     /// IPv4 address to bind (default: the rank's address in the job); the port is the job's
     /// `worker_port`.
     #[arg(long)]
@@ -110,6 +115,7 @@ pub fn verify(tensors: &[Vec<f32>], result: &[f32], k: usize) -> Result<Verifica
 }
 
 fn transport(job: &JobConfig, args: &Args) -> Result<UdpTransport> {
+    anyhow::ensure!(!job.switches.is_empty(), "no switch: give --switch ADDR (or `switches` in the job)");
     let ip = match args.bind {
         Some(ip) => ip,
         None => {
@@ -120,14 +126,24 @@ fn transport(job: &JobConfig, args: &Args) -> Result<UdpTransport> {
         }
     };
     let local = SocketAddr::V4(SocketAddrV4::new(ip, job.worker_port));
-    Ok(UdpTransport::bind(local, args.switch)
+    Ok(UdpTransport::bind(local, job.switches[0])
         .with_context(|| format!("cannot bind {local}"))?
-        .with_switch_ports(job.switch_ports))
+        .with_switch_ports(job.switch_ports)
+        .with_switches(job.switches.clone()))
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let job = load_job(&args.config)?;
+    let mut job = load_job(&args.config)?;
+    if !args.switch.is_empty() {
+        job.switches = args.switch.clone();
+    }
+    anyhow::ensure!(
+        job.switches.len() < 2 || job.sessions,
+        "{} switches but sessions = false in {}: failover needs sessions",
+        job.switches.len(),
+        args.config.display()
+    );
     anyhow::ensure!(args.rank < job.n(), "--rank {} is not in the job (n = {})", args.rank, job.n());
     anyhow::ensure!((0.0..=1.0).contains(&args.loss), "--loss {} is not a probability in 0..=1", args.loss);
     let mut data = tensor(args.seed, args.rank, args.elements);
@@ -164,6 +180,16 @@ pub fn run(args: Args) -> Result<()> {
             "max_error": check.map(|c| c.max_error),
             "bound": check.map(|c| c.bound),
             "ok": ok,
+            "switch": stats.switch,
+            "switch_name": stats.switch_name,
+            "epoch": stats.epoch,
+            "failovers": stats.failovers.iter().map(|f| serde_json::json!({
+                "from": f.from,
+                "to": f.to,
+                "reason": f.reason,
+                "detect_ms": f.detect_seconds * 1e3,
+                "stall_ms": f.stall_seconds * 1e3,
+            })).collect::<Vec<_>>(),
         })
     );
     if let Some(Verification { first_bad: Some(i), .. }) = check {

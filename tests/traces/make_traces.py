@@ -41,7 +41,7 @@ SIZE_CODES = {128: 0, 256: 1, 512: 2, 1024: 3}
 DROP_REASONS = [
     "truncated", "wrong_dst_mac", "wrong_vlan", "not_ipv4_udp", "ip_options", "ip_checksum", "bad_length",
     "ip_fragment", "wrong_dst_ip", "bad_port", "unknown_source", "bad_msg_type", "bad_size",
-    "bad_slot",
+    "bad_slot", "wrong_src_port", "stale_session",
 ]
 COUNTERS = [
     "frames_in", "frames_out", "contributions", "duplicates", "results_multicast",
@@ -51,6 +51,8 @@ COUNTERS = [
 # Verdicts returned by the model for one received frame (besides the drop reasons).
 V_CONTRIB = "contribution"
 V_DUP = "duplicate"
+V_SESSION = "session"
+V_SESSION_DUP = "session_duplicate"
 V_ARP = "arp"
 V_ICMP = "icmp"
 V_PARENT = "parent_result"
@@ -128,7 +130,7 @@ def untag(fr):
 class Job:
     def __init__(self, n, payload=256, slots=16, switch_mac="02:00:5a:00:00:01",
                  switch_ip="192.0.2.1", workers=None, vlan=None, vlan_priority=0, parent=None,
-                 tree_workers=None):
+                 tree_workers=None, worker_port=0xBEE0):
         assert 1 <= n <= 32
         assert vlan is None or 1 <= vlan <= 4094, vlan
         assert 0 <= vlan_priority <= 7 and (vlan is not None or vlan_priority == 0)
@@ -142,6 +144,7 @@ class Job:
         self.k = payload // 4
         self.c = SIZE_CODES[payload]
         self.slots = slots
+        self.worker_port = worker_port
         self.switch_mac_s = switch_mac
         self.switch_ip_s = switch_ip
         self.sm = mac(switch_mac)
@@ -156,7 +159,6 @@ class Job:
         # docs/switch.md §6: (ip, mac, port, rank) of the parent switch, or None
         self.parent_s = parent
         self.tree_workers = tree_workers
-        self.worker_port = 0xBEE0
         if parent is not None:
             self.pi, self.pm, self.pp = ipa(parent[0]), mac(parent[1]), parent[2]
             assert self.pi not in self.ip and self.pi != self.si
@@ -167,6 +169,7 @@ class Job:
             'switch_ip = "%s"' % self.switch_ip_s,
             "payload_bytes = %d" % self.payload,
             "slots = %d" % self.slots,
+            "worker_port = %d" % self.worker_port,
         ]
         if self.vlan is not None:
             out += ["vlan = %d" % self.vlan, "vlan_priority = %d" % self.vlan_priority]
@@ -225,7 +228,7 @@ def contrib_fields(job, rank, slot, setbit, values, e0=0, e1=0, tsi=0, job_numbe
         eth_dst=job.sm, eth_src=job.mac[rank], ethertype=ETH_IPV4,
         version=4, ihl=None, tos=0, ident=0, flags_frag=0, ttl=64, proto=17, csum=None,
         csum_delta=0, src_ip=job.ip[rank], dst_ip=job.si, options=b"", total_length=None,
-        sport=(0xC000 + rank) if sport is None else sport, dport=dport, udp_len=None, udp_csum=0,
+        sport=job.worker_port if sport is None else sport, dport=dport, udp_len=None, udp_csum=0,
         msg_type=1, unused=0, size=job.c, job_number=job_number, tsi=tsi, slot=slot,
         setbit=setbit, pool_index=None, e0=e0, e1=e1, values=list(values),
         pad=b"", truncate=None, l4_override=None, tag=None,
@@ -307,6 +310,11 @@ class Switch:
         self.waiting = [[False] * s for _ in range(2)]
         self.tree = {"partials_up": 0, "partials_resent": 0, "parent_results": 0,
                      "parent_results_stale": 0}
+        # docs/switch.md §2.1: the epoch (the job's job_number, 0 here, until a session opens),
+        # whether one is open, the ranks that joined epoch + 1
+        self.epoch = 0
+        self.open = False
+        self.joined = 0
 
     def receive(self, f):
         """Returns (verdict, [frames out])."""
@@ -405,10 +413,13 @@ class Switch:
         from_parent = j.parent_s is not None and f[26:30] == j.pi
         if r is None and not from_parent:
             return "unknown_source", []
+        # §1 7.5: the port rule (frames from the parent, §6, come from its own port)
+        if not from_parent and u16(f, 34) != j.worker_port:
+            return "wrong_src_port", []
         # §1.8 SwitchML
         if ulen < 18:
             return "truncated", []
-        if f[42] >> 4 != 1:
+        if f[42] >> 4 not in (1, 8):
             return "bad_msg_type", []
         if f[42] & 7 != j.c:
             return "bad_size", []
@@ -420,7 +431,42 @@ class Switch:
             return "bad_slot", []
         if from_parent:
             return self._parent_result(f, s, v)
+        if f[42] >> 4 == 8:
+            return self._session(f, r, v)
+        if self.open and f[43] != self.epoch:
+            return "stale_session", []
         return self._contribution(f, r, s, v)
+
+    def _session(self, f, w, v):
+        """§2.1: probe (set 0) -> current epoch to the sender; join of epoch + 1 -> counted,
+        the n-th opens the session (slots cleared, reply to all); other joins -> current epoch."""
+        j = self.job
+        nxt = (self.epoch + 1) & 0xFF
+        if v == 1 and f[43] == nxt:
+            if self.joined & (1 << w):
+                self.ctr["duplicates"] += 1
+                return V_SESSION_DUP, []
+            self.ctr["contributions"] += 1
+            self.joined |= 1 << w
+            if bin(self.joined).count("1") < j.n:
+                return V_SESSION, []
+            self.epoch, self.open, self.joined = nxt, True, 0
+            s = j.slots
+            self.seen = [[0] * s for _ in range(2)]
+            self.count = [[0] * s for _ in range(2)]
+            self.ctr["results_multicast"] += j.n
+            return V_SESSION, self._session_replies(f, range(j.n))
+        self.ctr["duplicates"] += 1
+        self.ctr["results_retransmitted"] += 1
+        return V_SESSION_DUP, self._session_replies(f, [w])
+
+    def _session_replies(self, f, ranks):
+        j = self.job
+        tail = f[42:43] + bytes([self.epoch]) + f[44:50] + b"\x00" * (2 + j.payload)
+        sport, dport = u16(f, 34), u16(f, 36)
+        l4 = udp(dport, sport, tail, csum=0)
+        return [ether(j.mac[r], j.sm, ETH_IPV4, ipv4(j.si, j.ip[r], 17, l4, tos=0, ident=0,
+                                                      flags_frag=0, ttl=64)) for r in ranks]
 
     def _contribution(self, f, w, s, v):
         j = self.job
@@ -829,7 +875,7 @@ def bad_catalogue(job):
         ("dst port 0x3EE0", "bad_port", m(dport=0x3EE0)),
         ("dst port 0xFFFF", "bad_port", m(dport=0xFFFF)),
         ("src/dst ports swapped (dst = 0xC000)", "bad_port",
-         lambda t, rng: build_contrib(dict(t, sport=t["dport"], dport=t["sport"]))),
+         lambda t, rng: build_contrib(dict(t, sport=t["dport"], dport=0xC000))),
         ("bad port and unknown source (port first)", "bad_port",
          m(dport=0xBEF0, src_ip=other_host_ip)),
         ("bad port and bad msg_type (port first)", "bad_port", m(dport=0xBEDF, msg_type=2)),
@@ -844,8 +890,21 @@ def bad_catalogue(job):
          m(src_ip=other_host_ip, msg_type=0)),
         ("unknown source and slot = S (source first)", "unknown_source",
          m(src_ip=other_host_ip, slot=S)),
+        ("unknown source and wrong source port (source first)", "unknown_source",
+         m(src_ip=other_host_ip, sport=0xC000)),
+        # --- wrong_src_port
+        ("source port 0xC000 (ephemeral) from a worker's address", "wrong_src_port",
+         m(sport=0xC000)),
+        ("source port 0", "wrong_src_port", m(sport=0)),
+        ("source port = worker port + 1", "wrong_src_port", m(sport=job.worker_port + 1)),
+        ("source port = worker port ^ 0x8000", "wrong_src_port", m(sport=job.worker_port ^ 0x8000)),
+        ("wrong source port and bad msg_type (port first)", "wrong_src_port",
+         m(sport=0xC001, msg_type=0)),
+        ("wrong source port on a session message (port first)", "wrong_src_port",
+         m(sport=0xC001, msg_type=8, setbit=1, job_number=1)),
         # --- bad_msg_type
         ("msg_type 0", "bad_msg_type", m(msg_type=0)),
+        ("msg_type 9 (session is 8)", "bad_msg_type", m(msg_type=9)),
         ("msg_type 2", "bad_msg_type", m(msg_type=2)),
         ("msg_type 3", "bad_msg_type", m(msg_type=3)),
         ("msg_type 15", "bad_msg_type", m(msg_type=15)),
@@ -889,7 +948,6 @@ VALID_FLAVORS = [
     ("source MAC not the worker's", lambda job, f, rng: {"eth_src": mac("02:00:5a:00:02:63")}),
     ("job number 0xFF, tsi 0xFFFFFFFF", lambda job, f, rng: {"job_number": 0xFF,
                                                             "tsi": 0xFFFFFFFF}),
-    ("source port 0, source port echoed", lambda job, f, rng: {"sport": 0}),
 ]
 
 
@@ -995,6 +1053,68 @@ def sc_arp(rng):
            "priority-tagged ARP request (VID 0) to an untagged job", "not_ipv4_udp")
     tr.add(arp_frame(BCAST, w0m, spa=w0i, tpa=si, tag=vlan_tag(0x0005, ETH_QINQ)),
            "802.1ad-tagged ARP request to an untagged job", "not_ipv4_udp")
+    return job, tr
+
+
+def sc_session(rng):
+    """docs/switch.md §2.1: a run without sessions leaves partial rounds behind; a new run probes,
+    joins (with duplicates and lost replies) and opens epoch 1, which clears them; frames of the
+    earlier run are dropped as stale; a second session (epoch 2) follows on the running switch."""
+    job = Job(3, 256, 4)
+    tr = Trace(job)
+    zeros = [0] * job.k
+
+    def probe(r, label, expect="session_duplicate", slot=0):
+        tr.add(contribution(job, r, slot, 0, zeros, job_number=rng.randrange(256), msg_type=8,
+                            tsi=rng.randrange(1 << 32)), label, expect)
+
+    def join(r, p, label, expect, slot=0):
+        tr.add(contribution(job, r, slot, 1, zeros, job_number=p, msg_type=8, tsi=r), label, expect)
+
+    def C(r, s, v, epoch, label=None, expect="contribution", tsi=0):
+        tr.add(contribution(job, r, s, v, rand_values(rng, job.k, "mix"), e0=rand_exp(rng),
+                            e1=rand_exp(rng), tsi=tsi, job_number=epoch, dport=0xBEE0 + s),
+               label, expect)
+
+    # the earlier run (no session, job number 9): complete rounds and leftovers
+    for s in range(4):
+        for r in range(3):
+            C(r, s, 0, 9, "old run s%d r%d" % (s, r))
+    C(0, 1, 1, 9, "leftover: r0 alone in slot 1 set 1")
+    C(2, 3, 1, 9, "leftover: r2 alone in slot 3 set 1")
+    C(1, 2, 0, 9, "leftover: r1 retransmission of a complete round", "duplicate")
+    # the new run: probes, joins
+    probe(0, "probe r0: epoch 0")
+    probe(1, "probe r1 on slot 3", slot=3)
+    tr.add(contribution(job, 0, 0, 1, zeros, job_number=1, msg_type=8, size=(job.c + 1) & 7),
+           "a join of the wrong size (the type passes, the size fails)", "bad_size")
+    tr.add(contribution(job, 0, job.slots, 1, zeros, job_number=1, msg_type=8),
+           "a join to slot S", "bad_slot")
+    join(0, 1, "join r0 epoch 1", "session")
+    join(0, 1, "join r0 again (silent)", "session_duplicate")
+    join(1, 7, "join r1 of a wrong epoch: told epoch 0", "session_duplicate")
+    join(1, 1, "join r1 epoch 1", "session")
+    C(2, 1, 1, 9, "old run frame before the session opens (still accepted)")
+    join(2, 1, "join r2 opens epoch 1", "session")
+    join(1, 1, "join r1 repeated (reply lost): told epoch 1", "session_duplicate")
+    C(0, 1, 1, 9, "old run retransmission: stale", "stale_session")
+    C(1, 3, 0, 0, "job number 0: stale", "stale_session")
+    # epoch 1 rounds; slots 1 and 3 start clean (sets 1 there, as the old run would have used)
+    for s, v in [(0, 0), (1, 1), (2, 0), (3, 1), (0, 1)]:
+        order = [0, 1, 2]
+        rng.shuffle(order)
+        for r in order:
+            C(r, s, v, 1, "epoch 1 s%d v%d r%d" % (s, v, r), tsi=0x100 + s)
+        C(order[0], s, v, 1, "epoch 1 retransmission", "duplicate", tsi=0x100 + s)
+    C(1, 2, 1, 1, "epoch 1 partial round left behind")
+    # a second session on the running switch
+    for r in (2, 0):
+        probe(r, "probe r%d: epoch 1" % r)
+        join(r, 2, "join r%d epoch 2" % r, "session")
+    join(1, 2, "join r1 opens epoch 2", "session", slot=2)
+    C(0, 2, 1, 1, "epoch 1 frame: stale", "stale_session")
+    for r in (1, 0, 2):
+        C(r, 2, 1, 2, "epoch 2 s2 v1 r%d" % r, tsi=0x200)
     return job, tr
 
 
@@ -1304,7 +1424,7 @@ def closed_loop(job, rng, chunks, p_loss, p_dup, p_res_loss, dmin=10.0, dmax=80.
     def start(now, w, s, c, v):
         x, e0, e1 = data[w][c]
         fr = contribution(job, w, s, v, x, e0=e0, e1=e1, tsi=c, job_number=job_number,
-                          sport=0x9000 + w, dport=0xBEE0 + (w % 16))
+                          dport=0xBEE0 + (w % 16))
         gen[0] += 1
         state[w][s] = (c, v, fr, gen[0])
         send(now, w, s, fr)
@@ -1697,6 +1817,7 @@ SCENARIOS = [
     ("n32", sc_nx(32, 16, 3, 0.03)),
     ("p1024", sc_nx(4, 8, 4, 0.10, payload=1024)),
     ("wrap", sc_wrap),
+    ("session", sc_session),
     ("mixed", sc_mixed(5, 256, 8, 96, 0.10, 0.05, 0.10)),
     ("mixed1024", sc_mixed(3, 1024, 4, 48, 0.10, 0.05, 0.10)),
     ("fuzz", sc_fuzz),
@@ -1780,8 +1901,8 @@ def self_check(name, job, tr, sw, verdicts, outs):
             assert len(set(masked)) == 1, (name, i)
     if name in ("malformed", "vlan"):
         # §1 step 3 only runs for a tagged job: an untagged job cannot drop as wrong_vlan
-        reasons = DROP_REASONS if job.vlan is not None else \
-            [r for r in DROP_REASONS if r != "wrong_vlan"]
+        reasons = [r for r in DROP_REASONS if r != "stale_session"] if job.vlan is not None else \
+            [r for r in DROP_REASONS if r not in ("wrong_vlan", "stale_session")]
         missing = [r for r in reasons if c[r] == 0]
         assert not missing, "%s must hit every drop reason%s; missed %s" % (
             name, "" if job.vlan is not None else " but wrong_vlan (untagged job)", missing)

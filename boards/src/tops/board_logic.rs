@@ -12,7 +12,7 @@
 //! - At power-up the fabric's loader writes the job baked into its ROM; the control link's job
 //!   registers hold the same values from the start, so `spotagg ctl status` shows the ROM job
 //!   until a `configure` replaces it. A job written over the link takes effect at once.
-//! - Counter registers: the core's 21 at 0x0200.., the fabric's port counters (port 0 good,
+//! - Counter registers: the core's 23 at 0x0200.., the fabric's port counters (port 0 good,
 //!   bad FCS, runts, giants, overflow, sent; flooded; port 1 the same) at 0x0220.. as
 //!   `spotagg_driver::control::protocol` maps them (46 in all). A snapshot holds the core's
 //!   input at a frame boundary (the fabric's `pause`).

@@ -1,7 +1,7 @@
 //! Loads the job's configuration into the core's registers after power-up.
 //!
 //! The register writes ([`config_writes`]: switch MAC and IP, n, payload size, slots in use,
-//! VLAN, the worker table, then a slot-state clear) are baked into a ROM at build time. Once
+//! VLAN, worker port, the worker table, then a slot-state clear) are baked into a ROM at build time. Once
 //! `start` is high (the PLL has locked) the loader plays one write a clock on the core's
 //! `cfg_*` bus (from registers), then raises `done` and stays idle. A control link written later can take the
 //! bus over after `done`.

@@ -120,7 +120,7 @@ pub struct Identity {
     pub max_workers: u32,
     /// UART clocks per bit.
     pub baud_divisor: u32,
-    /// Counter registers (22: the core's; 46: a board's, with its MAC counters).
+    /// Counter registers (24: the core's; 46: a board's, with its MAC counters).
     pub counter_registers: u32,
 }
 
@@ -362,7 +362,7 @@ impl<P: Read + Write> Control<P> {
         let w = self.read(reg::COUNTERS, total)?;
         let status = self.read(reg::STATUS, 1)?[0];
         let words: Vec<u64> = w.iter().map(|&x| u64::from(x)).collect();
-        let core = Counters::from_words(&words);
+        let core = Counters::from_words(&words[..core_n]);
         let base = usize::from(reg::BOARD_COUNTERS - reg::COUNTERS);
         let (mut ports, mut flooded) = (vec![], None);
         if total >= usize::from(reg::BOARD_COUNTER_COUNT) {
@@ -534,10 +534,10 @@ mod tests {
 
     #[test]
     fn counters_in_order() {
-        let words: Vec<u32> = (1..=22).collect();
+        let words: Vec<u32> = (1..=24).collect();
         let mut c = Control::new_unchecked(
             canned(vec![
-                protocol::response(Status::Ok, &[22]),
+                protocol::response(Status::Ok, &[24]),
                 protocol::response(Status::Ok, &words),
                 protocol::response(Status::Ok, &[1]),
             ]),
@@ -549,7 +549,7 @@ mod tests {
         assert_eq!(k.dropped(DropReason::WrongVlan), 11);
         assert_eq!(k.dropped(DropReason::BadSlot), 22);
         let mut sent = protocol::read_request(reg::COUNTER_REGISTERS, 1);
-        sent.extend([0xA5, 0x01, 0x02, 0x00, 22, 0xEE, 0xE3]);
+        sent.extend(protocol::read_request(reg::COUNTERS, 24));
         sent.extend(protocol::read_request(reg::STATUS, 1));
         assert_eq!(c.port.sent, sent);
     }

@@ -43,6 +43,9 @@ pub const UDP_PORT_BASE: u16 = 0xBEE0;
 pub const UDP_PORT_MASK: u16 = 0xFFF0;
 /// `msg_type` of a worker's contribution (and of the switch's result).
 pub const MSG_TYPE_CONTRIBUTION: u8 = 1;
+/// `msg_type` of a session message (spotagg's own, docs/switch.md §2.1): a probe (set bit 0)
+/// or a join (set bit 1) carrying the proposed epoch in `job_number`, and the switch's reply.
+pub const MSG_TYPE_SESSION: u8 = 8;
 /// The set bit of `pool_index`.
 pub const POOL_SET_BIT: u16 = 0x8000;
 /// Largest slot number `pool_index` can carry.

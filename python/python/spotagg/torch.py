@@ -153,7 +153,10 @@ class HookState:
     """State of :func:`allreduce_hook`: a :class:`spotagg.Worker` for this rank, a Gloo group
     for the fallback, the sender thread.
 
-    ``switch``: "IP:PORT" (or SPOTAGG_SWITCH); ``job``: path or TOML text (or SPOTAGG_JOB);
+    ``switch``: "IP:PORT", a list of them or one comma-separated string (or SPOTAGG_SWITCH):
+    the switches in failover order (the worker moves to the next when the active one stops
+    answering, and the stats of each all-reduce say which one served and the failovers' stall);
+    ``job``: path or TOML text (or SPOTAGG_JOB);
     ``bind``: the worker's local address (default: the rank's address in the job);
     ``fallback``: fall back to Gloo when the switch fails (else raise);
     ``process_group``: the group DDP uses (default: the default group). Rank and world size are

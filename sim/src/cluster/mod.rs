@@ -411,6 +411,9 @@ fn switch_job(topo: &Topology, s: usize, cfg: &TreeConfig, job_number: u8) -> Jo
     job.timeout = cfg.timeout;
     job.max_retries = 40;
     job.job_number = job_number;
+    // One run on freshly configured switches: no session handshake (docs/switch.md §2.1), so the
+    // times are the all-reduce's alone, as the ring's are.
+    job.sessions = false;
     job.tree_workers = topo.n();
     job.parent = node.parent.map(|p| ParentConfig {
         ip: topo.nodes[p].ip,

@@ -116,3 +116,114 @@ pub fn run(
     let exact = data.iter().all(|d| *d == expected);
     Ok(Outcome { duration: done_at.unwrap() - t0, exact, retransmissions, looped: ring.app_looped })
 }
+
+/// The outcome of [`run_failover`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailoverOutcome {
+    /// The all-reduce.
+    pub outcome: Outcome,
+    /// The switch each worker ended on (0 primary, 1 standby).
+    pub switches: Vec<usize>,
+    /// Each worker's failover stall (last result of the primary to the first resumed result on
+    /// the standby), in seconds; `None` for a worker that did not fail over.
+    pub stalls: Vec<Option<f64>>,
+}
+
+/// Issue 19 on the ring: the same i32 all-reduce with two aggregation nodes, a primary at
+/// `switch_nodes.0` and a standby at `switch_nodes.1` (each a reference switch with a MAC and an
+/// IPv4 address of its own, both configured with the job); the primary stops (drops everything)
+/// `kill_after` after the start. The workers fail over to the standby (docs/worker.md).
+pub fn run_failover(
+    nodes: usize,
+    switch_nodes: (usize, usize),
+    worker_nodes: &[usize],
+    elements: usize,
+    kill_after: Nanos,
+) -> Result<FailoverOutcome, String> {
+    let mut cfg = RingConfig::standard(nodes);
+    cfg.flows.clear();
+    let mut ring = Ring::new(cfg, 0, 0);
+    let t0 = 5 * MS;
+    ring.run_until(t0);
+    let mut job = JobConfig::example(worker_nodes.len(), PayloadSize::B256, 16);
+    job.timeout = Duration::from_millis(1);
+    let mut standby_job = job.clone();
+    standby_job.switch_mac.0[5] = 2;
+    standby_job.switch_ip = std::net::Ipv4Addr::new(192, 0, 2, 2);
+    let jobs = [job.clone(), standby_job];
+    job.switches = jobs.iter().map(|j| std::net::SocketAddr::from((j.switch_ip, j.switch_port))).collect();
+    let node_of = [switch_nodes.0, switch_nodes.1];
+    for (j, &node) in jobs.iter().zip(&node_of) {
+        ring.attach_host_mac(node, j.switch_mac);
+    }
+    for (r, &node) in worker_nodes.iter().enumerate() {
+        ring.attach_host_mac(node, job.workers[r].mac);
+    }
+    let value = |r: usize, i: usize| ((i * 7919 + r * 104_729) % 200_001) as i32 - 100_000;
+    let mut data: Vec<Vec<i32>> =
+        (0..worker_nodes.len()).map(|r| (0..elements).map(|i| value(r, i)).collect()).collect();
+    let expected: Vec<i32> = (0..elements).map(|i| (0..worker_nodes.len()).map(|r| value(r, i)).sum()).collect();
+    let mut workers: Vec<Worker> = (0..worker_nodes.len())
+        .map(|r| Worker::new(job.clone(), r).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    let base = Instant::now();
+    let at = |t: Nanos| base + Duration::from_nanos(t);
+    let mut switches = [RefSwitch::new(jobs[0].clone()), RefSwitch::new(jobs[1].clone())];
+    let mut ops = Vec::new();
+    for (w, d) in workers.iter_mut().zip(data.iter_mut()) {
+        ops.push(w.start_i32(d, at(t0)).map_err(|e| e.to_string())?);
+    }
+    let eps: Vec<Endpoint> =
+        jobs.iter().map(|j| Endpoint { mac: j.switch_mac, ip: j.switch_ip, port: j.switch_port }).collect();
+    let (mut buf, mut out) = (Vec::new(), Vec::new());
+    let mut t = t0;
+    let mut done_at = None;
+    while done_at.is_none() {
+        for (r, op) in ops.iter_mut().enumerate() {
+            let me = Endpoint { mac: job.workers[r].mac, ip: job.workers[r].ip, port: job.worker_port };
+            let to = eps[op.switch_index()];
+            while let Some(m) = op.poll_transmit() {
+                encapsulate(me, to, m, &mut buf);
+                ring.inject(worker_nodes[r], 100, buf.clone());
+            }
+        }
+        t += STEP;
+        if t > t0 + 20_000 * MS {
+            return Err("the all-reduce did not finish within 20 s of virtual time".into());
+        }
+        ring.run_until(t);
+        for (node, f) in ring.take_inbox() {
+            if let Some(s) = node_of.iter().position(|&n| n == node) {
+                if s == 0 && t >= t0 + kill_after {
+                    continue;
+                }
+                switches[s].process(&f, &mut out);
+                for o in out.drain(..) {
+                    ring.inject(node, 100, o);
+                }
+            } else if let Some(d) = decapsulate(&f) {
+                if let Some(r) = job.rank_of(d.dst.ip) {
+                    // Only what comes from the worker's active switch (as the UDP transport).
+                    if d.src.ip == jobs[ops[r].switch_index()].switch_ip {
+                        ops[r].handle_message(at(t), d.payload).map_err(|e| e.to_string())?;
+                    }
+                }
+            }
+        }
+        for op in ops.iter_mut() {
+            if op.poll_timeout().is_some_and(|d| d <= at(t)) {
+                op.handle_timeout(at(t)).map_err(|e| e.to_string())?;
+            }
+        }
+        if ops.iter().all(|o| o.is_done()) {
+            done_at = Some(t);
+        }
+    }
+    let retransmissions = ops.iter().map(|o| o.stats().retransmissions).sum();
+    let stalls = ops.iter().map(|o| o.stats().failovers.first().map(|f| f.stall_seconds)).collect();
+    let switches = ops.iter().map(|o| o.switch_index()).collect();
+    drop(ops);
+    let exact = data.iter().all(|d| *d == expected);
+    let outcome = Outcome { duration: done_at.unwrap() - t0, exact, retransmissions, looped: ring.app_looped };
+    Ok(FailoverOutcome { outcome, switches, stalls })
+}
