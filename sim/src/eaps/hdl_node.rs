@@ -7,8 +7,9 @@
 //! of `enable`) and clocks the node until it is idle, with `now` held: the node's processing
 //! takes no virtual time, as the reference's does not, so both see every event at the same
 //! instant. What the node does on the way is read from its pins and turned into [`Action`]s:
-//! its transmit streams (frames), `forwarding` (port states), `flush`, `alert`, and the status
-//! words (state, cause, timers). [`NodePins`] is that pin access; [`RustHdlPins`] implements it
+//! its transmit streams (frames), `pass` (the frame just received, sent unchanged out of the
+//! other port, as the board's bridge would), `forwarding` (port states), `flush`, `alert`, and
+//! the status words (state, cause, timers). [`NodePins`] is that pin access; [`RustHdlPins`] implements it
 //! over rust-hdl's simulation, [`VerilatorPins`] over a Verilator model of the block's
 //! generated Verilog.
 
