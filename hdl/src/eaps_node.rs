@@ -7,7 +7,10 @@
 //! of a port's `link_up`, or the timers that are due. Each domain step updates that domain's
 //! registers in one clock and then emits its PDUs (at most one per port) through the shared
 //! [`EapsTx`], the EDP sequence counting every PDU the node originates. A transit forwards a
-//! PDU by emitting it again from its fields (§6.12).
+//! PDU by emitting it again from its fields (§6.12). Another EDP frame on an enabled domain's
+//! control VLAN (§11: what [`EapsRx`] holds with `other`) is not re-emitted: the node raises
+//! `pass` for the port it arrived on, and the board's bridge sends the frame it has just
+//! received unchanged out of the other ring port, as the reference does (masters included).
 //!
 //! Time is the input `now`, a free-running count of time units (1 ns in the simulations, any
 //! unit on a board: the periods in [`EapsDomainCfg`] use the same unit). A timer is a
@@ -171,6 +174,11 @@ pub struct EapsNode<const D: usize> {
     pub alert_domain: Signal<Out, Bits<4>>,
     /// The second master's system MAC.
     pub alert_mac: Signal<Out, Bits<48>>,
+    /// Pass the frame that last ended on port `p` (bit `p`) unchanged out of the other ring
+    /// port: another EDP frame on an enabled domain's control VLAN whose other port is up
+    /// (docs/eaps.md §11). One clock, a few clocks after the frame's last byte when the node is
+    /// idle, later when it is busy with another event; never for a frame counted as an overrun.
+    pub pass: Signal<Out, Bits<2>>,
     /// Nothing pending or in progress (no event, no due timer).
     pub idle: Signal<Out, Bit>,
     /// Status word address.
@@ -197,6 +205,7 @@ pub struct EapsNode<const D: usize> {
     alert_sm_q: DFF<Bit>,
     alert_dom_q: DFF<Bits<4>>,
     alert_mac_q: DFF<Bits<48>>,
+    pass_q: DFF<Bits<2>>,
     st: [DFF<DomState>; D],
     fwd: [DFFWithInit<Bits<2>>; D],
     hseq: [DFF<Bits<16>>; D],
@@ -246,6 +255,7 @@ pub struct EapsNode<const D: usize> {
     f_type: Signal<Local, Bits<8>>,
     f_cvlan: Signal<Local, Bits<16>>,
     f_sysmac: Signal<Local, Bits<48>>,
+    f_other: Signal<Local, Bit>,
     fm_hit: Signal<Local, Bit>,
     fm_dom: Signal<Local, Bits<4>>,
     // The step's results.
@@ -263,6 +273,7 @@ pub struct EapsNode<const D: usize> {
     inc_rx: Signal<Local, Bit>,
     inc_fwd: Signal<Local, Bit>,
     inc_drop: Signal<Local, Bit>,
+    do_pass: Signal<Local, Bit>,
     do_flush: Signal<Local, Bit>,
     fail_ring: Signal<Local, Bit>,
     n_mask: Signal<Local, Bits<2>>,
@@ -324,6 +335,7 @@ impl<const D: usize> Default for EapsNode<D> {
             alert_second_master: Default::default(),
             alert_domain: Default::default(),
             alert_mac: Default::default(),
+            pass: Default::default(),
             idle: Default::default(),
             status_address: Default::default(),
             status_data: Default::default(),
@@ -347,6 +359,7 @@ impl<const D: usize> Default for EapsNode<D> {
             alert_sm_q: Default::default(),
             alert_dom_q: Default::default(),
             alert_mac_q: Default::default(),
+            pass_q: Default::default(),
             st: std::array::from_fn(|_| Default::default()),
             fwd: std::array::from_fn(|_| DFFWithInit::new(3.into())),
             hseq: std::array::from_fn(|_| Default::default()),
@@ -393,6 +406,7 @@ impl<const D: usize> Default for EapsNode<D> {
             f_type: Default::default(),
             f_cvlan: Default::default(),
             f_sysmac: Default::default(),
+            f_other: Default::default(),
             fm_hit: Default::default(),
             fm_dom: Default::default(),
             n_st: Default::default(),
@@ -409,6 +423,7 @@ impl<const D: usize> Default for EapsNode<D> {
             inc_rx: Default::default(),
             inc_fwd: Default::default(),
             inc_drop: Default::default(),
+            do_pass: Default::default(),
             do_flush: Default::default(),
             fail_ring: Default::default(),
             n_mask: Default::default(),
@@ -474,7 +489,8 @@ impl<const D: usize> Logic for EapsNode<D> {
             alert_q,
             alert_sm_q,
             alert_dom_q,
-            alert_mac_q
+            alert_mac_q,
+            pass_q
         );
         for i in 0..D {
             self.st[i].clock.next = self.clock.val();
@@ -521,6 +537,8 @@ impl<const D: usize> Logic for EapsNode<D> {
         self.etx.port.next = !self.send_mask.q.val().get_bit(0);
         self.flush_q.d.next = 0.into();
         self.alert_q.d.next = false;
+        self.pass_q.d.next = 0.into();
+        self.pass.next = self.pass_q.q.val();
         self.flush.next = self.flush_q.q.val();
         self.alert.next = self.alert_q.q.val();
         self.alert_second_master.next = self.alert_sm_q.q.val();
@@ -632,11 +650,13 @@ impl<const D: usize> Logic for EapsNode<D> {
         self.f_type.next = self.prx0.pdu.eaps_type.val();
         self.f_cvlan.next = self.prx0.pdu.control_vlan.val();
         self.f_sysmac.next = self.prx0.pdu.system_mac.val();
+        self.f_other.next = self.prx0.other.val();
         if self.fsel.val() {
             self.f_vid.next = self.prx1.vid.val();
             self.f_type.next = self.prx1.pdu.eaps_type.val();
             self.f_cvlan.next = self.prx1.pdu.control_vlan.val();
             self.f_sysmac.next = self.prx1.pdu.system_mac.val();
+            self.f_other.next = self.prx1.other.val();
         }
         self.fm_hit.next = false;
         self.fm_dom.next = 0.into();
@@ -699,6 +719,7 @@ impl<const D: usize> Logic for EapsNode<D> {
         self.inc_rx.next = false;
         self.inc_fwd.next = false;
         self.inc_drop.next = false;
+        self.do_pass.next = false;
         self.do_flush.next = false;
         self.fail_ring.next = false;
         self.opened.next = false;
@@ -726,7 +747,15 @@ impl<const D: usize> Logic for EapsNode<D> {
                             self.n_type.next = 5.into();
                         }
                     } else {
-                        self.n_fwd.next = self.link_q.q.val();
+                        // Every port blocked; one that is up waits as after a link up (§6.11).
+                        self.n_fwd.next = 0.into();
+                        if self.link_q.q.val().get_bit(0) {
+                            self.n_pf0_at.next = self.now.val() + self.k_pf.val();
+                        }
+                        if self.link_q.q.val().get_bit(1) {
+                            self.n_pf1_at.next = self.now.val() + self.k_pf.val();
+                        }
+                        self.n_armed.next = self.k_armed.val() | (bit_cast::<5, 2>(self.link_q.q.val()) << 2);
                         self.derive.next = true;
                     }
                 }
@@ -787,7 +816,13 @@ impl<const D: usize> Logic for EapsNode<D> {
                 }
             }
             Job::Frame => {
-                if self.k_st.val() != DomState::Idle {
+                if (self.k_st.val() != DomState::Idle) & self.f_other.val() {
+                    // Another EDP frame: passed on unchanged, whatever the role and port states.
+                    if (self.link_q.q.val() & self.om.val()).any() {
+                        self.inc_fwd.next = true;
+                        self.do_pass.next = true;
+                    }
+                } else if self.k_st.val() != DomState::Idle {
                     self.inc_rx.next = true;
                     if self.f_cvlan.val() != bit_cast::<16, 12>(self.f_vid.val()) {
                         self.inc_drop.next = true;
@@ -1058,6 +1093,9 @@ impl<const D: usize> Logic for EapsNode<D> {
             }
         }
         self.flush_q.d.next = self.n_flush.val();
+        if self.write.val() & self.do_pass.val() {
+            self.pass_q.d.next = self.jm.val();
+        }
         if !self.write.val() {
             self.alert_q.d.next = false;
         }

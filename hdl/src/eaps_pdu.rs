@@ -8,7 +8,10 @@
 //! EAPS version 1 and a good EDP checksum (the one's-complement sum of bytes 26..106 is
 //! 0xffff). It takes a byte every clock (no back-pressure: `ready` is always high) and holds
 //! the last good PDU for its owner until `take`; a good PDU arriving while one is held is
-//! dropped and counted (`overruns`), as is every bad frame (`rejected`).
+//! dropped and counted (`overruns`), as is every bad frame (`rejected`). A rejected frame that
+//! is still another EDP frame (docs/eaps.md §11: 26 bytes or more, destination, tag and
+//! LLC/SNAP header up to the OUI as a PDU's) is held too, with `other` high and only its tag's
+//! VID, so that the node can pass it on (the reference's `other_edp_vlan`).
 //!
 //! [`EapsTx`] emits the 106 bytes of §1 from its fields (the machine MAC is the system MAC,
 //! the tag's VID the control VLAN, DEI 0, reserved bytes 0). It first runs through the bytes
@@ -81,8 +84,10 @@ pub struct EapsRx {
     pub pdu: EapsPduSource,
     /// The held PDU's tag VID.
     pub vid: Signal<Out, Bits<12>>,
-    /// A PDU is held.
+    /// A PDU is held (or another EDP frame, with `other`).
     pub full: Signal<Out, Bit>,
+    /// What is held is another EDP frame, not an EAPS PDU: only `vid` is meaningful.
+    pub other: Signal<Out, Bit>,
     /// Release the held PDU (one clock).
     pub take: Signal<In, Bit>,
     /// Frames rejected (not an EAPS PDU, or damaged).
@@ -91,6 +96,8 @@ pub struct EapsRx {
     pub overruns: Signal<Out, Bits<16>>,
     count: DFF<Bits<11>>,
     bad: DFF<Bit>,
+    hdr_bad: DFF<Bit>,
+    m_other: DFF<Bit>,
     hi: DFF<Bits<8>>,
     sum: DFF<Bits<16>>,
     full_q: DFF<Bit>,
@@ -133,6 +140,8 @@ impl Logic for EapsRx {
             clock,
             count,
             bad,
+            hdr_bad,
+            m_other,
             hi,
             sum,
             full_q,
@@ -174,6 +183,7 @@ impl Logic for EapsRx {
         self.pdu.hello_seq.next = self.m_hello_seq.q.val();
         self.vid.next = self.m_vid.q.val();
         self.full.next = self.full_q.q.val();
+        self.other.next = self.m_other.q.val();
         self.rejected.next = self.rejected_q.q.val();
         self.overruns.next = self.overruns_q.q.val();
         if self.take.val() {
@@ -276,6 +286,9 @@ impl Logic for EapsRx {
             self.sum.d.next = self.sum_next.val();
             self.count.d.next = self.count_next.val();
             self.bad.d.next = self.bad.q.val() | !self.byte_ok.val();
+            if self.count.q.val() < 24 {
+                self.hdr_bad.d.next = self.hdr_bad.q.val() | !self.byte_ok.val();
+            }
             if (self.count.q.val() >= 6) & (self.count.q.val() < 12) {
                 self.w_src.d.next = (self.w_src.q.val() << 8) | bit_cast::<48, 8>(self.rx.data.val());
             }
@@ -312,6 +325,7 @@ impl Logic for EapsRx {
             if self.rx.last.val() {
                 self.count.d.next = 0.into();
                 self.bad.d.next = false;
+                self.hdr_bad.d.next = false;
                 self.sum.d.next = 0.into();
                 if !self.bad.q.val()
                     & self.byte_ok.val()
@@ -323,6 +337,7 @@ impl Logic for EapsRx {
                         self.overruns_q.d.next = self.overruns_q.q.val() + 1;
                     } else {
                         self.full_q.d.next = true;
+                        self.m_other.d.next = false;
                         self.m_src.d.next = self.w_src.q.val();
                         self.m_pcp.d.next = self.w_tci.q.val().get_bits::<3>(13);
                         self.m_vid.d.next = self.w_tci.q.val().get_bits::<12>(0);
@@ -337,6 +352,17 @@ impl Logic for EapsRx {
                     }
                 } else {
                     self.rejected_q.d.next = self.rejected_q.q.val() + 1;
+                    // Another EDP frame (the header to the OUI intact, 26 bytes or more): held
+                    // for the node to pass on, or counted as an overrun like a PDU.
+                    if !self.hdr_bad.q.val() & (self.count_next.val() >= 26) {
+                        if self.full_q.q.val() & !self.take.val() {
+                            self.overruns_q.d.next = self.overruns_q.q.val() + 1;
+                        } else {
+                            self.full_q.d.next = true;
+                            self.m_other.d.next = true;
+                            self.m_vid.d.next = self.w_tci.q.val().get_bits::<12>(0);
+                        }
+                    }
                 }
             }
         }

@@ -9,12 +9,15 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spotagg_driver::wire::eaps::{emit_frame, parse_frame, EapsRepr, EapsState, EapsType};
+use spotagg_driver::wire::esl::{self, EslRepr, EslRole, EslState};
 use spotagg_driver::wire::MacAddr;
 use spotagg_hdl::eaps_pdu::{EapsRx, EapsTx};
 use spotagg_hdl::rust_hdl::prelude::*;
 use spotagg_sim::eaps::hdl_node::HdlEapsNode;
 use spotagg_sim::eaps::ring::{LogKind, Ring, RingConfig, RingDomain, MS, US};
-use spotagg_sim::eaps::{Action, Alert, Cause, DomainConfig, EapsEngine, EapsNode, FailAction, Nanos, Role, State};
+use spotagg_sim::eaps::{
+    other_edp_vlan, Action, Alert, Cause, DomainConfig, EapsEngine, EapsNode, FailAction, Nanos, Role, State,
+};
 use std::collections::BTreeMap;
 
 fn settle<B: Block>(b: &mut B) {
@@ -98,8 +101,17 @@ fn emitter_matches_emit_frame() {
     }
 }
 
+/// What a receiver holds after a frame.
+#[derive(Debug, PartialEq, Eq)]
+enum Held {
+    /// A PDU: tag VID, source, priority, fields.
+    Pdu(u16, MacAddr, u8, EapsRepr),
+    /// Another EDP frame: its tag's VID.
+    OtherEdp(u16),
+}
+
 /// Feeds `frame` to a receiver; returns what it holds after (and takes it).
-fn receive(rx: &mut EapsRx, frame: &[u8]) -> Option<(u16, MacAddr, u8, EapsRepr)> {
+fn receive(rx: &mut EapsRx, frame: &[u8]) -> Option<Held> {
     for (i, &b) in frame.iter().enumerate() {
         rx.rx.valid.next = true;
         rx.rx.data.next = u64::from(b).into();
@@ -111,8 +123,15 @@ fn receive(rx: &mut EapsRx, frame: &[u8]) -> Option<(u16, MacAddr, u8, EapsRepr)
     if !rx.full.val() {
         return None;
     }
+    if rx.other.val() {
+        let vid = rx.vid.val().to_u32() as u16;
+        rx.take.next = true;
+        edge(rx, |r| &mut r.clock);
+        rx.take.next = false;
+        return Some(Held::OtherEdp(vid));
+    }
     let p = &rx.pdu;
-    let got = (
+    let got = Held::Pdu(
         rx.vid.val().to_u32() as u16,
         MacAddr::from_bytes(&p.src.val().to_u64().to_be_bytes()[2..]),
         p.pcp.val().to_u8(),
@@ -138,7 +157,7 @@ fn receiver_accepts_what_parse_frame_accepts() {
     let mut rng = ChaCha8Rng::seed_from_u64(18);
     let mut rx = EapsRx::default();
     rx.connect_all();
-    let (mut good, mut bad) = (0, 0);
+    let (mut good, mut bad, mut other) = (0, 0, 0);
     for case in 0..300 {
         let r = random_repr(&mut rng);
         let src = MacAddr::from_bytes(&rng.gen::<[u8; 6]>());
@@ -170,16 +189,25 @@ fn receiver_accepts_what_parse_frame_accepts() {
                 f[i] = rng.gen();
             }
         }
-        let want = parse_frame(&f).ok().map(|(vid, src, repr)| (vid, src, f[14] >> 5, repr));
+        let want = match parse_frame(&f) {
+            Ok((vid, src, repr)) => Some(Held::Pdu(vid, src, f[14] >> 5, repr)),
+            Err(_) => other_edp_vlan(&f).map(Held::OtherEdp),
+        };
         let got = receive(&mut rx, &f);
         assert_eq!(got, want, "case {case}: {:02x?}", f);
-        if want.is_some() {
-            good += 1;
-        } else {
-            bad += 1;
+        match want {
+            Some(Held::Pdu(..)) => good += 1,
+            Some(Held::OtherEdp(_)) => {
+                bad += 1;
+                other += 1;
+            }
+            None => bad += 1,
         }
     }
-    assert!(good > 100 && bad > 100, "{good} good, {bad} bad frames: the cases do not cover both");
+    assert!(
+        good > 100 && bad > 100 && other > 30 && bad - other > 30,
+        "{good} good, {bad} bad frames ({other} other EDP frames): the cases do not cover all kinds"
+    );
     assert_eq!(rx.rejected.val().to_u32(), bad);
 }
 
@@ -237,6 +265,18 @@ fn peer_pdu(rng: &mut ChaCha8Rng, me: MacAddr, vlans: &[u16]) -> Vec<u8> {
     }
     let mut f = emit_frame(&r, MacAddr([2, 0, 0, 0, 0, rng.gen()]), 7);
     if rng.gen_bool(0.05) {
+        // Another EDP frame: an ESL segment health PDU (docs/eaps.md §11), passed on unchanged.
+        let esl = EslRepr {
+            edp_sequence: rng.gen(),
+            control_vlan: r.control_vlan,
+            system_mac: r.system_mac,
+            state: EslState::from(rng.gen_range(1..4)),
+            role: EslRole::from(rng.gen_range(1..3)),
+            link_id: rng.gen(),
+            failed_link: rng.gen(),
+        };
+        f = esl::emit_frame(&esl, MacAddr([2, 0, 0, 0, 0, rng.gen()]), rng.gen_range(0..8));
+    } else if rng.gen_bool(0.05) {
         // Tag VID and control VLAN field disagree.
         f[15] ^= 1;
         f[30..32].copy_from_slice(&[0, 0]);
@@ -256,7 +296,11 @@ fn record(a: &[Action], seen: &mut BTreeMap<String, usize>) {
             Action::Alert { alert: Alert::SecondMaster(_), .. } => "second master".into(),
             Action::Alert { .. } => "fail timer alert".into(),
             Action::FlushFdb { .. } => "flush".into(),
-            Action::Send { frame, .. } => format!("send {:?}", parse_frame(frame).unwrap().2.eaps_type),
+            Action::Send { frame, .. } => match parse_frame(frame) {
+                Ok((_, _, pdu)) => format!("send {:?}", pdu.eaps_type),
+                Err(_) if esl::parse_frame(frame).is_ok() => "pass ESL".into(),
+                Err(_) => "pass other EDP".into(),
+            },
             Action::PortState { .. } => continue,
         };
         *seen.entry(key).or_default() += 1;
@@ -362,6 +406,8 @@ fn random_events_vs_reference<H: EapsEngine>(seeds: u64, make: impl Fn(MacAddr, 
         "send RingUpFlushFdb",
         "send RingDownFlushFdb",
         "send LinkDown",
+        "pass ESL",
+        "pass other EDP",
     ] {
         assert!(seen.contains_key(key), "no {key} in the random events: {seen:?}");
     }

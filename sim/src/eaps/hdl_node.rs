@@ -7,8 +7,9 @@
 //! of `enable`) and clocks the node until it is idle, with `now` held: the node's processing
 //! takes no virtual time, as the reference's does not, so both see every event at the same
 //! instant. What the node does on the way is read from its pins and turned into [`Action`]s:
-//! its transmit streams (frames), `forwarding` (port states), `flush`, `alert`, and the status
-//! words (state, cause, timers). [`NodePins`] is that pin access; [`RustHdlPins`] implements it
+//! its transmit streams (frames), `pass` (the frame just received, sent unchanged out of the
+//! other port, as the board's bridge would), `forwarding` (port states), `flush`, `alert`, and
+//! the status words (state, cause, timers). [`NodePins`] is that pin access; [`RustHdlPins`] implements it
 //! over rust-hdl's simulation, [`VerilatorPins`] over a Verilator model of the block's
 //! generated Verilog.
 
@@ -36,6 +37,8 @@ pub struct NodeOutputs {
     pub flush: u16,
     /// Alert pulse, second master (else fail timer), domain, MAC.
     pub alert: Option<(bool, usize, u64)>,
+    /// Pass bits (p: the frame that last ended on port p goes out of the other port).
+    pub pass: u8,
     /// Idle.
     pub idle: bool,
 }
@@ -143,6 +146,7 @@ impl NodePins for RustHdlPins {
                 .alert
                 .val()
                 .then(|| (u.alert_second_master.val(), u.alert_domain.val().index(), u.alert_mac.val().to_u64())),
+            pass: u.pass.val().to_u8(),
             idle: u.idle.val(),
         }
     }
@@ -255,6 +259,8 @@ pub struct HdlEapsNode<P: NodePins = RustHdlPins> {
     now: Nanos,
     view: Vec<DomainView>,
     tx: [Vec<u8>; 2],
+    /// The frame last received on each port: what the board's bridge holds for `pass`.
+    rx: [Vec<u8>; 2],
     /// Clocks run so far.
     pub cycles: u64,
 }
@@ -280,8 +286,17 @@ impl<P: NodePins> HdlEapsNode<P> {
             DomainView { state: Some(State::Idle), forwarding: [true, true], ..Default::default() };
             domains.len()
         ];
-        let mut n =
-            HdlEapsNode { pins, mac, cfgs: domains, link: link_up, now: 0, view, tx: Default::default(), cycles: 0 };
+        let mut n = HdlEapsNode {
+            pins,
+            mac,
+            cfgs: domains,
+            link: link_up,
+            now: 0,
+            view,
+            tx: Default::default(),
+            rx: Default::default(),
+            cycles: 0,
+        };
         // Let the link inputs register before anything happens.
         let mut out = Vec::new();
         n.run(&mut out);
@@ -308,6 +323,12 @@ impl<P: NodePins> HdlEapsNode<P> {
                 if last {
                     out.push(Action::Send { port: p, frame: std::mem::take(&mut self.tx[p]) });
                 }
+            }
+        }
+        // Another EDP frame passed on: the bridge sends the received bytes out of the other port.
+        for p in 0..2 {
+            if o.pass & (1 << p) != 0 {
+                out.push(Action::Send { port: 1 - p, frame: self.rx[p].clone() });
             }
         }
         for d in 0..self.cfgs.len() {
@@ -444,6 +465,7 @@ impl<P: NodePins> EapsEngine for HdlEapsNode<P> {
     }
     fn handle_frame(&mut self, now: Nanos, port: Port, frame: &[u8]) -> Result<Vec<Action>, FrameError> {
         self.at(now);
+        self.rx[port] = frame.to_vec();
         let mut out = Vec::new();
         for (i, &b) in frame.iter().enumerate() {
             self.pins.set_rx(port, true, b, i + 1 == frame.len());
@@ -475,6 +497,7 @@ struct VPins {
     forwarding: u32,
     flush: u32,
     alert: [u32; 4],
+    pass: u32,
     idle: u32,
     status_address: u32,
     status_data: u32,
@@ -525,6 +548,7 @@ impl VerilatorPins {
             forwarding: id("forwarding"),
             flush: id("flush"),
             alert: [id("alert"), id("alert_second_master"), id("alert_domain"), id("alert_mac")],
+            pass: id("pass"),
             idle: id("idle"),
             status_address: id("status_address"),
             status_data: id("status_data"),
@@ -591,6 +615,7 @@ impl NodePins for VerilatorPins {
             forwarding: g(&self.m, self.pins.forwarding) as u32,
             flush: g(&self.m, self.pins.flush) as u16,
             alert: (g(&self.m, a) != 0).then(|| (g(&self.m, sm) != 0, g(&self.m, dom) as usize, g(&self.m, mac))),
+            pass: g(&self.m, self.pins.pass) as u8,
             idle: g(&self.m, self.pins.idle) != 0,
         }
     }

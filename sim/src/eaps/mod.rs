@@ -478,15 +478,7 @@ impl EapsNode {
     /// this node's control VLANs: every node, master or transit, passes it to its other ring
     /// port, whatever the port states, as the control VLAN is never blocked.
     fn forward_other_edp(&mut self, port: Port, frame: &[u8]) -> Result<Vec<Action>, FrameError> {
-        let edp = frame.len() >= 26
-            && frame[..6] == spotagg_driver::wire::eaps::DESTINATION.0
-            && frame[12..14] == [0x81, 0x00]
-            && frame[18..21] == [0xaa, 0xaa, 0x03]
-            && frame[21..24] == spotagg_driver::wire::eaps::OUI;
-        if !edp {
-            return Err(FrameError::Wire(WireError::Unsupported));
-        }
-        let vid = u16::from_be_bytes([frame[14], frame[15]]) & 0x0fff;
+        let vid = other_edp_vlan(frame).ok_or(FrameError::Wire(WireError::Unsupported))?;
         let d = self.domains.iter().position(|d| d.cfg.control_vlan == vid).ok_or(FrameError::UnknownDomain(vid))?;
         let other = 1 - port;
         if self.domains[d].state == State::Idle || !self.link_up[other] {
@@ -636,6 +628,18 @@ impl EapsNode {
             out.push(Action::Transition { domain: d, from, to, cause });
         }
     }
+}
+
+/// The tag's VID if `frame` is an EDP frame as far as [`EapsNode`] looks before passing one on
+/// that is not an EAPS PDU (docs/eaps.md §11): 26 bytes or more, the EAPS destination, TPID
+/// 0x8100, LLC/SNAP AA-AA-03 and the Extreme OUI; nothing else is checked.
+pub fn other_edp_vlan(frame: &[u8]) -> Option<u16> {
+    let edp = frame.len() >= 26
+        && frame[..6] == spotagg_driver::wire::eaps::DESTINATION.0
+        && frame[12..14] == [0x81, 0x00]
+        && frame[18..21] == [0xaa, 0xaa, 0x03]
+        && frame[21..24] == spotagg_driver::wire::eaps::OUI;
+    edp.then(|| u16::from_be_bytes([frame[14], frame[15]]) & 0x0fff)
 }
 
 /// The frame a transit forwards for a received PDU: the PDU emitted again from its fields
