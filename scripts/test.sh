@@ -47,7 +47,7 @@ stage "fast tier: cargo test --workspace"
 cargo test --workspace --locked "$@"
 
 stage "host crates without rust-hdl: cargo test -p spotagg-sim --no-default-features"
-cargo test --locked -p spotagg-sim --no-default-features --lib --test udp_switch_ports "$@"
+cargo test --locked -p spotagg-sim --no-default-features --lib --test udp_switch_ports --test failover "$@"
 
 stage "python tier: scripts/test-python.sh (torch, maturin, the spotagg package, pytest)"
 scripts/test-python.sh
