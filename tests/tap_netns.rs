@@ -157,7 +157,22 @@ fn through_tap(engine_args: &[&str], engine: &str, tag: &str, what: &str, vlan: 
         None => tap.clone(),
         Some(v) => {
             let dev = format!("{tap}.{v}");
-            ns.run(&["ip", "link", "add", "link", &tap, "name", &dev, "type", "vlan", "id", &v.to_string()]);
+            let out = ns
+                .cmd(&["ip", "link", "add", "link", &tap, "name", &dev, "type", "vlan", "id", &v.to_string()])
+                .output()
+                .expect("cannot run `ip`");
+            let why = format!(
+                "the kernel has no 802.1Q VLAN devices (`ip link add ... type vlan`: {}); build it with \
+                 CONFIG_VLAN_8021Q or `modprobe 8021q`",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            if !spotagg_testkit::require(
+                "a VLAN device on the TAP",
+                if out.status.success() { Ok(()) } else { Err(why) },
+                "SPOTAGG_SKIP_VLAN",
+            ) {
+                return;
+            }
             ns.run(&["ip", "link", "set", "dev", &dev, "up"]);
             dev
         }
