@@ -320,7 +320,9 @@ fn junk_from_members_other_ports_and_outsiders_does_not_stop_a_session() {
     let v: serde_json::Value = serde_json::from_str(out.last().unwrap()).unwrap();
     let c = &v["counters"];
     let drops = c["drops"].as_array().unwrap();
-    let (wrong_port, unknown) = (drops[13].as_u64().unwrap(), drops[9].as_u64().unwrap());
+    let at = |r: spotagg_driver::DropReason| drops[r.index()].as_u64().unwrap();
+    let (wrong_port, unknown) =
+        (at(spotagg_driver::DropReason::WrongSrcPort), at(spotagg_driver::DropReason::UnknownSource));
     println!("switch: wrong_src_port {wrong_port}, unknown_source {unknown}, sessions {}", v["udp"]["sessions"]);
     assert!(wrong_port > 4000 && unknown > 4000, "{c}");
     assert_eq!(v["udp"]["sessions"], 1);
