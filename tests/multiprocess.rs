@@ -32,8 +32,13 @@ fn free_worker_port(ips: &[Ipv4Addr]) -> u16 {
         .expect("no SwitchML port free on 127.0.0.10..13")
 }
 
+/// One test at a time: each probes for a worker port free on the shared loopback addresses,
+/// and two tests probing at once could pick the same port.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn switch_and_four_worker_processes_with_loss() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let ips: Vec<Ipv4Addr> = (10..14).map(|d| Ipv4Addr::new(127, 0, 0, d)).collect();
     let port = free_worker_port(&ips);
     let mut toml = format!(
@@ -218,6 +223,7 @@ fn read(f: &tempfile::NamedTempFile) -> String {
 
 #[test]
 fn two_sessions_back_to_back_on_one_running_switch() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let port = free_worker_port(&worker_ips());
     let cfg = job_file(port, "");
     let cfg_path = cfg.path().to_str().unwrap().to_string();
@@ -239,6 +245,7 @@ fn two_sessions_back_to_back_on_one_running_switch() {
 
 #[test]
 fn the_standby_takes_over_when_the_primary_is_killed_mid_operation() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let port = free_worker_port(&worker_ips());
     let cfg = job_file(port, "");
     let cfg_path = cfg.path().to_str().unwrap().to_string();
@@ -278,6 +285,7 @@ fn the_standby_takes_over_when_the_primary_is_killed_mid_operation() {
 
 #[test]
 fn junk_from_members_other_ports_and_outsiders_does_not_stop_a_session() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let port = free_worker_port(&worker_ips());
     let cfg = job_file(port, "");
     let cfg_path = cfg.path().to_str().unwrap().to_string();

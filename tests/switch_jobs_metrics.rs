@@ -102,10 +102,11 @@ fn two_jobs_on_one_switch_process_with_metrics() {
     let mut text = String::new();
     c.read_to_string(&mut text).unwrap();
     assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
-    // f32: each worker sends its chunks plus one priming packet for each of the 8 slots.
+    // f32: each worker sends its chunks plus one priming packet for each of the 8 slots, and its
+    // session join (docs/switch.md §2.1).
     let want = [
-        format!("spotagg_switch_contributions_total{{job=\"0\"}} {}", 2 * (20000usize.div_ceil(64) + 8)),
-        format!("spotagg_switch_contributions_total{{job=\"1\"}} {}", 2 * (20000usize.div_ceil(256) + 8)),
+        format!("spotagg_switch_contributions_total{{job=\"0\"}} {}", 2 * (20000usize.div_ceil(64) + 8 + 1)),
+        format!("spotagg_switch_contributions_total{{job=\"1\"}} {}", 2 * (20000usize.div_ceil(256) + 8 + 1)),
         "# TYPE spotagg_switch_straggler_rounds_last_total counter".to_string(),
         "spotagg_switch_unknown_source_job_total 0".to_string(),
     ];

@@ -303,7 +303,8 @@ fn expected_ports(job: &JobConfig, dst: &[u8]) -> Vec<usize> {
 fn split_by_port(job: &JobConfig, trace: &[Vec<u8>]) -> [Vec<Vec<u8>>; 2] {
     let mut frames: [Vec<Vec<u8>>; 2] = [vec![], vec![]];
     for f in trace {
-        let p = port_of(job, &f[6..12]).unwrap_or((f[11] & 1) as usize);
+        // A frame too short for a source MAC (a truncated one) comes in on port 0.
+        let p = if f.len() < 12 { 0 } else { port_of(job, &f[6..12]).unwrap_or((f[11] & 1) as usize) };
         frames[p].push(padded(f));
     }
     frames

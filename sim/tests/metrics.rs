@@ -128,7 +128,8 @@ fn the_exposition_parses_and_names_the_slowed_worker() {
     let (head, body) = scrape(http_addr, "/metrics");
     assert!(head.starts_with("HTTP/1.1 200 OK") && head.contains("text/plain; version=0.0.4"), "{head}");
     let s = parse(&body);
-    assert_eq!(value(&s, "spotagg_switch_contributions_total", None), (n * len / 64) as f64);
+    // Each worker's session join counts as a contribution (docs/switch.md §2.1).
+    assert_eq!(value(&s, "spotagg_switch_contributions_total", None), (n * len / 64 + n) as f64);
     assert_eq!(value(&s, "spotagg_switch_dropped_total", Some(("reason", "bad_slot"))), 0.0);
     assert_eq!(s.docs.get("spotagg_switch_frames_in_total").map(String::as_str), Some("Frames received."));
     let last: Vec<f64> = (0..n)

@@ -132,11 +132,15 @@ fn tagged_job_matches_the_reference() {
     for (width, seed) in [(1, 41u64), (4, 42), (8, 43)] {
         let spec = TraceSpec::new(3, PayloadSize::B256, 3, 4, seed).troubled(0.2).tagged(vlan);
         let c = run(&spec, width, &format!("tagged width {width}"));
-        assert!(c.contributions > 0 && c.results_multicast > 0 && c.arp_replies + c.icmp_replies > 0, "{c:?}");
+        assert!(c.contributions > 0 && c.results_multicast > 0, "{c:?}");
         let job = spec.job();
         let frames: Vec<Vec<u8>> = trace::malformed_frames(&job, seed).into_iter().map(|(_, f)| f).collect();
         let c = compare(&job, &frames, width, &format!("tagged malformed width {width}"));
-        assert!(DropReason::ALL.iter().all(|&r| c.dropped(r) > 0), "every reason, wrong_vlan included: {c:?}");
+        let reasons = DropReason::ALL.into_iter().filter(|&r| r != DropReason::StaleSession);
+        assert!(
+            reasons.clone().all(|r| c.dropped(r) > 0),
+            "every reason but stale_session (session state), wrong_vlan included: {c:?}"
+        );
     }
 }
 

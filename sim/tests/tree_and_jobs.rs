@@ -124,6 +124,8 @@ fn two_jobs() -> (JobConfig, JobConfig, MultiSwitch) {
     let a = JobConfig::example(2, PayloadSize::B256, 4);
     let mut b = JobConfig::example(3, PayloadSize::B256, 8);
     b.job_number = 5;
+    // A host in two jobs sends each job's frames from that job's port (docs/switch.md §8).
+    b.worker_port = a.worker_port + 1;
     // Job b's rank 0 is also job a's rank 1 (one host in two jobs); its other ranks are its own.
     b.workers[0] = a.workers[1];
     b.workers[1].ip = Ipv4Addr::new(192, 0, 2, 50);
@@ -157,9 +159,11 @@ fn jobs_on_one_switch_are_isolated_and_unknown_pairs_are_counted() {
     let bad = frame(&a, worker(&a, 0), &message(0, 9, 6, 0, (0, 0), &[1; 64]));
     assert!(run(&mut sw, &bad).is_empty());
     assert!(run(&mut sw, &frame(&b, worker(&b, 1), &message(5, 9, 6, 0, (0, 0), &[1; 64]))).is_empty());
-    // Unknown pairs: job a's rank 0 with job b's number; a stranger with job a's number.
+    // Unknown pairs: job a's rank 0 from job b's port (it is not in job b); a stranger from
+    // job a's port. The job_number picks no job (docs/switch.md §8).
     let before = (sw.job(0).counters(), sw.job(1).counters());
-    assert!(run(&mut sw, &frame(&a, worker(&a, 0), &message(5, 9, 1, 1, (0, 0), &[1; 64]))).is_empty());
+    let (ip0, mac0, _) = worker(&a, 0);
+    assert!(run(&mut sw, &frame(&a, (ip0, mac0, b.worker_port), &message(0, 9, 1, 1, (0, 0), &[1; 64]))).is_empty());
     let stranger = (Ipv4Addr::new(192, 0, 2, 99), MacAddr([2, 0, 0, 0, 0, 99]), 0xbee0);
     assert!(run(&mut sw, &frame(&a, stranger, &message(0, 9, 1, 1, (0, 0), &[1; 64]))).is_empty());
     assert_eq!((sw.job(0).counters(), sw.job(1).counters()), before);
@@ -192,11 +196,11 @@ fn bad_job_layouts_are_refused_with_the_reason() {
     let e = MultiSwitch::new(vec![JobPlacement { job: b.clone(), slot_base: 8 }], 12).unwrap_err();
     assert!(e.0.contains("8..16") && e.0.contains("12 slots"), "{e}");
     let mut b0 = b.clone();
-    b0.job_number = 0;
+    b0.worker_port = a.worker_port;
     let e = MultiSwitch::new(
         vec![JobPlacement { job: a.clone(), slot_base: 0 }, JobPlacement { job: b0, slot_base: 4 }],
         12,
     )
     .unwrap_err();
-    assert!(e.0.contains("job_number 0") && e.0.contains("192.0.2.11"), "{e}");
+    assert!(e.0.contains("worker_port 48864") && e.0.contains("192.0.2.11"), "{e}");
 }

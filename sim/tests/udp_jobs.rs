@@ -94,8 +94,9 @@ fn two_jobs_from_toml_run_at_once_isolated() {
     let multi = sw.join().unwrap();
     assert_eq!(multi.unknown_source_job(), 2);
     let (c0, c1) = (multi.job(0).counters(), multi.job(1).counters());
-    assert_eq!(c0.contributions, 2 * len.div_ceil(64) as u64);
-    assert_eq!(c1.contributions, 3 * len.div_ceil(256) as u64);
+    // Each worker's session join counts as a contribution (docs/switch.md §2.1).
+    assert_eq!(c0.contributions, 2 * len.div_ceil(64) as u64 + 2);
+    assert_eq!(c1.contributions, 3 * len.div_ceil(256) as u64 + 3);
     assert_eq!((c0.dropped_total(), c1.dropped_total()), (0, 0));
     assert_eq!(multi.counters().frames_in, c0.frames_in + c1.frames_in + 2);
 }
