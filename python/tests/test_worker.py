@@ -28,7 +28,8 @@ def test_int32_sum_is_exact_with_wraparound(n):
     for r in range(n):
         np.testing.assert_array_equal(data[r], expected.astype(np.int32))
         assert stats[r].elements == 5000 and stats[r].chunks == 20 and stats[r].packets >= 20
-    assert counters["contributions"] == 20 * n
+    # 20 packets a worker, plus its session join (docs/switch.md §2.1: joins count as contributions)
+    assert counters["contributions"] == 20 * n + n
 
 
 def test_float32_within_the_fixed_point_bound():
@@ -196,7 +197,8 @@ def test_counters_and_context_manager():
         assert sw.address.startswith("127.0.0.1:") and not sw.closed
         spotagg.Worker(job, 0, sw.address).allreduce(np.ones(512, np.int32))
         c = sw.counters()
-        assert c["contributions"] == 2 and c["results_multicast"] == 2
+        # 2 packets and the session join; the join's reply (the session opening) is a multicast too
+        assert c["contributions"] == 3 and c["results_multicast"] == 3
     assert sw.closed
     assert sw.counters()["datagrams_in"] >= 2
 
