@@ -66,13 +66,17 @@ fn two_leaves_and_a_root_are_exact_under_loss() {
             j
         })
         .collect();
+    // The leaves are the root's workers: they send from one port, the root job's worker_port
+    // (docs/switch.md §1 7.5).
+    let leaf_port = free_port(&leaf_ip);
+    root.worker_port = leaf_port;
     let stop = Arc::new(AtomicBool::new(false));
     let opts =
         ServeOptions { loss: 0.01, seed: 7, exit_after_idle: Some(Duration::from_secs(30)), ..ServeOptions::default() };
     let mut switches = Vec::new();
     let mut leaf_addrs = Vec::new();
     for (i, (job, sock)) in std::iter::once((root.clone(), root_sock))
-        .chain(leaves.iter().map(|j| (j.clone(), UdpSocket::bind((j.switch_ip, 0)).unwrap())))
+        .chain(leaves.iter().map(|j| (j.clone(), UdpSocket::bind((j.switch_ip, leaf_port)).unwrap())))
         .enumerate()
     {
         if i > 0 {
