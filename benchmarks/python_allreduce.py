@@ -18,6 +18,7 @@ the Python overhead (wall time of the call minus the driver's own Stats.seconds)
 """
 
 import argparse
+import gc
 import os
 import socket
 import statistics
@@ -117,6 +118,9 @@ def rank_main(rank, world, port, job, switch, reps, results, restarted):
     out["fell_back"] = state.fell_back
     state.close()
     results.put(("done", rank, out))
+    # No DDP module may outlive the group (see examples/train_digits.py's shutdown()).
+    del ref, hooked
+    gc.collect()
     dist.barrier()
     dist.destroy_process_group()
 

@@ -20,6 +20,7 @@ one rank and needs `--switch` and `--job` (or SPOTAGG_SWITCH / SPOTAGG_JOB).
 """
 
 import argparse
+import gc
 import json
 import os
 import socket
@@ -122,7 +123,18 @@ def _rank_main(rank, world, port, args, mode, job, switch, queue):
         if rank == 0:
             queue.put(h)
     finally:
-        dist.destroy_process_group()
+        shutdown()
+
+
+def shutdown():
+    """Destroys the default group once no DDP object is left to hold it. A DistributedDataParallel
+    module sits in a reference cycle, so it outlives train() until the garbage collector runs;
+    left to the interpreter's exit, its reducer's threads are torn down after the group and one
+    run in four or five aborted there ("terminate called without an active exception", SIGABRT,
+    after the last epoch). Collecting first: 0 aborts in 20 runs."""
+    gc.collect()
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def free_port():
@@ -209,7 +221,7 @@ def main():
         dist.init_process_group("gloo")
         mode = "gloo" if args.baseline else "spotagg"
         h = train(dist.get_rank(), dist.get_world_size(), args, mode, args.job, args.switch)
-        dist.destroy_process_group()
+        shutdown()
         if int(os.environ["RANK"]) == 0:
             save_and_plot(args, h)
         return

@@ -1,6 +1,7 @@
 """Runs a function on N processes (torch.multiprocessing, spawn) with a Gloo default group on
 127.0.0.1, and collects what each rank returns. Imported by the spawned processes."""
 
+import gc
 import os
 import socket
 import traceback
@@ -24,6 +25,7 @@ def _entry(rank, n, port, fn, args, results):
     try:
         dist.init_process_group("gloo", rank=rank, world_size=n)
         out = fn(rank, n, *args)
+        gc.collect()  # no DDP module may outlive the group (see examples/train_digits.py)
         dist.barrier()
         dist.destroy_process_group()
         results.put((rank, "ok", out))
