@@ -954,17 +954,16 @@ VALID_FLAVORS = [
 # --------------------------------------------------------------------------------------------
 # scenarios
 
-def sc_malformed(rng):
-    job = Job(3, 256, 4)
-    tr = Trace(job)
-    cat = bad_catalogue(job)
-    rng.shuffle(cat)
-    # first frames: the most extreme ones, before any state exists
+def catalogue_rounds(job, tr, rng, cat, tsi, job_number, scrub, add_valid, after_round):
+    """Rounds of contributions, each in the next of VALID_FLAVORS, until every frame of `cat` is
+    sent (and at least 8 rounds and every flavour). Before each contribution, 1-3 frames of the
+    catalogue, mutated from it (garbage values) or from an already sent contribution of this
+    round or the previous one (would be a duplicate / retransmission trigger if wrongly
+    accepted); `scrub(t)` cleans such a copy first. `add_valid(f, label, rnd, first)` adds the
+    contribution itself, `after_round(rnd, sent)` what follows a round."""
     flav_i = 0
     ci = 0
     rnd = 0
-    tsi = 0x100
-    other_mac = mac("02:00:5a:00:02:63")
     prev_round = None
     while ci < len(cat) or flav_i < len(VALID_FLAVORS) or rnd < 8:
         s, v = rnd % job.slots, (rnd // job.slots) & 1
@@ -974,14 +973,11 @@ def sc_malformed(rng):
         for r in order:
             vals = rand_values(rng, job.k, "mix")
             f = contrib_fields(job, r, s, v, vals, e0=rand_exp(rng), e1=rand_exp(rng), tsi=tsi,
-                               job_number=0x2A, dport=0xBEE0 + rng.randrange(16))
+                               job_number=job_number, dport=0xBEE0 + rng.randrange(16))
             tsi += 1
             label, fl = VALID_FLAVORS[flav_i % len(VALID_FLAVORS)]
             flav_i += 1
             f.update(fl(job, f, rng))
-            # 1-3 bad frames before this contribution, mutated from it (garbage values) or from
-            # an already sent contribution of this round or the previous one (would be a
-            # duplicate / retransmission trigger if wrongly accepted)
             for _ in range(rng.randint(1, 3)):
                 if ci >= len(cat):
                     break
@@ -990,13 +986,32 @@ def sc_malformed(rng):
                 t["values"] = rand_values(rng, job.k, "full")
                 t["e0"], t["e1"] = 127, 127
                 t["pad"] = b""
-                if t.get("csum") == 0xFFFF:
-                    t["csum"] = None
+                scrub(t)
                 blabel, expect, fn = cat[ci]
                 ci += 1
                 tr.add(fn(t, rng), blabel, expect)
-            tr.add(build_contrib(f), "valid: " + label, "contribution")
+            add_valid(f, label, rnd, not sent)
             sent.append(f)
+        after_round(rnd, sent)
+        prev_round = sent
+        rnd += 1
+
+
+def sc_malformed(rng):
+    job = Job(3, 256, 4)
+    tr = Trace(job)
+    cat = bad_catalogue(job)
+    rng.shuffle(cat)
+    other_mac = mac("02:00:5a:00:02:63")
+
+    def scrub(t):
+        if t.get("csum") == 0xFFFF:
+            t["csum"] = None
+
+    def add_valid(f, label, rnd, first):
+        tr.add(build_contrib(f), "valid: " + label, "contribution")
+
+    def after_round(rnd, sent):
         # a retransmission of the completed round now and then
         if rnd % 3 == 2:
             tr.add(build_contrib(sent[0]), "retransmission to a complete round", "duplicate")
@@ -1005,8 +1020,8 @@ def sc_malformed(rng):
             tr.add(arp_frame(BCAST, other_mac, spa=ipa("192.0.2.99"), tpa=job.si), "valid ARP", "arp")
         if rnd == 5:
             tr.add(icmp_echo_frame(job.sm, job.mac[1], job.ip[1], job.si, b"abc"), "valid ping", "icmp")
-        prev_round = sent
-        rnd += 1
+
+    catalogue_rounds(job, tr, rng, cat, 0x100, 0x2A, scrub, add_valid, after_round)
     return job, tr
 
 
@@ -1682,12 +1697,7 @@ def sc_vlan(rng):
         cat.append(("in the job's tag: " + label, expect, wrapped))
     rng.shuffle(cat)
     host_mac, host_ip = mac("02:00:5a:00:02:63"), ipa("192.0.2.99")
-    flav_i = 0
-    ci = 0
-    rnd = 0
-    tsi = 0x200
     pcp_i = 0
-    prev_round = None
 
     def next_tag():
         nonlocal pcp_i
@@ -1695,38 +1705,17 @@ def sc_vlan(rng):
         pcp_i += 1
         return t
 
-    while ci < len(cat) or flav_i < len(VALID_FLAVORS) or rnd < 8:
-        s, v = rnd % job.slots, (rnd // job.slots) & 1
-        order = list(range(job.n))
-        rng.shuffle(order)
-        sent = []
-        for r in order:
-            vals = rand_values(rng, job.k, "mix")
-            f = contrib_fields(job, r, s, v, vals, e0=rand_exp(rng), e1=rand_exp(rng), tsi=tsi,
-                               job_number=0x5A, dport=0xBEE0 + rng.randrange(16))
-            tsi += 1
-            label, fl = VALID_FLAVORS[flav_i % len(VALID_FLAVORS)]
-            flav_i += 1
-            f.update(fl(job, f, rng))
-            for _ in range(rng.randint(1, 3)):
-                if ci >= len(cat):
-                    break
-                pool = [f] * 3 + sent + (prev_round or [])
-                t = dict(rng.choice(pool))
-                t["values"] = rand_values(rng, job.k, "full")
-                t["e0"], t["e1"] = 127, 127
-                t["pad"] = b""
-                t["tag"] = None
-                blabel, expect, fn = cat[ci]
-                ci += 1
-                tr.add(fn(t, rng), blabel, expect)
-            f["tag"] = next_tag()
-            tr.add(build_contrib(f), "valid, tagged: " + label, "contribution")
-            sent.append(f)
-            if len(sent) == 1 and rnd % 4 == 0:
-                # a duplicate to the incomplete round, other PCP/DEI: silent
-                tr.add(build_contrib(dict(f, tag=next_tag())), "duplicate, round incomplete",
-                       "duplicate")
+    def scrub(t):
+        t["tag"] = None
+
+    def add_valid(f, label, rnd, first):
+        f["tag"] = next_tag()
+        tr.add(build_contrib(f), "valid, tagged: " + label, "contribution")
+        if first and rnd % 4 == 0:
+            # a duplicate to the incomplete round, other PCP/DEI: silent
+            tr.add(build_contrib(dict(f, tag=next_tag())), "duplicate, round incomplete", "duplicate")
+
+    def after_round(rnd, sent):
         # retransmissions to the complete round, with another PCP/DEI than the original
         if rnd % 2 == 1:
             tr.add(build_contrib(dict(sent[rnd % 3], tag=next_tag())),
@@ -1748,8 +1737,8 @@ def sc_vlan(rng):
                                    ident=rng.randrange(65536), seq=rnd,
                                    ip_ident=rng.randrange(65536), tos=rng.choice([0, 0xB8]),
                                    tag=next_tag(), pad=pad), "tagged echo request", "icmp")
-        prev_round = sent
-        rnd += 1
+
+    catalogue_rounds(job, tr, rng, cat, 0x200, 0x5A, scrub, add_valid, after_round)
     return job, tr
 
 
