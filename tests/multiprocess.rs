@@ -6,31 +6,13 @@
 //! Everything is killed on failure or after 60 s.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
-use std::process::{Child, Command, Stdio};
+use std::net::{Ipv4Addr, UdpSocket};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use spotagg_testkit::procs::{finish, free_worker_port, Procs};
+
 const BIN: &str = env!("CARGO_BIN_EXE_spotagg");
-
-/// Kills every process it holds when dropped (on a failed assertion too).
-struct Procs(Vec<Child>);
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// A SwitchML port free on every worker address (tests may run side by side).
-fn free_worker_port(ips: &[Ipv4Addr]) -> u16 {
-    (0xBEE0u16..=0xBEEF)
-        .rev()
-        .find(|&p| ips.iter().all(|ip| UdpSocket::bind(SocketAddrV4::new(*ip, p)).is_ok()))
-        .expect("no SwitchML port free on 127.0.0.10..13")
-}
 
 /// One test at a time: each probes for a worker port free on the shared loopback addresses,
 /// and two tests probing at once could pick the same port.
@@ -39,90 +21,16 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[test]
 fn switch_and_four_worker_processes_with_loss() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let ips: Vec<Ipv4Addr> = (10..14).map(|d| Ipv4Addr::new(127, 0, 0, d)).collect();
-    let port = free_worker_port(&ips);
-    let mut toml = format!(
-        "switch_mac = \"02:00:5a:00:00:01\"\nswitch_ip = \"192.0.2.1\"\npayload_bytes = 256\nslots = 16\nworker_port = {port}\ntimeout_ms = 10\nmax_retries = 16\n"
-    );
-    for (r, ip) in ips.iter().enumerate() {
-        toml += &format!("\n[[worker]]\nip = \"{ip}\"\nmac = \"02:00:5a:00:01:{r:02x}\"\n");
-    }
-    let mut cfg = tempfile::NamedTempFile::new().unwrap();
-    cfg.write_all(toml.as_bytes()).unwrap();
+    let port = free_worker_port(&worker_ips());
+    let cfg = job_file(port, "");
     let cfg_path = cfg.path().to_str().unwrap().to_string();
-
     let mut procs = Procs(Vec::new());
-    let mut switch = Command::new(BIN)
-        .args([
-            "switch",
-            "--config",
-            &cfg_path,
-            "--bind",
-            "127.0.0.1:0",
-            "--loss",
-            "0.01",
-            "--seed",
-            "7",
-            "--exit-after-idle",
-            "30",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(switch.stdout.take().unwrap()).lines();
-    procs.0.push(switch);
-    let first = lines.next().expect("the switch printed nothing").unwrap();
-    let addr = first
-        .split_whitespace()
-        .find(|w| w.starts_with("127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no address in {first:?}"))
-        .to_string();
-
-    for r in 0..4 {
-        let w = Command::new(BIN)
-            .args([
-                "worker",
-                "--config",
-                &cfg_path,
-                "--rank",
-                &r.to_string(),
-                "--switch",
-                &addr,
-                "--elements",
-                "50000",
-                "--seed",
-                "3",
-                "--verify",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        procs.0.push(w);
-    }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut pending: Vec<usize> = (1..=4).collect();
-    while !pending.is_empty() {
-        assert!(Instant::now() < deadline, "workers {pending:?} did not finish in 60 s");
-        pending.retain(|&i| procs.0[i].try_wait().unwrap().is_none());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let loss = ["--loss", "0.01", "--seed", "7"];
+    let (addr, _err, _out) = start_switch(&mut procs, &cfg_path, "127.0.0.1:0", &loss);
+    let idx = start_workers(&mut procs, &cfg_path, &[&addr], 50_000, 3);
     let mut retransmissions = 0;
-    for i in 1..=4 {
-        let c = &mut procs.0[i];
-        let status = c.wait().unwrap();
-        let mut out = String::new();
-        std::io::Read::read_to_string(c.stdout.as_mut().unwrap(), &mut out).unwrap();
-        let mut err = String::new();
-        std::io::Read::read_to_string(c.stderr.as_mut().unwrap(), &mut err).unwrap();
-        assert!(status.success(), "worker {}: {status}\nstdout: {out}\nstderr: {err}", i - 1);
-        let v: serde_json::Value =
-            serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("worker {}: {e}: {out:?}", i - 1));
-        assert_eq!(v["ok"], true, "{out}");
-        assert_eq!(v["rank"], i - 1);
-        assert_eq!(v["elements"], 50000);
-        assert!(v["max_error"].as_f64().unwrap() <= v["bound"].as_f64().unwrap(), "{out}");
+    for v in finish_workers(&mut procs, &idx, 50_000) {
+        assert!(v["max_error"].as_f64().unwrap() <= v["bound"].as_f64().unwrap(), "{v}");
         retransmissions += v["retransmissions"].as_u64().unwrap();
     }
     // 1 % loss each way over ~800 packets per worker: some packets must have been resent.
@@ -131,7 +39,7 @@ fn switch_and_four_worker_processes_with_loss() {
 
 /// A job for the four loopback workers on `port`, with `extra` lines.
 fn job_file(port: u16, extra: &str) -> tempfile::NamedTempFile {
-    let ips: Vec<Ipv4Addr> = (10..14).map(|d| Ipv4Addr::new(127, 0, 0, d)).collect();
+    let ips = worker_ips();
     let mut toml = format!(
         "switch_mac = \"02:00:5a:00:00:01\"\nswitch_ip = \"192.0.2.1\"\npayload_bytes = 256\nslots = 16\nworker_port = {port}\ntimeout_ms = 10\nmax_retries = 16\n{extra}"
     );
@@ -190,22 +98,11 @@ fn start_workers(procs: &mut Procs, cfg: &str, switches: &[&str], elements: usiz
 
 /// Waits for the workers (60 s at most); each must exit 0 with `"ok":true`. Their JSON lines.
 fn finish_workers(procs: &mut Procs, idx: &[usize], elements: usize) -> Vec<serde_json::Value> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut pending = idx.to_vec();
-    while !pending.is_empty() {
-        assert!(Instant::now() < deadline, "workers {pending:?} did not finish in 60 s");
-        pending.retain(|&i| procs.0[i].try_wait().unwrap().is_none());
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    idx.iter()
+    finish(&mut procs.0, idx, Duration::from_secs(60))
+        .into_iter()
         .enumerate()
-        .map(|(r, &i)| {
-            let c = &mut procs.0[i];
-            let status = c.wait().unwrap();
-            let mut out = String::new();
-            std::io::Read::read_to_string(c.stdout.as_mut().unwrap(), &mut out).unwrap();
-            let mut err = String::new();
-            std::io::Read::read_to_string(c.stderr.as_mut().unwrap(), &mut err).unwrap();
+        .map(|(r, f)| {
+            let (status, out, err) = (f.status, f.stdout, f.stderr);
             assert!(status.success(), "worker {r}: {status}\nstdout: {out}\nstderr: {err}");
             let v: serde_json::Value =
                 serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("worker {r}: {e}: {out:?}"));

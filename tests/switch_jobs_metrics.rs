@@ -4,29 +4,13 @@
 //! Prometheus parser in sim/tests/metrics.rs). Everything is killed on failure or after 60 s.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, SocketAddrV4, TcpStream, UdpSocket};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::net::{Ipv4Addr, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use spotagg_testkit::procs::{finish, free_worker_port, Procs};
 
 const BIN: &str = env!("CARGO_BIN_EXE_spotagg");
-
-struct Procs(Vec<Child>);
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn free_worker_port(ips: &[Ipv4Addr]) -> u16 {
-    (0xBEE0u16..=0xBEEF)
-        .rev()
-        .find(|&p| ips.iter().all(|ip| UdpSocket::bind(SocketAddrV4::new(*ip, p)).is_ok()))
-        .expect("no SwitchML port free on the workers' addresses")
-}
 
 #[test]
 fn two_jobs_on_one_switch_process_with_metrics() {
@@ -83,15 +67,9 @@ fn two_jobs_on_one_switch_process_with_metrics() {
             procs.0.push(w);
         }
     }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while procs.0[1..].iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
-        assert!(Instant::now() < deadline, "workers did not finish in 60 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    for (i, c) in procs.0[1..].iter_mut().enumerate() {
-        let status = c.wait().unwrap();
-        let mut out = String::new();
-        c.stdout.as_mut().unwrap().read_to_string(&mut out).unwrap();
+    let workers: Vec<usize> = (1..procs.0.len()).collect();
+    for (i, f) in finish(&mut procs.0, &workers, Duration::from_secs(60)).into_iter().enumerate() {
+        let (status, out) = (f.status, f.stdout);
         assert!(status.success() && out.contains("\"ok\":true"), "worker {i}: {status} {out}");
     }
     // The serve thread publishes every 200 ms.

@@ -10,6 +10,7 @@ use spotagg_driver::{JobConfig, Worker};
 use spotagg_sim::metrics_http::{serve_http, MetricsBoard};
 use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::udp_switch::{serve, ServeOptions};
+use spotagg_testkit::procs::free_udp_port;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,18 +31,6 @@ impl<T: Transport> Transport for Slow<T> {
     fn flush(&mut self) -> io::Result<()> {
         self.0.flush()
     }
-}
-
-/// A UDP port free on every one of `ips`.
-fn free_port(ips: &[Ipv4Addr]) -> u16 {
-    for _ in 0..100 {
-        let first = UdpSocket::bind((ips[0], 0)).unwrap();
-        let port = first.local_addr().unwrap().port();
-        if ips[1..].iter().all(|ip| UdpSocket::bind((*ip, port)).is_ok()) {
-            return port;
-        }
-    }
-    panic!("no UDP port free on all of {ips:?}");
 }
 
 fn scrape(addr: SocketAddr, path: &str) -> (String, String) {
@@ -79,7 +68,7 @@ fn the_exposition_parses_and_names_the_slowed_worker() {
     for (r, w) in job.workers.iter_mut().enumerate() {
         w.ip = Ipv4Addr::new(127, 0, 0, 60 + r as u8);
     }
-    job.worker_port = free_port(&job.workers.iter().map(|w| w.ip).collect::<Vec<_>>());
+    job.worker_port = free_udp_port(&job.workers.iter().map(|w| w.ip).collect::<Vec<_>>());
     job.timeout = Duration::from_millis(50);
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     let switch = sock.local_addr().unwrap();

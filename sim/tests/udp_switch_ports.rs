@@ -9,7 +9,8 @@ use spotagg_driver::wire::{Ipv4Addr, PayloadSize};
 use spotagg_driver::{Engine, JobConfig, Worker};
 use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::udp_switch::{serve_threads, ServeOptions, ServeStats};
-use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
+use spotagg_testkit::procs::free_worker_port;
+use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,14 +32,6 @@ fn consecutive(count: u16) -> Vec<UdpSocket> {
         }
     }
     panic!("no {count} consecutive free ports on 127.0.0.1");
-}
-
-/// A SwitchML port free on every address.
-fn free_port(ips: &[Ipv4Addr]) -> u16 {
-    (0xbee0..=0xbeef)
-        .rev()
-        .find(|&p| ips.iter().all(|ip| UdpSocket::bind(SocketAddrV4::new(*ip, p)).is_ok()))
-        .expect("a free SwitchML port on the workers' loopback addresses")
 }
 
 struct Running {
@@ -77,7 +70,7 @@ fn workers_with_two_ports_against_a_two_thread_switch_are_exact() {
     for (r, w) in job.workers.iter_mut().enumerate() {
         w.ip = Ipv4Addr::new(127, 0, 0, 40 + r as u8);
     }
-    job.worker_port = free_port(&job.workers.iter().map(|w| w.ip).collect::<Vec<_>>());
+    job.worker_port = free_worker_port(&job.workers.iter().map(|w| w.ip).collect::<Vec<_>>());
     job.switch_ports = 2;
     job.timeout = Duration::from_millis(20);
     let sw = start(&job, 2);

@@ -19,6 +19,8 @@
 
 use std::process::{Command, Stdio};
 
+pub mod procs;
+
 /// A tool, or a permission, that a test needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tool {
