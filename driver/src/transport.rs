@@ -63,35 +63,26 @@ fn single_switch(index: usize) -> io::Result<()> {
     }
 }
 
-impl<T: Transport + ?Sized> Transport for &mut T {
-    fn send(&mut self, msg: &[u8]) -> io::Result<()> {
-        (**self).send(msg)
-    }
-    fn recv(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<Option<usize>> {
-        (**self).recv(buf, deadline)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        (**self).flush()
-    }
-    fn select_switch(&mut self, index: usize) -> io::Result<()> {
-        (**self).select_switch(index)
-    }
+/// `Transport` for a pointer to a transport: each method forwards to the pointee.
+macro_rules! forward_transport {
+    ($($ptr:ty),*) => {$(
+        impl<T: Transport + ?Sized> Transport for $ptr {
+            fn send(&mut self, msg: &[u8]) -> io::Result<()> {
+                (**self).send(msg)
+            }
+            fn recv(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<Option<usize>> {
+                (**self).recv(buf, deadline)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                (**self).flush()
+            }
+            fn select_switch(&mut self, index: usize) -> io::Result<()> {
+                (**self).select_switch(index)
+            }
+        }
+    )*};
 }
-
-impl<T: Transport + ?Sized> Transport for Box<T> {
-    fn send(&mut self, msg: &[u8]) -> io::Result<()> {
-        (**self).send(msg)
-    }
-    fn recv(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<Option<usize>> {
-        (**self).recv(buf, deadline)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        (**self).flush()
-    }
-    fn select_switch(&mut self, index: usize) -> io::Result<()> {
-        (**self).select_switch(index)
-    }
-}
+forward_transport!(&mut T, Box<T>);
 
 /// Runs an operation to completion over a transport; `progress` is called with the elements
 /// done each time a result moves them on. Never blocks past the operation's next deadline, so
