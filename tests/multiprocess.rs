@@ -18,18 +18,32 @@ const BIN: &str = env!("CARGO_BIN_EXE_spotagg");
 /// and two tests probing at once could pick the same port.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// What each test starts from: its turn ([`SERIAL`]), a job file for the four loopback workers
+/// on a free worker port, and the processes (killed first when the test ends).
+struct Setup {
+    procs: Procs,
+    cfg: String,
+    _file: tempfile::NamedTempFile,
+    _one: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let file = job_file(free_worker_port(&worker_ips()));
+        let cfg = file.path().to_str().unwrap().to_string();
+        Setup { procs: Procs(Vec::new()), cfg, _file: file, _one: one }
+    }
+}
+
 #[test]
 fn switch_and_four_worker_processes_with_loss() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let port = free_worker_port(&worker_ips());
-    let cfg = job_file(port, "");
-    let cfg_path = cfg.path().to_str().unwrap().to_string();
-    let mut procs = Procs(Vec::new());
+    let mut t = Setup::new();
     let loss = ["--loss", "0.01", "--seed", "7"];
-    let (addr, _err, _out) = start_switch(&mut procs, &cfg_path, "127.0.0.1:0", &loss);
-    let idx = start_workers(&mut procs, &cfg_path, &[&addr], 50_000, 3);
+    let (addr, _err, _out) = start_switch(&mut t, "127.0.0.1:0", &loss);
+    let idx = start_workers(&mut t, &[&addr], 50_000, 3);
     let mut retransmissions = 0;
-    for v in finish_workers(&mut procs, &idx, 50_000) {
+    for v in finish_workers(&mut t.procs, &idx, 50_000) {
         assert!(v["max_error"].as_f64().unwrap() <= v["bound"].as_f64().unwrap(), "{v}");
         retransmissions += v["retransmissions"].as_u64().unwrap();
     }
@@ -37,11 +51,11 @@ fn switch_and_four_worker_processes_with_loss() {
     assert!(retransmissions > 0, "no retransmission despite injected loss");
 }
 
-/// A job for the four loopback workers on `port`, with `extra` lines.
-fn job_file(port: u16, extra: &str) -> tempfile::NamedTempFile {
+/// A job for the four loopback workers on `port`.
+fn job_file(port: u16) -> tempfile::NamedTempFile {
     let ips = worker_ips();
     let mut toml = format!(
-        "switch_mac = \"02:00:5a:00:00:01\"\nswitch_ip = \"192.0.2.1\"\npayload_bytes = 256\nslots = 16\nworker_port = {port}\ntimeout_ms = 10\nmax_retries = 16\n{extra}"
+        "switch_mac = \"02:00:5a:00:00:01\"\nswitch_ip = \"192.0.2.1\"\npayload_bytes = 256\nslots = 16\nworker_port = {port}\ntimeout_ms = 10\nmax_retries = 16\n"
     );
     for (r, ip) in ips.iter().enumerate() {
         toml += &format!("\n[[worker]]\nip = \"{ip}\"\nmac = \"02:00:5a:00:01:{r:02x}\"\n");
@@ -59,10 +73,10 @@ type Lines = std::io::Lines<BufReader<std::process::ChildStdout>>;
 
 /// Starts `spotagg switch` on `bind` (stderr to a file); returns its address, the stderr file
 /// and the rest of its stdout.
-fn start_switch(procs: &mut Procs, cfg: &str, bind: &str, extra: &[&str]) -> (String, tempfile::NamedTempFile, Lines) {
+fn start_switch(t: &mut Setup, bind: &str, extra: &[&str]) -> (String, tempfile::NamedTempFile, Lines) {
     let err = tempfile::NamedTempFile::new().unwrap();
     let mut switch = Command::new(BIN)
-        .args(["switch", "--config", cfg, "--bind", bind])
+        .args(["switch", "--config", &t.cfg, "--bind", bind])
         .args(if extra.contains(&"--exit-after-idle") { &[][..] } else { &["--exit-after-idle", "30"][..] })
         .args(extra)
         .stdout(Stdio::piped())
@@ -70,7 +84,7 @@ fn start_switch(procs: &mut Procs, cfg: &str, bind: &str, extra: &[&str]) -> (St
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(switch.stdout.take().unwrap()).lines();
-    procs.0.push(switch);
+    t.procs.0.push(switch);
     let first = lines.next().expect("the switch printed nothing").unwrap();
     let addr = first
         .split_whitespace()
@@ -80,18 +94,18 @@ fn start_switch(procs: &mut Procs, cfg: &str, bind: &str, extra: &[&str]) -> (St
     (addr, err, lines)
 }
 
-/// Starts the 4 workers (`--verify`) on `switches`; returns their indices in `procs`.
-fn start_workers(procs: &mut Procs, cfg: &str, switches: &[&str], elements: usize, seed: u64) -> Vec<usize> {
+/// Starts the 4 workers (`--verify`) on `switches`; returns their indices in `t.procs`.
+fn start_workers(t: &mut Setup, switches: &[&str], elements: usize, seed: u64) -> Vec<usize> {
     (0..4)
         .map(|r| {
             let mut cmd = Command::new(BIN);
-            cmd.args(["worker", "--config", cfg, "--rank", &r.to_string()]);
+            cmd.args(["worker", "--config", &t.cfg, "--rank", &r.to_string()]);
             for s in switches {
                 cmd.args(["--switch", s]);
             }
             cmd.args(["--elements", &elements.to_string(), "--seed", &seed.to_string(), "--verify"]);
-            procs.0.push(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap());
-            procs.0.len() - 1
+            t.procs.0.push(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap());
+            t.procs.0.len() - 1
         })
         .collect()
 }
@@ -120,16 +134,12 @@ fn read(f: &tempfile::NamedTempFile) -> String {
 
 #[test]
 fn two_sessions_back_to_back_on_one_running_switch() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let port = free_worker_port(&worker_ips());
-    let cfg = job_file(port, "");
-    let cfg_path = cfg.path().to_str().unwrap().to_string();
-    let mut procs = Procs(Vec::new());
-    let (addr, err, _out) = start_switch(&mut procs, &cfg_path, "127.0.0.1:0", &[]);
+    let mut t = Setup::new();
+    let (addr, err, _out) = start_switch(&mut t, "127.0.0.1:0", &[]);
     let mut epochs = Vec::new();
     for (session, seed) in [(1, 5u64), (2, 6)] {
-        let idx = start_workers(&mut procs, &cfg_path, &[&addr], 30_000, seed);
-        let out = finish_workers(&mut procs, &idx, 30_000);
+        let idx = start_workers(&mut t, &[&addr], 30_000, seed);
+        let out = finish_workers(&mut t.procs, &idx, 30_000);
         let e = out[0]["epoch"].as_u64().expect("an epoch");
         assert!(out.iter().all(|v| v["epoch"].as_u64() == Some(e)), "{out:?}");
         println!("session {session}: 4 workers exact, epoch {e}");
@@ -142,15 +152,11 @@ fn two_sessions_back_to_back_on_one_running_switch() {
 
 #[test]
 fn the_standby_takes_over_when_the_primary_is_killed_mid_operation() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let port = free_worker_port(&worker_ips());
-    let cfg = job_file(port, "");
-    let cfg_path = cfg.path().to_str().unwrap().to_string();
-    let mut procs = Procs(Vec::new());
-    let (primary, primary_err, _out0) = start_switch(&mut procs, &cfg_path, "127.0.0.1:0", &[]);
-    let (standby, standby_err, _out1) = start_switch(&mut procs, &cfg_path, "127.0.0.2:0", &[]);
+    let mut t = Setup::new();
+    let (primary, primary_err, _out0) = start_switch(&mut t, "127.0.0.1:0", &[]);
+    let (standby, standby_err, _out1) = start_switch(&mut t, "127.0.0.2:0", &[]);
     let elements = 3_000_000;
-    let idx = start_workers(&mut procs, &cfg_path, &[&primary, &standby], elements, 9);
+    let idx = start_workers(&mut t, &[&primary, &standby], elements, 9);
     // Kill the primary by its process id once the session is open and results flow.
     let deadline = Instant::now() + Duration::from_secs(30);
     while !read(&primary_err).contains("session opened") {
@@ -158,11 +164,11 @@ fn the_standby_takes_over_when_the_primary_is_killed_mid_operation() {
         std::thread::sleep(Duration::from_millis(2));
     }
     std::thread::sleep(Duration::from_millis(100));
-    let pid = procs.0[0].id();
-    assert!(procs.0[1..].iter().all(|c| c.id() != pid));
-    procs.0[0].kill().unwrap();
-    procs.0[0].wait().unwrap();
-    let out = finish_workers(&mut procs, &idx, elements);
+    let pid = t.procs.0[0].id();
+    assert!(t.procs.0[1..].iter().all(|c| c.id() != pid));
+    t.procs.0[0].kill().unwrap();
+    t.procs.0[0].wait().unwrap();
+    let out = finish_workers(&mut t.procs, &idx, elements);
     for v in &out {
         assert_eq!(v["switch"], 1, "every worker ends on the standby: {v}");
         let f = v["failovers"].as_array().unwrap();
@@ -182,12 +188,8 @@ fn the_standby_takes_over_when_the_primary_is_killed_mid_operation() {
 
 #[test]
 fn junk_from_members_other_ports_and_outsiders_does_not_stop_a_session() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let port = free_worker_port(&worker_ips());
-    let cfg = job_file(port, "");
-    let cfg_path = cfg.path().to_str().unwrap().to_string();
-    let mut procs = Procs(Vec::new());
-    let (addr, _err, lines) = start_switch(&mut procs, &cfg_path, "127.0.0.1:0", &["--json", "--exit-after-idle", "2"]);
+    let mut t = Setup::new();
+    let (addr, _err, lines) = start_switch(&mut t, "127.0.0.1:0", &["--json", "--exit-after-idle", "2"]);
     let to: std::net::SocketAddr = addr.parse().unwrap();
     // 20,000 datagrams: random bytes and near-valid contributions (msg_type 1, the job's size,
     // a slot < S, random payload), from ranks 0 and 1's addresses on ephemeral ports and from
@@ -217,10 +219,10 @@ fn junk_from_members_other_ports_and_outsiders_does_not_stop_a_session() {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    let idx = start_workers(&mut procs, &cfg_path, &[&addr], 50_000, 11);
-    finish_workers(&mut procs, &idx, 50_000);
+    let idx = start_workers(&mut t, &[&addr], 50_000, 11);
+    finish_workers(&mut t.procs, &idx, 50_000);
     let out: Vec<String> = lines.map(|l| l.unwrap()).collect();
-    let status = procs.0[0].wait().unwrap();
+    let status = t.procs.0[0].wait().unwrap();
     assert!(status.success(), "{out:?}");
     let v: serde_json::Value = serde_json::from_str(out.last().unwrap()).unwrap();
     let c = &v["counters"];
