@@ -4,7 +4,7 @@
 //! Runs without rust-hdl: `cargo test -p spotagg-sim --no-default-features --test udp_switch_ports`.
 
 use spotagg_driver::transport::UdpTransport;
-use spotagg_driver::wire::switchml::{PoolIndex, SwitchmlPacket, SwitchmlRepr, MSG_TYPE_CONTRIBUTION, PREAMBLE_LEN};
+use spotagg_driver::wire::switchml::{PoolIndex, SwitchmlPacket};
 use spotagg_driver::wire::{Ipv4Addr, PayloadSize};
 use spotagg_driver::{Engine, JobConfig, Worker};
 use spotagg_sim::reference::RefSwitch;
@@ -108,20 +108,7 @@ fn workers_with_two_ports_against_a_two_thread_switch_are_exact() {
 }
 
 fn contribution(job: &JobConfig, slot: u16, tsi: u32) -> Vec<u8> {
-    let mut m = vec![0u8; PREAMBLE_LEN + job.payload.bytes()];
-    let mut p = SwitchmlPacket::new_unchecked(&mut m[..]);
-    SwitchmlRepr {
-        msg_type: MSG_TYPE_CONTRIBUTION,
-        size_code: job.payload.code(),
-        job: job.job_number,
-        tsi,
-        pool: PoolIndex { slot, set: 0 },
-        e0: 0,
-        e1: 0,
-    }
-    .emit(&mut p);
-    p.set_element(0, tsi as i32);
-    m
+    job.contribution(PoolIndex { slot, set: 0 }, tsi, [tsi as i32])
 }
 
 #[test]

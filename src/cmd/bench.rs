@@ -22,7 +22,7 @@ use anyhow::{Context, Result};
 use spotagg_driver::fixedpoint::{self, Scale};
 use spotagg_driver::transport::UdpTransport;
 use spotagg_driver::wire::frame;
-use spotagg_driver::wire::switchml::{PoolIndex, SwitchmlPacket, SwitchmlRepr, MSG_TYPE_CONTRIBUTION, PREAMBLE_LEN};
+use spotagg_driver::wire::switchml::PoolIndex;
 use spotagg_driver::wire::{switchml, Ipv4Addr, PayloadSize};
 use spotagg_driver::{Engine, JobConfig, Worker};
 use std::hint::black_box;
@@ -127,26 +127,14 @@ fn bench_conversion(elements: usize, reps: usize) {
 /// `rounds` is even).
 fn contribution_frames(job: &JobConfig, rounds: usize) -> Vec<Vec<u8>> {
     let k = job.payload.elements();
-    let mut msg = vec![0u8; PREAMBLE_LEN + job.payload.bytes()];
     let mut frames = Vec::new();
     let switch = frame::Endpoint { mac: job.switch_mac, ip: job.switch_ip, port: job.switch_port };
     for round in 0..rounds {
         for slot in 0..job.slots {
             for (rank, w) in job.workers.iter().enumerate() {
-                let mut p = SwitchmlPacket::new_unchecked(&mut msg[..]);
-                SwitchmlRepr {
-                    msg_type: MSG_TYPE_CONTRIBUTION,
-                    size_code: job.payload.code(),
-                    job: job.job_number,
-                    tsi: (round * usize::from(job.slots) + usize::from(slot)) as u32,
-                    pool: PoolIndex { slot, set: (round % 2) as u8 },
-                    e0: 0,
-                    e1: 0,
-                }
-                .emit(&mut p);
-                for i in 0..k {
-                    p.set_element(i, (i * (rank + 1) + round) as i32);
-                }
+                let tsi = (round * usize::from(job.slots) + usize::from(slot)) as u32;
+                let pool = PoolIndex { slot, set: (round % 2) as u8 };
+                let msg = job.contribution(pool, tsi, (0..k).map(|i| (i * (rank + 1) + round) as i32));
                 let mut f = Vec::new();
                 frame::encapsulate(
                     frame::Endpoint { mac: w.mac, ip: w.ip, port: job.worker_port },
