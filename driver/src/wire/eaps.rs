@@ -207,17 +207,12 @@ impl From<EapsState> for u8 {
     }
 }
 
-/// A read/write view of an EAPS PDU (the 802.3 payload, LLC first).
-#[derive(Debug, Clone)]
-pub struct EapsPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+packet_view!(
+    /// A read/write view of an EAPS PDU (the 802.3 payload, LLC first).
+    EapsPacket
+);
 
 impl<T: AsRef<[u8]>> EapsPacket<T> {
-    /// Wraps a buffer without checks.
-    pub fn new_unchecked(buffer: T) -> Self {
-        EapsPacket { buffer }
-    }
     /// Wraps a buffer that holds at least the PDU and whose EDP and TLV lengths are ours
     /// (more bytes, e.g. padding, may follow and are ignored).
     pub fn new_checked(buffer: T) -> Result<Self> {
@@ -229,10 +224,6 @@ impl<T: AsRef<[u8]>> EapsPacket<T> {
             return Err(Error::BadLength);
         }
         Ok(p)
-    }
-    /// The underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
     fn b(&self) -> &[u8] {
         self.buffer.as_ref()
