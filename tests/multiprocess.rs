@@ -10,7 +10,8 @@ use std::net::{Ipv4Addr, UdpSocket};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use spotagg_testkit::procs::{finish, free_worker_port, Procs};
+use spotagg_driver::transport::free_worker_port;
+use spotagg_testkit::procs::{finish, Procs};
 
 const BIN: &str = env!("CARGO_BIN_EXE_spotagg");
 
@@ -30,7 +31,7 @@ struct Setup {
 impl Setup {
     fn new() -> Setup {
         let one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let file = job_file(free_worker_port(&worker_ips()));
+        let file = job_file(free_worker_port(&worker_ips()).expect("a SwitchML port free on 127.0.0.10..13"));
         let cfg = file.path().to_str().unwrap().to_string();
         Setup { procs: Procs(Vec::new()), cfg, _file: file, _one: one }
     }

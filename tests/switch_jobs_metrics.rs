@@ -8,14 +8,15 @@ use std::net::{Ipv4Addr, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use spotagg_testkit::procs::{finish, free_worker_port, Procs};
+use spotagg_driver::transport::free_worker_port;
+use spotagg_testkit::procs::{finish, Procs};
 
 const BIN: &str = env!("CARGO_BIN_EXE_spotagg");
 
 #[test]
 fn two_jobs_on_one_switch_process_with_metrics() {
     let ips: Vec<Ipv4Addr> = (0..4).map(|d| Ipv4Addr::new(127, 0, 0, 91 + d)).collect();
-    let port = free_worker_port(&ips);
+    let port = free_worker_port(&ips).expect("a SwitchML port free on 127.0.0.91..94");
     let dir = tempfile::tempdir().unwrap();
     for j in 0..2usize {
         let mut toml = format!(

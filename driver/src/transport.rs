@@ -184,6 +184,27 @@ pub fn allreduce_i32<T: Transport + ?Sized>(
 
 pub use crate::wire::frame;
 
+/// The highest SwitchML port (0xBEE0..=0xBEEF) free on every address of `ips`, if any.
+pub fn free_worker_port(ips: &[std::net::Ipv4Addr]) -> Option<u16> {
+    (crate::wire::switchml::UDP_PORT_BASE..=crate::wire::switchml::UDP_PORT_BASE + 15)
+        .rev()
+        .find(|&p| ips.iter().all(|ip| UdpSocket::bind(SocketAddrV4::new(*ip, p)).is_ok()))
+}
+
+/// [`JobConfig::example`] for processes on one host: worker r at 127.0.0.(`first` + r), and as
+/// `worker_port` a SwitchML port free on all of them ([`free_worker_port`]).
+pub fn loopback_job(n: usize, payload: crate::wire::PayloadSize, slots: u16, first: u8) -> io::Result<JobConfig> {
+    let mut job = JobConfig::example(n, payload, slots);
+    for (r, w) in job.workers.iter_mut().enumerate() {
+        w.ip = std::net::Ipv4Addr::new(127, 0, 0, first + r as u8);
+    }
+    let ips: Vec<_> = job.workers.iter().map(|w| w.ip).collect();
+    job.worker_port = free_worker_port(&ips).ok_or_else(|| {
+        io::Error::new(io::ErrorKind::AddrInUse, format!("no SwitchML port 0xBEE0..=0xBEEF free on all of {ips:?}"))
+    })?;
+    Ok(job)
+}
+
 pub use crate::batch::{enlarge_buffers, IoStats, SOCKET_BUFFER};
 
 /// A UDP socket to the switch, with batched kernel I/O ([`crate::batch`]): the messages that

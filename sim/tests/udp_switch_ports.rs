@@ -3,13 +3,12 @@
 //! contribution went to; a contribution sent to the wrong thread's port is dropped and counted.
 //! Runs without rust-hdl: `cargo test -p spotagg-sim --no-default-features --test udp_switch_ports`.
 
-use spotagg_driver::transport::UdpTransport;
+use spotagg_driver::transport::{loopback_job, UdpTransport};
 use spotagg_driver::wire::switchml::{PoolIndex, SwitchmlPacket};
 use spotagg_driver::wire::{Ipv4Addr, PayloadSize};
 use spotagg_driver::{Engine, JobConfig, Worker};
 use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::udp_switch::{serve_threads, ServeOptions, ServeStats};
-use spotagg_testkit::procs::free_worker_port;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -66,11 +65,7 @@ impl Running {
 #[test]
 fn workers_with_two_ports_against_a_two_thread_switch_are_exact() {
     let n = 3;
-    let mut job = JobConfig::example(n, PayloadSize::B256, 8);
-    for (r, w) in job.workers.iter_mut().enumerate() {
-        w.ip = Ipv4Addr::new(127, 0, 0, 40 + r as u8);
-    }
-    job.worker_port = free_worker_port(&job.workers.iter().map(|w| w.ip).collect::<Vec<_>>());
+    let mut job = loopback_job(n, PayloadSize::B256, 8, 40).unwrap();
     job.switch_ports = 2;
     job.timeout = Duration::from_millis(20);
     let sw = start(&job, 2);

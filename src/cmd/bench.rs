@@ -23,10 +23,10 @@ use spotagg_driver::fixedpoint::{self, Scale};
 use spotagg_driver::transport::UdpTransport;
 use spotagg_driver::wire::frame;
 use spotagg_driver::wire::switchml::PoolIndex;
-use spotagg_driver::wire::{switchml, Ipv4Addr, PayloadSize};
+use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::{Engine, JobConfig, Worker};
 use std::hint::black_box;
-use std::net::{SocketAddrV4, UdpSocket};
+use std::net::UdpSocket;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -198,21 +198,9 @@ fn bench_engines(kinds: &[EngineKind], budget: Duration) {
     }
 }
 
-/// A SwitchML port that is free on every one of `ips`.
-fn free_worker_port(ips: &[Ipv4Addr]) -> Option<u16> {
-    (switchml::UDP_PORT_BASE..=switchml::UDP_PORT_BASE + 15)
-        .rev()
-        .find(|&p| ips.iter().all(|ip| UdpSocket::bind(SocketAddrV4::new(*ip, p)).is_ok()))
-}
-
 fn bench_loopback(elements: usize) -> Result<()> {
     let n = 4;
-    let mut job = JobConfig::example(n, PayloadSize::B1024, 32);
-    for (r, w) in job.workers.iter_mut().enumerate() {
-        w.ip = Ipv4Addr::new(127, 0, 0, 20 + r as u8);
-    }
-    job.worker_port = free_worker_port(&job.workers.iter().map(|w| w.ip).collect::<Vec<_>>())
-        .context("no free SwitchML port on 127.0.0.20..23")?;
+    let job = spotagg_driver::transport::loopback_job(n, PayloadSize::B1024, 32, 20)?;
     let socket = UdpSocket::bind("127.0.0.1:0").context("binding the switch")?;
     spotagg_driver::transport::enlarge_buffers(&socket, spotagg_driver::transport::SOCKET_BUFFER);
     let switch_addr = socket.local_addr()?;
@@ -275,12 +263,7 @@ fn cpu_times() -> (f64, f64) {
 /// load generator in a child process for `seconds`.
 fn switch_alone_once(threads: u16, plain: bool, seconds: f64) -> Result<String> {
     let n = 4;
-    let mut job = JobConfig::example(n, PayloadSize::B1024, 64);
-    for (r, w) in job.workers.iter_mut().enumerate() {
-        w.ip = Ipv4Addr::new(127, 0, 0, 50 + r as u8);
-    }
-    job.worker_port = free_worker_port(&job.workers.iter().map(|w| w.ip).collect::<Vec<_>>())
-        .context("no free SwitchML port on 127.0.0.50..53")?;
+    let mut job = spotagg_driver::transport::loopback_job(n, PayloadSize::B1024, 64, 50)?;
     job.switch_ports = threads;
     let path = std::env::temp_dir().join(format!("spotagg-bench-{}-{threads}.toml", std::process::id()));
     std::fs::write(&path, job.to_toml()).with_context(|| format!("writing {}", path.display()))?;

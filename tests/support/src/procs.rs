@@ -1,8 +1,9 @@
 //! The processes of a test: killed when the test ends, however it ends, and waited for with a
-//! deadline; and ports that they can all bind.
+//! deadline; and a UDP port that they can all bind (a SwitchML one:
+//! `spotagg_driver::transport::free_worker_port`).
 
 use std::io::Read;
-use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, UdpSocket};
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
@@ -17,15 +18,6 @@ impl Drop for Procs {
             let _ = c.wait();
         }
     }
-}
-
-/// The highest SwitchML port (0xBEE0..=0xBEEF) free on every address of `ips` (tests may run side
-/// by side).
-pub fn free_worker_port(ips: &[Ipv4Addr]) -> u16 {
-    (0xBEE0u16..=0xBEEF)
-        .rev()
-        .find(|&p| ips.iter().all(|ip| UdpSocket::bind(SocketAddrV4::new(*ip, p)).is_ok()))
-        .unwrap_or_else(|| panic!("no SwitchML port free on {ips:?}"))
 }
 
 /// A UDP port (any) free on every address of `ips`: the one the system gives the first, when
