@@ -768,23 +768,15 @@ impl<'a> AllReduce<'a> {
 
     /// The next message to send, if any. Call until `None` after every input.
     pub fn poll_transmit(&mut self) -> Option<&[u8]> {
-        while let Some(i) = self.ctl_queue.pop_front() {
-            let e = &mut self.ctl[i];
-            e.queued = false;
-            if e.deadline.is_some() {
-                self.stats.packets_sent += 1;
-                return Some(&self.ctl[i].msg);
+        let msg = match pop_in_flight(&mut self.ctl_queue, &mut self.ctl, |e| (&mut e.queued, e.deadline.is_some())) {
+            Some(i) => &self.ctl[i].msg,
+            None => {
+                let s = pop_in_flight(&mut self.queue, &mut self.slots, |s| (&mut s.queued, s.deadline.is_some()))?;
+                &self.slots[s].msg
             }
-        }
-        while let Some(s) = self.queue.pop_front() {
-            let slot = &mut self.slots[s];
-            slot.queued = false;
-            if slot.deadline.is_some() {
-                self.stats.packets_sent += 1;
-                return Some(&self.slots[s].msg);
-            }
-        }
-        None
+        };
+        self.stats.packets_sent += 1;
+        Some(msg)
     }
 
     /// When [`AllReduce::handle_timeout`] must be called next; `None` once done.
@@ -993,6 +985,23 @@ impl<'a> AllReduce<'a> {
         }
         Ok(())
     }
+}
+
+/// Pops `queue` until an entry of `entries` still in flight: its index. `flight(e)` gives the
+/// entry's `queued` flag (cleared as it leaves the queue) and whether it is in flight.
+fn pop_in_flight<E>(
+    queue: &mut VecDeque<usize>,
+    entries: &mut [E],
+    flight: impl Fn(&mut E) -> (&mut bool, bool),
+) -> Option<usize> {
+    while let Some(i) = queue.pop_front() {
+        let (queued, in_flight) = flight(&mut entries[i]);
+        *queued = false;
+        if in_flight {
+            return Some(i);
+        }
+    }
+    None
 }
 
 /// Puts message `i` into `queue` unless it is `queued` there already.
