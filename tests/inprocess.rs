@@ -92,26 +92,23 @@ fn check_f32(n: usize, payload: PayloadSize, slots: u16, len: usize, seed: u64) 
     }
 }
 
-#[test]
-fn i32_one_worker() {
-    check_i32(1, PayloadSize::B256, 8, 10_000, 1);
-}
+/// Each case: the check (i32: exact wrap-around sums, f32: within the error bound), n, payload,
+/// slots, elements, seed.
+type SumCase = (fn(usize, PayloadSize, u16, usize, u64), usize, PayloadSize, u16, usize, u64);
 
 #[test]
-fn i32_four_workers() {
-    check_i32(4, PayloadSize::B256, 16, 20_000, 2);
-    check_i32(4, PayloadSize::B1024, 4, 20_003, 3);
-}
-
-#[test]
-fn f32_one_worker() {
-    check_f32(1, PayloadSize::B1024, 8, 10_000, 4);
-}
-
-#[test]
-fn f32_four_workers() {
-    check_f32(4, PayloadSize::B256, 16, 20_000, 5);
-    check_f32(4, PayloadSize::B1024, 32, 30_001, 6);
+fn sums_with_one_and_four_workers() {
+    let cases: [SumCase; 6] = [
+        (check_i32, 1, PayloadSize::B256, 8, 10_000, 1),
+        (check_i32, 4, PayloadSize::B256, 16, 20_000, 2),
+        (check_i32, 4, PayloadSize::B1024, 4, 20_003, 3),
+        (check_f32, 1, PayloadSize::B1024, 8, 10_000, 4),
+        (check_f32, 4, PayloadSize::B256, 16, 20_000, 5),
+        (check_f32, 4, PayloadSize::B1024, 32, 30_001, 6),
+    ];
+    for (check, n, payload, slots, len, seed) in cases {
+        check(n, payload, slots, len, seed);
+    }
 }
 
 #[test]

@@ -6,134 +6,57 @@
 //! Everything is killed on failure or after 60 s.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
-use std::process::{Child, Command, Stdio};
+use std::net::{Ipv4Addr, UdpSocket};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use spotagg_driver::transport::free_worker_port;
+use spotagg_testkit::procs::{finish, Procs};
+
 const BIN: &str = env!("CARGO_BIN_EXE_spotagg");
-
-/// Kills every process it holds when dropped (on a failed assertion too).
-struct Procs(Vec<Child>);
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// A SwitchML port free on every worker address (tests may run side by side).
-fn free_worker_port(ips: &[Ipv4Addr]) -> u16 {
-    (0xBEE0u16..=0xBEEF)
-        .rev()
-        .find(|&p| ips.iter().all(|ip| UdpSocket::bind(SocketAddrV4::new(*ip, p)).is_ok()))
-        .expect("no SwitchML port free on 127.0.0.10..13")
-}
 
 /// One test at a time: each probes for a worker port free on the shared loopback addresses,
 /// and two tests probing at once could pick the same port.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// What each test starts from: its turn ([`SERIAL`]), a job file for the four loopback workers
+/// on a free worker port, and the processes (killed first when the test ends).
+struct Setup {
+    procs: Procs,
+    cfg: String,
+    _file: tempfile::NamedTempFile,
+    _one: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let file = job_file(free_worker_port(&worker_ips()).expect("a SwitchML port free on 127.0.0.10..13"));
+        let cfg = file.path().to_str().unwrap().to_string();
+        Setup { procs: Procs(Vec::new()), cfg, _file: file, _one: one }
+    }
+}
+
 #[test]
 fn switch_and_four_worker_processes_with_loss() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let ips: Vec<Ipv4Addr> = (10..14).map(|d| Ipv4Addr::new(127, 0, 0, d)).collect();
-    let port = free_worker_port(&ips);
-    let mut toml = format!(
-        "switch_mac = \"02:00:5a:00:00:01\"\nswitch_ip = \"192.0.2.1\"\npayload_bytes = 256\nslots = 16\nworker_port = {port}\ntimeout_ms = 10\nmax_retries = 16\n"
-    );
-    for (r, ip) in ips.iter().enumerate() {
-        toml += &format!("\n[[worker]]\nip = \"{ip}\"\nmac = \"02:00:5a:00:01:{r:02x}\"\n");
-    }
-    let mut cfg = tempfile::NamedTempFile::new().unwrap();
-    cfg.write_all(toml.as_bytes()).unwrap();
-    let cfg_path = cfg.path().to_str().unwrap().to_string();
-
-    let mut procs = Procs(Vec::new());
-    let mut switch = Command::new(BIN)
-        .args([
-            "switch",
-            "--config",
-            &cfg_path,
-            "--bind",
-            "127.0.0.1:0",
-            "--loss",
-            "0.01",
-            "--seed",
-            "7",
-            "--exit-after-idle",
-            "30",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(switch.stdout.take().unwrap()).lines();
-    procs.0.push(switch);
-    let first = lines.next().expect("the switch printed nothing").unwrap();
-    let addr = first
-        .split_whitespace()
-        .find(|w| w.starts_with("127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no address in {first:?}"))
-        .to_string();
-
-    for r in 0..4 {
-        let w = Command::new(BIN)
-            .args([
-                "worker",
-                "--config",
-                &cfg_path,
-                "--rank",
-                &r.to_string(),
-                "--switch",
-                &addr,
-                "--elements",
-                "50000",
-                "--seed",
-                "3",
-                "--verify",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        procs.0.push(w);
-    }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut pending: Vec<usize> = (1..=4).collect();
-    while !pending.is_empty() {
-        assert!(Instant::now() < deadline, "workers {pending:?} did not finish in 60 s");
-        pending.retain(|&i| procs.0[i].try_wait().unwrap().is_none());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut t = Setup::new();
+    let loss = ["--loss", "0.01", "--seed", "7"];
+    let (addr, _err, _out) = start_switch(&mut t, "127.0.0.1:0", &loss);
+    let idx = start_workers(&mut t, &[&addr], 50_000, 3);
     let mut retransmissions = 0;
-    for i in 1..=4 {
-        let c = &mut procs.0[i];
-        let status = c.wait().unwrap();
-        let mut out = String::new();
-        std::io::Read::read_to_string(c.stdout.as_mut().unwrap(), &mut out).unwrap();
-        let mut err = String::new();
-        std::io::Read::read_to_string(c.stderr.as_mut().unwrap(), &mut err).unwrap();
-        assert!(status.success(), "worker {}: {status}\nstdout: {out}\nstderr: {err}", i - 1);
-        let v: serde_json::Value =
-            serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("worker {}: {e}: {out:?}", i - 1));
-        assert_eq!(v["ok"], true, "{out}");
-        assert_eq!(v["rank"], i - 1);
-        assert_eq!(v["elements"], 50000);
-        assert!(v["max_error"].as_f64().unwrap() <= v["bound"].as_f64().unwrap(), "{out}");
+    for v in finish_workers(&mut t.procs, &idx, 50_000) {
+        assert!(v["max_error"].as_f64().unwrap() <= v["bound"].as_f64().unwrap(), "{v}");
         retransmissions += v["retransmissions"].as_u64().unwrap();
     }
     // 1 % loss each way over ~800 packets per worker: some packets must have been resent.
     assert!(retransmissions > 0, "no retransmission despite injected loss");
 }
 
-/// A job for the four loopback workers on `port`, with `extra` lines.
-fn job_file(port: u16, extra: &str) -> tempfile::NamedTempFile {
-    let ips: Vec<Ipv4Addr> = (10..14).map(|d| Ipv4Addr::new(127, 0, 0, d)).collect();
+/// A job for the four loopback workers on `port`.
+fn job_file(port: u16) -> tempfile::NamedTempFile {
+    let ips = worker_ips();
     let mut toml = format!(
-        "switch_mac = \"02:00:5a:00:00:01\"\nswitch_ip = \"192.0.2.1\"\npayload_bytes = 256\nslots = 16\nworker_port = {port}\ntimeout_ms = 10\nmax_retries = 16\n{extra}"
+        "switch_mac = \"02:00:5a:00:00:01\"\nswitch_ip = \"192.0.2.1\"\npayload_bytes = 256\nslots = 16\nworker_port = {port}\ntimeout_ms = 10\nmax_retries = 16\n"
     );
     for (r, ip) in ips.iter().enumerate() {
         toml += &format!("\n[[worker]]\nip = \"{ip}\"\nmac = \"02:00:5a:00:01:{r:02x}\"\n");
@@ -151,10 +74,10 @@ type Lines = std::io::Lines<BufReader<std::process::ChildStdout>>;
 
 /// Starts `spotagg switch` on `bind` (stderr to a file); returns its address, the stderr file
 /// and the rest of its stdout.
-fn start_switch(procs: &mut Procs, cfg: &str, bind: &str, extra: &[&str]) -> (String, tempfile::NamedTempFile, Lines) {
+fn start_switch(t: &mut Setup, bind: &str, extra: &[&str]) -> (String, tempfile::NamedTempFile, Lines) {
     let err = tempfile::NamedTempFile::new().unwrap();
     let mut switch = Command::new(BIN)
-        .args(["switch", "--config", cfg, "--bind", bind])
+        .args(["switch", "--config", &t.cfg, "--bind", bind])
         .args(if extra.contains(&"--exit-after-idle") { &[][..] } else { &["--exit-after-idle", "30"][..] })
         .args(extra)
         .stdout(Stdio::piped())
@@ -162,7 +85,7 @@ fn start_switch(procs: &mut Procs, cfg: &str, bind: &str, extra: &[&str]) -> (St
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(switch.stdout.take().unwrap()).lines();
-    procs.0.push(switch);
+    t.procs.0.push(switch);
     let first = lines.next().expect("the switch printed nothing").unwrap();
     let addr = first
         .split_whitespace()
@@ -172,40 +95,29 @@ fn start_switch(procs: &mut Procs, cfg: &str, bind: &str, extra: &[&str]) -> (St
     (addr, err, lines)
 }
 
-/// Starts the 4 workers (`--verify`) on `switches`; returns their indices in `procs`.
-fn start_workers(procs: &mut Procs, cfg: &str, switches: &[&str], elements: usize, seed: u64) -> Vec<usize> {
+/// Starts the 4 workers (`--verify`) on `switches`; returns their indices in `t.procs`.
+fn start_workers(t: &mut Setup, switches: &[&str], elements: usize, seed: u64) -> Vec<usize> {
     (0..4)
         .map(|r| {
             let mut cmd = Command::new(BIN);
-            cmd.args(["worker", "--config", cfg, "--rank", &r.to_string()]);
+            cmd.args(["worker", "--config", &t.cfg, "--rank", &r.to_string()]);
             for s in switches {
                 cmd.args(["--switch", s]);
             }
             cmd.args(["--elements", &elements.to_string(), "--seed", &seed.to_string(), "--verify"]);
-            procs.0.push(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap());
-            procs.0.len() - 1
+            t.procs.0.push(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap());
+            t.procs.0.len() - 1
         })
         .collect()
 }
 
 /// Waits for the workers (60 s at most); each must exit 0 with `"ok":true`. Their JSON lines.
 fn finish_workers(procs: &mut Procs, idx: &[usize], elements: usize) -> Vec<serde_json::Value> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut pending = idx.to_vec();
-    while !pending.is_empty() {
-        assert!(Instant::now() < deadline, "workers {pending:?} did not finish in 60 s");
-        pending.retain(|&i| procs.0[i].try_wait().unwrap().is_none());
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    idx.iter()
+    finish(&mut procs.0, idx, Duration::from_secs(60))
+        .into_iter()
         .enumerate()
-        .map(|(r, &i)| {
-            let c = &mut procs.0[i];
-            let status = c.wait().unwrap();
-            let mut out = String::new();
-            std::io::Read::read_to_string(c.stdout.as_mut().unwrap(), &mut out).unwrap();
-            let mut err = String::new();
-            std::io::Read::read_to_string(c.stderr.as_mut().unwrap(), &mut err).unwrap();
+        .map(|(r, f)| {
+            let (status, out, err) = (f.status, f.stdout, f.stderr);
             assert!(status.success(), "worker {r}: {status}\nstdout: {out}\nstderr: {err}");
             let v: serde_json::Value =
                 serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("worker {r}: {e}: {out:?}"));
@@ -223,16 +135,12 @@ fn read(f: &tempfile::NamedTempFile) -> String {
 
 #[test]
 fn two_sessions_back_to_back_on_one_running_switch() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let port = free_worker_port(&worker_ips());
-    let cfg = job_file(port, "");
-    let cfg_path = cfg.path().to_str().unwrap().to_string();
-    let mut procs = Procs(Vec::new());
-    let (addr, err, _out) = start_switch(&mut procs, &cfg_path, "127.0.0.1:0", &[]);
+    let mut t = Setup::new();
+    let (addr, err, _out) = start_switch(&mut t, "127.0.0.1:0", &[]);
     let mut epochs = Vec::new();
     for (session, seed) in [(1, 5u64), (2, 6)] {
-        let idx = start_workers(&mut procs, &cfg_path, &[&addr], 30_000, seed);
-        let out = finish_workers(&mut procs, &idx, 30_000);
+        let idx = start_workers(&mut t, &[&addr], 30_000, seed);
+        let out = finish_workers(&mut t.procs, &idx, 30_000);
         let e = out[0]["epoch"].as_u64().expect("an epoch");
         assert!(out.iter().all(|v| v["epoch"].as_u64() == Some(e)), "{out:?}");
         println!("session {session}: 4 workers exact, epoch {e}");
@@ -245,15 +153,11 @@ fn two_sessions_back_to_back_on_one_running_switch() {
 
 #[test]
 fn the_standby_takes_over_when_the_primary_is_killed_mid_operation() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let port = free_worker_port(&worker_ips());
-    let cfg = job_file(port, "");
-    let cfg_path = cfg.path().to_str().unwrap().to_string();
-    let mut procs = Procs(Vec::new());
-    let (primary, primary_err, _out0) = start_switch(&mut procs, &cfg_path, "127.0.0.1:0", &[]);
-    let (standby, standby_err, _out1) = start_switch(&mut procs, &cfg_path, "127.0.0.2:0", &[]);
+    let mut t = Setup::new();
+    let (primary, primary_err, _out0) = start_switch(&mut t, "127.0.0.1:0", &[]);
+    let (standby, standby_err, _out1) = start_switch(&mut t, "127.0.0.2:0", &[]);
     let elements = 3_000_000;
-    let idx = start_workers(&mut procs, &cfg_path, &[&primary, &standby], elements, 9);
+    let idx = start_workers(&mut t, &[&primary, &standby], elements, 9);
     // Kill the primary by its process id once the session is open and results flow.
     let deadline = Instant::now() + Duration::from_secs(30);
     while !read(&primary_err).contains("session opened") {
@@ -261,11 +165,11 @@ fn the_standby_takes_over_when_the_primary_is_killed_mid_operation() {
         std::thread::sleep(Duration::from_millis(2));
     }
     std::thread::sleep(Duration::from_millis(100));
-    let pid = procs.0[0].id();
-    assert!(procs.0[1..].iter().all(|c| c.id() != pid));
-    procs.0[0].kill().unwrap();
-    procs.0[0].wait().unwrap();
-    let out = finish_workers(&mut procs, &idx, elements);
+    let pid = t.procs.0[0].id();
+    assert!(t.procs.0[1..].iter().all(|c| c.id() != pid));
+    t.procs.0[0].kill().unwrap();
+    t.procs.0[0].wait().unwrap();
+    let out = finish_workers(&mut t.procs, &idx, elements);
     for v in &out {
         assert_eq!(v["switch"], 1, "every worker ends on the standby: {v}");
         let f = v["failovers"].as_array().unwrap();
@@ -285,12 +189,8 @@ fn the_standby_takes_over_when_the_primary_is_killed_mid_operation() {
 
 #[test]
 fn junk_from_members_other_ports_and_outsiders_does_not_stop_a_session() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let port = free_worker_port(&worker_ips());
-    let cfg = job_file(port, "");
-    let cfg_path = cfg.path().to_str().unwrap().to_string();
-    let mut procs = Procs(Vec::new());
-    let (addr, _err, lines) = start_switch(&mut procs, &cfg_path, "127.0.0.1:0", &["--json", "--exit-after-idle", "2"]);
+    let mut t = Setup::new();
+    let (addr, _err, lines) = start_switch(&mut t, "127.0.0.1:0", &["--json", "--exit-after-idle", "2"]);
     let to: std::net::SocketAddr = addr.parse().unwrap();
     // 20,000 datagrams: random bytes and near-valid contributions (msg_type 1, the job's size,
     // a slot < S, random payload), from ranks 0 and 1's addresses on ephemeral ports and from
@@ -320,10 +220,10 @@ fn junk_from_members_other_ports_and_outsiders_does_not_stop_a_session() {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    let idx = start_workers(&mut procs, &cfg_path, &[&addr], 50_000, 11);
-    finish_workers(&mut procs, &idx, 50_000);
+    let idx = start_workers(&mut t, &[&addr], 50_000, 11);
+    finish_workers(&mut t.procs, &idx, 50_000);
     let out: Vec<String> = lines.map(|l| l.unwrap()).collect();
-    let status = procs.0[0].wait().unwrap();
+    let status = t.procs.0[0].wait().unwrap();
     assert!(status.success(), "{out:?}");
     let v: serde_json::Value = serde_json::from_str(out.last().unwrap()).unwrap();
     let c = &v["counters"];

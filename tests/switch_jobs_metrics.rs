@@ -4,34 +4,19 @@
 //! Prometheus parser in sim/tests/metrics.rs). Everything is killed on failure or after 60 s.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, SocketAddrV4, TcpStream, UdpSocket};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::net::{Ipv4Addr, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use spotagg_driver::transport::free_worker_port;
+use spotagg_testkit::procs::{finish, Procs};
 
 const BIN: &str = env!("CARGO_BIN_EXE_spotagg");
-
-struct Procs(Vec<Child>);
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn free_worker_port(ips: &[Ipv4Addr]) -> u16 {
-    (0xBEE0u16..=0xBEEF)
-        .rev()
-        .find(|&p| ips.iter().all(|ip| UdpSocket::bind(SocketAddrV4::new(*ip, p)).is_ok()))
-        .expect("no SwitchML port free on the workers' addresses")
-}
 
 #[test]
 fn two_jobs_on_one_switch_process_with_metrics() {
     let ips: Vec<Ipv4Addr> = (0..4).map(|d| Ipv4Addr::new(127, 0, 0, 91 + d)).collect();
-    let port = free_worker_port(&ips);
+    let port = free_worker_port(&ips).expect("a SwitchML port free on 127.0.0.91..94");
     let dir = tempfile::tempdir().unwrap();
     for j in 0..2usize {
         let mut toml = format!(
@@ -83,15 +68,9 @@ fn two_jobs_on_one_switch_process_with_metrics() {
             procs.0.push(w);
         }
     }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while procs.0[1..].iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
-        assert!(Instant::now() < deadline, "workers did not finish in 60 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    for (i, c) in procs.0[1..].iter_mut().enumerate() {
-        let status = c.wait().unwrap();
-        let mut out = String::new();
-        c.stdout.as_mut().unwrap().read_to_string(&mut out).unwrap();
+    let workers: Vec<usize> = (1..procs.0.len()).collect();
+    for (i, f) in finish(&mut procs.0, &workers, Duration::from_secs(60)).into_iter().enumerate() {
+        let (status, out) = (f.status, f.stdout);
         assert!(status.success() && out.contains("\"ok\":true"), "worker {i}: {status} {out}");
     }
     // The serve thread publishes every 200 ms.

@@ -211,6 +211,27 @@ fn port(key: &str, v: Option<i64>) -> Result<u16, ConfigError> {
 }
 
 impl JobConfig {
+    /// A contribution of this job (its payload size and `job_number`, exponents 0) to `pool`
+    /// with `tsi`: the SwitchML message, its elements from `values` (the rest 0).
+    pub fn contribution(&self, pool: switchml::PoolIndex, tsi: u32, values: impl IntoIterator<Item = i32>) -> Vec<u8> {
+        let mut m = vec![0u8; switchml::PREAMBLE_LEN + self.payload.bytes()];
+        let mut p = switchml::SwitchmlPacket::new_unchecked(&mut m[..]);
+        switchml::SwitchmlRepr {
+            msg_type: switchml::MSG_TYPE_CONTRIBUTION,
+            size_code: self.payload.code(),
+            job: self.job_number,
+            tsi,
+            pool,
+            e0: 0,
+            e1: 0,
+        }
+        .emit(&mut p);
+        for (i, v) in values.into_iter().enumerate() {
+            p.set_element(i, v);
+        }
+        m
+    }
+
     /// Parses and validates TOML text.
     pub fn from_toml(text: &str) -> Result<JobConfig, ConfigError> {
         let raw: RawJob = toml::from_str(text).map_err(|e| ConfigError(e.to_string().trim_end().to_string()))?;
@@ -581,5 +602,22 @@ mac = "02:00:5a:00:01:00"
         assert_eq!(c, JobConfig::from_toml(&c.to_toml()).unwrap());
         let none = ISSUE_FORM.split("[[worker]]").next().unwrap();
         assert!(err(none).contains("worker"));
+    }
+
+    #[test]
+    fn a_contribution_carries_the_job_and_its_values() {
+        let mut job = JobConfig::example(2, PayloadSize::B128, 4);
+        job.job_number = 7;
+        let pool = switchml::PoolIndex { slot: 3, set: 1 };
+        let m = job.contribution(pool, 0x0102_0304, [5, -6]);
+        assert_eq!(m.len(), switchml::PREAMBLE_LEN + 128);
+        let p = switchml::SwitchmlPacket::new_checked(&m[..]).unwrap();
+        let r = switchml::SwitchmlRepr::parse(&p);
+        assert_eq!(
+            (r.msg_type, r.size(), r.job, r.tsi, r.pool),
+            (switchml::MSG_TYPE_CONTRIBUTION, Some(PayloadSize::B128), 7, 0x0102_0304, pool)
+        );
+        assert_eq!((r.e0, r.e1), (0, 0));
+        assert_eq!(p.elements().collect::<Vec<_>>(), [[5, -6].as_slice(), &[0; 30]].concat());
     }
 }

@@ -63,35 +63,26 @@ fn single_switch(index: usize) -> io::Result<()> {
     }
 }
 
-impl<T: Transport + ?Sized> Transport for &mut T {
-    fn send(&mut self, msg: &[u8]) -> io::Result<()> {
-        (**self).send(msg)
-    }
-    fn recv(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<Option<usize>> {
-        (**self).recv(buf, deadline)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        (**self).flush()
-    }
-    fn select_switch(&mut self, index: usize) -> io::Result<()> {
-        (**self).select_switch(index)
-    }
+/// `Transport` for a pointer to a transport: each method forwards to the pointee.
+macro_rules! forward_transport {
+    ($($ptr:ty),*) => {$(
+        impl<T: Transport + ?Sized> Transport for $ptr {
+            fn send(&mut self, msg: &[u8]) -> io::Result<()> {
+                (**self).send(msg)
+            }
+            fn recv(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<Option<usize>> {
+                (**self).recv(buf, deadline)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                (**self).flush()
+            }
+            fn select_switch(&mut self, index: usize) -> io::Result<()> {
+                (**self).select_switch(index)
+            }
+        }
+    )*};
 }
-
-impl<T: Transport + ?Sized> Transport for Box<T> {
-    fn send(&mut self, msg: &[u8]) -> io::Result<()> {
-        (**self).send(msg)
-    }
-    fn recv(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<Option<usize>> {
-        (**self).recv(buf, deadline)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        (**self).flush()
-    }
-    fn select_switch(&mut self, index: usize) -> io::Result<()> {
-        (**self).select_switch(index)
-    }
-}
+forward_transport!(&mut T, Box<T>);
 
 /// Runs an operation to completion over a transport; `progress` is called with the elements
 /// done each time a result moves them on. Never blocks past the operation's next deadline, so
@@ -192,6 +183,27 @@ pub fn allreduce_i32<T: Transport + ?Sized>(
 }
 
 pub use crate::wire::frame;
+
+/// The highest SwitchML port (0xBEE0..=0xBEEF) free on every address of `ips`, if any.
+pub fn free_worker_port(ips: &[std::net::Ipv4Addr]) -> Option<u16> {
+    (crate::wire::switchml::UDP_PORT_BASE..=crate::wire::switchml::UDP_PORT_BASE + 15)
+        .rev()
+        .find(|&p| ips.iter().all(|ip| UdpSocket::bind(SocketAddrV4::new(*ip, p)).is_ok()))
+}
+
+/// [`JobConfig::example`] for processes on one host: worker r at 127.0.0.(`first` + r), and as
+/// `worker_port` a SwitchML port free on all of them ([`free_worker_port`]).
+pub fn loopback_job(n: usize, payload: crate::wire::PayloadSize, slots: u16, first: u8) -> io::Result<JobConfig> {
+    let mut job = JobConfig::example(n, payload, slots);
+    for (r, w) in job.workers.iter_mut().enumerate() {
+        w.ip = std::net::Ipv4Addr::new(127, 0, 0, first + r as u8);
+    }
+    let ips: Vec<_> = job.workers.iter().map(|w| w.ip).collect();
+    job.worker_port = free_worker_port(&ips).ok_or_else(|| {
+        io::Error::new(io::ErrorKind::AddrInUse, format!("no SwitchML port 0xBEE0..=0xBEEF free on all of {ips:?}"))
+    })?;
+    Ok(job)
+}
 
 pub use crate::batch::{enlarge_buffers, IoStats, SOCKET_BUFFER};
 

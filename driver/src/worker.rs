@@ -518,18 +518,11 @@ impl<'a> AllReduce<'a> {
         let rto = self.worker.rtt.rto();
         let e = &mut self.ctl[i];
         e.set = 1;
-        {
-            let mut pkt = SwitchmlPacket::new_unchecked(&mut e.msg[..]);
-            pkt.set_job(p);
-            pkt.set_pool_index(PoolIndex { slot: e.slot as u16, set: 1 });
-        }
+        retag(&mut e.msg, p, PoolIndex { slot: e.slot as u16, set: 1 });
         e.attempts = 1;
         e.rto = rto;
         e.deadline = Some(now + rto);
-        if !e.queued {
-            e.queued = true;
-            self.ctl_queue.push_back(i);
-        }
+        enqueue(&mut e.queued, &mut self.ctl_queue, i);
     }
 
     /// A session reply on port `t` carrying the switch's epoch `q`.
@@ -633,12 +626,8 @@ impl<'a> AllReduce<'a> {
             if lo == -1 && !self.worker.answered[s].is_empty() {
                 let mut msg = self.worker.answered[s].clone();
                 let (set, epoch) = (self.worker.sets[s], self.worker.epoch_for(s));
-                let tsi = {
-                    let mut pkt = SwitchmlPacket::new_unchecked(&mut msg[..]);
-                    pkt.set_job(epoch);
-                    pkt.set_pool_index(PoolIndex { slot: s as u16, set });
-                    SwitchmlRepr::parse(&SwitchmlPacket::new_unchecked(&msg[..])).tsi
-                };
+                retag(&mut msg, epoch, PoolIndex { slot: s as u16, set });
+                let tsi = SwitchmlRepr::parse(&SwitchmlPacket::new_unchecked(&msg[..])).tsi;
                 self.push_ctl_msg(s, set, tsi, msg, now);
             } else if s < self.w && self.slots[s].held {
                 self.release(s, now);
@@ -654,20 +643,13 @@ impl<'a> AllReduce<'a> {
         let slot = &mut self.slots[s];
         slot.held = false;
         slot.set = set;
-        {
-            let mut pkt = SwitchmlPacket::new_unchecked(&mut slot.msg[..]);
-            pkt.set_job(epoch);
-            pkt.set_pool_index(PoolIndex { slot: s as u16, set });
-        }
+        retag(&mut slot.msg, epoch, PoolIndex { slot: s as u16, set });
         slot.attempts = 1;
         slot.sent_at = now;
         slot.last_sent = now;
         slot.rto = rto;
         slot.deadline = Some(now + rto);
-        if !slot.queued {
-            slot.queued = true;
-            self.queue.push_back(s);
-        }
+        enqueue(&mut slot.queued, &mut self.queue, s);
     }
 
     /// Leaves the active switch for the next one of the list (or fails naming each one tried).
@@ -781,31 +763,20 @@ impl<'a> AllReduce<'a> {
                 }
             }
         }
-        if !slot.queued {
-            slot.queued = true;
-            self.queue.push_back(s);
-        }
+        enqueue(&mut slot.queued, &mut self.queue, s);
     }
 
     /// The next message to send, if any. Call until `None` after every input.
     pub fn poll_transmit(&mut self) -> Option<&[u8]> {
-        while let Some(i) = self.ctl_queue.pop_front() {
-            let e = &mut self.ctl[i];
-            e.queued = false;
-            if e.deadline.is_some() {
-                self.stats.packets_sent += 1;
-                return Some(&self.ctl[i].msg);
+        let msg = match pop_in_flight(&mut self.ctl_queue, &mut self.ctl, |e| (&mut e.queued, e.deadline.is_some())) {
+            Some(i) => &self.ctl[i].msg,
+            None => {
+                let s = pop_in_flight(&mut self.queue, &mut self.slots, |s| (&mut s.queued, s.deadline.is_some()))?;
+                &self.slots[s].msg
             }
-        }
-        while let Some(s) = self.queue.pop_front() {
-            let slot = &mut self.slots[s];
-            slot.queued = false;
-            if slot.deadline.is_some() {
-                self.stats.packets_sent += 1;
-                return Some(&self.slots[s].msg);
-            }
-        }
-        None
+        };
+        self.stats.packets_sent += 1;
+        Some(msg)
     }
 
     /// When [`AllReduce::handle_timeout`] must be called next; `None` once done.
@@ -991,10 +962,7 @@ impl<'a> AllReduce<'a> {
             e.rto = (e.rto * 2).min(cap);
             e.deadline = Some(now + e.rto);
             self.stats.retransmissions += 1;
-            if !e.queued {
-                e.queued = true;
-                self.ctl_queue.push_back(i);
-            }
+            enqueue(&mut e.queued, &mut self.ctl_queue, i);
         }
         for s in 0..self.w {
             let slot = &mut self.slots[s];
@@ -1013,13 +981,42 @@ impl<'a> AllReduce<'a> {
             slot.last_sent = now;
             self.worker.rtt.backed_off(slot.rto);
             self.stats.retransmissions += 1;
-            if !slot.queued {
-                slot.queued = true;
-                self.queue.push_back(s);
-            }
+            enqueue(&mut slot.queued, &mut self.queue, s);
         }
         Ok(())
     }
+}
+
+/// Pops `queue` until an entry of `entries` still in flight: its index. `flight(e)` gives the
+/// entry's `queued` flag (cleared as it leaves the queue) and whether it is in flight.
+fn pop_in_flight<E>(
+    queue: &mut VecDeque<usize>,
+    entries: &mut [E],
+    flight: impl Fn(&mut E) -> (&mut bool, bool),
+) -> Option<usize> {
+    while let Some(i) = queue.pop_front() {
+        let (queued, in_flight) = flight(&mut entries[i]);
+        *queued = false;
+        if in_flight {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// Puts message `i` into `queue` unless it is `queued` there already.
+fn enqueue(queued: &mut bool, queue: &mut VecDeque<usize>, i: usize) {
+    if !*queued {
+        *queued = true;
+        queue.push_back(i);
+    }
+}
+
+/// Sets the job number (the epoch) and the pool index of SwitchML message `msg`.
+fn retag(msg: &mut [u8], job: u8, pool: PoolIndex) {
+    let mut pkt = SwitchmlPacket::new_unchecked(msg);
+    pkt.set_job(job);
+    pkt.set_pool_index(pool);
 }
 
 #[cfg(test)]
@@ -1405,57 +1402,60 @@ pub(crate) mod test {
         assert!(st.iter().all(|s| s.retransmissions == 0 && (s.rto_seconds - 0.028).abs() < 1e-3), "{st:?}");
     }
 
-    #[test]
-    fn karns_rule_no_sample_from_a_retransmitted_packet() {
+    /// Runs `f` on the operation of one worker on one slot (retransmission timeout 20 ms, three
+    /// chunks of 5) started at `t0`, with the first message it sent.
+    fn one_slot_20ms(f: impl FnOnce(&mut AllReduce<'_>, Instant, Vec<u8>)) {
         let mut j = job(1, PayloadSize::B256, 1);
         j.timeout = Duration::from_millis(20);
         let mut w = Worker::new(j, 0).unwrap();
         let mut data = vec![5i32; 64 * 3];
         let t0 = Instant::now();
-        let ms = Duration::from_millis;
         let mut op = w.start_i32(&mut data, t0).unwrap();
         let m0 = op.poll_transmit().unwrap().to_vec();
-        assert_eq!(op.poll_timeout(), Some(t0 + ms(20)));
-        op.handle_timeout(t0 + ms(20)).unwrap();
-        assert_eq!(op.poll_transmit().unwrap(), &m0[..]);
-        assert_eq!(op.poll_timeout(), Some(t0 + ms(60)));
-        // The result comes 25 ms after the first copy: it may answer either copy, no sample.
-        op.handle_message(t0 + ms(25), &m0).unwrap();
-        let m1 = op.poll_transmit().unwrap().to_vec();
-        assert!(op.worker.rtt.srtt().is_none() && op.worker.rtt.samples() == 0);
-        // The backoff (40 ms) carries over to the next packet until a sample.
-        assert_eq!(op.poll_timeout(), Some(t0 + ms(25) + ms(40)));
-        // Sent once, answered 10 ms later: the first sample, SRTT 10, RTTVAR 5, RTO max(20, 30).
-        op.handle_message(t0 + ms(35), &m1).unwrap();
-        assert_eq!(op.worker.rtt.srtt(), Some(ms(10)));
-        op.poll_transmit().unwrap();
-        assert_eq!(op.poll_timeout(), Some(t0 + ms(35) + ms(30)));
-        assert_eq!(op.stats().retransmissions, 1);
+        f(&mut op, t0, m0);
+    }
+
+    #[test]
+    fn karns_rule_no_sample_from_a_retransmitted_packet() {
+        one_slot_20ms(|op, t0, m0| {
+            let ms = Duration::from_millis;
+            assert_eq!(op.poll_timeout(), Some(t0 + ms(20)));
+            op.handle_timeout(t0 + ms(20)).unwrap();
+            assert_eq!(op.poll_transmit().unwrap(), &m0[..]);
+            assert_eq!(op.poll_timeout(), Some(t0 + ms(60)));
+            // The result comes 25 ms after the first copy: it may answer either copy, no sample.
+            op.handle_message(t0 + ms(25), &m0).unwrap();
+            let m1 = op.poll_transmit().unwrap().to_vec();
+            assert!(op.worker.rtt.srtt().is_none() && op.worker.rtt.samples() == 0);
+            // The backoff (40 ms) carries over to the next packet until a sample.
+            assert_eq!(op.poll_timeout(), Some(t0 + ms(25) + ms(40)));
+            // Sent once, answered 10 ms later: the first sample, SRTT 10, RTTVAR 5, RTO max(20, 30).
+            op.handle_message(t0 + ms(35), &m1).unwrap();
+            assert_eq!(op.worker.rtt.srtt(), Some(ms(10)));
+            op.poll_transmit().unwrap();
+            assert_eq!(op.poll_timeout(), Some(t0 + ms(35) + ms(30)));
+            assert_eq!(op.stats().retransmissions, 1);
+        });
     }
 
     #[test]
     fn a_result_sooner_than_the_min_rtt_after_a_retransmission_is_found_spurious() {
-        let mut j = job(1, PayloadSize::B256, 1);
-        j.timeout = Duration::from_millis(20);
-        let mut w = Worker::new(j, 0).unwrap();
-        let mut data = vec![5i32; 64 * 3];
-        let t0 = Instant::now();
-        let ms = Duration::from_millis;
-        let mut op = w.start_i32(&mut data, t0).unwrap();
-        let m0 = op.poll_transmit().unwrap().to_vec();
-        op.handle_message(t0 + ms(10), &m0).unwrap();
-        // Sample 10 ms: RTO = 10 + max(4 × 5, 20) = 30 ms.
-        let m1 = op.poll_transmit().unwrap().to_vec();
-        assert_eq!(op.poll_timeout(), Some(t0 + ms(40)));
-        op.handle_timeout(t0 + ms(40)).unwrap();
-        assert_eq!(op.poll_transmit().unwrap(), &m1[..]);
-        // The result 2 ms after the copy (the smallest round trip is 10 ms): it answers the
-        // first copy, sent 32 ms before, 22 ms beyond SRTT. The margin becomes 22 ms.
-        op.handle_message(t0 + ms(42), &m1).unwrap();
-        assert_eq!((op.stats().retransmissions, op.stats().spurious_retransmissions), (1, 1));
-        assert_eq!(op.worker.rtt.samples(), 1);
-        op.poll_transmit().unwrap();
-        assert_eq!(op.poll_timeout(), Some(t0 + ms(42) + ms(10) + ms(22)));
+        one_slot_20ms(|op, t0, m0| {
+            let ms = Duration::from_millis;
+            op.handle_message(t0 + ms(10), &m0).unwrap();
+            // Sample 10 ms: RTO = 10 + max(4 × 5, 20) = 30 ms.
+            let m1 = op.poll_transmit().unwrap().to_vec();
+            assert_eq!(op.poll_timeout(), Some(t0 + ms(40)));
+            op.handle_timeout(t0 + ms(40)).unwrap();
+            assert_eq!(op.poll_transmit().unwrap(), &m1[..]);
+            // The result 2 ms after the copy (the smallest round trip is 10 ms): it answers the
+            // first copy, sent 32 ms before, 22 ms beyond SRTT. The margin becomes 22 ms.
+            op.handle_message(t0 + ms(42), &m1).unwrap();
+            assert_eq!((op.stats().retransmissions, op.stats().spurious_retransmissions), (1, 1));
+            assert_eq!(op.worker.rtt.samples(), 1);
+            op.poll_transmit().unwrap();
+            assert_eq!(op.poll_timeout(), Some(t0 + ms(42) + ms(10) + ms(22)));
+        });
     }
 
     #[test]

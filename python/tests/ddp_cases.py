@@ -35,13 +35,24 @@ def params(m):
     return torch.cat([p.detach().reshape(-1) for p in m.parameters()])
 
 
+def sgd_ddp(**options):
+    """DDP of model() (20 KB buckets; `options` for DDP) and its SGD optimizer."""
+    ddp = DDP(model(), bucket_cap_mb=0.02, **options)
+    return ddp, torch.optim.SGD(ddp.parameters(), lr=0.1)
+
+
+def hooked_ddp(switch, job, **options):
+    """sgd_ddp() with the spotagg hook registered: the DDP, the hook's state (`options` for
+    HookState) and the optimizer."""
+    ddp = DDP(model(), bucket_cap_mb=0.02)
+    state = st.HookState(switch=switch, job=job, **options)
+    ddp.register_comm_hook(state, st.allreduce_hook)
+    return ddp, state, torch.optim.SGD(ddp.parameters(), lr=0.1)
+
+
 def hook_against_default(rank, n, job, switch, steps):
-    ref = DDP(model(), bucket_cap_mb=0.02)
-    hooked = DDP(model(), bucket_cap_mb=0.02)
-    state = st.HookState(switch=switch, job=job)
-    hooked.register_comm_hook(state, st.allreduce_hook)
-    o1 = torch.optim.SGD(ref.parameters(), lr=0.1)
-    o2 = torch.optim.SGD(hooked.parameters(), lr=0.1)
+    ref, o1 = sgd_ddp()
+    hooked, state, o2 = hooked_ddp(switch, job)
     diffs = []
     for step in range(steps):
         train_step(ref, o1, rank, step)
@@ -55,15 +66,11 @@ def hook_against_default(rank, n, job, switch, steps):
 
 
 def fallback(rank, n, job, switch, steps, stop_at, stop_event, stopped_event, allow_fallback):
-    hooked = DDP(model(), bucket_cap_mb=0.02)
-    state = st.HookState(switch=switch, job=job, fallback=allow_fallback)
-    hooked.register_comm_hook(state, st.allreduce_hook)
-    opt = torch.optim.SGD(hooked.parameters(), lr=0.1)
+    hooked, state, opt = hooked_ddp(switch, job, fallback=allow_fallback)
     out = dict(caught=None)
     # The default hook's DDP, trained alongside so that its buckets are rebuilt as the hooked
     # one's (Gloo's summation order of an element depends on its offset in the bucket).
-    ref = DDP(model(), bucket_cap_mb=0.02)
-    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    ref, ref_opt = sgd_ddp()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for step in range(steps):
@@ -130,10 +137,8 @@ def backend(rank, n, job, switch):
     out["gather"] = [x.tolist() for x in g]
     dist.barrier(group=sw)
     # DDP over the spotagg group against DDP over the default (Gloo) group.
-    ref = DDP(model(), bucket_cap_mb=0.02)
-    spot = DDP(model(), bucket_cap_mb=0.02, process_group=sw)
-    o1 = torch.optim.SGD(ref.parameters(), lr=0.1)
-    o2 = torch.optim.SGD(spot.parameters(), lr=0.1)
+    ref, o1 = sgd_ddp()
+    spot, o2 = sgd_ddp(process_group=sw)
     diffs = []
     for step in range(5):
         train_step(ref, o1, rank, step)
@@ -147,12 +152,8 @@ def backend(rank, n, job, switch):
 def fallback_mid_step(rank, n, job, switch, steps):
     """Trains while the test process stops the switch at some moment of its own; returns the
     parameters and whether the hook fell back."""
-    hooked = DDP(model(), bucket_cap_mb=0.02)
-    ref = DDP(model(), bucket_cap_mb=0.02)
-    state = st.HookState(switch=switch, job=job)
-    hooked.register_comm_hook(state, st.allreduce_hook)
-    opt = torch.optim.SGD(hooked.parameters(), lr=0.1)
-    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    hooked, state, opt = hooked_ddp(switch, job)
+    ref, ref_opt = sgd_ddp()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for step in range(steps):

@@ -35,7 +35,10 @@ def test_hook_matches_the_default_hook_and_keeps_bucket_order():
     assert counters["contributions"] > 0 and counters["duplicates"] < counters["contributions"]
 
 
-def test_fallback_to_gloo_when_the_switch_stops():
+def run_fallback(steps, stop_at, allow_fallback):
+    """ddp_cases.fallback on N ranks (`steps` steps) through a switch that a thread of this
+    process closes when rank 0 asks for it at step `stop_at`. The ranks' results and the
+    switch's address."""
     job = loopback_job(N, slots=32, timeout_ms=5, max_retries=4)
     ctx = mp.get_context("spawn")
     stop, stopped = ctx.Event(), ctx.Event()
@@ -50,11 +53,16 @@ def test_fallback_to_gloo_when_the_switch_stops():
     t = threading.Thread(target=closer, daemon=True)
     t.start()
     try:
-        out = spawn(N, ddp_cases.fallback, job, sw.address, 8, 3, stop, stopped, True)
+        out = spawn(N, ddp_cases.fallback, job, sw.address, steps, stop_at, stop, stopped, allow_fallback)
     finally:
         stop.set()
         t.join()
         sw.close()
+    return out, sw.address
+
+
+def test_fallback_to_gloo_when_the_switch_stops():
+    out, address = run_fallback(8, 3, True)
     for r in range(N):
         assert out[r]["caught"] is None
         assert out[r]["fell_back"]
@@ -64,32 +72,14 @@ def test_fallback_to_gloo_when_the_switch_stops():
         # rounding: measured 7.45e-9 (2^-27, one ulp of a parameter near 0.1), constant over the
         # 5 steps; the quantization error of a switch step would be ~1e-6 and would grow.
         assert max(out[r]["maxdiff"]) < 5e-8, out[r]["maxdiff"]
-        assert len(out[r]["warnings"]) == 1 and sw.address in out[r]["warnings"][0], out[r]["warnings"]
+        assert len(out[r]["warnings"]) == 1 and address in out[r]["warnings"][0], out[r]["warnings"]
 
 
 def test_fallback_false_raises():
-    job = loopback_job(N, slots=32, timeout_ms=5, max_retries=4)
-    ctx = mp.get_context("spawn")
-    stop, stopped = ctx.Event(), ctx.Event()
-    sw = spotagg.SoftwareSwitch(job)
-    import threading
-
-    def closer():
-        if stop.wait(120):
-            sw.close()
-            stopped.set()
-
-    t = threading.Thread(target=closer, daemon=True)
-    t.start()
-    try:
-        out = spawn(N, ddp_cases.fallback, job, sw.address, 6, 2, stop, stopped, False)
-    finally:
-        stop.set()
-        t.join()
-        sw.close()
+    out, address = run_fallback(6, 2, False)
     for r in range(N):
         assert out[r]["caught"] is not None, out[r]
-        assert "SwitchUnreachable" in out[r]["error"] and sw.address in out[r]["error"], out[r]
+        assert "SwitchUnreachable" in out[r]["error"] and address in out[r]["error"], out[r]
         assert not out[r]["fell_back"]
 
 

@@ -464,15 +464,7 @@ impl RefSwitch {
             if self.session.joined.count_ones() as usize == n {
                 self.session = SessionState { epoch: next, open: true, joined: 0 };
                 self.state = SlotState::new(usize::from(self.job.slots), self.k);
-                let start = out.len();
-                out.push(self.session_reply(frame, 0));
-                for r in 1..n {
-                    let mut f = out[start].clone();
-                    self.readdress_result(&mut f, r);
-                    out.push(f);
-                }
-                self.counters.results_multicast += n as u64;
-                self.counters.frames_out += n as u64;
+                self.multicast(self.session_reply(frame, 0), out);
             }
         } else {
             self.counters.duplicates += 1;
@@ -553,15 +545,7 @@ impl RefSwitch {
                 out.push(self.partial_frame(frame, i));
                 self.tree.partials_up += 1;
             } else if last {
-                let start = out.len();
-                out.push(self.result_frame(frame, 0, i));
-                for r in 1..n {
-                    let mut f = out[start].clone();
-                    self.readdress_result(&mut f, r);
-                    out.push(f);
-                }
-                self.counters.results_multicast += n as u64;
-                self.counters.frames_out += n as u64;
+                self.multicast(self.result_frame(frame, 0, i), out);
             }
         } else {
             self.counters.duplicates += 1;
@@ -593,10 +577,16 @@ impl RefSwitch {
             *v = i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
         }
         self.tree.parent_results += 1;
-        let n = self.job.n();
         let src_port = UdpPacket::new_unchecked(&frame[L4_OFFSET..SWITCHML_OFFSET]).dst_port();
+        self.multicast(self.result_frame_ports(frame, 0, i, (src_port, self.job.worker_port)), out);
+    }
+
+    /// Sends `result`, addressed to rank 0, to every rank in rank order (readdressed copies) and
+    /// counts the n frames as a multicast.
+    fn multicast(&mut self, result: Vec<u8>, out: &mut Vec<Vec<u8>>) {
+        let n = self.job.n();
         let start = out.len();
-        out.push(self.result_frame_ports(frame, 0, i, (src_port, self.job.worker_port)));
+        out.push(result);
         for r in 1..n {
             let mut f = out[start].clone();
             self.readdress_result(&mut f, r);

@@ -686,23 +686,8 @@ struct InFlight {
     frame: Vec<u8>,
 }
 
-impl PartialEq for InFlight {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.seq) == (o.at, o.seq)
-    }
-}
-impl Eq for InFlight {}
-impl PartialOrd for InFlight {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for InFlight {
-    /// Reversed: the max-heap pops the earliest frame.
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (o.at, o.seq).cmp(&(self.at, self.seq))
-    }
-}
+// Reversed: the max-heap pops the earliest frame.
+ord_by_key!(InFlight, |f: &InFlight| std::cmp::Reverse((f.at, f.seq)));
 
 /// A channel with loss, duplication and random delays.
 struct Channel {

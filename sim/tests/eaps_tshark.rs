@@ -6,6 +6,27 @@ use spotagg_driver::wire::eaps::{emit_frame, EapsRepr, EapsState, EapsType};
 use spotagg_driver::wire::MacAddr;
 use std::process::Command;
 
+/// `frames` written to a pcap and decoded by tshark: for each frame, the `fields` tshark gives.
+fn tshark_fields(frames: &[Vec<u8>], fields: &[&str]) -> Vec<Vec<String>> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("frames.pcap");
+    spotagg_sim::pcap::write_frames(&path, frames).unwrap();
+    let mut cmd = Command::new("tshark");
+    cmd.args(["-n", "-r"]).arg(&path).args(["-T", "fields", "-E", "separator=/t"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let out = cmd.output().expect("tshark runs");
+    assert!(out.status.success(), "tshark failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<Vec<String>> = text.lines().map(|l| l.split('\t').map(String::from).collect()).collect();
+    assert_eq!(lines.len(), frames.len(), "tshark output:\n{text}");
+    for line in text.lines() {
+        eprintln!("{line}");
+    }
+    lines
+}
+
 #[test]
 fn tshark_decodes_our_pdus() {
     if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Tshark) {
@@ -32,10 +53,6 @@ fn tshark_decodes_our_pdus() {
     })
     .collect();
     let frames: Vec<Vec<u8>> = pdus.iter().map(|r| emit_frame(r, r.system_mac, 7)).collect();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("eaps.pcap");
-    spotagg_sim::pcap::write_frames(&path, &frames).unwrap();
-
     let fields = [
         "vlan.id",
         "llc.extreme_pid",
@@ -51,19 +68,7 @@ fn tshark_decodes_our_pdus() {
         "edp.eaps.state",
         "edp.eaps.helloseq",
     ];
-    let mut cmd = Command::new("tshark");
-    cmd.args(["-n", "-r"]).arg(&path).args(["-T", "fields", "-E", "separator=/t"]);
-    for f in fields {
-        cmd.args(["-e", f]);
-    }
-    let out = cmd.output().expect("tshark runs");
-    assert!(out.status.success(), "tshark failed: {}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), pdus.len(), "tshark output:\n{text}");
-    for (line, r) in lines.iter().zip(&pdus) {
-        eprintln!("{line}");
-        let got: Vec<&str> = line.split('\t').collect();
+    for (got, r) in tshark_fields(&frames, &fields).iter().zip(&pdus) {
         let want = [
             r.control_vlan.to_string(),
             "0x00bb".to_string(),
@@ -79,21 +84,13 @@ fn tshark_decodes_our_pdus() {
             u8::from(r.state).to_string(),
             r.hello_seq.to_string(),
         ];
-        assert_eq!(got, want, "fields {fields:?}");
+        assert_eq!(*got, want, "fields {fields:?}");
     }
 
     // A corrupted checksum is reported bad (status 0): the check above can fail.
     let mut bad = frames[0].clone();
     bad[18 + 13] ^= 0x01;
-    let bad_path = dir.path().join("bad.pcap");
-    spotagg_sim::pcap::write_frames(&bad_path, &[bad]).unwrap();
-    let out = Command::new("tshark")
-        .args(["-n", "-r"])
-        .arg(&bad_path)
-        .args(["-T", "fields", "-e", "edp.checksum.status"])
-        .output()
-        .expect("tshark runs");
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
+    assert_eq!(tshark_fields(&[bad], &["edp.checksum.status"]), [["0"]]);
 }
 
 /// Our shared-link segment health PDUs (driver::wire::esl) as Wireshark's ESL TLV: control
@@ -123,9 +120,6 @@ fn tshark_decodes_our_esl_pdus() {
     })
     .collect();
     let frames: Vec<Vec<u8>> = pdus.iter().map(|r| emit_frame(r, r.system_mac, 7)).collect();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("esl.pcap");
-    spotagg_sim::pcap::write_frames(&path, &frames).unwrap();
     let fields = [
         "vlan.id",
         "edp.seqno",
@@ -140,19 +134,7 @@ fn tshark_decodes_our_esl_pdus() {
         "edp.esl.failed1",
         "edp.esl.numlinks",
     ];
-    let mut cmd = Command::new("tshark");
-    cmd.args(["-n", "-r"]).arg(&path).args(["-T", "fields", "-E", "separator=/t"]);
-    for f in fields {
-        cmd.args(["-e", f]);
-    }
-    let out = cmd.output().expect("tshark runs");
-    assert!(out.status.success(), "tshark failed: {}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), pdus.len(), "tshark output:\n{text}");
-    for (line, r) in lines.iter().zip(&pdus) {
-        eprintln!("{line}");
-        let got: Vec<&str> = line.split('\t').collect();
+    for (got, r) in tshark_fields(&frames, &fields).iter().zip(&pdus) {
         let want = [
             r.control_vlan.to_string(),
             r.edp_sequence.to_string(),
@@ -167,6 +149,6 @@ fn tshark_decodes_our_esl_pdus() {
             r.failed_link.to_string(),
             "0".to_string(),
         ];
-        assert_eq!(got, want, "fields {fields:?}");
+        assert_eq!(*got, want, "fields {fields:?}");
     }
 }

@@ -4,9 +4,9 @@
 //! name it. The workers' stats are exposed and parsed the same way.
 
 use spotagg_driver::metrics::{render, worker_families};
-use spotagg_driver::transport::{Transport, UdpTransport};
-use spotagg_driver::wire::{Ipv4Addr, PayloadSize};
-use spotagg_driver::{JobConfig, Worker};
+use spotagg_driver::transport::{loopback_job, Transport, UdpTransport};
+use spotagg_driver::wire::PayloadSize;
+use spotagg_driver::Worker;
 use spotagg_sim::metrics_http::{serve_http, MetricsBoard};
 use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::udp_switch::{serve, ServeOptions};
@@ -30,18 +30,6 @@ impl<T: Transport> Transport for Slow<T> {
     fn flush(&mut self) -> io::Result<()> {
         self.0.flush()
     }
-}
-
-/// A UDP port free on every one of `ips`.
-fn free_port(ips: &[Ipv4Addr]) -> u16 {
-    for _ in 0..100 {
-        let first = UdpSocket::bind((ips[0], 0)).unwrap();
-        let port = first.local_addr().unwrap().port();
-        if ips[1..].iter().all(|ip| UdpSocket::bind((*ip, port)).is_ok()) {
-            return port;
-        }
-    }
-    panic!("no UDP port free on all of {ips:?}");
 }
 
 fn scrape(addr: SocketAddr, path: &str) -> (String, String) {
@@ -75,11 +63,7 @@ fn value(s: &prometheus_parse::Scrape, name: &str, label: Option<(&str, &str)>) 
 #[test]
 fn the_exposition_parses_and_names_the_slowed_worker() {
     let n = 3;
-    let mut job = JobConfig::example(n, PayloadSize::B256, 8);
-    for (r, w) in job.workers.iter_mut().enumerate() {
-        w.ip = Ipv4Addr::new(127, 0, 0, 60 + r as u8);
-    }
-    job.worker_port = free_port(&job.workers.iter().map(|w| w.ip).collect::<Vec<_>>());
+    let mut job = loopback_job(n, PayloadSize::B256, 8, 60).unwrap();
     job.timeout = Duration::from_millis(50);
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     let switch = sock.local_addr().unwrap();

@@ -35,6 +35,16 @@ fn workers() -> impl Strategy<Value = usize> {
     prop_oneof![3 => 1usize..=4, 2 => 5usize..=12, 1 => 13usize..=32]
 }
 
+/// A job's size and its losses: (n, payload, slots in 1..=`max_slots`, chunks in 1..=`max_chunks`,
+/// loss and duplication rates below `max_rate`), drawn in that order.
+fn traffic(
+    max_slots: u16,
+    max_chunks: usize,
+    max_rate: f64,
+) -> impl Strategy<Value = (usize, PayloadSize, u16, usize, f64, f64)> {
+    (workers(), payload(), 1u16..=max_slots, 1usize..=max_chunks, 0.0f64..max_rate, 0.0f64..max_rate)
+}
+
 /// An untagged job half the time, else a tagged one with any VID and reply priority.
 fn vlan() -> impl Strategy<Value = Option<JobVlan>> {
     prop::option::of((1u16..=4094, 0u8..=7).prop_map(|(id, priority)| JobVlan { id, priority }))
@@ -55,12 +65,7 @@ proptest! {
 
     #[test]
     fn every_worker_ends_with_the_exact_sum(
-        n in workers(),
-        payload in payload(),
-        slots in 1u16..=6,
-        chunks in 1usize..=12,
-        loss in 0.0f64..0.3,
-        duplication in 0.0f64..0.3,
+        (n, payload, slots, chunks, loss, duplication) in traffic(6, 12, 0.3),
         extras in 0.0f64..0.2,
         vlan in vlan(),
         seed in any::<u64>(),
@@ -99,12 +104,7 @@ proptest! {
 
     #[test]
     fn malformed_frames_change_no_slot_and_no_output(
-        n in workers(),
-        payload in payload(),
-        slots in 1u16..=4,
-        chunks in 1usize..=8,
-        loss in 0.0f64..0.2,
-        duplication in 0.0f64..0.2,
+        (n, payload, slots, chunks, loss, duplication) in traffic(4, 8, 0.2),
         seed in any::<u64>(),
         vlan in vlan(),
         positions in proptest::collection::vec(any::<prop::sample::Index>(), 1..40),

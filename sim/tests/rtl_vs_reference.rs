@@ -106,22 +106,15 @@ fn downstream_back_pressure() {
 }
 
 #[test]
-fn troubled_traces_width1() {
-    let spec = TraceSpec::new(3, PayloadSize::B256, 2, 3, 21).troubled(0.2);
-    run(&spec, 1, "troubled width 1");
-}
-
-#[test]
-fn any_reordering() {
-    let mut spec = TraceSpec::new(3, PayloadSize::B256, 2, 5, 5).troubled(0.2);
-    spec.reorder = Reorder::Any;
-    run(&spec, 4, "reorder any");
-}
-
-#[test]
-fn thirty_two_workers() {
-    let spec = TraceSpec::new(32, PayloadSize::B256, 2, 2, 9).troubled(0.05);
-    run(&spec, 4, "n=32");
+fn troubled_width1_any_reordering_and_thirty_two_workers() {
+    let reordered = TraceSpec { reorder: Reorder::Any, ..TraceSpec::new(3, PayloadSize::B256, 2, 5, 5).troubled(0.2) };
+    for (spec, width, what) in [
+        (TraceSpec::new(3, PayloadSize::B256, 2, 3, 21).troubled(0.2), 1, "troubled width 1"),
+        (reordered, 4, "reorder any"),
+        (TraceSpec::new(32, PayloadSize::B256, 2, 2, 9).troubled(0.05), 4, "n=32"),
+    ] {
+        run(&spec, width, what);
+    }
 }
 
 /// A tagged job (docs/switch.md §1 step 3, §3): tagged traces with trouble, and every drop

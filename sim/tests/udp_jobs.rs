@@ -2,7 +2,7 @@
 //! files, served over loopback UDP: each job's sums exact while both run at once, each job's
 //! counters its own, a datagram of an unknown (source, job) dropped and counted.
 
-use spotagg_driver::transport::UdpTransport;
+use spotagg_driver::transport::{free_worker_port, UdpTransport};
 use spotagg_driver::wire::{Ipv4Addr, PoolIndex, SwitchmlPacket, SwitchmlRepr};
 use spotagg_driver::{Engine, JobConfig, Worker};
 use spotagg_sim::multi_job::MultiSwitch;
@@ -11,16 +11,6 @@ use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A SwitchML port (the job files need one for `worker_port`) free on every one of `ips`.
-fn free_port(ips: &[Ipv4Addr]) -> u16 {
-    (0xbee0..=0xbeefu16)
-        .find(|p| {
-            let socks: Vec<_> = ips.iter().map(|ip| UdpSocket::bind((*ip, *p))).collect();
-            socks.iter().all(|s| s.is_ok())
-        })
-        .unwrap_or_else(|| panic!("no port of 0xBEE0..=0xBEEF free on all of {ips:?}"))
-}
 
 fn job_toml(number: u8, payload: usize, slots: u16, ips: &[Ipv4Addr], port: u16) -> String {
     let mut s = format!(
@@ -37,7 +27,8 @@ fn two_jobs_from_toml_run_at_once_isolated() {
     let dir = tempfile::tempdir().unwrap();
     let a_ips: Vec<Ipv4Addr> = (0..2).map(|r| Ipv4Addr::new(127, 0, 0, 71 + r)).collect();
     let b_ips: Vec<Ipv4Addr> = (0..3).map(|r| Ipv4Addr::new(127, 0, 0, 81 + r)).collect();
-    let port = free_port(&[a_ips.clone(), b_ips.clone()].concat());
+    let port = free_worker_port(&[a_ips.clone(), b_ips.clone()].concat())
+        .expect("a SwitchML port free on 127.0.0.71..72, 81..83");
     std::fs::write(dir.path().join("a.toml"), job_toml(0, 256, 8, &a_ips, port)).unwrap();
     std::fs::write(dir.path().join("b.toml"), job_toml(1, 1024, 4, &b_ips, port)).unwrap();
     let switch_file = dir.path().join("switch.toml");

@@ -3,13 +3,13 @@
 //! contribution went to; a contribution sent to the wrong thread's port is dropped and counted.
 //! Runs without rust-hdl: `cargo test -p spotagg-sim --no-default-features --test udp_switch_ports`.
 
-use spotagg_driver::transport::UdpTransport;
-use spotagg_driver::wire::switchml::{PoolIndex, SwitchmlPacket, SwitchmlRepr, MSG_TYPE_CONTRIBUTION, PREAMBLE_LEN};
+use spotagg_driver::transport::{loopback_job, UdpTransport};
+use spotagg_driver::wire::switchml::{PoolIndex, SwitchmlPacket};
 use spotagg_driver::wire::{Ipv4Addr, PayloadSize};
 use spotagg_driver::{Engine, JobConfig, Worker};
 use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::udp_switch::{serve_threads, ServeOptions, ServeStats};
-use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,14 +31,6 @@ fn consecutive(count: u16) -> Vec<UdpSocket> {
         }
     }
     panic!("no {count} consecutive free ports on 127.0.0.1");
-}
-
-/// A SwitchML port free on every address.
-fn free_port(ips: &[Ipv4Addr]) -> u16 {
-    (0xbee0..=0xbeef)
-        .rev()
-        .find(|&p| ips.iter().all(|ip| UdpSocket::bind(SocketAddrV4::new(*ip, p)).is_ok()))
-        .expect("a free SwitchML port on the workers' loopback addresses")
 }
 
 struct Running {
@@ -73,11 +65,7 @@ impl Running {
 #[test]
 fn workers_with_two_ports_against_a_two_thread_switch_are_exact() {
     let n = 3;
-    let mut job = JobConfig::example(n, PayloadSize::B256, 8);
-    for (r, w) in job.workers.iter_mut().enumerate() {
-        w.ip = Ipv4Addr::new(127, 0, 0, 40 + r as u8);
-    }
-    job.worker_port = free_port(&job.workers.iter().map(|w| w.ip).collect::<Vec<_>>());
+    let mut job = loopback_job(n, PayloadSize::B256, 8, 40).unwrap();
     job.switch_ports = 2;
     job.timeout = Duration::from_millis(20);
     let sw = start(&job, 2);
@@ -115,20 +103,7 @@ fn workers_with_two_ports_against_a_two_thread_switch_are_exact() {
 }
 
 fn contribution(job: &JobConfig, slot: u16, tsi: u32) -> Vec<u8> {
-    let mut m = vec![0u8; PREAMBLE_LEN + job.payload.bytes()];
-    let mut p = SwitchmlPacket::new_unchecked(&mut m[..]);
-    SwitchmlRepr {
-        msg_type: MSG_TYPE_CONTRIBUTION,
-        size_code: job.payload.code(),
-        job: job.job_number,
-        tsi,
-        pool: PoolIndex { slot, set: 0 },
-        e0: 0,
-        e1: 0,
-    }
-    .emit(&mut p);
-    p.set_element(0, tsi as i32);
-    m
+    job.contribution(PoolIndex { slot, set: 0 }, tsi, [tsi as i32])
 }
 
 #[test]

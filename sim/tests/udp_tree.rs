@@ -8,6 +8,7 @@ use spotagg_driver::wire::{Ipv4Addr, MacAddr, PayloadSize};
 use spotagg_driver::{Engine, JobConfig, Worker};
 use spotagg_sim::reference::{RefSwitch, TreeCounters};
 use spotagg_sim::udp_switch::{serve, ServeOptions};
+use spotagg_testkit::procs::free_udp_port;
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -20,17 +21,6 @@ fn bind_switchml_port(ip: Ipv4Addr) -> UdpSocket {
     (0xbee0..=0xbeefu16)
         .find_map(|p| UdpSocket::bind((ip, p)).ok())
         .unwrap_or_else(|| panic!("no free port in 0xBEE0..=0xBEEF on {ip}"))
-}
-
-fn free_port(ips: &[Ipv4Addr]) -> u16 {
-    for _ in 0..100 {
-        let first = UdpSocket::bind((ips[0], 0)).unwrap();
-        let port = first.local_addr().unwrap().port();
-        if ips[1..].iter().all(|ip| UdpSocket::bind((*ip, port)).is_ok()) {
-            return port;
-        }
-    }
-    panic!("no UDP port free on all of {ips:?}");
 }
 
 #[test]
@@ -47,7 +37,7 @@ fn two_leaves_and_a_root_are_exact_under_loss() {
     }
     root.tree_workers = 4;
     let worker_ips: Vec<Ipv4Addr> = (0..4).map(|i| Ipv4Addr::new(127, 0, 0, 211 + i)).collect();
-    let worker_port = free_port(&worker_ips);
+    let worker_port = free_udp_port(&worker_ips);
     let leaves: Vec<JobConfig> = (0..2)
         .map(|l| {
             let mut j = JobConfig::example(2, PayloadSize::B256, 8);
@@ -68,7 +58,7 @@ fn two_leaves_and_a_root_are_exact_under_loss() {
         .collect();
     // The leaves are the root's workers: they send from one port, the root job's worker_port
     // (docs/switch.md §1 7.5).
-    let leaf_port = free_port(&leaf_ip);
+    let leaf_port = free_udp_port(&leaf_ip);
     root.worker_port = leaf_port;
     let stop = Arc::new(AtomicBool::new(false));
     let opts =

@@ -22,11 +22,11 @@ use anyhow::{Context, Result};
 use spotagg_driver::fixedpoint::{self, Scale};
 use spotagg_driver::transport::UdpTransport;
 use spotagg_driver::wire::frame;
-use spotagg_driver::wire::switchml::{PoolIndex, SwitchmlPacket, SwitchmlRepr, MSG_TYPE_CONTRIBUTION, PREAMBLE_LEN};
-use spotagg_driver::wire::{switchml, Ipv4Addr, PayloadSize};
+use spotagg_driver::wire::switchml::PoolIndex;
+use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::{Engine, JobConfig, Worker};
 use std::hint::black_box;
-use std::net::{SocketAddrV4, UdpSocket};
+use std::net::UdpSocket;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -127,26 +127,14 @@ fn bench_conversion(elements: usize, reps: usize) {
 /// `rounds` is even).
 fn contribution_frames(job: &JobConfig, rounds: usize) -> Vec<Vec<u8>> {
     let k = job.payload.elements();
-    let mut msg = vec![0u8; PREAMBLE_LEN + job.payload.bytes()];
     let mut frames = Vec::new();
     let switch = frame::Endpoint { mac: job.switch_mac, ip: job.switch_ip, port: job.switch_port };
     for round in 0..rounds {
         for slot in 0..job.slots {
             for (rank, w) in job.workers.iter().enumerate() {
-                let mut p = SwitchmlPacket::new_unchecked(&mut msg[..]);
-                SwitchmlRepr {
-                    msg_type: MSG_TYPE_CONTRIBUTION,
-                    size_code: job.payload.code(),
-                    job: job.job_number,
-                    tsi: (round * usize::from(job.slots) + usize::from(slot)) as u32,
-                    pool: PoolIndex { slot, set: (round % 2) as u8 },
-                    e0: 0,
-                    e1: 0,
-                }
-                .emit(&mut p);
-                for i in 0..k {
-                    p.set_element(i, (i * (rank + 1) + round) as i32);
-                }
+                let tsi = (round * usize::from(job.slots) + usize::from(slot)) as u32;
+                let pool = PoolIndex { slot, set: (round % 2) as u8 };
+                let msg = job.contribution(pool, tsi, (0..k).map(|i| (i * (rank + 1) + round) as i32));
                 let mut f = Vec::new();
                 frame::encapsulate(
                     frame::Endpoint { mac: w.mac, ip: w.ip, port: job.worker_port },
@@ -210,21 +198,9 @@ fn bench_engines(kinds: &[EngineKind], budget: Duration) {
     }
 }
 
-/// A SwitchML port that is free on every one of `ips`.
-fn free_worker_port(ips: &[Ipv4Addr]) -> Option<u16> {
-    (switchml::UDP_PORT_BASE..=switchml::UDP_PORT_BASE + 15)
-        .rev()
-        .find(|&p| ips.iter().all(|ip| UdpSocket::bind(SocketAddrV4::new(*ip, p)).is_ok()))
-}
-
 fn bench_loopback(elements: usize) -> Result<()> {
     let n = 4;
-    let mut job = JobConfig::example(n, PayloadSize::B1024, 32);
-    for (r, w) in job.workers.iter_mut().enumerate() {
-        w.ip = Ipv4Addr::new(127, 0, 0, 20 + r as u8);
-    }
-    job.worker_port = free_worker_port(&job.workers.iter().map(|w| w.ip).collect::<Vec<_>>())
-        .context("no free SwitchML port on 127.0.0.20..23")?;
+    let job = spotagg_driver::transport::loopback_job(n, PayloadSize::B1024, 32, 20)?;
     let socket = UdpSocket::bind("127.0.0.1:0").context("binding the switch")?;
     spotagg_driver::transport::enlarge_buffers(&socket, spotagg_driver::transport::SOCKET_BUFFER);
     let switch_addr = socket.local_addr()?;
@@ -287,12 +263,7 @@ fn cpu_times() -> (f64, f64) {
 /// load generator in a child process for `seconds`.
 fn switch_alone_once(threads: u16, plain: bool, seconds: f64) -> Result<String> {
     let n = 4;
-    let mut job = JobConfig::example(n, PayloadSize::B1024, 64);
-    for (r, w) in job.workers.iter_mut().enumerate() {
-        w.ip = Ipv4Addr::new(127, 0, 0, 50 + r as u8);
-    }
-    job.worker_port = free_worker_port(&job.workers.iter().map(|w| w.ip).collect::<Vec<_>>())
-        .context("no free SwitchML port on 127.0.0.50..53")?;
+    let mut job = spotagg_driver::transport::loopback_job(n, PayloadSize::B1024, 64, 50)?;
     job.switch_ports = threads;
     let path = std::env::temp_dir().join(format!("spotagg-bench-{}-{threads}.toml", std::process::id()));
     std::fs::write(&path, job.to_toml()).with_context(|| format!("writing {}", path.display()))?;

@@ -13,7 +13,7 @@
 use crate::engines::load_job;
 use anyhow::{Context, Result};
 use spotagg_driver::batch::{BatchSocket, IoStats, Receiver, Sender};
-use spotagg_driver::wire::switchml::{PoolIndex, SwitchmlPacket, SwitchmlRepr, MSG_TYPE_CONTRIBUTION, PREAMBLE_LEN};
+use spotagg_driver::wire::switchml::{PoolIndex, PREAMBLE_LEN};
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -59,22 +59,8 @@ pub fn run(args: Args) -> Result<()> {
         .map(|r| {
             (0..2 * slots)
                 .map(|i| {
-                    let mut m = vec![0u8; PREAMBLE_LEN + job.payload.bytes()];
-                    let mut p = SwitchmlPacket::new_unchecked(&mut m[..]);
-                    SwitchmlRepr {
-                        msg_type: MSG_TYPE_CONTRIBUTION,
-                        size_code: job.payload.code(),
-                        job: job.job_number,
-                        tsi: i as u32,
-                        pool: PoolIndex { slot: (i / 2) as u16, set: (i % 2) as u8 },
-                        e0: 0,
-                        e1: 0,
-                    }
-                    .emit(&mut p);
-                    for e in 0..job.payload.elements() {
-                        p.set_element(e, (e * (r + 1) + i) as i32);
-                    }
-                    m
+                    let pool = PoolIndex { slot: (i / 2) as u16, set: (i % 2) as u8 };
+                    job.contribution(pool, i as u32, (0..job.payload.elements()).map(|e| (e * (r + 1) + i) as i32))
                 })
                 .collect()
         })

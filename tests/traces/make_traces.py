@@ -954,17 +954,29 @@ VALID_FLAVORS = [
 # --------------------------------------------------------------------------------------------
 # scenarios
 
-def sc_malformed(rng):
-    job = Job(3, 256, 4)
-    tr = Trace(job)
-    cat = bad_catalogue(job)
-    rng.shuffle(cat)
-    # first frames: the most extreme ones, before any state exists
+def scenario(*job_args, **job_kw):
+    """Makes body(job, tr, rng), which fills the Trace `tr` of a fresh Job(*job_args, **job_kw),
+    a scenario: a function of the rng that returns (job, trace)."""
+    def wrap(body):
+        def run(rng):
+            job = Job(*job_args, **job_kw)
+            tr = Trace(job)
+            body(job, tr, rng)
+            return job, tr
+        return run
+    return wrap
+
+
+def catalogue_rounds(job, tr, rng, cat, tsi, job_number, scrub, add_valid, after_round):
+    """Rounds of contributions, each in the next of VALID_FLAVORS, until every frame of `cat` is
+    sent (and at least 8 rounds and every flavour). Before each contribution, 1-3 frames of the
+    catalogue, mutated from it (garbage values) or from an already sent contribution of this
+    round or the previous one (would be a duplicate / retransmission trigger if wrongly
+    accepted); `scrub(t)` cleans such a copy first. `add_valid(f, label, rnd, first)` adds the
+    contribution itself, `after_round(rnd, sent)` what follows a round."""
     flav_i = 0
     ci = 0
     rnd = 0
-    tsi = 0x100
-    other_mac = mac("02:00:5a:00:02:63")
     prev_round = None
     while ci < len(cat) or flav_i < len(VALID_FLAVORS) or rnd < 8:
         s, v = rnd % job.slots, (rnd // job.slots) & 1
@@ -974,14 +986,11 @@ def sc_malformed(rng):
         for r in order:
             vals = rand_values(rng, job.k, "mix")
             f = contrib_fields(job, r, s, v, vals, e0=rand_exp(rng), e1=rand_exp(rng), tsi=tsi,
-                               job_number=0x2A, dport=0xBEE0 + rng.randrange(16))
+                               job_number=job_number, dport=0xBEE0 + rng.randrange(16))
             tsi += 1
             label, fl = VALID_FLAVORS[flav_i % len(VALID_FLAVORS)]
             flav_i += 1
             f.update(fl(job, f, rng))
-            # 1-3 bad frames before this contribution, mutated from it (garbage values) or from
-            # an already sent contribution of this round or the previous one (would be a
-            # duplicate / retransmission trigger if wrongly accepted)
             for _ in range(rng.randint(1, 3)):
                 if ci >= len(cat):
                     break
@@ -990,13 +999,31 @@ def sc_malformed(rng):
                 t["values"] = rand_values(rng, job.k, "full")
                 t["e0"], t["e1"] = 127, 127
                 t["pad"] = b""
-                if t.get("csum") == 0xFFFF:
-                    t["csum"] = None
+                scrub(t)
                 blabel, expect, fn = cat[ci]
                 ci += 1
                 tr.add(fn(t, rng), blabel, expect)
-            tr.add(build_contrib(f), "valid: " + label, "contribution")
+            add_valid(f, label, rnd, not sent)
             sent.append(f)
+        after_round(rnd, sent)
+        prev_round = sent
+        rnd += 1
+
+
+@scenario(3, 256, 4)
+def sc_malformed(job, tr, rng):
+    cat = bad_catalogue(job)
+    rng.shuffle(cat)
+    other_mac = mac("02:00:5a:00:02:63")
+
+    def scrub(t):
+        if t.get("csum") == 0xFFFF:
+            t["csum"] = None
+
+    def add_valid(f, label, rnd, first):
+        tr.add(build_contrib(f), "valid: " + label, "contribution")
+
+    def after_round(rnd, sent):
         # a retransmission of the completed round now and then
         if rnd % 3 == 2:
             tr.add(build_contrib(sent[0]), "retransmission to a complete round", "duplicate")
@@ -1005,14 +1032,12 @@ def sc_malformed(rng):
             tr.add(arp_frame(BCAST, other_mac, spa=ipa("192.0.2.99"), tpa=job.si), "valid ARP", "arp")
         if rnd == 5:
             tr.add(icmp_echo_frame(job.sm, job.mac[1], job.ip[1], job.si, b"abc"), "valid ping", "icmp")
-        prev_round = sent
-        rnd += 1
-    return job, tr
+
+    catalogue_rounds(job, tr, rng, cat, 0x100, 0x2A, scrub, add_valid, after_round)
 
 
-def sc_arp(rng):
-    job = Job(2, 256, 2)
-    tr = Trace(job)
+@scenario(2, 256, 2)
+def sc_arp(job, tr, rng):
     sm, si = job.sm, job.si
     host_mac, host_ip = mac("02:00:5a:00:02:63"), ipa("192.0.2.99")
     garbage = bytes(rng.randrange(256) for _ in range(64))
@@ -1053,15 +1078,13 @@ def sc_arp(rng):
            "priority-tagged ARP request (VID 0) to an untagged job", "not_ipv4_udp")
     tr.add(arp_frame(BCAST, w0m, spa=w0i, tpa=si, tag=vlan_tag(0x0005, ETH_QINQ)),
            "802.1ad-tagged ARP request to an untagged job", "not_ipv4_udp")
-    return job, tr
 
 
-def sc_session(rng):
+@scenario(3, 256, 4)
+def sc_session(job, tr, rng):
     """docs/switch.md §2.1: a run without sessions leaves partial rounds behind; a new run probes,
     joins (with duplicates and lost replies) and opens epoch 1, which clears them; frames of the
     earlier run are dropped as stale; a second session (epoch 2) follows on the running switch."""
-    job = Job(3, 256, 4)
-    tr = Trace(job)
     zeros = [0] * job.k
 
     def probe(r, label, expect="session_duplicate", slot=0):
@@ -1115,12 +1138,10 @@ def sc_session(rng):
     C(0, 2, 1, 1, "epoch 1 frame: stale", "stale_session")
     for r in (1, 0, 2):
         C(r, 2, 1, 2, "epoch 2 s2 v1 r%d" % r, tsi=0x200)
-    return job, tr
 
 
-def sc_ping(rng):
-    job = Job(2, 256, 2)
-    tr = Trace(job)
+@scenario(2, 256, 2)
+def sc_ping(job, tr, rng):
     sm, si = job.sm, job.si
     host_mac, host_ip = mac("02:00:5a:00:02:63"), ipa("198.51.100.7")
     seq = 0
@@ -1184,12 +1205,10 @@ def sc_ping(rng):
                        (vlan_tag(0x0005, ETH_QINQ), "802.1ad-tagged")]:
         tr.add(icmp_echo_frame(sm, job.mac[0], job.ip[0], si, b"tagged", tag=tag),
                label + " echo request to an untagged job", "not_ipv4_udp")
-    return job, tr
 
 
-def sc_duplicates(rng):
-    job = Job(3, 256, 2)
-    tr = Trace(job)
+@scenario(3, 256, 2)
+def sc_duplicates(job, tr, rng):
     vals = {}
 
     def C(r, s, v, rnd, label=None, expect=None):
@@ -1242,12 +1261,10 @@ def sc_duplicates(rng):
     # then random protocol traffic with heavy duplication on both slots
     for fr in protocol_traffic(job, rng, 12, p_dup=0.6, job_number=4, tsi_base=0x10000):
         tr.add(fr)
-    return job, tr
 
 
-def sc_n1(rng):
-    job = Job(1, 256, 4)
-    tr = Trace(job)
+@scenario(1, 256, 4)
+def sc_n1(job, tr, rng):
     seqs = [0] * job.slots
     for i in range(40):
         s = rng.randrange(job.slots)
@@ -1265,23 +1282,19 @@ def sc_n1(rng):
                    (0, "duplicate"), (1, "contribution"), (1, "duplicate")]:
         tr.add(contribution(job, 0, 3, v, [v + 1] * job.k, e0=-3, e1=4, tsi=0x77, job_number=5),
                None, exp)
-    return job, tr
 
 
 def sc_nx(n, slots, rounds, p_dup, payload=256, values="mix", addr=None):
-    def fn(rng):
-        job = Job(n, payload, slots, **(addr or {}))
-        tr = Trace(job)
+    @scenario(n, payload, slots, **(addr or {}))
+    def fn(job, tr, rng):
         for fr in protocol_traffic(job, rng, rounds, p_dup=p_dup, values=values,
                                    job_number=n & 0xFF):
             tr.add(fr)
-        return job, tr
     return fn
 
 
-def sc_wrap(rng):
-    job = Job(4, 256, 2)
-    tr = Trace(job)
+@scenario(4, 256, 2)
+def sc_wrap(job, tr, rng):
     k = job.k
     MAX, MIN = 2**31 - 1, -2**31
     rounds = []
@@ -1316,16 +1329,14 @@ def sc_wrap(rng):
         tr.add(contribution(job, order[0], s, v, cols_[order[0]], e0=e0s[order[0]],
                             e1=e1s[order[0]], tsi=i, job_number=6, dport=0xBEE0 + order[0]),
                None, "duplicate")
-    return job, tr
 
 
-def sc_csum_alias(rng):
+@scenario(2, 256, 2)
+def sc_csum_alias(job, tr, rng):
     """Interpretation-sensitive, kept apart: an IPv4 header whose correct checksum is 0x0000,
     sent with the field 0xFFFF (the other one's-complement zero).  The RFC 1071 check (the sum
     over bytes 14..34 is 0xFFFF) accepts it; a compute-and-compare check would reject it as
     ip_checksum.  This trace follows the RFC 1071 reading."""
-    job = Job(2, 256, 2)
-    tr = Trace(job)
     for i in range(4):
         s, v = i % 2, (i // 2) & 1
         for r in (0, 1):
@@ -1358,7 +1369,6 @@ def sc_csum_alias(rng):
         assert u16(q, 24) == 0
         q[24:26] = b"\xff\xff"
         tr.add(bytes(q), "echo request, header checksum 0xFFFF for 0x0000", "icmp")
-    return job, tr
 
 
 def closed_loop(job, rng, chunks, p_loss, p_dup, p_res_loss, dmin=10.0, dmax=80.0,
@@ -1479,20 +1489,17 @@ def closed_loop(job, rng, chunks, p_loss, p_dup, p_res_loss, dmin=10.0, dmax=80.
 
 def sc_mixed(n, payload, slots, chunks, p_loss, p_dup, p_res_loss, vlan=None, vlan_priority=0,
              p_foreign=0.0):
-    def fn(rng):
-        job = Job(n, payload, slots, vlan=vlan, vlan_priority=vlan_priority)
-        tr = Trace(job)
+    @scenario(n, payload, slots, vlan=vlan, vlan_priority=vlan_priority)
+    def fn(job, tr, rng):
         for fr in closed_loop(job, rng, chunks, p_loss, p_dup, p_res_loss, p_foreign=p_foreign):
             tr.add(fr)
-        return job, tr
     return fn
 
 
-def sc_fuzz(rng):
+@scenario(4, 256, 3)
+def sc_fuzz(job, tr, rng):
     """No protocol at all: random valid contributions (random rank, slot, set), retransmissions
     of earlier frames, bad frames from the catalogue, ARP and pings, in random order."""
-    job = Job(4, 256, 3)
-    tr = Trace(job)
     cat = bad_catalogue(job)
     sent = []
     for i in range(1500):
@@ -1525,7 +1532,6 @@ def sc_fuzz(rng):
             tr.add(icmp_echo_frame(job.sm, job.mac[r], job.ip[r], job.si,
                                    bytes(rng.randrange(256) for _ in range(rng.randrange(40)))),
                    None, "icmp")
-    return job, tr
 
 
 def vlan_catalogue(job):
@@ -1667,13 +1673,12 @@ def vlan_catalogue(job):
     return cat
 
 
-def sc_vlan(rng):
+@scenario(3, 256, 4, vlan=0xB5A, vlan_priority=5)
+def sc_vlan(job, tr, rng):
     """A tagged job: contribution rounds, retransmissions, ARP and pings on the VLAN, all with
     varying PCP and DEI, interleaved with the frames of vlan_catalogue and with the whole
     untagged catalogue carried in the job's tag (each must still be dropped for its reason)."""
-    V, p = 0xB5A, 5
-    job = Job(3, 256, 4, vlan=V, vlan_priority=p)
-    tr = Trace(job)
+    V = job.vlan
     cat = list(vlan_catalogue(job))
     for label, expect, fn in bad_catalogue(job):
         def wrapped(t, rng, fn=fn):
@@ -1682,12 +1687,7 @@ def sc_vlan(rng):
         cat.append(("in the job's tag: " + label, expect, wrapped))
     rng.shuffle(cat)
     host_mac, host_ip = mac("02:00:5a:00:02:63"), ipa("192.0.2.99")
-    flav_i = 0
-    ci = 0
-    rnd = 0
-    tsi = 0x200
     pcp_i = 0
-    prev_round = None
 
     def next_tag():
         nonlocal pcp_i
@@ -1695,38 +1695,17 @@ def sc_vlan(rng):
         pcp_i += 1
         return t
 
-    while ci < len(cat) or flav_i < len(VALID_FLAVORS) or rnd < 8:
-        s, v = rnd % job.slots, (rnd // job.slots) & 1
-        order = list(range(job.n))
-        rng.shuffle(order)
-        sent = []
-        for r in order:
-            vals = rand_values(rng, job.k, "mix")
-            f = contrib_fields(job, r, s, v, vals, e0=rand_exp(rng), e1=rand_exp(rng), tsi=tsi,
-                               job_number=0x5A, dport=0xBEE0 + rng.randrange(16))
-            tsi += 1
-            label, fl = VALID_FLAVORS[flav_i % len(VALID_FLAVORS)]
-            flav_i += 1
-            f.update(fl(job, f, rng))
-            for _ in range(rng.randint(1, 3)):
-                if ci >= len(cat):
-                    break
-                pool = [f] * 3 + sent + (prev_round or [])
-                t = dict(rng.choice(pool))
-                t["values"] = rand_values(rng, job.k, "full")
-                t["e0"], t["e1"] = 127, 127
-                t["pad"] = b""
-                t["tag"] = None
-                blabel, expect, fn = cat[ci]
-                ci += 1
-                tr.add(fn(t, rng), blabel, expect)
-            f["tag"] = next_tag()
-            tr.add(build_contrib(f), "valid, tagged: " + label, "contribution")
-            sent.append(f)
-            if len(sent) == 1 and rnd % 4 == 0:
-                # a duplicate to the incomplete round, other PCP/DEI: silent
-                tr.add(build_contrib(dict(f, tag=next_tag())), "duplicate, round incomplete",
-                       "duplicate")
+    def scrub(t):
+        t["tag"] = None
+
+    def add_valid(f, label, rnd, first):
+        f["tag"] = next_tag()
+        tr.add(build_contrib(f), "valid, tagged: " + label, "contribution")
+        if first and rnd % 4 == 0:
+            # a duplicate to the incomplete round, other PCP/DEI: silent
+            tr.add(build_contrib(dict(f, tag=next_tag())), "duplicate, round incomplete", "duplicate")
+
+    def after_round(rnd, sent):
         # retransmissions to the complete round, with another PCP/DEI than the original
         if rnd % 2 == 1:
             tr.add(build_contrib(dict(sent[rnd % 3], tag=next_tag())),
@@ -1748,19 +1727,16 @@ def sc_vlan(rng):
                                    ident=rng.randrange(65536), seq=rnd,
                                    ip_ident=rng.randrange(65536), tos=rng.choice([0, 0xB8]),
                                    tag=next_tag(), pad=pad), "tagged echo request", "icmp")
-        prev_round = sent
-        rnd += 1
-    return job, tr
+
+    catalogue_rounds(job, tr, rng, cat, 0x200, 0x5A, scrub, add_valid, after_round)
 
 
-def sc_tree(rng):
+@scenario(3, payload=256, slots=4, parent=("192.0.2.100", "02:00:5a:00:00:64", 0xBEE5, 2), tree_workers=12)
+def sc_tree(job, tr, rng):
     """docs/switch.md §6: a leaf of 3 workers with a parent. Rounds in random order with
     retransmissions before completion (dropped), while waiting for the parent (the partial goes
     up again) and after (the stored parent result to the sender); the parent's results, some
     twice (stale), some before the round completes (stale); a parent frame of the wrong size."""
-    parent = ("192.0.2.100", "02:00:5a:00:00:64", 0xBEE5, 2)
-    job = Job(3, payload=256, slots=4, parent=parent, tree_workers=12)
-    tr = Trace(job)
     sets = [0] * job.slots
 
     def from_parent(s, v, values, e=(0, 0), size=None):
@@ -1797,7 +1773,6 @@ def sc_tree(rng):
                 tr.add(res, "parent result again", V_PARENT_STALE)
             if rng.random() < 0.5:
                 tr.add(cs[rng.randrange(job.n)], "retransmission after the parent's result", V_DUP)
-    return job, tr
 
 
 SCENARIOS = [

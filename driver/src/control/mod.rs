@@ -500,6 +500,17 @@ mod tests {
         Canned { sent: vec![], replies: r.into(), pending: VecDeque::new() }
     }
 
+    /// A link (timeout 30 ms) whose board answers each request with the next of `responses`.
+    fn answering(responses: &[(Status, &[u32])]) -> Control<Canned> {
+        let replies = responses.iter().map(|(status, words)| protocol::response(*status, words)).collect();
+        Control::new_unchecked(canned(replies), Duration::from_millis(30))
+    }
+
+    /// The read requests for (register, count), in order.
+    fn reads(requests: &[(u16, u8)]) -> Vec<u8> {
+        requests.iter().flat_map(|&(register, count)| protocol::read_request(register, count)).collect()
+    }
+
     #[test]
     fn open_checks_major_version() {
         let c = Control::open(canned(vec![ident((1, 4, 2))]), Duration::from_millis(50)).unwrap();
@@ -523,10 +534,7 @@ mod tests {
 
     #[test]
     fn error_status_is_an_error() {
-        let mut c = Control::new_unchecked(
-            canned(vec![protocol::response(Status::UnknownRegister, &[])]),
-            Duration::from_millis(30),
-        );
+        let mut c = answering(&[(Status::UnknownRegister, &[])]);
         let e = c.write(0x0000, &[1]).err().unwrap();
         assert!(e.to_string().contains("unknown register"), "{e}");
         assert_eq!(c.port.sent, protocol::write_request(0, &[1]));
@@ -535,47 +543,32 @@ mod tests {
     #[test]
     fn counters_in_order() {
         let words: Vec<u32> = (1..=24).collect();
-        let mut c = Control::new_unchecked(
-            canned(vec![
-                protocol::response(Status::Ok, &[24]),
-                protocol::response(Status::Ok, &words),
-                protocol::response(Status::Ok, &[1]),
-            ]),
-            Duration::from_millis(30),
-        );
+        let mut c = answering(&[(Status::Ok, &[24]), (Status::Ok, &words), (Status::Ok, &[1])]);
         let k = c.counters().unwrap();
         assert_eq!((k.frames_in, k.icmp_replies), (1, 8));
         assert_eq!(k.dropped(DropReason::Truncated), 9);
         assert_eq!(k.dropped(DropReason::WrongVlan), 11);
         assert_eq!(k.dropped(DropReason::BadSlot), 22);
-        let mut sent = protocol::read_request(reg::COUNTER_REGISTERS, 1);
-        sent.extend(protocol::read_request(reg::COUNTERS, 24));
-        sent.extend(protocol::read_request(reg::STATUS, 1));
-        assert_eq!(c.port.sent, sent);
+        assert_eq!(c.port.sent, reads(&[(reg::COUNTER_REGISTERS, 1), (reg::COUNTERS, 24), (reg::STATUS, 1)]));
     }
 
     #[test]
     fn board_snapshot_reads_the_first_counter_first() {
         let words: Vec<u32> = (1..=46).collect();
-        let mut c = Control::new_unchecked(
-            canned(vec![
-                protocol::response(Status::Ok, &[46]),
-                protocol::response(Status::Ok, &words[..32]),
-                protocol::response(Status::Ok, &words[32..]),
-                protocol::response(Status::Ok, &[3]),
-            ]),
-            Duration::from_millis(30),
-        );
+        let mut c = answering(&[
+            (Status::Ok, &[46]),
+            (Status::Ok, &words[..32]),
+            (Status::Ok, &words[32..]),
+            (Status::Ok, &[3]),
+        ]);
         let k = c.snapshot().unwrap();
         assert_eq!(k.core.frames_in, 1);
         assert_eq!(k.ports[0].good, 33);
         assert_eq!(k.ports[1].sent, 46);
         assert_eq!(k.flooded, Some(39));
         assert!(!k.quiescent);
-        let mut sent = protocol::read_request(reg::COUNTER_REGISTERS, 1);
-        sent.extend(protocol::read_request(reg::COUNTERS, 32));
-        sent.extend(protocol::read_request(reg::COUNTERS + 32, 14));
-        sent.extend(protocol::read_request(reg::STATUS, 1));
+        let sent =
+            reads(&[(reg::COUNTER_REGISTERS, 1), (reg::COUNTERS, 32), (reg::COUNTERS + 32, 14), (reg::STATUS, 1)]);
         assert_eq!(c.port.sent, sent);
     }
 }

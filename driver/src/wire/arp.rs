@@ -53,28 +53,18 @@ impl ArpOperation {
     pub const REPLY: ArpOperation = ArpOperation(2);
 }
 
-/// A read/write view of an ARP packet.
-#[derive(Debug, Clone)]
-pub struct ArpPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+packet_view!(
+    /// A read/write view of an ARP packet.
+    ArpPacket,
+    min_len = PACKET_LEN,
+    "Wraps a buffer of at least 28 bytes (Ethernet padding may follow)."
+);
 
 fn ip(b: &[u8]) -> Ipv4Addr {
     Ipv4Addr::new(b[0], b[1], b[2], b[3])
 }
 
 impl<T: AsRef<[u8]>> ArpPacket<T> {
-    /// Wraps a buffer without checks.
-    pub fn new_unchecked(buffer: T) -> Self {
-        ArpPacket { buffer }
-    }
-    /// Wraps a buffer of at least 28 bytes (Ethernet padding may follow).
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        if buffer.as_ref().len() < PACKET_LEN {
-            return Err(Error::Truncated);
-        }
-        Ok(ArpPacket { buffer })
-    }
     /// Hardware type.
     pub fn htype(&self) -> u16 {
         be16(&self.buffer.as_ref()[field::HTYPE])

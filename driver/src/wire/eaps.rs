@@ -207,17 +207,12 @@ impl From<EapsState> for u8 {
     }
 }
 
-/// A read/write view of an EAPS PDU (the 802.3 payload, LLC first).
-#[derive(Debug, Clone)]
-pub struct EapsPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+packet_view!(
+    /// A read/write view of an EAPS PDU (the 802.3 payload, LLC first).
+    EapsPacket
+);
 
 impl<T: AsRef<[u8]>> EapsPacket<T> {
-    /// Wraps a buffer without checks.
-    pub fn new_unchecked(buffer: T) -> Self {
-        EapsPacket { buffer }
-    }
     /// Wraps a buffer that holds at least the PDU and whose EDP and TLV lengths are ours
     /// (more bytes, e.g. padding, may follow and are ignored).
     pub fn new_checked(buffer: T) -> Result<Self> {
@@ -229,10 +224,6 @@ impl<T: AsRef<[u8]>> EapsPacket<T> {
             return Err(Error::BadLength);
         }
         Ok(p)
-    }
-    /// The underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
     fn b(&self) -> &[u8] {
         self.buffer.as_ref()
@@ -463,14 +454,8 @@ impl EapsRepr {
 /// Builds the whole frame: to [`DESTINATION`] from `src`, tagged with the control VLAN at
 /// priority `pcp`, the 802.3 length, then the PDU. [`FRAME_LEN`] bytes (106), no FCS.
 pub fn emit_frame(repr: &EapsRepr, src: MacAddr, pcp: u8) -> Vec<u8> {
-    let mut f = vec![0u8; FRAME_LEN];
-    f[ethernet::field::DESTINATION].copy_from_slice(&DESTINATION.0);
-    f[ethernet::field::SOURCE].copy_from_slice(&src.0);
-    f[ethernet::field::ETHERTYPE].copy_from_slice(&vlan::TPID.0.to_be_bytes());
-    let tag = VlanRepr { pcp, dei: false, vid: repr.control_vlan, ethertype: EtherType(PDU_LEN as u16) };
-    let mut v = VlanPacket::new_unchecked(&mut f[ethernet::HEADER_LEN..]);
-    tag.emit(&mut v);
-    repr.emit(&mut EapsPacket::new_unchecked(v.payload_mut()));
+    let mut f = edp_frame(repr.control_vlan, src, pcp, PDU_LEN);
+    repr.emit(&mut EapsPacket::new_unchecked(&mut f[EDP_PDU_OFFSET..]));
     f
 }
 
@@ -479,6 +464,32 @@ pub fn emit_frame(repr: &EapsRepr, src: MacAddr, pcp: u8) -> Vec<u8> {
 /// A frame that is not EAPS at all (other destination, no tag, an EtherType) is
 /// [`Error::Unsupported`].
 pub fn parse_frame(frame: &[u8]) -> Result<(u16, MacAddr, EapsRepr)> {
+    let (vid, src, pdu) = parse_edp_frame(frame, PDU_LEN)?;
+    let p = EapsPacket::new_checked(pdu)?;
+    Ok((vid, src, EapsRepr::parse(&p)?))
+}
+
+/// Where an EDP PDU starts in its frame (after the Ethernet header and the 802.1Q tag).
+pub(super) const EDP_PDU_OFFSET: usize = ethernet::HEADER_LEN + vlan::HEADER_LEN;
+
+/// The frame of an EDP PDU of `pdu_len` bytes (EAPS or ESL): to [`DESTINATION`] from `src`,
+/// tagged with VID `vid` at priority `pcp`, the 802.3 length; the PDU (zeros) from
+/// [`EDP_PDU_OFFSET`] on. No FCS.
+pub(super) fn edp_frame(vid: u16, src: MacAddr, pcp: u8, pdu_len: usize) -> Vec<u8> {
+    let mut f = vec![0u8; EDP_PDU_OFFSET + pdu_len];
+    f[ethernet::field::DESTINATION].copy_from_slice(&DESTINATION.0);
+    f[ethernet::field::SOURCE].copy_from_slice(&src.0);
+    f[ethernet::field::ETHERTYPE].copy_from_slice(&vlan::TPID.0.to_be_bytes());
+    let tag = VlanRepr { pcp, dei: false, vid, ethertype: EtherType(pdu_len as u16) };
+    tag.emit(&mut VlanPacket::new_unchecked(&mut f[ethernet::HEADER_LEN..]));
+    f
+}
+
+/// Reads a whole frame as an EDP PDU: destination [`DESTINATION`], one 802.1Q tag, an 802.3
+/// length of at least `min_len` within the frame. Returns the tag's VID, the source MAC and
+/// the PDU's bytes (the 802.3 length of them). Another destination, no tag or an EtherType is
+/// [`Error::Unsupported`], a shorter or longer length [`Error::BadLength`].
+pub(super) fn parse_edp_frame(frame: &[u8], min_len: usize) -> Result<(u16, MacAddr, &[u8])> {
     let eth = ethernet::EthernetFrame::new_checked(frame)?;
     if eth.dst() != DESTINATION || eth.ethertype() != vlan::TPID {
         return Err(Error::Unsupported);
@@ -488,11 +499,10 @@ pub fn parse_frame(frame: &[u8]) -> Result<(u16, MacAddr, EapsRepr)> {
     if len > 1500 {
         return Err(Error::Unsupported);
     }
-    if len < PDU_LEN || len > v.payload().len() {
+    if len < min_len || len > v.payload().len() {
         return Err(Error::BadLength);
     }
-    let p = EapsPacket::new_checked(&v.payload()[..len])?;
-    Ok((v.vid(), eth.src(), EapsRepr::parse(&p)?))
+    Ok((v.vid(), eth.src(), &frame[EDP_PDU_OFFSET..][..len]))
 }
 
 #[cfg(test)]

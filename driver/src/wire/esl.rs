@@ -27,9 +27,9 @@
 //! | 58..60 | reserved (0) |
 //! | 60..62 | number of shared links in the list that follows (0) |
 
-use super::eaps::{DESTINATION, EDP_VERSION, OUI, PID_EDP, TLV_MARKER};
-use super::vlan::{self, VlanPacket, VlanRepr};
-use super::{be16, checksum, ethernet, Error, EtherType, MacAddr, Result};
+use super::eaps::{edp_frame, parse_edp_frame, EDP_PDU_OFFSET, EDP_VERSION, OUI, PID_EDP, TLV_MARKER};
+use super::vlan;
+use super::{be16, checksum, ethernet, Error, MacAddr, Result};
 
 /// The EDP TLV type of ESL.
 pub const TLV_TYPE_ESL: u8 = 0x0e;
@@ -196,33 +196,16 @@ impl EslRepr {
 /// Builds the whole frame: to the EAPS destination from `src`, tagged with the control VLAN at
 /// priority `pcp`, the 802.3 length, then the PDU. [`FRAME_LEN`] bytes (80), no FCS.
 pub fn emit_frame(repr: &EslRepr, src: MacAddr, pcp: u8) -> Vec<u8> {
-    let mut f = vec![0u8; FRAME_LEN];
-    f[ethernet::field::DESTINATION].copy_from_slice(&DESTINATION.0);
-    f[ethernet::field::SOURCE].copy_from_slice(&src.0);
-    f[ethernet::field::ETHERTYPE].copy_from_slice(&vlan::TPID.0.to_be_bytes());
-    let tag = VlanRepr { pcp, dei: false, vid: repr.control_vlan, ethertype: EtherType(PDU_LEN as u16) };
-    let mut v = VlanPacket::new_unchecked(&mut f[ethernet::HEADER_LEN..]);
-    tag.emit(&mut v);
-    repr.emit(v.payload_mut());
+    let mut f = edp_frame(repr.control_vlan, src, pcp, PDU_LEN);
+    repr.emit(&mut f[EDP_PDU_OFFSET..]);
     f
 }
 
 /// Reads a whole frame as an ESL PDU; returns the tag's VID and the PDU. A frame that is not
 /// to the EAPS destination, untagged, or carries another TLV is [`Error::Unsupported`].
 pub fn parse_frame(frame: &[u8]) -> Result<(u16, EslRepr)> {
-    let eth = ethernet::EthernetFrame::new_checked(frame)?;
-    if eth.dst() != DESTINATION || eth.ethertype() != vlan::TPID {
-        return Err(Error::Unsupported);
-    }
-    let v = VlanPacket::new_checked(eth.payload())?;
-    let len = usize::from(v.ethertype().0);
-    if len > 1500 {
-        return Err(Error::Unsupported);
-    }
-    if len < PDU_LEN || len > v.payload().len() {
-        return Err(Error::BadLength);
-    }
-    Ok((v.vid(), EslRepr::parse(&v.payload()[..len])?))
+    let (vid, _, pdu) = parse_edp_frame(frame, PDU_LEN)?;
+    Ok((vid, EslRepr::parse(pdu)?))
 }
 
 #[cfg(test)]

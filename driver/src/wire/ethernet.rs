@@ -92,31 +92,14 @@ impl EtherType {
     pub const ARP: EtherType = EtherType(0x0806);
 }
 
-/// A read/write view of an Ethernet II frame.
-#[derive(Debug, Clone)]
-pub struct EthernetFrame<T: AsRef<[u8]>> {
-    buffer: T,
-}
+packet_view!(
+    /// A read/write view of an Ethernet II frame.
+    EthernetFrame,
+    min_len = HEADER_LEN,
+    "Wraps a buffer that holds at least the header."
+);
 
 impl<T: AsRef<[u8]>> EthernetFrame<T> {
-    /// Wraps a buffer without checking its length (accessors may panic on a short one).
-    pub fn new_unchecked(buffer: T) -> Self {
-        EthernetFrame { buffer }
-    }
-
-    /// Wraps a buffer that holds at least the header.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        if buffer.as_ref().len() < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
-        Ok(EthernetFrame { buffer })
-    }
-
-    /// The underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// Destination MAC.
     pub fn dst(&self) -> MacAddr {
         MacAddr::from_bytes(&self.buffer.as_ref()[field::DESTINATION])

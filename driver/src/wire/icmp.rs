@@ -35,24 +35,14 @@ pub const ECHO_REQUEST: u8 = 8;
 /// Echo reply type.
 pub const ECHO_REPLY: u8 = 0;
 
-/// A read/write view of an ICMP message.
-#[derive(Debug, Clone)]
-pub struct IcmpPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+packet_view!(
+    /// A read/write view of an ICMP message.
+    IcmpPacket,
+    min_len = HEADER_LEN,
+    "Wraps a buffer that holds the 8-byte header."
+);
 
 impl<T: AsRef<[u8]>> IcmpPacket<T> {
-    /// Wraps a buffer without checks.
-    pub fn new_unchecked(buffer: T) -> Self {
-        IcmpPacket { buffer }
-    }
-    /// Wraps a buffer that holds the 8-byte header.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        if buffer.as_ref().len() < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
-        Ok(IcmpPacket { buffer })
-    }
     /// Type.
     pub fn msg_type(&self) -> u8 {
         self.buffer.as_ref()[field::TYPE]

@@ -63,18 +63,12 @@ impl IpProtocol {
     pub const UDP: IpProtocol = IpProtocol(17);
 }
 
-/// A read/write view of an IPv4 packet.
-#[derive(Debug, Clone)]
-pub struct Ipv4Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+packet_view!(
+    /// A read/write view of an IPv4 packet.
+    Ipv4Packet
+);
 
 impl<T: AsRef<[u8]>> Ipv4Packet<T> {
-    /// Wraps a buffer without checks.
-    pub fn new_unchecked(buffer: T) -> Self {
-        Ipv4Packet { buffer }
-    }
-
     /// Wraps a buffer whose fixed header is present, whose IHL covers at least the fixed
     /// header and fits, and whose total length covers the header and fits in the buffer
     /// (bytes past the total length are link padding and are ignored).
@@ -96,11 +90,6 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
             return Err(Error::BadLength);
         }
         Ok(p)
-    }
-
-    /// The underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     /// Version field (4 for IPv4).

@@ -11,6 +11,43 @@
 //! Unknown values (an EtherType, an ARP operation, an IP protocol, a SwitchML message
 //! type) are kept as numbers and reported, never panicked on.
 
+/// Declares `$name`, a zero-copy view of a buffer `T` (the struct, `new_unchecked` and
+/// `into_inner`); with `min_len`, also the `new_checked` that only checks that the buffer holds
+/// `min_len` bytes ([`Error::Truncated`] otherwise), documented with `$checked`.
+macro_rules! packet_view {
+    ($(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        #[derive(Debug, Clone)]
+        pub struct $name<T: AsRef<[u8]>> {
+            buffer: T,
+        }
+
+        impl<T: AsRef<[u8]>> $name<T> {
+            /// Wraps a buffer without checking its length (accessors may panic on a short one).
+            pub fn new_unchecked(buffer: T) -> Self {
+                $name { buffer }
+            }
+            /// The underlying buffer.
+            pub fn into_inner(self) -> T {
+                self.buffer
+            }
+        }
+    };
+    ($(#[$m:meta])* $name:ident, min_len = $min:expr, $checked:literal) => {
+        packet_view!($(#[$m])* $name);
+
+        impl<T: AsRef<[u8]>> $name<T> {
+            #[doc = $checked]
+            pub fn new_checked(buffer: T) -> Result<Self> {
+                if buffer.as_ref().len() < $min {
+                    return Err(Error::Truncated);
+                }
+                Ok($name { buffer })
+            }
+        }
+    };
+}
+
 pub mod arp;
 pub mod eaps;
 pub mod esl;

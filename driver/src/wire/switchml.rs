@@ -122,28 +122,14 @@ impl PoolIndex {
     }
 }
 
-/// A read/write view of a SwitchML message (the UDP payload).
-#[derive(Debug, Clone)]
-pub struct SwitchmlPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+packet_view!(
+    /// A read/write view of a SwitchML message (the UDP payload).
+    SwitchmlPacket,
+    min_len = PREAMBLE_LEN,
+    "Wraps a buffer that holds the header and the exponents."
+);
 
 impl<T: AsRef<[u8]>> SwitchmlPacket<T> {
-    /// Wraps a buffer without checks.
-    pub fn new_unchecked(buffer: T) -> Self {
-        SwitchmlPacket { buffer }
-    }
-    /// Wraps a buffer that holds the header and the exponents.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        if buffer.as_ref().len() < PREAMBLE_LEN {
-            return Err(Error::Truncated);
-        }
-        Ok(SwitchmlPacket { buffer })
-    }
-    /// The underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
     /// `msg_type`.
     pub fn msg_type(&self) -> u8 {
         self.buffer.as_ref()[field::TYPE_SIZE] >> 4

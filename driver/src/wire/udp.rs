@@ -26,17 +26,12 @@ pub mod field {
 /// Length of the UDP header.
 pub const HEADER_LEN: usize = 8;
 
-/// A read/write view of a UDP datagram.
-#[derive(Debug, Clone)]
-pub struct UdpPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+packet_view!(
+    /// A read/write view of a UDP datagram.
+    UdpPacket
+);
 
 impl<T: AsRef<[u8]>> UdpPacket<T> {
-    /// Wraps a buffer without checks.
-    pub fn new_unchecked(buffer: T) -> Self {
-        UdpPacket { buffer }
-    }
     /// Wraps a buffer that holds the header and exactly the length field's bytes
     /// (the buffer is the IPv4 payload, so the two must agree).
     pub fn new_checked(buffer: T) -> Result<Self> {
@@ -49,10 +44,6 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
             return Err(Error::BadLength);
         }
         Ok(p)
-    }
-    /// The underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
     /// Source port.
     pub fn src_port(&self) -> u16 {

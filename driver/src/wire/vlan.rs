@@ -33,28 +33,14 @@ pub const HEADER_LEN: usize = field::PAYLOAD.start;
 /// The largest VLAN identifier a frame may carry (0xFFF is reserved).
 pub const MAX_VID: u16 = 0xffe;
 
-/// A read/write view of an 802.1Q tag and its payload.
-#[derive(Debug, Clone)]
-pub struct VlanPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+packet_view!(
+    /// A read/write view of an 802.1Q tag and its payload.
+    VlanPacket,
+    min_len = HEADER_LEN,
+    "Wraps a buffer at least as long as the tag."
+);
 
 impl<T: AsRef<[u8]>> VlanPacket<T> {
-    /// Wraps a buffer without checks.
-    pub fn new_unchecked(buffer: T) -> Self {
-        VlanPacket { buffer }
-    }
-    /// Wraps a buffer at least as long as the tag.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        if buffer.as_ref().len() < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
-        Ok(VlanPacket { buffer })
-    }
-    /// The underlying buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
     /// The whole TCI word.
     pub fn tci(&self) -> u16 {
         be16(&self.buffer.as_ref()[field::TCI])

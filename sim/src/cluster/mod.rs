@@ -316,22 +316,7 @@ struct Ev {
     what: What,
 }
 
-impl PartialEq for Ev {
-    fn eq(&self, o: &Ev) -> bool {
-        (self.t, self.seq) == (o.t, o.seq)
-    }
-}
-impl Eq for Ev {}
-impl PartialOrd for Ev {
-    fn partial_cmp(&self, o: &Ev) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Ev {
-    fn cmp(&self, o: &Ev) -> std::cmp::Ordering {
-        (self.t, self.seq).cmp(&(o.t, o.seq))
-    }
-}
+ord_by_key!(Ev, |e: &Ev| (e.t, e.seq));
 
 struct LinkState {
     free_at: Ps,

@@ -43,78 +43,13 @@ pub fn run(
     elements: usize,
     failure: Option<(usize, Nanos, Nanos)>,
 ) -> Result<Outcome, String> {
-    let mut cfg = RingConfig::standard(nodes);
-    cfg.flows.clear();
-    let mut ring = Ring::new(cfg, 0, 0);
-    let t0 = 5 * MS;
-    ring.run_until(t0);
+    let (mut ring, job) = start(nodes, worker_nodes.len());
     if let Some((link, down, up)) = failure {
-        ring.fail_link(link, t0 + down);
-        ring.restore_link(link, t0 + up);
+        ring.fail_link(link, T0 + down);
+        ring.restore_link(link, T0 + up);
     }
-    let mut job = JobConfig::example(worker_nodes.len(), PayloadSize::B256, 16);
-    job.timeout = Duration::from_millis(1);
-    ring.attach_host_mac(switch_node, job.switch_mac);
-    for (r, &node) in worker_nodes.iter().enumerate() {
-        ring.attach_host_mac(node, job.workers[r].mac);
-    }
-    let value = |r: usize, i: usize| ((i * 7919 + r * 104_729) % 200_001) as i32 - 100_000;
-    let mut data: Vec<Vec<i32>> =
-        (0..worker_nodes.len()).map(|r| (0..elements).map(|i| value(r, i)).collect()).collect();
-    let expected: Vec<i32> = (0..elements).map(|i| (0..worker_nodes.len()).map(|r| value(r, i)).sum()).collect();
-    let mut workers: Vec<Worker> = (0..worker_nodes.len())
-        .map(|r| Worker::new(job.clone(), r).map_err(|e| e.to_string()))
-        .collect::<Result<_, _>>()?;
-    let base = Instant::now();
-    let at = |t: Nanos| base + Duration::from_nanos(t);
-    let mut switch = RefSwitch::new(job.clone());
-    let mut ops = Vec::new();
-    for (w, d) in workers.iter_mut().zip(data.iter_mut()) {
-        ops.push(w.start_i32(d, at(t0)).map_err(|e| e.to_string())?);
-    }
-    let switch_ep = Endpoint { mac: job.switch_mac, ip: job.switch_ip, port: job.switch_port };
-    let mut buf = Vec::new();
-    let mut out = Vec::new();
-    let mut t = t0;
-    let mut done_at = None;
-    while done_at.is_none() {
-        for (r, op) in ops.iter_mut().enumerate() {
-            let me = Endpoint { mac: job.workers[r].mac, ip: job.workers[r].ip, port: job.worker_port };
-            while let Some(m) = op.poll_transmit() {
-                encapsulate(me, switch_ep, m, &mut buf);
-                ring.inject(worker_nodes[r], 100, buf.clone());
-            }
-        }
-        t += STEP;
-        if t > t0 + 2_000 * MS {
-            return Err("the all-reduce did not finish within 2 s of virtual time".into());
-        }
-        ring.run_until(t);
-        for (node, f) in ring.take_inbox() {
-            if node == switch_node {
-                switch.process(&f, &mut out);
-                for o in out.drain(..) {
-                    ring.inject(switch_node, 100, o);
-                }
-            } else if let Some(d) = decapsulate(&f) {
-                if let Some(r) = job.rank_of(d.dst.ip) {
-                    ops[r].handle_message(at(t), d.payload).map_err(|e| e.to_string())?;
-                }
-            }
-        }
-        for op in ops.iter_mut() {
-            if op.poll_timeout().is_some_and(|d| d <= at(t)) {
-                op.handle_timeout(at(t)).map_err(|e| e.to_string())?;
-            }
-        }
-        if ops.iter().all(|o| o.is_done()) {
-            done_at = Some(t);
-        }
-    }
-    let retransmissions = ops.iter().map(|o| o.stats().retransmissions).sum();
-    drop(ops);
-    let exact = data.iter().all(|d| *d == expected);
-    Ok(Outcome { duration: done_at.unwrap() - t0, exact, retransmissions, looped: ring.app_looped })
+    let switches = Switches { jobs: vec![job.clone()], nodes: vec![switch_node], kill_after: None, limit_ms: 2_000 };
+    Ok(cosim(&mut ring, &job, &switches, worker_nodes, elements)?.outcome)
 }
 
 /// The outcome of [`run_failover`].
@@ -140,20 +75,58 @@ pub fn run_failover(
     elements: usize,
     kill_after: Nanos,
 ) -> Result<FailoverOutcome, String> {
-    let mut cfg = RingConfig::standard(nodes);
-    cfg.flows.clear();
-    let mut ring = Ring::new(cfg, 0, 0);
-    let t0 = 5 * MS;
-    ring.run_until(t0);
-    let mut job = JobConfig::example(worker_nodes.len(), PayloadSize::B256, 16);
-    job.timeout = Duration::from_millis(1);
+    let (mut ring, mut job) = start(nodes, worker_nodes.len());
     let mut standby_job = job.clone();
     standby_job.switch_mac.0[5] = 2;
     standby_job.switch_ip = std::net::Ipv4Addr::new(192, 0, 2, 2);
     let jobs = [job.clone(), standby_job];
     job.switches = jobs.iter().map(|j| std::net::SocketAddr::from((j.switch_ip, j.switch_port))).collect();
-    let node_of = [switch_nodes.0, switch_nodes.1];
-    for (j, &node) in jobs.iter().zip(&node_of) {
+    let switches = Switches {
+        jobs: jobs.to_vec(),
+        nodes: vec![switch_nodes.0, switch_nodes.1],
+        kill_after: Some(kill_after),
+        limit_ms: 20_000,
+    };
+    cosim(&mut ring, &job, &switches, worker_nodes, elements)
+}
+
+/// The start of every run.
+const T0: Nanos = 5 * MS;
+
+/// The ring ([`RingConfig::standard`] without its host flows) run to [`T0`], and the job of
+/// `workers` workers (256-byte payload, 16 slots, retransmission timeout 1 ms).
+fn start(nodes: usize, workers: usize) -> (Ring, JobConfig) {
+    let mut cfg = RingConfig::standard(nodes);
+    cfg.flows.clear();
+    let mut ring = Ring::new(cfg, 0, 0);
+    ring.run_until(T0);
+    let mut job = JobConfig::example(workers, PayloadSize::B256, 16);
+    job.timeout = Duration::from_millis(1);
+    (ring, job)
+}
+
+/// The aggregation nodes of a run: a reference switch configured with `jobs[s]` at ring node
+/// `nodes[s]`; switch 0 stops (drops everything) `kill_after` after the start. The run fails
+/// when it has not finished `limit_ms` after the start.
+struct Switches {
+    jobs: Vec<JobConfig>,
+    nodes: Vec<usize>,
+    kill_after: Option<Nanos>,
+    limit_ms: u64,
+}
+
+/// The co-simulation from [`T0`]: worker r of `job` at `worker_nodes[r]` all-reduces `elements`
+/// i32 through `switches`, each worker sending to and taking results only from its active
+/// switch (as the UDP transport).
+fn cosim(
+    ring: &mut Ring,
+    job: &JobConfig,
+    switches: &Switches,
+    worker_nodes: &[usize],
+    elements: usize,
+) -> Result<FailoverOutcome, String> {
+    let (jobs, node_of, t0) = (&switches.jobs, &switches.nodes, T0);
+    for (j, &node) in jobs.iter().zip(node_of) {
         ring.attach_host_mac(node, j.switch_mac);
     }
     for (r, &node) in worker_nodes.iter().enumerate() {
@@ -168,7 +141,7 @@ pub fn run_failover(
         .collect::<Result<_, _>>()?;
     let base = Instant::now();
     let at = |t: Nanos| base + Duration::from_nanos(t);
-    let mut switches = [RefSwitch::new(jobs[0].clone()), RefSwitch::new(jobs[1].clone())];
+    let mut refs: Vec<RefSwitch> = jobs.iter().map(|j| RefSwitch::new(j.clone())).collect();
     let mut ops = Vec::new();
     for (w, d) in workers.iter_mut().zip(data.iter_mut()) {
         ops.push(w.start_i32(d, at(t0)).map_err(|e| e.to_string())?);
@@ -188,16 +161,17 @@ pub fn run_failover(
             }
         }
         t += STEP;
-        if t > t0 + 20_000 * MS {
-            return Err("the all-reduce did not finish within 20 s of virtual time".into());
+        if t > t0 + switches.limit_ms * MS {
+            let limit = switches.limit_ms / 1000;
+            return Err(format!("the all-reduce did not finish within {limit} s of virtual time"));
         }
         ring.run_until(t);
         for (node, f) in ring.take_inbox() {
             if let Some(s) = node_of.iter().position(|&n| n == node) {
-                if s == 0 && t >= t0 + kill_after {
+                if s == 0 && switches.kill_after.is_some_and(|k| t >= t0 + k) {
                     continue;
                 }
-                switches[s].process(&f, &mut out);
+                refs[s].process(&f, &mut out);
                 for o in out.drain(..) {
                     ring.inject(node, 100, o);
                 }

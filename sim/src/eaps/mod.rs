@@ -734,8 +734,7 @@ impl EapsEngine for EapsNode {
 #[cfg(test)]
 mod test {
     use super::*;
-
-    const MS: Nanos = 1_000_000;
+    use crate::eaps::ring::MS;
 
     fn cfg(role: Role) -> DomainConfig {
         DomainConfig {
@@ -748,6 +747,16 @@ mod test {
             pre_forwarding: 3 * MS,
             fail_action: FailAction::OpenSecondary,
         }
+    }
+
+    /// The first frame that `a` sends.
+    fn first_sent(a: &[Action]) -> Vec<u8> {
+        a.iter()
+            .find_map(|a| match a {
+                Action::Send { frame, .. } => Some(frame.clone()),
+                _ => None,
+            })
+            .expect("a frame sent")
     }
 
     fn sent(a: &[Action]) -> Vec<(Port, EapsType)> {
@@ -810,13 +819,7 @@ mod test {
         let mut m = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 1]), vec![cfg(Role::Master)], [true, true]);
         let Action::Send { frame: health, .. } = m.enable(0).pop().unwrap() else { unreachable!() };
         let up = m.handle_frame(MS, 0, &health).unwrap();
-        let ring_up = up
-            .iter()
-            .find_map(|a| match a {
-                Action::Send { frame, .. } => Some(frame.clone()),
-                _ => None,
-            })
-            .unwrap();
+        let ring_up = first_sent(&up);
         n.link_down(5 * MS, 0);
         n.link_up(6 * MS, 0);
         let a = n.handle_frame(6 * MS + 1, 0, &ring_up).unwrap();
@@ -856,13 +859,7 @@ mod test {
         let mut t = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 2]), vec![cfg(Role::Transit)], [true, true]);
         t.enable(0);
         let down = t.link_down(4 * MS, 1);
-        let frame = down
-            .iter()
-            .find_map(|a| match a {
-                Action::Send { frame, .. } => Some(frame.clone()),
-                _ => None,
-            })
-            .unwrap();
+        let frame = first_sent(&down);
         let a = m.handle_frame(4 * MS, 1, &frame).unwrap();
         assert!(m.forwarding(0, 0));
         assert_eq!(sent(&a), vec![(0, EapsType::RingDownFlushFdb), (1, EapsType::RingDownFlushFdb)]);

@@ -437,8 +437,7 @@ impl SharedPort {
 #[cfg(test)]
 mod test {
     use super::*;
-
-    const MS: Nanos = 1_000_000;
+    use crate::eaps::ring::MS;
 
     fn cfg(role: SharedRole) -> SharedConfig {
         SharedConfig {

@@ -54,11 +54,11 @@ struct RawDomain {
     secondary: String,
     control_vlan: i64,
     protected_vlans: Vec<i64>,
-    #[serde(default = "default_hello")]
+    #[serde(default = "ms::<1000>")]
     hello_ms: i64,
-    #[serde(default = "default_fail")]
+    #[serde(default = "ms::<3000>")]
     fail_ms: i64,
-    #[serde(default = "default_pre_forwarding")]
+    #[serde(default = "ms::<6000>")]
     pre_forwarding_ms: i64,
     #[serde(default = "default_fail_action")]
     fail_action: String,
@@ -70,31 +70,20 @@ struct RawShared {
     port: String,
     mode: String,
     link_id: i64,
-    #[serde(default = "default_segment_hello")]
+    #[serde(default = "ms::<1000>")]
     segment_hello_ms: i64,
-    #[serde(default = "default_segment_timeout")]
+    #[serde(default = "ms::<3000>")]
     segment_timeout_ms: i64,
     #[serde(default = "default_segment_timeout_action")]
     segment_timeout_action: String,
 }
 
-fn default_hello() -> i64 {
-    1000
-}
-fn default_fail() -> i64 {
-    3000
-}
-fn default_pre_forwarding() -> i64 {
-    6000
+/// The default of a period: `N` ms.
+fn ms<const N: i64>() -> i64 {
+    N
 }
 fn default_fail_action() -> String {
     "open-secondary".into()
-}
-fn default_segment_hello() -> i64 {
-    1000
-}
-fn default_segment_timeout() -> i64 {
-    3000
 }
 fn default_segment_timeout_action() -> String {
     "segment-down".into()
@@ -431,37 +420,26 @@ pub fn parse(path: &Path, text: &str) -> Result<Ring> {
 mod test {
     use super::*;
 
-    const GOOD: &str = r#"
-bridge = "br0"
-[[domain]]
-name = "ring1"
-role = "master"
-primary = "r0"
-secondary = "r1"
-control_vlan = 10
-protected_vlans = [100]
-hello_ms = 20
-fail_ms = 100
-pre_forwarding_ms = 200
-"#;
+    /// A `[[domain]]` of a ring file, protecting VLAN 100.
+    fn domain(name: &str, role: &str, ports: (&str, &str), control_vlan: u16) -> String {
+        let (primary, secondary) = ports;
+        format!(
+            "[[domain]]\nname = \"{name}\"\nrole = \"{role}\"\nprimary = \"{primary}\"\nsecondary = \"{secondary}\"\n\
+             control_vlan = {control_vlan}\nprotected_vlans = [100]\n"
+        )
+    }
 
-    const TWO: &str = r#"
-bridge = "br0"
-[[domain]]
-name = "ring1"
-role = "transit"
-primary = "a"
-secondary = "c"
-control_vlan = 10
-protected_vlans = [100]
-[[domain]]
-name = "ring2"
-role = "transit"
-primary = "b"
-secondary = "c"
-control_vlan = 20
-protected_vlans = [100]
-"#;
+    /// A good ring file: one master domain.
+    fn good() -> String {
+        let d = domain("ring1", "master", ("r0", "r1"), 10);
+        format!("\nbridge = \"br0\"\n{d}hello_ms = 20\nfail_ms = 100\npre_forwarding_ms = 200\n")
+    }
+
+    /// Two transit domains protecting VLAN 100 on port c.
+    fn two() -> String {
+        let (d1, d2) = (domain("ring1", "transit", ("a", "c"), 10), domain("ring2", "transit", ("b", "c"), 20));
+        format!("\nbridge = \"br0\"\n{d1}{d2}")
+    }
 
     fn err(text: &str) -> String {
         format!("{:#}", parse(Path::new("ring.toml"), text).unwrap_err())
@@ -469,7 +447,7 @@ protected_vlans = [100]
 
     #[test]
     fn good_file() {
-        let r = parse(Path::new("ring.toml"), GOOD).unwrap();
+        let r = parse(Path::new("ring.toml"), &good()).unwrap();
         assert_eq!(r.bridge, "br0");
         assert_eq!(r.ports(), ["r0", "r1"]);
         assert_eq!(r.domains[0].role, Role::Master);
@@ -479,69 +457,50 @@ protected_vlans = [100]
 
     #[test]
     fn bad_values_name_file_key_and_value() {
-        let cases = [
+        // (in good(), replace, by): the error after "ring.toml: "
+        let replaced = [
+            ("control_vlan = 10", "control_vlan = 5000", "domain[0].control_vlan = 5000: a VLAN is 1..=4094"),
+            ("[100]", "[100, 10]", "domain[0].protected_vlans[1] = 10: is the domain's control VLAN"),
+            ("\"master\"", "\"boss\"", "domain[0].role = \"boss\": expected \"master\" or \"transit\""),
+            ("secondary = \"r1\"", "secondary = \"r0\"", "domain[0].secondary = \"r0\": equals the primary port"),
+            ("fail_ms = 100", "fail_ms = 20", "domain[0].fail_ms = 20: must exceed hello_ms (20)"),
+            ("hello_ms = 20", "hello_ms = 0", "domain[0].hello_ms = 0: a period is 1..=65535 ms"),
             (
-                GOOD.replace("control_vlan = 10", "control_vlan = 5000"),
-                "ring.toml: domain[0].control_vlan = 5000: a VLAN is 1..=4094",
-            ),
-            (
-                GOOD.replace("[100]", "[100, 10]"),
-                "ring.toml: domain[0].protected_vlans[1] = 10: is the domain's control VLAN",
-            ),
-            (
-                GOOD.replace("\"master\"", "\"boss\""),
-                "ring.toml: domain[0].role = \"boss\": expected \"master\" or \"transit\"",
-            ),
-            (
-                GOOD.replace("secondary = \"r1\"", "secondary = \"r0\""),
-                "ring.toml: domain[0].secondary = \"r0\": equals the primary port",
-            ),
-            (
-                GOOD.replace("fail_ms = 100", "fail_ms = 20"),
-                "ring.toml: domain[0].fail_ms = 20: must exceed hello_ms (20)",
-            ),
-            (
-                GOOD.replace("hello_ms = 20", "hello_ms = 0"),
-                "ring.toml: domain[0].hello_ms = 0: a period is 1..=65535 ms",
-            ),
-            (
-                format!("system_mac = \"zz\"\n{GOOD}"),
-                "ring.toml: system_mac = \"zz\": not a MAC address (aa:bb:cc:dd:ee:ff)",
-            ),
-            (
-                GOOD.replace("pre_forwarding_ms = 200", "pre_forwarding_ms = 200\nfail_action = \"panic\""),
-                "ring.toml: domain[0].fail_action = \"panic\": expected \"open-secondary\" or \"send-alert\"",
-            ),
-            (
-                "bridge = \"br0\"\n".to_string(),
-                "ring.toml: domain: no [[domain]] given; a ring file needs at least one",
+                "pre_forwarding_ms = 200",
+                "pre_forwarding_ms = 200\nfail_action = \"panic\"",
+                "domain[0].fail_action = \"panic\": expected \"open-secondary\" or \"send-alert\"",
             ),
         ];
+        let whole = [
+            (format!("system_mac = \"zz\"\n{}", good()), "system_mac = \"zz\": not a MAC address (aa:bb:cc:dd:ee:ff)"),
+            ("bridge = \"br0\"\n".to_string(), "domain: no [[domain]] given; a ring file needs at least one"),
+        ];
+        let cases = replaced.iter().map(|&(from, to, want)| (good().replace(from, to), want)).chain(whole);
         for (text, want) in cases {
-            assert_eq!(err(&text), want);
+            assert_eq!(err(&text), format!("ring.toml: {want}"));
         }
     }
 
     #[test]
     fn toml_errors_name_the_file_and_key() {
-        let e = err(&GOOD.replace("control_vlan = 10", "control_vlan = \"ten\""));
+        let e = err(&good().replace("control_vlan = 10", "control_vlan = \"ten\""));
         assert!(e.starts_with("ring.toml: TOML parse error at line 8"), "{e}");
         assert!(e.contains("control_vlan = \"ten\""), "{e}");
-        let e = err(&GOOD.replace("hello_ms", "helo_ms"));
+        let e = err(&good().replace("hello_ms", "helo_ms"));
         assert!(e.contains("unknown field `helo_ms`"), "{e}");
     }
 
     #[test]
     fn loops_are_refused() {
-        let e = err(TWO);
+        let e = err(&two());
         assert!(
             e.starts_with(
                 "ring.toml: domain[1].protected_vlans = 100: domain[0] also protects it and both use port \"c\""
             ),
             "{e}"
         );
-        assert!(parse(Path::new("ring.toml"), &format!("allow_superloop = true\n{TWO}")).is_ok());
-        let shared = format!("{TWO}[shared_port]\nport = \"c\"\nmode = \"controller\"\nlink_id = 1\n");
+        assert!(parse(Path::new("ring.toml"), &format!("allow_superloop = true\n{}", two())).is_ok());
+        let shared = format!("{}[shared_port]\nport = \"c\"\nmode = \"controller\"\nlink_id = 1\n", two());
         assert_eq!(parse(Path::new("ring.toml"), &shared).unwrap().shared.unwrap().port, "c");
         // A shared port on a master's secondary port.
         let m = shared.replacen("role = \"transit\"", "role = \"master\"", 1);
@@ -551,12 +510,12 @@ protected_vlans = [100]
              it on the common link's failure and the shared-port controller could not break the superloop"
         );
         // One VLAN protected twice on the same two ports.
-        let same = TWO.replace("primary = \"b\"", "primary = \"a\"");
+        let same = two().replace("primary = \"b\"", "primary = \"a\"");
         assert_eq!(
             err(&same),
             "ring.toml: domain[1].protected_vlans = 100: domain[0] protects it on the same two ports: one VLAN, one domain per ring"
         );
-        let cv = TWO.replace("control_vlan = 20", "control_vlan = 10");
+        let cv = two().replace("control_vlan = 20", "control_vlan = 10");
         assert_eq!(err(&cv), "ring.toml: domain[1].control_vlan = 10: domain[0] uses the same control VLAN");
     }
 

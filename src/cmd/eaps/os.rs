@@ -267,6 +267,21 @@ pub struct PduSocket {
     index: u32,
 }
 
+/// Sets socket option `name` (called `what` in the error) of `level` on `fd` to `value`.
+///
+/// # Safety
+/// `T` must be the type the kernel expects for the option (a pointer inside it must be live).
+unsafe fn setsockopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: &T, what: &str) -> Result<()> {
+    // SAFETY: `value` points at a live T of the size given; the caller vouches for the type.
+    let r = unsafe {
+        libc::setsockopt(fd, level, name, value as *const T as *const libc::c_void, std::mem::size_of::<T>() as u32)
+    };
+    if r < 0 {
+        bail!("{what}: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 const ETH_P_ALL: u16 = 0x0003;
 const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
 const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
@@ -295,27 +310,9 @@ impl PduSocket {
                 libc::sock_filter { code: 0x06, jt: 0, jf: 0, k: 0 },
             ];
             let fprog = libc::sock_fprog { len: prog.len() as u16, filter: prog.as_ptr() as *mut _ };
-            if libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_ATTACH_FILTER,
-                &fprog as *const _ as *const libc::c_void,
-                std::mem::size_of::<libc::sock_fprog>() as u32,
-            ) < 0
-            {
-                bail!("SO_ATTACH_FILTER: {}", std::io::Error::last_os_error());
-            }
+            setsockopt(fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &fprog, "SO_ATTACH_FILTER")?;
             let one: libc::c_int = 1;
-            if libc::setsockopt(
-                fd,
-                libc::SOL_PACKET,
-                libc::PACKET_AUXDATA,
-                &one as *const _ as *const libc::c_void,
-                std::mem::size_of::<libc::c_int>() as u32,
-            ) < 0
-            {
-                bail!("PACKET_AUXDATA: {}", std::io::Error::last_os_error());
-            }
+            setsockopt(fd, libc::SOL_PACKET, libc::PACKET_AUXDATA, &one, "PACKET_AUXDATA")?;
             let mut sll: libc::sockaddr_ll = std::mem::zeroed();
             sll.sll_family = libc::AF_PACKET as u16;
             sll.sll_protocol = ETH_P_ALL.to_be();

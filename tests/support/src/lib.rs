@@ -1,4 +1,5 @@
-//! Test support shared by every spotagg crate: the one rule for tests that need a tool.
+//! Test support shared by every spotagg crate: the one rule for tests that need a tool, and
+//! ([`procs`]) the processes and ports of the tests that start `spotagg` processes.
 //!
 //! A test that needs Verilator, Yosys, tshark, openFPGALoader, network namespaces (root) or the
 //! YoWASP flow calls [`require_tool`] first. Where the tool is there, the test runs. Where it is
@@ -18,6 +19,8 @@
 //! `cargo test` stays fast for the inner loop, and `scripts/test.sh` runs them with `--ignored`.
 
 use std::process::{Command, Stdio};
+
+pub mod procs;
 
 /// A tool, or a permission, that a test needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
