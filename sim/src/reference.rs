@@ -550,8 +550,12 @@ impl RefSwitch {
         } else {
             self.counters.duplicates += 1;
             if st.count[i] == 0 && st.waiting[i] {
-                out.push(self.partial_frame(frame, i));
-                self.tree.partials_resent += 1;
+                // Only rank 0's retransmission resends the partial (§6): every rank of a waiting
+                // round retransmits, and n resends a level would multiply up the tree.
+                if rank == 0 {
+                    out.push(self.partial_frame(frame, i));
+                    self.tree.partials_resent += 1;
+                }
             } else if st.count[i] == 0 {
                 out.push(self.result_frame(frame, rank, i));
                 self.counters.results_retransmitted += 1;

@@ -75,7 +75,9 @@ fn a_leaf_sends_its_partial_up_resends_it_and_multicasts_the_parents_result() {
     assert_eq!((r.msg_type, r.job, r.tsi, r.pool, r.e0, r.e1), (1, 7, 0x11, PoolIndex { slot: 2, set: 1 }, 3, 5));
     let sum: Vec<i32> = a.iter().zip(&b).map(|(x, y)| x.wrapping_add(*y)).collect();
     assert_eq!(elements(&up[0]), sum);
-    // A worker's retransmission while the round waits: the same partial again, upward.
+    // Retransmissions while the round waits: rank 1's is only counted; rank 0's sends the same
+    // partial again, upward (§6: one resend a retransmission round, not n).
+    assert!(run(&mut sw, &c1).is_empty());
     let again = run(&mut sw, &c0);
     assert_eq!(again.len(), 1);
     assert_eq!(elements(&again[0]), sum);
@@ -104,7 +106,7 @@ fn a_leaf_sends_its_partial_up_resends_it_and_multicasts_the_parents_result() {
     assert_eq!((t.partials_up, t.partials_resent, t.parent_results, t.parent_results_stale), (1, 1, 1, 1));
     let c = sw.counters();
     // Parent frames are outside frames_in / frames_out (§6).
-    assert_eq!((c.frames_in, c.contributions, c.duplicates), (4, 2, 2));
+    assert_eq!((c.frames_in, c.contributions, c.duplicates), (5, 2, 3));
     assert_eq!((c.frames_out, c.results_multicast, c.results_retransmitted), (3, 2, 1));
     // Rank 1 was last, 250 µs behind rank 0.
     let s = sw.stragglers();

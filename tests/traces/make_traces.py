@@ -500,6 +500,9 @@ class Switch:
             return V_CONTRIB, []
         self.ctr["duplicates"] += 1
         if self.count[v][s] == 0 and self.waiting[v][s]:
+            # §6: only the retransmission of rank 0 resends the partial upward.
+            if w != 0:
+                return V_DUP, []
             self.tree["partials_resent"] += 1
             return V_DUP, [self._partial(f, s, v)]
         if self.count[v][s] == 0:
@@ -1734,8 +1737,9 @@ def sc_vlan(job, tr, rng):
 @scenario(3, payload=256, slots=4, parent=("192.0.2.100", "02:00:5a:00:00:64", 0xBEE5, 2), tree_workers=12)
 def sc_tree(job, tr, rng):
     """docs/switch.md §6: a leaf of 3 workers with a parent. Rounds in random order with
-    retransmissions before completion (dropped), while waiting for the parent (the partial goes
-    up again) and after (the stored parent result to the sender); the parent's results, some
+    retransmissions before completion (dropped), while waiting for the parent (rank 0's sends
+    the partial up again, another rank's is only counted) and after (the stored parent result to
+    the sender); the parent's results, some
     twice (stale), some before the round completes (stale); a parent frame of the wrong size."""
     sets = [0] * job.slots
 
