@@ -56,7 +56,9 @@
 //! times its variation, from the results of packets sent once, Karn's rule; `job.timeout` before
 //! the first sample and as the floor); `rto` doubles on each retransmission and is capped at
 //! `max(job.timeout, MAX_BACKOFF)`, and the backed-off value carries over to later packets until
-//! a packet sent once is answered. The estimator lives in the [`Worker`] and carries over to its
+//! a packet sent once is answered, or a retransmitted one about a round trip after its last
+//! copy (a loss recovered: [`RttEstimator::recovered`]); samples of rounds that waited for other
+//! ranks are clipped ([`crate::rtt`]). The estimator lives in the [`Worker`] and carries over to its
 //! later operations. After `job.max_retries`
 //! retransmissions the next expiry is an [`Error::Timeout`] naming the slot, the chunk and the
 //! attempts. Results whose `pool_index` or `tsi` is not the one a slot waits for (stale, or a
@@ -883,6 +885,9 @@ impl<'a> AllReduce<'a> {
         } else if self.worker.rtt.min_rtt().is_some_and(|m| now.saturating_duration_since(slot.last_sent) < m) {
             self.worker.rtt.spurious(now.saturating_duration_since(slot.sent_at));
             self.stats.spurious_retransmissions += 1;
+        } else {
+            // About a round trip after the last copy: a lost frame recovered (ends the backoff).
+            self.worker.rtt.recovered(now.saturating_duration_since(slot.last_sent));
         }
         let next = match chunk {
             None => s,
