@@ -213,7 +213,7 @@ impl<const D: usize> Logic for Core<D> {
         self.session.job_number.next = self.registers.job_number.val();
         self.session.workers.next = self.registers.workers.val();
         self.session.rank.next = self.aggregator.sb_rank.val();
-        self.session.join.next = self.aggregator.sb_set.val();
+        self.session.is_join.next = self.aggregator.sb_set.val();
         self.session.proposal.next = self.aggregator.ss_proposal.val();
         self.session.commit.next = self.aggregator.ss_commit.val();
         self.aggregator.ss_open.next = self.session.open.val();

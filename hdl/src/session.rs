@@ -5,7 +5,7 @@
 //! Contract:
 //! - `configure` (a one-cycle pulse, the job's slot-state clear) sets `E = job_number`,
 //!   `open = 0`, `J = 0` at its edge; it wins over a `commit` in the same cycle.
-//! - A message is `rank` (< n), `join` (the set bit: 1 join, 0 probe) and `proposal` (its
+//! - A message is `rank` (< n), `is_join` (the set bit: 1 join, 0 probe) and `proposal` (its
 //!   `job_number`). The verdict is registered: when the message has been stable for a cycle and
 //!   no `commit` or `configure` edge came in between, `counted` (a join of `E + 1` whose rank has
 //!   not joined: filed as a contribution), `silent` (a join of `E + 1` already counted: a
@@ -39,7 +39,7 @@ pub struct Session {
     /// The sender's rank.
     pub rank: Signal<In, Bits<5>>,
     /// The message is a join (set bit 1), not a probe.
-    pub join: Signal<In, Bit>,
+    pub is_join: Signal<In, Bit>,
     /// The message's `job_number`: a join's proposed epoch.
     pub proposal: Signal<In, Bits<8>>,
     /// Apply the verdict.
@@ -66,7 +66,7 @@ pub struct Session {
     r_opens: DFF<Bit>,
     r_bit: DFF<Bits<32>>,
     next_epoch: Signal<Local, Bits<8>>,
-    matches: Signal<Local, Bit>,
+    proposes_next: Signal<Local, Bit>,
     had: Signal<Local, Bit>,
     shifted: Signal<Local, Bits<32>>,
 }
@@ -84,12 +84,12 @@ impl Logic for Session {
         // The verdict, registered every cycle from the state and the message.
         self.w_m1.d.next = self.workers.val() - 1;
         self.next_epoch.next = self.e.q.val() + 1;
-        self.matches.next = self.join.val() & (self.proposal.val() == self.next_epoch.val());
+        self.proposes_next.next = self.is_join.val() & (self.proposal.val() == self.next_epoch.val());
         self.shifted.next = self.joined.q.val() >> bit_cast::<32, 5>(self.rank.val());
         self.had.next = self.shifted.val().get_bit(0);
-        self.r_counted.d.next = self.matches.val() & !self.had.val();
-        self.r_silent.d.next = self.matches.val() & self.had.val();
-        self.r_opens.d.next = self.matches.val() & !self.had.val() & (self.joins.q.val() == self.w_m1.q.val());
+        self.r_counted.d.next = self.proposes_next.val() & !self.had.val();
+        self.r_silent.d.next = self.proposes_next.val() & self.had.val();
+        self.r_opens.d.next = self.proposes_next.val() & !self.had.val() & (self.joins.q.val() == self.w_m1.q.val());
         self.r_bit.d.next = bits::<32>(1) << bit_cast::<32, 5>(self.rank.val());
         if self.commit.val() & self.r_counted.q.val() {
             if self.r_opens.q.val() {
@@ -127,10 +127,10 @@ mod test {
     /// What the model says of a message: (counted, silent, opens).
     impl Model {
         fn verdict(&self, n: u32, rank: u32, join: bool, proposal: u8) -> (bool, bool, bool) {
-            let matches = join && proposal == self.epoch.wrapping_add(1);
+            let proposes_next = join && proposal == self.epoch.wrapping_add(1);
             let had = self.joined & (1 << rank) != 0;
-            let counted = matches && !had;
-            (counted, matches && had, counted && (self.joined | 1 << rank).count_ones() == n)
+            let counted = proposes_next && !had;
+            (counted, proposes_next && had, counted && (self.joined | 1 << rank).count_ones() == n)
         }
 
         fn commit(&mut self, n: u32, rank: u32, join: bool, proposal: u8) {
@@ -151,7 +151,7 @@ mod test {
     /// it (`commit` with the verdict read); returns (counted, silent, opens, clear_slots).
     fn message(b: &mut Session, rank: u32, join: bool, proposal: u8, gap: usize) -> (bool, bool, bool, bool) {
         b.rank.next = u64::from(rank).into();
-        b.join.next = join;
+        b.is_join.next = join;
         b.proposal.next = u64::from(proposal).into();
         b.commit.next = false;
         for _ in 0..gap + 1 {
@@ -243,7 +243,7 @@ mod test {
         tick(&mut b);
         b.configure.next = false;
         b.rank.next = 0u64.into();
-        b.join.next = true;
+        b.is_join.next = true;
         b.proposal.next = 8u64.into();
         for _ in 0..5 {
             tick(&mut b);
