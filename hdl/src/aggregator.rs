@@ -860,7 +860,7 @@ impl Logic for Aggregator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame_parser::KIND_ICMP;
+    use crate::frame_parser::{KIND_ICMP, KIND_SESSION};
     use crate::step::settle;
 
     /// What one descriptor made the aggregator do, as its contract names it.
@@ -955,6 +955,97 @@ mod tests {
         assert_eq!(echo.buckets, vec![BUCKET_ICMP_REPLY]);
         assert_eq!(echo.load, Some((ReplyKind::EchoReply, 19, 2)));
         assert_eq!(echo.header_words, (0..=12).collect::<Vec<_>>(), "{echo:?}");
+    }
+
+    /// Sessions against the contract: once a session is open, a contribution whose
+    /// `job_number` is not the epoch is filed as `stale_session` in one cycle (nothing looked
+    /// up), one with the epoch goes on to the scoreboard; a session message is filed after the
+    /// two cycles of the session verdict — a counted join as a contribution with `ss_commit`, a
+    /// silent one as a duplicate, neither loading a reply — and a reply (a probe: to the
+    /// sender; the opening: to every rank) is a result of k + 13 words whose body is zeros and
+    /// whose header word 10 carries the epoch in its low byte.
+    #[test]
+    fn sessions_are_sequenced_as_specified() {
+        use crate::counters::BUCKET_CONTRIBUTION;
+        let k = 32u64;
+        let mut agg = Aggregator::new(256);
+        agg.connect_all();
+        agg.tx_free.next = true;
+        agg.payload_words.next = k.into();
+        agg.workers.next = 3.into();
+        agg.ss_open.next = true;
+        agg.ss_epoch.next = 5.into();
+        agg.desc.rank.next = 2.into();
+        // A stale contribution: job 4.
+        agg.desc.h10.next = 0x0000_1104_u64.into();
+        let stale = run(&mut agg, KIND_CONTRIBUTION, 0);
+        assert_eq!(
+            stale,
+            Effect { cycles: 1, buckets: vec![spotagg_driver::DropReason::StaleSession as u64], ..Default::default() }
+        );
+        // Session messages: (counted, silent, opens) -> bucket, commit, reply to (first, last).
+        for (verdict, bucket, commit, reply) in [
+            ((true, false, false), BUCKET_CONTRIBUTION, true, None),
+            ((false, true, false), BUCKET_DUPLICATE, false, None),
+            ((false, false, false), BUCKET_DUPLICATE, false, Some((2, 2))),
+            ((true, false, true), BUCKET_CONTRIBUTION, true, Some((0, 2))),
+        ] {
+            agg.ss_counted.next = verdict.0;
+            agg.ss_silent.next = verdict.1;
+            agg.ss_opens.next = verdict.2;
+            agg.desc.valid.next = true;
+            agg.desc.kind.next = KIND_SESSION.into();
+            agg.desc.h10.next = 0x0000_8106_u64.into();
+            let (mut buckets, mut commits, mut load, mut zeros, mut word10) = (vec![], 0, None, 0, None);
+            let mut cycles = 0;
+            for c in 1..400 {
+                settle(&mut agg);
+                // The lane adders' registered sum: stored + incoming (the stored values here are
+                // garbage, which a reply must not carry).
+                agg.sm_read_data.next = 0xdead_beef_u64.into();
+                settle(&mut agg);
+                if agg.ev_bucket.val() {
+                    buckets.push(agg.ev_bucket_index.val().index() as u64);
+                }
+                commits += usize::from(agg.ss_commit.val());
+                if agg.tx_write_enable.val() {
+                    zeros += usize::from(agg.tx_write_data.val().index() == 0);
+                }
+                if agg.hdr_write_enable.val() && agg.hdr_write_address.val().index() & 15 == 10 {
+                    word10 = Some(agg.hdr_write_data.val().index() as u64);
+                }
+                if agg.tx_load.val() {
+                    load = Some((
+                        agg.tx_kind.val(),
+                        agg.tx_nwords.val().index() as u64,
+                        agg.tx_first.val().index() as u64,
+                        agg.tx_last.val().index() as u64,
+                    ));
+                }
+                let (stored, inc) = (agg.la_stored.val().index() as u32, agg.la_incoming.val().index() as u32);
+                let sum = if agg.la_first.val() { inc } else { stored.wrapping_add(inc) };
+                if edge(&mut agg) {
+                    cycles = c;
+                    break;
+                }
+                agg.la_sum.next = u64::from(sum).into();
+            }
+            let late = finish(&mut agg);
+            let what = format!("verdict {verdict:?}");
+            assert_eq!(buckets, vec![bucket], "{what}");
+            assert_eq!(commits, usize::from(commit), "{what}");
+            match reply {
+                None => {
+                    assert_eq!(cycles, 3, "{what}: Idle, verdict, decide");
+                    assert!(load.is_none() && late.is_empty() && zeros == 0, "{what}");
+                }
+                Some((first, last)) => {
+                    assert_eq!(load, Some((ReplyKind::Result, k + 13, first, last)), "{what}");
+                    assert_eq!(zeros, k as usize, "{what}: a body of zeros");
+                    assert_eq!(word10.map(|w| w & 0xffff), Some(0x8105), "{what}: msg_type, size and the epoch");
+                }
+            }
+        }
     }
 
     /// The aggregator's neighbours, each a model of its own contract: the parser's frame buffer
