@@ -297,7 +297,11 @@ fn control_link_through_a_pty() {
     let job = trace.job.clone();
     let mut rom_job = JobConfig::example(2, PayloadSize::B256, 4);
     rom_job.switch_mac = MacAddr([0x02, 0x00, 0x5a, 0x00, 0x00, 0x77]);
+    rom_job.worker_port = 0xbee5;
+    rom_job.job_number = 7;
     assert_ne!(rom_job.switch_mac, job.switch_mac);
+    // The test's job must replace the ROM's worker port, or its traffic is dropped.
+    assert_ne!((rom_job.worker_port, rom_job.job_number), (job.worker_port, job.job_number));
 
     let t0 = Instant::now();
     let model = build_model(core, &rom_job);
@@ -329,6 +333,7 @@ fn control_link_through_a_pty() {
     assert_eq!(st["job_enabled"], true);
     assert_eq!(st["job_registers"][1], u32::from_be_bytes([0x5a, 0x00, 0x00, 0x77]));
     assert_eq!(st["job_registers"][3], 2);
+    assert_eq!((st["worker_port"].clone(), st["job_number"].clone()), (0xbee5.into(), 7.into()));
     assert_eq!(st["link_state"], serde_json::json!([4, 3, 0, 0]), "port 0 up 1G, port 1 up 100M");
     let (ok, out, _) = ctl(&slave_name, &["status"]);
     assert!(ok && out.contains("port 0 link    up 1G") && out.contains("port 1 link    up 100M"), "{out}");
@@ -347,6 +352,10 @@ fn control_link_through_a_pty() {
     assert_eq!(st["slots_in_use"], 8);
     assert_eq!(st["job_registers"][2], u32::from(job.switch_ip));
     assert_eq!(st["job_registers"][3], 4);
+    assert_eq!(st["worker_port"], job.worker_port);
+    assert_eq!(st["job_number"], job.job_number);
+    let (ok, out, _) = ctl(&slave_name, &["status"]);
+    assert!(ok && out.contains(&format!("worker port    {}", job.worker_port)), "{out}");
 
     // Traffic into both ports as Ethernet frames; one extra copy of a frame with a bad FCS.
     let sw = job.switch_mac.0;

@@ -47,7 +47,8 @@ fn replay(engine: &str, dir: &Path, name: &str, vcd: Option<&Path>) {
 }
 
 /// Scenarios small enough for the rust-hdl simulation (a few thousand cycles a second).
-const RTL_SCENARIOS: &[&str] = &["malformed", "arp", "ping", "duplicates", "n1", "n2", "wrap", "csum_alias", "vlan"];
+const RTL_SCENARIOS: &[&str] =
+    &["malformed", "arp", "ping", "duplicates", "n1", "n2", "wrap", "csum_alias", "vlan", "session"];
 
 #[test]
 fn rtl_engine_reproduces_the_independent_traces() {
@@ -93,6 +94,7 @@ fn verilator_engine_reproduces_the_independent_traces() {
         "csum_alias",
         "vlan",
         "vlan_mixed",
+        "session",
     ] {
         replay("verilator", dir.path(), name, None);
     }

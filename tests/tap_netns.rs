@@ -7,8 +7,10 @@
 //! - the kernel resolves the switch's MAC by ARP (answered by the HDL): `ip neigh` shows it;
 //! - `ping -c 3` of the switch's address gets 3 replies (the RTT is printed);
 //! - 4 `spotagg worker --verify` processes (ordinary kernel UDP sockets, each bound to its own
-//!   address 10.77.0.10..13 on the TAP device) all-reduce through it: each exits 0 with
-//!   `"ok":true`, and the switch's counters agree with the traffic.
+//!   address 10.77.0.10..13 on the TAP device) all-reduce through it, opening a session first
+//!   (docs/switch.md §2.1): each exits 0 with `"ok":true` and epoch 1, and the switch's counters
+//!   agree with the traffic; in the last test two sets of 4 workers run one after the other on
+//!   the same running board model (epochs 1 and 2), both exact.
 //!
 //! Every worker address is on the one TAP interface, so every `[[worker]]` entry has that
 //! interface's MAC (the kernel's source MAC); all workers use the same worker port, which works
@@ -110,13 +112,13 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[test]
 fn kernel_arp_ping_and_udp_workers_through_tap_attached_verilator_core() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    through_tap(&["--engine", "verilator"], "verilator", "c", "Verilator core", None);
+    through_tap(&["--engine", "verilator"], "verilator", "c", "Verilator core", None, 1);
 }
 
 #[test]
 fn kernel_arp_ping_and_udp_workers_through_tap_attached_board_model() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    through_tap(&["--board-model"], "board model", "b", "MAC-level board model", None);
+    through_tap(&["--board-model"], "board model", "b", "MAC-level board model", None, 1);
 }
 
 /// The same on a tagged job: the kernel's VLAN device on the TAP sends and takes 802.1Q
@@ -125,13 +127,23 @@ fn kernel_arp_ping_and_udp_workers_through_tap_attached_board_model() {
 #[test]
 fn kernel_arp_ping_and_udp_workers_on_a_vlan_through_tap_attached_board_model() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    through_tap(&["--board-model"], "board model", "v", "MAC-level board model, VLAN 77", Some(77));
+    through_tap(&["--board-model"], "board model", "v", "MAC-level board model, VLAN 77", Some(77), 1);
+}
+
+/// Two sessions back to back on one running board model: a second run of 4 worker processes
+/// against the switch the first run left behind (no restart, no control link write) opens
+/// epoch 2 and is exact too.
+#[test]
+fn two_sessions_back_to_back_through_tap_attached_board_model() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    through_tap(&["--board-model"], "board model", "s", "MAC-level board model, two sessions", None, 2);
 }
 
 /// The test with `spotagg tap ENGINE_ARGS` (whose first line names `engine`); `tag` tells the
 /// namespace and device apart, `what` names the switch in the report; with `vlan` the job is
-/// tagged and the workers' addresses live on a VLAN device of the TAP.
-fn through_tap(engine_args: &[&str], engine: &str, tag: &str, what: &str, vlan: Option<u16>) {
+/// tagged and the workers' addresses live on a VLAN device of the TAP; `sessions` runs of 4
+/// workers follow one another.
+fn through_tap(engine_args: &[&str], engine: &str, tag: &str, what: &str, vlan: Option<u16>, sessions: usize) {
     let t0 = Instant::now();
     if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Netns) {
         return;
@@ -183,7 +195,7 @@ fn through_tap(engine_args: &[&str], engine: &str, tag: &str, what: &str, vlan: 
     }
 
     let mut toml = format!(
-        "switch_mac = \"{SWITCH_MAC}\"\nswitch_ip = \"{SWITCH_IP}\"\npayload_bytes = 256\nslots = 16\ntimeout_ms = 200\nmax_retries = 20\nsessions = false\n"
+        "switch_mac = \"{SWITCH_MAC}\"\nswitch_ip = \"{SWITCH_IP}\"\npayload_bytes = 256\nslots = 16\ntimeout_ms = 200\nmax_retries = 20\n"
     );
     if let Some(v) = vlan {
         toml += &format!("vlan = {v}\nvlan_priority = 4\n");
@@ -226,56 +238,61 @@ fn through_tap(engine_args: &[&str], engine: &str, tag: &str, what: &str, vlan: 
         "the kernel did not resolve {SWITCH_IP} to {SWITCH_MAC} by ARP: {neigh:?}"
     );
 
-    // 4 worker processes with kernel UDP sockets, each bound to its own address.
+    // 4 worker processes with kernel UDP sockets, each bound to its own address; each run
+    // opens the next session.
     let switch_addr = format!("{SWITCH_IP}:48864");
-    for (r, ip) in ips.iter().enumerate() {
-        let w = ns
-            .cmd(&[
-                BIN,
-                "worker",
-                "--config",
-                &cfg,
-                "--rank",
-                &r.to_string(),
-                "--switch",
-                &switch_addr,
-                "--bind",
-                ip,
-                "--elements",
-                &ELEMENTS.to_string(),
-                "--seed",
-                "5",
-                "--verify",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("cannot start `spotagg worker`");
-        ns.procs.push(w);
-    }
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let mut pending: Vec<usize> = (1..=4).collect();
-    while !pending.is_empty() {
-        assert!(Instant::now() < deadline, "workers {pending:?} did not finish in 90 s");
-        pending.retain(|&i| ns.procs[i].try_wait().unwrap().is_none());
-        std::thread::sleep(Duration::from_millis(20));
-    }
     let mut gbps = Vec::new();
     let mut sent = 0;
-    for i in 1..=4 {
-        let c = &mut ns.procs[i];
-        let status = c.wait().unwrap();
-        let mut out = String::new();
-        c.stdout.as_mut().unwrap().read_to_string(&mut out).unwrap();
-        let mut err = String::new();
-        c.stderr.as_mut().unwrap().read_to_string(&mut err).unwrap();
-        assert!(status.success(), "worker {} failed ({status}): {out}{err}", i - 1);
-        let v: serde_json::Value =
-            serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("worker {} printed {out:?}: {e}", i - 1));
-        assert_eq!(v["ok"], true, "worker {}: {out}", i - 1);
-        gbps.push(v["gbps"].as_f64().unwrap());
-        sent += v["packets"].as_u64().unwrap();
-        eprintln!("tap_netns: worker {}: {}", i - 1, out.trim());
+    for session in 1..=sessions {
+        ns.procs.truncate(1);
+        for (r, ip) in ips.iter().enumerate() {
+            let w = ns
+                .cmd(&[
+                    BIN,
+                    "worker",
+                    "--config",
+                    &cfg,
+                    "--rank",
+                    &r.to_string(),
+                    "--switch",
+                    &switch_addr,
+                    "--bind",
+                    ip,
+                    "--elements",
+                    &ELEMENTS.to_string(),
+                    "--seed",
+                    "5",
+                    "--verify",
+                ])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("cannot start `spotagg worker`");
+            ns.procs.push(w);
+        }
+        let deadline = Instant::now() + Duration::from_secs(90);
+        let mut pending: Vec<usize> = (1..=4).collect();
+        while !pending.is_empty() {
+            assert!(Instant::now() < deadline, "workers {pending:?} did not finish in 90 s");
+            pending.retain(|&i| ns.procs[i].try_wait().unwrap().is_none());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for i in 1..=4 {
+            let c = &mut ns.procs[i];
+            let status = c.wait().unwrap();
+            let mut out = String::new();
+            c.stdout.as_mut().unwrap().read_to_string(&mut out).unwrap();
+            let mut err = String::new();
+            c.stderr.as_mut().unwrap().read_to_string(&mut err).unwrap();
+            assert!(status.success(), "worker {} failed ({status}): {out}{err}", i - 1);
+            let v: serde_json::Value =
+                serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("worker {} printed {out:?}: {e}", i - 1));
+            assert_eq!(v["ok"], true, "worker {}: {out}", i - 1);
+            assert_eq!(v["epoch"], session, "worker {}: session {session}'s epoch: {out}", i - 1);
+            gbps.push(v["gbps"].as_f64().unwrap());
+            sent += v["packets"].as_u64().unwrap();
+            eprintln!("tap_netns: worker {}: {}", i - 1, out.trim());
+        }
     }
 
     // Stop the switch and check its counters against the traffic.
@@ -296,7 +313,8 @@ fn through_tap(engine_args: &[&str], engine: &str, tag: &str, what: &str, vlan: 
     assert!(c["icmp_replies"].as_u64().unwrap() >= 3, "fewer than 3 echo replies counted: {report}");
     // Every packet a worker sent reached the core: a new contribution or a duplicate; every
     // round completed and was answered to all 4.
-    assert!(contributions >= 4 * ELEMENTS.div_ceil(PAYLOAD_ELEMENTS) as u64, "too few contributions: {report}");
+    let min = sessions as u64 * 4 * ELEMENTS.div_ceil(PAYLOAD_ELEMENTS) as u64;
+    assert!(contributions >= min, "too few contributions: {report}");
     assert_eq!(
         contributions + c["duplicates"].as_u64().unwrap(),
         sent,

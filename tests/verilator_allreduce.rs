@@ -59,8 +59,8 @@ fn million_elements_four_workers_through_verilator() {
     // Every worker's frames queue for one simulator: allow for it before retransmitting.
     job.timeout = Duration::from_millis(500);
     job.max_retries = 20;
-    // The hardware core has no sessions yet (docs/switch.md §2.1).
-    job.sessions = false;
+    // Sessions on (the default): every worker opens one on the core first (docs/switch.md §2.1).
+    assert!(job.sessions);
     let inputs = tensors();
     let vl = verilator_engine_for_job(&job, 4, None).expect("Verilator core");
     let (got, retx, secs) = allreduce(Box::new(vl), &job, &inputs);

@@ -31,9 +31,17 @@
 //! - A reply header is written in 10 to 13 cycles; then the result builder is loaded with the
 //!   frame (rank range for results). When the result builder's buffer half is still busy, the
 //!   aggregator waits (and so does the parser: back-pressure, never a drop).
+//! - Sessions (docs/switch.md §2.1, the state in [`crate::session::Session`]): once a session
+//!   is open, a contribution whose `job_number` is not the epoch is filed as `stale_session` in
+//!   one cycle, before the scoreboard is looked up. A session message takes a cycle for the
+//!   session block's registered verdict and one to apply it (`ss_commit`); a reply (the
+//!   opening multicast, or the current epoch to the sender) is the copy pass of a
+//!   retransmission with the slot memory's data replaced by zeros, exponents zero and byte 43
+//!   the epoch after the update. The opening also clears every slot (the scoreboard's clear
+//!   pass): the next descriptor waits in Idle until it is done, as after a reconfiguration.
 
 use crate::counters::{BUCKET_ARP_REPLY, BUCKET_CONTRIBUTION, BUCKET_DUPLICATE, BUCKET_ICMP_REPLY};
-use crate::frame_parser::{DescriptorSink, KIND_ARP, KIND_CONTRIBUTION};
+use crate::frame_parser::{DescriptorSink, KIND_ARP, KIND_CONTRIBUTION, KIND_SESSION};
 use crate::reply_header::ReplyHeader;
 use crate::result_builder::ReplyKind;
 use rust_hdl::prelude::*;
@@ -151,11 +159,27 @@ pub struct Aggregator {
     pub ev_multicast: Signal<Out, Bit>,
     /// Counter event: a retransmitted result queued.
     pub ev_retransmit: Signal<Out, Bit>,
+    /// Session state: a session is open (contributions must carry the epoch).
+    pub ss_open: Signal<In, Bit>,
+    /// Session state: the current epoch E.
+    pub ss_epoch: Signal<In, Bits<8>>,
+    /// Session verdict: a counted join.
+    pub ss_counted: Signal<In, Bit>,
+    /// Session verdict: a join already counted (silent).
+    pub ss_silent: Signal<In, Bit>,
+    /// Session verdict: the join opens the session.
+    pub ss_opens: Signal<In, Bit>,
+    /// The session message's `job_number` (the rank and the set bit are `sb_rank`, `sb_set`).
+    pub ss_proposal: Signal<Out, Bits<8>>,
+    /// Apply the session verdict.
+    pub ss_commit: Signal<Out, Bit>,
     /// Nothing in progress.
     pub idle: Signal<Out, Bit>,
     elements_log2: Constant<Bits<5>>,
     kind_contribution: Constant<Bits<5>>,
     kind_arp: Constant<Bits<5>>,
+    kind_session: Constant<Bits<5>>,
+    bucket_stale: Constant<Bits<5>>,
     bucket_contribution: Constant<Bits<5>>,
     bucket_duplicate: Constant<Bits<5>>,
     bucket_arp_reply: Constant<Bits<5>>,
@@ -169,6 +193,9 @@ pub struct Aggregator {
     s_header: DFF<Bit>,
     s_copy_frame: DFF<Bit>,
     s_load: DFF<Bit>,
+    s_sess_lookup: DFF<Bit>,
+    s_sess_decide: DFF<Bit>,
+    session_reply: DFF<Bit>,
     issue_stop: DFF<Bits<10>>,
     nwords_eq10: DFF<Bit>,
     nwords_eq11: DFF<Bit>,
@@ -272,10 +299,19 @@ impl Aggregator {
             ev_bucket_index: Default::default(),
             ev_multicast: Default::default(),
             ev_retransmit: Default::default(),
+            ss_open: Default::default(),
+            ss_epoch: Default::default(),
+            ss_counted: Default::default(),
+            ss_silent: Default::default(),
+            ss_opens: Default::default(),
+            ss_proposal: Default::default(),
+            ss_commit: Default::default(),
             idle: Default::default(),
             elements_log2: Constant::new((max_elements.trailing_zeros() as u64).into()),
             kind_contribution: Constant::new(KIND_CONTRIBUTION.into()),
             kind_arp: Constant::new(KIND_ARP.into()),
+            kind_session: Constant::new(KIND_SESSION.into()),
+            bucket_stale: Constant::new((spotagg_driver::DropReason::StaleSession as u64).into()),
             bucket_contribution: Constant::new(BUCKET_CONTRIBUTION.into()),
             bucket_duplicate: Constant::new(BUCKET_DUPLICATE.into()),
             bucket_arp_reply: Constant::new(BUCKET_ARP_REPLY.into()),
@@ -289,6 +325,9 @@ impl Aggregator {
             s_header: Default::default(),
             s_copy_frame: Default::default(),
             s_load: Default::default(),
+            s_sess_lookup: Default::default(),
+            s_sess_decide: Default::default(),
+            session_reply: Default::default(),
             issue_stop: Default::default(),
             nwords_eq10: Default::default(),
             nwords_eq11: Default::default(),
@@ -349,6 +388,9 @@ impl Logic for Aggregator {
             s_header,
             s_copy_frame,
             s_load,
+            s_sess_lookup,
+            s_sess_decide,
+            session_reply,
             issue_stop,
             nwords_eq10,
             nwords_eq11,
@@ -428,6 +470,12 @@ impl Logic for Aggregator {
             self.adder_first.d.next = true;
         }
         self.la_stored.next = self.sm_read_data.val();
+        if self.session_reply.q.val() {
+            // A session reply carries no values.
+            self.la_stored.next = 0.into();
+        }
+        self.ss_proposal.next = bit_cast::<8, 32>(self.desc.h10.val());
+        self.ss_commit.next = false;
         self.la_incoming.next = self.incoming_d3.q.val();
         // (`first_of_round` is cleared in Idle, so the exponent maxima in Decide are taken as not first.)
         self.la_first.next = self.adder_first.q.val();
@@ -478,6 +526,9 @@ impl Logic for Aggregator {
         self.header.h8.next = self.desc.h8.val();
         self.header.h9.next = self.desc.h9.val();
         self.header.h10.next = self.desc.h10.val();
+        if self.session_reply.q.val() {
+            self.header.h10.next = (self.desc.h10.val() & 0xffff_ff00_u64) | bit_cast::<32, 8>(self.ss_epoch.val());
+        }
         self.header.h11.next = self.desc.h11.val();
         self.header.h12.next = self.desc.h12.val();
         self.header.switch_mac_hi.next = self.switch_mac_hi.val();
@@ -507,6 +558,7 @@ impl Logic for Aggregator {
         // registered at the transition into it, so `issue_at_end` is an equality of two registers.
         if !self.s_active.q.val() {
             self.first_of_round.d.next = false;
+            self.session_reply.d.next = false;
             // Header's last index (ARP, an even kind: word 9; ICMP, odd: word 8); a contribution
             // sets its own in Commit.
             self.issue_stop.d.next = 9.into();
@@ -531,6 +583,13 @@ impl Logic for Aggregator {
                     self.ev_bucket.next = true;
                     self.ev_bucket_index.next = self.desc.kind.val();
                     self.desc.done.next = true;
+                } else if (self.desc.kind.val() == self.kind_contribution.val())
+                    & self.ss_open.val()
+                    & (bit_cast::<8, 32>(self.desc.h10.val()) != self.ss_epoch.val())
+                {
+                    self.ev_bucket.next = true;
+                    self.ev_bucket_index.next = self.bucket_stale.val();
+                    self.desc.done.next = true;
                 } else if self.desc.kind.val() == self.kind_contribution.val() {
                     self.slot_base.d.next = ((bit_cast::<16, 15>(self.desc.slot.val()) << 1)
                         | bit_cast::<16, 1>(self.desc.set.val().into()))
@@ -541,6 +600,9 @@ impl Logic for Aggregator {
                     self.reply_kind.d.next = ReplyKind::ArpReply;
                     self.s_active.d.next = true;
                     self.s_header.d.next = true;
+                } else if self.desc.kind.val() == self.kind_session.val() {
+                    self.s_active.d.next = true;
+                    self.s_sess_lookup.d.next = true;
                 } else {
                     self.reply_kind.d.next = ReplyKind::EchoReply;
                     self.s_active.d.next = true;
@@ -615,6 +677,45 @@ impl Logic for Aggregator {
                     self.desc.done.next = true;
                     self.s_active.d.next = false;
                 }
+            }
+        }
+        if self.s_sess_lookup.q.val() {
+            // The session block registers its verdict.
+            self.s_sess_lookup.d.next = false;
+            self.s_sess_decide.d.next = true;
+        }
+        if self.s_sess_decide.q.val() {
+            // Filed as a contribution (a counted join) or a duplicate; a reply is the copy pass
+            // of a retransmission with zeros for the values.
+            self.ev_bucket.next = true;
+            self.ev_bucket_index.next = self.bucket_duplicate.val();
+            self.issue_index.d.next = 0.into();
+            self.issue_frame_word.d.next = 13.into();
+            self.issue_at_end.d.next = false;
+            self.issue_stop.d.next = self.k_minus_1.q.val();
+            self.write_index.d.next = 0.into();
+            self.write_frame_word.d.next = 13.into();
+            self.write_at_last.d.next = self.k_is_1.q.val();
+            self.write_stop.d.next = self.k_minus_2.q.val();
+            self.reply_kind.d.next = ReplyKind::Result;
+            self.nwords.d.next = bit_cast::<10, 9>(self.payload_words.val()) + 13;
+            self.reply_exps.d.next = 0.into();
+            self.retransmit.d.next = true;
+            self.s_sess_decide.d.next = false;
+            if self.ss_counted.val() {
+                self.ev_bucket_index.next = self.bucket_contribution.val();
+                self.ss_commit.next = true;
+            }
+            if self.ss_opens.val() {
+                self.retransmit.d.next = false;
+                self.session_reply.d.next = true;
+                self.s_copy_slot.d.next = true;
+            } else if self.ss_counted.val() | self.ss_silent.val() {
+                self.desc.done.next = true;
+                self.s_active.d.next = false;
+            } else {
+                self.session_reply.d.next = true;
+                self.s_copy_slot.d.next = true;
             }
         }
         if self.s_rmw.q.val() {
@@ -759,7 +860,7 @@ impl Logic for Aggregator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame_parser::KIND_ICMP;
+    use crate::frame_parser::{KIND_ICMP, KIND_SESSION};
     use crate::step::settle;
 
     /// What one descriptor made the aggregator do, as its contract names it.
@@ -854,6 +955,97 @@ mod tests {
         assert_eq!(echo.buckets, vec![BUCKET_ICMP_REPLY]);
         assert_eq!(echo.load, Some((ReplyKind::EchoReply, 19, 2)));
         assert_eq!(echo.header_words, (0..=12).collect::<Vec<_>>(), "{echo:?}");
+    }
+
+    /// Sessions against the contract: once a session is open, a contribution whose
+    /// `job_number` is not the epoch is filed as `stale_session` in one cycle (nothing looked
+    /// up), one with the epoch goes on to the scoreboard; a session message is filed after the
+    /// two cycles of the session verdict — a counted join as a contribution with `ss_commit`, a
+    /// silent one as a duplicate, neither loading a reply — and a reply (a probe: to the
+    /// sender; the opening: to every rank) is a result of k + 13 words whose body is zeros and
+    /// whose header word 10 carries the epoch in its low byte.
+    #[test]
+    fn sessions_are_sequenced_as_specified() {
+        use crate::counters::BUCKET_CONTRIBUTION;
+        let k = 32u64;
+        let mut agg = Aggregator::new(256);
+        agg.connect_all();
+        agg.tx_free.next = true;
+        agg.payload_words.next = k.into();
+        agg.workers.next = 3.into();
+        agg.ss_open.next = true;
+        agg.ss_epoch.next = 5.into();
+        agg.desc.rank.next = 2.into();
+        // A stale contribution: job 4.
+        agg.desc.h10.next = 0x0000_1104_u64.into();
+        let stale = run(&mut agg, KIND_CONTRIBUTION, 0);
+        assert_eq!(
+            stale,
+            Effect { cycles: 1, buckets: vec![spotagg_driver::DropReason::StaleSession as u64], ..Default::default() }
+        );
+        // Session messages: (counted, silent, opens) -> bucket, commit, reply to (first, last).
+        for (verdict, bucket, commit, reply) in [
+            ((true, false, false), BUCKET_CONTRIBUTION, true, None),
+            ((false, true, false), BUCKET_DUPLICATE, false, None),
+            ((false, false, false), BUCKET_DUPLICATE, false, Some((2, 2))),
+            ((true, false, true), BUCKET_CONTRIBUTION, true, Some((0, 2))),
+        ] {
+            agg.ss_counted.next = verdict.0;
+            agg.ss_silent.next = verdict.1;
+            agg.ss_opens.next = verdict.2;
+            agg.desc.valid.next = true;
+            agg.desc.kind.next = KIND_SESSION.into();
+            agg.desc.h10.next = 0x0000_8106_u64.into();
+            let (mut buckets, mut commits, mut load, mut zeros, mut word10) = (vec![], 0, None, 0, None);
+            let mut cycles = 0;
+            for c in 1..400 {
+                settle(&mut agg);
+                // The lane adders' registered sum: stored + incoming (the stored values here are
+                // garbage, which a reply must not carry).
+                agg.sm_read_data.next = 0xdead_beef_u64.into();
+                settle(&mut agg);
+                if agg.ev_bucket.val() {
+                    buckets.push(agg.ev_bucket_index.val().index() as u64);
+                }
+                commits += usize::from(agg.ss_commit.val());
+                if agg.tx_write_enable.val() {
+                    zeros += usize::from(agg.tx_write_data.val().index() == 0);
+                }
+                if agg.hdr_write_enable.val() && agg.hdr_write_address.val().index() & 15 == 10 {
+                    word10 = Some(agg.hdr_write_data.val().index() as u64);
+                }
+                if agg.tx_load.val() {
+                    load = Some((
+                        agg.tx_kind.val(),
+                        agg.tx_nwords.val().index() as u64,
+                        agg.tx_first.val().index() as u64,
+                        agg.tx_last.val().index() as u64,
+                    ));
+                }
+                let (stored, inc) = (agg.la_stored.val().index() as u32, agg.la_incoming.val().index() as u32);
+                let sum = if agg.la_first.val() { inc } else { stored.wrapping_add(inc) };
+                if edge(&mut agg) {
+                    cycles = c;
+                    break;
+                }
+                agg.la_sum.next = u64::from(sum).into();
+            }
+            let late = finish(&mut agg);
+            let what = format!("verdict {verdict:?}");
+            assert_eq!(buckets, vec![bucket], "{what}");
+            assert_eq!(commits, usize::from(commit), "{what}");
+            match reply {
+                None => {
+                    assert_eq!(cycles, 3, "{what}: Idle, verdict, decide");
+                    assert!(load.is_none() && late.is_empty() && zeros == 0, "{what}");
+                }
+                Some((first, last)) => {
+                    assert_eq!(load, Some((ReplyKind::Result, k + 13, first, last)), "{what}");
+                    assert_eq!(zeros, k as usize, "{what}: a body of zeros");
+                    assert_eq!(word10.map(|w| w & 0xffff), Some(0x8105), "{what}: msg_type, size and the epoch");
+                }
+            }
+        }
     }
 
     /// The aggregator's neighbours, each a model of its own contract: the parser's frame buffer

@@ -11,6 +11,7 @@
 //! | 0x06 | control: writing bit 0 clears the slot state (a new job), bit 1 the counters |
 //! | 0x07 | VLAN: 0 for an untagged job, else the TCI of the frames sent (PCP << 13 \| VID), frames taken only with that VID (docs/switch.md §1 step 3) |
 //! | 0x08 | the workers' UDP source port, `worker_port` (low 16 bits; 0xBEE0 after reset) |
+//! | 0x09 | the job's `job_number` (low 8 bits): the session epoch E after the slot-state clear (docs/switch.md §2.1) |
 //! | 0x80 + 4r | worker r's IPv4 address |
 //! | 0x81 + 4r | worker r's MAC, bytes 0..2 (low 16 bits) |
 //! | 0x82 + 4r | worker r's MAC, bytes 2..6 |
@@ -50,6 +51,8 @@ pub struct ConfigRegisters {
     pub slots_in_use: Signal<Out, Bits<16>>,
     /// The workers' UDP source port.
     pub worker_port: Signal<Out, Bits<16>>,
+    /// The job's `job_number`: the session epoch after a slot-state clear.
+    pub job_number: Signal<Out, Bits<8>>,
     /// One-cycle pulse: clear the slot state.
     pub clear: Signal<Out, Bit>,
     /// One-cycle pulse: clear the counters.
@@ -74,6 +77,7 @@ pub struct ConfigRegisters {
     slots: DFF<Bits<16>>,
     tci: DFF<Bits<16>>,
     wport: DFF<Bits<16>>,
+    jobn: DFF<Bits<8>>,
     clear_pulse: DFF<Bit>,
     clear_counters_pulse: DFF<Bit>,
     wt_a: DFF<Bits<5>>,
@@ -100,6 +104,7 @@ impl ConfigRegisters {
             payload_words: Default::default(),
             slots_in_use: Default::default(),
             worker_port: Default::default(),
+            job_number: Default::default(),
             clear: Default::default(),
             clear_counters: Default::default(),
             wt_address: Default::default(),
@@ -116,6 +121,7 @@ impl ConfigRegisters {
             slots: Default::default(),
             tci: Default::default(),
             wport: Default::default(),
+            jobn: Default::default(),
             clear_pulse: Default::default(),
             clear_counters_pulse: Default::default(),
             wt_a: Default::default(),
@@ -142,6 +148,7 @@ impl Logic for ConfigRegisters {
             slots,
             tci,
             wport,
+            jobn,
             clear_pulse,
             clear_counters_pulse,
             wt_a,
@@ -160,6 +167,7 @@ impl Logic for ConfigRegisters {
         // Stored XOR 0xBEE0, so that the register reads 0xBEE0 (the default `worker_port`)
         // after reset and after a control link job write that does not name it.
         self.worker_port.next = self.wport.q.val() ^ 0xBEE0;
+        self.job_number.next = self.jobn.q.val();
         self.clear.next = self.clear_pulse.q.val();
         self.clear_pulse.d.next = false;
         self.clear_counters.next = self.clear_counters_pulse.q.val();
@@ -237,6 +245,9 @@ impl Logic for ConfigRegisters {
                     8 => {
                         self.wport.d.next = bit_cast::<16, 32>(self.data.val()) ^ 0xBEE0;
                     }
+                    9 => {
+                        self.jobn.d.next = bit_cast::<8, 32>(self.data.val());
+                    }
                     _ => {}
                 }
             }
@@ -245,7 +256,7 @@ impl Logic for ConfigRegisters {
 }
 
 /// The register writes that configure a core for `job`, in order: switch MAC and IP, n, payload
-/// size, slots in use, VLAN, worker port, the worker table, then the slot-state clear that enables the job.
+/// size, slots in use, VLAN, worker port, job number, the worker table, then the slot-state clear that enables the job.
 /// The one sequence every loader uses: the simulation harnesses and the board's power-up ROM.
 pub fn job_writes(job: &spotagg_driver::JobConfig) -> Vec<(u8, u32)> {
     let m = job.switch_mac.0;
@@ -258,6 +269,7 @@ pub fn job_writes(job: &spotagg_driver::JobConfig) -> Vec<(u8, u32)> {
         (0x05, u32::from(job.slots)),
         (0x07, spotagg_driver::JobVlan::register(job.vlan)),
         (0x08, u32::from(job.worker_port)),
+        (0x09, u32::from(job.job_number)),
     ];
     for (r, w) in job.workers.iter().enumerate() {
         let base = 0x80 + 4 * r as u8;

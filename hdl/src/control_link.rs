@@ -164,7 +164,7 @@ pub struct ControlLink {
     v_reg: DFF<Bits<3>>,
     crc_pend: DFF<Bit>,
     crc_byte: DFF<Bits<8>>,
-    wsel: DFF<Bits<8>>,
+    wsel: DFF<Bits<10>>,
     wle5: DFF<Bit>,
     w_last: DFF<Bit>,
     cnt_zero: DFF<Bit>,
@@ -209,6 +209,8 @@ pub struct ControlLink {
     size: DFFWithInit<Bits<32>>,
     slots_s: DFFWithInit<Bits<32>>,
     vlan: DFFWithInit<Bits<32>>,
+    wport: DFFWithInit<Bits<32>>,
+    jobn: DFFWithInit<Bits<32>>,
     enabled: DFFWithInit<Bit>,
     uptime: DFF<Bits<32>>,
     tx_byte: Signal<Local, Bits<8>>,
@@ -278,15 +280,15 @@ impl ControlLink {
 
     /// A control link reading `counters` counters (indices 0..counters of the counter port,
     /// at most 64) whose job registers read `job` at power-up: the writes another master (the
-    /// board's power-up loader) makes to core registers 0x00..=0x07 before the link is used,
+    /// board's power-up loader) makes to core registers 0x00..=0x09 before the link is used,
     /// indexed by core register (entry 6, the control register, is not read back),
     /// and the job enabled. `None`: every job register zero, no job enabled.
-    pub fn with_board(core: &CoreConfig, identity: ControlIdentity, counters: usize, job: Option<[u32; 8]>) -> Self {
+    pub fn with_board(core: &CoreConfig, identity: ControlIdentity, counters: usize, job: Option<[u32; 10]>) -> Self {
         assert!(
             (1..=IDENTITY_BASE).contains(&counters),
             "{counters} counters: the shadow holds {IDENTITY_BASE} below the identity registers"
         );
-        let j = job.unwrap_or([0; 8]);
+        let j = job.unwrap_or([0; 10]);
         let w32 = |v: u32| DFFWithInit::new(Bits::<32>::from(u64::from(v)));
         let d = identity.baud_divisor;
         Self {
@@ -369,6 +371,9 @@ impl ControlLink {
             size: w32(j[4]),
             slots_s: w32(j[5]),
             vlan: w32(j[7]),
+            // The core's worker port reads 0xBEE0 after reset (config_registers).
+            wport: w32(if job.is_some() { j[8] } else { 0xBEE0 }),
+            jobn: w32(j[9]),
             enabled: DFFWithInit::new(job.is_some()),
             uptime: Default::default(),
             tx_byte: Default::default(),
@@ -402,8 +407,8 @@ impl Logic for ControlLink {
             self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, cidx, status, quiet, phase, ridx,
             count_out, out_word, shadow_q, rd_hold, idle_q, tx_crc, pause_q, o_write, o_address, o_data, ctr_q, ctr_we,
             ctr_wa1, ctr_wa2, link_q, rd_addr, wr_off, count_m1, quiet_over, slots_used, mac_hi, mac_lo, ip, n, size,
-            slots_s, vlan, enabled, uptime, snap_idx, snap_wait, snap_late, snap_ge4, cp_more, cp_end, crc_hi_ok,
-            crc_ok, v_job, v_link, v_stat, v_reg, crc_pend, crc_byte, wsel, wle5, w_last, cnt_zero
+            slots_s, vlan, wport, jobn, enabled, uptime, snap_idx, snap_wait, snap_late, snap_ge4, cp_more, cp_end,
+            crc_hi_ok, crc_ok, v_job, v_link, v_stat, v_reg, crc_pend, crc_byte, wsel, wle5, w_last, cnt_zero
         );
         clock!(self, clock, rx, tx, buffer, shadow, range);
         self.rx.line.next = self.uart_rx.val();
@@ -468,6 +473,12 @@ impl Logic for ControlLink {
             }
             7 => {
                 self.v_job.d.next = self.vlan.q.val();
+            }
+            8 => {
+                self.v_job.d.next = self.wport.q.val();
+            }
+            9 => {
+                self.v_job.d.next = self.jobn.q.val();
             }
             _ => {}
         }
@@ -598,8 +609,8 @@ impl Logic for ControlLink {
             self.cp_end.d.next = self.snap_idx.q.val() == self.counter_n.val();
         }
         self.wsel.d.next = self.wsel.q.val() << 1;
-        // The next register clears `enabled` when it is a job register (0..=5 or 7, not 6).
-        self.wle5.d.next = (self.wsel.q.val() & 0x5f) != 0;
+        // The next register clears `enabled` when it is a job register (0..=5 or 7..=9, not 6).
+        self.wle5.d.next = (self.wsel.q.val() & 0x35f) != 0;
         // word == count_m1 and count_out == 0 a cycle late: in Data and Respond the word index and
         // count_out change at most once per byte on the line.
         self.w_last.d.next = self.word.q.val() == self.count_m1.q.val();
@@ -711,8 +722,8 @@ impl Logic for ControlLink {
                 // region, so the low byte does not carry).
                 self.buffer.read_address.next = 0.into();
                 self.wr_off.d.next = bit_cast::<8, 16>(self.addr.q.val());
-                // wsel: one-hot of the offset being written (0..=7; none above); wle5: a job
-                // register (offset 0..=5 or 7) is written, so the job is not enabled until 6 is.
+                // wsel: one-hot of the offset being written (0..=9; none above); wle5: a job
+                // register (offset 0..=5 or 7..=9) is written, so the job is not enabled until 6 is.
                 self.wsel.d.next = 0.into();
                 match bit_cast::<8, 16>(self.addr.q.val()).index() {
                     0 => {
@@ -739,10 +750,16 @@ impl Logic for ControlLink {
                     7 => {
                         self.wsel.d.next = 128.into();
                     }
+                    8 => {
+                        self.wsel.d.next = 256.into();
+                    }
+                    9 => {
+                        self.wsel.d.next = 512.into();
+                    }
                     _ => {}
                 }
                 self.wle5.d.next =
-                    (bit_cast::<8, 16>(self.addr.q.val()) <= 5) | (bit_cast::<8, 16>(self.addr.q.val()) == 7);
+                    (bit_cast::<8, 16>(self.addr.q.val()) <= 9) & (bit_cast::<8, 16>(self.addr.q.val()) != 6);
                 self.state.d.next = LinkState::Write;
             }
             LinkState::Write => {
@@ -777,6 +794,12 @@ impl Logic for ControlLink {
                 }
                 if self.wsel.q.val().get_bit(7) {
                     self.vlan.d.next = self.buffer.read_data.val() & 0xffff;
+                }
+                if self.wsel.q.val().get_bit(8) {
+                    self.wport.d.next = self.buffer.read_data.val() & 0xffff;
+                }
+                if self.wsel.q.val().get_bit(9) {
+                    self.jobn.d.next = self.buffer.read_data.val() & 0xff;
                 }
                 self.word.d.next = self.word.q.val() + 1;
                 if self.word.q.val() == self.count_m1.q.val() {
@@ -1007,7 +1030,17 @@ mod tests {
         b.transact(&write_request(0x0106, &[1]));
         let r = b.transact(&read_request(0x0100, 8));
         assert_eq!(r.words, vec![0x0211, 0x2233_4455, 0x0a00_0001, 4, 1, 12, 1, 0xa064]);
-        assert_eq!(b.transact(&read_request(0x0100, 9)).status, Status::UnknownRegister);
+        // The worker port (0x0108, core register 8: 0xBEE0 until written) and the job number
+        // (0x0109, core register 9) are job registers too, with the same rules.
+        assert_eq!(b.transact(&read_request(0x0108, 2)).words, vec![0xBEE0, 0]);
+        let r = b.transact(&[0xA5, 0x02, 0x01, 0x08, 0x02, 0x00, 0x00, 0xBE, 0xE3, 0x00, 0x00, 0x00, 0x09, 0xE9, 0x8E]);
+        assert_eq!(r.status, Status::Ok);
+        assert_eq!(&b.writes[b.writes.len() - 2..], &[(8, 0xBEE3), (9, 9)]);
+        assert_eq!(b.transact(&read_request(0x0106, 1)).words, vec![0], "a job register written");
+        b.transact(&write_request(0x0106, &[1]));
+        let r = b.transact(&read_request(0x0100, 10));
+        assert_eq!(r.words, vec![0x0211, 0x2233_4455, 0x0a00_0001, 4, 1, 12, 1, 0xa064, 0xBEE3, 9]);
+        assert_eq!(b.transact(&read_request(0x0100, 11)).status, Status::UnknownRegister);
         let r = b.transact(&read_request(0x0401, 1));
         assert_eq!(r.words, vec![8], "S clamped to the built slots");
         let n = b.writes.len();
@@ -1017,7 +1050,7 @@ mod tests {
         bad[8] ^= 1;
         assert_eq!(b.transact(&bad).status, Status::BadChecksum);
         assert_eq!(b.transact(&write_request(0x0000, &[1])).status, Status::UnknownRegister);
-        assert_eq!(b.transact(&write_request(0x0105, &[1, 2, 3, 4])).status, Status::UnknownRegister);
+        assert_eq!(b.transact(&write_request(0x0107, &[1, 2, 3, 4])).status, Status::UnknownRegister);
         assert_eq!(b.transact(&read_request(0x0180, 1)).status, Status::UnknownRegister);
         assert_eq!(b.transact(&read_request(0x0200, 25)).status, Status::UnknownRegister);
         assert_eq!(b.transact(&read_request(0x0200, 0)).status, Status::BadLength);

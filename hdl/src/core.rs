@@ -5,7 +5,7 @@
 //! rx stream ─ RxWidth ─ VlanUntag ─ FrameParser ─ Aggregator ─ ResultBuilder ─ VlanTag ─ TxWidth ─ tx stream
 //!                                (frame buffer,      │  │   │       (reply buffer,
 //!                                 worker search)     │  │   │        worker table)
-//!                                        Scoreboard ─┘  │   └─ Counters
+//!                                  Session, Scoreboard ─┘  │   └─ Counters
 //!                                        SlotMemory ────┤
 //!                                        LaneAdders ────┘
 //! ConfigRegisters (register bus) ─ everything
@@ -38,6 +38,7 @@ use crate::frame_parser::FrameParser;
 use crate::lane_adders::LaneAdders;
 use crate::result_builder::ResultBuilder;
 use crate::scoreboard::Scoreboard;
+use crate::session::Session;
 use crate::slot_memory::SlotMemory;
 use crate::stream_width::{RxWidth, TxWidth};
 use crate::vlan::{VlanTag, VlanUntag};
@@ -88,6 +89,7 @@ pub struct Core<const D: usize> {
     registers: ConfigRegisters,
     parser: FrameParser,
     scoreboard: Scoreboard,
+    session: Session,
     slot_memory: SlotMemory,
     lane_adders: LaneAdders,
     aggregator: Aggregator,
@@ -126,6 +128,7 @@ impl<const D: usize> Core<D> {
             registers: ConfigRegisters::new(config.slots),
             parser: FrameParser::new(),
             scoreboard: Scoreboard::new(config.slots),
+            session: Default::default(),
             slot_memory: SlotMemory::new(&config),
             lane_adders: Default::default(),
             aggregator: Aggregator::new(config.max_elements()),
@@ -156,6 +159,7 @@ impl<const D: usize> Logic for Core<D> {
             registers,
             parser,
             scoreboard,
+            session,
             slot_memory,
             lane_adders,
             aggregator,
@@ -202,7 +206,21 @@ impl<const D: usize> Logic for Core<D> {
         self.result_builder.wt_write_mac_hi.next = self.registers.wt_write_mac_hi.val();
         self.result_builder.wt_write_mac_lo.next = self.registers.wt_write_mac_lo.val();
         self.scoreboard.workers.next = self.registers.workers.val();
-        self.scoreboard.clear.next = self.registers.clear.val();
+        // A reconfiguration or the opening of a session (docs/switch.md §2.1) clears every slot.
+        self.scoreboard.clear.next = self.registers.clear.val() | self.session.clear_slots.val();
+        // Sessions.
+        self.session.configure.next = self.registers.clear.val();
+        self.session.job_number.next = self.registers.job_number.val();
+        self.session.workers.next = self.registers.workers.val();
+        self.session.rank.next = self.aggregator.sb_rank.val();
+        self.session.is_join.next = self.aggregator.sb_set.val();
+        self.session.proposal.next = self.aggregator.ss_proposal.val();
+        self.session.commit.next = self.aggregator.ss_commit.val();
+        self.aggregator.ss_open.next = self.session.open.val();
+        self.aggregator.ss_epoch.next = self.session.epoch.val();
+        self.aggregator.ss_counted.next = self.session.counted.val();
+        self.aggregator.ss_silent.next = self.session.silent.val();
+        self.aggregator.ss_opens.next = self.session.opens.val();
         self.counters.clear.next = self.registers.clear_counters.val();
         // Parser to aggregator.
         DescriptorSource::join(&mut self.parser.desc, &mut self.aggregator.desc);

@@ -25,7 +25,7 @@
 //! | 20 | `bad_size` |
 //! | 21 | `bad_slot` |
 //! | 22 | `wrong_src_port` |
-//! | 23 | `stale_session` (the core has no sessions yet: always 0) |
+//! | 23 | `stale_session` |
 //!
 //! Timing: events are registered first and counted one rising edge after the one where they are
 //! high (`pending` is high meanwhile); several different events may come in one cycle. `bucket` files a received frame under `bucket_index`

@@ -33,10 +33,11 @@
 //!   no word (`word.ready` low) only while a decided frame waits for the descriptor register.
 //! - Nothing here touches slot state: a malformed or truncated frame only yields a drop kind.
 //!
-//! Descriptor kinds: 0..=15 the drop reasons in `DropReason` order (the core never yields 15,
-//! `stale_session`: it has no sessions yet), 16 a valid contribution, 17 an ICMP echo request to
-//! answer, 18 an ARP request to answer (the aggregator tells the two replies apart by bit 0:
-//! ARP's kind is even, ICMP's odd). `wrong_src_port` (docs/switch.md §1 7.5) is checked after
+//! Descriptor kinds: 0..=15 the drop reasons in `DropReason` order (the parser never yields 15,
+//! `stale_session`: the aggregator decides it from the session state), 16 a valid contribution,
+//! 17 an ICMP echo request to answer, 18 an ARP request to answer (the aggregator tells the two
+//! replies apart by bit 0: ARP's kind is even, ICMP's odd), 19 a valid session message
+//! (`msg_type` 8, docs/switch.md §2.1: the contribution's size, length and slot checks). `wrong_src_port` (docs/switch.md §1 7.5) is checked after
 //! the worker search found the sender and before the SwitchML checks.
 
 use crate::block_ram::PipelinedRam;
@@ -51,7 +52,10 @@ pub const KIND_CONTRIBUTION: u64 = DropReason::COUNT as u64;
 pub const KIND_ARP: u64 = (KIND_CONTRIBUTION + 2) & !1;
 /// Descriptor kind of an ICMP echo request to the switch: the odd one.
 pub const KIND_ICMP: u64 = 2 * KIND_CONTRIBUTION + 3 - KIND_ARP;
+/// Descriptor kind of a valid session message (docs/switch.md §2.1).
+pub const KIND_SESSION: u64 = KIND_ARP + 1;
 const _: () = assert!(KIND_ARP.is_multiple_of(2) && !KIND_ICMP.is_multiple_of(2) && KIND_ICMP < 32 && KIND_ARP < 32);
+const _: () = assert!(KIND_SESSION < 32 && KIND_SESSION != KIND_ICMP);
 
 /// A descriptor kind as a 5-bit constant of the generated Verilog.
 fn kind(value: u64) -> Constant<Bits<5>> {
@@ -215,6 +219,7 @@ pub struct FrameParser {
     kind_contribution: Constant<Bits<5>>,
     kind_arp: Constant<Bits<5>>,
     kind_icmp: Constant<Bits<5>>,
+    kind_session: Constant<Bits<5>>,
     needs_rank: Signal<Local, Bit>,
     total_len: Signal<Local, Bits<16>>,
     udp_len: Signal<Local, Bits<16>>,
@@ -257,6 +262,7 @@ pub struct FrameParser {
     fl_port_bad: DFF<Bit>,
     fl_ul18: DFF<Bit>,
     fl_msg_bad: DFF<Bit>,
+    fl_msg_session: DFF<Bit>,
     fl_size_bad: DFF<Bit>,
     fl_pay_bad: DFF<Bit>,
     fl_slot_bad: DFF<Bit>,
@@ -361,6 +367,7 @@ impl FrameParser {
             kind_contribution: kind(KIND_CONTRIBUTION),
             kind_arp: kind(KIND_ARP),
             kind_icmp: kind(KIND_ICMP),
+            kind_session: kind(KIND_SESSION),
             needs_rank: Default::default(),
             total_len: Default::default(),
             udp_len: Default::default(),
@@ -402,6 +409,7 @@ impl FrameParser {
             fl_port_bad: Default::default(),
             fl_ul18: Default::default(),
             fl_msg_bad: Default::default(),
+            fl_msg_session: Default::default(),
             fl_size_bad: Default::default(),
             fl_pay_bad: Default::default(),
             fl_slot_bad: Default::default(),
@@ -500,6 +508,7 @@ impl Logic for FrameParser {
             fl_port_bad,
             fl_ul18,
             fl_msg_bad,
+            fl_msg_session,
             fl_size_bad,
             fl_pay_bad,
             fl_slot_bad,
@@ -723,7 +732,8 @@ impl Logic for FrameParser {
         self.fl_port_bad.d.next = self.h9.q.val().get_bits::<12>(20) != 0xBEE;
         self.fl_sport_bad.d.next = bit_cast::<16, 32>(self.h8.q.val()) != self.worker_port.val();
         self.fl_ul18.d.next = self.udp_len.val() < 18;
-        self.fl_msg_bad.d.next = self.h10.q.val().get_bits::<4>(12) != 1;
+        self.fl_msg_session.d.next = self.h10.q.val().get_bits::<4>(12) == 8;
+        self.fl_msg_bad.d.next = (self.h10.q.val().get_bits::<4>(12) != 1) & (self.h10.q.val().get_bits::<4>(12) != 8);
         self.fl_size_bad.d.next = self.h10.q.val().get_bits::<3>(8) != self.size_code.val();
         self.fl_pay_bad.d.next = self.udp_len.val() != (bit_cast::<16, 9>(self.payload_words.val()) << 2) + 18;
         self.fl_slot_bad.d.next = bit_cast::<16, 15>(self.h12.q.val().get_bits::<15>(16)) >= self.slots_in_use.val();
@@ -818,6 +828,8 @@ impl Logic for FrameParser {
             self.cls_rank.d.next = self.drop_bad_length.val();
         } else if self.fl_slot_bad.q.val() {
             self.cls_rank.d.next = self.drop_bad_slot.val();
+        } else if self.fl_msg_session.q.val() {
+            self.cls_rank.d.next = self.kind_session.val();
         } else {
             self.cls_rank.d.next = self.kind_contribution.val();
         }
@@ -1050,6 +1062,24 @@ mod tests {
     fn classification_follows_the_order_of_the_checks() {
         let mut b = Bench::new();
         assert_eq!(b.classify(&contribution()), (KIND_CONTRIBUTION, 1));
+        // The same frame as a session message (msg_type 8): a session message, and every fault
+        // after the source port still decides it (a session message has the same checks).
+        let session = |f: &mut Vec<u8>| f[42] = (f[42] & 0x0f) | 0x80;
+        let mut s = contribution();
+        session(&mut s);
+        seal(&mut s);
+        assert_eq!(b.classify(&s), (KIND_SESSION, 1));
+        for i in faults().len() - 3..faults().len() {
+            let (name, fault, reason) = faults()[i];
+            let mut f = s.clone();
+            fault(&mut f);
+            if name == "message type" {
+                // msg_type 2 in place of 8.
+                assert_eq!(f[42] >> 4, 2);
+            }
+            seal(&mut f);
+            assert_eq!(b.classify(&f).0, reason as u64, "session message, {name}");
+        }
         let n = faults().len();
         for i in 0..n {
             let (name, _, reason) = faults()[i];

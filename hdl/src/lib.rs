@@ -50,6 +50,7 @@ pub mod register_range;
 pub mod reply_header;
 pub mod result_builder;
 pub mod scoreboard;
+pub mod session;
 pub mod slot_memory;
 pub mod stream_width;
 pub mod uart;

@@ -471,7 +471,7 @@ mod tests {
             &core,
             ControlIdentity::stamp(0, 1085, BuildStamp::default()),
             46,
-            Some([1, 2, 3, 4, 1, 8, 0, 0xa064]),
+            Some([1, 2, 3, 4, 1, 8, 0, 0xa064, 0xbee3, 9]),
         );
         l.connect_all();
         for (what, v) in [("mdio", generate_verilog(&m)), ("control link", generate_verilog(&l))] {

@@ -1,7 +1,7 @@
 //! The control link's register map check: does every register a request names exist for its
-//! access (docs/control.md)? Reads: identity 0x0000..=0x000A, the job 0x0100..=0x0107, the
+//! access (docs/control.md)? Reads: identity 0x0000..=0x000A, the job 0x0100..=0x0109, the
 //! counters 0x0200..0x0200 + C, link state 0x0300..=0x0303, status 0x0400..=0x0402. Writes:
-//! the job and the worker table, 0x0100..=0x0107 and 0x0180..=0x01FF. A request may not wrap
+//! the job and the worker table, 0x0100..=0x0109 and 0x0180..=0x01FF. A request may not wrap
 //! past 0xFFFF.
 //!
 //! Timing: `read`, `write` and `snapshot` follow `op` and `address` one cycle late;
@@ -111,7 +111,7 @@ impl Logic for RegisterRange {
         self.one_region.d.next = (self.last_address.q.val() >= self.address.val())
             && ((self.last_address.q.val() >> 8) == (self.address.val() >> 8));
         self.identity_fits.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= 10;
-        self.job_fits.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= 7;
+        self.job_fits.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= 9;
         self.counters_fit.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= self.counter_last.val();
         self.links_fit.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= 3;
         self.status_fits.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= 2;
@@ -161,7 +161,7 @@ mod tests {
     /// docs/control.md's register map: does `address` exist for a read (or a write)?
     fn exists(address: u32, write: bool, counters: u32) -> bool {
         let a = address;
-        let job = (u32::from(reg::SWITCH_MAC_HI)..=u32::from(reg::VLAN)).contains(&a);
+        let job = (u32::from(reg::SWITCH_MAC_HI)..=u32::from(reg::JOB_NUMBER)).contains(&a);
         if write {
             return job || (u32::from(reg::WORKER_TABLE)..0x0200).contains(&a);
         }

@@ -25,6 +25,7 @@ pub fn block_verilogs(config: &CoreConfig) -> Vec<(&'static str, String)> {
     let mut v = vec![
         ("frame_parser", verilog_of(frame_parser::FrameParser::new())),
         ("scoreboard", verilog_of(scoreboard::Scoreboard::new(config.slots))),
+        ("session", verilog_of(session::Session::default())),
         ("slot_memory", verilog_of(slot_memory::SlotMemory::new(config))),
         ("lane_adders", verilog_of(lane_adders::LaneAdders::default())),
         ("aggregator", verilog_of(aggregator::Aggregator::new(config.max_elements()))),

@@ -39,9 +39,11 @@ const _: () = {
     check(arp::field::TPA.start == 24 && arp::field::SHA.start == 8 && arp::field::SPA.start == 14);
     check(switchml::UDP_PORT_BASE == 0xBEE0 && switchml::UDP_PORT_MASK == 0xFFF0);
     check(switchml::MSG_TYPE_CONTRIBUTION == 1 && switchml::POOL_SET_BIT == 0x8000);
+    // Session messages (docs/switch.md §2.1): msg_type 8, the epoch in `job_number` (byte 43).
+    check(switchml::MSG_TYPE_SESSION == 8 && switchml::field::JOB == 1);
     check(switchml::field::E0 == 8 && switchml::field::E1 == 9 && switchml::field::POOL_INDEX.start == 6);
     // Descriptor kinds 0..=15 are the drop reasons, in counter order (15, stale_session, is
-    // never produced: the core has no sessions yet).
+    // filed by the aggregator from the session state, never by the parser).
     check(DropReason::COUNT == 16);
     check(DropReason::Truncated as usize == 0 && DropReason::WrongDstMac as usize == 1);
     check(DropReason::WrongVlan as usize == 2 && DropReason::NotIpv4Udp as usize == 3);

@@ -923,6 +923,120 @@ fn extras(spec: &TraceSpec, job: &JobConfig, next: &[u8], rng: &mut ChaCha8Rng) 
     v
 }
 
+/// A session message (docs/switch.md §2.1) from `rank`: a join (`join`) or a probe, with
+/// `job_number` `proposal`, on `slot`; zero tsi, exponents and payload.
+pub fn session_frame(job: &JobConfig, rank: usize, join: bool, proposal: u8, slot: u16) -> Vec<u8> {
+    let zeros = vec![0i32; job.payload.elements()];
+    let pool = PoolIndex { slot, set: u8::from(join) };
+    let c = Contribution {
+        rank,
+        tsi: 0,
+        pool,
+        e0: 0,
+        e1: 0,
+        src_port: job.worker_port,
+        dst_port: switchml::UDP_PORT_BASE | (slot % 16),
+        values: &zeros,
+    };
+    let mut f = contribution_frame(job, &c);
+    f[SWITCHML_OFFSET] = (switchml::MSG_TYPE_SESSION << 4) | job.payload.code();
+    f[SWITCHML_OFFSET + switchml::field::JOB] = proposal;
+    f
+}
+
+/// Sets `job_number` of every contribution (`msg_type` 1, of an untagged IPv4/UDP frame) in
+/// `frames` to `epoch`; other frames are left alone.
+fn stamp_epoch(frames: &mut [Vec<u8>], epoch: u8) {
+    for f in frames {
+        let udp = f.len() > PAYLOAD_OFFSET && f[12..14] == [0x08, 0x00] && f[IP_OFFSET + 9] == 17;
+        if udp && f[SWITCHML_OFFSET] >> 4 == switchml::MSG_TYPE_CONTRIBUTION {
+            f[SWITCHML_OFFSET + switchml::field::JOB] = epoch;
+        }
+    }
+}
+
+/// A trace of `sessions` sessions back to back on one running switch (docs/switch.md §2.1),
+/// for an untagged job. It begins with a run without sessions (the trace of `spec`, its
+/// contributions carrying the job's `job_number`), cut at a random point so that it leaves
+/// half-filled rounds behind. Each session then opens with a handshake (every rank joins
+/// E + 1 in a random order; among the joins, with the probabilities of `spec`'s trouble:
+/// probes, repeated joins, joins of other epochs, session messages of the wrong size or slot,
+/// and late frames of the earlier run) and runs its own closed-loop trace (`spec` with another
+/// seed, its contributions carrying the new epoch) with late frames of the earlier session
+/// (stale), probes and repeated joins mixed in; all but the last session may be cut short
+/// (a run that crashed). The frames only: every engine decides the same.
+pub fn session_trace(spec: &TraceSpec, sessions: usize) -> (JobConfig, Vec<Vec<u8>>) {
+    assert!(spec.vlan.is_none(), "session traces are made for untagged jobs");
+    let job = spec.job();
+    let n = spec.n;
+    let mut rng = ChaCha8Rng::seed_from_u64(spec.seed ^ 0x5e55_1011);
+    let trouble = (spec.loss + spec.duplication + spec.malformed).max(0.1);
+    let mut run = generate(spec).frames;
+    run.truncate(rng.gen_range(run.len() / 3..=run.len()));
+    let mut frames = run.clone();
+    let mut old = run;
+    let mut epoch = job.job_number;
+    let late = |rng: &mut ChaCha8Rng, old: &[Vec<u8>], epoch: u8| -> Option<Vec<u8>> {
+        let f = old.choose(rng)?;
+        let stale = f.len() > SWITCHML_OFFSET + 1 && f[SWITCHML_OFFSET + switchml::field::JOB] != epoch;
+        stale.then(|| f.clone())
+    };
+    for s in 1..=sessions {
+        let p = epoch.wrapping_add(1);
+        let mut ranks: Vec<usize> = (0..n).collect();
+        ranks.shuffle(&mut rng);
+        for (i, &r) in ranks.iter().enumerate() {
+            let slot = rng.gen_range(0..job.slots);
+            if rng.gen_bool(0.5) {
+                frames.push(session_frame(&job, r, false, rng.gen(), slot));
+            }
+            if rng.gen_bool(trouble) {
+                let wrong = [epoch, p.wrapping_add(1), rng.gen()][rng.gen_range(0..3)];
+                frames.push(session_frame(&job, r, true, wrong, slot));
+            }
+            if rng.gen_bool(trouble) {
+                // A join of the wrong size, and one to slot S: dropped before the session state.
+                let mut f = session_frame(&job, r, true, p, slot);
+                if rng.gen_bool(0.5) {
+                    f[SWITCHML_OFFSET] ^= 0x01;
+                } else {
+                    f[SWITCHML_OFFSET + 6..SWITCHML_OFFSET + 8].copy_from_slice(&(0x8000 | job.slots).to_be_bytes());
+                }
+                frames.push(f);
+            }
+            if i + 1 < n && rng.gen_bool(trouble) {
+                frames.extend(late(&mut rng, &old, p));
+            }
+            frames.push(session_frame(&job, r, true, p, slot));
+            if i + 1 < n && rng.gen_bool(trouble) {
+                // A join repeated before the opening: silent.
+                frames.push(session_frame(&job, r, true, p, slot));
+            }
+        }
+        epoch = p;
+        let sub = TraceSpec { seed: spec.seed.wrapping_add(1000 * s as u64), ..spec.clone() };
+        let mut body = generate(&sub).frames;
+        stamp_epoch(&mut body, epoch);
+        if s < sessions && rng.gen_bool(0.5) {
+            body.truncate(rng.gen_range(body.len() / 2..=body.len()));
+        }
+        for f in &body {
+            if rng.gen_bool(trouble / 2.0) {
+                frames.extend(late(&mut rng, &old, epoch));
+            }
+            if rng.gen_bool(trouble / 4.0) {
+                let r = rng.gen_range(0..n);
+                let slot = rng.gen_range(0..job.slots);
+                let (join, q) = [(false, rng.gen()), (true, epoch), (true, epoch.wrapping_add(3))][rng.gen_range(0..3)];
+                frames.push(session_frame(&job, r, join, q, slot));
+            }
+            frames.push(f.clone());
+        }
+        old = body;
+    }
+    (job, frames)
+}
+
 #[cfg(test)]
 mod test {
     use super::*;

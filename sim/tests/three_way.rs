@@ -101,3 +101,22 @@ fn loss_duplication_reordering_n_1_to_32() {
     let frames: Vec<Vec<u8>> = trace::malformed_frames(&job, 13).into_iter().map(|(_, f)| f).collect();
     compare(&job, &frames, 4, "malformed, tagged job");
 }
+
+/// Sessions (docs/switch.md §2.1) back to back on one running core, widths 1 and 4: the
+/// handshakes (probes, repeated joins, joins of other epochs, of the wrong size or slot), late
+/// frames of earlier sessions (stale once the next one opens) and rounds with trouble.
+#[test]
+fn sessions_back_to_back_widths_1_and_4() {
+    if !verilator_or_skip() {
+        return;
+    }
+    for (width, n, payload, slots, sessions, seed) in [
+        (1, 2, PayloadSize::B256, 2, 2, 71u64),
+        (4, 3, PayloadSize::B1024, 3, 3, 72),
+        (4, 1, PayloadSize::B256, 2, 2, 73),
+    ] {
+        let spec = TraceSpec::new(n, payload, slots, 4, seed).troubled(0.15);
+        let (job, frames) = trace::session_trace(&spec, sessions);
+        compare(&job, &frames, width, &format!("{sessions} sessions n={n} {payload:?}"));
+    }
+}

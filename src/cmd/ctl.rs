@@ -133,6 +133,8 @@ pub fn run(args: Args) -> Result<()> {
                     0 => println!("vlan           none (untagged)"),
                     t => println!("vlan           {} (priority {})", t & 0xfff, t >> 13),
                 }
+                println!("worker port    {}", s.worker_port);
+                println!("job number     {}", s.job_number);
                 println!("uptime         {} cycles", s.uptime_cycles);
                 for (p, l) in s.link_state.iter().enumerate() {
                     println!("port {p} link    {}", link_state_name(*l));

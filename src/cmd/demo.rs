@@ -65,9 +65,7 @@ pub fn run(args: Args) -> Result<()> {
     // one simulator), so its first timeout is a second.
     job.timeout = Duration::from_millis(if args.engine == EngineKind::Model { 5 } else { 1000 });
     job.max_retries = 20;
-    // The hardware core has no sessions yet (docs/switch.md §2.1 is in the reference switch and
-    // the software switch only): the simulated cores get the workers without them.
-    job.sessions = model;
+    // Every engine has sessions (docs/switch.md §2.1): the workers open one first (the default).
     let engine = args.engine.build(&job)?;
     let hub = InProcessSwitch::new(engine, job.clone());
     let m = args.elements.unwrap_or(if args.engine == EngineKind::Model { 1 << 20 } else { 1 << 14 });

@@ -108,8 +108,8 @@ impl BoardLogic {
     /// `params`.
     pub fn new(core: CoreConfig, job: &JobConfig, params: ControlParams) -> Self {
         let w = config_writes(job);
-        let mut regs = [0u32; 8];
-        for (a, d) in w.iter().filter(|(a, _)| *a < 8 && *a != 6) {
+        let mut regs = [0u32; 10];
+        for (a, d) in w.iter().filter(|(a, _)| *a < 10 && *a != 6) {
             regs[usize::from(*a)] = *d;
         }
         Self {

@@ -165,6 +165,10 @@ pub struct BoardStatus {
     pub job_registers: Vec<u32>,
     /// The VLAN register: 0 for an untagged job, else the TCI of the frames sent.
     pub vlan: u32,
+    /// The workers' UDP source port (docs/switch.md §1 7.5).
+    pub worker_port: u32,
+    /// The job's `job_number`: the session epoch after the job was enabled (docs/switch.md §2.1).
+    pub job_number: u32,
 }
 
 /// One MAC port's counters (from power-up; not cleared by `reset_counters`).
@@ -431,7 +435,7 @@ impl<P: Read + Write> Control<P> {
             ]);
         }
         self.write(reg::WORKER_TABLE, &table)?;
-        self.write(reg::VLAN, &[JobVlan::register(job.vlan)])?;
+        self.write(reg::VLAN, &[JobVlan::register(job.vlan), u32::from(job.worker_port), u32::from(job.job_number)])?;
         self.write(reg::CONTROL, &[1])
     }
 
@@ -439,7 +443,7 @@ impl<P: Read + Write> Control<P> {
     pub fn status(&mut self) -> Result<BoardStatus, ControlError> {
         let s = self.read(reg::STATUS, 3)?;
         let link = self.read(reg::LINK_STATE, usize::from(reg::LINK_PORTS))?;
-        let job = self.read(reg::SWITCH_MAC_HI, 8)?;
+        let job = self.read(reg::SWITCH_MAC_HI, usize::from(reg::JOB_NUMBER - reg::SWITCH_MAC_HI) + 1)?;
         Ok(BoardStatus {
             idle: s[0] & 1 != 0,
             job_enabled: job[6] & 1 != 0,
@@ -448,6 +452,8 @@ impl<P: Read + Write> Control<P> {
             link_state: link,
             job_registers: job[..6].to_vec(),
             vlan: job[7],
+            worker_port: job[8],
+            job_number: job[9],
         })
     }
 }
@@ -538,6 +544,40 @@ mod tests {
         let e = c.write(0x0000, &[1]).err().unwrap();
         assert!(e.to_string().contains("unknown register"), "{e}");
         assert_eq!(c.port.sent, protocol::write_request(0, &[1]));
+    }
+
+    /// `configure` writes the job registers, the worker table, then VLAN, worker port and job
+    /// number (0x0107..=0x0109) in one request, then enables the job; `status` reads the ten
+    /// job registers back. Byte literals of the requests.
+    #[test]
+    fn configure_writes_worker_port_and_job_number() {
+        let ok = || protocol::response(Status::Ok, &[]);
+        let mut job = JobConfig::example(1, crate::wire::PayloadSize::B256, 4);
+        job.worker_port = 0xbee3;
+        job.job_number = 9;
+        let mut c = Control::new_unchecked(canned(vec![ok(), ok(), ok(), ok()]), Duration::from_millis(30));
+        c.configure(&job).unwrap();
+        let vlan_port_job = [0xA5, 0x02, 0x01, 0x07, 0x03, 0, 0, 0, 0, 0, 0, 0xBE, 0xE3, 0, 0, 0, 0x09];
+        let sent = &c.port.sent;
+        let at = sent.windows(vlan_port_job.len()).position(|w| w == vlan_port_job).expect("the 0x0107 write");
+        assert_eq!(
+            &sent[at + vlan_port_job.len()..],
+            &[0x04, 0xC4, 0xA5, 0x02, 0x01, 0x06, 0x01, 0, 0, 0, 1, 0x31, 0x68]
+        );
+        let mut job_regs = vec![0x0211, 0x2233_4455, 0x0a00_0001, 1, 1, 4, 1, 0, 0xbee3, 9];
+        let mut c = Control::new_unchecked(
+            canned(vec![
+                protocol::response(Status::Ok, &[1, 4, 77]),
+                protocol::response(Status::Ok, &[4, 1, 0, 0]),
+                protocol::response(Status::Ok, &job_regs),
+            ]),
+            Duration::from_millis(30),
+        );
+        let s = c.status().unwrap();
+        assert_eq!(&c.port.sent[c.port.sent.len() - 7..], &[0xA5, 0x01, 0x01, 0x00, 0x0A, 0x64, 0x0E]);
+        assert_eq!((s.worker_port, s.job_number, s.vlan), (0xbee3, 9, 0));
+        job_regs.truncate(6);
+        assert_eq!(s.job_registers, job_regs);
     }
 
     #[test]

@@ -59,6 +59,8 @@
 //! | 0x0105 | RW | slots in use S — core register 0x05 |
 //! | 0x0106 | RW | control: write bit 0 = enable the job (clears slot state), bit 1 = clear counters; reads bit 0 = a job was enabled and no job register written since |
 //! | 0x0107 | RW | VLAN: 0 for an untagged job, else the TCI of the frames the switch sends (PCP << 13 \| VID; VID 1..=4094, DEI 0), and frames are taken only with that VID — core register 0x07 |
+//! | 0x0108 | RW | `worker_port`: the UDP source port of the job's workers (low 16 bits; 0xBEE0 after reset), docs/switch.md §1 7.5 — core register 0x08 |
+//! | 0x0109 | RW | `job_number` (low 8 bits): the session epoch after the job is enabled, docs/switch.md §2.1 — core register 0x09 |
 //! | 0x0180 + 4r | W | worker r's IPv4 — core register 0x80 + 4r |
 //! | 0x0181 + 4r | W | worker r's MAC bytes 0..2 — core register 0x81 + 4r |
 //! | 0x0182 + 4r | W | worker r's MAC bytes 2..6 — core register 0x82 + 4r |
@@ -143,6 +145,10 @@ pub mod reg {
     pub const CONTROL: u16 = 0x0106;
     /// The job's VLAN (TCI of the frames sent, 0 for an untagged job).
     pub const VLAN: u16 = 0x0107;
+    /// The workers' UDP source port (`worker_port`).
+    pub const WORKER_PORT: u16 = 0x0108;
+    /// The job's `job_number` (the session epoch after the job is enabled).
+    pub const JOB_NUMBER: u16 = 0x0109;
     /// Worker table base.
     pub const WORKER_TABLE: u16 = 0x0180;
     /// First counter.
