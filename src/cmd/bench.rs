@@ -301,7 +301,7 @@ fn switch_alone_once(threads: u16, plain: bool, seconds: f64) -> Result<String> 
     let (user, sys) = (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);
     let cpu_ns = (user + sys) / (st.datagrams_in + st.datagrams_out).max(1) as f64 * 1e9;
     Ok(format!(
-        "  {:<22} {:>10.0} datagrams/s in ({:>7.0} per thread), {:>10.0} out, {:>6.2} Gb/s payload in; per system call {:>5.1} in, {:>5.1} out; switch CPU {:.2} s user + {:.2} s system over both directions = {:.0} ns a datagram; stalled slots {}, send drops switch {} / generator {}, misrouted {}",
+        "  {:<22} {:>10.0} datagrams/s in ({:>7.0} per thread), {:>10.0} out, {:>6.2} Gb/s payload in; per system call {:>5.1} in, {:>5.1} out; switch CPU {:.2} s user + {:.2} s system over both directions = {:.0} ns a datagram; stalled slots {}, resent {}, send drops switch {} / generator {}, misrouted {}",
         format!("{} T = {threads}", if plain { "plain," } else { "batched," }),
         rate,
         rate / f64::from(threads),
@@ -313,6 +313,7 @@ fn switch_alone_once(threads: u16, plain: bool, seconds: f64) -> Result<String> 
         sys,
         cpu_ns,
         v["stalled_slots"],
+        v["resent"],
         st.send_dropped,
         v["send_dropped"],
         st.misrouted,

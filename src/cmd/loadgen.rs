@@ -3,12 +3,15 @@
 //! socket (the rank's IPv4 address, the job's `worker_port`), with preloaded contributions: every
 //! slot starts with one contribution of each rank, and each result of slot s in set v releases
 //! that rank's contribution to (s, 1 − v), self-clocked as real workers are but with no
-//! conversion, no timers and no retransmission. Sends are batched per destination port (GSO),
+//! conversion. A contribution unanswered for [`RESEND_AFTER`] is sent again (the switch answers a
+//! duplicate of a complete round with its result): without it, a first burst that overflowed the
+//! switch's receive buffer stalled every slot for the whole run (`stalled_slots` 64 in about one
+//! run in four of `bench --switch-alone`). Sends are batched per destination port (GSO),
 //! receives with `recvmmsg`/GRO ([`spotagg_driver::batch`]). Slot s goes to the switch's port +
 //! (s mod `switch_ports`).
 //!
-//! Prints one JSON line: `{results, contributions, seconds, stalled_slots}` counted after a
-//! warm-up of `--warmup` seconds.
+//! Prints one JSON line: `{results, contributions, seconds, stalled_slots, resent}` counted after
+//! a warm-up of `--warmup` seconds (`resent` over the whole run).
 
 use crate::engines::load_job;
 use anyhow::{Context, Result};
@@ -17,6 +20,9 @@ use spotagg_driver::wire::switchml::{PoolIndex, PREAMBLE_LEN};
 use std::net::{SocketAddr, SocketAddrV4, UdpSocket};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+/// A contribution with no result for this long is sent again.
+pub const RESEND_AFTER: Duration = Duration::from_millis(50);
 
 /// Arguments of `spotagg load-generator`.
 #[derive(clap::Args)]
@@ -69,6 +75,10 @@ pub fn run(args: Args) -> Result<()> {
     let mut txs: Vec<Sender> = (0..n).map(|_| Sender::new()).collect();
     let mut st = IoStats::default();
     let mut last_result = vec![Instant::now(); slots];
+    // Per rank and slot: the message in flight (index into msgs[rank]) and when it was sent.
+    let mut in_flight: Vec<Vec<(usize, Instant)>> = vec![(0..slots).map(|s| (2 * s, Instant::now())).collect(); n];
+    let mut resent = 0u64;
+    let mut last_sweep = Instant::now();
     for r in 0..n {
         for s in 0..slots {
             txs[r].queue(&socks[r], &mut st, dst(s), &msgs[r][2 * s])?;
@@ -107,10 +117,24 @@ pub fn run(args: Args) -> Result<()> {
                         last_result[s] = now;
                     }
                     contributions += 1;
+                    in_flight[r][s] = (2 * s + (v ^ 1), now);
                     txs[r].queue(&socks[r], &mut st, dst(s), &msgs[r][2 * s + (v ^ 1)])?;
                 }
             }
             txs[r].flush(&socks[r], &mut st)?;
+        }
+        if now.duration_since(last_sweep) >= RESEND_AFTER / 5 {
+            last_sweep = now;
+            for r in 0..n {
+                for (s, (m, sent)) in in_flight[r].iter_mut().enumerate() {
+                    if now.duration_since(*sent) >= RESEND_AFTER {
+                        *sent = now;
+                        resent += 1;
+                        txs[r].queue(&socks[r], &mut st, dst(s), &msgs[r][*m])?;
+                    }
+                }
+                txs[r].flush(&socks[r], &mut st)?;
+            }
         }
         if got == 0 {
             wait_any(&socks, Duration::from_millis(5));
@@ -125,6 +149,7 @@ pub fn run(args: Args) -> Result<()> {
             "contributions": contributions,
             "seconds": secs,
             "stalled_slots": stalled,
+            "resent": resent,
             "send_calls": st.send_calls,
             "recv_calls": st.recv_calls,
             "send_dropped": st.send_dropped,
