@@ -265,6 +265,8 @@ mod test {
             link_state: vec![4, 1],
             job_registers: vec![0; 6],
             vlan: 0,
+            worker_port: 0xbee0,
+            job_number: 0,
         };
         let text = render(&board_families(&snap, &status));
         for line in [
