@@ -23,17 +23,38 @@
 
 use rust_hdl::prelude::*;
 
-/// Configuration registers.
-#[derive(LogicBlock)]
-pub struct ConfigRegisters {
-    /// Clock.
-    pub clock: Signal<In, Clock>,
+/// The job-configuration bus, taking end: a register write is `write` high at a rising edge
+/// with `address` and `data`. The core and the configuration registers take it.
+#[derive(LogicInterface, Default)]
+#[join = "ConfigBusDriver"]
+pub struct ConfigBus {
     /// Write strobe.
     pub write: Signal<In, Bit>,
     /// Register address.
     pub address: Signal<In, Bits<8>>,
     /// Data to write.
     pub data: Signal<In, Bits<32>>,
+}
+
+/// The job-configuration bus, driving end (the control link, a loader).
+#[derive(LogicInterface, Default)]
+#[join = "ConfigBus"]
+pub struct ConfigBusDriver {
+    /// Write strobe.
+    pub write: Signal<Out, Bit>,
+    /// Register address.
+    pub address: Signal<Out, Bits<8>>,
+    /// Data to write.
+    pub data: Signal<Out, Bits<32>>,
+}
+
+/// Configuration registers.
+#[derive(LogicBlock)]
+pub struct ConfigRegisters {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// The register bus.
+    pub bus: ConfigBus,
     /// Switch MAC, bytes 0..2.
     pub switch_mac_hi: Signal<Out, Bits<16>>,
     /// Switch MAC, bytes 2..6.
@@ -89,9 +110,7 @@ impl ConfigRegisters {
     pub fn new(slots: usize) -> Self {
         Self {
             clock: Default::default(),
-            write: Default::default(),
-            address: Default::default(),
-            data: Default::default(),
+            bus: Default::default(),
             switch_mac_hi: Default::default(),
             switch_mac_lo: Default::default(),
             switch_ip: Default::default(),
@@ -184,14 +203,14 @@ impl Logic for ConfigRegisters {
         self.wt_write_mac_hi.next = self.wt_mhi.q.val();
         self.wt_write_mac_lo.next = self.wt_mlo.q.val();
         self.wt_a.d.next = 0.into();
-        self.wt_d.d.next = self.data.val();
+        self.wt_d.d.next = self.bus.data.val();
         self.wt_ip.d.next = false;
         self.wt_mhi.d.next = false;
         self.wt_mlo.d.next = false;
-        if self.write.val() {
-            if self.address.val().get_bit(7) {
-                self.wt_a.d.next = bit_cast::<5, 8>(self.address.val() >> 2);
-                match bit_cast::<2, 8>(self.address.val()).index() {
+        if self.bus.write.val() {
+            if self.bus.address.val().get_bit(7) {
+                self.wt_a.d.next = bit_cast::<5, 8>(self.bus.address.val() >> 2);
+                match bit_cast::<2, 8>(self.bus.address.val()).index() {
                     0 => {
                         self.wt_ip.d.next = true;
                     }
@@ -204,38 +223,38 @@ impl Logic for ConfigRegisters {
                     _ => {}
                 }
             } else {
-                match self.address.val().index() {
+                match self.bus.address.val().index() {
                     0 => {
-                        self.mac_hi.d.next = bit_cast::<16, 32>(self.data.val());
+                        self.mac_hi.d.next = bit_cast::<16, 32>(self.bus.data.val());
                     }
                     1 => {
-                        self.mac_lo.d.next = self.data.val();
+                        self.mac_lo.d.next = self.bus.data.val();
                     }
                     2 => {
-                        self.ip.d.next = self.data.val();
+                        self.ip.d.next = self.bus.data.val();
                     }
                     3 => {
-                        self.n.d.next = bit_cast::<6, 32>(self.data.val());
+                        self.n.d.next = bit_cast::<6, 32>(self.bus.data.val());
                     }
                     4 => {
-                        self.size.d.next = bit_cast::<3, 32>(self.data.val());
+                        self.size.d.next = bit_cast::<3, 32>(self.bus.data.val());
                     }
                     5 => {
-                        if self.data.val() > bit_cast::<32, 16>(self.built_slots.val()) {
+                        if self.bus.data.val() > bit_cast::<32, 16>(self.built_slots.val()) {
                             self.slots.d.next = self.built_slots.val();
                         } else {
-                            self.slots.d.next = bit_cast::<16, 32>(self.data.val());
+                            self.slots.d.next = bit_cast::<16, 32>(self.bus.data.val());
                         }
                     }
                     6 => {
-                        self.clear_pulse.d.next = self.data.val().get_bit(0);
-                        self.clear_counters_pulse.d.next = self.data.val().get_bit(1);
+                        self.clear_pulse.d.next = self.bus.data.val().get_bit(0);
+                        self.clear_counters_pulse.d.next = self.bus.data.val().get_bit(1);
                     }
                     7 => {
-                        self.tci.d.next = bit_cast::<16, 32>(self.data.val());
+                        self.tci.d.next = bit_cast::<16, 32>(self.bus.data.val());
                     }
                     8 => {
-                        self.wport.d.next = bit_cast::<16, 32>(self.data.val()) ^ 0xBEE0;
+                        self.wport.d.next = bit_cast::<16, 32>(self.bus.data.val()) ^ 0xBEE0;
                     }
                     _ => {}
                 }

@@ -17,12 +17,13 @@
 //!
 //! Guarantees: store and forward, so a frame is decided only once it is whole and slot state
 //! is touched only by valid contributions; three frames in flight (one being received, one
-//! being aggregated, one or two being sent); when a stage is full the core lowers `rx_ready`
+//! being aggregated, one or two being sent); when a stage is full the core lowers `rx.ready`
 //! rather than dropping anything. `idle` is high when nothing is in flight; it comes from a
 //! flip-flop, so it follows the blocks' state one cycle late.
 //!
-//! Control: configuration writes on `cfg_*` (see `config_registers`), counters read
-//! combinationally on `counter_address`/`counter_data` (see `counters`).
+//! Control: configuration writes on `cfg` (see `config_registers`), counters read
+//! combinationally on `counter` (see `counters`). In the Verilog, an interface's ports are
+//! named `rx$valid`, `cfg$write`, `counter$address` and so on.
 //!
 //! Limits, where the core is narrower than docs/switch.md: frames are stored up to 2048
 //! bytes (every standard Ethernet frame), so an ICMP echo request whose reply would exceed
@@ -31,8 +32,8 @@
 
 use crate::aggregator::Aggregator;
 use crate::config::CoreConfig;
-use crate::config_registers::ConfigRegisters;
-use crate::counters::Counters;
+use crate::config_registers::{ConfigBus, ConfigRegisters};
+use crate::counters::{CounterPort, Counters};
 use crate::frame_parser::DescriptorSource;
 use crate::frame_parser::FrameParser;
 use crate::lane_adders::LaneAdders;
@@ -41,7 +42,7 @@ use crate::scoreboard::Scoreboard;
 use crate::slot_memory::SlotMemory;
 use crate::stream_width::{RxWidth, TxWidth};
 use crate::vlan::{VlanTag, VlanUntag};
-use crate::word_stream::WordSource;
+use crate::word_stream::{BeatSink, BeatSource, WordSource};
 use rust_hdl::prelude::*;
 
 /// The aggregation core with `D`-bit stream beats (`D = 8 · width_bytes`).
@@ -49,40 +50,18 @@ use rust_hdl::prelude::*;
 pub struct Core<const D: usize> {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Receive beat valid.
-    pub rx_valid: Signal<In, Bit>,
-    /// Receive beat.
-    pub rx_data: Signal<In, Bits<D>>,
-    /// Last beat of a received frame.
-    pub rx_last: Signal<In, Bit>,
-    /// Valid bytes of the last received beat.
-    pub rx_bytes: Signal<In, Bits<4>>,
-    /// The core takes the beat.
-    pub rx_ready: Signal<Out, Bit>,
-    /// Transmit beat valid.
-    pub tx_valid: Signal<Out, Bit>,
-    /// Transmit beat.
-    pub tx_data: Signal<Out, Bits<D>>,
-    /// Last beat of a sent frame.
-    pub tx_last: Signal<Out, Bit>,
-    /// Valid bytes of the last sent beat.
-    pub tx_bytes: Signal<Out, Bits<4>>,
-    /// Downstream takes the beat.
-    pub tx_ready: Signal<In, Bit>,
-    /// Configuration write strobe.
-    pub cfg_write: Signal<In, Bit>,
-    /// Configuration register address.
-    pub cfg_address: Signal<In, Bits<8>>,
-    /// Configuration data.
-    pub cfg_data: Signal<In, Bits<32>>,
-    /// Counter index.
-    pub counter_address: Signal<In, Bits<5>>,
-    /// Counter value.
-    pub counter_data: Signal<Out, Bits<32>>,
+    /// The received frames, `D` bits a beat.
+    pub rx: BeatSink<D>,
+    /// The frames sent, `D` bits a beat.
+    pub tx: BeatSource<D>,
+    /// The job-configuration bus (see `config_registers`).
+    pub cfg: ConfigBus,
+    /// The counters, read combinationally by index (see `counters`).
+    pub counter: CounterPort<5>,
     /// Nothing in flight.
     pub idle: Signal<Out, Bit>,
-    rx: RxWidth<D>,
-    tx: TxWidth<D>,
+    rx_width: RxWidth<D>,
+    tx_width: TxWidth<D>,
     untag: VlanUntag,
     tag: VlanTag,
     registers: ConfigRegisters,
@@ -103,24 +82,13 @@ impl<const D: usize> Core<D> {
         assert_eq!(D, 8 * config.width_bytes, "Core<{D}> does not match width_bytes = {}", config.width_bytes);
         Self {
             clock: Default::default(),
-            rx_valid: Default::default(),
-            rx_data: Default::default(),
-            rx_last: Default::default(),
-            rx_bytes: Default::default(),
-            rx_ready: Default::default(),
-            tx_valid: Default::default(),
-            tx_data: Default::default(),
-            tx_last: Default::default(),
-            tx_bytes: Default::default(),
-            tx_ready: Default::default(),
-            cfg_write: Default::default(),
-            cfg_address: Default::default(),
-            cfg_data: Default::default(),
-            counter_address: Default::default(),
-            counter_data: Default::default(),
+            rx: Default::default(),
+            tx: Default::default(),
+            cfg: Default::default(),
+            counter: Default::default(),
             idle: Default::default(),
-            rx: RxWidth::new(),
-            tx: TxWidth::new(),
+            rx_width: RxWidth::new(),
+            tx_width: TxWidth::new(),
             untag: Default::default(),
             tag: Default::default(),
             registers: ConfigRegisters::new(config.slots),
@@ -149,8 +117,8 @@ impl<const D: usize> Logic for Core<D> {
         clock!(
             self,
             clock,
-            rx,
-            tx,
+            rx_width,
+            tx_width,
             untag,
             tag,
             registers,
@@ -163,21 +131,19 @@ impl<const D: usize> Logic for Core<D> {
             counters
         );
         // Receive stream.
-        self.rx.in_valid.next = self.rx_valid.val();
-        self.rx.in_data.next = self.rx_data.val();
-        self.rx.in_last.next = self.rx_last.val();
-        self.rx.in_bytes.next = self.rx_bytes.val();
-        self.rx_ready.next = self.rx.in_ready.val();
-        WordSource::join(&mut self.rx.word, &mut self.untag.word_in);
+        self.rx_width.in_valid.next = self.rx.valid.val();
+        self.rx_width.in_data.next = self.rx.data.val();
+        self.rx_width.in_last.next = self.rx.last.val();
+        self.rx_width.in_bytes.next = self.rx.bytes.val();
+        self.rx.ready.next = self.rx_width.in_ready.val();
+        WordSource::join(&mut self.rx_width.word, &mut self.untag.word_in);
         WordSource::join(&mut self.untag.word_out, &mut self.parser.word);
         self.untag.vid.next = self.registers.vlan_tci.val().get_bits::<12>(0);
         self.parser.tag_stripped.next = self.untag.stripped.val();
         self.parser.tag_short.next = self.untag.short.val();
         self.parser.tag_mismatch.next = self.untag.mismatch.val();
         // Configuration.
-        self.registers.write.next = self.cfg_write.val();
-        self.registers.address.next = self.cfg_address.val();
-        self.registers.data.next = self.cfg_data.val();
+        ConfigBus::link(&mut self.cfg, &mut self.registers.bus);
         self.parser.switch_mac_hi.next = self.registers.switch_mac_hi.val();
         self.parser.switch_mac_lo.next = self.registers.switch_mac_lo.val();
         self.parser.switch_ip.next = self.registers.switch_ip.val();
@@ -255,13 +221,13 @@ impl<const D: usize> Logic for Core<D> {
         self.result_builder.load_last_bytes.next = self.aggregator.tx_last_bytes.val();
         // Transmit stream.
         WordSource::join(&mut self.result_builder.word, &mut self.tag.word_in);
-        WordSource::join(&mut self.tag.word_out, &mut self.tx.word);
+        WordSource::join(&mut self.tag.word_out, &mut self.tx_width.word);
         self.tag.tci.next = self.registers.vlan_tci.val();
-        self.tx_valid.next = self.tx.out_valid.val();
-        self.tx_data.next = self.tx.out_data.val();
-        self.tx_last.next = self.tx.out_last.val();
-        self.tx_bytes.next = self.tx.out_bytes.val();
-        self.tx.out_ready.next = self.tx_ready.val();
+        self.tx.valid.next = self.tx_width.out_valid.val();
+        self.tx.data.next = self.tx_width.out_data.val();
+        self.tx.last.next = self.tx_width.out_last.val();
+        self.tx.bytes.next = self.tx_width.out_bytes.val();
+        self.tx_width.out_ready.next = self.tx.ready.val();
         // Counters.
         self.counters.bucket.next = self.aggregator.ev_bucket.val();
         self.counters.bucket_index.next = self.aggregator.ev_bucket_index.val();
@@ -269,8 +235,7 @@ impl<const D: usize> Logic for Core<D> {
         self.counters.multicast_count.next = self.registers.workers.val();
         self.counters.retransmit.next = self.aggregator.ev_retransmit.val();
         self.counters.frame_out.next = self.result_builder.frame_sent.val();
-        self.counters.read_address.next = self.counter_address.val();
-        self.counter_data.next = self.counters.read_data.val();
+        CounterPort::<5>::link(&mut self.counter, &mut self.counters.read);
         self.idle.next = self.idle_r.q.val();
         self.idle_r.d.next = !self.parser.busy.val()
             & self.aggregator.idle.val()

@@ -30,7 +30,7 @@
 //! Timing: events are registered first and counted one rising edge after the one where they are
 //! high (`pending` is high meanwhile); several different events may come in one cycle. `bucket` files a received frame under `bucket_index`
 //! (0..=15 the drop reasons, 16 contributions, 17 duplicates, 18 ARP replies, 19 ICMP replies)
-//! and counts it in `frames_in`. `read_data` is combinational from `read_address`.
+//! and counts it in `frames_in`. `read.data` is combinational from `read.address`.
 //! `clear` zeroes every counter.
 
 use rust_hdl::prelude::*;
@@ -47,6 +47,27 @@ pub const BUCKET_ICMP_REPLY: u64 = BUCKET_CONTRIBUTION + 3;
 
 // The match on `bucket_index` below is written for these values; so is the counter count.
 const _: () = assert!(DropReason::COUNT == 16 && CounterWords::WORDS == 24 && BUCKET_ICMP_REPLY < 32);
+
+/// A counter read port, reading end: `data` is the counter `address` names (combinationally
+/// for the core's [`Counters`]).
+#[derive(LogicInterface, Default)]
+#[join = "CounterPortDriver"]
+pub struct CounterPort<const A: usize> {
+    /// Counter index.
+    pub address: Signal<In, Bits<A>>,
+    /// Counter value.
+    pub data: Signal<Out, Bits<32>>,
+}
+
+/// A counter read port, addressing end (the control link).
+#[derive(LogicInterface, Default)]
+#[join = "CounterPort"]
+pub struct CounterPortDriver<const A: usize> {
+    /// Counter index.
+    pub address: Signal<Out, Bits<A>>,
+    /// Counter value.
+    pub data: Signal<In, Bits<32>>,
+}
 
 /// Counter bank.
 #[derive(LogicBlock, Default)]
@@ -67,10 +88,8 @@ pub struct Counters {
     pub retransmit: Signal<In, Bit>,
     /// A frame left the core.
     pub frame_out: Signal<In, Bit>,
-    /// Counter index.
-    pub read_address: Signal<In, Bits<5>>,
-    /// Counter value.
-    pub read_data: Signal<Out, Bits<32>>,
+    /// The counters, read by index.
+    pub read: CounterPort<5>,
     /// Registered events not counted yet.
     pub pending: Signal<Out, Bit>,
     r_bucket: DFF<Bit>,
@@ -259,7 +278,7 @@ impl Logic for Counters {
         self.group0.next = self.c0.q.val();
         self.group1.next = self.c8.q.val();
         self.group2.next = self.c16.q.val();
-        match self.read_address.val().get_bits::<3>(0).index() {
+        match self.read.address.val().get_bits::<3>(0).index() {
             0 => {
                 self.group0.next = self.c0.q.val();
                 self.group1.next = self.c8.q.val();
@@ -301,18 +320,18 @@ impl Logic for Counters {
                 self.group2.next = self.c23.q.val();
             }
         }
-        match self.read_address.val().get_bits::<2>(3).index() {
+        match self.read.address.val().get_bits::<2>(3).index() {
             0 => {
-                self.read_data.next = self.group0.val();
+                self.read.data.next = self.group0.val();
             }
             1 => {
-                self.read_data.next = self.group1.val();
+                self.read.data.next = self.group1.val();
             }
             2 => {
-                self.read_data.next = self.group2.val();
+                self.read.data.next = self.group2.val();
             }
             _ => {
-                self.read_data.next = 0.into();
+                self.read.data.next = 0.into();
             }
         }
     }
