@@ -30,7 +30,7 @@ lint_off -rule WIDTH -file \"*top.v\"
 // unoptimizable, a speed warning.
 lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.scoreboard$is_new*\"
 lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.lane_adders$exp_out*\"
-lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.tx$word$ready*\"
+lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.tx_width$word$ready*\"
 lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.tag$word_in$ready*\"
 lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.untag$word_in$ready*\"
 ";
