@@ -32,8 +32,10 @@
 //!   frame (rank range for results). When the result builder's buffer half is still busy, the
 //!   aggregator waits (and so does the parser: back-pressure, never a drop).
 
+use crate::config_registers::JobSettings;
 use crate::counters::{BUCKET_ARP_REPLY, BUCKET_CONTRIBUTION, BUCKET_DUPLICATE, BUCKET_ICMP_REPLY};
 use crate::frame_parser::{DescriptorSink, KIND_ARP, KIND_CONTRIBUTION};
+use crate::header_words::HeaderWords;
 use crate::reply_header::ReplyHeader;
 use crate::result_builder::ReplyKind;
 use rust_hdl::prelude::*;
@@ -49,16 +51,8 @@ pub struct Aggregator {
     pub buf_read_address: Signal<Out, Bits<10>>,
     /// Frame buffer data.
     pub buf_read_data: Signal<In, Bits<32>>,
-    /// Switch MAC, bytes 0..2.
-    pub switch_mac_hi: Signal<In, Bits<16>>,
-    /// Switch MAC, bytes 2..6.
-    pub switch_mac_lo: Signal<In, Bits<32>>,
-    /// Switch IPv4 address.
-    pub switch_ip: Signal<In, Bits<32>>,
-    /// Number of workers n.
-    pub workers: Signal<In, Bits<6>>,
-    /// Elements per payload k.
-    pub payload_words: Signal<In, Bits<9>>,
+    /// The job's settings (switch addresses, n, k).
+    pub job: JobSettings,
     /// The scoreboard is being cleared: wait.
     pub clearing: Signal<In, Bit>,
     /// Scoreboard slot.
@@ -221,11 +215,7 @@ impl Aggregator {
             desc: Default::default(),
             buf_read_address: Default::default(),
             buf_read_data: Default::default(),
-            switch_mac_hi: Default::default(),
-            switch_mac_lo: Default::default(),
-            switch_ip: Default::default(),
-            workers: Default::default(),
-            payload_words: Default::default(),
+            job: Default::default(),
             clearing: Default::default(),
             sb_slot: Default::default(),
             sb_set: Default::default(),
@@ -440,9 +430,9 @@ impl Logic for Aggregator {
         self.issue.next = false;
         self.write.next = self.issued.q.val().get_bit(5);
         // Last element indices, registered (the pass ends on an equality, no adder before it).
-        self.k_minus_1.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 1;
+        self.k_minus_1.d.next = bit_cast::<10, 9>(self.job.payload_words.val()) - 1;
         self.nwords_minus_1.d.next = self.nwords.q.val() - 1;
-        self.k_minus_2.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 2;
+        self.k_minus_2.d.next = bit_cast::<10, 9>(self.job.payload_words.val()) - 2;
         self.nwords_minus_2.d.next = self.nwords.q.val() - 2;
         self.tx_write_address.next = bit_cast::<10, 10>(self.write_index.q.val());
         if self.tx_half.val() {
@@ -468,22 +458,8 @@ impl Logic for Aggregator {
         // then the header buffer write.
         self.header.kind.next = self.reply_kind.q.val();
         self.header.index.next = bit_cast::<4, 10>(self.issue_index.q.val());
-        self.header.h1.next = self.desc.h1.val();
-        self.header.h2.next = self.desc.h2.val();
-        self.header.h3.next = self.desc.h3.val();
-        self.header.h4.next = self.desc.h4.val();
-        self.header.h5.next = self.desc.h5.val();
-        self.header.h6.next = self.desc.h6.val();
-        self.header.h7.next = self.desc.h7.val();
-        self.header.h8.next = self.desc.h8.val();
-        self.header.h9.next = self.desc.h9.val();
-        self.header.h10.next = self.desc.h10.val();
-        self.header.h11.next = self.desc.h11.val();
-        self.header.h12.next = self.desc.h12.val();
-        self.header.switch_mac_hi.next = self.switch_mac_hi.val();
-        self.header.switch_mac_lo.next = self.switch_mac_lo.val();
-        self.header.switch_ip.next = self.switch_ip.val();
-        self.header.payload_words.next = self.payload_words.val();
+        HeaderWords::link(&mut self.desc.header, &mut self.header.request);
+        JobSettings::link(&mut self.job, &mut self.header.job);
         self.header.exponents.next = self.reply_exps.q.val();
         self.hdr_write_address.next = self.header_address_d2.q.val();
         self.hdr_write_data.next = self.header_data.q.val();
@@ -557,7 +533,7 @@ impl Logic for Aggregator {
             // (as if not first: the first contribution's own exponents are chosen next cycle).
             self.sb_active.next = true;
             self.la_exp_active.next = true;
-            self.la_exp_incoming.next = bit_cast::<16, 32>(self.desc.h12.val());
+            self.la_exp_incoming.next = bit_cast::<16, 32>(self.desc.header.h12.val());
             if self.desc.set.val() {
                 self.la_exp_stored.next = self.ex_read_data.val().get_bits::<16>(16);
             } else {
@@ -570,7 +546,7 @@ impl Logic for Aggregator {
         if self.s_commit.q.val() {
             self.exp_new.next = self.exp_max.q.val();
             if self.sb_first.val() {
-                self.exp_new.next = bit_cast::<16, 32>(self.desc.h12.val());
+                self.exp_new.next = bit_cast::<16, 32>(self.desc.header.h12.val());
             }
             if self.desc.set.val() {
                 self.la_exp_stored.next = self.ex_read_data.val().get_bits::<16>(16);
@@ -587,7 +563,7 @@ impl Logic for Aggregator {
             self.write_at_last.d.next = self.k_is_1.q.val();
             self.write_stop.d.next = self.k_minus_2.q.val();
             self.reply_kind.d.next = ReplyKind::Result;
-            self.nwords.d.next = bit_cast::<10, 9>(self.payload_words.val()) + 13;
+            self.nwords.d.next = bit_cast::<10, 9>(self.job.payload_words.val()) + 13;
             self.s_commit.d.next = false;
             if self.sb_new.val() {
                 self.sb_commit.next = true;
@@ -740,7 +716,7 @@ impl Logic for Aggregator {
                     self.tx_last.next = self.desc.rank.val();
                 } else {
                     self.ev_multicast.next = true;
-                    self.tx_last.next = bit_cast::<5, 6>(self.workers.val() - 1);
+                    self.tx_last.next = bit_cast::<5, 6>(self.job.workers.val() - 1);
                 }
             } else if self.reply_kind.q.val() == ReplyKind::ArpReply {
                 self.ev_bucket.next = true;
@@ -839,8 +815,8 @@ mod tests {
         let mut agg = Aggregator::new(256);
         agg.connect_all();
         agg.tx_free.next = true;
-        agg.payload_words.next = 64.into();
-        agg.workers.next = 4.into();
+        agg.job.payload_words.next = 64.into();
+        agg.job.workers.next = 4.into();
         for reason in [0, 4, 12] {
             let e = run(&mut agg, reason, 0);
             assert_eq!(e, Effect { cycles: 1, buckets: vec![reason], ..Default::default() }, "drop {reason}");
@@ -912,7 +888,7 @@ mod tests {
         agg.desc.slot.next = slot.into();
         agg.desc.set.next = set;
         agg.desc.half.next = true;
-        agg.desc.h12.next = ((u64::from(set) << 31) | (slot << 16) | u64::from(exps)).into();
+        agg.desc.header.h12.next = ((u64::from(set) << 31) | (slot << 16) | u64::from(exps)).into();
         let mut pass = Pass::default();
         for c in 1..2000 {
             agg.tx_free.next = c > nb.tx_free_after;
@@ -995,8 +971,8 @@ mod tests {
         let (k, n) = (32usize, 3u64);
         let mut agg = Aggregator::new(256);
         agg.connect_all();
-        agg.payload_words.next = (k as u64).into();
-        agg.workers.next = n.into();
+        agg.job.payload_words.next = (k as u64).into();
+        agg.job.workers.next = n.into();
         agg.tx_half.next = true;
         let mut nb = Neighbours {
             frame: vec![0; 1024],

@@ -48,6 +48,85 @@ pub struct ConfigBusDriver {
     pub data: Signal<Out, Bits<32>>,
 }
 
+/// The job's settings as the configuration registers hold them, taking end: what the parser,
+/// the aggregator and the result builder read (each the fields it needs).
+#[derive(LogicInterface, Default)]
+#[join = "JobSettingsSource"]
+pub struct JobSettings {
+    /// Switch MAC, bytes 0..2.
+    pub switch_mac_hi: Signal<In, Bits<16>>,
+    /// Switch MAC, bytes 2..6.
+    pub switch_mac_lo: Signal<In, Bits<32>>,
+    /// Switch IPv4 address.
+    pub switch_ip: Signal<In, Bits<32>>,
+    /// Number of workers n.
+    pub workers: Signal<In, Bits<6>>,
+    /// `size` code of the job's payload.
+    pub size_code: Signal<In, Bits<3>>,
+    /// Elements per payload, k = 32 << size.
+    pub payload_words: Signal<In, Bits<9>>,
+    /// Slots in use S.
+    pub slots_in_use: Signal<In, Bits<16>>,
+    /// The workers' UDP source port.
+    pub worker_port: Signal<In, Bits<16>>,
+}
+
+/// The job's settings, driving end (the configuration registers).
+#[derive(LogicInterface, Default)]
+#[join = "JobSettings"]
+pub struct JobSettingsSource {
+    /// Switch MAC, bytes 0..2.
+    pub switch_mac_hi: Signal<Out, Bits<16>>,
+    /// Switch MAC, bytes 2..6.
+    pub switch_mac_lo: Signal<Out, Bits<32>>,
+    /// Switch IPv4 address.
+    pub switch_ip: Signal<Out, Bits<32>>,
+    /// Number of workers n.
+    pub workers: Signal<Out, Bits<6>>,
+    /// `size` code of the job's payload.
+    pub size_code: Signal<Out, Bits<3>>,
+    /// Elements per payload, k = 32 << size.
+    pub payload_words: Signal<Out, Bits<9>>,
+    /// Slots in use S.
+    pub slots_in_use: Signal<Out, Bits<16>>,
+    /// The workers' UDP source port.
+    pub worker_port: Signal<Out, Bits<16>>,
+}
+
+/// A write into the worker table, taking end: entry `address` takes `data` as the worker's IPv4
+/// address (`write_ip`), MAC bytes 0..2 (`write_mac_hi`, low 16 bits) or MAC bytes 2..6
+/// (`write_mac_lo`). The parser keeps the addresses, the result builder all three.
+#[derive(LogicInterface, Default)]
+#[join = "WorkerTableWriteSource"]
+pub struct WorkerTableWrite {
+    /// Worker table entry being written.
+    pub address: Signal<In, Bits<5>>,
+    /// Worker table data.
+    pub data: Signal<In, Bits<32>>,
+    /// Write a worker's IPv4 address.
+    pub write_ip: Signal<In, Bit>,
+    /// Write a worker's MAC bytes 0..2.
+    pub write_mac_hi: Signal<In, Bit>,
+    /// Write a worker's MAC bytes 2..6.
+    pub write_mac_lo: Signal<In, Bit>,
+}
+
+/// A write into the worker table, driving end (the configuration registers).
+#[derive(LogicInterface, Default)]
+#[join = "WorkerTableWrite"]
+pub struct WorkerTableWriteSource {
+    /// Worker table entry being written.
+    pub address: Signal<Out, Bits<5>>,
+    /// Worker table data.
+    pub data: Signal<Out, Bits<32>>,
+    /// Write a worker's IPv4 address.
+    pub write_ip: Signal<Out, Bit>,
+    /// Write a worker's MAC bytes 0..2.
+    pub write_mac_hi: Signal<Out, Bit>,
+    /// Write a worker's MAC bytes 2..6.
+    pub write_mac_lo: Signal<Out, Bit>,
+}
+
 /// Configuration registers.
 #[derive(LogicBlock)]
 pub struct ConfigRegisters {
@@ -55,36 +134,14 @@ pub struct ConfigRegisters {
     pub clock: Signal<In, Clock>,
     /// The register bus.
     pub bus: ConfigBus,
-    /// Switch MAC, bytes 0..2.
-    pub switch_mac_hi: Signal<Out, Bits<16>>,
-    /// Switch MAC, bytes 2..6.
-    pub switch_mac_lo: Signal<Out, Bits<32>>,
-    /// Switch IPv4 address.
-    pub switch_ip: Signal<Out, Bits<32>>,
-    /// Number of workers.
-    pub workers: Signal<Out, Bits<6>>,
-    /// `size` code of the job's payload.
-    pub size_code: Signal<Out, Bits<3>>,
-    /// Elements per payload, k = 32 << size.
-    pub payload_words: Signal<Out, Bits<9>>,
-    /// Slots in use.
-    pub slots_in_use: Signal<Out, Bits<16>>,
-    /// The workers' UDP source port.
-    pub worker_port: Signal<Out, Bits<16>>,
+    /// The job's settings.
+    pub job: JobSettingsSource,
     /// One-cycle pulse: clear the slot state.
     pub clear: Signal<Out, Bit>,
     /// One-cycle pulse: clear the counters.
     pub clear_counters: Signal<Out, Bit>,
-    /// Worker table entry being written.
-    pub wt_address: Signal<Out, Bits<5>>,
-    /// Worker table data.
-    pub wt_data: Signal<Out, Bits<32>>,
-    /// Write a worker's IPv4 address.
-    pub wt_write_ip: Signal<Out, Bit>,
-    /// Write a worker's MAC bytes 0..2.
-    pub wt_write_mac_hi: Signal<Out, Bit>,
-    /// Write a worker's MAC bytes 2..6.
-    pub wt_write_mac_lo: Signal<Out, Bit>,
+    /// Worker table writes (from flip-flops, one cycle after the register write).
+    pub wt: WorkerTableWriteSource,
     /// The job's VLAN register: the TCI of the frames sent; VID 0 for an untagged job.
     pub vlan_tci: Signal<Out, Bits<16>>,
     mac_hi: DFF<Bits<16>>,
@@ -111,21 +168,10 @@ impl ConfigRegisters {
         Self {
             clock: Default::default(),
             bus: Default::default(),
-            switch_mac_hi: Default::default(),
-            switch_mac_lo: Default::default(),
-            switch_ip: Default::default(),
-            workers: Default::default(),
-            size_code: Default::default(),
-            payload_words: Default::default(),
-            slots_in_use: Default::default(),
-            worker_port: Default::default(),
+            job: Default::default(),
             clear: Default::default(),
             clear_counters: Default::default(),
-            wt_address: Default::default(),
-            wt_data: Default::default(),
-            wt_write_ip: Default::default(),
-            wt_write_mac_hi: Default::default(),
-            wt_write_mac_lo: Default::default(),
+            wt: Default::default(),
             vlan_tci: Default::default(),
             mac_hi: Default::default(),
             mac_lo: Default::default(),
@@ -169,39 +215,39 @@ impl Logic for ConfigRegisters {
             wt_mhi,
             wt_mlo
         );
-        self.switch_mac_hi.next = self.mac_hi.q.val();
-        self.switch_mac_lo.next = self.mac_lo.q.val();
-        self.switch_ip.next = self.ip.q.val();
-        self.workers.next = self.n.q.val();
-        self.size_code.next = self.size.q.val();
-        self.slots_in_use.next = self.slots.q.val();
+        self.job.switch_mac_hi.next = self.mac_hi.q.val();
+        self.job.switch_mac_lo.next = self.mac_lo.q.val();
+        self.job.switch_ip.next = self.ip.q.val();
+        self.job.workers.next = self.n.q.val();
+        self.job.size_code.next = self.size.q.val();
+        self.job.slots_in_use.next = self.slots.q.val();
         self.vlan_tci.next = self.tci.q.val();
         // Stored XOR 0xBEE0, so that the register reads 0xBEE0 (the default `worker_port`)
         // after reset and after a control link job write that does not name it.
-        self.worker_port.next = self.wport.q.val() ^ 0xBEE0;
+        self.job.worker_port.next = self.wport.q.val() ^ 0xBEE0;
         self.clear.next = self.clear_pulse.q.val();
         self.clear_pulse.d.next = false;
         self.clear_counters.next = self.clear_counters_pulse.q.val();
         self.clear_counters_pulse.d.next = false;
         match self.size.q.val().index() {
             0 => {
-                self.payload_words.next = 32.into();
+                self.job.payload_words.next = 32.into();
             }
             1 => {
-                self.payload_words.next = 64.into();
+                self.job.payload_words.next = 64.into();
             }
             2 => {
-                self.payload_words.next = 128.into();
+                self.job.payload_words.next = 128.into();
             }
             _ => {
-                self.payload_words.next = 256.into();
+                self.job.payload_words.next = 256.into();
             }
         }
-        self.wt_address.next = self.wt_a.q.val();
-        self.wt_data.next = self.wt_d.q.val();
-        self.wt_write_ip.next = self.wt_ip.q.val();
-        self.wt_write_mac_hi.next = self.wt_mhi.q.val();
-        self.wt_write_mac_lo.next = self.wt_mlo.q.val();
+        self.wt.address.next = self.wt_a.q.val();
+        self.wt.data.next = self.wt_d.q.val();
+        self.wt.write_ip.next = self.wt_ip.q.val();
+        self.wt.write_mac_hi.next = self.wt_mhi.q.val();
+        self.wt.write_mac_lo.next = self.wt_mlo.q.val();
         self.wt_a.d.next = 0.into();
         self.wt_d.d.next = self.bus.data.val();
         self.wt_ip.d.next = false;

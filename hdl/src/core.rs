@@ -32,7 +32,7 @@
 
 use crate::aggregator::Aggregator;
 use crate::config::CoreConfig;
-use crate::config_registers::{ConfigBus, ConfigRegisters};
+use crate::config_registers::{ConfigBus, ConfigRegisters, JobSettingsSource, WorkerTableWriteSource};
 use crate::counters::{CounterPort, Counters};
 use crate::frame_parser::DescriptorSource;
 use crate::frame_parser::FrameParser;
@@ -144,30 +144,12 @@ impl<const D: usize> Logic for Core<D> {
         self.parser.tag_mismatch.next = self.untag.mismatch.val();
         // Configuration.
         ConfigBus::link(&mut self.cfg, &mut self.registers.bus);
-        self.parser.switch_mac_hi.next = self.registers.switch_mac_hi.val();
-        self.parser.switch_mac_lo.next = self.registers.switch_mac_lo.val();
-        self.parser.switch_ip.next = self.registers.switch_ip.val();
-        self.parser.workers.next = self.registers.workers.val();
-        self.parser.size_code.next = self.registers.size_code.val();
-        self.parser.payload_words.next = self.registers.payload_words.val();
-        self.parser.slots_in_use.next = self.registers.slots_in_use.val();
-        self.parser.worker_port.next = self.registers.worker_port.val();
-        self.parser.wt_address.next = self.registers.wt_address.val();
-        self.parser.wt_data.next = self.registers.wt_data.val();
-        self.parser.wt_write_ip.next = self.registers.wt_write_ip.val();
-        self.aggregator.switch_mac_hi.next = self.registers.switch_mac_hi.val();
-        self.aggregator.switch_mac_lo.next = self.registers.switch_mac_lo.val();
-        self.aggregator.switch_ip.next = self.registers.switch_ip.val();
-        self.aggregator.workers.next = self.registers.workers.val();
-        self.aggregator.payload_words.next = self.registers.payload_words.val();
-        self.result_builder.switch_ip.next = self.registers.switch_ip.val();
-        self.result_builder.payload_words.next = self.registers.payload_words.val();
-        self.result_builder.wt_address.next = self.registers.wt_address.val();
-        self.result_builder.wt_data.next = self.registers.wt_data.val();
-        self.result_builder.wt_write_ip.next = self.registers.wt_write_ip.val();
-        self.result_builder.wt_write_mac_hi.next = self.registers.wt_write_mac_hi.val();
-        self.result_builder.wt_write_mac_lo.next = self.registers.wt_write_mac_lo.val();
-        self.scoreboard.workers.next = self.registers.workers.val();
+        JobSettingsSource::join(&mut self.registers.job, &mut self.parser.job);
+        JobSettingsSource::join(&mut self.registers.job, &mut self.aggregator.job);
+        JobSettingsSource::join(&mut self.registers.job, &mut self.result_builder.job);
+        WorkerTableWriteSource::join(&mut self.registers.wt, &mut self.parser.wt);
+        WorkerTableWriteSource::join(&mut self.registers.wt, &mut self.result_builder.wt);
+        self.scoreboard.workers.next = self.registers.job.workers.val();
         self.scoreboard.clear.next = self.registers.clear.val();
         self.counters.clear.next = self.registers.clear_counters.val();
         // Parser to aggregator.
@@ -232,7 +214,7 @@ impl<const D: usize> Logic for Core<D> {
         self.counters.bucket.next = self.aggregator.ev_bucket.val();
         self.counters.bucket_index.next = self.aggregator.ev_bucket_index.val();
         self.counters.multicast.next = self.aggregator.ev_multicast.val();
-        self.counters.multicast_count.next = self.registers.workers.val();
+        self.counters.multicast_count.next = self.registers.job.workers.val();
         self.counters.retransmit.next = self.aggregator.ev_retransmit.val();
         self.counters.frame_out.next = self.result_builder.frame_sent.val();
         CounterPort::<5>::link(&mut self.counter, &mut self.counters.read);

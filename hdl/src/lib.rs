@@ -44,6 +44,7 @@ pub mod eaps_gate;
 pub mod eaps_node;
 pub mod eaps_pdu;
 pub mod frame_parser;
+pub mod header_words;
 pub mod lane_adders;
 pub mod mdio;
 pub mod register_range;

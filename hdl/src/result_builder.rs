@@ -21,6 +21,7 @@
 //! still in the pipeline.
 
 use crate::block_ram::{BlockRam, PipelinedRam};
+use crate::config_registers::{JobSettings, WorkerTableWrite};
 use crate::word_stream::WordSource;
 use rust_hdl::prelude::*;
 
@@ -74,20 +75,10 @@ pub struct ResultBuilder {
     pub load_half: Signal<Out, Bit>,
     /// That half is free.
     pub load_free: Signal<Out, Bit>,
-    /// Switch IPv4 address.
-    pub switch_ip: Signal<In, Bits<32>>,
-    /// Elements per payload k.
-    pub payload_words: Signal<In, Bits<9>>,
-    /// Worker table entry to write.
-    pub wt_address: Signal<In, Bits<5>>,
-    /// Worker table data.
-    pub wt_data: Signal<In, Bits<32>>,
-    /// Write a worker's IPv4 address.
-    pub wt_write_ip: Signal<In, Bit>,
-    /// Write a worker's MAC bytes 0..2.
-    pub wt_write_mac_hi: Signal<In, Bit>,
-    /// Write a worker's MAC bytes 2..6.
-    pub wt_write_mac_lo: Signal<In, Bit>,
+    /// The job's settings (switch IP, k).
+    pub job: JobSettings,
+    /// Worker table writes (the builder keeps addresses and MACs).
+    pub wt: WorkerTableWrite,
     /// The frames sent, one word a cycle.
     pub word: WordSource,
     /// Pulse: a frame's last word left.
@@ -197,13 +188,8 @@ impl ResultBuilder {
             load_last_bytes: Default::default(),
             load_half: Default::default(),
             load_free: Default::default(),
-            switch_ip: Default::default(),
-            payload_words: Default::default(),
-            wt_address: Default::default(),
-            wt_data: Default::default(),
-            wt_write_ip: Default::default(),
-            wt_write_mac_hi: Default::default(),
-            wt_write_mac_lo: Default::default(),
+            job: Default::default(),
+            wt: Default::default(),
             word: Default::default(),
             frame_sent: Default::default(),
             busy: Default::default(),
@@ -303,15 +289,15 @@ impl Logic for ResultBuilder {
         self.tx_buf.write_address.next = self.buf_write_address.val();
         self.tx_buf.write_data.next = self.buf_write_data.val();
         self.tx_buf.write_enable.next = self.buf_write_enable.val();
-        self.wt_ip.write_address.next = self.wt_address.val();
-        self.wt_ip.write_data.next = self.wt_data.val();
-        self.wt_ip.write_enable.next = self.wt_write_ip.val();
-        self.wt_mac_hi.write_address.next = self.wt_address.val();
-        self.wt_mac_hi.write_data.next = bit_cast::<16, 32>(self.wt_data.val());
-        self.wt_mac_hi.write_enable.next = self.wt_write_mac_hi.val();
-        self.wt_mac_lo.write_address.next = self.wt_address.val();
-        self.wt_mac_lo.write_data.next = self.wt_data.val();
-        self.wt_mac_lo.write_enable.next = self.wt_write_mac_lo.val();
+        self.wt_ip.write_address.next = self.wt.address.val();
+        self.wt_ip.write_data.next = self.wt.data.val();
+        self.wt_ip.write_enable.next = self.wt.write_ip.val();
+        self.wt_mac_hi.write_address.next = self.wt.address.val();
+        self.wt_mac_hi.write_data.next = bit_cast::<16, 32>(self.wt.data.val());
+        self.wt_mac_hi.write_enable.next = self.wt.write_mac_hi.val();
+        self.wt_mac_lo.write_address.next = self.wt.address.val();
+        self.wt_mac_lo.write_data.next = self.wt.data.val();
+        self.wt_mac_lo.write_enable.next = self.wt.write_mac_lo.val();
         // Loading (aggregator side).
         self.load_half.next = self.lhalf.q.val();
         // `load_free` from a flip-flop holding the next cycle's `!full[lhalf]` (set below).
@@ -325,9 +311,9 @@ impl Logic for ResultBuilder {
             | self.v4.q.val();
         // The checksum's fixed part (configuration only), in two registered steps.
         self.ck_base_a.d.next =
-            bit_cast::<20, 32>((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38) + 0x4500 + 0x4011;
+            bit_cast::<20, 32>((bit_cast::<32, 9>(self.job.payload_words.val()) << 2) + 38) + 0x4500 + 0x4011;
         self.ck_base_b.d.next =
-            bit_cast::<20, 32>(self.switch_ip.val() >> 16) + bit_cast::<20, 32>(self.switch_ip.val() & 0xffff);
+            bit_cast::<20, 32>(self.job.switch_ip.val() >> 16) + bit_cast::<20, 32>(self.job.switch_ip.val() & 0xffff);
         self.ck_base.d.next = self.ck_base_a.q.val() + self.ck_base_b.q.val();
         // The half being issued.
         if self.shalf.q.val() {
@@ -586,8 +572,8 @@ mod tests {
         fn new() -> Bench {
             let mut uut = ResultBuilder::new();
             uut.connect_all();
-            uut.switch_ip.next = u64::from(u32::from_be_bytes(SWITCH_IP)).into();
-            uut.payload_words.next = (K as u64).into();
+            uut.job.switch_ip.next = u64::from(u32::from_be_bytes(SWITCH_IP)).into();
+            uut.job.payload_words.next = (K as u64).into();
             let mut b = Bench { uut, cycles: 0 };
             for rank in 0..4u8 {
                 let m = mac(rank);
@@ -596,17 +582,17 @@ mod tests {
                     (1, u64::from(u16::from_be_bytes([m[0], m[1]]))),
                     (2, u64::from(u32::from_be_bytes(m[2..6].try_into().unwrap()))),
                 ] {
-                    b.uut.wt_address.next = u64::from(rank).into();
-                    b.uut.wt_data.next = data.into();
-                    b.uut.wt_write_ip.next = what == 0;
-                    b.uut.wt_write_mac_hi.next = what == 1;
-                    b.uut.wt_write_mac_lo.next = what == 2;
+                    b.uut.wt.address.next = u64::from(rank).into();
+                    b.uut.wt.data.next = data.into();
+                    b.uut.wt.write_ip.next = what == 0;
+                    b.uut.wt.write_mac_hi.next = what == 1;
+                    b.uut.wt.write_mac_lo.next = what == 2;
                     b.cycle();
                 }
             }
-            b.uut.wt_write_ip.next = false;
-            b.uut.wt_write_mac_hi.next = false;
-            b.uut.wt_write_mac_lo.next = false;
+            b.uut.wt.write_ip.next = false;
+            b.uut.wt.write_mac_hi.next = false;
+            b.uut.wt.write_mac_lo.next = false;
             b
         }
 
