@@ -31,14 +31,15 @@
 //! host-side `Counters` are 64-bit); a frame longer than 65535 bytes is measured modulo 2^16.
 
 use crate::aggregator::Aggregator;
+use crate::block_ram::RamClient;
 use crate::config::CoreConfig;
 use crate::config_registers::{ConfigBus, ConfigRegisters, JobSettingsSource, WorkerTableWriteSource};
-use crate::counters::{CounterPort, Counters};
+use crate::counters::{CounterEventSource, CounterPort, Counters};
 use crate::frame_parser::DescriptorSource;
 use crate::frame_parser::FrameParser;
-use crate::lane_adders::LaneAdders;
-use crate::result_builder::ResultBuilder;
-use crate::scoreboard::Scoreboard;
+use crate::lane_adders::{LaneAdderClient, LaneAdders};
+use crate::result_builder::{ReplyQueueClient, ResultBuilder};
+use crate::scoreboard::{Scoreboard, ScoreboardClient};
 use crate::slot_memory::SlotMemory;
 use crate::stream_width::{RxWidth, TxWidth};
 use crate::vlan::{VlanTag, VlanUntag};
@@ -156,51 +157,13 @@ impl<const D: usize> Logic for Core<D> {
         DescriptorSource::join(&mut self.parser.desc, &mut self.aggregator.desc);
         self.parser.buf_read_address.next = self.aggregator.buf_read_address.val();
         self.aggregator.buf_read_data.next = self.parser.buf_read_data.val();
-        // Scoreboard.
-        self.aggregator.clearing.next = self.scoreboard.clearing.val();
-        self.scoreboard.slot.next = self.aggregator.sb_slot.val();
-        self.scoreboard.set.next = self.aggregator.sb_set.val();
-        self.scoreboard.rank.next = self.aggregator.sb_rank.val();
-        self.scoreboard.active.next = self.aggregator.sb_active.val();
-        self.scoreboard.commit.next = self.aggregator.sb_commit.val();
-        self.aggregator.sb_new.next = self.scoreboard.is_new.val();
-        self.aggregator.sb_first.next = self.scoreboard.first.val();
-        self.aggregator.sb_last.next = self.scoreboard.last.val();
-        self.aggregator.sb_complete.next = self.scoreboard.complete.val();
-        // Slot memory and lane adders.
-        self.slot_memory.read_address.next = self.aggregator.sm_read_address.val();
-        self.aggregator.sm_read_data.next = self.slot_memory.read_data.val();
-        self.slot_memory.write_address.next = self.aggregator.sm_write_address.val();
-        self.slot_memory.write_data.next = self.aggregator.sm_write_data.val();
-        self.slot_memory.write_enable.next = self.aggregator.sm_write_enable.val();
-        self.slot_memory.exp_read_address.next = self.aggregator.ex_read_address.val();
-        self.aggregator.ex_read_data.next = self.slot_memory.exp_read_data.val();
-        self.slot_memory.exp_write_address.next = self.aggregator.ex_write_address.val();
-        self.slot_memory.exp_write_data.next = self.aggregator.ex_write_data.val();
-        self.slot_memory.exp_write_enable.next = self.aggregator.ex_write_enable.val();
-        self.lane_adders.stored.next = self.aggregator.la_stored.val();
-        self.lane_adders.incoming.next = self.aggregator.la_incoming.val();
-        self.lane_adders.first.next = self.aggregator.la_first.val();
-        self.aggregator.la_sum.next = self.lane_adders.sum.val();
-        self.lane_adders.exp_stored.next = self.aggregator.la_exp_stored.val();
-        self.lane_adders.exp_incoming.next = self.aggregator.la_exp_incoming.val();
-        self.lane_adders.exp_active.next = self.aggregator.la_exp_active.val();
-        self.aggregator.la_exp_out.next = self.lane_adders.exp_out.val();
+        // Scoreboard, slot memory and lane adders.
+        ScoreboardClient::join(&mut self.aggregator.sb, &mut self.scoreboard.lookup);
+        RamClient::<16, 32>::join(&mut self.aggregator.sm, &mut self.slot_memory.values);
+        RamClient::<6, 32>::join(&mut self.aggregator.ex, &mut self.slot_memory.exponents);
+        LaneAdderClient::join(&mut self.aggregator.la, &mut self.lane_adders.port);
         // Aggregator to result builder.
-        self.result_builder.buf_write_address.next = self.aggregator.tx_write_address.val();
-        self.result_builder.buf_write_data.next = self.aggregator.tx_write_data.val();
-        self.result_builder.buf_write_enable.next = self.aggregator.tx_write_enable.val();
-        self.result_builder.hdr_write_address.next = self.aggregator.hdr_write_address.val();
-        self.result_builder.hdr_write_data.next = self.aggregator.hdr_write_data.val();
-        self.result_builder.hdr_write_enable.next = self.aggregator.hdr_write_enable.val();
-        self.aggregator.tx_half.next = self.result_builder.load_half.val();
-        self.aggregator.tx_free.next = self.result_builder.load_free.val();
-        self.result_builder.load.next = self.aggregator.tx_load.val();
-        self.result_builder.load_kind.next = self.aggregator.tx_kind.val();
-        self.result_builder.load_first.next = self.aggregator.tx_first.val();
-        self.result_builder.load_last.next = self.aggregator.tx_last.val();
-        self.result_builder.load_nwords.next = self.aggregator.tx_nwords.val();
-        self.result_builder.load_last_bytes.next = self.aggregator.tx_last_bytes.val();
+        ReplyQueueClient::join(&mut self.aggregator.replies, &mut self.result_builder.queue);
         // Transmit stream.
         WordSource::join(&mut self.result_builder.word, &mut self.tag.word_in);
         WordSource::join(&mut self.tag.word_out, &mut self.tx_width.word);
@@ -211,18 +174,15 @@ impl<const D: usize> Logic for Core<D> {
         self.tx.bytes.next = self.tx_width.out_bytes.val();
         self.tx_width.out_ready.next = self.tx.ready.val();
         // Counters.
-        self.counters.bucket.next = self.aggregator.ev_bucket.val();
-        self.counters.bucket_index.next = self.aggregator.ev_bucket_index.val();
-        self.counters.multicast.next = self.aggregator.ev_multicast.val();
+        CounterEventSource::join(&mut self.aggregator.events, &mut self.counters.events);
         self.counters.multicast_count.next = self.registers.job.workers.val();
-        self.counters.retransmit.next = self.aggregator.ev_retransmit.val();
         self.counters.frame_out.next = self.result_builder.frame_sent.val();
         CounterPort::<5>::link(&mut self.counter, &mut self.counters.read);
         self.idle.next = self.idle_r.q.val();
         self.idle_r.d.next = !self.parser.busy.val()
             & self.aggregator.idle.val()
             & !self.result_builder.busy.val()
-            & !self.scoreboard.clearing.val()
+            & !self.scoreboard.lookup.clearing.val()
             & !self.counters.pending.val();
     }
 }

@@ -69,6 +69,34 @@ pub struct CounterPortDriver<const A: usize> {
     pub data: Signal<In, Bits<32>>,
 }
 
+/// The aggregator's events, the counters' end.
+#[derive(LogicInterface, Default)]
+#[join = "CounterEventSource"]
+pub struct CounterEvents {
+    /// A received frame is filed.
+    pub bucket: Signal<In, Bit>,
+    /// Where it is filed.
+    pub bucket_index: Signal<In, Bits<5>>,
+    /// Result frames of a completed round are queued.
+    pub multicast: Signal<In, Bit>,
+    /// A result frame is queued for a retransmitting worker.
+    pub retransmit: Signal<In, Bit>,
+}
+
+/// The aggregator's events, the aggregator's end.
+#[derive(LogicInterface, Default)]
+#[join = "CounterEvents"]
+pub struct CounterEventSource {
+    /// A received frame is filed.
+    pub bucket: Signal<Out, Bit>,
+    /// Where it is filed.
+    pub bucket_index: Signal<Out, Bits<5>>,
+    /// Result frames of a completed round are queued.
+    pub multicast: Signal<Out, Bit>,
+    /// A result frame is queued for a retransmitting worker.
+    pub retransmit: Signal<Out, Bit>,
+}
+
 /// Counter bank.
 #[derive(LogicBlock, Default)]
 pub struct Counters {
@@ -76,16 +104,10 @@ pub struct Counters {
     pub clock: Signal<In, Clock>,
     /// Zero every counter.
     pub clear: Signal<In, Bit>,
-    /// A received frame is filed.
-    pub bucket: Signal<In, Bit>,
-    /// Where it is filed.
-    pub bucket_index: Signal<In, Bits<5>>,
-    /// Result frames of a completed round are queued.
-    pub multicast: Signal<In, Bit>,
+    /// The aggregator's events.
+    pub events: CounterEvents,
     /// How many (n).
     pub multicast_count: Signal<In, Bits<6>>,
-    /// A result frame is queued for a retransmitting worker.
-    pub retransmit: Signal<In, Bit>,
     /// A frame left the core.
     pub frame_out: Signal<In, Bit>,
     /// The counters, read by index.
@@ -164,11 +186,11 @@ impl Logic for Counters {
             c22,
             c23
         );
-        self.r_bucket.d.next = self.bucket.val();
-        self.r_index.d.next = self.bucket_index.val();
-        self.r_multicast.d.next = self.multicast.val();
+        self.r_bucket.d.next = self.events.bucket.val();
+        self.r_index.d.next = self.events.bucket_index.val();
+        self.r_multicast.d.next = self.events.multicast.val();
         self.r_count.d.next = self.multicast_count.val();
-        self.r_retransmit.d.next = self.retransmit.val();
+        self.r_retransmit.d.next = self.events.retransmit.val();
         self.r_frame_out.d.next = self.frame_out.val();
         self.pending.next =
             self.r_bucket.q.val() | self.r_multicast.q.val() | self.r_retransmit.q.val() | self.r_frame_out.q.val();

@@ -42,11 +42,11 @@ enum TxState {
     Send,
 }
 
-/// The result builder.
-#[derive(LogicBlock)]
-pub struct ResultBuilder {
-    /// Clock.
-    pub clock: Signal<In, Clock>,
+/// The frames to send, written into the builder's buffers and loaded one a half, the
+/// builder's end.
+#[derive(LogicInterface, Default)]
+#[join = "ReplyQueueClient"]
+pub struct ReplyQueue {
     /// Buffer write address (bit 9: half).
     pub buf_write_address: Signal<In, Bits<10>>,
     /// Buffer write data.
@@ -59,22 +59,65 @@ pub struct ResultBuilder {
     pub hdr_write_data: Signal<In, Bits<32>>,
     /// Header buffer write strobe.
     pub hdr_write_enable: Signal<In, Bit>,
-    /// Pulse: the half `load_half` holds a frame to send.
+    /// Pulse: the half `half` holds a frame to send.
     pub load: Signal<In, Bit>,
-    /// 0 result, 1 ARP reply, 2 ICMP echo reply.
-    pub load_kind: Signal<In, ReplyKind>,
+    /// What the frame is.
+    pub kind: Signal<In, ReplyKind>,
     /// First rank.
-    pub load_first: Signal<In, Bits<5>>,
+    pub first: Signal<In, Bits<5>>,
     /// Last rank.
-    pub load_last: Signal<In, Bits<5>>,
+    pub last: Signal<In, Bits<5>>,
     /// Words in the frame.
-    pub load_nwords: Signal<In, Bits<10>>,
+    pub nwords: Signal<In, Bits<10>>,
     /// Valid bytes of the last word.
-    pub load_last_bytes: Signal<In, Bits<3>>,
+    pub last_bytes: Signal<In, Bits<3>>,
     /// The half to fill next.
-    pub load_half: Signal<Out, Bit>,
+    pub half: Signal<Out, Bit>,
     /// That half is free.
-    pub load_free: Signal<Out, Bit>,
+    pub free: Signal<Out, Bit>,
+}
+
+/// The frames to send, the aggregator's end.
+#[derive(LogicInterface, Default)]
+#[join = "ReplyQueue"]
+pub struct ReplyQueueClient {
+    /// Buffer write address (bit 9: half).
+    pub buf_write_address: Signal<Out, Bits<10>>,
+    /// Buffer write data.
+    pub buf_write_data: Signal<Out, Bits<32>>,
+    /// Buffer write strobe.
+    pub buf_write_enable: Signal<Out, Bit>,
+    /// Header buffer write address (bit 4: half, bits 3..0: word 0..12).
+    pub hdr_write_address: Signal<Out, Bits<5>>,
+    /// Header buffer write data.
+    pub hdr_write_data: Signal<Out, Bits<32>>,
+    /// Header buffer write strobe.
+    pub hdr_write_enable: Signal<Out, Bit>,
+    /// Pulse: the half `half` holds a frame to send.
+    pub load: Signal<Out, Bit>,
+    /// What the frame is.
+    pub kind: Signal<Out, ReplyKind>,
+    /// First rank.
+    pub first: Signal<Out, Bits<5>>,
+    /// Last rank.
+    pub last: Signal<Out, Bits<5>>,
+    /// Words in the frame.
+    pub nwords: Signal<Out, Bits<10>>,
+    /// Valid bytes of the last word.
+    pub last_bytes: Signal<Out, Bits<3>>,
+    /// The half to fill next.
+    pub half: Signal<In, Bit>,
+    /// That half is free.
+    pub free: Signal<In, Bit>,
+}
+
+/// The result builder.
+#[derive(LogicBlock)]
+pub struct ResultBuilder {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// The frames to send.
+    pub queue: ReplyQueue,
     /// The job's settings (switch IP, k).
     pub job: JobSettings,
     /// Worker table writes (the builder keeps addresses and MACs).
@@ -174,20 +217,7 @@ impl ResultBuilder {
     pub fn new() -> Self {
         Self {
             clock: Default::default(),
-            buf_write_address: Default::default(),
-            buf_write_data: Default::default(),
-            buf_write_enable: Default::default(),
-            hdr_write_address: Default::default(),
-            hdr_write_data: Default::default(),
-            hdr_write_enable: Default::default(),
-            load: Default::default(),
-            load_kind: Default::default(),
-            load_first: Default::default(),
-            load_last: Default::default(),
-            load_nwords: Default::default(),
-            load_last_bytes: Default::default(),
-            load_half: Default::default(),
-            load_free: Default::default(),
+            queue: Default::default(),
             job: Default::default(),
             wt: Default::default(),
             word: Default::default(),
@@ -283,12 +313,12 @@ impl Logic for ResultBuilder {
             last3, bytes3, patch3, raw3, mac_hi3, mac_lo3, ip3, fold3, v4, last4, bytes4, data4
         );
         clock!(self, clock, tx_buf, hdr_buf, wt_ip, wt_mac_hi, wt_mac_lo);
-        self.hdr_buf.write_address.next = self.hdr_write_address.val();
-        self.hdr_buf.write_data.next = self.hdr_write_data.val();
-        self.hdr_buf.write_enable.next = self.hdr_write_enable.val();
-        self.tx_buf.write_address.next = self.buf_write_address.val();
-        self.tx_buf.write_data.next = self.buf_write_data.val();
-        self.tx_buf.write_enable.next = self.buf_write_enable.val();
+        self.hdr_buf.write_address.next = self.queue.hdr_write_address.val();
+        self.hdr_buf.write_data.next = self.queue.hdr_write_data.val();
+        self.hdr_buf.write_enable.next = self.queue.hdr_write_enable.val();
+        self.tx_buf.write_address.next = self.queue.buf_write_address.val();
+        self.tx_buf.write_data.next = self.queue.buf_write_data.val();
+        self.tx_buf.write_enable.next = self.queue.buf_write_enable.val();
         self.wt_ip.write_address.next = self.wt.address.val();
         self.wt_ip.write_data.next = self.wt.data.val();
         self.wt_ip.write_enable.next = self.wt.write_ip.val();
@@ -299,9 +329,9 @@ impl Logic for ResultBuilder {
         self.wt_mac_lo.write_data.next = self.wt.data.val();
         self.wt_mac_lo.write_enable.next = self.wt.write_mac_lo.val();
         // Loading (aggregator side).
-        self.load_half.next = self.lhalf.q.val();
+        self.queue.half.next = self.lhalf.q.val();
         // `load_free` from a flip-flop holding the next cycle's `!full[lhalf]` (set below).
-        self.load_free.next = self.free.q.val();
+        self.queue.free.next = self.free.q.val();
         self.busy.next = self.full0.q.val()
             | self.full1.q.val()
             | (self.state.q.val() != TxState::Idle)
@@ -494,25 +524,25 @@ impl Logic for ResultBuilder {
                 }
             }
         }
-        if self.load.val() {
+        if self.queue.load.val() {
             if self.lhalf.q.val() {
                 self.full1.d.next = true;
-                self.k1.d.next = self.load_kind.val();
-                self.f1.d.next = self.load_first.val();
-                self.l1.d.next = self.load_last.val();
-                self.l1m1.d.next = self.load_last.val() - 1;
-                self.e1.d.next = self.load_nwords.val() - 1;
-                self.e1m1.d.next = self.load_nwords.val() - 2;
-                self.b1.d.next = self.load_last_bytes.val();
+                self.k1.d.next = self.queue.kind.val();
+                self.f1.d.next = self.queue.first.val();
+                self.l1.d.next = self.queue.last.val();
+                self.l1m1.d.next = self.queue.last.val() - 1;
+                self.e1.d.next = self.queue.nwords.val() - 1;
+                self.e1m1.d.next = self.queue.nwords.val() - 2;
+                self.b1.d.next = self.queue.last_bytes.val();
             } else {
                 self.full0.d.next = true;
-                self.k0.d.next = self.load_kind.val();
-                self.f0.d.next = self.load_first.val();
-                self.l0.d.next = self.load_last.val();
-                self.l0m1.d.next = self.load_last.val() - 1;
-                self.e0.d.next = self.load_nwords.val() - 1;
-                self.e0m1.d.next = self.load_nwords.val() - 2;
-                self.b0.d.next = self.load_last_bytes.val();
+                self.k0.d.next = self.queue.kind.val();
+                self.f0.d.next = self.queue.first.val();
+                self.l0.d.next = self.queue.last.val();
+                self.l0m1.d.next = self.queue.last.val() - 1;
+                self.e0.d.next = self.queue.nwords.val() - 1;
+                self.e0m1.d.next = self.queue.nwords.val() - 2;
+                self.b0.d.next = self.queue.last_bytes.val();
             }
             self.lhalf.d.next = !self.lhalf.q.val();
         }
@@ -608,8 +638,8 @@ mod tests {
         /// Writes `image` into the free half and loads it as `kind` for ranks `first..=last`.
         fn load(&mut self, image: &[u8], kind: ReplyKind, first: u8, last: u8) {
             settle(&mut self.uut);
-            assert!(self.uut.load_free.val(), "no free half");
-            let half = u64::from(self.uut.load_half.val());
+            assert!(self.uut.queue.free.val(), "no free half");
+            let half = u64::from(self.uut.queue.half.val());
             let words: Vec<u64> = image
                 .chunks(4)
                 .map(|w| {
@@ -619,25 +649,25 @@ mod tests {
                 })
                 .collect();
             for (i, w) in words.iter().enumerate() {
-                self.uut.buf_write_address.next = ((half << 9) | i as u64).into();
-                self.uut.buf_write_data.next = (*w).into();
-                self.uut.buf_write_enable.next = true;
-                self.uut.hdr_write_enable.next = i < 13;
-                self.uut.hdr_write_address.next = ((half << 4) | (i as u64 & 15)).into();
-                self.uut.hdr_write_data.next = (*w).into();
+                self.uut.queue.buf_write_address.next = ((half << 9) | i as u64).into();
+                self.uut.queue.buf_write_data.next = (*w).into();
+                self.uut.queue.buf_write_enable.next = true;
+                self.uut.queue.hdr_write_enable.next = i < 13;
+                self.uut.queue.hdr_write_address.next = ((half << 4) | (i as u64 & 15)).into();
+                self.uut.queue.hdr_write_data.next = (*w).into();
                 self.cycle();
             }
-            self.uut.buf_write_enable.next = false;
-            self.uut.hdr_write_enable.next = false;
-            self.uut.load.next = true;
-            self.uut.load_kind.next = kind;
-            self.uut.load_first.next = u64::from(first).into();
-            self.uut.load_last.next = u64::from(last).into();
-            self.uut.load_nwords.next = (words.len() as u64).into();
+            self.uut.queue.buf_write_enable.next = false;
+            self.uut.queue.hdr_write_enable.next = false;
+            self.uut.queue.load.next = true;
+            self.uut.queue.kind.next = kind;
+            self.uut.queue.first.next = u64::from(first).into();
+            self.uut.queue.last.next = u64::from(last).into();
+            self.uut.queue.nwords.next = (words.len() as u64).into();
             let last_bytes = (image.len() - 1) % 4 + 1;
-            self.uut.load_last_bytes.next = (last_bytes as u64).into();
+            self.uut.queue.last_bytes.next = (last_bytes as u64).into();
             self.cycle();
-            self.uut.load.next = false;
+            self.uut.queue.load.next = false;
         }
 
         /// The frames that leave within `cycles`, taken with `ready` low one cycle in three.

@@ -28,8 +28,8 @@ lint_off -rule WIDTH -file \"*top.v\"
 // untagger, are such: `ready` is a function of the downstream `ready` and registers, but
 // shares an always block with reads of the data): Verilator only reports them as
 // unoptimizable, a speed warning.
-lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.scoreboard$is_new*\"
-lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.lane_adders$exp_out*\"
+lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.scoreboard$lookup$is_new*\"
+lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.lane_adders$port$exp_out*\"
 lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.tx_width$word$ready*\"
 lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.tag$word_in$ready*\"
 lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.untag$word_in$ready*\"
