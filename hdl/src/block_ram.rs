@@ -8,37 +8,24 @@
 
 use rust_hdl::prelude::*;
 
-/// The ports of a simple dual-port RAM of `D`-bit words addressed with `A` bits, the RAM's end
-/// (timing as the RAM that serves them says).
-#[derive(LogicInterface, Default)]
-#[join = "RamClient"]
-pub struct RamPort<const A: usize, const D: usize> {
-    /// Read address.
-    pub read_address: Signal<In, Bits<A>>,
-    /// Word read.
-    pub read_data: Signal<Out, Bits<D>>,
-    /// Write address.
-    pub write_address: Signal<In, Bits<A>>,
-    /// Word to write.
-    pub write_data: Signal<In, Bits<D>>,
-    /// Write strobe.
-    pub write_enable: Signal<In, Bit>,
-}
-
-/// The ports of a simple dual-port RAM, the user's end.
-#[derive(LogicInterface, Default)]
-#[join = "RamPort"]
-pub struct RamClient<const A: usize, const D: usize> {
-    /// Read address.
-    pub read_address: Signal<Out, Bits<A>>,
-    /// Word read.
-    pub read_data: Signal<In, Bits<D>>,
-    /// Write address.
-    pub write_address: Signal<Out, Bits<A>>,
-    /// Word to write.
-    pub write_data: Signal<Out, Bits<D>>,
-    /// Write strobe.
-    pub write_enable: Signal<Out, Bit>,
+interface_pair! {
+    /// The ports of a simple dual-port RAM of `D`-bit words addressed with `A` bits, the RAM's end
+    /// (timing as the RAM that serves them says).
+    pub struct RamPort<const A: usize, const D: usize> join "RamClient";
+    /// The ports of a simple dual-port RAM, the user's end.
+    pub struct RamClient join "RamPort";
+    {
+        /// Read address.
+        read_address: In Bits<A>,
+        /// Word read.
+        read_data: Out Bits<D>,
+        /// Write address.
+        write_address: In Bits<A>,
+        /// Word to write.
+        write_data: In Bits<D>,
+        /// Write strobe.
+        write_enable: In Bit,
+    }
 }
 
 /// Simple dual-port RAM of `depth` words of `D` bits, addressed with `A` bits.

@@ -23,108 +23,67 @@
 
 use rust_hdl::prelude::*;
 
-/// The job-configuration bus, taking end: a register write is `write` high at a rising edge
-/// with `address` and `data`. The core and the configuration registers take it.
-#[derive(LogicInterface, Default)]
-#[join = "ConfigBusDriver"]
-pub struct ConfigBus {
-    /// Write strobe.
-    pub write: Signal<In, Bit>,
-    /// Register address.
-    pub address: Signal<In, Bits<8>>,
-    /// Data to write.
-    pub data: Signal<In, Bits<32>>,
+interface_pair! {
+    /// The job-configuration bus, taking end: a register write is `write` high at a rising edge
+    /// with `address` and `data`. The core and the configuration registers take it.
+    pub struct ConfigBus join "ConfigBusDriver";
+    /// The job-configuration bus, driving end (the control link, a loader).
+    pub struct ConfigBusDriver join "ConfigBus";
+    {
+        /// Write strobe.
+        write: In Bit,
+        /// Register address.
+        address: In Bits<8>,
+        /// Data to write.
+        data: In Bits<32>,
+    }
 }
 
-/// The job-configuration bus, driving end (the control link, a loader).
-#[derive(LogicInterface, Default)]
-#[join = "ConfigBus"]
-pub struct ConfigBusDriver {
-    /// Write strobe.
-    pub write: Signal<Out, Bit>,
-    /// Register address.
-    pub address: Signal<Out, Bits<8>>,
-    /// Data to write.
-    pub data: Signal<Out, Bits<32>>,
+interface_pair! {
+    /// The job's settings as the configuration registers hold them, taking end: what the parser,
+    /// the aggregator and the result builder read (each the fields it needs).
+    pub struct JobSettings join "JobSettingsSource";
+    /// The job's settings, driving end (the configuration registers).
+    pub struct JobSettingsSource join "JobSettings";
+    {
+        /// Switch MAC, bytes 0..2.
+        switch_mac_hi: In Bits<16>,
+        /// Switch MAC, bytes 2..6.
+        switch_mac_lo: In Bits<32>,
+        /// Switch IPv4 address.
+        switch_ip: In Bits<32>,
+        /// Number of workers n.
+        workers: In Bits<6>,
+        /// `size` code of the job's payload.
+        size_code: In Bits<3>,
+        /// Elements per payload, k = 32 << size.
+        payload_words: In Bits<9>,
+        /// Slots in use S.
+        slots_in_use: In Bits<16>,
+        /// The workers' UDP source port.
+        worker_port: In Bits<16>,
+    }
 }
 
-/// The job's settings as the configuration registers hold them, taking end: what the parser,
-/// the aggregator and the result builder read (each the fields it needs).
-#[derive(LogicInterface, Default)]
-#[join = "JobSettingsSource"]
-pub struct JobSettings {
-    /// Switch MAC, bytes 0..2.
-    pub switch_mac_hi: Signal<In, Bits<16>>,
-    /// Switch MAC, bytes 2..6.
-    pub switch_mac_lo: Signal<In, Bits<32>>,
-    /// Switch IPv4 address.
-    pub switch_ip: Signal<In, Bits<32>>,
-    /// Number of workers n.
-    pub workers: Signal<In, Bits<6>>,
-    /// `size` code of the job's payload.
-    pub size_code: Signal<In, Bits<3>>,
-    /// Elements per payload, k = 32 << size.
-    pub payload_words: Signal<In, Bits<9>>,
-    /// Slots in use S.
-    pub slots_in_use: Signal<In, Bits<16>>,
-    /// The workers' UDP source port.
-    pub worker_port: Signal<In, Bits<16>>,
-}
-
-/// The job's settings, driving end (the configuration registers).
-#[derive(LogicInterface, Default)]
-#[join = "JobSettings"]
-pub struct JobSettingsSource {
-    /// Switch MAC, bytes 0..2.
-    pub switch_mac_hi: Signal<Out, Bits<16>>,
-    /// Switch MAC, bytes 2..6.
-    pub switch_mac_lo: Signal<Out, Bits<32>>,
-    /// Switch IPv4 address.
-    pub switch_ip: Signal<Out, Bits<32>>,
-    /// Number of workers n.
-    pub workers: Signal<Out, Bits<6>>,
-    /// `size` code of the job's payload.
-    pub size_code: Signal<Out, Bits<3>>,
-    /// Elements per payload, k = 32 << size.
-    pub payload_words: Signal<Out, Bits<9>>,
-    /// Slots in use S.
-    pub slots_in_use: Signal<Out, Bits<16>>,
-    /// The workers' UDP source port.
-    pub worker_port: Signal<Out, Bits<16>>,
-}
-
-/// A write into the worker table, taking end: entry `address` takes `data` as the worker's IPv4
-/// address (`write_ip`), MAC bytes 0..2 (`write_mac_hi`, low 16 bits) or MAC bytes 2..6
-/// (`write_mac_lo`). The parser keeps the addresses, the result builder all three.
-#[derive(LogicInterface, Default)]
-#[join = "WorkerTableWriteSource"]
-pub struct WorkerTableWrite {
-    /// Worker table entry being written.
-    pub address: Signal<In, Bits<5>>,
-    /// Worker table data.
-    pub data: Signal<In, Bits<32>>,
-    /// Write a worker's IPv4 address.
-    pub write_ip: Signal<In, Bit>,
-    /// Write a worker's MAC bytes 0..2.
-    pub write_mac_hi: Signal<In, Bit>,
-    /// Write a worker's MAC bytes 2..6.
-    pub write_mac_lo: Signal<In, Bit>,
-}
-
-/// A write into the worker table, driving end (the configuration registers).
-#[derive(LogicInterface, Default)]
-#[join = "WorkerTableWrite"]
-pub struct WorkerTableWriteSource {
-    /// Worker table entry being written.
-    pub address: Signal<Out, Bits<5>>,
-    /// Worker table data.
-    pub data: Signal<Out, Bits<32>>,
-    /// Write a worker's IPv4 address.
-    pub write_ip: Signal<Out, Bit>,
-    /// Write a worker's MAC bytes 0..2.
-    pub write_mac_hi: Signal<Out, Bit>,
-    /// Write a worker's MAC bytes 2..6.
-    pub write_mac_lo: Signal<Out, Bit>,
+interface_pair! {
+    /// A write into the worker table, taking end: entry `address` takes `data` as the worker's IPv4
+    /// address (`write_ip`), MAC bytes 0..2 (`write_mac_hi`, low 16 bits) or MAC bytes 2..6
+    /// (`write_mac_lo`). The parser keeps the addresses, the result builder all three.
+    pub struct WorkerTableWrite join "WorkerTableWriteSource";
+    /// A write into the worker table, driving end (the configuration registers).
+    pub struct WorkerTableWriteSource join "WorkerTableWrite";
+    {
+        /// Worker table entry being written.
+        address: In Bits<5>,
+        /// Worker table data.
+        data: In Bits<32>,
+        /// Write a worker's IPv4 address.
+        write_ip: In Bit,
+        /// Write a worker's MAC bytes 0..2.
+        write_mac_hi: In Bit,
+        /// Write a worker's MAC bytes 2..6.
+        write_mac_lo: In Bit,
+    }
 }
 
 /// Configuration registers.

@@ -48,53 +48,35 @@ pub const BUCKET_ICMP_REPLY: u64 = BUCKET_CONTRIBUTION + 3;
 // The match on `bucket_index` below is written for these values; so is the counter count.
 const _: () = assert!(DropReason::COUNT == 16 && CounterWords::WORDS == 24 && BUCKET_ICMP_REPLY < 32);
 
-/// A counter read port, reading end: `data` is the counter `address` names (combinationally
-/// for the core's [`Counters`]).
-#[derive(LogicInterface, Default)]
-#[join = "CounterPortDriver"]
-pub struct CounterPort<const A: usize> {
-    /// Counter index.
-    pub address: Signal<In, Bits<A>>,
-    /// Counter value.
-    pub data: Signal<Out, Bits<32>>,
+interface_pair! {
+    /// A counter read port, reading end: `data` is the counter `address` names (combinationally
+    /// for the core's [`Counters`]).
+    pub struct CounterPort<const A: usize> join "CounterPortDriver";
+    /// A counter read port, addressing end (the control link).
+    pub struct CounterPortDriver join "CounterPort";
+    {
+        /// Counter index.
+        address: In Bits<A>,
+        /// Counter value.
+        data: Out Bits<32>,
+    }
 }
 
-/// A counter read port, addressing end (the control link).
-#[derive(LogicInterface, Default)]
-#[join = "CounterPort"]
-pub struct CounterPortDriver<const A: usize> {
-    /// Counter index.
-    pub address: Signal<Out, Bits<A>>,
-    /// Counter value.
-    pub data: Signal<In, Bits<32>>,
-}
-
-/// The aggregator's events, the counters' end.
-#[derive(LogicInterface, Default)]
-#[join = "CounterEventSource"]
-pub struct CounterEvents {
-    /// A received frame is filed.
-    pub bucket: Signal<In, Bit>,
-    /// Where it is filed.
-    pub bucket_index: Signal<In, Bits<5>>,
-    /// Result frames of a completed round are queued.
-    pub multicast: Signal<In, Bit>,
-    /// A result frame is queued for a retransmitting worker.
-    pub retransmit: Signal<In, Bit>,
-}
-
-/// The aggregator's events, the aggregator's end.
-#[derive(LogicInterface, Default)]
-#[join = "CounterEvents"]
-pub struct CounterEventSource {
-    /// A received frame is filed.
-    pub bucket: Signal<Out, Bit>,
-    /// Where it is filed.
-    pub bucket_index: Signal<Out, Bits<5>>,
-    /// Result frames of a completed round are queued.
-    pub multicast: Signal<Out, Bit>,
-    /// A result frame is queued for a retransmitting worker.
-    pub retransmit: Signal<Out, Bit>,
+interface_pair! {
+    /// The aggregator's events, the counters' end.
+    pub struct CounterEvents join "CounterEventSource";
+    /// The aggregator's events, the aggregator's end.
+    pub struct CounterEventSource join "CounterEvents";
+    {
+        /// A received frame is filed.
+        bucket: In Bit,
+        /// Where it is filed.
+        bucket_index: In Bits<5>,
+        /// Result frames of a completed round are queued.
+        multicast: In Bit,
+        /// A result frame is queued for a retransmitting worker.
+        retransmit: In Bit,
+    }
 }
 
 /// Counter bank.

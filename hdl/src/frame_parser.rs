@@ -60,52 +60,33 @@ fn kind(value: u64) -> Constant<Bits<5>> {
     Constant::new(value.into())
 }
 
-/// The parser's end of the descriptor: a decided frame handed to the aggregator.
-#[derive(LogicInterface, Default)]
-#[join = "DescriptorSink"]
-pub struct DescriptorSource {
-    /// A decided frame is described here (held until `done`).
-    pub valid: Signal<Out, Bit>,
-    /// Pulse: the descriptor and its buffer half are free again.
-    pub done: Signal<In, Bit>,
-    /// What the frame is (parser module doc: 0..=14 a drop reason, `KIND_*`).
-    pub kind: Signal<Out, Bits<5>>,
-    /// The sender's rank (contributions).
-    pub rank: Signal<Out, Bits<5>>,
-    /// Slot (contributions).
-    pub slot: Signal<Out, Bits<15>>,
-    /// Set (contributions).
-    pub set: Signal<Out, Bit>,
-    /// Frame buffer half holding the frame.
-    pub half: Signal<Out, Bit>,
-    /// IPv4 total length T.
-    pub ip_len: Signal<Out, Bits<16>>,
-    /// Header words 1..=12 of the frame.
-    pub header: HeaderWordsSource,
-}
-
-/// The aggregator's end of the descriptor.
-#[derive(LogicInterface, Default)]
-#[join = "DescriptorSource"]
-pub struct DescriptorSink {
-    /// A decided frame is described here (held until `done`).
-    pub valid: Signal<In, Bit>,
-    /// Pulse: the descriptor and its buffer half are free again.
-    pub done: Signal<Out, Bit>,
-    /// What the frame is (parser module doc: 0..=14 a drop reason, `KIND_*`).
-    pub kind: Signal<In, Bits<5>>,
-    /// The sender's rank (contributions).
-    pub rank: Signal<In, Bits<5>>,
-    /// Slot (contributions).
-    pub slot: Signal<In, Bits<15>>,
-    /// Set (contributions).
-    pub set: Signal<In, Bit>,
-    /// Frame buffer half holding the frame.
-    pub half: Signal<In, Bit>,
-    /// IPv4 total length T.
-    pub ip_len: Signal<In, Bits<16>>,
-    /// Header words 1..=12 of the frame.
-    pub header: HeaderWords,
+interface_pair! {
+    /// The parser's end of the descriptor: a decided frame handed to the aggregator.
+    pub struct DescriptorSource join "DescriptorSink";
+    /// The aggregator's end of the descriptor.
+    pub struct DescriptorSink join "DescriptorSource";
+    {
+        /// A decided frame is described here (held until `done`).
+        valid: Out Bit,
+        /// Pulse: the descriptor and its buffer half are free again.
+        done: In Bit,
+        /// What the frame is (parser module doc: 0..=14 a drop reason, `KIND_*`).
+        kind: Out Bits<5>,
+        /// The sender's rank (contributions).
+        rank: Out Bits<5>,
+        /// Slot (contributions).
+        slot: Out Bits<15>,
+        /// Set (contributions).
+        set: Out Bit,
+        /// Frame buffer half holding the frame.
+        half: Out Bit,
+        /// IPv4 total length T.
+        ip_len: Out Bits<16>,
+    }
+    nested {
+        /// Header words 1..=12 of the frame.
+        header: HeaderWordsSource => HeaderWords,
+    }
 }
 
 /// The frame parser and receive buffer.

@@ -4,64 +4,37 @@
 
 use rust_hdl::prelude::*;
 
-/// Header words 1..=12 of a frame, sending end.
-#[derive(LogicInterface, Default)]
-#[join = "HeaderWords"]
-pub struct HeaderWordsSource {
-    /// Header word 1 (bytes 4..8) of the frame.
-    pub h1: Signal<Out, Bits<32>>,
-    /// Header word 2 (bytes 8..12) of the frame.
-    pub h2: Signal<Out, Bits<32>>,
-    /// Header word 3 (bytes 12..16) of the frame.
-    pub h3: Signal<Out, Bits<32>>,
-    /// Header word 4 (bytes 16..20) of the frame.
-    pub h4: Signal<Out, Bits<32>>,
-    /// Header word 5 (bytes 20..24) of the frame.
-    pub h5: Signal<Out, Bits<32>>,
-    /// Header word 6 (bytes 24..28) of the frame.
-    pub h6: Signal<Out, Bits<32>>,
-    /// Header word 7 (bytes 28..32) of the frame.
-    pub h7: Signal<Out, Bits<32>>,
-    /// Header word 8 (bytes 32..36) of the frame.
-    pub h8: Signal<Out, Bits<32>>,
-    /// Header word 9 (bytes 36..40) of the frame.
-    pub h9: Signal<Out, Bits<32>>,
-    /// Header word 10 (bytes 40..44) of the frame.
-    pub h10: Signal<Out, Bits<32>>,
-    /// Header word 11 (bytes 44..48) of the frame.
-    pub h11: Signal<Out, Bits<32>>,
-    /// Header word 12 (bytes 48..52) of the frame.
-    pub h12: Signal<Out, Bits<32>>,
-}
-
-/// Header words 1..=12 of a frame, taking end.
-#[derive(LogicInterface, Default)]
-#[join = "HeaderWordsSource"]
-pub struct HeaderWords {
-    /// Header word 1 (bytes 4..8) of the frame.
-    pub h1: Signal<In, Bits<32>>,
-    /// Header word 2 (bytes 8..12) of the frame.
-    pub h2: Signal<In, Bits<32>>,
-    /// Header word 3 (bytes 12..16) of the frame.
-    pub h3: Signal<In, Bits<32>>,
-    /// Header word 4 (bytes 16..20) of the frame.
-    pub h4: Signal<In, Bits<32>>,
-    /// Header word 5 (bytes 20..24) of the frame.
-    pub h5: Signal<In, Bits<32>>,
-    /// Header word 6 (bytes 24..28) of the frame.
-    pub h6: Signal<In, Bits<32>>,
-    /// Header word 7 (bytes 28..32) of the frame.
-    pub h7: Signal<In, Bits<32>>,
-    /// Header word 8 (bytes 32..36) of the frame.
-    pub h8: Signal<In, Bits<32>>,
-    /// Header word 9 (bytes 36..40) of the frame.
-    pub h9: Signal<In, Bits<32>>,
-    /// Header word 10 (bytes 40..44) of the frame.
-    pub h10: Signal<In, Bits<32>>,
-    /// Header word 11 (bytes 44..48) of the frame.
-    pub h11: Signal<In, Bits<32>>,
-    /// Header word 12 (bytes 48..52) of the frame.
-    pub h12: Signal<In, Bits<32>>,
+interface_pair! {
+    /// Header words 1..=12 of a frame, sending end.
+    pub struct HeaderWordsSource join "HeaderWords";
+    /// Header words 1..=12 of a frame, taking end.
+    pub struct HeaderWords join "HeaderWordsSource";
+    {
+        /// Header word 1 (bytes 4..8) of the frame.
+        h1: Out Bits<32>,
+        /// Header word 2 (bytes 8..12) of the frame.
+        h2: Out Bits<32>,
+        /// Header word 3 (bytes 12..16) of the frame.
+        h3: Out Bits<32>,
+        /// Header word 4 (bytes 16..20) of the frame.
+        h4: Out Bits<32>,
+        /// Header word 5 (bytes 20..24) of the frame.
+        h5: Out Bits<32>,
+        /// Header word 6 (bytes 24..28) of the frame.
+        h6: Out Bits<32>,
+        /// Header word 7 (bytes 28..32) of the frame.
+        h7: Out Bits<32>,
+        /// Header word 8 (bytes 32..36) of the frame.
+        h8: Out Bits<32>,
+        /// Header word 9 (bytes 36..40) of the frame.
+        h9: Out Bits<32>,
+        /// Header word 10 (bytes 40..44) of the frame.
+        h10: Out Bits<32>,
+        /// Header word 11 (bytes 44..48) of the frame.
+        h11: Out Bits<32>,
+        /// Header word 12 (bytes 48..52) of the frame.
+        h12: Out Bits<32>,
+    }
 }
 
 impl HeaderWords {

@@ -10,48 +10,29 @@
 
 use rust_hdl::prelude::*;
 
-/// The lane adders' operands and results, the adders' end.
-#[derive(LogicInterface, Default)]
-#[join = "LaneAdderClient"]
-pub struct LaneAdderPort {
-    /// Value held in the slot.
-    pub stored: Signal<In, Bits<32>>,
-    /// Value of the contribution.
-    pub incoming: Signal<In, Bits<32>>,
-    /// First contribution of the round: write instead of add.
-    pub first: Signal<In, Bit>,
-    /// The new slot value of the previous cycle's inputs.
-    pub sum: Signal<Out, Bits<32>>,
-    /// Exponents held in the slot.
-    pub exp_stored: Signal<In, Bits<16>>,
-    /// Exponents of the contribution.
-    pub exp_incoming: Signal<In, Bits<16>>,
-    /// Compute the exponents this cycle.
-    pub exp_active: Signal<In, Bit>,
-    /// The new exponents.
-    pub exp_out: Signal<Out, Bits<16>>,
-}
-
-/// The lane adders' operands and results, the aggregator's end.
-#[derive(LogicInterface, Default)]
-#[join = "LaneAdderPort"]
-pub struct LaneAdderClient {
-    /// Value held in the slot.
-    pub stored: Signal<Out, Bits<32>>,
-    /// Value of the contribution.
-    pub incoming: Signal<Out, Bits<32>>,
-    /// First contribution of the round: write instead of add.
-    pub first: Signal<Out, Bit>,
-    /// The new slot value of the previous cycle's inputs.
-    pub sum: Signal<In, Bits<32>>,
-    /// Exponents held in the slot.
-    pub exp_stored: Signal<Out, Bits<16>>,
-    /// Exponents of the contribution.
-    pub exp_incoming: Signal<Out, Bits<16>>,
-    /// Compute the exponents this cycle.
-    pub exp_active: Signal<Out, Bit>,
-    /// The new exponents.
-    pub exp_out: Signal<In, Bits<16>>,
+interface_pair! {
+    /// The lane adders' operands and results, the adders' end.
+    pub struct LaneAdderPort join "LaneAdderClient";
+    /// The lane adders' operands and results, the aggregator's end.
+    pub struct LaneAdderClient join "LaneAdderPort";
+    {
+        /// Value held in the slot.
+        stored: In Bits<32>,
+        /// Value of the contribution.
+        incoming: In Bits<32>,
+        /// First contribution of the round: write instead of add.
+        first: In Bit,
+        /// The new slot value of the previous cycle's inputs.
+        sum: Out Bits<32>,
+        /// Exponents held in the slot.
+        exp_stored: In Bits<16>,
+        /// Exponents of the contribution.
+        exp_incoming: In Bits<16>,
+        /// Compute the exponents this cycle.
+        exp_active: In Bit,
+        /// The new exponents.
+        exp_out: Out Bits<16>,
+    }
 }
 
 /// Adder and exponent maximum.

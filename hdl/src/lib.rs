@@ -30,6 +30,9 @@ macro_rules! tick {
     }};
 }
 
+#[macro_use]
+mod interface;
+
 pub mod aggregator;
 pub mod block_ram;
 pub mod byte_stream;

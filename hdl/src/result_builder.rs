@@ -42,73 +42,42 @@ enum TxState {
     Send,
 }
 
-/// The frames to send, written into the builder's buffers and loaded one a half, the
-/// builder's end.
-#[derive(LogicInterface, Default)]
-#[join = "ReplyQueueClient"]
-pub struct ReplyQueue {
-    /// Buffer write address (bit 9: half).
-    pub buf_write_address: Signal<In, Bits<10>>,
-    /// Buffer write data.
-    pub buf_write_data: Signal<In, Bits<32>>,
-    /// Buffer write strobe.
-    pub buf_write_enable: Signal<In, Bit>,
-    /// Header buffer write address (bit 4: half, bits 3..0: word 0..12).
-    pub hdr_write_address: Signal<In, Bits<5>>,
-    /// Header buffer write data.
-    pub hdr_write_data: Signal<In, Bits<32>>,
-    /// Header buffer write strobe.
-    pub hdr_write_enable: Signal<In, Bit>,
-    /// Pulse: the half `half` holds a frame to send.
-    pub load: Signal<In, Bit>,
-    /// What the frame is.
-    pub kind: Signal<In, ReplyKind>,
-    /// First rank.
-    pub first: Signal<In, Bits<5>>,
-    /// Last rank.
-    pub last: Signal<In, Bits<5>>,
-    /// Words in the frame.
-    pub nwords: Signal<In, Bits<10>>,
-    /// Valid bytes of the last word.
-    pub last_bytes: Signal<In, Bits<3>>,
-    /// The half to fill next.
-    pub half: Signal<Out, Bit>,
-    /// That half is free.
-    pub free: Signal<Out, Bit>,
-}
-
-/// The frames to send, the aggregator's end.
-#[derive(LogicInterface, Default)]
-#[join = "ReplyQueue"]
-pub struct ReplyQueueClient {
-    /// Buffer write address (bit 9: half).
-    pub buf_write_address: Signal<Out, Bits<10>>,
-    /// Buffer write data.
-    pub buf_write_data: Signal<Out, Bits<32>>,
-    /// Buffer write strobe.
-    pub buf_write_enable: Signal<Out, Bit>,
-    /// Header buffer write address (bit 4: half, bits 3..0: word 0..12).
-    pub hdr_write_address: Signal<Out, Bits<5>>,
-    /// Header buffer write data.
-    pub hdr_write_data: Signal<Out, Bits<32>>,
-    /// Header buffer write strobe.
-    pub hdr_write_enable: Signal<Out, Bit>,
-    /// Pulse: the half `half` holds a frame to send.
-    pub load: Signal<Out, Bit>,
-    /// What the frame is.
-    pub kind: Signal<Out, ReplyKind>,
-    /// First rank.
-    pub first: Signal<Out, Bits<5>>,
-    /// Last rank.
-    pub last: Signal<Out, Bits<5>>,
-    /// Words in the frame.
-    pub nwords: Signal<Out, Bits<10>>,
-    /// Valid bytes of the last word.
-    pub last_bytes: Signal<Out, Bits<3>>,
-    /// The half to fill next.
-    pub half: Signal<In, Bit>,
-    /// That half is free.
-    pub free: Signal<In, Bit>,
+interface_pair! {
+    /// The frames to send, written into the builder's buffers and loaded one a half, the
+    /// builder's end.
+    pub struct ReplyQueue join "ReplyQueueClient";
+    /// The frames to send, the aggregator's end.
+    pub struct ReplyQueueClient join "ReplyQueue";
+    {
+        /// Buffer write address (bit 9: half).
+        buf_write_address: In Bits<10>,
+        /// Buffer write data.
+        buf_write_data: In Bits<32>,
+        /// Buffer write strobe.
+        buf_write_enable: In Bit,
+        /// Header buffer write address (bit 4: half, bits 3..0: word 0..12).
+        hdr_write_address: In Bits<5>,
+        /// Header buffer write data.
+        hdr_write_data: In Bits<32>,
+        /// Header buffer write strobe.
+        hdr_write_enable: In Bit,
+        /// Pulse: the half `half` holds a frame to send.
+        load: In Bit,
+        /// What the frame is.
+        kind: In ReplyKind,
+        /// First rank.
+        first: In Bits<5>,
+        /// Last rank.
+        last: In Bits<5>,
+        /// Words in the frame.
+        nwords: In Bits<10>,
+        /// Valid bytes of the last word.
+        last_bytes: In Bits<3>,
+        /// The half to fill next.
+        half: Out Bit,
+        /// That half is free.
+        free: Out Bit,
+    }
 }
 
 /// The result builder.

@@ -19,56 +19,33 @@
 use crate::block_ram::BlockRam;
 use rust_hdl::prelude::*;
 
-/// A scoreboard lookup and update, the scoreboard's end (timing in the module doc).
-#[derive(LogicInterface, Default)]
-#[join = "ScoreboardClient"]
-pub struct ScoreboardLookup {
-    /// Slot looked up.
-    pub slot: Signal<In, Bits<6>>,
-    /// Set looked up.
-    pub set: Signal<In, Bit>,
-    /// Rank of the contributing worker.
-    pub rank: Signal<In, Bits<5>>,
-    /// The lookup outputs are wanted this cycle.
-    pub active: Signal<In, Bit>,
-    /// Write the update of a new contribution.
-    pub commit: Signal<In, Bit>,
-    /// The worker's bit is not set yet.
-    pub is_new: Signal<Out, Bit>,
-    /// The round's count is 0 (first contribution of a round).
-    pub first: Signal<Out, Bit>,
-    /// This new contribution completes the round.
-    pub last: Signal<Out, Bit>,
-    /// The round is complete (count 0): a duplicate is answered.
-    pub complete: Signal<Out, Bit>,
-    /// A clear pass is running.
-    pub clearing: Signal<Out, Bit>,
-}
-
-/// A scoreboard lookup and update, the aggregator's end.
-#[derive(LogicInterface, Default)]
-#[join = "ScoreboardLookup"]
-pub struct ScoreboardClient {
-    /// Slot looked up.
-    pub slot: Signal<Out, Bits<6>>,
-    /// Set looked up.
-    pub set: Signal<Out, Bit>,
-    /// Rank of the contributing worker.
-    pub rank: Signal<Out, Bits<5>>,
-    /// The lookup outputs are wanted this cycle.
-    pub active: Signal<Out, Bit>,
-    /// Write the update of a new contribution.
-    pub commit: Signal<Out, Bit>,
-    /// The worker's bit is not set yet.
-    pub is_new: Signal<In, Bit>,
-    /// The round's count is 0 (first contribution of a round).
-    pub first: Signal<In, Bit>,
-    /// This new contribution completes the round.
-    pub last: Signal<In, Bit>,
-    /// The round is complete (count 0): a duplicate is answered.
-    pub complete: Signal<In, Bit>,
-    /// A clear pass is running.
-    pub clearing: Signal<In, Bit>,
+interface_pair! {
+    /// A scoreboard lookup and update, the scoreboard's end (timing in the module doc).
+    pub struct ScoreboardLookup join "ScoreboardClient";
+    /// A scoreboard lookup and update, the aggregator's end.
+    pub struct ScoreboardClient join "ScoreboardLookup";
+    {
+        /// Slot looked up.
+        slot: In Bits<6>,
+        /// Set looked up.
+        set: In Bit,
+        /// Rank of the contributing worker.
+        rank: In Bits<5>,
+        /// The lookup outputs are wanted this cycle.
+        active: In Bit,
+        /// Write the update of a new contribution.
+        commit: In Bit,
+        /// The worker's bit is not set yet.
+        is_new: Out Bit,
+        /// The round's count is 0 (first contribution of a round).
+        first: Out Bit,
+        /// This new contribution completes the round.
+        last: Out Bit,
+        /// The round is complete (count 0): a duplicate is answered.
+        complete: Out Bit,
+        /// A clear pass is running.
+        clearing: Out Bit,
+    }
 }
 
 /// Worker bitmaps and counters of every slot and set.

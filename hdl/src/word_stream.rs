@@ -13,36 +13,23 @@
 
 use rust_hdl::prelude::*;
 
-/// The sending end of a stream of `D`-bit beats with a `B`-bit byte count.
-#[derive(LogicInterface, Default)]
-#[join = "StreamSink"]
-pub struct StreamSource<const D: usize, const B: usize> {
-    /// Beat valid.
-    pub valid: Signal<Out, Bit>,
-    /// Beat data, first byte on top.
-    pub data: Signal<Out, Bits<D>>,
-    /// Last beat of the frame.
-    pub last: Signal<Out, Bit>,
-    /// Valid bytes of the last beat.
-    pub bytes: Signal<Out, Bits<B>>,
-    /// The sink takes the beat.
-    pub ready: Signal<In, Bit>,
-}
-
-/// The taking end of a stream of `D`-bit beats with a `B`-bit byte count.
-#[derive(LogicInterface, Default)]
-#[join = "StreamSource"]
-pub struct StreamSink<const D: usize, const B: usize> {
-    /// Beat valid.
-    pub valid: Signal<In, Bit>,
-    /// Beat data, first byte on top.
-    pub data: Signal<In, Bits<D>>,
-    /// Last beat of the frame.
-    pub last: Signal<In, Bit>,
-    /// Valid bytes of the last beat.
-    pub bytes: Signal<In, Bits<B>>,
-    /// The block takes the beat.
-    pub ready: Signal<Out, Bit>,
+interface_pair! {
+    /// The sending end of a stream of `D`-bit beats with a `B`-bit byte count.
+    pub struct StreamSource<const D: usize, const B: usize> join "StreamSink";
+    /// The taking end of a stream of `D`-bit beats with a `B`-bit byte count.
+    pub struct StreamSink join "StreamSource";
+    {
+        /// Beat valid.
+        valid: Out Bit,
+        /// Beat data, first byte on top.
+        data: Out Bits<D>,
+        /// Last beat of the frame.
+        last: Out Bit,
+        /// Valid bytes of the last beat.
+        bytes: Out Bits<B>,
+        /// The sink takes the beat.
+        ready: In Bit,
+    }
 }
 
 /// The sending end of the core's internal 32-bit word stream.
