@@ -787,6 +787,7 @@ impl Logic for FrameParser {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::frame_words;
     use crate::step::settle;
     use DropReason::*;
 
@@ -923,22 +924,12 @@ mod tests {
 
         /// Sends `frame` and returns the descriptor's (kind, rank), then frees it.
         fn classify(&mut self, frame: &[u8]) -> (u64, u64) {
-            let words: Vec<&[u8]> = frame.chunks(4).collect();
+            let words = frame_words(frame);
             let mut sent = 0;
             for _ in 0..10 * words.len() + 200 {
-                if sent < words.len() {
-                    let w = words[sent];
-                    let mut v = [0u8; 4];
-                    v[..w.len()].copy_from_slice(w);
-                    self.uut.word.valid.next = true;
-                    self.uut.word.data.next = u64::from(u32::from_be_bytes(v)).into();
-                    self.uut.word.last.next = sent + 1 == words.len();
-                    self.uut.word.bytes.next = (w.len() as u64).into();
-                } else {
-                    self.uut.word.valid.next = false;
-                }
+                self.uut.word.offer(sent < words.len(), words.get(sent).copied().unwrap_or_default());
                 settle(&mut self.uut);
-                if self.uut.word.valid.val() && self.uut.word.ready.val() {
+                if self.uut.word.moves() {
                     sent += 1;
                 }
                 if self.uut.desc.valid.val() {

@@ -34,6 +34,8 @@ macro_rules! tick {
 mod interface;
 
 pub mod aggregator;
+#[cfg(test)]
+mod bench;
 pub mod block_ram;
 pub mod byte_stream;
 pub mod config;

@@ -525,6 +525,7 @@ impl Logic for ResultBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::frame_words;
     use crate::step::settle;
 
     const SWITCH_IP: [u8; 4] = [192, 0, 2, 1];
@@ -609,14 +610,7 @@ mod tests {
             settle(&mut self.uut);
             assert!(self.uut.queue.free.val(), "no free half");
             let half = u64::from(self.uut.queue.half.val());
-            let words: Vec<u64> = image
-                .chunks(4)
-                .map(|w| {
-                    let mut v = [0u8; 4];
-                    v[..w.len()].copy_from_slice(w);
-                    u64::from(u32::from_be_bytes(v))
-                })
-                .collect();
+            let words: Vec<u64> = frame_words(image).iter().map(|w| w.0).collect();
             for (i, w) in words.iter().enumerate() {
                 self.uut.queue.buf_write_address.next = ((half << 9) | i as u64).into();
                 self.uut.queue.buf_write_data.next = (*w).into();
