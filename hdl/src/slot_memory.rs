@@ -23,7 +23,7 @@
 //! Values are never cleared: the first contribution of a round writes them (docs/switch.md §2),
 //! so stale values are never read as a sum.
 
-use crate::block_ram::{dp16kd_1024x18, BlockRam, RamPort};
+use crate::block_ram::{dp16kd_1024x18, BlockRam, RamPort, RamWords};
 use crate::config::CoreConfig;
 use rust_hdl::prelude::*;
 
@@ -47,7 +47,7 @@ pub struct BankedRam {
     pub write_data: Signal<In, Bits<32>>,
     /// Write strobe.
     pub write_enable: Signal<In, Bit>,
-    _mem: Vec<Bits<32>>,
+    _mem: RamWords<32>,
     _ra: usize,
     _wa: usize,
     _wd: Bits<32>,
@@ -69,7 +69,7 @@ impl BankedRam {
             write_address: Default::default(),
             write_data: Default::default(),
             write_enable: Default::default(),
-            _mem: vec![Bits::default(); banks * BANK_WORDS],
+            _mem: RamWords::new(banks * BANK_WORDS),
             _ra: 0,
             _wa: 0,
             _wd: Bits::default(),
@@ -92,10 +92,8 @@ impl Logic for BankedRam {
             self.read_data.next = self._s3;
             self._s3 = self._s2;
             self._s2 = self._s1;
-            self._s1 = if self._ra < self._mem.len() { self._mem[self._ra] } else { Bits::default() };
-            if self._we && self._wa < self._mem.len() {
-                self._mem[self._wa] = self._wd;
-            }
+            self._s1 = self._mem.read(self._ra);
+            self._mem.write(self._we, self._wa, self._wd);
             self._ra = self.read_address.val().index();
             self._wa = self.write_address.val().index();
             self._wd = self.write_data.val();
