@@ -216,6 +216,8 @@ pub struct ControlLink {
     rd_off: Signal<Local, Bits<8>>,
     rd_value: Signal<Local, Bits<32>>,
     asm_next: Signal<Local, Bits<32>>,
+    timed_out: Signal<Local, Bit>,
+    reply_start: Signal<Local, Bit>,
     built_slots: Constant<Bits<32>>,
     counter_last: Constant<Bits<8>>,
     counter_n: Constant<Bits<8>>,
@@ -373,6 +375,8 @@ impl ControlLink {
             rd_off: Default::default(),
             rd_value: Default::default(),
             asm_next: Default::default(),
+            timed_out: Default::default(),
+            reply_start: Default::default(),
             built_slots: k32(core.slots as u64),
             counter_last: Constant::new(((counters - 1) as u64).into()),
             counter_n: Constant::new((counters as u64).into()),
@@ -598,6 +602,8 @@ impl Logic for ControlLink {
         self.w_last.d.next = self.word.q.val() == self.count_m1.q.val();
         self.cnt_zero.d.next = self.count_out.q.val() == 0;
 
+        self.timed_out.next = false;
+        self.reply_start.next = false;
         match self.state.q.val() {
             LinkState::Idle => {
                 if self.rx.valid.val() && (self.rx.data.val() == 0xA5) {
@@ -639,12 +645,8 @@ impl Logic for ControlLink {
                             }
                         }
                     }
-                } else if self.quiet_over.q.val() {
-                    self.status.d.next = self.status_timeout.val();
-                    self.count_out.d.next = 0.into();
-                    self.phase.d.next = 0.into();
-                    self.ridx.d.next = 0.into();
-                    self.state.d.next = LinkState::Respond;
+                } else {
+                    self.timed_out.next = self.quiet_over.q.val();
                 }
             }
             LinkState::Data => {
@@ -659,12 +661,8 @@ impl Logic for ControlLink {
                             self.state.d.next = LinkState::Crc;
                         }
                     }
-                } else if self.quiet_over.q.val() {
-                    self.status.d.next = self.status_timeout.val();
-                    self.count_out.d.next = 0.into();
-                    self.phase.d.next = 0.into();
-                    self.ridx.d.next = 0.into();
-                    self.state.d.next = LinkState::Respond;
+                } else {
+                    self.timed_out.next = self.quiet_over.q.val();
                 }
             }
             LinkState::Crc => {
@@ -677,25 +675,17 @@ impl Logic for ControlLink {
                         self.crc_ok.d.next =
                             self.crc_hi_ok.q.val() && (self.rx.data.val() == bit_cast::<8, 16>(self.crc.q.val()));
                         self.word.d.next = 0.into();
-                        self.count_out.d.next = 0.into();
-                        self.phase.d.next = 0.into();
-                        self.ridx.d.next = 0.into();
+                        self.reply_start.next = true;
                         self.state.d.next = LinkState::Verdict;
                     }
-                } else if self.quiet_over.q.val() {
-                    self.status.d.next = self.status_timeout.val();
-                    self.count_out.d.next = 0.into();
-                    self.phase.d.next = 0.into();
-                    self.ridx.d.next = 0.into();
-                    self.state.d.next = LinkState::Respond;
+                } else {
+                    self.timed_out.next = self.quiet_over.q.val();
                 }
             }
             LinkState::Discard => {
                 // Skip an unparseable frame until the line is quiet; status already set.
                 if self.quiet_over.q.val() {
-                    self.count_out.d.next = 0.into();
-                    self.phase.d.next = 0.into();
-                    self.ridx.d.next = 0.into();
+                    self.reply_start.next = true;
                     self.state.d.next = LinkState::Respond;
                 }
             }
@@ -870,6 +860,17 @@ impl Logic for ControlLink {
                     }
                 }
             }
+        }
+        // A request cut short by a quiet line is answered with a timeout status.
+        if self.timed_out.val() {
+            self.status.d.next = self.status_timeout.val();
+            self.state.d.next = LinkState::Respond;
+        }
+        // A response starts with its first byte and word.
+        if self.timed_out.val() | self.reply_start.val() {
+            self.count_out.d.next = 0.into();
+            self.phase.d.next = 0.into();
+            self.ridx.d.next = 0.into();
         }
     }
 }
