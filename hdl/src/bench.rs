@@ -1,6 +1,7 @@
 //! Helpers of the blocks' own test benches: frames as 32-bit words and the stream interfaces
 //! driven and read a beat at a time.
 
+use crate::config_registers::{JobSettings, WorkerTableWrite};
 use crate::word_stream::{StreamSink, StreamSource};
 
 /// One beat as a test bench sees it: data (first byte on top), last, valid bytes.
@@ -44,5 +45,26 @@ impl<const D: usize, const B: usize> StreamSource<D, B> {
     pub fn taken(&self) -> Option<Beat> {
         (self.valid.val() && self.ready.val())
             .then(|| (self.data.val().index() as u64, self.last.val(), self.bytes.val().index() as u64))
+    }
+}
+
+impl JobSettings {
+    /// Sets the switch's MAC (split as the registers hold it) and IPv4 address.
+    pub fn set_switch(&mut self, mac: [u8; 6], ip: [u8; 4]) {
+        self.switch_mac_hi.next = u64::from(u16::from_be_bytes([mac[0], mac[1]])).into();
+        self.switch_mac_lo.next = u64::from(u32::from_be_bytes([mac[2], mac[3], mac[4], mac[5]])).into();
+        self.switch_ip.next = u64::from(u32::from_be_bytes(ip)).into();
+    }
+}
+
+impl WorkerTableWrite {
+    /// Presents a write of `data` into entry `entry`: its IPv4 address, MAC bytes 0..2 or MAC
+    /// bytes 2..6 as `[ip, mac_hi, mac_lo]` says (all false: no write).
+    pub fn offer(&mut self, entry: u8, data: u64, [ip, mac_hi, mac_lo]: [bool; 3]) {
+        self.address.next = u64::from(entry).into();
+        self.data.next = data.into();
+        self.write_ip.next = ip;
+        self.write_mac_hi.next = mac_hi;
+        self.write_mac_lo.next = mac_lo;
     }
 }

@@ -895,9 +895,7 @@ mod tests {
         fn new() -> Bench {
             let mut uut = FrameParser::new();
             uut.connect_all();
-            uut.job.switch_mac_hi.next = u64::from(u16::from_be_bytes([SWITCH_MAC[0], SWITCH_MAC[1]])).into();
-            uut.job.switch_mac_lo.next = u64::from(u32::from_be_bytes(SWITCH_MAC[2..6].try_into().unwrap())).into();
-            uut.job.switch_ip.next = u64::from(u32::from_be_bytes(SWITCH_IP)).into();
+            uut.job.set_switch(SWITCH_MAC, SWITCH_IP);
             uut.job.workers.next = (WORKERS as u64).into();
             uut.job.size_code.next = u64::from(SIZE_CODE).into();
             uut.job.payload_words.next = ((PAYLOAD / 4) as u64).into();
@@ -905,21 +903,15 @@ mod tests {
             uut.job.worker_port.next = WORKER_PORT.into();
             let mut b = Bench { uut };
             for rank in 0..WORKERS as u8 {
-                b.uut.wt.address.next = u64::from(rank).into();
-                b.uut.wt.data.next = u64::from(u32::from_be_bytes(worker_ip(rank))).into();
-                b.uut.wt.write_ip.next = true;
+                b.uut.wt.offer(rank, u64::from(u32::from_be_bytes(worker_ip(rank))), [true, false, false]);
                 b.cycle();
             }
-            b.uut.wt.write_ip.next = false;
+            b.uut.wt.offer(0, 0, [false; 3]);
             b
         }
 
         fn cycle(&mut self) {
-            settle(&mut self.uut);
-            self.uut.clock.next = true.into();
-            settle(&mut self.uut);
-            self.uut.clock.next = false.into();
-            settle(&mut self.uut);
+            tick!(&mut self.uut);
         }
 
         /// Sends `frame` and returns the descriptor's (kind, rank), then frees it.

@@ -336,11 +336,7 @@ mod tests {
     fn header_words_follow_the_model() {
         let mut b = ReplyHeader::default();
         b.connect_all();
-        let mac_hi = u64::from(u16::from_be_bytes([MAC[0], MAC[1]]));
-        let mac_lo = u64::from(u32::from_be_bytes([MAC[2], MAC[3], MAC[4], MAC[5]]));
-        b.job.switch_mac_hi.next = mac_hi.into();
-        b.job.switch_mac_lo.next = mac_lo.into();
-        b.job.switch_ip.next = u64::from(u32::from_be_bytes(IP)).into();
+        b.job.set_switch(MAC, IP);
         let mut seed = 0x2545_f491_4f6c_dd1d_u64;
         let mut next = move || {
             seed ^= seed << 13;

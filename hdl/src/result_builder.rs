@@ -582,26 +582,16 @@ mod tests {
                     (1, u64::from(u16::from_be_bytes([m[0], m[1]]))),
                     (2, u64::from(u32::from_be_bytes(m[2..6].try_into().unwrap()))),
                 ] {
-                    b.uut.wt.address.next = u64::from(rank).into();
-                    b.uut.wt.data.next = data.into();
-                    b.uut.wt.write_ip.next = what == 0;
-                    b.uut.wt.write_mac_hi.next = what == 1;
-                    b.uut.wt.write_mac_lo.next = what == 2;
+                    b.uut.wt.offer(rank, data, [what == 0, what == 1, what == 2]);
                     b.cycle();
                 }
             }
-            b.uut.wt.write_ip.next = false;
-            b.uut.wt.write_mac_hi.next = false;
-            b.uut.wt.write_mac_lo.next = false;
+            b.uut.wt.offer(0, 0, [false; 3]);
             b
         }
 
         fn cycle(&mut self) {
-            settle(&mut self.uut);
-            self.uut.clock.next = true.into();
-            settle(&mut self.uut);
-            self.uut.clock.next = false.into();
-            settle(&mut self.uut);
+            tick!(&mut self.uut);
             self.cycles += 1;
         }
 
