@@ -40,10 +40,15 @@
 //!   the epoch after the update. The opening also clears every slot (the scoreboard's clear
 //!   pass): the next descriptor waits in Idle until it is done, as after a reconfiguration.
 
-use crate::counters::{BUCKET_ARP_REPLY, BUCKET_CONTRIBUTION, BUCKET_DUPLICATE, BUCKET_ICMP_REPLY};
+use crate::block_ram::RamClient;
+use crate::config_registers::JobSettings;
+use crate::counters::{CounterEventSource, BUCKET_ARP_REPLY, BUCKET_CONTRIBUTION, BUCKET_DUPLICATE, BUCKET_ICMP_REPLY};
 use crate::frame_parser::{DescriptorSink, KIND_ARP, KIND_CONTRIBUTION, KIND_SESSION};
+use crate::header_words::HeaderWords;
+use crate::lane_adders::LaneAdderClient;
 use crate::reply_header::ReplyHeader;
-use crate::result_builder::ReplyKind;
+use crate::result_builder::{ReplyKind, ReplyQueueClient};
+use crate::scoreboard::ScoreboardClient;
 use rust_hdl::prelude::*;
 
 /// The aggregation sequencer.
@@ -57,108 +62,20 @@ pub struct Aggregator {
     pub buf_read_address: Signal<Out, Bits<10>>,
     /// Frame buffer data.
     pub buf_read_data: Signal<In, Bits<32>>,
-    /// Switch MAC, bytes 0..2.
-    pub switch_mac_hi: Signal<In, Bits<16>>,
-    /// Switch MAC, bytes 2..6.
-    pub switch_mac_lo: Signal<In, Bits<32>>,
-    /// Switch IPv4 address.
-    pub switch_ip: Signal<In, Bits<32>>,
-    /// Number of workers n.
-    pub workers: Signal<In, Bits<6>>,
-    /// Elements per payload k.
-    pub payload_words: Signal<In, Bits<9>>,
-    /// The scoreboard is being cleared: wait.
-    pub clearing: Signal<In, Bit>,
-    /// Scoreboard slot.
-    pub sb_slot: Signal<Out, Bits<6>>,
-    /// Scoreboard set.
-    pub sb_set: Signal<Out, Bit>,
-    /// Scoreboard rank.
-    pub sb_rank: Signal<Out, Bits<5>>,
-    /// Scoreboard outputs wanted.
-    pub sb_active: Signal<Out, Bit>,
-    /// Scoreboard commit.
-    pub sb_commit: Signal<Out, Bit>,
-    /// New contribution.
-    pub sb_new: Signal<In, Bit>,
-    /// First of its round.
-    pub sb_first: Signal<In, Bit>,
-    /// Last of its round.
-    pub sb_last: Signal<In, Bit>,
-    /// Round complete.
-    pub sb_complete: Signal<In, Bit>,
-    /// Slot memory read address.
-    pub sm_read_address: Signal<Out, Bits<16>>,
-    /// Slot memory read data.
-    pub sm_read_data: Signal<In, Bits<32>>,
-    /// Slot memory write address.
-    pub sm_write_address: Signal<Out, Bits<16>>,
-    /// Slot memory write data.
-    pub sm_write_data: Signal<Out, Bits<32>>,
-    /// Slot memory write strobe.
-    pub sm_write_enable: Signal<Out, Bit>,
-    /// Exponent read address.
-    pub ex_read_address: Signal<Out, Bits<6>>,
-    /// Exponent read data.
-    pub ex_read_data: Signal<In, Bits<32>>,
-    /// Exponent write address.
-    pub ex_write_address: Signal<Out, Bits<6>>,
-    /// Exponent write data.
-    pub ex_write_data: Signal<Out, Bits<32>>,
-    /// Exponent write strobe.
-    pub ex_write_enable: Signal<Out, Bit>,
-    /// Lane adder: stored value.
-    pub la_stored: Signal<Out, Bits<32>>,
-    /// Lane adder: incoming value.
-    pub la_incoming: Signal<Out, Bits<32>>,
-    /// Lane adder: first.
-    pub la_first: Signal<Out, Bit>,
-    /// Lane adder: sum.
-    pub la_sum: Signal<In, Bits<32>>,
-    /// Lane adder: stored exponents.
-    pub la_exp_stored: Signal<Out, Bits<16>>,
-    /// Lane adder: incoming exponents.
-    pub la_exp_incoming: Signal<Out, Bits<16>>,
-    /// Lane adder: exponents wanted.
-    pub la_exp_active: Signal<Out, Bit>,
-    /// Lane adder: new exponents.
-    pub la_exp_out: Signal<In, Bits<16>>,
-    /// Result builder buffer write address.
-    pub tx_write_address: Signal<Out, Bits<10>>,
-    /// Result builder buffer write data.
-    pub tx_write_data: Signal<Out, Bits<32>>,
-    /// Result builder buffer write strobe.
-    pub tx_write_enable: Signal<Out, Bit>,
-    /// Result builder header buffer write address (bit 4: half, bits 3..0: word 0..12).
-    pub hdr_write_address: Signal<Out, Bits<5>>,
-    /// Header buffer write data.
-    pub hdr_write_data: Signal<Out, Bits<32>>,
-    /// Header buffer write strobe.
-    pub hdr_write_enable: Signal<Out, Bit>,
-    /// The result builder half to fill.
-    pub tx_half: Signal<In, Bit>,
-    /// That half is free.
-    pub tx_free: Signal<In, Bit>,
-    /// Pulse: the half holds a frame to send.
-    pub tx_load: Signal<Out, Bit>,
-    /// 0 result, 1 ARP reply, 2 ICMP echo reply.
-    pub tx_kind: Signal<Out, ReplyKind>,
-    /// First rank to send a result to.
-    pub tx_first: Signal<Out, Bits<5>>,
-    /// Last rank to send a result to.
-    pub tx_last: Signal<Out, Bits<5>>,
-    /// Words in the frame.
-    pub tx_nwords: Signal<Out, Bits<10>>,
-    /// Valid bytes of its last word.
-    pub tx_last_bytes: Signal<Out, Bits<3>>,
-    /// Counter event: a received frame is filed.
-    pub ev_bucket: Signal<Out, Bit>,
-    /// Counter event: where.
-    pub ev_bucket_index: Signal<Out, Bits<5>>,
-    /// Counter event: n results queued.
-    pub ev_multicast: Signal<Out, Bit>,
-    /// Counter event: a retransmitted result queued.
-    pub ev_retransmit: Signal<Out, Bit>,
+    /// The job's settings (switch addresses, n, k).
+    pub job: JobSettings,
+    /// The scoreboard.
+    pub sb: ScoreboardClient,
+    /// The slot memory's values.
+    pub sm: RamClient<16, 32>,
+    /// The slot memory's exponents.
+    pub ex: RamClient<6, 32>,
+    /// The lane adders.
+    pub la: LaneAdderClient,
+    /// The result builder's queue of frames to send.
+    pub replies: ReplyQueueClient,
+    /// Events for the counters.
+    pub events: CounterEventSource,
     /// Session state: a session is open (contributions must carry the epoch).
     pub ss_open: Signal<In, Bit>,
     /// Session state: the current epoch E.
@@ -169,7 +86,7 @@ pub struct Aggregator {
     pub ss_silent: Signal<In, Bit>,
     /// Session verdict: the join opens the session.
     pub ss_opens: Signal<In, Bit>,
-    /// The session message's `job_number` (the rank and the set bit are `sb_rank`, `sb_set`).
+    /// The session message's `job_number` (the rank and the set bit are `sb.rank`, `sb.set`).
     pub ss_proposal: Signal<Out, Bits<8>>,
     /// Apply the session verdict.
     pub ss_commit: Signal<Out, Bit>,
@@ -248,57 +165,13 @@ impl Aggregator {
             desc: Default::default(),
             buf_read_address: Default::default(),
             buf_read_data: Default::default(),
-            switch_mac_hi: Default::default(),
-            switch_mac_lo: Default::default(),
-            switch_ip: Default::default(),
-            workers: Default::default(),
-            payload_words: Default::default(),
-            clearing: Default::default(),
-            sb_slot: Default::default(),
-            sb_set: Default::default(),
-            sb_rank: Default::default(),
-            sb_active: Default::default(),
-            sb_commit: Default::default(),
-            sb_new: Default::default(),
-            sb_first: Default::default(),
-            sb_last: Default::default(),
-            sb_complete: Default::default(),
-            sm_read_address: Default::default(),
-            sm_read_data: Default::default(),
-            sm_write_address: Default::default(),
-            sm_write_data: Default::default(),
-            sm_write_enable: Default::default(),
-            ex_read_address: Default::default(),
-            ex_read_data: Default::default(),
-            ex_write_address: Default::default(),
-            ex_write_data: Default::default(),
-            ex_write_enable: Default::default(),
-            la_stored: Default::default(),
-            la_incoming: Default::default(),
-            la_first: Default::default(),
-            la_sum: Default::default(),
-            la_exp_stored: Default::default(),
-            la_exp_incoming: Default::default(),
-            la_exp_active: Default::default(),
-            la_exp_out: Default::default(),
-            tx_write_address: Default::default(),
-            tx_write_data: Default::default(),
-            tx_write_enable: Default::default(),
-            hdr_write_address: Default::default(),
-            hdr_write_data: Default::default(),
-            hdr_write_enable: Default::default(),
-            tx_half: Default::default(),
-            tx_free: Default::default(),
-            tx_load: Default::default(),
-            tx_kind: Default::default(),
-            tx_first: Default::default(),
-            tx_last: Default::default(),
-            tx_nwords: Default::default(),
-            tx_last_bytes: Default::default(),
-            ev_bucket: Default::default(),
-            ev_bucket_index: Default::default(),
-            ev_multicast: Default::default(),
-            ev_retransmit: Default::default(),
+            job: Default::default(),
+            sb: Default::default(),
+            sm: Default::default(),
+            ex: Default::default(),
+            la: Default::default(),
+            replies: Default::default(),
+            events: Default::default(),
             ss_open: Default::default(),
             ss_epoch: Default::default(),
             ss_counted: Default::default(),
@@ -436,21 +309,21 @@ impl Logic for Aggregator {
         if self.desc.half.val() {
             self.buf_read_address.next = bit_cast::<10, 10>(self.issue_index.q.val()) | 512;
         }
-        self.sb_slot.next = bit_cast::<6, 15>(self.desc.slot.val());
-        self.sb_set.next = self.desc.set.val();
-        self.sb_rank.next = self.desc.rank.val();
-        self.sb_active.next = false;
-        self.sb_commit.next = false;
-        self.sm_read_address.next = self.slot_base.q.val() + bit_cast::<16, 10>(self.issue_index.q.val());
-        self.sm_write_address.next = self.slot_base.q.val() + bit_cast::<16, 10>(self.write_index.q.val());
-        self.sm_write_data.next = self.la_sum.val();
-        self.sm_write_enable.next = false;
-        self.ex_read_address.next = bit_cast::<6, 15>(self.desc.slot.val());
-        self.ex_write_address.next = bit_cast::<6, 15>(self.desc.slot.val());
+        self.sb.slot.next = bit_cast::<6, 15>(self.desc.slot.val());
+        self.sb.set.next = self.desc.set.val();
+        self.sb.rank.next = self.desc.rank.val();
+        self.sb.active.next = false;
+        self.sb.commit.next = false;
+        self.sm.read_address.next = self.slot_base.q.val() + bit_cast::<16, 10>(self.issue_index.q.val());
+        self.sm.write_address.next = self.slot_base.q.val() + bit_cast::<16, 10>(self.write_index.q.val());
+        self.sm.write_data.next = self.la.sum.val();
+        self.sm.write_enable.next = false;
+        self.ex.read_address.next = bit_cast::<6, 15>(self.desc.slot.val());
+        self.ex.write_address.next = bit_cast::<6, 15>(self.desc.slot.val());
         // The exponent write is registered: it lands one edge after Commit, long before the
         // next Decide reads the exponents (Commit, then Idle and Lookup at the least).
-        self.ex_write_data.next = self.ex_write_word.q.val();
-        self.ex_write_enable.next = self.ex_write_pending.q.val();
+        self.ex.write_data.next = self.ex_write_word.q.val();
+        self.ex.write_enable.next = self.ex_write_pending.q.val();
         self.ex_write_pending.d.next = false;
         // The element pipeline: frame buffer data (2 cycles) delayed 3 more to meet the slot
         // memory data (5 cycles), then the registered lane adder: written 6 cycles after issue.
@@ -469,45 +342,45 @@ impl Logic for Aggregator {
         if self.s_copy_frame.q.val() {
             self.adder_first.d.next = true;
         }
-        self.la_stored.next = self.sm_read_data.val();
+        self.la.stored.next = self.sm.read_data.val();
         if self.session_reply.q.val() {
             // A session reply carries no values.
-            self.la_stored.next = 0.into();
+            self.la.stored.next = 0.into();
         }
-        self.ss_proposal.next = bit_cast::<8, 32>(self.desc.h10.val());
+        self.ss_proposal.next = bit_cast::<8, 32>(self.desc.header.h10.val());
         self.ss_commit.next = false;
-        self.la_incoming.next = self.incoming_d3.q.val();
+        self.la.incoming.next = self.incoming_d3.q.val();
         // (`first_of_round` is cleared in Idle, so the exponent maxima in Decide are taken as not first.)
-        self.la_first.next = self.adder_first.q.val();
+        self.la.first.next = self.adder_first.q.val();
         self.nwords_eq10.d.next = self.nwords.q.val() == 10;
         self.nwords_eq11.d.next = self.nwords.q.val() == 11;
         self.k_is_1.d.next = self.k_minus_1.q.val() == 0;
-        self.la_exp_stored.next = 0.into();
-        self.la_exp_incoming.next = 0.into();
-        self.la_exp_active.next = false;
+        self.la.exp_stored.next = 0.into();
+        self.la.exp_incoming.next = 0.into();
+        self.la.exp_active.next = false;
         self.issue.next = false;
         self.write.next = self.issued.q.val().get_bit(5);
         // Last element indices, registered (the pass ends on an equality, no adder before it).
-        self.k_minus_1.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 1;
+        self.k_minus_1.d.next = bit_cast::<10, 9>(self.job.payload_words.val()) - 1;
         self.nwords_minus_1.d.next = self.nwords.q.val() - 1;
-        self.k_minus_2.d.next = bit_cast::<10, 9>(self.payload_words.val()) - 2;
+        self.k_minus_2.d.next = bit_cast::<10, 9>(self.job.payload_words.val()) - 2;
         self.nwords_minus_2.d.next = self.nwords.q.val() - 2;
-        self.tx_write_address.next = bit_cast::<10, 10>(self.write_index.q.val());
-        if self.tx_half.val() {
-            self.tx_write_address.next = bit_cast::<10, 10>(self.write_index.q.val()) | 512;
+        self.replies.buf_write_address.next = bit_cast::<10, 10>(self.write_index.q.val());
+        if self.replies.half.val() {
+            self.replies.buf_write_address.next = bit_cast::<10, 10>(self.write_index.q.val()) | 512;
         }
-        self.tx_write_data.next = self.la_sum.val();
-        self.tx_write_enable.next = false;
-        self.tx_load.next = false;
-        self.tx_kind.next = self.reply_kind.q.val();
-        self.tx_first.next = 0.into();
-        self.tx_last.next = 0.into();
-        self.tx_nwords.next = self.nwords.q.val();
-        self.tx_last_bytes.next = 4.into();
-        self.ev_bucket.next = false;
-        self.ev_bucket_index.next = 0.into();
-        self.ev_multicast.next = false;
-        self.ev_retransmit.next = false;
+        self.replies.buf_write_data.next = self.la.sum.val();
+        self.replies.buf_write_enable.next = false;
+        self.replies.load.next = false;
+        self.replies.kind.next = self.reply_kind.q.val();
+        self.replies.first.next = 0.into();
+        self.replies.last.next = 0.into();
+        self.replies.nwords.next = self.nwords.q.val();
+        self.replies.last_bytes.next = 4.into();
+        self.events.bucket.next = false;
+        self.events.bucket_index.next = 0.into();
+        self.events.multicast.next = false;
+        self.events.retransmit.next = false;
         self.idle.next = !self.s_active.q.val();
         self.exp_new.next = 0.into();
         // Header words of the reply, word `issue_index` (results: during the body pass, for indices below 13), in three
@@ -516,39 +389,25 @@ impl Logic for Aggregator {
         // then the header buffer write.
         self.header.kind.next = self.reply_kind.q.val();
         self.header.index.next = bit_cast::<4, 10>(self.issue_index.q.val());
-        self.header.h1.next = self.desc.h1.val();
-        self.header.h2.next = self.desc.h2.val();
-        self.header.h3.next = self.desc.h3.val();
-        self.header.h4.next = self.desc.h4.val();
-        self.header.h5.next = self.desc.h5.val();
-        self.header.h6.next = self.desc.h6.val();
-        self.header.h7.next = self.desc.h7.val();
-        self.header.h8.next = self.desc.h8.val();
-        self.header.h9.next = self.desc.h9.val();
-        self.header.h10.next = self.desc.h10.val();
-        if self.session_reply.q.val() {
-            self.header.h10.next = (self.desc.h10.val() & 0xffff_ff00_u64) | bit_cast::<32, 8>(self.ss_epoch.val());
-        }
-        self.header.h11.next = self.desc.h11.val();
-        self.header.h12.next = self.desc.h12.val();
-        self.header.switch_mac_hi.next = self.switch_mac_hi.val();
-        self.header.switch_mac_lo.next = self.switch_mac_lo.val();
-        self.header.switch_ip.next = self.switch_ip.val();
-        self.header.payload_words.next = self.payload_words.val();
+        HeaderWords::link(&mut self.desc.header, &mut self.header.request);
+        // A session reply: byte 43 (`job_number`) is the epoch after the update.
+        self.header.session.next = self.session_reply.q.val();
+        self.header.epoch.next = self.ss_epoch.val();
+        JobSettings::link(&mut self.job, &mut self.header.job);
         self.header.exponents.next = self.reply_exps.q.val();
-        self.hdr_write_address.next = self.header_address_d2.q.val();
-        self.hdr_write_data.next = self.header_data.q.val();
-        self.hdr_write_enable.next = self.header_enable_d2.q.val();
+        self.replies.hdr_write_address.next = self.header_address_d2.q.val();
+        self.replies.hdr_write_data.next = self.header_data.q.val();
+        self.replies.hdr_write_enable.next = self.header_enable_d2.q.val();
         self.header_address_d2.d.next = self.header_address.q.val();
         self.header_enable_d2.d.next = self.header_enable.q.val();
         self.header_data.d.next = self.header.word.val();
         if self.header_from_sum.q.val() {
             self.header_data.d.next = self.header_sum.q.val();
         }
-        self.header_sum.d.next = self.la_sum.val();
+        self.header_sum.d.next = self.la.sum.val();
         self.header_from_sum.d.next = false;
         self.header_address.d.next = bit_cast::<5, 10>(self.issue_index.q.val()) & 15;
-        if self.tx_half.val() {
+        if self.replies.half.val() {
             self.header_address.d.next = (bit_cast::<5, 10>(self.issue_index.q.val()) & 15) | 16;
         }
         self.header_enable.d.next = false;
@@ -578,17 +437,17 @@ impl Logic for Aggregator {
             self.issue_index.d.next = 0.into();
             self.issue_frame_word.d.next = 13.into();
             self.issue_at_end.d.next = false;
-            if self.desc.valid.val() & !self.clearing.val() {
+            if self.desc.valid.val() & !self.sb.clearing.val() {
                 if self.desc.kind.val() < self.kind_contribution.val() {
-                    self.ev_bucket.next = true;
-                    self.ev_bucket_index.next = self.desc.kind.val();
+                    self.events.bucket.next = true;
+                    self.events.bucket_index.next = self.desc.kind.val();
                     self.desc.done.next = true;
                 } else if (self.desc.kind.val() == self.kind_contribution.val())
                     & self.ss_open.val()
-                    & (bit_cast::<8, 32>(self.desc.h10.val()) != self.ss_epoch.val())
+                    & (bit_cast::<8, 32>(self.desc.header.h10.val()) != self.ss_epoch.val())
                 {
-                    self.ev_bucket.next = true;
-                    self.ev_bucket_index.next = self.bucket_stale.val();
+                    self.events.bucket.next = true;
+                    self.events.bucket_index.next = self.bucket_stale.val();
                     self.desc.done.next = true;
                 } else if self.desc.kind.val() == self.kind_contribution.val() {
                     self.slot_base.d.next = ((bit_cast::<16, 15>(self.desc.slot.val()) << 1)
@@ -617,29 +476,29 @@ impl Logic for Aggregator {
         if self.s_decide.q.val() {
             // The scoreboard registers its lookup; the exponent maxima are registered too
             // (as if not first: the first contribution's own exponents are chosen next cycle).
-            self.sb_active.next = true;
-            self.la_exp_active.next = true;
-            self.la_exp_incoming.next = bit_cast::<16, 32>(self.desc.h12.val());
+            self.sb.active.next = true;
+            self.la.exp_active.next = true;
+            self.la.exp_incoming.next = bit_cast::<16, 32>(self.desc.header.h12.val());
             if self.desc.set.val() {
-                self.la_exp_stored.next = self.ex_read_data.val().get_bits::<16>(16);
+                self.la.exp_stored.next = self.ex.read_data.val().get_bits::<16>(16);
             } else {
-                self.la_exp_stored.next = bit_cast::<16, 32>(self.ex_read_data.val());
+                self.la.exp_stored.next = bit_cast::<16, 32>(self.ex.read_data.val());
             }
-            self.exp_max.d.next = self.la_exp_out.val();
+            self.exp_max.d.next = self.la.exp_out.val();
             self.s_decide.d.next = false;
             self.s_commit.d.next = true;
         }
         if self.s_commit.q.val() {
             self.exp_new.next = self.exp_max.q.val();
-            if self.sb_first.val() {
-                self.exp_new.next = bit_cast::<16, 32>(self.desc.h12.val());
+            if self.sb.first.val() {
+                self.exp_new.next = bit_cast::<16, 32>(self.desc.header.h12.val());
             }
             if self.desc.set.val() {
-                self.la_exp_stored.next = self.ex_read_data.val().get_bits::<16>(16);
+                self.la.exp_stored.next = self.ex.read_data.val().get_bits::<16>(16);
             } else {
-                self.la_exp_stored.next = bit_cast::<16, 32>(self.ex_read_data.val());
+                self.la.exp_stored.next = bit_cast::<16, 32>(self.ex.read_data.val());
             }
-            self.ev_bucket.next = true;
+            self.events.bucket.next = true;
             self.issue_index.d.next = 0.into();
             self.issue_frame_word.d.next = 13.into();
             self.issue_at_end.d.next = false;
@@ -649,28 +508,28 @@ impl Logic for Aggregator {
             self.write_at_last.d.next = self.k_is_1.q.val();
             self.write_stop.d.next = self.k_minus_2.q.val();
             self.reply_kind.d.next = ReplyKind::Result;
-            self.nwords.d.next = bit_cast::<10, 9>(self.payload_words.val()) + 13;
+            self.nwords.d.next = bit_cast::<10, 9>(self.job.payload_words.val()) + 13;
             self.s_commit.d.next = false;
-            if self.sb_new.val() {
-                self.sb_commit.next = true;
-                self.ev_bucket_index.next = self.bucket_contribution.val();
+            if self.sb.is_new.val() {
+                self.sb.commit.next = true;
+                self.events.bucket_index.next = self.bucket_contribution.val();
                 self.ex_write_pending.d.next = true;
                 if self.desc.set.val() {
                     self.ex_write_word.d.next =
-                        (bit_cast::<32, 16>(self.exp_new.val()) << 16) | (self.ex_read_data.val() & 0xffff);
+                        (bit_cast::<32, 16>(self.exp_new.val()) << 16) | (self.ex.read_data.val() & 0xffff);
                 } else {
                     self.ex_write_word.d.next =
-                        (self.ex_read_data.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exp_new.val());
+                        (self.ex.read_data.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exp_new.val());
                 }
-                self.first_of_round.d.next = self.sb_first.val();
-                self.last_of_round.d.next = self.sb_last.val();
+                self.first_of_round.d.next = self.sb.first.val();
+                self.last_of_round.d.next = self.sb.last.val();
                 self.retransmit.d.next = false;
                 self.reply_exps.d.next = self.exp_new.val();
                 self.s_rmw.d.next = true;
             } else {
-                self.ev_bucket_index.next = self.bucket_duplicate.val();
-                self.reply_exps.d.next = self.la_exp_stored.val();
-                if self.sb_complete.val() {
+                self.events.bucket_index.next = self.bucket_duplicate.val();
+                self.reply_exps.d.next = self.la.exp_stored.val();
+                if self.sb.complete.val() {
                     self.retransmit.d.next = true;
                     self.s_copy_slot.d.next = true;
                 } else {
@@ -687,8 +546,8 @@ impl Logic for Aggregator {
         if self.s_sess_decide.q.val() {
             // Filed as a contribution (a counted join) or a duplicate; a reply is the copy pass
             // of a retransmission with zeros for the values.
-            self.ev_bucket.next = true;
-            self.ev_bucket_index.next = self.bucket_duplicate.val();
+            self.events.bucket.next = true;
+            self.events.bucket_index.next = self.bucket_duplicate.val();
             self.issue_index.d.next = 0.into();
             self.issue_frame_word.d.next = 13.into();
             self.issue_at_end.d.next = false;
@@ -698,12 +557,12 @@ impl Logic for Aggregator {
             self.write_at_last.d.next = self.k_is_1.q.val();
             self.write_stop.d.next = self.k_minus_2.q.val();
             self.reply_kind.d.next = ReplyKind::Result;
-            self.nwords.d.next = bit_cast::<10, 9>(self.payload_words.val()) + 13;
+            self.nwords.d.next = bit_cast::<10, 9>(self.job.payload_words.val()) + 13;
             self.reply_exps.d.next = 0.into();
             self.retransmit.d.next = true;
             self.s_sess_decide.d.next = false;
             if self.ss_counted.val() {
-                self.ev_bucket_index.next = self.bucket_contribution.val();
+                self.events.bucket_index.next = self.bucket_contribution.val();
                 self.ss_commit.next = true;
             }
             if self.ss_opens.val() {
@@ -723,11 +582,11 @@ impl Logic for Aggregator {
             if self.desc.half.val() {
                 self.buf_read_address.next = self.issue_frame_word.q.val() | 512;
             }
-            self.tx_write_address.next = self.write_frame_word.q.val();
-            if self.tx_half.val() {
-                self.tx_write_address.next = self.write_frame_word.q.val() | 512;
+            self.replies.buf_write_address.next = self.write_frame_word.q.val();
+            if self.replies.half.val() {
+                self.replies.buf_write_address.next = self.write_frame_word.q.val() | 512;
             }
-            if (!self.last_of_round.q.val() | self.tx_free.val()) & !self.issue_at_end.q.val() {
+            if (!self.last_of_round.q.val() | self.replies.free.val()) & !self.issue_at_end.q.val() {
                 self.issue.next = true;
                 self.issue_index.d.next = self.issue_index.q.val() + 1;
                 self.issue_frame_word.d.next = self.issue_frame_word.q.val() + 1;
@@ -735,8 +594,8 @@ impl Logic for Aggregator {
                 self.header_enable.d.next = self.last_of_round.q.val() & (self.issue_index.q.val() < 13);
             }
             if self.write.val() {
-                self.sm_write_enable.next = true;
-                self.tx_write_enable.next = self.last_of_round.q.val();
+                self.sm.write_enable.next = true;
+                self.replies.buf_write_enable.next = self.last_of_round.q.val();
                 self.write_index.d.next = self.write_index.q.val() + 1;
                 self.write_frame_word.d.next = self.write_frame_word.q.val() + 1;
                 self.write_at_last.d.next = self.write_index.q.val() == self.write_stop.q.val();
@@ -754,11 +613,11 @@ impl Logic for Aggregator {
         }
         if self.s_copy_slot.q.val() {
             // The stored values through the adder unchanged (not first, nothing added).
-            self.tx_write_address.next = self.write_frame_word.q.val();
-            if self.tx_half.val() {
-                self.tx_write_address.next = self.write_frame_word.q.val() | 512;
+            self.replies.buf_write_address.next = self.write_frame_word.q.val();
+            if self.replies.half.val() {
+                self.replies.buf_write_address.next = self.write_frame_word.q.val() | 512;
             }
-            if self.tx_free.val() & !self.issue_at_end.q.val() {
+            if self.replies.free.val() & !self.issue_at_end.q.val() {
                 self.issue.next = true;
                 self.issue_index.d.next = self.issue_index.q.val() + 1;
                 self.issue_frame_word.d.next = self.issue_frame_word.q.val() + 1;
@@ -766,7 +625,7 @@ impl Logic for Aggregator {
                 self.header_enable.d.next = self.issue_index.q.val() < 13;
             }
             if self.write.val() {
-                self.tx_write_enable.next = true;
+                self.replies.buf_write_enable.next = true;
                 self.write_index.d.next = self.write_index.q.val() + 1;
                 self.write_frame_word.d.next = self.write_frame_word.q.val() + 1;
                 self.write_at_last.d.next = self.write_index.q.val() == self.write_stop.q.val();
@@ -779,7 +638,7 @@ impl Logic for Aggregator {
         }
         if self.s_header.q.val() {
             // ARP and ICMP replies (a result's header is written during its body pass).
-            if self.tx_free.val() {
+            if self.replies.free.val() {
                 self.header_enable.d.next = true;
                 self.issue_index.d.next = self.issue_index.q.val() + 1;
                 self.issue_frame_word.d.next = self.issue_frame_word.q.val() + 1;
@@ -811,10 +670,10 @@ impl Logic for Aggregator {
                 self.issue_at_end.d.next = self.issue_index.q.val() == self.issue_stop.q.val();
             }
             if self.write.val() {
-                self.tx_write_enable.next = true;
+                self.replies.buf_write_enable.next = true;
                 if self.write_index.q.val() < 13 {
                     self.header_address.d.next = bit_cast::<5, 10>(self.write_index.q.val()) & 15;
-                    if self.tx_half.val() {
+                    if self.replies.half.val() {
                         self.header_address.d.next = (bit_cast::<5, 10>(self.write_index.q.val()) & 15) | 16;
                     }
                     self.header_from_sum.d.next = true;
@@ -830,27 +689,27 @@ impl Logic for Aggregator {
             }
         }
         if self.s_load.q.val() {
-            self.tx_load.next = true;
+            self.replies.load.next = true;
             self.desc.done.next = true;
             self.s_load.d.next = false;
             self.s_active.d.next = false;
             if self.reply_kind.q.val() == ReplyKind::Result {
                 if self.retransmit.q.val() {
-                    self.ev_retransmit.next = true;
-                    self.tx_first.next = self.desc.rank.val();
-                    self.tx_last.next = self.desc.rank.val();
+                    self.events.retransmit.next = true;
+                    self.replies.first.next = self.desc.rank.val();
+                    self.replies.last.next = self.desc.rank.val();
                 } else {
-                    self.ev_multicast.next = true;
-                    self.tx_last.next = bit_cast::<5, 6>(self.workers.val() - 1);
+                    self.events.multicast.next = true;
+                    self.replies.last.next = bit_cast::<5, 6>(self.job.workers.val() - 1);
                 }
             } else if self.reply_kind.q.val() == ReplyKind::ArpReply {
-                self.ev_bucket.next = true;
-                self.ev_bucket_index.next = self.bucket_arp_reply.val();
-                self.tx_last_bytes.next = 2.into();
+                self.events.bucket.next = true;
+                self.events.bucket_index.next = self.bucket_arp_reply.val();
+                self.replies.last_bytes.next = 2.into();
             } else {
-                self.ev_bucket.next = true;
-                self.ev_bucket_index.next = self.bucket_icmp_reply.val();
-                self.tx_last_bytes.next = (bit_cast::<3, 16>(self.desc.ip_len.val() + 1) & 3) + 1;
+                self.events.bucket.next = true;
+                self.events.bucket_index.next = self.bucket_icmp_reply.val();
+                self.replies.last_bytes.next = (bit_cast::<3, 16>(self.desc.ip_len.val() + 1) & 3) + 1;
             }
         }
         self.issued.d.next = (self.issued.q.val() << 1) | bit_cast::<6, 1>(self.issue.val().into());
@@ -890,8 +749,8 @@ mod tests {
         let mut written = vec![];
         for _ in 0..3 {
             settle(agg);
-            if agg.hdr_write_enable.val() {
-                written.push(agg.hdr_write_address.val().index() as u64);
+            if agg.replies.hdr_write_enable.val() {
+                written.push(agg.replies.hdr_write_address.val().index() as u64);
             }
             tick!(&mut *agg);
         }
@@ -906,17 +765,17 @@ mod tests {
         let mut e = Effect::default();
         for c in 1..200 {
             settle(agg);
-            if agg.ev_bucket.val() {
-                e.buckets.push(agg.ev_bucket_index.val().index() as u64);
+            if agg.events.bucket.val() {
+                e.buckets.push(agg.events.bucket_index.val().index() as u64);
             }
-            if agg.hdr_write_enable.val() {
-                e.header_words.push(agg.hdr_write_address.val().index() as u64 & 15);
+            if agg.replies.hdr_write_enable.val() {
+                e.header_words.push(agg.replies.hdr_write_address.val().index() as u64 & 15);
             }
-            if agg.tx_load.val() {
+            if agg.replies.load.val() {
                 e.load = Some((
-                    agg.tx_kind.val(),
-                    agg.tx_nwords.val().index() as u64,
-                    agg.tx_last_bytes.val().index() as u64,
+                    agg.replies.kind.val(),
+                    agg.replies.nwords.val().index() as u64,
+                    agg.replies.last_bytes.val().index() as u64,
                 ));
             }
             if edge(agg) {
@@ -939,9 +798,9 @@ mod tests {
     fn drops_arp_and_echo_are_sequenced_as_specified() {
         let mut agg = Aggregator::new(256);
         agg.connect_all();
-        agg.tx_free.next = true;
-        agg.payload_words.next = 64.into();
-        agg.workers.next = 4.into();
+        agg.replies.free.next = true;
+        agg.job.payload_words.next = 64.into();
+        agg.job.workers.next = 4.into();
         for reason in [0, 4, 12] {
             let e = run(&mut agg, reason, 0);
             assert_eq!(e, Effect { cycles: 1, buckets: vec![reason], ..Default::default() }, "drop {reason}");
@@ -970,14 +829,14 @@ mod tests {
         let k = 32u64;
         let mut agg = Aggregator::new(256);
         agg.connect_all();
-        agg.tx_free.next = true;
-        agg.payload_words.next = k.into();
-        agg.workers.next = 3.into();
+        agg.replies.free.next = true;
+        agg.job.payload_words.next = k.into();
+        agg.job.workers.next = 3.into();
         agg.ss_open.next = true;
         agg.ss_epoch.next = 5.into();
         agg.desc.rank.next = 2.into();
         // A stale contribution: job 4.
-        agg.desc.h10.next = 0x0000_1104_u64.into();
+        agg.desc.header.h10.next = 0x0000_1104_u64.into();
         let stale = run(&mut agg, KIND_CONTRIBUTION, 0);
         assert_eq!(
             stale,
@@ -995,40 +854,40 @@ mod tests {
             agg.ss_opens.next = verdict.2;
             agg.desc.valid.next = true;
             agg.desc.kind.next = KIND_SESSION.into();
-            agg.desc.h10.next = 0x0000_8106_u64.into();
+            agg.desc.header.h10.next = 0x0000_8106_u64.into();
             let (mut buckets, mut commits, mut load, mut zeros, mut word10) = (vec![], 0, None, 0, None);
             let mut cycles = 0;
             for c in 1..400 {
                 settle(&mut agg);
                 // The lane adders' registered sum: stored + incoming (the stored values here are
                 // garbage, which a reply must not carry).
-                agg.sm_read_data.next = 0xdead_beef_u64.into();
+                agg.sm.read_data.next = 0xdead_beef_u64.into();
                 settle(&mut agg);
-                if agg.ev_bucket.val() {
-                    buckets.push(agg.ev_bucket_index.val().index() as u64);
+                if agg.events.bucket.val() {
+                    buckets.push(agg.events.bucket_index.val().index() as u64);
                 }
                 commits += usize::from(agg.ss_commit.val());
-                if agg.tx_write_enable.val() {
-                    zeros += usize::from(agg.tx_write_data.val().index() == 0);
+                if agg.replies.buf_write_enable.val() {
+                    zeros += usize::from(agg.replies.buf_write_data.val().index() == 0);
                 }
-                if agg.hdr_write_enable.val() && agg.hdr_write_address.val().index() & 15 == 10 {
-                    word10 = Some(agg.hdr_write_data.val().index() as u64);
+                if agg.replies.hdr_write_enable.val() && agg.replies.hdr_write_address.val().index() & 15 == 10 {
+                    word10 = Some(agg.replies.hdr_write_data.val().index() as u64);
                 }
-                if agg.tx_load.val() {
+                if agg.replies.load.val() {
                     load = Some((
-                        agg.tx_kind.val(),
-                        agg.tx_nwords.val().index() as u64,
-                        agg.tx_first.val().index() as u64,
-                        agg.tx_last.val().index() as u64,
+                        agg.replies.kind.val(),
+                        agg.replies.nwords.val().index() as u64,
+                        agg.replies.first.val().index() as u64,
+                        agg.replies.last.val().index() as u64,
                     ));
                 }
-                let (stored, inc) = (agg.la_stored.val().index() as u32, agg.la_incoming.val().index() as u32);
-                let sum = if agg.la_first.val() { inc } else { stored.wrapping_add(inc) };
+                let (stored, inc) = (agg.la.stored.val().index() as u32, agg.la.incoming.val().index() as u32);
+                let sum = if agg.la.first.val() { inc } else { stored.wrapping_add(inc) };
                 if edge(&mut agg) {
                     cycles = c;
                     break;
                 }
-                agg.la_sum.next = u64::from(sum).into();
+                agg.la.sum.next = u64::from(sum).into();
             }
             let late = finish(&mut agg);
             let what = format!("verdict {verdict:?}");
@@ -1104,65 +963,68 @@ mod tests {
         agg.desc.slot.next = slot.into();
         agg.desc.set.next = set;
         agg.desc.half.next = true;
-        agg.desc.h12.next = ((u64::from(set) << 31) | (slot << 16) | u64::from(exps)).into();
+        agg.desc.header.h12.next = ((u64::from(set) << 31) | (slot << 16) | u64::from(exps)).into();
         let mut pass = Pass::default();
         for c in 1..2000 {
-            agg.tx_free.next = c > nb.tx_free_after;
+            agg.replies.free.next = c > nb.tx_free_after;
             agg.buf_read_data.next = u64::from(nb.frame[nb.frame_reads[1]]).into();
-            agg.sm_read_data.next = u64::from(nb.values[nb.value_reads[4]]).into();
-            agg.ex_read_data.next = u64::from(nb.exponent_read).into();
-            agg.la_sum.next = u64::from(nb.sum).into();
+            agg.sm.read_data.next = u64::from(nb.values[nb.value_reads[4]]).into();
+            agg.ex.read_data.next = u64::from(nb.exponent_read).into();
+            agg.la.sum.next = u64::from(nb.sum).into();
             let [new, first, last, complete] = nb.answer.unwrap_or_default();
-            agg.sb_new.next = new;
-            agg.sb_first.next = first;
-            agg.sb_last.next = last;
-            agg.sb_complete.next = complete;
+            agg.sb.is_new.next = new;
+            agg.sb.first.next = first;
+            agg.sb.last.next = last;
+            agg.sb.complete.next = complete;
             settle(agg);
-            let (es, ei) = (agg.la_exp_stored.val().index() as u16, agg.la_exp_incoming.val().index() as u16);
-            let exp_out = match (agg.la_exp_active.val(), agg.la_first.val()) {
+            let (es, ei) = (agg.la.exp_stored.val().index() as u16, agg.la.exp_incoming.val().index() as u16);
+            let exp_out = match (agg.la.exp_active.val(), agg.la.first.val()) {
                 (false, _) => 0,
                 (true, true) => ei,
                 (true, false) => exp_max(es, ei),
             };
-            agg.la_exp_out.next = u64::from(exp_out).into();
+            agg.la.exp_out.next = u64::from(exp_out).into();
             settle(agg);
-            if agg.ev_bucket.val() {
-                pass.buckets.push(agg.ev_bucket_index.val().index() as u64);
+            if agg.events.bucket.val() {
+                pass.buckets.push(agg.events.bucket_index.val().index() as u64);
             }
-            pass.multicast |= agg.ev_multicast.val();
-            pass.retransmit |= agg.ev_retransmit.val();
-            if agg.sm_write_enable.val() {
-                let a = agg.sm_write_address.val().index();
-                let d = agg.sm_write_data.val().index() as u32;
+            pass.multicast |= agg.events.multicast.val();
+            pass.retransmit |= agg.events.retransmit.val();
+            if agg.sm.write_enable.val() {
+                let a = agg.sm.write_address.val().index();
+                let d = agg.sm.write_data.val().index() as u32;
                 pass.value_writes.push((a, d));
                 nb.values[a] = d;
             }
-            if agg.tx_write_enable.val() {
-                nb.tx_words.insert(agg.tx_write_address.val().index() as u64, agg.tx_write_data.val().index() as u32);
+            if agg.replies.buf_write_enable.val() {
+                nb.tx_words.insert(
+                    agg.replies.buf_write_address.val().index() as u64,
+                    agg.replies.buf_write_data.val().index() as u32,
+                );
             }
-            if agg.hdr_write_enable.val() {
-                nb.header_words.push(agg.hdr_write_address.val().index() as u64);
+            if agg.replies.hdr_write_enable.val() {
+                nb.header_words.push(agg.replies.hdr_write_address.val().index() as u64);
             }
-            if agg.tx_load.val() {
+            if agg.replies.load.val() {
                 assert!(c > nb.tx_free_after, "loaded while the result builder's half was busy");
                 pass.load = Some((
-                    agg.tx_kind.val(),
-                    agg.tx_nwords.val().index() as u64,
-                    agg.tx_first.val().index() as u64,
-                    agg.tx_last.val().index() as u64,
+                    agg.replies.kind.val(),
+                    agg.replies.nwords.val().index() as u64,
+                    agg.replies.first.val().index() as u64,
+                    agg.replies.last.val().index() as u64,
                 ));
             }
-            if agg.ex_write_enable.val() {
-                nb.exponents[agg.ex_write_address.val().index()] = agg.ex_write_data.val().index() as u32;
+            if agg.ex.write_enable.val() {
+                nb.exponents[agg.ex.write_address.val().index()] = agg.ex.write_data.val().index() as u32;
             }
             // The edge, for the neighbours and then the aggregator.
             nb.frame_reads = [agg.buf_read_address.val().index(), nb.frame_reads[0]];
             nb.value_reads.rotate_right(1);
-            nb.value_reads[0] = agg.sm_read_address.val().index();
-            nb.exponent_read = nb.exponents[agg.ex_read_address.val().index()];
-            let (stored, inc) = (agg.la_stored.val().index() as u32, agg.la_incoming.val().index() as u32);
-            nb.sum = if agg.la_first.val() { inc } else { stored.wrapping_add(inc) };
-            nb.answer = agg.sb_active.val().then_some(nb.verdict);
+            nb.value_reads[0] = agg.sm.read_address.val().index();
+            nb.exponent_read = nb.exponents[agg.ex.read_address.val().index()];
+            let (stored, inc) = (agg.la.stored.val().index() as u32, agg.la.incoming.val().index() as u32);
+            nb.sum = if agg.la.first.val() { inc } else { stored.wrapping_add(inc) };
+            nb.answer = agg.sb.active.val().then_some(nb.verdict);
             if edge(agg) {
                 pass.cycles = c;
                 nb.header_words.extend(finish(agg));
@@ -1187,9 +1049,9 @@ mod tests {
         let (k, n) = (32usize, 3u64);
         let mut agg = Aggregator::new(256);
         agg.connect_all();
-        agg.payload_words.next = (k as u64).into();
-        agg.workers.next = n.into();
-        agg.tx_half.next = true;
+        agg.job.payload_words.next = (k as u64).into();
+        agg.job.workers.next = n.into();
+        agg.replies.half.next = true;
         let mut nb = Neighbours {
             frame: vec![0; 1024],
             frame_reads: [0; 2],

@@ -8,6 +8,55 @@
 
 use rust_hdl::prelude::*;
 
+interface_pair! {
+    /// The ports of a simple dual-port RAM of `D`-bit words addressed with `A` bits, the RAM's end
+    /// (timing as the RAM that serves them says).
+    pub struct RamPort<const A: usize, const D: usize> join "RamClient";
+    /// The ports of a simple dual-port RAM, the user's end.
+    pub struct RamClient join "RamPort";
+    {
+        /// Read address.
+        read_address: In Bits<A>,
+        /// Word read.
+        read_data: Out Bits<D>,
+        /// Write address.
+        write_address: In Bits<A>,
+        /// Word to write.
+        write_data: In Bits<D>,
+        /// Write strobe.
+        write_enable: In Bit,
+    }
+}
+
+/// The words of a RAM block in simulation, zero at power-up: a read past the end gives zero, a
+/// write past the end is lost (the Verilog's memory has exactly these words).
+#[derive(Clone, Debug)]
+pub(crate) struct RamWords<const D: usize>(pub Vec<Bits<D>>);
+
+impl<const D: usize> RamWords<D> {
+    /// `depth` zero words.
+    pub fn new(depth: usize) -> Self {
+        Self(vec![Bits::default(); depth])
+    }
+
+    /// The word at `address`.
+    pub fn read(&self, address: usize) -> Bits<D> {
+        self.0.get(address).copied().unwrap_or_default()
+    }
+
+    /// Writes `data` at `address` when `enable`.
+    pub fn write(&mut self, enable: bool, address: usize, data: Bits<D>) {
+        if let Some(w) = self.0.get_mut(address).filter(|_| enable) {
+            *w = data;
+        }
+    }
+
+    /// Number of words.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
 /// Simple dual-port RAM of `depth` words of `D` bits, addressed with `A` bits.
 #[derive(LogicBlock)]
 pub struct BlockRam<const A: usize, const D: usize> {
@@ -23,7 +72,7 @@ pub struct BlockRam<const A: usize, const D: usize> {
     pub write_data: Signal<In, Bits<D>>,
     /// Write strobe.
     pub write_enable: Signal<In, Bit>,
-    _mem: Vec<Bits<D>>,
+    _mem: RamWords<D>,
     _no_rw_check: bool,
 }
 
@@ -38,7 +87,7 @@ impl<const A: usize, const D: usize> BlockRam<A, D> {
             write_address: Default::default(),
             write_data: Default::default(),
             write_enable: Default::default(),
-            _mem: vec![Bits::<D>::default(); depth],
+            _mem: RamWords::new(depth),
             _no_rw_check: false,
         }
     }
@@ -54,7 +103,7 @@ impl<const A: usize, const D: usize> BlockRam<A, D> {
             self._mem.len()
         );
         for (i, w) in words.iter().enumerate() {
-            self._mem[base + i] = (*w).into();
+            self._mem.0[base + i] = (*w).into();
         }
         self
     }
@@ -71,12 +120,13 @@ impl<const A: usize, const D: usize> BlockRam<A, D> {
     /// not, in the same text width: Yosys names cells after their source lines, and its results
     /// depend on the names, so the values must not move a line.
     fn initial_block(&self) -> String {
-        if self._mem.iter().all(|w| !w.any()) {
+        if self._mem.0.iter().all(|w| !w.any()) {
             return String::new();
         }
         let digits = D.div_ceil(4);
         let words: Vec<String> = self
             ._mem
+            .0
             .iter()
             .enumerate()
             .map(|(i, w)| format!("   mem[{i:2}] = {D}'h{:0digits$x};\n", w.index()))
@@ -93,14 +143,8 @@ impl<const A: usize, const D: usize> BlockRam<A, D> {
 impl<const A: usize, const D: usize> Logic for BlockRam<A, D> {
     fn update(&mut self) {
         if self.clock.pos_edge() {
-            let ra = self.read_address.val().index();
-            self.read_data.next = if ra < self._mem.len() { self._mem[ra] } else { Bits::default() };
-            if self.write_enable.val() {
-                let wa = self.write_address.val().index();
-                if wa < self._mem.len() {
-                    self._mem[wa] = self.write_data.val();
-                }
-            }
+            self.read_data.next = self._mem.read(self.read_address.val().index());
+            self._mem.write(self.write_enable.val(), self.write_address.val().index(), self.write_data.val());
         }
     }
 
@@ -230,7 +274,7 @@ pub struct PipelinedRam<const A: usize, const D: usize> {
     pub write_data: Signal<In, Bits<D>>,
     /// Write strobe.
     pub write_enable: Signal<In, Bit>,
-    _mem: Vec<Bits<D>>,
+    _mem: RamWords<D>,
     _stage: Bits<D>,
 }
 
@@ -246,7 +290,7 @@ impl<const A: usize, const D: usize> PipelinedRam<A, D> {
             write_address: Default::default(),
             write_data: Default::default(),
             write_enable: Default::default(),
-            _mem: vec![Bits::<D>::default(); depth],
+            _mem: RamWords::new(depth),
             _stage: Bits::default(),
         }
     }
@@ -257,15 +301,9 @@ impl<const A: usize, const D: usize> Logic for PipelinedRam<A, D> {
         if self.clock.pos_edge() {
             if self.read_enable.val() {
                 self.read_data.next = self._stage;
-                let ra = self.read_address.val().index();
-                self._stage = if ra < self._mem.len() { self._mem[ra] } else { Bits::default() };
+                self._stage = self._mem.read(self.read_address.val().index());
             }
-            if self.write_enable.val() {
-                let wa = self.write_address.val().index();
-                if wa < self._mem.len() {
-                    self._mem[wa] = self.write_data.val();
-                }
-            }
+            self._mem.write(self.write_enable.val(), self.write_address.val().index(), self.write_data.val());
         }
     }
 

@@ -5,30 +5,19 @@
 
 use rust_hdl::prelude::*;
 
-/// The sending end of a byte stream.
-#[derive(LogicInterface, Default)]
-#[join = "ByteSink"]
-pub struct ByteSource {
-    /// Byte valid.
-    pub valid: Signal<Out, Bit>,
-    /// The byte.
-    pub data: Signal<Out, Bits<8>>,
-    /// Last byte of the frame.
-    pub last: Signal<Out, Bit>,
-    /// The sink takes the byte.
-    pub ready: Signal<In, Bit>,
-}
-
-/// The taking end of a byte stream.
-#[derive(LogicInterface, Default)]
-#[join = "ByteSource"]
-pub struct ByteSink {
-    /// Byte valid.
-    pub valid: Signal<In, Bit>,
-    /// The byte.
-    pub data: Signal<In, Bits<8>>,
-    /// Last byte of the frame.
-    pub last: Signal<In, Bit>,
-    /// The block takes the byte.
-    pub ready: Signal<Out, Bit>,
+interface_pair! {
+    /// The sending end of a byte stream.
+    pub struct ByteSource join "ByteSink";
+    /// The taking end of a byte stream.
+    pub struct ByteSink join "ByteSource";
+    {
+        /// Byte valid.
+        valid: Out Bit,
+        /// The byte.
+        data: Out Bits<8>,
+        /// Last byte of the frame.
+        last: Out Bit,
+        /// The sink takes the byte.
+        ready: In Bit,
+    }
 }

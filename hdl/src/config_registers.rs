@@ -24,49 +24,86 @@
 
 use rust_hdl::prelude::*;
 
+interface_pair! {
+    /// The job-configuration bus, taking end: a register write is `write` high at a rising edge
+    /// with `address` and `data`. The core and the configuration registers take it.
+    pub struct ConfigBus join "ConfigBusDriver";
+    /// The job-configuration bus, driving end (the control link, a loader).
+    pub struct ConfigBusDriver join "ConfigBus";
+    {
+        /// Write strobe.
+        write: In Bit,
+        /// Register address.
+        address: In Bits<8>,
+        /// Data to write.
+        data: In Bits<32>,
+    }
+}
+
+interface_pair! {
+    /// The job's settings as the configuration registers hold them, taking end: what the parser,
+    /// the aggregator and the result builder read (each the fields it needs).
+    pub struct JobSettings join "JobSettingsSource";
+    /// The job's settings, driving end (the configuration registers).
+    pub struct JobSettingsSource join "JobSettings";
+    {
+        /// Switch MAC, bytes 0..2.
+        switch_mac_hi: In Bits<16>,
+        /// Switch MAC, bytes 2..6.
+        switch_mac_lo: In Bits<32>,
+        /// Switch IPv4 address.
+        switch_ip: In Bits<32>,
+        /// Number of workers n.
+        workers: In Bits<6>,
+        /// `size` code of the job's payload.
+        size_code: In Bits<3>,
+        /// Elements per payload, k = 32 << size.
+        payload_words: In Bits<9>,
+        /// Slots in use S.
+        slots_in_use: In Bits<16>,
+        /// The workers' UDP source port.
+        worker_port: In Bits<16>,
+        /// The job's `job_number`: the session epoch after a slot-state clear (docs/switch.md §2.1).
+        job_number: In Bits<8>,
+    }
+}
+
+interface_pair! {
+    /// A write into the worker table, taking end: entry `address` takes `data` as the worker's IPv4
+    /// address (`write_ip`), MAC bytes 0..2 (`write_mac_hi`, low 16 bits) or MAC bytes 2..6
+    /// (`write_mac_lo`). The parser keeps the addresses, the result builder all three.
+    pub struct WorkerTableWrite join "WorkerTableWriteSource";
+    /// A write into the worker table, driving end (the configuration registers).
+    pub struct WorkerTableWriteSource join "WorkerTableWrite";
+    {
+        /// Worker table entry being written.
+        address: In Bits<5>,
+        /// Worker table data.
+        data: In Bits<32>,
+        /// Write a worker's IPv4 address.
+        write_ip: In Bit,
+        /// Write a worker's MAC bytes 0..2.
+        write_mac_hi: In Bit,
+        /// Write a worker's MAC bytes 2..6.
+        write_mac_lo: In Bit,
+    }
+}
+
 /// Configuration registers.
 #[derive(LogicBlock)]
 pub struct ConfigRegisters {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Write strobe.
-    pub write: Signal<In, Bit>,
-    /// Register address.
-    pub address: Signal<In, Bits<8>>,
-    /// Data to write.
-    pub data: Signal<In, Bits<32>>,
-    /// Switch MAC, bytes 0..2.
-    pub switch_mac_hi: Signal<Out, Bits<16>>,
-    /// Switch MAC, bytes 2..6.
-    pub switch_mac_lo: Signal<Out, Bits<32>>,
-    /// Switch IPv4 address.
-    pub switch_ip: Signal<Out, Bits<32>>,
-    /// Number of workers.
-    pub workers: Signal<Out, Bits<6>>,
-    /// `size` code of the job's payload.
-    pub size_code: Signal<Out, Bits<3>>,
-    /// Elements per payload, k = 32 << size.
-    pub payload_words: Signal<Out, Bits<9>>,
-    /// Slots in use.
-    pub slots_in_use: Signal<Out, Bits<16>>,
-    /// The workers' UDP source port.
-    pub worker_port: Signal<Out, Bits<16>>,
-    /// The job's `job_number`: the session epoch after a slot-state clear.
-    pub job_number: Signal<Out, Bits<8>>,
+    /// The register bus.
+    pub bus: ConfigBus,
+    /// The job's settings.
+    pub job: JobSettingsSource,
     /// One-cycle pulse: clear the slot state.
     pub clear: Signal<Out, Bit>,
     /// One-cycle pulse: clear the counters.
     pub clear_counters: Signal<Out, Bit>,
-    /// Worker table entry being written.
-    pub wt_address: Signal<Out, Bits<5>>,
-    /// Worker table data.
-    pub wt_data: Signal<Out, Bits<32>>,
-    /// Write a worker's IPv4 address.
-    pub wt_write_ip: Signal<Out, Bit>,
-    /// Write a worker's MAC bytes 0..2.
-    pub wt_write_mac_hi: Signal<Out, Bit>,
-    /// Write a worker's MAC bytes 2..6.
-    pub wt_write_mac_lo: Signal<Out, Bit>,
+    /// Worker table writes (from flip-flops, one cycle after the register write).
+    pub wt: WorkerTableWriteSource,
     /// The job's VLAN register: the TCI of the frames sent; VID 0 for an untagged job.
     pub vlan_tci: Signal<Out, Bits<16>>,
     mac_hi: DFF<Bits<16>>,
@@ -93,25 +130,11 @@ impl ConfigRegisters {
     pub fn new(slots: usize) -> Self {
         Self {
             clock: Default::default(),
-            write: Default::default(),
-            address: Default::default(),
-            data: Default::default(),
-            switch_mac_hi: Default::default(),
-            switch_mac_lo: Default::default(),
-            switch_ip: Default::default(),
-            workers: Default::default(),
-            size_code: Default::default(),
-            payload_words: Default::default(),
-            slots_in_use: Default::default(),
-            worker_port: Default::default(),
-            job_number: Default::default(),
+            bus: Default::default(),
+            job: Default::default(),
             clear: Default::default(),
             clear_counters: Default::default(),
-            wt_address: Default::default(),
-            wt_data: Default::default(),
-            wt_write_ip: Default::default(),
-            wt_write_mac_hi: Default::default(),
-            wt_write_mac_lo: Default::default(),
+            wt: Default::default(),
             vlan_tci: Default::default(),
             mac_hi: Default::default(),
             mac_lo: Default::default(),
@@ -157,49 +180,49 @@ impl Logic for ConfigRegisters {
             wt_mhi,
             wt_mlo
         );
-        self.switch_mac_hi.next = self.mac_hi.q.val();
-        self.switch_mac_lo.next = self.mac_lo.q.val();
-        self.switch_ip.next = self.ip.q.val();
-        self.workers.next = self.n.q.val();
-        self.size_code.next = self.size.q.val();
-        self.slots_in_use.next = self.slots.q.val();
+        self.job.switch_mac_hi.next = self.mac_hi.q.val();
+        self.job.switch_mac_lo.next = self.mac_lo.q.val();
+        self.job.switch_ip.next = self.ip.q.val();
+        self.job.workers.next = self.n.q.val();
+        self.job.size_code.next = self.size.q.val();
+        self.job.slots_in_use.next = self.slots.q.val();
         self.vlan_tci.next = self.tci.q.val();
         // Stored XOR 0xBEE0, so that the register reads 0xBEE0 (the default `worker_port`)
         // after reset and after a control link job write that does not name it.
-        self.worker_port.next = self.wport.q.val() ^ 0xBEE0;
-        self.job_number.next = self.jobn.q.val();
+        self.job.worker_port.next = self.wport.q.val() ^ 0xBEE0;
+        self.job.job_number.next = self.jobn.q.val();
         self.clear.next = self.clear_pulse.q.val();
         self.clear_pulse.d.next = false;
         self.clear_counters.next = self.clear_counters_pulse.q.val();
         self.clear_counters_pulse.d.next = false;
         match self.size.q.val().index() {
             0 => {
-                self.payload_words.next = 32.into();
+                self.job.payload_words.next = 32.into();
             }
             1 => {
-                self.payload_words.next = 64.into();
+                self.job.payload_words.next = 64.into();
             }
             2 => {
-                self.payload_words.next = 128.into();
+                self.job.payload_words.next = 128.into();
             }
             _ => {
-                self.payload_words.next = 256.into();
+                self.job.payload_words.next = 256.into();
             }
         }
-        self.wt_address.next = self.wt_a.q.val();
-        self.wt_data.next = self.wt_d.q.val();
-        self.wt_write_ip.next = self.wt_ip.q.val();
-        self.wt_write_mac_hi.next = self.wt_mhi.q.val();
-        self.wt_write_mac_lo.next = self.wt_mlo.q.val();
+        self.wt.address.next = self.wt_a.q.val();
+        self.wt.data.next = self.wt_d.q.val();
+        self.wt.write_ip.next = self.wt_ip.q.val();
+        self.wt.write_mac_hi.next = self.wt_mhi.q.val();
+        self.wt.write_mac_lo.next = self.wt_mlo.q.val();
         self.wt_a.d.next = 0.into();
-        self.wt_d.d.next = self.data.val();
+        self.wt_d.d.next = self.bus.data.val();
         self.wt_ip.d.next = false;
         self.wt_mhi.d.next = false;
         self.wt_mlo.d.next = false;
-        if self.write.val() {
-            if self.address.val().get_bit(7) {
-                self.wt_a.d.next = bit_cast::<5, 8>(self.address.val() >> 2);
-                match bit_cast::<2, 8>(self.address.val()).index() {
+        if self.bus.write.val() {
+            if self.bus.address.val().get_bit(7) {
+                self.wt_a.d.next = bit_cast::<5, 8>(self.bus.address.val() >> 2);
+                match bit_cast::<2, 8>(self.bus.address.val()).index() {
                     0 => {
                         self.wt_ip.d.next = true;
                     }
@@ -212,41 +235,41 @@ impl Logic for ConfigRegisters {
                     _ => {}
                 }
             } else {
-                match self.address.val().index() {
+                match self.bus.address.val().index() {
                     0 => {
-                        self.mac_hi.d.next = bit_cast::<16, 32>(self.data.val());
+                        self.mac_hi.d.next = bit_cast::<16, 32>(self.bus.data.val());
                     }
                     1 => {
-                        self.mac_lo.d.next = self.data.val();
+                        self.mac_lo.d.next = self.bus.data.val();
                     }
                     2 => {
-                        self.ip.d.next = self.data.val();
+                        self.ip.d.next = self.bus.data.val();
                     }
                     3 => {
-                        self.n.d.next = bit_cast::<6, 32>(self.data.val());
+                        self.n.d.next = bit_cast::<6, 32>(self.bus.data.val());
                     }
                     4 => {
-                        self.size.d.next = bit_cast::<3, 32>(self.data.val());
+                        self.size.d.next = bit_cast::<3, 32>(self.bus.data.val());
                     }
                     5 => {
-                        if self.data.val() > bit_cast::<32, 16>(self.built_slots.val()) {
+                        if self.bus.data.val() > bit_cast::<32, 16>(self.built_slots.val()) {
                             self.slots.d.next = self.built_slots.val();
                         } else {
-                            self.slots.d.next = bit_cast::<16, 32>(self.data.val());
+                            self.slots.d.next = bit_cast::<16, 32>(self.bus.data.val());
                         }
                     }
                     6 => {
-                        self.clear_pulse.d.next = self.data.val().get_bit(0);
-                        self.clear_counters_pulse.d.next = self.data.val().get_bit(1);
+                        self.clear_pulse.d.next = self.bus.data.val().get_bit(0);
+                        self.clear_counters_pulse.d.next = self.bus.data.val().get_bit(1);
                     }
                     7 => {
-                        self.tci.d.next = bit_cast::<16, 32>(self.data.val());
+                        self.tci.d.next = bit_cast::<16, 32>(self.bus.data.val());
                     }
                     8 => {
-                        self.wport.d.next = bit_cast::<16, 32>(self.data.val()) ^ 0xBEE0;
+                        self.wport.d.next = bit_cast::<16, 32>(self.bus.data.val()) ^ 0xBEE0;
                     }
                     9 => {
-                        self.jobn.d.next = bit_cast::<8, 32>(self.data.val());
+                        self.jobn.d.next = bit_cast::<8, 32>(self.bus.data.val());
                     }
                     _ => {}
                 }

@@ -23,7 +23,7 @@
 //! Bytes that arrive while a response is being sent are dropped.
 //!
 //! Timing: a write request is applied one register per clock cycle after its last CRC byte
-//! (the core sees ordinary `cfg_write` strobes, the same as `spotagg_sim::rtl::configure`,
+//! (the core sees ordinary `cfg.write` strobes, the same as `spotagg_sim::rtl::configure`,
 //! driven straight from registers), the first four cycles after the cycle its last CRC byte
 //! arrives; the response starts in the cycle of the last write. A read samples each register just before its first
 //! byte is sent. `uptime` counts clock cycles from power-up.
@@ -33,7 +33,7 @@
 //! input at the next frame boundary), waits until `core_idle` has been high for a cycle with
 //! `pause` up (sampled through a register: the core's `idle` is combinational; the owner may
 //! add one more, so the first sample used is from the third cycle of `pause`), then copies
-//! every counter, one a cycle over the `counter_address` / `counter_data` port (address from
+//! every counter, one a cycle over the `counter` port (`address` / `data`) (address from
 //! a register, data registered by the owner and again here, so a copy lands two cycles after
 //! its address), into a shadow RAM, and drops `pause`. `pause` comes from a register. Since no frame enters or is in
 //! flight while the copy runs, the counters in the shadow all describe the same set of
@@ -45,6 +45,8 @@
 
 use crate::block_ram::BlockRam;
 use crate::config::CoreConfig;
+use crate::config_registers::ConfigBusDriver;
+use crate::counters::CounterPortDriver;
 use crate::crc16::Crc16Step;
 use crate::register_range::RegisterRange;
 use crate::uart::{UartRx, UartTx};
@@ -127,18 +129,12 @@ pub struct ControlLink {
     pub uart_rx: Signal<In, Bit>,
     /// Serial transmit line (idle high).
     pub uart_tx: Signal<Out, Bit>,
-    /// Core configuration write strobe.
-    pub cfg_write: Signal<Out, Bit>,
-    /// Core configuration register address.
-    pub cfg_address: Signal<Out, Bits<8>>,
-    /// Core configuration data.
-    pub cfg_data: Signal<Out, Bits<32>>,
-    /// Counter index (0..32 the core's; the board's own counters above).
-    pub counter_address: Signal<Out, Bits<6>>,
-    /// Counter value: the counter `counter_address` named one cycle earlier (the owner
-    /// registers the core's combinational read, so no path runs from the link through the core
-    /// and back).
-    pub counter_data: Signal<In, Bits<32>>,
+    /// The core's configuration bus.
+    pub cfg: ConfigBusDriver,
+    /// The counters: `address` 0..32 the core's, the board's own counters above; `data` is the
+    /// counter `address` named one cycle earlier (the owner registers the core's combinational
+    /// read, so no path runs from the link through the core and back).
+    pub counter: CounterPortDriver<6>,
     /// The core has nothing in flight (directly or through one register of the owner's).
     pub core_idle: Signal<In, Bit>,
     /// Hold the core's input at the next frame boundary (a counter snapshot is being taken).
@@ -222,6 +218,8 @@ pub struct ControlLink {
     rd_off: Signal<Local, Bits<8>>,
     rd_value: Signal<Local, Bits<32>>,
     asm_next: Signal<Local, Bits<32>>,
+    timed_out: Signal<Local, Bit>,
+    reply_start: Signal<Local, Bit>,
     built_slots: Constant<Bits<32>>,
     counter_last: Constant<Bits<8>>,
     counter_n: Constant<Bits<8>>,
@@ -295,11 +293,8 @@ impl ControlLink {
             clock: Default::default(),
             uart_rx: Default::default(),
             uart_tx: Default::default(),
-            cfg_write: Default::default(),
-            cfg_address: Default::default(),
-            cfg_data: Default::default(),
-            counter_address: Default::default(),
-            counter_data: Default::default(),
+            cfg: Default::default(),
+            counter: Default::default(),
             core_idle: Default::default(),
             link_state: Default::default(),
             rx: UartRx::new(d),
@@ -385,6 +380,8 @@ impl ControlLink {
             rd_off: Default::default(),
             rd_value: Default::default(),
             asm_next: Default::default(),
+            timed_out: Default::default(),
+            reply_start: Default::default(),
             built_slots: k32(core.slots as u64),
             counter_last: Constant::new(((counters - 1) as u64).into()),
             counter_n: Constant::new((counters as u64).into()),
@@ -425,10 +422,10 @@ impl Logic for ControlLink {
         self.rd_addr.d.next = self.addr.q.val() + bit_cast::<16, 8>(self.word.q.val());
         self.rd_region.next = bit_cast::<8, 16>(self.rd_addr.q.val() >> 8);
         self.rd_off.next = bit_cast::<8, 16>(self.rd_addr.q.val());
-        // Counter copy pipeline: counter_address (snap_idx, a register) → the owner's register
+        // Counter copy pipeline: counter.address (snap_idx, a register) → the owner's register
         // → ctr_q → the shadow RAM, two cycles after the address.
-        self.counter_address.next = bit_cast::<6, 8>(self.snap_idx.q.val());
-        self.ctr_q.d.next = self.counter_data.val();
+        self.counter.address.next = bit_cast::<6, 8>(self.snap_idx.q.val());
+        self.ctr_q.d.next = self.counter.data.val();
         self.ctr_wa1.d.next = bit_cast::<6, 8>(self.snap_idx.q.val());
         self.ctr_wa2.d.next = self.ctr_wa1.q.val();
         self.ctr_we.d.next = self.ctr_we.q.val() << 1;
@@ -446,9 +443,9 @@ impl Logic for ControlLink {
         self.link_q.d.next = self.link_state.val();
         // The configuration bus from registers: a write leaves a cycle after its word is read.
         self.o_write.d.next = false;
-        self.cfg_write.next = self.o_write.q.val();
-        self.cfg_address.next = self.o_address.q.val();
-        self.cfg_data.next = self.o_data.q.val();
+        self.cfg.write.next = self.o_write.q.val();
+        self.cfg.address.next = self.o_address.q.val();
+        self.cfg.data.next = self.o_data.q.val();
         // The read mux in two register stages: each region's value by offset (v_job, v_link,
         // v_stat; the identity's and the counters' are shadow_q), then the region's.
         self.v_job.d.next = bit_cast::<32, 1>(self.enabled.q.val().into());
@@ -616,6 +613,8 @@ impl Logic for ControlLink {
         self.w_last.d.next = self.word.q.val() == self.count_m1.q.val();
         self.cnt_zero.d.next = self.count_out.q.val() == 0;
 
+        self.timed_out.next = false;
+        self.reply_start.next = false;
         match self.state.q.val() {
             LinkState::Idle => {
                 if self.rx.valid.val() && (self.rx.data.val() == 0xA5) {
@@ -657,12 +656,8 @@ impl Logic for ControlLink {
                             }
                         }
                     }
-                } else if self.quiet_over.q.val() {
-                    self.status.d.next = self.status_timeout.val();
-                    self.count_out.d.next = 0.into();
-                    self.phase.d.next = 0.into();
-                    self.ridx.d.next = 0.into();
-                    self.state.d.next = LinkState::Respond;
+                } else {
+                    self.timed_out.next = self.quiet_over.q.val();
                 }
             }
             LinkState::Data => {
@@ -677,12 +672,8 @@ impl Logic for ControlLink {
                             self.state.d.next = LinkState::Crc;
                         }
                     }
-                } else if self.quiet_over.q.val() {
-                    self.status.d.next = self.status_timeout.val();
-                    self.count_out.d.next = 0.into();
-                    self.phase.d.next = 0.into();
-                    self.ridx.d.next = 0.into();
-                    self.state.d.next = LinkState::Respond;
+                } else {
+                    self.timed_out.next = self.quiet_over.q.val();
                 }
             }
             LinkState::Crc => {
@@ -695,25 +686,17 @@ impl Logic for ControlLink {
                         self.crc_ok.d.next =
                             self.crc_hi_ok.q.val() && (self.rx.data.val() == bit_cast::<8, 16>(self.crc.q.val()));
                         self.word.d.next = 0.into();
-                        self.count_out.d.next = 0.into();
-                        self.phase.d.next = 0.into();
-                        self.ridx.d.next = 0.into();
+                        self.reply_start.next = true;
                         self.state.d.next = LinkState::Verdict;
                     }
-                } else if self.quiet_over.q.val() {
-                    self.status.d.next = self.status_timeout.val();
-                    self.count_out.d.next = 0.into();
-                    self.phase.d.next = 0.into();
-                    self.ridx.d.next = 0.into();
-                    self.state.d.next = LinkState::Respond;
+                } else {
+                    self.timed_out.next = self.quiet_over.q.val();
                 }
             }
             LinkState::Discard => {
                 // Skip an unparseable frame until the line is quiet; status already set.
                 if self.quiet_over.q.val() {
-                    self.count_out.d.next = 0.into();
-                    self.phase.d.next = 0.into();
-                    self.ridx.d.next = 0.into();
+                    self.reply_start.next = true;
                     self.state.d.next = LinkState::Respond;
                 }
             }
@@ -901,6 +884,17 @@ impl Logic for ControlLink {
                 }
             }
         }
+        // A request cut short by a quiet line is answered with a timeout status.
+        if self.timed_out.val() {
+            self.status.d.next = self.status_timeout.val();
+            self.state.d.next = LinkState::Respond;
+        }
+        // A response starts with its first byte and word.
+        if self.timed_out.val() | self.reply_start.val() {
+            self.count_out.d.next = 0.into();
+            self.phase.d.next = 0.into();
+            self.ridx.d.next = 0.into();
+        }
     }
 }
 
@@ -957,19 +951,19 @@ mod tests {
             if self.uut.pause.val() {
                 self.paused += 1;
             }
-            let next_reg = 1000 + self.uut.counter_address.val().index() as u64 + 100 * self.snapshots;
+            let next_reg = 1000 + self.uut.counter.address.val().index() as u64 + 100 * self.snapshots;
             if self.was_paused && !self.uut.pause.val() {
                 self.snapshots += 1;
             }
             self.was_paused = self.uut.pause.val();
-            if self.uut.cfg_write.val() {
-                self.writes.push((self.uut.cfg_address.val().index() as u8, self.uut.cfg_data.val().index() as u32));
+            if self.uut.cfg.write.val() {
+                self.writes.push((self.uut.cfg.address.val().index() as u8, self.uut.cfg.data.val().index() as u32));
             }
             let got = self.line.sample(self.uut.uart_tx.val());
             self.uut.clock.next = true.into();
             settle(&mut self.uut);
             self.counter_reg = next_reg;
-            self.uut.counter_data.next = self.counter_reg.into();
+            self.uut.counter.data.next = self.counter_reg.into();
             self.uut.clock.next = false.into();
             settle(&mut self.uut);
             self.cycles += 1;

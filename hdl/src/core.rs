@@ -17,12 +17,13 @@
 //!
 //! Guarantees: store and forward, so a frame is decided only once it is whole and slot state
 //! is touched only by valid contributions; three frames in flight (one being received, one
-//! being aggregated, one or two being sent); when a stage is full the core lowers `rx_ready`
+//! being aggregated, one or two being sent); when a stage is full the core lowers `rx.ready`
 //! rather than dropping anything. `idle` is high when nothing is in flight; it comes from a
 //! flip-flop, so it follows the blocks' state one cycle late.
 //!
-//! Control: configuration writes on `cfg_*` (see `config_registers`), counters read
-//! combinationally on `counter_address`/`counter_data` (see `counters`).
+//! Control: configuration writes on `cfg` (see `config_registers`), counters read
+//! combinationally on `counter` (see `counters`). In the Verilog, an interface's ports are
+//! named `rx$valid`, `cfg$write`, `counter$address` and so on.
 //!
 //! Limits, where the core is narrower than docs/switch.md: frames are stored up to 2048
 //! bytes (every standard Ethernet frame), so an ICMP echo request whose reply would exceed
@@ -30,19 +31,20 @@
 //! host-side `Counters` are 64-bit); a frame longer than 65535 bytes is measured modulo 2^16.
 
 use crate::aggregator::Aggregator;
+use crate::block_ram::RamClient;
 use crate::config::CoreConfig;
-use crate::config_registers::ConfigRegisters;
-use crate::counters::Counters;
+use crate::config_registers::{ConfigBus, ConfigRegisters, JobSettingsSource, WorkerTableWriteSource};
+use crate::counters::{CounterEventSource, CounterPort, Counters};
 use crate::frame_parser::DescriptorSource;
 use crate::frame_parser::FrameParser;
-use crate::lane_adders::LaneAdders;
-use crate::result_builder::ResultBuilder;
-use crate::scoreboard::Scoreboard;
+use crate::lane_adders::{LaneAdderClient, LaneAdders};
+use crate::result_builder::{ReplyQueueClient, ResultBuilder};
+use crate::scoreboard::{Scoreboard, ScoreboardClient};
 use crate::session::Session;
 use crate::slot_memory::SlotMemory;
 use crate::stream_width::{RxWidth, TxWidth};
 use crate::vlan::{VlanTag, VlanUntag};
-use crate::word_stream::WordSource;
+use crate::word_stream::{BeatSink, BeatSource, WordSource};
 use rust_hdl::prelude::*;
 
 /// The aggregation core with `D`-bit stream beats (`D = 8 · width_bytes`).
@@ -50,40 +52,18 @@ use rust_hdl::prelude::*;
 pub struct Core<const D: usize> {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Receive beat valid.
-    pub rx_valid: Signal<In, Bit>,
-    /// Receive beat.
-    pub rx_data: Signal<In, Bits<D>>,
-    /// Last beat of a received frame.
-    pub rx_last: Signal<In, Bit>,
-    /// Valid bytes of the last received beat.
-    pub rx_bytes: Signal<In, Bits<4>>,
-    /// The core takes the beat.
-    pub rx_ready: Signal<Out, Bit>,
-    /// Transmit beat valid.
-    pub tx_valid: Signal<Out, Bit>,
-    /// Transmit beat.
-    pub tx_data: Signal<Out, Bits<D>>,
-    /// Last beat of a sent frame.
-    pub tx_last: Signal<Out, Bit>,
-    /// Valid bytes of the last sent beat.
-    pub tx_bytes: Signal<Out, Bits<4>>,
-    /// Downstream takes the beat.
-    pub tx_ready: Signal<In, Bit>,
-    /// Configuration write strobe.
-    pub cfg_write: Signal<In, Bit>,
-    /// Configuration register address.
-    pub cfg_address: Signal<In, Bits<8>>,
-    /// Configuration data.
-    pub cfg_data: Signal<In, Bits<32>>,
-    /// Counter index.
-    pub counter_address: Signal<In, Bits<5>>,
-    /// Counter value.
-    pub counter_data: Signal<Out, Bits<32>>,
+    /// The received frames, `D` bits a beat.
+    pub rx: BeatSink<D>,
+    /// The frames sent, `D` bits a beat.
+    pub tx: BeatSource<D>,
+    /// The job-configuration bus (see `config_registers`).
+    pub cfg: ConfigBus,
+    /// The counters, read combinationally by index (see `counters`).
+    pub counter: CounterPort<5>,
     /// Nothing in flight.
     pub idle: Signal<Out, Bit>,
-    rx: RxWidth<D>,
-    tx: TxWidth<D>,
+    rx_width: RxWidth<D>,
+    tx_width: TxWidth<D>,
     untag: VlanUntag,
     tag: VlanTag,
     registers: ConfigRegisters,
@@ -105,24 +85,13 @@ impl<const D: usize> Core<D> {
         assert_eq!(D, 8 * config.width_bytes, "Core<{D}> does not match width_bytes = {}", config.width_bytes);
         Self {
             clock: Default::default(),
-            rx_valid: Default::default(),
-            rx_data: Default::default(),
-            rx_last: Default::default(),
-            rx_bytes: Default::default(),
-            rx_ready: Default::default(),
-            tx_valid: Default::default(),
-            tx_data: Default::default(),
-            tx_last: Default::default(),
-            tx_bytes: Default::default(),
-            tx_ready: Default::default(),
-            cfg_write: Default::default(),
-            cfg_address: Default::default(),
-            cfg_data: Default::default(),
-            counter_address: Default::default(),
-            counter_data: Default::default(),
+            rx: Default::default(),
+            tx: Default::default(),
+            cfg: Default::default(),
+            counter: Default::default(),
             idle: Default::default(),
-            rx: RxWidth::new(),
-            tx: TxWidth::new(),
+            rx_width: RxWidth::new(),
+            tx_width: TxWidth::new(),
             untag: Default::default(),
             tag: Default::default(),
             registers: ConfigRegisters::new(config.slots),
@@ -152,8 +121,8 @@ impl<const D: usize> Logic for Core<D> {
         clock!(
             self,
             clock,
-            rx,
-            tx,
+            rx_width,
+            tx_width,
             untag,
             tag,
             registers,
@@ -167,53 +136,33 @@ impl<const D: usize> Logic for Core<D> {
             counters
         );
         // Receive stream.
-        self.rx.in_valid.next = self.rx_valid.val();
-        self.rx.in_data.next = self.rx_data.val();
-        self.rx.in_last.next = self.rx_last.val();
-        self.rx.in_bytes.next = self.rx_bytes.val();
-        self.rx_ready.next = self.rx.in_ready.val();
-        WordSource::join(&mut self.rx.word, &mut self.untag.word_in);
+        self.rx_width.in_valid.next = self.rx.valid.val();
+        self.rx_width.in_data.next = self.rx.data.val();
+        self.rx_width.in_last.next = self.rx.last.val();
+        self.rx_width.in_bytes.next = self.rx.bytes.val();
+        self.rx.ready.next = self.rx_width.in_ready.val();
+        WordSource::join(&mut self.rx_width.word, &mut self.untag.word_in);
         WordSource::join(&mut self.untag.word_out, &mut self.parser.word);
         self.untag.vid.next = self.registers.vlan_tci.val().get_bits::<12>(0);
         self.parser.tag_stripped.next = self.untag.stripped.val();
         self.parser.tag_short.next = self.untag.short.val();
         self.parser.tag_mismatch.next = self.untag.mismatch.val();
         // Configuration.
-        self.registers.write.next = self.cfg_write.val();
-        self.registers.address.next = self.cfg_address.val();
-        self.registers.data.next = self.cfg_data.val();
-        self.parser.switch_mac_hi.next = self.registers.switch_mac_hi.val();
-        self.parser.switch_mac_lo.next = self.registers.switch_mac_lo.val();
-        self.parser.switch_ip.next = self.registers.switch_ip.val();
-        self.parser.workers.next = self.registers.workers.val();
-        self.parser.size_code.next = self.registers.size_code.val();
-        self.parser.payload_words.next = self.registers.payload_words.val();
-        self.parser.slots_in_use.next = self.registers.slots_in_use.val();
-        self.parser.worker_port.next = self.registers.worker_port.val();
-        self.parser.wt_address.next = self.registers.wt_address.val();
-        self.parser.wt_data.next = self.registers.wt_data.val();
-        self.parser.wt_write_ip.next = self.registers.wt_write_ip.val();
-        self.aggregator.switch_mac_hi.next = self.registers.switch_mac_hi.val();
-        self.aggregator.switch_mac_lo.next = self.registers.switch_mac_lo.val();
-        self.aggregator.switch_ip.next = self.registers.switch_ip.val();
-        self.aggregator.workers.next = self.registers.workers.val();
-        self.aggregator.payload_words.next = self.registers.payload_words.val();
-        self.result_builder.switch_ip.next = self.registers.switch_ip.val();
-        self.result_builder.payload_words.next = self.registers.payload_words.val();
-        self.result_builder.wt_address.next = self.registers.wt_address.val();
-        self.result_builder.wt_data.next = self.registers.wt_data.val();
-        self.result_builder.wt_write_ip.next = self.registers.wt_write_ip.val();
-        self.result_builder.wt_write_mac_hi.next = self.registers.wt_write_mac_hi.val();
-        self.result_builder.wt_write_mac_lo.next = self.registers.wt_write_mac_lo.val();
-        self.scoreboard.workers.next = self.registers.workers.val();
+        ConfigBus::link(&mut self.cfg, &mut self.registers.bus);
+        JobSettingsSource::join(&mut self.registers.job, &mut self.parser.job);
+        JobSettingsSource::join(&mut self.registers.job, &mut self.aggregator.job);
+        JobSettingsSource::join(&mut self.registers.job, &mut self.result_builder.job);
+        WorkerTableWriteSource::join(&mut self.registers.wt, &mut self.parser.wt);
+        WorkerTableWriteSource::join(&mut self.registers.wt, &mut self.result_builder.wt);
+        self.scoreboard.workers.next = self.registers.job.workers.val();
         // A reconfiguration or the opening of a session (docs/switch.md §2.1) clears every slot.
         self.scoreboard.clear.next = self.registers.clear.val() | self.session.clear_slots.val();
         // Sessions.
         self.session.configure.next = self.registers.clear.val();
-        self.session.job_number.next = self.registers.job_number.val();
-        self.session.workers.next = self.registers.workers.val();
-        self.session.rank.next = self.aggregator.sb_rank.val();
-        self.session.is_join.next = self.aggregator.sb_set.val();
+        self.session.job_number.next = self.registers.job.job_number.val();
+        self.session.workers.next = self.registers.job.workers.val();
+        self.session.rank.next = self.aggregator.sb.rank.val();
+        self.session.is_join.next = self.aggregator.sb.set.val();
         self.session.proposal.next = self.aggregator.ss_proposal.val();
         self.session.commit.next = self.aggregator.ss_commit.val();
         self.aggregator.ss_open.next = self.session.open.val();
@@ -226,74 +175,32 @@ impl<const D: usize> Logic for Core<D> {
         DescriptorSource::join(&mut self.parser.desc, &mut self.aggregator.desc);
         self.parser.buf_read_address.next = self.aggregator.buf_read_address.val();
         self.aggregator.buf_read_data.next = self.parser.buf_read_data.val();
-        // Scoreboard.
-        self.aggregator.clearing.next = self.scoreboard.clearing.val();
-        self.scoreboard.slot.next = self.aggregator.sb_slot.val();
-        self.scoreboard.set.next = self.aggregator.sb_set.val();
-        self.scoreboard.rank.next = self.aggregator.sb_rank.val();
-        self.scoreboard.active.next = self.aggregator.sb_active.val();
-        self.scoreboard.commit.next = self.aggregator.sb_commit.val();
-        self.aggregator.sb_new.next = self.scoreboard.is_new.val();
-        self.aggregator.sb_first.next = self.scoreboard.first.val();
-        self.aggregator.sb_last.next = self.scoreboard.last.val();
-        self.aggregator.sb_complete.next = self.scoreboard.complete.val();
-        // Slot memory and lane adders.
-        self.slot_memory.read_address.next = self.aggregator.sm_read_address.val();
-        self.aggregator.sm_read_data.next = self.slot_memory.read_data.val();
-        self.slot_memory.write_address.next = self.aggregator.sm_write_address.val();
-        self.slot_memory.write_data.next = self.aggregator.sm_write_data.val();
-        self.slot_memory.write_enable.next = self.aggregator.sm_write_enable.val();
-        self.slot_memory.exp_read_address.next = self.aggregator.ex_read_address.val();
-        self.aggregator.ex_read_data.next = self.slot_memory.exp_read_data.val();
-        self.slot_memory.exp_write_address.next = self.aggregator.ex_write_address.val();
-        self.slot_memory.exp_write_data.next = self.aggregator.ex_write_data.val();
-        self.slot_memory.exp_write_enable.next = self.aggregator.ex_write_enable.val();
-        self.lane_adders.stored.next = self.aggregator.la_stored.val();
-        self.lane_adders.incoming.next = self.aggregator.la_incoming.val();
-        self.lane_adders.first.next = self.aggregator.la_first.val();
-        self.aggregator.la_sum.next = self.lane_adders.sum.val();
-        self.lane_adders.exp_stored.next = self.aggregator.la_exp_stored.val();
-        self.lane_adders.exp_incoming.next = self.aggregator.la_exp_incoming.val();
-        self.lane_adders.exp_active.next = self.aggregator.la_exp_active.val();
-        self.aggregator.la_exp_out.next = self.lane_adders.exp_out.val();
+        // Scoreboard, slot memory and lane adders.
+        ScoreboardClient::join(&mut self.aggregator.sb, &mut self.scoreboard.lookup);
+        RamClient::<16, 32>::join(&mut self.aggregator.sm, &mut self.slot_memory.values);
+        RamClient::<6, 32>::join(&mut self.aggregator.ex, &mut self.slot_memory.exponents);
+        LaneAdderClient::join(&mut self.aggregator.la, &mut self.lane_adders.port);
         // Aggregator to result builder.
-        self.result_builder.buf_write_address.next = self.aggregator.tx_write_address.val();
-        self.result_builder.buf_write_data.next = self.aggregator.tx_write_data.val();
-        self.result_builder.buf_write_enable.next = self.aggregator.tx_write_enable.val();
-        self.result_builder.hdr_write_address.next = self.aggregator.hdr_write_address.val();
-        self.result_builder.hdr_write_data.next = self.aggregator.hdr_write_data.val();
-        self.result_builder.hdr_write_enable.next = self.aggregator.hdr_write_enable.val();
-        self.aggregator.tx_half.next = self.result_builder.load_half.val();
-        self.aggregator.tx_free.next = self.result_builder.load_free.val();
-        self.result_builder.load.next = self.aggregator.tx_load.val();
-        self.result_builder.load_kind.next = self.aggregator.tx_kind.val();
-        self.result_builder.load_first.next = self.aggregator.tx_first.val();
-        self.result_builder.load_last.next = self.aggregator.tx_last.val();
-        self.result_builder.load_nwords.next = self.aggregator.tx_nwords.val();
-        self.result_builder.load_last_bytes.next = self.aggregator.tx_last_bytes.val();
+        ReplyQueueClient::join(&mut self.aggregator.replies, &mut self.result_builder.queue);
         // Transmit stream.
         WordSource::join(&mut self.result_builder.word, &mut self.tag.word_in);
-        WordSource::join(&mut self.tag.word_out, &mut self.tx.word);
+        WordSource::join(&mut self.tag.word_out, &mut self.tx_width.word);
         self.tag.tci.next = self.registers.vlan_tci.val();
-        self.tx_valid.next = self.tx.out_valid.val();
-        self.tx_data.next = self.tx.out_data.val();
-        self.tx_last.next = self.tx.out_last.val();
-        self.tx_bytes.next = self.tx.out_bytes.val();
-        self.tx.out_ready.next = self.tx_ready.val();
+        self.tx.valid.next = self.tx_width.out_valid.val();
+        self.tx.data.next = self.tx_width.out_data.val();
+        self.tx.last.next = self.tx_width.out_last.val();
+        self.tx.bytes.next = self.tx_width.out_bytes.val();
+        self.tx_width.out_ready.next = self.tx.ready.val();
         // Counters.
-        self.counters.bucket.next = self.aggregator.ev_bucket.val();
-        self.counters.bucket_index.next = self.aggregator.ev_bucket_index.val();
-        self.counters.multicast.next = self.aggregator.ev_multicast.val();
-        self.counters.multicast_count.next = self.registers.workers.val();
-        self.counters.retransmit.next = self.aggregator.ev_retransmit.val();
+        CounterEventSource::join(&mut self.aggregator.events, &mut self.counters.events);
+        self.counters.multicast_count.next = self.registers.job.workers.val();
         self.counters.frame_out.next = self.result_builder.frame_sent.val();
-        self.counters.read_address.next = self.counter_address.val();
-        self.counter_data.next = self.counters.read_data.val();
+        CounterPort::<5>::link(&mut self.counter, &mut self.counters.read);
         self.idle.next = self.idle_r.q.val();
         self.idle_r.d.next = !self.parser.busy.val()
             & self.aggregator.idle.val()
             & !self.result_builder.busy.val()
-            & !self.scoreboard.clearing.val()
+            & !self.scoreboard.lookup.clearing.val()
             & !self.counters.pending.val();
     }
 }

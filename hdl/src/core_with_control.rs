@@ -4,13 +4,15 @@
 //!
 //! Guarantees: those of the core and of the control link; the core's configuration changes
 //! only through checked control-link requests. While the link takes a counter snapshot
-//! (`pause`), the receive stream is held (`rx_ready` low) from the next frame boundary on:
+//! (`pause`), the receive stream is held (`rx.ready` low) from the next frame boundary on:
 //! a frame already begun is taken whole. `link_state` is the board's per-port link
 //! state, one byte a port (0 = unknown when the board does not drive it).
 
 use crate::config::CoreConfig;
+use crate::config_registers::ConfigBusDriver;
 use crate::control_link::{ControlIdentity, ControlLink};
 use crate::core::Core;
+use crate::word_stream::{BeatSink, BeatSource};
 use rust_hdl::prelude::*;
 
 /// Core plus control link with `D`-bit stream beats.
@@ -18,26 +20,10 @@ use rust_hdl::prelude::*;
 pub struct CoreWithControl<const D: usize> {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Receive beat valid.
-    pub rx_valid: Signal<In, Bit>,
-    /// Receive beat.
-    pub rx_data: Signal<In, Bits<D>>,
-    /// Last beat of a received frame.
-    pub rx_last: Signal<In, Bit>,
-    /// Valid bytes of the last received beat.
-    pub rx_bytes: Signal<In, Bits<4>>,
-    /// The core takes the beat.
-    pub rx_ready: Signal<Out, Bit>,
-    /// Transmit beat valid.
-    pub tx_valid: Signal<Out, Bit>,
-    /// Transmit beat.
-    pub tx_data: Signal<Out, Bits<D>>,
-    /// Last beat of a sent frame.
-    pub tx_last: Signal<Out, Bit>,
-    /// Valid bytes of the last sent beat.
-    pub tx_bytes: Signal<Out, Bits<4>>,
-    /// Downstream takes the beat.
-    pub tx_ready: Signal<In, Bit>,
+    /// The received frames, `D` bits a beat.
+    pub rx: BeatSink<D>,
+    /// The frames sent, `D` bits a beat.
+    pub tx: BeatSource<D>,
     /// Serial receive line of the control link (idle high).
     pub uart_rx: Signal<In, Bit>,
     /// Serial transmit line of the control link (idle high).
@@ -58,16 +44,8 @@ impl<const D: usize> CoreWithControl<D> {
     pub fn new(config: CoreConfig, identity: ControlIdentity) -> Self {
         Self {
             clock: Default::default(),
-            rx_valid: Default::default(),
-            rx_data: Default::default(),
-            rx_last: Default::default(),
-            rx_bytes: Default::default(),
-            rx_ready: Default::default(),
-            tx_valid: Default::default(),
-            tx_data: Default::default(),
-            tx_last: Default::default(),
-            tx_bytes: Default::default(),
-            tx_ready: Default::default(),
+            rx: Default::default(),
+            tx: Default::default(),
             uart_rx: Default::default(),
             uart_tx: Default::default(),
             link_state: Default::default(),
@@ -88,31 +66,25 @@ impl<const D: usize> Logic for CoreWithControl<D> {
         dff_setup!(self, clock, in_frame, counter_q);
         // Between frames, a snapshot holds the receive stream.
         self.hold.next = self.link.pause.val() & !self.in_frame.q.val();
-        if self.rx_valid.val() & self.core.rx_ready.val() & !self.hold.val() {
-            self.in_frame.d.next = !self.rx_last.val();
+        if self.rx.valid.val() & self.core.rx.ready.val() & !self.hold.val() {
+            self.in_frame.d.next = !self.rx.last.val();
         }
-        self.core.rx_valid.next = self.rx_valid.val() & !self.hold.val();
-        self.core.rx_data.next = self.rx_data.val();
-        self.core.rx_last.next = self.rx_last.val();
-        self.core.rx_bytes.next = self.rx_bytes.val();
-        self.rx_ready.next = self.core.rx_ready.val() & !self.hold.val();
-        self.tx_valid.next = self.core.tx_valid.val();
-        self.tx_data.next = self.core.tx_data.val();
-        self.tx_last.next = self.core.tx_last.val();
-        self.tx_bytes.next = self.core.tx_bytes.val();
-        self.core.tx_ready.next = self.tx_ready.val();
+        self.core.rx.valid.next = self.rx.valid.val() & !self.hold.val();
+        self.core.rx.data.next = self.rx.data.val();
+        self.core.rx.last.next = self.rx.last.val();
+        self.core.rx.bytes.next = self.rx.bytes.val();
+        self.rx.ready.next = self.core.rx.ready.val() & !self.hold.val();
+        BeatSource::<D>::link(&mut self.tx, &mut self.core.tx);
         self.idle.next = self.core.idle.val();
         self.link.uart_rx.next = self.uart_rx.val();
         self.uart_tx.next = self.link.uart_tx.val();
         self.link.link_state.next = self.link_state.val();
         self.link.core_idle.next = self.core.idle.val();
-        self.core.cfg_write.next = self.link.cfg_write.val();
-        self.core.cfg_address.next = self.link.cfg_address.val();
-        self.core.cfg_data.next = self.link.cfg_data.val();
-        self.core.counter_address.next = bit_cast::<5, 6>(self.link.counter_address.val());
+        ConfigBusDriver::join(&mut self.link.cfg, &mut self.core.cfg);
+        self.core.counter.address.next = bit_cast::<5, 6>(self.link.counter.address.val());
         // The core's counter read is combinational: registered here, as the link expects.
-        self.counter_q.d.next = self.core.counter_data.val();
-        self.link.counter_data.next = self.counter_q.q.val();
+        self.counter_q.d.next = self.core.counter.data.val();
+        self.link.counter.data.next = self.counter_q.q.val();
     }
 }
 

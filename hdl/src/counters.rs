@@ -30,7 +30,7 @@
 //! Timing: events are registered first and counted one rising edge after the one where they are
 //! high (`pending` is high meanwhile); several different events may come in one cycle. `bucket` files a received frame under `bucket_index`
 //! (0..=15 the drop reasons, 16 contributions, 17 duplicates, 18 ARP replies, 19 ICMP replies)
-//! and counts it in `frames_in`. `read_data` is combinational from `read_address`.
+//! and counts it in `frames_in`. `read.data` is combinational from `read.address`.
 //! `clear` zeroes every counter.
 
 use rust_hdl::prelude::*;
@@ -48,6 +48,37 @@ pub const BUCKET_ICMP_REPLY: u64 = BUCKET_CONTRIBUTION + 3;
 // The match on `bucket_index` below is written for these values; so is the counter count.
 const _: () = assert!(DropReason::COUNT == 16 && CounterWords::WORDS == 24 && BUCKET_ICMP_REPLY < 32);
 
+interface_pair! {
+    /// A counter read port, reading end: `data` is the counter `address` names (combinationally
+    /// for the core's [`Counters`]).
+    pub struct CounterPort<const A: usize> join "CounterPortDriver";
+    /// A counter read port, addressing end (the control link).
+    pub struct CounterPortDriver join "CounterPort";
+    {
+        /// Counter index.
+        address: In Bits<A>,
+        /// Counter value.
+        data: Out Bits<32>,
+    }
+}
+
+interface_pair! {
+    /// The aggregator's events, the counters' end.
+    pub struct CounterEvents join "CounterEventSource";
+    /// The aggregator's events, the aggregator's end.
+    pub struct CounterEventSource join "CounterEvents";
+    {
+        /// A received frame is filed.
+        bucket: In Bit,
+        /// Where it is filed.
+        bucket_index: In Bits<5>,
+        /// Result frames of a completed round are queued.
+        multicast: In Bit,
+        /// A result frame is queued for a retransmitting worker.
+        retransmit: In Bit,
+    }
+}
+
 /// Counter bank.
 #[derive(LogicBlock, Default)]
 pub struct Counters {
@@ -55,22 +86,14 @@ pub struct Counters {
     pub clock: Signal<In, Clock>,
     /// Zero every counter.
     pub clear: Signal<In, Bit>,
-    /// A received frame is filed.
-    pub bucket: Signal<In, Bit>,
-    /// Where it is filed.
-    pub bucket_index: Signal<In, Bits<5>>,
-    /// Result frames of a completed round are queued.
-    pub multicast: Signal<In, Bit>,
+    /// The aggregator's events.
+    pub events: CounterEvents,
     /// How many (n).
     pub multicast_count: Signal<In, Bits<6>>,
-    /// A result frame is queued for a retransmitting worker.
-    pub retransmit: Signal<In, Bit>,
     /// A frame left the core.
     pub frame_out: Signal<In, Bit>,
-    /// Counter index.
-    pub read_address: Signal<In, Bits<5>>,
-    /// Counter value.
-    pub read_data: Signal<Out, Bits<32>>,
+    /// The counters, read by index.
+    pub read: CounterPort<5>,
     /// Registered events not counted yet.
     pub pending: Signal<Out, Bit>,
     r_bucket: DFF<Bit>,
@@ -145,11 +168,11 @@ impl Logic for Counters {
             c22,
             c23
         );
-        self.r_bucket.d.next = self.bucket.val();
-        self.r_index.d.next = self.bucket_index.val();
-        self.r_multicast.d.next = self.multicast.val();
+        self.r_bucket.d.next = self.events.bucket.val();
+        self.r_index.d.next = self.events.bucket_index.val();
+        self.r_multicast.d.next = self.events.multicast.val();
         self.r_count.d.next = self.multicast_count.val();
-        self.r_retransmit.d.next = self.retransmit.val();
+        self.r_retransmit.d.next = self.events.retransmit.val();
         self.r_frame_out.d.next = self.frame_out.val();
         self.pending.next =
             self.r_bucket.q.val() | self.r_multicast.q.val() | self.r_retransmit.q.val() | self.r_frame_out.q.val();
@@ -259,7 +282,7 @@ impl Logic for Counters {
         self.group0.next = self.c0.q.val();
         self.group1.next = self.c8.q.val();
         self.group2.next = self.c16.q.val();
-        match self.read_address.val().get_bits::<3>(0).index() {
+        match self.read.address.val().get_bits::<3>(0).index() {
             0 => {
                 self.group0.next = self.c0.q.val();
                 self.group1.next = self.c8.q.val();
@@ -301,18 +324,18 @@ impl Logic for Counters {
                 self.group2.next = self.c23.q.val();
             }
         }
-        match self.read_address.val().get_bits::<2>(3).index() {
+        match self.read.address.val().get_bits::<2>(3).index() {
             0 => {
-                self.read_data.next = self.group0.val();
+                self.read.data.next = self.group0.val();
             }
             1 => {
-                self.read_data.next = self.group1.val();
+                self.read.data.next = self.group1.val();
             }
             2 => {
-                self.read_data.next = self.group2.val();
+                self.read.data.next = self.group2.val();
             }
             _ => {
-                self.read_data.next = 0.into();
+                self.read.data.next = 0.into();
             }
         }
     }

@@ -21,56 +21,33 @@
 use crate::byte_stream::{ByteSink, ByteSource};
 use rust_hdl::prelude::*;
 
-/// The fields of a PDU, sending end.
-#[derive(LogicInterface, Default)]
-#[join = "EapsPduSink"]
-pub struct EapsPduSource {
-    /// The source MAC (the sender's; the node's own for a PDU it originates).
-    pub src: Signal<Out, Bits<48>>,
-    /// The priority of the 802.1Q tag.
-    pub pcp: Signal<Out, Bits<3>>,
-    /// The EDP sequence.
-    pub edp_seq: Signal<Out, Bits<16>>,
-    /// The EAPS type (5 HEALTH, 6 RING-UP, 7 RING-DOWN, 8 LINK-DOWN).
-    pub eaps_type: Signal<Out, Bits<8>>,
-    /// The the control VLAN field (also the tag's VID when emitted).
-    pub control_vlan: Signal<Out, Bits<16>>,
-    /// The system MAC (also the EDP machine MAC when emitted).
-    pub system_mac: Signal<Out, Bits<48>>,
-    /// The hello timer field.
-    pub hello_timer: Signal<Out, Bits<16>>,
-    /// The fail timer field.
-    pub fail_timer: Signal<Out, Bits<16>>,
-    /// The state field.
-    pub state: Signal<Out, Bits<8>>,
-    /// The hello sequence.
-    pub hello_seq: Signal<Out, Bits<16>>,
-}
-
-/// The fields of a PDU, taking end.
-#[derive(LogicInterface, Default)]
-#[join = "EapsPduSource"]
-pub struct EapsPduSink {
-    /// The source MAC (the sender's; the node's own for a PDU it originates).
-    pub src: Signal<In, Bits<48>>,
-    /// The priority of the 802.1Q tag.
-    pub pcp: Signal<In, Bits<3>>,
-    /// The EDP sequence.
-    pub edp_seq: Signal<In, Bits<16>>,
-    /// The EAPS type (5 HEALTH, 6 RING-UP, 7 RING-DOWN, 8 LINK-DOWN).
-    pub eaps_type: Signal<In, Bits<8>>,
-    /// The the control VLAN field (also the tag's VID when emitted).
-    pub control_vlan: Signal<In, Bits<16>>,
-    /// The system MAC (also the EDP machine MAC when emitted).
-    pub system_mac: Signal<In, Bits<48>>,
-    /// The hello timer field.
-    pub hello_timer: Signal<In, Bits<16>>,
-    /// The fail timer field.
-    pub fail_timer: Signal<In, Bits<16>>,
-    /// The state field.
-    pub state: Signal<In, Bits<8>>,
-    /// The hello sequence.
-    pub hello_seq: Signal<In, Bits<16>>,
+interface_pair! {
+    /// The fields of a PDU, sending end.
+    pub struct EapsPduSource join "EapsPduSink";
+    /// The fields of a PDU, taking end.
+    pub struct EapsPduSink join "EapsPduSource";
+    {
+        /// The source MAC (the sender's; the node's own for a PDU it originates).
+        src: Out Bits<48>,
+        /// The priority of the 802.1Q tag.
+        pcp: Out Bits<3>,
+        /// The EDP sequence.
+        edp_seq: Out Bits<16>,
+        /// The EAPS type (5 HEALTH, 6 RING-UP, 7 RING-DOWN, 8 LINK-DOWN).
+        eaps_type: Out Bits<8>,
+        /// The the control VLAN field (also the tag's VID when emitted).
+        control_vlan: Out Bits<16>,
+        /// The system MAC (also the EDP machine MAC when emitted).
+        system_mac: Out Bits<48>,
+        /// The hello timer field.
+        hello_timer: Out Bits<16>,
+        /// The fail timer field.
+        fail_timer: Out Bits<16>,
+        /// The state field.
+        state: Out Bits<8>,
+        /// The hello sequence.
+        hello_seq: Out Bits<16>,
+    }
 }
 
 /// The receive side: checks a frame and holds its fields until taken.

@@ -41,6 +41,8 @@
 //! the worker search found the sender and before the SwitchML checks.
 
 use crate::block_ram::PipelinedRam;
+use crate::config_registers::{JobSettings, WorkerTableWrite};
+use crate::header_words::{HeaderWords, HeaderWordsSource};
 use crate::word_stream::WordSink;
 use crate::worker_search::WorkerSearch;
 use rust_hdl::prelude::*;
@@ -62,96 +64,33 @@ fn kind(value: u64) -> Constant<Bits<5>> {
     Constant::new(value.into())
 }
 
-/// The parser's end of the descriptor: a decided frame handed to the aggregator.
-#[derive(LogicInterface, Default)]
-#[join = "DescriptorSink"]
-pub struct DescriptorSource {
-    /// A decided frame is described here (held until `done`).
-    pub valid: Signal<Out, Bit>,
-    /// Pulse: the descriptor and its buffer half are free again.
-    pub done: Signal<In, Bit>,
-    /// What the frame is (parser module doc: 0..=14 a drop reason, `KIND_*`).
-    pub kind: Signal<Out, Bits<5>>,
-    /// The sender's rank (contributions).
-    pub rank: Signal<Out, Bits<5>>,
-    /// Slot (contributions).
-    pub slot: Signal<Out, Bits<15>>,
-    /// Set (contributions).
-    pub set: Signal<Out, Bit>,
-    /// Frame buffer half holding the frame.
-    pub half: Signal<Out, Bit>,
-    /// IPv4 total length T.
-    pub ip_len: Signal<Out, Bits<16>>,
-    /// Header word 1 (bytes 4..8) of the frame.
-    pub h1: Signal<Out, Bits<32>>,
-    /// Header word 2 (bytes 8..12) of the frame.
-    pub h2: Signal<Out, Bits<32>>,
-    /// Header word 3 (bytes 12..16) of the frame.
-    pub h3: Signal<Out, Bits<32>>,
-    /// Header word 4 (bytes 16..20) of the frame.
-    pub h4: Signal<Out, Bits<32>>,
-    /// Header word 5 (bytes 20..24) of the frame.
-    pub h5: Signal<Out, Bits<32>>,
-    /// Header word 6 (bytes 24..28) of the frame.
-    pub h6: Signal<Out, Bits<32>>,
-    /// Header word 7 (bytes 28..32) of the frame.
-    pub h7: Signal<Out, Bits<32>>,
-    /// Header word 8 (bytes 32..36) of the frame.
-    pub h8: Signal<Out, Bits<32>>,
-    /// Header word 9 (bytes 36..40) of the frame.
-    pub h9: Signal<Out, Bits<32>>,
-    /// Header word 10 (bytes 40..44) of the frame.
-    pub h10: Signal<Out, Bits<32>>,
-    /// Header word 11 (bytes 44..48) of the frame.
-    pub h11: Signal<Out, Bits<32>>,
-    /// Header word 12 (bytes 48..52) of the frame.
-    pub h12: Signal<Out, Bits<32>>,
-}
-
-/// The aggregator's end of the descriptor.
-#[derive(LogicInterface, Default)]
-#[join = "DescriptorSource"]
-pub struct DescriptorSink {
-    /// A decided frame is described here (held until `done`).
-    pub valid: Signal<In, Bit>,
-    /// Pulse: the descriptor and its buffer half are free again.
-    pub done: Signal<Out, Bit>,
-    /// What the frame is (parser module doc: 0..=14 a drop reason, `KIND_*`).
-    pub kind: Signal<In, Bits<5>>,
-    /// The sender's rank (contributions).
-    pub rank: Signal<In, Bits<5>>,
-    /// Slot (contributions).
-    pub slot: Signal<In, Bits<15>>,
-    /// Set (contributions).
-    pub set: Signal<In, Bit>,
-    /// Frame buffer half holding the frame.
-    pub half: Signal<In, Bit>,
-    /// IPv4 total length T.
-    pub ip_len: Signal<In, Bits<16>>,
-    /// Header word 1 (bytes 4..8) of the frame.
-    pub h1: Signal<In, Bits<32>>,
-    /// Header word 2 (bytes 8..12) of the frame.
-    pub h2: Signal<In, Bits<32>>,
-    /// Header word 3 (bytes 12..16) of the frame.
-    pub h3: Signal<In, Bits<32>>,
-    /// Header word 4 (bytes 16..20) of the frame.
-    pub h4: Signal<In, Bits<32>>,
-    /// Header word 5 (bytes 20..24) of the frame.
-    pub h5: Signal<In, Bits<32>>,
-    /// Header word 6 (bytes 24..28) of the frame.
-    pub h6: Signal<In, Bits<32>>,
-    /// Header word 7 (bytes 28..32) of the frame.
-    pub h7: Signal<In, Bits<32>>,
-    /// Header word 8 (bytes 32..36) of the frame.
-    pub h8: Signal<In, Bits<32>>,
-    /// Header word 9 (bytes 36..40) of the frame.
-    pub h9: Signal<In, Bits<32>>,
-    /// Header word 10 (bytes 40..44) of the frame.
-    pub h10: Signal<In, Bits<32>>,
-    /// Header word 11 (bytes 44..48) of the frame.
-    pub h11: Signal<In, Bits<32>>,
-    /// Header word 12 (bytes 48..52) of the frame.
-    pub h12: Signal<In, Bits<32>>,
+interface_pair! {
+    /// The parser's end of the descriptor: a decided frame handed to the aggregator.
+    pub struct DescriptorSource join "DescriptorSink";
+    /// The aggregator's end of the descriptor.
+    pub struct DescriptorSink join "DescriptorSource";
+    {
+        /// A decided frame is described here (held until `done`).
+        valid: Out Bit,
+        /// Pulse: the descriptor and its buffer half are free again.
+        done: In Bit,
+        /// What the frame is (parser module doc: 0..=14 a drop reason, `KIND_*`).
+        kind: Out Bits<5>,
+        /// The sender's rank (contributions).
+        rank: Out Bits<5>,
+        /// Slot (contributions).
+        slot: Out Bits<15>,
+        /// Set (contributions).
+        set: Out Bit,
+        /// Frame buffer half holding the frame.
+        half: Out Bit,
+        /// IPv4 total length T.
+        ip_len: Out Bits<16>,
+    }
+    nested {
+        /// Header words 1..=12 of the frame.
+        header: HeaderWordsSource => HeaderWords,
+    }
 }
 
 /// The frame parser and receive buffer.
@@ -167,28 +106,10 @@ pub struct FrameParser {
     pub tag_short: Signal<In, Bit>,
     /// With the frame's last word: not the job's tag (counted as wrong_vlan).
     pub tag_mismatch: Signal<In, Bit>,
-    /// Switch MAC, bytes 0..2.
-    pub switch_mac_hi: Signal<In, Bits<16>>,
-    /// Switch MAC, bytes 2..6.
-    pub switch_mac_lo: Signal<In, Bits<32>>,
-    /// Switch IPv4 address.
-    pub switch_ip: Signal<In, Bits<32>>,
-    /// Number of workers n.
-    pub workers: Signal<In, Bits<6>>,
-    /// The job's `size` code.
-    pub size_code: Signal<In, Bits<3>>,
-    /// Elements per payload k.
-    pub payload_words: Signal<In, Bits<9>>,
-    /// Slots in use S.
-    pub slots_in_use: Signal<In, Bits<16>>,
-    /// The job's `worker_port`: the UDP source port of every valid contribution.
-    pub worker_port: Signal<In, Bits<16>>,
-    /// Worker table entry to write.
-    pub wt_address: Signal<In, Bits<5>>,
-    /// Worker table data.
-    pub wt_data: Signal<In, Bits<32>>,
-    /// Write a worker's IPv4 address.
-    pub wt_write_ip: Signal<In, Bit>,
+    /// The job's settings.
+    pub job: JobSettings,
+    /// Worker table writes (the parser keeps the workers' IPv4 addresses).
+    pub wt: WorkerTableWrite,
     /// Frame buffer read address (bit 9: half, bits 8..0: word).
     pub buf_read_address: Signal<In, Bits<10>>,
     /// Frame buffer word at the address of two cycles before (read latency 2).
@@ -330,17 +251,8 @@ impl FrameParser {
             tag_stripped: Default::default(),
             tag_short: Default::default(),
             tag_mismatch: Default::default(),
-            switch_mac_hi: Default::default(),
-            switch_mac_lo: Default::default(),
-            switch_ip: Default::default(),
-            workers: Default::default(),
-            size_code: Default::default(),
-            payload_words: Default::default(),
-            slots_in_use: Default::default(),
-            worker_port: Default::default(),
-            wt_address: Default::default(),
-            wt_data: Default::default(),
-            wt_write_ip: Default::default(),
+            job: Default::default(),
+            wt: Default::default(),
             buf_read_address: Default::default(),
             buf_read_data: Default::default(),
             desc: Default::default(),
@@ -562,9 +474,9 @@ impl Logic for FrameParser {
         );
         clock!(self, clock, rx_buf, search);
         // Worker table writes and the buffer read port.
-        self.search.write_address.next = self.wt_address.val();
-        self.search.write_data.next = self.wt_data.val();
-        self.search.write_enable.next = self.wt_write_ip.val();
+        self.search.write_address.next = self.wt.address.val();
+        self.search.write_data.next = self.wt.data.val();
+        self.search.write_enable.next = self.wt.write_ip.val();
         self.rx_buf.read_address.next = self.buf_read_address.val();
         self.rx_buf.read_enable.next = true;
         self.buf_read_data.next = self.rx_buf.read_data.val();
@@ -576,18 +488,18 @@ impl Logic for FrameParser {
         self.desc.set.next = self.d_set.q.val();
         self.desc.half.next = self.d_half.q.val();
         self.desc.ip_len.next = self.d_len.q.val();
-        self.desc.h1.next = self.d1.q.val();
-        self.desc.h2.next = self.d2.q.val();
-        self.desc.h3.next = self.d3.q.val();
-        self.desc.h4.next = self.d4.q.val();
-        self.desc.h5.next = self.d5.q.val();
-        self.desc.h6.next = self.d6.q.val();
-        self.desc.h7.next = self.d7.q.val();
-        self.desc.h8.next = self.d8.q.val();
-        self.desc.h9.next = self.d9.q.val();
-        self.desc.h10.next = self.d10.q.val();
-        self.desc.h11.next = self.d11.q.val();
-        self.desc.h12.next = self.d12.q.val();
+        self.desc.header.h1.next = self.d1.q.val();
+        self.desc.header.h2.next = self.d2.q.val();
+        self.desc.header.h3.next = self.d3.q.val();
+        self.desc.header.h4.next = self.d4.q.val();
+        self.desc.header.h5.next = self.d5.q.val();
+        self.desc.header.h6.next = self.d6.q.val();
+        self.desc.header.h7.next = self.d7.q.val();
+        self.desc.header.h8.next = self.d8.q.val();
+        self.desc.header.h9.next = self.d9.q.val();
+        self.desc.header.h10.next = self.d10.q.val();
+        self.desc.header.h11.next = self.d11.q.val();
+        self.desc.header.h12.next = self.d12.q.val();
         self.busy.next = self.deciding.q.val() | (self.j.q.val() != 0) | self.d_valid.q.val();
         // Receive.
         self.word.ready.next = !self.deciding.q.val();
@@ -676,7 +588,7 @@ impl Logic for FrameParser {
             }
         }
         // Worker search: from word 7 on (the source address is complete), one entry a cycle.
-        self.search.workers.next = self.workers.val();
+        self.search.workers.next = self.job.workers.val();
         self.search.source.next = (self.h6.q.val() << 16) | (self.h7.q.val() >> 16);
         self.search.start.next = self.accept.val() & self.j_eq7.q.val();
         self.search.stop.next = false;
@@ -695,8 +607,8 @@ impl Logic for FrameParser {
         self.fl_len14.d.next = self.len.q.val() < 14;
         // The destination compares registered in parts first (flag final in the third cycle).
         self.dst_eq_a.d.next = self.h0.q.val()
-            == ((bit_cast::<32, 16>(self.switch_mac_hi.val()) << 16) | (self.switch_mac_lo.val() >> 16));
-        self.dst_eq_b.d.next = self.h1.q.val().get_bits::<16>(16) == bit_cast::<16, 32>(self.switch_mac_lo.val());
+            == ((bit_cast::<32, 16>(self.job.switch_mac_hi.val()) << 16) | (self.job.switch_mac_lo.val() >> 16));
+        self.dst_eq_b.d.next = self.h1.q.val().get_bits::<16>(16) == bit_cast::<16, 32>(self.job.switch_mac_lo.val());
         self.dst_bc_a.d.next = self.h0.q.val() == 0xffff_ffff_u64;
         self.dst_bc_b.d.next = self.h1.q.val().get_bits::<16>(16) == 0xffff;
         self.fl_dst_ok.d.next =
@@ -707,8 +619,8 @@ impl Logic for FrameParser {
             | (self.h4.q.val() != 0x0800_0604)
             | (self.h5.q.val().get_bits::<16>(16) != 1);
         // Address compares in two registered halves (flags final in the third deciding cycle).
-        self.arp_ip_hi_ne.d.next = bit_cast::<16, 32>(self.h9.q.val()) != self.switch_ip.val().get_bits::<16>(16);
-        self.arp_ip_lo_ne.d.next = self.h10.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.switch_ip.val());
+        self.arp_ip_hi_ne.d.next = bit_cast::<16, 32>(self.h9.q.val()) != self.job.switch_ip.val().get_bits::<16>(16);
+        self.arp_ip_lo_ne.d.next = self.h10.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.job.switch_ip.val());
         self.fl_arp_ip_bad.d.next = self.arp_ip_hi_ne.q.val() | self.arp_ip_lo_ne.q.val();
         self.fl_ipv4.d.next = self.h3.q.val().get_bits::<16>(16) == 0x0800;
         self.fl_len34.d.next = self.len.q.val() < 34;
@@ -721,8 +633,8 @@ impl Logic for FrameParser {
         self.fl_tl_bad.d.next =
             (self.total_len.val() < 20) | (self.tl_p14.q.val() > bit_cast::<17, 16>(self.len.q.val()));
         self.fl_frag.d.next = self.h5.q.val().get_bits::<14>(16) != 0;
-        self.dip_hi_ne.d.next = bit_cast::<16, 32>(self.h7.q.val()) != self.switch_ip.val().get_bits::<16>(16);
-        self.dip_lo_ne.d.next = self.h8.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.switch_ip.val());
+        self.dip_hi_ne.d.next = bit_cast::<16, 32>(self.h7.q.val()) != self.job.switch_ip.val().get_bits::<16>(16);
+        self.dip_lo_ne.d.next = self.h8.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.job.switch_ip.val());
         self.fl_dip_bad.d.next = self.dip_hi_ne.q.val() | self.dip_lo_ne.q.val();
         self.fl_icmp.d.next = bit_cast::<8, 32>(self.h5.q.val()) == 1;
         self.fl_tl28.d.next = self.total_len.val() < 28;
@@ -730,13 +642,14 @@ impl Logic for FrameParser {
         self.fl_udp.d.next = bit_cast::<8, 32>(self.h5.q.val()) == 17;
         self.fl_udplen_bad.d.next = self.udp_len.val() != self.tl_m20.q.val();
         self.fl_port_bad.d.next = self.h9.q.val().get_bits::<12>(20) != 0xBEE;
-        self.fl_sport_bad.d.next = bit_cast::<16, 32>(self.h8.q.val()) != self.worker_port.val();
+        self.fl_sport_bad.d.next = bit_cast::<16, 32>(self.h8.q.val()) != self.job.worker_port.val();
         self.fl_ul18.d.next = self.udp_len.val() < 18;
         self.fl_msg_session.d.next = self.h10.q.val().get_bits::<4>(12) == 8;
         self.fl_msg_bad.d.next = (self.h10.q.val().get_bits::<4>(12) != 1) & (self.h10.q.val().get_bits::<4>(12) != 8);
-        self.fl_size_bad.d.next = self.h10.q.val().get_bits::<3>(8) != self.size_code.val();
-        self.fl_pay_bad.d.next = self.udp_len.val() != (bit_cast::<16, 9>(self.payload_words.val()) << 2) + 18;
-        self.fl_slot_bad.d.next = bit_cast::<16, 15>(self.h12.q.val().get_bits::<15>(16)) >= self.slots_in_use.val();
+        self.fl_size_bad.d.next = self.h10.q.val().get_bits::<3>(8) != self.job.size_code.val();
+        self.fl_pay_bad.d.next = self.udp_len.val() != (bit_cast::<16, 9>(self.job.payload_words.val()) << 2) + 18;
+        self.fl_slot_bad.d.next =
+            bit_cast::<16, 15>(self.h12.q.val().get_bits::<15>(16)) >= self.job.slots_in_use.val();
         self.cls.next = 0.into();
         self.needs_rank.next = false;
         if self.desc.done.val() {
@@ -886,6 +799,7 @@ impl Logic for FrameParser {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::frame_words;
     use crate::step::settle;
     use DropReason::*;
 
@@ -993,51 +907,33 @@ mod tests {
         fn new() -> Bench {
             let mut uut = FrameParser::new();
             uut.connect_all();
-            uut.switch_mac_hi.next = u64::from(u16::from_be_bytes([SWITCH_MAC[0], SWITCH_MAC[1]])).into();
-            uut.switch_mac_lo.next = u64::from(u32::from_be_bytes(SWITCH_MAC[2..6].try_into().unwrap())).into();
-            uut.switch_ip.next = u64::from(u32::from_be_bytes(SWITCH_IP)).into();
-            uut.workers.next = (WORKERS as u64).into();
-            uut.size_code.next = u64::from(SIZE_CODE).into();
-            uut.payload_words.next = ((PAYLOAD / 4) as u64).into();
-            uut.slots_in_use.next = SLOTS.into();
-            uut.worker_port.next = WORKER_PORT.into();
+            uut.job.set_switch(SWITCH_MAC, SWITCH_IP);
+            uut.job.workers.next = (WORKERS as u64).into();
+            uut.job.size_code.next = u64::from(SIZE_CODE).into();
+            uut.job.payload_words.next = ((PAYLOAD / 4) as u64).into();
+            uut.job.slots_in_use.next = SLOTS.into();
+            uut.job.worker_port.next = WORKER_PORT.into();
             let mut b = Bench { uut };
             for rank in 0..WORKERS as u8 {
-                b.uut.wt_address.next = u64::from(rank).into();
-                b.uut.wt_data.next = u64::from(u32::from_be_bytes(worker_ip(rank))).into();
-                b.uut.wt_write_ip.next = true;
+                b.uut.wt.offer(rank, u64::from(u32::from_be_bytes(worker_ip(rank))), [true, false, false]);
                 b.cycle();
             }
-            b.uut.wt_write_ip.next = false;
+            b.uut.wt.offer(0, 0, [false; 3]);
             b
         }
 
         fn cycle(&mut self) {
-            settle(&mut self.uut);
-            self.uut.clock.next = true.into();
-            settle(&mut self.uut);
-            self.uut.clock.next = false.into();
-            settle(&mut self.uut);
+            tick!(&mut self.uut);
         }
 
         /// Sends `frame` and returns the descriptor's (kind, rank), then frees it.
         fn classify(&mut self, frame: &[u8]) -> (u64, u64) {
-            let words: Vec<&[u8]> = frame.chunks(4).collect();
+            let words = frame_words(frame);
             let mut sent = 0;
             for _ in 0..10 * words.len() + 200 {
-                if sent < words.len() {
-                    let w = words[sent];
-                    let mut v = [0u8; 4];
-                    v[..w.len()].copy_from_slice(w);
-                    self.uut.word.valid.next = true;
-                    self.uut.word.data.next = u64::from(u32::from_be_bytes(v)).into();
-                    self.uut.word.last.next = sent + 1 == words.len();
-                    self.uut.word.bytes.next = (w.len() as u64).into();
-                } else {
-                    self.uut.word.valid.next = false;
-                }
+                self.uut.word.offer(sent < words.len(), words.get(sent).copied().unwrap_or_default());
                 settle(&mut self.uut);
-                if self.uut.word.valid.val() && self.uut.word.ready.val() {
+                if self.uut.word.moves() {
                     sent += 1;
                 }
                 if self.uut.desc.valid.val() {

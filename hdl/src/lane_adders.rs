@@ -10,27 +10,38 @@
 
 use rust_hdl::prelude::*;
 
+interface_pair! {
+    /// The lane adders' operands and results, the adders' end.
+    pub struct LaneAdderPort join "LaneAdderClient";
+    /// The lane adders' operands and results, the aggregator's end.
+    pub struct LaneAdderClient join "LaneAdderPort";
+    {
+        /// Value held in the slot.
+        stored: In Bits<32>,
+        /// Value of the contribution.
+        incoming: In Bits<32>,
+        /// First contribution of the round: write instead of add.
+        first: In Bit,
+        /// The new slot value of the previous cycle's inputs.
+        sum: Out Bits<32>,
+        /// Exponents held in the slot.
+        exp_stored: In Bits<16>,
+        /// Exponents of the contribution.
+        exp_incoming: In Bits<16>,
+        /// Compute the exponents this cycle.
+        exp_active: In Bit,
+        /// The new exponents.
+        exp_out: Out Bits<16>,
+    }
+}
+
 /// Adder and exponent maximum.
 #[derive(LogicBlock, Default)]
 pub struct LaneAdders {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Value held in the slot.
-    pub stored: Signal<In, Bits<32>>,
-    /// Value of the contribution.
-    pub incoming: Signal<In, Bits<32>>,
-    /// First contribution of the round: write instead of add.
-    pub first: Signal<In, Bit>,
-    /// The new slot value of the previous cycle's inputs.
-    pub sum: Signal<Out, Bits<32>>,
-    /// Exponents held in the slot.
-    pub exp_stored: Signal<In, Bits<16>>,
-    /// Exponents of the contribution.
-    pub exp_incoming: Signal<In, Bits<16>>,
-    /// Compute the exponents this cycle.
-    pub exp_active: Signal<In, Bit>,
-    /// The new exponents.
-    pub exp_out: Signal<Out, Bits<16>>,
+    /// Operands and results.
+    pub port: LaneAdderPort,
     e0: Signal<Local, Bits<8>>,
     e1: Signal<Local, Bits<8>>,
     sum_r: DFF<Bits<32>>,
@@ -40,32 +51,34 @@ impl Logic for LaneAdders {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, sum_r);
-        self.sum.next = self.sum_r.q.val();
-        if self.first.val() {
-            self.sum_r.d.next = self.incoming.val();
+        self.port.sum.next = self.sum_r.q.val();
+        if self.port.first.val() {
+            self.sum_r.d.next = self.port.incoming.val();
         } else {
-            self.sum_r.d.next = self.stored.val() + self.incoming.val();
+            self.sum_r.d.next = self.port.stored.val() + self.port.incoming.val();
         }
         self.e0.next = 0.into();
         self.e1.next = 0.into();
-        self.exp_out.next = 0.into();
-        if self.exp_active.val() {
-            if self.first.val() {
-                self.exp_out.next = self.exp_incoming.val();
+        self.port.exp_out.next = 0.into();
+        if self.port.exp_active.val() {
+            if self.port.first.val() {
+                self.port.exp_out.next = self.port.exp_incoming.val();
             } else {
-                if (self.exp_stored.val().get_bits::<8>(8) ^ 0x80) > (self.exp_incoming.val().get_bits::<8>(8) ^ 0x80) {
-                    self.e0.next = self.exp_stored.val().get_bits::<8>(8);
-                } else {
-                    self.e0.next = self.exp_incoming.val().get_bits::<8>(8);
-                }
-                if (bit_cast::<8, 16>(self.exp_stored.val()) ^ 0x80)
-                    > (bit_cast::<8, 16>(self.exp_incoming.val()) ^ 0x80)
+                if (self.port.exp_stored.val().get_bits::<8>(8) ^ 0x80)
+                    > (self.port.exp_incoming.val().get_bits::<8>(8) ^ 0x80)
                 {
-                    self.e1.next = bit_cast::<8, 16>(self.exp_stored.val());
+                    self.e0.next = self.port.exp_stored.val().get_bits::<8>(8);
                 } else {
-                    self.e1.next = bit_cast::<8, 16>(self.exp_incoming.val());
+                    self.e0.next = self.port.exp_incoming.val().get_bits::<8>(8);
                 }
-                self.exp_out.next = (bit_cast::<16, 8>(self.e0.val()) << 8) | bit_cast::<16, 8>(self.e1.val());
+                if (bit_cast::<8, 16>(self.port.exp_stored.val()) ^ 0x80)
+                    > (bit_cast::<8, 16>(self.port.exp_incoming.val()) ^ 0x80)
+                {
+                    self.e1.next = bit_cast::<8, 16>(self.port.exp_stored.val());
+                } else {
+                    self.e1.next = bit_cast::<8, 16>(self.port.exp_incoming.val());
+                }
+                self.port.exp_out.next = (bit_cast::<16, 8>(self.e0.val()) << 8) | bit_cast::<16, 8>(self.e1.val());
             }
         }
     }
@@ -79,19 +92,19 @@ mod test {
     fn run(stored: u32, incoming: u32, first: bool, es: u16, ei: u16) -> (u32, u16) {
         let mut b = LaneAdders::default();
         b.connect_all();
-        b.stored.next = u64::from(stored).into();
-        b.incoming.next = u64::from(incoming).into();
-        b.first.next = first;
-        b.exp_stored.next = u64::from(es).into();
-        b.exp_incoming.next = u64::from(ei).into();
-        b.exp_active.next = true;
+        b.port.stored.next = u64::from(stored).into();
+        b.port.incoming.next = u64::from(incoming).into();
+        b.port.first.next = first;
+        b.port.exp_stored.next = u64::from(es).into();
+        b.port.exp_incoming.next = u64::from(ei).into();
+        b.port.exp_active.next = true;
         settle(&mut b);
-        let e = b.exp_out.val().to_u16();
+        let e = b.port.exp_out.val().to_u16();
         b.clock.next = true.into();
         settle(&mut b);
         b.clock.next = false.into();
         settle(&mut b);
-        (b.sum.val().to_u32(), e)
+        (b.port.sum.val().to_u32(), e)
     }
 
     #[test]

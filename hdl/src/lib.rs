@@ -30,7 +30,12 @@ macro_rules! tick {
     }};
 }
 
+#[macro_use]
+mod interface;
+
 pub mod aggregator;
+#[cfg(test)]
+mod bench;
 pub mod block_ram;
 pub mod byte_stream;
 pub mod config;
@@ -44,6 +49,7 @@ pub mod eaps_gate;
 pub mod eaps_node;
 pub mod eaps_pdu;
 pub mod frame_parser;
+pub mod header_words;
 pub mod lane_adders;
 pub mod mdio;
 pub mod register_range;

@@ -17,6 +17,8 @@
 //! - ICMP echo reply (words 0..=9): the request's addresses swapped, TTL 64, the checksums
 //!   recomputed; the body (words 10 on) is copied by the sequencer, not here.
 
+use crate::config_registers::JobSettings;
+use crate::header_words::HeaderWords;
 use crate::result_builder::ReplyKind;
 use rust_hdl::prelude::*;
 
@@ -31,40 +33,16 @@ pub struct ReplyHeader {
     pub index: Signal<In, Bits<4>>,
     /// Header word `index` of one cycle earlier.
     pub word: Signal<Out, Bits<32>>,
-    /// Header word 1 (bytes 4..8) of the request.
-    pub h1: Signal<In, Bits<32>>,
-    /// Header word 2 (bytes 8..12) of the request.
-    pub h2: Signal<In, Bits<32>>,
-    /// Header word 3 (bytes 12..16) of the request.
-    pub h3: Signal<In, Bits<32>>,
-    /// Header word 4 (bytes 16..20) of the request.
-    pub h4: Signal<In, Bits<32>>,
-    /// Header word 5 (bytes 20..24) of the request.
-    pub h5: Signal<In, Bits<32>>,
-    /// Header word 6 (bytes 24..28) of the request.
-    pub h6: Signal<In, Bits<32>>,
-    /// Header word 7 (bytes 28..32) of the request.
-    pub h7: Signal<In, Bits<32>>,
-    /// Header word 8 (bytes 32..36) of the request.
-    pub h8: Signal<In, Bits<32>>,
-    /// Header word 9 (bytes 36..40) of the request.
-    pub h9: Signal<In, Bits<32>>,
-    /// Header word 10 (bytes 40..44) of the request.
-    pub h10: Signal<In, Bits<32>>,
-    /// Header word 11 (bytes 44..48) of the request.
-    pub h11: Signal<In, Bits<32>>,
-    /// Header word 12 (bytes 48..52) of the request.
-    pub h12: Signal<In, Bits<32>>,
-    /// Switch MAC, bytes 0..2.
-    pub switch_mac_hi: Signal<In, Bits<16>>,
-    /// Switch MAC, bytes 2..6.
-    pub switch_mac_lo: Signal<In, Bits<32>>,
-    /// Switch IPv4 address.
-    pub switch_ip: Signal<In, Bits<32>>,
-    /// Elements per payload k (a result's lengths).
-    pub payload_words: Signal<In, Bits<9>>,
+    /// Header words 1..=12 of the request.
+    pub request: HeaderWords,
+    /// The job's settings (switch addresses, k for a result's lengths).
+    pub job: JobSettings,
     /// A result's exponents (the low half of its word 12).
     pub exponents: Signal<In, Bits<16>>,
+    /// A session reply (docs/switch.md §2.1): byte 43 (`job_number`) is `epoch`, not the request's.
+    pub session: Signal<In, Bit>,
+    /// The epoch a session reply carries.
+    pub epoch: Signal<In, Bits<8>>,
     len_ip: DFF<Bits<32>>,
     len_udp: DFF<Bits<32>>,
     ipck_part1: DFF<Bits<20>>,
@@ -115,19 +93,19 @@ impl Logic for ReplyHeader {
             high_half
         );
         // A result's IPv4 and UDP lengths, registered from the configuration.
-        self.len_ip.d.next = (bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38;
-        self.len_udp.d.next = (bit_cast::<32, 9>(self.payload_words.val()) << 2) + 18;
+        self.len_ip.d.next = (bit_cast::<32, 9>(self.job.payload_words.val()) << 2) + 38;
+        self.len_udp.d.next = (bit_cast::<32, 9>(self.job.payload_words.val()) << 2) + 18;
         // Reply checksums, registered in stages from the descriptor (stable for many cycles
         // before a header word needs them: at least 7 cycles after the descriptor is loaded).
-        self.ipck_part1.d.next = bit_cast::<20, 32>(self.h3.val() & 0xffff)
-            + bit_cast::<20, 32>(self.h4.val() >> 16)
-            + bit_cast::<20, 32>(self.h4.val() & 0xffff);
-        self.ipck_part2.d.next = bit_cast::<20, 32>(self.h5.val() >> 16)
-            + bit_cast::<20, 32>((self.h5.val() & 0xff) | 0x4000)
-            + bit_cast::<20, 32>(self.switch_ip.val() >> 16);
-        self.ipck_part3.d.next = bit_cast::<20, 32>(self.switch_ip.val() & 0xffff)
-            + bit_cast::<20, 32>(self.h6.val() & 0xffff)
-            + bit_cast::<20, 32>(self.h7.val() >> 16);
+        self.ipck_part1.d.next = bit_cast::<20, 32>(self.request.h3.val() & 0xffff)
+            + bit_cast::<20, 32>(self.request.h4.val() >> 16)
+            + bit_cast::<20, 32>(self.request.h4.val() & 0xffff);
+        self.ipck_part2.d.next = bit_cast::<20, 32>(self.request.h5.val() >> 16)
+            + bit_cast::<20, 32>((self.request.h5.val() & 0xff) | 0x4000)
+            + bit_cast::<20, 32>(self.job.switch_ip.val() >> 16);
+        self.ipck_part3.d.next = bit_cast::<20, 32>(self.job.switch_ip.val() & 0xffff)
+            + bit_cast::<20, 32>(self.request.h6.val() & 0xffff)
+            + bit_cast::<20, 32>(self.request.h7.val() >> 16);
         self.ipck_sum.d.next = self.ipck_part1.q.val() + self.ipck_part2.q.val() + self.ipck_part3.q.val();
         self.ipck_folded.d.next =
             bit_cast::<17, 20>(self.ipck_sum.q.val() & 0xffff) + bit_cast::<17, 20>(self.ipck_sum.q.val() >> 16);
@@ -135,7 +113,7 @@ impl Logic for ReplyHeader {
             !(bit_cast::<16, 17>(self.ipck_folded.q.val()) + bit_cast::<16, 17>(self.ipck_folded.q.val() >> 16));
         // The 16-bit complement as an XOR: a `!` inside a widening bit_cast becomes a
         // 32-bit `~` in the generated Verilog, which sets bit 16 (found by Verilator).
-        self.icmpck_folded.d.next = bit_cast::<17, 32>((self.h9.val() >> 16) ^ 0xffff) + 0xF7FF;
+        self.icmpck_folded.d.next = bit_cast::<17, 32>((self.request.h9.val() >> 16) ^ 0xffff) + 0xF7FF;
         self.icmp_checksum.d.next =
             !(bit_cast::<16, 17>(self.icmpck_folded.q.val()) + bit_cast::<16, 17>(self.icmpck_folded.q.val() >> 16));
         self.result_lo_next.next = 0.into();
@@ -152,10 +130,10 @@ impl Logic for ReplyHeader {
                 self.result_lo_next.next = 0.into();
             }
             1 => {
-                self.result_lo_next.next = bit_cast::<32, 16>(self.switch_mac_hi.val());
+                self.result_lo_next.next = bit_cast::<32, 16>(self.job.switch_mac_hi.val());
             }
             2 => {
-                self.result_lo_next.next = self.switch_mac_lo.val();
+                self.result_lo_next.next = self.job.switch_mac_lo.val();
             }
             3 => {
                 self.result_lo_next.next = 0x0800_4500.into();
@@ -167,40 +145,45 @@ impl Logic for ReplyHeader {
                 self.result_lo_next.next = 0x0000_4011.into();
             }
             6 => {
-                self.result_lo_next.next = self.switch_ip.val() >> 16;
+                self.result_lo_next.next = self.job.switch_ip.val() >> 16;
             }
             _ => {
-                self.result_lo_next.next = self.switch_ip.val() << 16;
+                self.result_lo_next.next = self.job.switch_ip.val() << 16;
             }
         }
         match self.index.val().get_bits::<3>(0).index() {
             0 => {
-                self.result_hi_next.next = self.h9.val() >> 16;
+                self.result_hi_next.next = self.request.h9.val() >> 16;
             }
             1 => {
-                self.result_hi_next.next = (self.h8.val() << 16) | self.len_udp.q.val();
+                self.result_hi_next.next = (self.request.h8.val() << 16) | self.len_udp.q.val();
             }
             2 => {
-                self.result_hi_next.next = self.h10.val() & 0xffff;
+                self.result_hi_next.next = self.request.h10.val() & 0xffff;
+                if self.session.val() {
+                    self.result_hi_next.next =
+                        (self.request.h10.val() & 0xff00_u64) | bit_cast::<32, 8>(self.epoch.val());
+                }
             }
             3 => {
-                self.result_hi_next.next = self.h11.val();
+                self.result_hi_next.next = self.request.h11.val();
             }
             _ => {
                 self.result_hi_next.next =
-                    (self.h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exponents.val());
+                    (self.request.h12.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exponents.val());
             }
         }
         // ARP reply.
         match self.index.val().get_bits::<3>(0).index() {
             0 => {
-                self.arp_lo_next.next = (self.h5.val() << 16) | (self.h6.val() >> 16);
+                self.arp_lo_next.next = (self.request.h5.val() << 16) | (self.request.h6.val() >> 16);
             }
             1 => {
-                self.arp_lo_next.next = (self.h6.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                self.arp_lo_next.next =
+                    (self.request.h6.val() << 16) | bit_cast::<32, 16>(self.job.switch_mac_hi.val());
             }
             2 => {
-                self.arp_lo_next.next = self.switch_mac_lo.val();
+                self.arp_lo_next.next = self.job.switch_mac_lo.val();
             }
             3 => {
                 self.arp_lo_next.next = 0x0806_0001.into();
@@ -209,61 +192,62 @@ impl Logic for ReplyHeader {
                 self.arp_lo_next.next = 0x0800_0604.into();
             }
             5 => {
-                self.arp_lo_next.next = 0x0002_0000 | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                self.arp_lo_next.next = 0x0002_0000 | bit_cast::<32, 16>(self.job.switch_mac_hi.val());
             }
             6 => {
-                self.arp_lo_next.next = self.switch_mac_lo.val();
+                self.arp_lo_next.next = self.job.switch_mac_lo.val();
             }
             _ => {
-                self.arp_lo_next.next = self.switch_ip.val();
+                self.arp_lo_next.next = self.job.switch_ip.val();
             }
         }
         match self.index.val().get_bits::<3>(0).index() {
             0 => {
-                self.arp_hi_next.next = (self.h5.val() << 16) | (self.h6.val() >> 16);
+                self.arp_hi_next.next = (self.request.h5.val() << 16) | (self.request.h6.val() >> 16);
             }
             1 => {
-                self.arp_hi_next.next = (self.h6.val() << 16) | (self.h7.val() >> 16);
+                self.arp_hi_next.next = (self.request.h6.val() << 16) | (self.request.h7.val() >> 16);
             }
             _ => {
-                self.arp_hi_next.next = self.h7.val() << 16;
+                self.arp_hi_next.next = self.request.h7.val() << 16;
             }
         }
         // ICMP echo reply.
         match self.index.val().get_bits::<3>(0).index() {
             0 => {
-                self.echo_lo_next.next = (self.h1.val() << 16) | (self.h2.val() >> 16);
+                self.echo_lo_next.next = (self.request.h1.val() << 16) | (self.request.h2.val() >> 16);
             }
             1 => {
-                self.echo_lo_next.next = (self.h2.val() << 16) | bit_cast::<32, 16>(self.switch_mac_hi.val());
+                self.echo_lo_next.next =
+                    (self.request.h2.val() << 16) | bit_cast::<32, 16>(self.job.switch_mac_hi.val());
             }
             2 => {
-                self.echo_lo_next.next = self.switch_mac_lo.val();
+                self.echo_lo_next.next = self.job.switch_mac_lo.val();
             }
             3 => {
-                self.echo_lo_next.next = 0x0800_0000 | (self.h3.val() & 0xffff);
+                self.echo_lo_next.next = 0x0800_0000 | (self.request.h3.val() & 0xffff);
             }
             4 => {
-                self.echo_lo_next.next = self.h4.val();
+                self.echo_lo_next.next = self.request.h4.val();
             }
             5 => {
-                self.echo_lo_next.next = (self.h5.val() & 0xffff_00ff_u64) | 0x4000;
+                self.echo_lo_next.next = (self.request.h5.val() & 0xffff_00ff_u64) | 0x4000;
             }
             6 => {
                 self.echo_lo_next.next =
-                    (bit_cast::<32, 16>(self.ip_checksum.q.val()) << 16) | (self.switch_ip.val() >> 16);
+                    (bit_cast::<32, 16>(self.ip_checksum.q.val()) << 16) | (self.job.switch_ip.val() >> 16);
             }
             _ => {
-                self.echo_lo_next.next = (self.switch_ip.val() << 16) | (self.h6.val() & 0xffff);
+                self.echo_lo_next.next = (self.job.switch_ip.val() << 16) | (self.request.h6.val() & 0xffff);
             }
         }
         match self.index.val().get_bits::<3>(0).index() {
             0 => {
-                self.echo_hi_next.next = self.h7.val() & 0xffff_0000_u64;
+                self.echo_hi_next.next = self.request.h7.val() & 0xffff_0000_u64;
             }
             _ => {
                 self.echo_hi_next.next =
-                    (bit_cast::<32, 16>(self.icmp_checksum.q.val()) << 16) | (self.h9.val() & 0xffff);
+                    (bit_cast::<32, 16>(self.icmp_checksum.q.val()) << 16) | (self.request.h9.val() & 0xffff);
             }
         }
         self.result_lo.d.next = self.result_lo_next.val();
@@ -360,11 +344,7 @@ mod tests {
     fn header_words_follow_the_model() {
         let mut b = ReplyHeader::default();
         b.connect_all();
-        let mac_hi = u64::from(u16::from_be_bytes([MAC[0], MAC[1]]));
-        let mac_lo = u64::from(u32::from_be_bytes([MAC[2], MAC[3], MAC[4], MAC[5]]));
-        b.switch_mac_hi.next = mac_hi.into();
-        b.switch_mac_lo.next = mac_lo.into();
-        b.switch_ip.next = u64::from(u32::from_be_bytes(IP)).into();
+        b.job.set_switch(MAC, IP);
         let mut seed = 0x2545_f491_4f6c_dd1d_u64;
         let mut next = move || {
             seed ^= seed << 13;
@@ -376,14 +356,10 @@ mod tests {
             let q: Vec<u8> = (0..52).map(|_| next() as u8).collect();
             let exponents = next() as u16;
             let word = |j: usize| u64::from(u32::from_be_bytes(q[4 * j..4 * j + 4].try_into().unwrap()));
-            let hs = [
-                &mut b.h1, &mut b.h2, &mut b.h3, &mut b.h4, &mut b.h5, &mut b.h6, &mut b.h7, &mut b.h8, &mut b.h9,
-                &mut b.h10, &mut b.h11, &mut b.h12,
-            ];
-            for (j, h) in hs.into_iter().enumerate() {
+            for (j, h) in b.request.words_mut().into_iter().enumerate() {
                 h.next = word(j + 1).into();
             }
-            b.payload_words.next = (k as u64).into();
+            b.job.payload_words.next = (k as u64).into();
             b.exponents.next = u64::from(exponents).into();
             for kind in [ReplyKind::Result, ReplyKind::ArpReply, ReplyKind::EchoReply] {
                 b.kind.next = kind;

@@ -21,6 +21,7 @@
 //! still in the pipeline.
 
 use crate::block_ram::{BlockRam, PipelinedRam};
+use crate::config_registers::{JobSettings, WorkerTableWrite};
 use crate::word_stream::WordSource;
 use rust_hdl::prelude::*;
 
@@ -41,53 +42,55 @@ enum TxState {
     Send,
 }
 
+interface_pair! {
+    /// The frames to send, written into the builder's buffers and loaded one a half, the
+    /// builder's end.
+    pub struct ReplyQueue join "ReplyQueueClient";
+    /// The frames to send, the aggregator's end.
+    pub struct ReplyQueueClient join "ReplyQueue";
+    {
+        /// Buffer write address (bit 9: half).
+        buf_write_address: In Bits<10>,
+        /// Buffer write data.
+        buf_write_data: In Bits<32>,
+        /// Buffer write strobe.
+        buf_write_enable: In Bit,
+        /// Header buffer write address (bit 4: half, bits 3..0: word 0..12).
+        hdr_write_address: In Bits<5>,
+        /// Header buffer write data.
+        hdr_write_data: In Bits<32>,
+        /// Header buffer write strobe.
+        hdr_write_enable: In Bit,
+        /// Pulse: the half `half` holds a frame to send.
+        load: In Bit,
+        /// What the frame is.
+        kind: In ReplyKind,
+        /// First rank.
+        first: In Bits<5>,
+        /// Last rank.
+        last: In Bits<5>,
+        /// Words in the frame.
+        nwords: In Bits<10>,
+        /// Valid bytes of the last word.
+        last_bytes: In Bits<3>,
+        /// The half to fill next.
+        half: Out Bit,
+        /// That half is free.
+        free: Out Bit,
+    }
+}
+
 /// The result builder.
 #[derive(LogicBlock)]
 pub struct ResultBuilder {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Buffer write address (bit 9: half).
-    pub buf_write_address: Signal<In, Bits<10>>,
-    /// Buffer write data.
-    pub buf_write_data: Signal<In, Bits<32>>,
-    /// Buffer write strobe.
-    pub buf_write_enable: Signal<In, Bit>,
-    /// Header buffer write address (bit 4: half, bits 3..0: word 0..12).
-    pub hdr_write_address: Signal<In, Bits<5>>,
-    /// Header buffer write data.
-    pub hdr_write_data: Signal<In, Bits<32>>,
-    /// Header buffer write strobe.
-    pub hdr_write_enable: Signal<In, Bit>,
-    /// Pulse: the half `load_half` holds a frame to send.
-    pub load: Signal<In, Bit>,
-    /// 0 result, 1 ARP reply, 2 ICMP echo reply.
-    pub load_kind: Signal<In, ReplyKind>,
-    /// First rank.
-    pub load_first: Signal<In, Bits<5>>,
-    /// Last rank.
-    pub load_last: Signal<In, Bits<5>>,
-    /// Words in the frame.
-    pub load_nwords: Signal<In, Bits<10>>,
-    /// Valid bytes of the last word.
-    pub load_last_bytes: Signal<In, Bits<3>>,
-    /// The half to fill next.
-    pub load_half: Signal<Out, Bit>,
-    /// That half is free.
-    pub load_free: Signal<Out, Bit>,
-    /// Switch IPv4 address.
-    pub switch_ip: Signal<In, Bits<32>>,
-    /// Elements per payload k.
-    pub payload_words: Signal<In, Bits<9>>,
-    /// Worker table entry to write.
-    pub wt_address: Signal<In, Bits<5>>,
-    /// Worker table data.
-    pub wt_data: Signal<In, Bits<32>>,
-    /// Write a worker's IPv4 address.
-    pub wt_write_ip: Signal<In, Bit>,
-    /// Write a worker's MAC bytes 0..2.
-    pub wt_write_mac_hi: Signal<In, Bit>,
-    /// Write a worker's MAC bytes 2..6.
-    pub wt_write_mac_lo: Signal<In, Bit>,
+    /// The frames to send.
+    pub queue: ReplyQueue,
+    /// The job's settings (switch IP, k).
+    pub job: JobSettings,
+    /// Worker table writes (the builder keeps addresses and MACs).
+    pub wt: WorkerTableWrite,
     /// The frames sent, one word a cycle.
     pub word: WordSource,
     /// Pulse: a frame's last word left.
@@ -183,27 +186,9 @@ impl ResultBuilder {
     pub fn new() -> Self {
         Self {
             clock: Default::default(),
-            buf_write_address: Default::default(),
-            buf_write_data: Default::default(),
-            buf_write_enable: Default::default(),
-            hdr_write_address: Default::default(),
-            hdr_write_data: Default::default(),
-            hdr_write_enable: Default::default(),
-            load: Default::default(),
-            load_kind: Default::default(),
-            load_first: Default::default(),
-            load_last: Default::default(),
-            load_nwords: Default::default(),
-            load_last_bytes: Default::default(),
-            load_half: Default::default(),
-            load_free: Default::default(),
-            switch_ip: Default::default(),
-            payload_words: Default::default(),
-            wt_address: Default::default(),
-            wt_data: Default::default(),
-            wt_write_ip: Default::default(),
-            wt_write_mac_hi: Default::default(),
-            wt_write_mac_lo: Default::default(),
+            queue: Default::default(),
+            job: Default::default(),
+            wt: Default::default(),
             word: Default::default(),
             frame_sent: Default::default(),
             busy: Default::default(),
@@ -297,25 +282,25 @@ impl Logic for ResultBuilder {
             last3, bytes3, patch3, raw3, mac_hi3, mac_lo3, ip3, fold3, v4, last4, bytes4, data4
         );
         clock!(self, clock, tx_buf, hdr_buf, wt_ip, wt_mac_hi, wt_mac_lo);
-        self.hdr_buf.write_address.next = self.hdr_write_address.val();
-        self.hdr_buf.write_data.next = self.hdr_write_data.val();
-        self.hdr_buf.write_enable.next = self.hdr_write_enable.val();
-        self.tx_buf.write_address.next = self.buf_write_address.val();
-        self.tx_buf.write_data.next = self.buf_write_data.val();
-        self.tx_buf.write_enable.next = self.buf_write_enable.val();
-        self.wt_ip.write_address.next = self.wt_address.val();
-        self.wt_ip.write_data.next = self.wt_data.val();
-        self.wt_ip.write_enable.next = self.wt_write_ip.val();
-        self.wt_mac_hi.write_address.next = self.wt_address.val();
-        self.wt_mac_hi.write_data.next = bit_cast::<16, 32>(self.wt_data.val());
-        self.wt_mac_hi.write_enable.next = self.wt_write_mac_hi.val();
-        self.wt_mac_lo.write_address.next = self.wt_address.val();
-        self.wt_mac_lo.write_data.next = self.wt_data.val();
-        self.wt_mac_lo.write_enable.next = self.wt_write_mac_lo.val();
+        self.hdr_buf.write_address.next = self.queue.hdr_write_address.val();
+        self.hdr_buf.write_data.next = self.queue.hdr_write_data.val();
+        self.hdr_buf.write_enable.next = self.queue.hdr_write_enable.val();
+        self.tx_buf.write_address.next = self.queue.buf_write_address.val();
+        self.tx_buf.write_data.next = self.queue.buf_write_data.val();
+        self.tx_buf.write_enable.next = self.queue.buf_write_enable.val();
+        self.wt_ip.write_address.next = self.wt.address.val();
+        self.wt_ip.write_data.next = self.wt.data.val();
+        self.wt_ip.write_enable.next = self.wt.write_ip.val();
+        self.wt_mac_hi.write_address.next = self.wt.address.val();
+        self.wt_mac_hi.write_data.next = bit_cast::<16, 32>(self.wt.data.val());
+        self.wt_mac_hi.write_enable.next = self.wt.write_mac_hi.val();
+        self.wt_mac_lo.write_address.next = self.wt.address.val();
+        self.wt_mac_lo.write_data.next = self.wt.data.val();
+        self.wt_mac_lo.write_enable.next = self.wt.write_mac_lo.val();
         // Loading (aggregator side).
-        self.load_half.next = self.lhalf.q.val();
+        self.queue.half.next = self.lhalf.q.val();
         // `load_free` from a flip-flop holding the next cycle's `!full[lhalf]` (set below).
-        self.load_free.next = self.free.q.val();
+        self.queue.free.next = self.free.q.val();
         self.busy.next = self.full0.q.val()
             | self.full1.q.val()
             | (self.state.q.val() != TxState::Idle)
@@ -325,9 +310,9 @@ impl Logic for ResultBuilder {
             | self.v4.q.val();
         // The checksum's fixed part (configuration only), in two registered steps.
         self.ck_base_a.d.next =
-            bit_cast::<20, 32>((bit_cast::<32, 9>(self.payload_words.val()) << 2) + 38) + 0x4500 + 0x4011;
+            bit_cast::<20, 32>((bit_cast::<32, 9>(self.job.payload_words.val()) << 2) + 38) + 0x4500 + 0x4011;
         self.ck_base_b.d.next =
-            bit_cast::<20, 32>(self.switch_ip.val() >> 16) + bit_cast::<20, 32>(self.switch_ip.val() & 0xffff);
+            bit_cast::<20, 32>(self.job.switch_ip.val() >> 16) + bit_cast::<20, 32>(self.job.switch_ip.val() & 0xffff);
         self.ck_base.d.next = self.ck_base_a.q.val() + self.ck_base_b.q.val();
         // The half being issued.
         if self.shalf.q.val() {
@@ -508,25 +493,25 @@ impl Logic for ResultBuilder {
                 }
             }
         }
-        if self.load.val() {
+        if self.queue.load.val() {
             if self.lhalf.q.val() {
                 self.full1.d.next = true;
-                self.k1.d.next = self.load_kind.val();
-                self.f1.d.next = self.load_first.val();
-                self.l1.d.next = self.load_last.val();
-                self.l1m1.d.next = self.load_last.val() - 1;
-                self.e1.d.next = self.load_nwords.val() - 1;
-                self.e1m1.d.next = self.load_nwords.val() - 2;
-                self.b1.d.next = self.load_last_bytes.val();
+                self.k1.d.next = self.queue.kind.val();
+                self.f1.d.next = self.queue.first.val();
+                self.l1.d.next = self.queue.last.val();
+                self.l1m1.d.next = self.queue.last.val() - 1;
+                self.e1.d.next = self.queue.nwords.val() - 1;
+                self.e1m1.d.next = self.queue.nwords.val() - 2;
+                self.b1.d.next = self.queue.last_bytes.val();
             } else {
                 self.full0.d.next = true;
-                self.k0.d.next = self.load_kind.val();
-                self.f0.d.next = self.load_first.val();
-                self.l0.d.next = self.load_last.val();
-                self.l0m1.d.next = self.load_last.val() - 1;
-                self.e0.d.next = self.load_nwords.val() - 1;
-                self.e0m1.d.next = self.load_nwords.val() - 2;
-                self.b0.d.next = self.load_last_bytes.val();
+                self.k0.d.next = self.queue.kind.val();
+                self.f0.d.next = self.queue.first.val();
+                self.l0.d.next = self.queue.last.val();
+                self.l0m1.d.next = self.queue.last.val() - 1;
+                self.e0.d.next = self.queue.nwords.val() - 1;
+                self.e0m1.d.next = self.queue.nwords.val() - 2;
+                self.b0.d.next = self.queue.last_bytes.val();
             }
             self.lhalf.d.next = !self.lhalf.q.val();
         }
@@ -540,6 +525,7 @@ impl Logic for ResultBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::frame_words;
     use crate::step::settle;
 
     const SWITCH_IP: [u8; 4] = [192, 0, 2, 1];
@@ -586,8 +572,8 @@ mod tests {
         fn new() -> Bench {
             let mut uut = ResultBuilder::new();
             uut.connect_all();
-            uut.switch_ip.next = u64::from(u32::from_be_bytes(SWITCH_IP)).into();
-            uut.payload_words.next = (K as u64).into();
+            uut.job.switch_ip.next = u64::from(u32::from_be_bytes(SWITCH_IP)).into();
+            uut.job.payload_words.next = (K as u64).into();
             let mut b = Bench { uut, cycles: 0 };
             for rank in 0..4u8 {
                 let m = mac(rank);
@@ -596,62 +582,45 @@ mod tests {
                     (1, u64::from(u16::from_be_bytes([m[0], m[1]]))),
                     (2, u64::from(u32::from_be_bytes(m[2..6].try_into().unwrap()))),
                 ] {
-                    b.uut.wt_address.next = u64::from(rank).into();
-                    b.uut.wt_data.next = data.into();
-                    b.uut.wt_write_ip.next = what == 0;
-                    b.uut.wt_write_mac_hi.next = what == 1;
-                    b.uut.wt_write_mac_lo.next = what == 2;
+                    b.uut.wt.offer(rank, data, [what == 0, what == 1, what == 2]);
                     b.cycle();
                 }
             }
-            b.uut.wt_write_ip.next = false;
-            b.uut.wt_write_mac_hi.next = false;
-            b.uut.wt_write_mac_lo.next = false;
+            b.uut.wt.offer(0, 0, [false; 3]);
             b
         }
 
         fn cycle(&mut self) {
-            settle(&mut self.uut);
-            self.uut.clock.next = true.into();
-            settle(&mut self.uut);
-            self.uut.clock.next = false.into();
-            settle(&mut self.uut);
+            tick!(&mut self.uut);
             self.cycles += 1;
         }
 
         /// Writes `image` into the free half and loads it as `kind` for ranks `first..=last`.
         fn load(&mut self, image: &[u8], kind: ReplyKind, first: u8, last: u8) {
             settle(&mut self.uut);
-            assert!(self.uut.load_free.val(), "no free half");
-            let half = u64::from(self.uut.load_half.val());
-            let words: Vec<u64> = image
-                .chunks(4)
-                .map(|w| {
-                    let mut v = [0u8; 4];
-                    v[..w.len()].copy_from_slice(w);
-                    u64::from(u32::from_be_bytes(v))
-                })
-                .collect();
+            assert!(self.uut.queue.free.val(), "no free half");
+            let half = u64::from(self.uut.queue.half.val());
+            let words: Vec<u64> = frame_words(image).iter().map(|w| w.0).collect();
             for (i, w) in words.iter().enumerate() {
-                self.uut.buf_write_address.next = ((half << 9) | i as u64).into();
-                self.uut.buf_write_data.next = (*w).into();
-                self.uut.buf_write_enable.next = true;
-                self.uut.hdr_write_enable.next = i < 13;
-                self.uut.hdr_write_address.next = ((half << 4) | (i as u64 & 15)).into();
-                self.uut.hdr_write_data.next = (*w).into();
+                self.uut.queue.buf_write_address.next = ((half << 9) | i as u64).into();
+                self.uut.queue.buf_write_data.next = (*w).into();
+                self.uut.queue.buf_write_enable.next = true;
+                self.uut.queue.hdr_write_enable.next = i < 13;
+                self.uut.queue.hdr_write_address.next = ((half << 4) | (i as u64 & 15)).into();
+                self.uut.queue.hdr_write_data.next = (*w).into();
                 self.cycle();
             }
-            self.uut.buf_write_enable.next = false;
-            self.uut.hdr_write_enable.next = false;
-            self.uut.load.next = true;
-            self.uut.load_kind.next = kind;
-            self.uut.load_first.next = u64::from(first).into();
-            self.uut.load_last.next = u64::from(last).into();
-            self.uut.load_nwords.next = (words.len() as u64).into();
+            self.uut.queue.buf_write_enable.next = false;
+            self.uut.queue.hdr_write_enable.next = false;
+            self.uut.queue.load.next = true;
+            self.uut.queue.kind.next = kind;
+            self.uut.queue.first.next = u64::from(first).into();
+            self.uut.queue.last.next = u64::from(last).into();
+            self.uut.queue.nwords.next = (words.len() as u64).into();
             let last_bytes = (image.len() - 1) % 4 + 1;
-            self.uut.load_last_bytes.next = (last_bytes as u64).into();
+            self.uut.queue.last_bytes.next = (last_bytes as u64).into();
             self.cycle();
-            self.uut.load.next = false;
+            self.uut.queue.load.next = false;
         }
 
         /// The frames that leave within `cycles`, taken with `ready` low one cycle in three.

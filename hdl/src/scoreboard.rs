@@ -19,35 +19,46 @@
 use crate::block_ram::BlockRam;
 use rust_hdl::prelude::*;
 
+interface_pair! {
+    /// A scoreboard lookup and update, the scoreboard's end (timing in the module doc).
+    pub struct ScoreboardLookup join "ScoreboardClient";
+    /// A scoreboard lookup and update, the aggregator's end.
+    pub struct ScoreboardClient join "ScoreboardLookup";
+    {
+        /// Slot looked up.
+        slot: In Bits<6>,
+        /// Set looked up.
+        set: In Bit,
+        /// Rank of the contributing worker.
+        rank: In Bits<5>,
+        /// The lookup outputs are wanted this cycle.
+        active: In Bit,
+        /// Write the update of a new contribution.
+        commit: In Bit,
+        /// The worker's bit is not set yet.
+        is_new: Out Bit,
+        /// The round's count is 0 (first contribution of a round).
+        first: Out Bit,
+        /// This new contribution completes the round.
+        last: Out Bit,
+        /// The round is complete (count 0): a duplicate is answered.
+        complete: Out Bit,
+        /// A clear pass is running.
+        clearing: Out Bit,
+    }
+}
+
 /// Worker bitmaps and counters of every slot and set.
 #[derive(LogicBlock)]
 pub struct Scoreboard {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Slot looked up.
-    pub slot: Signal<In, Bits<6>>,
-    /// Set looked up.
-    pub set: Signal<In, Bit>,
-    /// Rank of the contributing worker.
-    pub rank: Signal<In, Bits<5>>,
+    /// The lookup and update port.
+    pub lookup: ScoreboardLookup,
     /// Number of workers n.
     pub workers: Signal<In, Bits<6>>,
-    /// The lookup outputs are wanted this cycle.
-    pub active: Signal<In, Bit>,
-    /// Write the update of a new contribution.
-    pub commit: Signal<In, Bit>,
     /// Start clearing every slot.
     pub clear: Signal<In, Bit>,
-    /// The worker's bit is not set yet.
-    pub is_new: Signal<Out, Bit>,
-    /// The round's count is 0 (first contribution of a round).
-    pub first: Signal<Out, Bit>,
-    /// This new contribution completes the round.
-    pub last: Signal<Out, Bit>,
-    /// The round is complete (count 0): a duplicate is answered.
-    pub complete: Signal<Out, Bit>,
-    /// A clear pass is running.
-    pub clearing: Signal<Out, Bit>,
     seen0: BlockRam<6, 32>,
     seen1: BlockRam<6, 32>,
     count: BlockRam<6, 10>,
@@ -84,18 +95,9 @@ impl Scoreboard {
     pub fn new(slots: usize) -> Self {
         Self {
             clock: Default::default(),
-            slot: Default::default(),
-            set: Default::default(),
-            rank: Default::default(),
+            lookup: Default::default(),
             workers: Default::default(),
-            active: Default::default(),
-            commit: Default::default(),
             clear: Default::default(),
-            is_new: Default::default(),
-            first: Default::default(),
-            last: Default::default(),
-            complete: Default::default(),
-            clearing: Default::default(),
             seen0: BlockRam::new(slots),
             seen1: BlockRam::new(slots),
             count: BlockRam::new(slots),
@@ -137,11 +139,11 @@ impl Logic for Scoreboard {
             clr, clr_idx, w_slot, w_pending, bypass
         );
         clock!(self, clock, seen0, seen1, count);
-        self.seen0.read_address.next = self.slot.val();
-        self.seen1.read_address.next = self.slot.val();
-        self.count.read_address.next = self.slot.val();
+        self.seen0.read_address.next = self.lookup.slot.val();
+        self.seen1.read_address.next = self.lookup.slot.val();
+        self.count.read_address.next = self.lookup.slot.val();
         // The write, one edge after the commit, from flip-flops only.
-        self.w_pending.d.next = self.commit.val();
+        self.w_pending.d.next = self.lookup.commit.val();
         self.seen0.write_address.next = self.w_slot.q.val();
         self.seen1.write_address.next = self.w_slot.q.val();
         self.count.write_address.next = self.w_slot.q.val();
@@ -152,7 +154,8 @@ impl Logic for Scoreboard {
         self.seen1.write_enable.next = self.w_pending.q.val();
         self.count.write_enable.next = self.w_pending.q.val();
         // Read-after-write: the read at the edge where the write lands returns the old word.
-        self.bypass.d.next = self.w_pending.q.val() & !self.clr.q.val() & (self.w_slot.q.val() == self.slot.val());
+        self.bypass.d.next =
+            self.w_pending.q.val() & !self.clr.q.val() & (self.w_slot.q.val() == self.lookup.slot.val());
         self.rd_seen0.next = self.seen0.read_data.val();
         self.rd_seen1.next = self.seen1.read_data.val();
         self.rd_count.next = self.count.read_data.val();
@@ -161,37 +164,37 @@ impl Logic for Scoreboard {
             self.rd_seen1.next = self.w_seen1.q.val();
             self.rd_count.next = self.w_count.q.val();
         }
-        self.clearing.next = self.clr.q.val();
+        self.lookup.clearing.next = self.clr.q.val();
         self.w_m1.d.next = self.workers.val() - 1;
         self.bit_mask.next = 0.into();
         self.seen_v.next = 0.into();
         self.cnt_v.next = 0.into();
         self.cnt_next.next = 0.into();
-        self.is_new.next = self.r_new.q.val();
-        self.first.next = self.r_first.q.val();
-        self.last.next = self.r_last.q.val();
-        self.complete.next = self.r_complete.q.val();
+        self.lookup.is_new.next = self.r_new.q.val();
+        self.lookup.first.next = self.r_first.q.val();
+        self.lookup.last.next = self.r_last.q.val();
+        self.lookup.complete.next = self.r_complete.q.val();
         // The rank's bit, and whether it is set in the pending write's bitmap of the set looked
         // up, registered every cycle (`rank` and `set` are stable a cycle before `active`, and
         // the write registers change only under `active`, never in two consecutive cycles).
-        self.mask_r.d.next = bits::<32>(1) << bit_cast::<32, 5>(self.rank.val());
-        self.rank_r.d.next = self.rank.val();
-        if self.set.val() {
-            self.w_sh.next = self.w_seen1.q.val() >> bit_cast::<32, 5>(self.rank.val());
+        self.mask_r.d.next = bits::<32>(1) << bit_cast::<32, 5>(self.lookup.rank.val());
+        self.rank_r.d.next = self.lookup.rank.val();
+        if self.lookup.set.val() {
+            self.w_sh.next = self.w_seen1.q.val() >> bit_cast::<32, 5>(self.lookup.rank.val());
         } else {
-            self.w_sh.next = self.w_seen0.q.val() >> bit_cast::<32, 5>(self.rank.val());
+            self.w_sh.next = self.w_seen0.q.val() >> bit_cast::<32, 5>(self.lookup.rank.val());
         }
         self.whit_r.d.next = self.w_sh.val().get_bit(0);
         // The rank's bit of the word read: a 32-to-1 mux on the registered rank.
-        if self.set.val() {
+        if self.lookup.set.val() {
             self.r_sh.next = self.seen1.read_data.val() >> bit_cast::<32, 5>(self.rank_r.q.val());
         } else {
             self.r_sh.next = self.seen0.read_data.val() >> bit_cast::<32, 5>(self.rank_r.q.val());
         }
-        if self.active.val() {
-            self.w_slot.d.next = self.slot.val();
+        if self.lookup.active.val() {
+            self.w_slot.d.next = self.lookup.slot.val();
             self.bit_mask.next = self.mask_r.q.val();
-            if self.set.val() {
+            if self.lookup.set.val() {
                 self.seen_v.next = self.rd_seen1.val();
                 self.cnt_v.next = bit_cast::<5, 10>(self.rd_count.val() >> 5);
             } else {
@@ -213,7 +216,7 @@ impl Logic for Scoreboard {
             // cnt_next == 0 without the adder: the wrap, or count + 1 overflowing 5 bits.
             self.r_last.d.next = (bit_cast::<6, 5>(self.cnt_v.val()) == self.w_m1.q.val()) | (self.cnt_v.val() == 31);
             self.r_complete.d.next = self.cnt_v.val() == 0;
-            if self.set.val() {
+            if self.lookup.set.val() {
                 self.w_seen0.d.next = self.rd_seen0.val() & !self.bit_mask.val();
                 self.w_seen1.d.next = self.rd_seen1.val() | self.bit_mask.val();
                 self.w_count.d.next = (bit_cast::<10, 5>(self.cnt_next.val()) << 5) | (self.rd_count.val() & 0x1f);
@@ -266,30 +269,30 @@ mod test {
 
     /// As `contribute`, `gap` idle cycles after the previous commit.
     fn contribute_after(b: &mut Scoreboard, gap: usize, slot: u64, set: bool, rank: u64) -> (bool, bool, bool, bool) {
-        b.active.next = false;
-        b.commit.next = false;
+        b.lookup.active.next = false;
+        b.lookup.commit.next = false;
         for _ in 0..gap {
             settle(b);
             tick(b);
         }
-        b.slot.next = slot.into();
-        b.set.next = set;
-        b.rank.next = rank.into();
-        b.active.next = false;
-        b.commit.next = false;
+        b.lookup.slot.next = slot.into();
+        b.lookup.set.next = set;
+        b.lookup.rank.next = rank.into();
+        b.lookup.active.next = false;
+        b.lookup.commit.next = false;
         settle(b);
         tick(b);
-        b.active.next = true;
+        b.lookup.active.next = true;
         settle(b);
         tick(b);
-        b.active.next = false;
+        b.lookup.active.next = false;
         settle(b);
-        let r = (b.is_new.val(), b.first.val(), b.last.val(), b.complete.val());
-        b.commit.next = r.0;
+        let r = (b.lookup.is_new.val(), b.lookup.first.val(), b.lookup.last.val(), b.lookup.complete.val());
+        b.lookup.commit.next = r.0;
         settle(b);
         tick(b);
-        b.active.next = false;
-        b.commit.next = false;
+        b.lookup.active.next = false;
+        b.lookup.commit.next = false;
         settle(b);
         r
     }

@@ -23,7 +23,7 @@
 //! Values are never cleared: the first contribution of a round writes them (docs/switch.md §2),
 //! so stale values are never read as a sum.
 
-use crate::block_ram::{dp16kd_1024x18, BlockRam};
+use crate::block_ram::{dp16kd_1024x18, BlockRam, RamPort, RamWords};
 use crate::config::CoreConfig;
 use rust_hdl::prelude::*;
 
@@ -47,7 +47,7 @@ pub struct BankedRam {
     pub write_data: Signal<In, Bits<32>>,
     /// Write strobe.
     pub write_enable: Signal<In, Bit>,
-    _mem: Vec<Bits<32>>,
+    _mem: RamWords<32>,
     _ra: usize,
     _wa: usize,
     _wd: Bits<32>,
@@ -69,7 +69,7 @@ impl BankedRam {
             write_address: Default::default(),
             write_data: Default::default(),
             write_enable: Default::default(),
-            _mem: vec![Bits::default(); banks * BANK_WORDS],
+            _mem: RamWords::new(banks * BANK_WORDS),
             _ra: 0,
             _wa: 0,
             _wd: Bits::default(),
@@ -92,10 +92,8 @@ impl Logic for BankedRam {
             self.read_data.next = self._s3;
             self._s3 = self._s2;
             self._s2 = self._s1;
-            self._s1 = if self._ra < self._mem.len() { self._mem[self._ra] } else { Bits::default() };
-            if self._we && self._wa < self._mem.len() {
-                self._mem[self._wa] = self._wd;
-            }
+            self._s1 = self._mem.read(self._ra);
+            self._mem.write(self._we, self._wa, self._wd);
             self._ra = self.read_address.val().index();
             self._wa = self.write_address.val().index();
             self._wd = self.write_data.val();
@@ -201,28 +199,13 @@ assign read_data = out;
 pub struct SlotMemory {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Value read address.
-    pub read_address: Signal<In, Bits<16>>,
-    /// Value at the read address of [`VALUE_READ_LATENCY`] cycles before.
-    pub read_data: Signal<Out, Bits<32>>,
-    /// Value write address.
-    pub write_address: Signal<In, Bits<16>>,
-    /// Value to write.
-    pub write_data: Signal<In, Bits<32>>,
-    /// Value write strobe.
-    pub write_enable: Signal<In, Bit>,
-    /// Exponent read address (slot).
-    pub exp_read_address: Signal<In, Bits<6>>,
-    /// Exponents of the slot at the previous cycle's address.
-    pub exp_read_data: Signal<Out, Bits<32>>,
-    /// Exponent write address (slot).
-    pub exp_write_address: Signal<In, Bits<6>>,
-    /// Exponents to write.
-    pub exp_write_data: Signal<In, Bits<32>>,
-    /// Exponent write strobe.
-    pub exp_write_enable: Signal<In, Bit>,
-    values: BankedRam,
-    exponents: BlockRam<6, 32>,
+    /// The values: read data [`VALUE_READ_LATENCY`] cycles after the address, read-first
+    /// (module doc).
+    pub values: RamPort<16, 32>,
+    /// The exponents, one word a slot: read data one cycle after the address.
+    pub exponents: RamPort<6, 32>,
+    value_banks: BankedRam,
+    exponent_ram: BlockRam<6, 32>,
 }
 
 impl SlotMemory {
@@ -230,18 +213,10 @@ impl SlotMemory {
     pub fn new(config: &CoreConfig) -> Self {
         Self {
             clock: Default::default(),
-            read_address: Default::default(),
-            read_data: Default::default(),
-            write_address: Default::default(),
-            write_data: Default::default(),
-            write_enable: Default::default(),
-            exp_read_address: Default::default(),
-            exp_read_data: Default::default(),
-            exp_write_address: Default::default(),
-            exp_write_data: Default::default(),
-            exp_write_enable: Default::default(),
-            values: BankedRam::new(config.slot_memory_words()),
-            exponents: BlockRam::new(config.slots),
+            values: Default::default(),
+            exponents: Default::default(),
+            value_banks: BankedRam::new(config.slot_memory_words()),
+            exponent_ram: BlockRam::new(config.slots),
         }
     }
 }
@@ -249,16 +224,16 @@ impl SlotMemory {
 impl Logic for SlotMemory {
     #[hdl_gen]
     fn update(&mut self) {
-        clock!(self, clock, values, exponents);
-        self.values.read_address.next = self.read_address.val();
-        self.read_data.next = self.values.read_data.val();
-        self.values.write_address.next = self.write_address.val();
-        self.values.write_data.next = self.write_data.val();
-        self.values.write_enable.next = self.write_enable.val();
-        self.exponents.read_address.next = self.exp_read_address.val();
-        self.exp_read_data.next = self.exponents.read_data.val();
-        self.exponents.write_address.next = self.exp_write_address.val();
-        self.exponents.write_data.next = self.exp_write_data.val();
-        self.exponents.write_enable.next = self.exp_write_enable.val();
+        clock!(self, clock, value_banks, exponent_ram);
+        self.value_banks.read_address.next = self.values.read_address.val();
+        self.values.read_data.next = self.value_banks.read_data.val();
+        self.value_banks.write_address.next = self.values.write_address.val();
+        self.value_banks.write_data.next = self.values.write_data.val();
+        self.value_banks.write_enable.next = self.values.write_enable.val();
+        self.exponent_ram.read_address.next = self.exponents.read_address.val();
+        self.exponents.read_data.next = self.exponent_ram.read_data.val();
+        self.exponent_ram.write_address.next = self.exponents.write_address.val();
+        self.exponent_ram.write_data.next = self.exponents.write_data.val();
+        self.exponent_ram.write_enable.next = self.exponents.write_enable.val();
     }
 }

@@ -157,23 +157,7 @@ impl Logic for VlanTag {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A frame as words: (data, last, bytes).
-    fn words(frame: &[u8]) -> Vec<(u64, bool, u64)> {
-        let n = frame.len().div_ceil(4);
-        (0..n)
-            .map(|i| {
-                let mut w = [0u8; 4];
-                let part = &frame[4 * i..(4 * i + 4).min(frame.len())];
-                w[..part.len()].copy_from_slice(part);
-                (u64::from(u32::from_be_bytes(w)), i + 1 == n, part.len() as u64)
-            })
-            .collect()
-    }
-
-    fn bytes_of(ws: &[(u64, bool, u64)]) -> Vec<u8> {
-        ws.iter().flat_map(|&(d, _, b)| (d as u32).to_be_bytes()[..b as usize].to_vec()).collect()
-    }
+    use crate::bench::{frame_words, word_bytes};
 
     /// The contract of the module doc for one frame: the bytes passed on and the three flags.
     fn model(vid: u16, f: &[u8]) -> (Vec<u8>, [bool; 3]) {
@@ -239,7 +223,7 @@ mod tests {
             }
             let (want, flags) = model(vid, &f);
             b.vid.next = u64::from(vid).into();
-            let input = words(&f);
+            let input = frame_words(&f);
             let mut out = Vec::new();
             let mut got_flags = None;
             let mut i = 0;
@@ -247,23 +231,12 @@ mod tests {
             while i < input.len() {
                 cycles += 1;
                 assert!(cycles < 400, "stuck");
-                let (d, last, bytes) = input[i];
-                b.word_in.valid.next = !rng.next().is_multiple_of(4);
-                b.word_in.data.next = d.into();
-                b.word_in.last.next = last;
-                b.word_in.bytes.next = bytes.into();
+                b.word_in.offer(!rng.next().is_multiple_of(4), input[i]);
                 b.word_out.ready.next = !rng.next().is_multiple_of(3);
-                b.clock.next = false.into();
-                assert!(simulate_settle(&mut b));
-                if b.word_out.valid.val() && b.word_out.ready.val() {
-                    out.push((
-                        b.word_out.data.val().index() as u64,
-                        b.word_out.last.val(),
-                        b.word_out.bytes.val().index() as u64,
-                    ));
-                }
-                let moved = b.word_in.valid.val() && b.word_in.ready.val();
-                if moved && last {
+                crate::step::settle(&mut b);
+                out.extend(b.word_out.taken());
+                let moved = b.word_in.moves();
+                if moved && input[i].1 {
                     got_flags = Some([b.stripped.val(), b.short.val(), b.mismatch.val()]);
                 }
                 tick!(&mut b);
@@ -273,7 +246,7 @@ mod tests {
             }
             b.word_in.valid.next = false;
             tick!(&mut b);
-            assert_eq!(bytes_of(&out), want, "case {case}: vid {vid}, {f:02x?}");
+            assert_eq!(word_bytes(&out), want, "case {case}: vid {vid}, {f:02x?}");
             assert!(out.last().is_some_and(|w| w.1), "case {case}: the last word ends the frame");
             assert_eq!(got_flags, Some(flags), "case {case}: vid {vid}, {f:02x?}");
             let kind = flags.iter().position(|&x| x).map_or(3, |k| k);
@@ -297,37 +270,22 @@ mod tests {
                 [&f[..12], &[0x81, 0x00, (tci >> 8) as u8, tci as u8][..], &f[12..]].concat()
             };
             b.tci.next = u64::from(tci).into();
-            let input = words(&f);
+            let input = frame_words(&f);
             let (mut i, mut out, mut cycles) = (0, Vec::new(), 0);
             while out.last().is_none_or(|w: &(u64, bool, u64)| !w.1) {
                 cycles += 1;
                 assert!(cycles < 800, "stuck");
-                let (d, last, bytes) = input.get(i).copied().unwrap_or((0, false, 4));
-                b.word_in.valid.next = i < input.len() && !rng.next().is_multiple_of(4);
-                b.word_in.data.next = d.into();
-                b.word_in.last.next = last;
-                b.word_in.bytes.next = bytes.into();
+                let beat = input.get(i).copied().unwrap_or((0, false, 4));
+                b.word_in.offer(i < input.len() && !rng.next().is_multiple_of(4), beat);
                 b.word_out.ready.next = !rng.next().is_multiple_of(3);
-                b.clock.next = false.into();
-                assert!(simulate_settle(&mut b));
-                if b.word_out.valid.val() && b.word_out.ready.val() {
-                    out.push((
-                        b.word_out.data.val().index() as u64,
-                        b.word_out.last.val(),
-                        b.word_out.bytes.val().index() as u64,
-                    ));
-                }
-                if b.word_in.valid.val() && b.word_in.ready.val() {
+                crate::step::settle(&mut b);
+                out.extend(b.word_out.taken());
+                if b.word_in.moves() {
                     i += 1;
                 }
                 tick!(&mut b);
             }
-            assert_eq!(bytes_of(&out), want, "case {case}: tci {tci:#06x}");
+            assert_eq!(word_bytes(&out), want, "case {case}: tci {tci:#06x}");
         }
-    }
-
-    fn simulate_settle<T: Block>(b: &mut T) -> bool {
-        crate::step::settle(b);
-        true
     }
 }

@@ -1,41 +1,42 @@
-//! The core's internal 32-bit word stream, as a pair of rust-hdl interfaces: a block that sends
-//! words has a [`WordSource`], one that takes them a [`WordSink`], and the owner joins them
-//! (`WordSource::join(&mut a.word, &mut b.word)`) in place of five assignments.
+//! The core's streams as a pair of rust-hdl interfaces: a block that sends beats has a
+//! [`StreamSource`], one that takes them a [`StreamSink`], and the owner joins them
+//! (`WordSource::join(&mut a.word, &mut b.word)`) in place of five assignments, or links a
+//! block's stream to its own port of the same kind (`StreamSink::<D, 4>::link`).
 //!
-//! A word carries 4 bytes, the first byte in the top lane; `bytes` (1..=4) counts the valid
-//! bytes of the last word of a frame, the leading lanes. Handshake as AXI-Stream: a word moves
-//! on a rising edge with `valid` and `ready` both high.
+//! A beat carries `D / 8` bytes, the first byte in the top lane; `bytes` (`B` bits) counts the
+//! valid bytes of the last beat of a frame, the leading lanes. Handshake as AXI-Stream: a beat
+//! moves on a rising edge with `valid` and `ready` both high.
+//!
+//! Two kinds are used: the internal 32-bit word stream ([`WordSource`]/[`WordSink`], `bytes`
+//! 1..=4 in 3 bits) and the core's external Ethernet stream of `D` bits a beat
+//! ([`BeatSource`]/[`BeatSink`], `bytes` 1..=W in 4 bits).
 
 use rust_hdl::prelude::*;
 
-/// The sending end of a word stream.
-#[derive(LogicInterface, Default)]
-#[join = "WordSink"]
-pub struct WordSource {
-    /// Word valid.
-    pub valid: Signal<Out, Bit>,
-    /// Word data, first byte on top.
-    pub data: Signal<Out, Bits<32>>,
-    /// Last word of the frame.
-    pub last: Signal<Out, Bit>,
-    /// Valid bytes of the last word (1..=4).
-    pub bytes: Signal<Out, Bits<3>>,
-    /// The sink takes the word.
-    pub ready: Signal<In, Bit>,
+interface_pair! {
+    /// The sending end of a stream of `D`-bit beats with a `B`-bit byte count.
+    pub struct StreamSource<const D: usize, const B: usize> join "StreamSink";
+    /// The taking end of a stream of `D`-bit beats with a `B`-bit byte count.
+    pub struct StreamSink join "StreamSource";
+    {
+        /// Beat valid.
+        valid: Out Bit,
+        /// Beat data, first byte on top.
+        data: Out Bits<D>,
+        /// Last beat of the frame.
+        last: Out Bit,
+        /// Valid bytes of the last beat.
+        bytes: Out Bits<B>,
+        /// The sink takes the beat.
+        ready: In Bit,
+    }
 }
 
-/// The taking end of a word stream.
-#[derive(LogicInterface, Default)]
-#[join = "WordSource"]
-pub struct WordSink {
-    /// Word valid.
-    pub valid: Signal<In, Bit>,
-    /// Word data, first byte on top.
-    pub data: Signal<In, Bits<32>>,
-    /// Last word of the frame.
-    pub last: Signal<In, Bit>,
-    /// Valid bytes of the last word (1..=4).
-    pub bytes: Signal<In, Bits<3>>,
-    /// The block takes the word.
-    pub ready: Signal<Out, Bit>,
-}
+/// The sending end of the core's internal 32-bit word stream.
+pub type WordSource = StreamSource<32, 3>;
+/// The taking end of the core's internal 32-bit word stream.
+pub type WordSink = StreamSink<32, 3>;
+/// The sending end of the core's external stream of `D`-bit beats (`bytes` 1..=W).
+pub type BeatSource<const D: usize> = StreamSource<D, 4>;
+/// The taking end of the core's external stream of `D`-bit beats (`bytes` 1..=W).
+pub type BeatSink<const D: usize> = StreamSink<D, 4>;

@@ -82,7 +82,7 @@ impl<const D: usize> Driver<D> {
         core.connect_all();
         let mut d = Driver { core, vcd: None };
         d.core.clock.next = false.into();
-        d.core.tx_ready.next = true;
+        d.core.tx.ready.next = true;
         simulate(&mut d.core, 10_000);
         d
     }
@@ -90,32 +90,32 @@ impl<const D: usize> Driver<D> {
 
 impl<const D: usize> CoreDriver for Driver<D> {
     fn set_rx(&mut self, valid: bool, data: u64, last: bool, bytes: u8) {
-        self.core.rx_valid.next = valid;
-        self.core.rx_data.next = data.into();
-        self.core.rx_last.next = last;
-        self.core.rx_bytes.next = u64::from(bytes).into();
+        self.core.rx.valid.next = valid;
+        self.core.rx.data.next = data.into();
+        self.core.rx.last.next = last;
+        self.core.rx.bytes.next = u64::from(bytes).into();
     }
     fn set_tx_ready(&mut self, ready: bool) {
-        self.core.tx_ready.next = ready;
+        self.core.tx.ready.next = ready;
     }
     fn set_cfg(&mut self, write: bool, address: u8, data: u32) {
-        self.core.cfg_write.next = write;
-        self.core.cfg_address.next = u64::from(address).into();
-        self.core.cfg_data.next = u64::from(data).into();
+        self.core.cfg.write.next = write;
+        self.core.cfg.address.next = u64::from(address).into();
+        self.core.cfg.data.next = u64::from(data).into();
     }
     fn read_counter(&mut self, index: u8) -> u32 {
-        self.core.counter_address.next = u64::from(index).into();
+        self.core.counter.address.next = u64::from(index).into();
         simulate(&mut self.core, 10_000);
-        self.core.counter_data.val().to_u32()
+        self.core.counter.data.val().to_u32()
     }
     fn settle(&mut self) -> Ports {
         assert!(simulate(&mut self.core, 10_000), "the core did not settle");
         Ports {
-            rx_ready: self.core.rx_ready.val(),
-            tx_valid: self.core.tx_valid.val(),
-            tx_data: self.core.tx_data.val().to_u64(),
-            tx_last: self.core.tx_last.val(),
-            tx_bytes: self.core.tx_bytes.val().to_u8(),
+            rx_ready: self.core.rx.ready.val(),
+            tx_valid: self.core.tx.valid.val(),
+            tx_data: self.core.tx.data.val().to_u64(),
+            tx_last: self.core.tx.last.val(),
+            tx_bytes: self.core.tx.bytes.val().to_u8(),
             idle: self.core.idle.val(),
         }
     }

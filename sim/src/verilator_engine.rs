@@ -28,9 +28,9 @@ lint_off -rule WIDTH -file \"*top.v\"
 // untagger, are such: `ready` is a function of the downstream `ready` and registers, but
 // shares an always block with reads of the data): Verilator only reports them as
 // unoptimizable, a speed warning.
-lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.scoreboard$is_new*\"
-lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.lane_adders$exp_out*\"
-lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.tx$word$ready*\"
+lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.scoreboard$lookup$is_new*\"
+lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.lane_adders$port$exp_out*\"
+lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.tx_width$word$ready*\"
 lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.tag$word_in$ready*\"
 lint_off -rule UNOPTFLAT -file \"*top.v\" -match \"*top.untag$word_in$ready*\"
 ";
@@ -61,21 +61,21 @@ impl VerilatorDriver {
     fn new(mut m: VerilatedModel) -> VerilatorDriver {
         let mut d = VerilatorDriver {
             clock: m.port("clock"),
-            rx_valid: m.port("rx_valid"),
-            rx_data: m.port("rx_data"),
-            rx_last: m.port("rx_last"),
-            rx_bytes: m.port("rx_bytes"),
-            rx_ready: m.port("rx_ready"),
-            tx_valid: m.port("tx_valid"),
-            tx_data: m.port("tx_data"),
-            tx_last: m.port("tx_last"),
-            tx_bytes: m.port("tx_bytes"),
-            tx_ready: m.port("tx_ready"),
-            cfg_write: m.port("cfg_write"),
-            cfg_address: m.port("cfg_address"),
-            cfg_data: m.port("cfg_data"),
-            counter_address: m.port("counter_address"),
-            counter_data: m.port("counter_data"),
+            rx_valid: m.port("rx$valid"),
+            rx_data: m.port("rx$data"),
+            rx_last: m.port("rx$last"),
+            rx_bytes: m.port("rx$bytes"),
+            rx_ready: m.port("rx$ready"),
+            tx_valid: m.port("tx$valid"),
+            tx_data: m.port("tx$data"),
+            tx_last: m.port("tx$last"),
+            tx_bytes: m.port("tx$bytes"),
+            tx_ready: m.port("tx$ready"),
+            cfg_write: m.port("cfg$write"),
+            cfg_address: m.port("cfg$address"),
+            cfg_data: m.port("cfg$data"),
+            counter_address: m.port("counter$address"),
+            counter_data: m.port("counter$data"),
             idle: m.port("idle"),
             m: {
                 m.eval();

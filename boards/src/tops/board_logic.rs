@@ -179,22 +179,22 @@ impl Logic for BoardLogic {
         // Control link.
         self.link.uart_rx.next = self.uart_rx.val();
         self.uart_tx.next = self.link.uart_tx.val();
-        self.fabric.cfg_write.next = self.link.cfg_write.val();
-        self.fabric.cfg_address.next = self.link.cfg_address.val();
-        self.fabric.cfg_data.next = self.link.cfg_data.val();
+        self.fabric.cfg_write.next = self.link.cfg.write.val();
+        self.fabric.cfg_address.next = self.link.cfg.address.val();
+        self.fabric.cfg_data.next = self.link.cfg.data.val();
         self.fabric.pause.next = self.link.pause.val();
         self.link.core_idle.next = self.fabric.core_idle.val();
-        self.fabric.counter_address.next = bit_cast::<5, 6>(self.link.counter_address.val());
-        self.fabric.port_counter_address.next = bit_cast::<4, 6>(self.link.counter_address.val());
+        self.fabric.counter_address.next = bit_cast::<5, 6>(self.link.counter.address.val());
+        self.fabric.port_counter_address.next = bit_cast::<4, 6>(self.link.counter.address.val());
         // The core's counter read is combinational: the values are registered on their way back
         // (the link expects one a cycle after its address), and chosen between after that.
         self.core_counter_q.d.next = self.fabric.counter_data.val();
         self.port_counter_q.d.next = self.fabric.port_counter_data.val();
-        self.high_q.d.next = self.link.counter_address.val().get_bit(5);
+        self.high_q.d.next = self.link.counter.address.val().get_bit(5);
         if self.high_q.q.val() {
-            self.link.counter_data.next = self.port_counter_q.q.val();
+            self.link.counter.data.next = self.port_counter_q.q.val();
         } else {
-            self.link.counter_data.next = self.core_counter_q.q.val();
+            self.link.counter.data.next = self.core_counter_q.q.val();
         }
         // MDIO.
         self.mdc.next = self.mdio.mdc.val();

@@ -37,26 +37,27 @@ pub fn pll_25_to_125(instance: &str, clkin: &str, clkout: &str, lock: &str) -> S
 /// with `width_bytes` bytes per stream beat. The result's top module is [`CORE_TOP`].
 pub fn core_top_verilog(core_verilog: &str, width_bytes: usize) -> String {
     let d = 8 * width_bytes;
-    // Core inputs, in shift-register order: rx_valid, rx_data, rx_last, rx_bytes, tx_ready,
-    // cfg_write, cfg_address, cfg_data, counter_address.
+    // Core inputs, in shift-register order: rx$valid, rx$data, rx$last, rx$bytes, tx$ready,
+    // cfg$write, cfg$address, cfg$data, counter$address (the core's ports are interfaces:
+    // `rx$valid` is `valid` of `rx`); here the wire of port `rx$valid` is `core_rx_valid`.
     let inputs: [(&str, usize); 9] = [
-        ("rx_valid", 1),
-        ("rx_data", d),
-        ("rx_last", 1),
-        ("rx_bytes", 4),
-        ("tx_ready", 1),
-        ("cfg_write", 1),
-        ("cfg_address", 8),
-        ("cfg_data", 32),
-        ("counter_address", 5),
+        ("rx$valid", 1),
+        ("rx$data", d),
+        ("rx$last", 1),
+        ("rx$bytes", 4),
+        ("tx$ready", 1),
+        ("cfg$write", 1),
+        ("cfg$address", 8),
+        ("cfg$data", 32),
+        ("counter$address", 5),
     ];
     let outputs: [(&str, usize); 7] = [
-        ("rx_ready", 1),
-        ("tx_valid", 1),
-        ("tx_data", d),
-        ("tx_last", 1),
-        ("tx_bytes", 4),
-        ("counter_data", 32),
+        ("rx$ready", 1),
+        ("tx$valid", 1),
+        ("tx$data", d),
+        ("tx$last", 1),
+        ("tx$bytes", 4),
+        ("counter$data", 32),
         ("idle", 1),
     ];
     let n_in: usize = inputs.iter().map(|(_, w)| w).sum();
@@ -87,31 +88,34 @@ pub fn core_top_verilog(core_verilog: &str, width_bytes: usize) -> String {
     let _ = writeln!(s, "    reg [{}:0] in_sr = {sr}'d0;", sr - 1);
     let _ = writeln!(s, "    always @(posedge clk125) in_sr <= {{in_sr[{}:0], eth0_rx_ctl, eth0_rxd}};", sr - 6);
     let mut bit = 0;
+    let wire = |name: &str| format!("core_{}", name.replace('$', "_"));
     for (name, w) in inputs {
+        let name = wire(name);
         if w == 1 {
-            let _ = writeln!(s, "    wire core_{name} = in_sr[{bit}];");
+            let _ = writeln!(s, "    wire {name} = in_sr[{bit}];");
         } else {
-            let _ = writeln!(s, "    wire [{}:0] core_{name} = in_sr[{}:{bit}];", w - 1, bit + w - 1);
+            let _ = writeln!(s, "    wire [{}:0] {name} = in_sr[{}:{bit}];", w - 1, bit + w - 1);
         }
         bit += w;
     }
     for (name, w) in outputs {
+        let name = wire(name);
         if w == 1 {
-            let _ = writeln!(s, "    wire core_{name};");
+            let _ = writeln!(s, "    wire {name};");
         } else {
-            let _ = writeln!(s, "    wire [{}:0] core_{name};", w - 1);
+            let _ = writeln!(s, "    wire [{}:0] {name};", w - 1);
         }
     }
     let _ = writeln!(s);
     let _ = writeln!(s, "    top core (");
     let _ = writeln!(s, "        .clock(clk125),");
     let ports: Vec<String> =
-        inputs.iter().chain(outputs.iter()).map(|(n, _)| format!("        .{n}(core_{n})")).collect();
+        inputs.iter().chain(outputs.iter()).map(|(n, _)| format!("        .{n}({})", wire(n))).collect();
     let _ = writeln!(s, "{}", ports.join(",\n"));
     let _ = writeln!(s, "    );");
     let _ = writeln!(s);
     let _ = writeln!(s, "    // Outputs: registered, then folded by XOR onto the 5 transmit pins.");
-    let names: Vec<String> = outputs.iter().map(|(n, _)| format!("core_{n}")).collect();
+    let names: Vec<String> = outputs.iter().map(|(n, _)| wire(n)).collect();
     let _ = writeln!(s, "    reg [{}:0] out_r = {n_out}'d0;", n_out - 1);
     let _ = writeln!(s, "    always @(posedge clk125) out_r <= {{{}}};", names.join(", "));
     let _ = writeln!(s, "    reg [4:0] fold;");

@@ -253,11 +253,11 @@ impl Logic for SwitchFabric {
             | (bit_cast::<37, 1>(self.router.core_last.val().into()) << 32)
             | (bit_cast::<37, 4>(self.router.core_bytes.val()) << 33);
         self.router.core_ready.next = self.to_core.in_ready.val();
-        self.core.rx_valid.next = self.to_core.out_valid.val();
-        self.core.rx_data.next = self.to_core.out_data.val().get_bits::<32>(0);
-        self.core.rx_last.next = self.to_core.out_data.val().get_bit(32);
-        self.core.rx_bytes.next = self.to_core.out_data.val().get_bits::<4>(33);
-        self.to_core.out_ready.next = self.core.rx_ready.val();
+        self.core.rx.valid.next = self.to_core.out_valid.val();
+        self.core.rx.data.next = self.to_core.out_data.val().get_bits::<32>(0);
+        self.core.rx.last.next = self.to_core.out_data.val().get_bit(32);
+        self.core.rx.bytes.next = self.to_core.out_data.val().get_bits::<4>(33);
+        self.to_core.out_ready.next = self.core.rx.ready.val();
         self.loader.start.next = self.start.val();
         // The configuration bus: the loader's or (once it is done) the link's, chosen into
         // registers, so the core's decode starts from flip-flops (a write reaches the core a cycle
@@ -270,9 +270,9 @@ impl Logic for SwitchFabric {
             self.cfg_data_q.d.next = self.cfg_data.val();
         }
         self.done_q.d.next = self.loader.done.val();
-        self.core.cfg_write.next = self.cfg_write_q.q.val();
-        self.core.cfg_address.next = self.cfg_address_q.q.val();
-        self.core.cfg_data.next = self.cfg_data_q.q.val();
+        self.core.cfg.write.next = self.cfg_write_q.q.val();
+        self.core.cfg.address.next = self.cfg_address_q.q.val();
+        self.core.cfg.data.next = self.cfg_data_q.q.val();
         if self.loader.done.val() & self.cfg_write.val() & (self.cfg_address.val() == 0) {
             self.mac_hi.d.next = self.cfg_data.val().get_bits::<16>(0);
         }
@@ -280,18 +280,18 @@ impl Logic for SwitchFabric {
             self.mac_lo.d.next = self.cfg_data.val();
         }
         self.configured.next = self.done_q.q.val();
-        self.core.counter_address.next = self.counter_address.val();
-        self.counter_data.next = self.core.counter_data.val();
+        self.core.counter.address.next = self.counter_address.val();
+        self.counter_data.next = self.core.counter.data.val();
         // Idle: the core, and no frame begun or held on the way in or out (registered).
         self.idle_q.d.next =
             self.core.idle.val() & !self.in_frame.q.val() & self.to_core.empty.val() & self.from_core.empty.val();
         self.core_idle.next = self.idle_q.q.val();
         // Dispatch.
-        self.from_core.in_valid.next = self.core.tx_valid.val();
-        self.from_core.in_data.next = bit_cast::<37, 32>(self.core.tx_data.val())
-            | (bit_cast::<37, 1>(self.core.tx_last.val().into()) << 32)
-            | (bit_cast::<37, 4>(self.core.tx_bytes.val()) << 33);
-        self.core.tx_ready.next = self.from_core.in_ready.val();
+        self.from_core.in_valid.next = self.core.tx.valid.val();
+        self.from_core.in_data.next = bit_cast::<37, 32>(self.core.tx.data.val())
+            | (bit_cast::<37, 1>(self.core.tx.last.val().into()) << 32)
+            | (bit_cast::<37, 4>(self.core.tx.bytes.val()) << 33);
+        self.core.tx.ready.next = self.from_core.in_ready.val();
         self.dispatcher.in_valid.next = self.from_core.out_valid.val();
         self.dispatcher.in_data.next = self.from_core.out_data.val().get_bits::<32>(0);
         self.dispatcher.in_last.next = self.from_core.out_data.val().get_bit(32);

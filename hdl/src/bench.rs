@@ -1,0 +1,70 @@
+//! Helpers of the blocks' own test benches: frames as 32-bit words and the stream interfaces
+//! driven and read a beat at a time.
+
+use crate::config_registers::{JobSettings, WorkerTableWrite};
+use crate::word_stream::{StreamSink, StreamSource};
+
+/// One beat as a test bench sees it: data (first byte on top), last, valid bytes.
+pub type Beat = (u64, bool, u64);
+
+/// `frame` as 32-bit words, first byte on top; the last word with its valid byte count.
+pub fn frame_words(frame: &[u8]) -> Vec<Beat> {
+    let n = frame.len().div_ceil(4);
+    (0..n)
+        .map(|i| {
+            let mut w = [0u8; 4];
+            let part = &frame[4 * i..(4 * i + 4).min(frame.len())];
+            w[..part.len()].copy_from_slice(part);
+            (u64::from(u32::from_be_bytes(w)), i + 1 == n, part.len() as u64)
+        })
+        .collect()
+}
+
+/// The bytes that 32-bit `words` carry.
+pub fn word_bytes(words: &[Beat]) -> Vec<u8> {
+    words.iter().flat_map(|&(d, _, b)| (d as u32).to_be_bytes()[..b as usize].to_vec()).collect()
+}
+
+impl<const D: usize, const B: usize> StreamSink<D, B> {
+    /// Presents `beat` to the block (valid when `valid`).
+    pub fn offer(&mut self, valid: bool, (data, last, bytes): Beat) {
+        self.valid.next = valid;
+        self.data.next = data.into();
+        self.last.next = last;
+        self.bytes.next = bytes.into();
+    }
+
+    /// The block takes the presented beat at the next rising edge.
+    pub fn moves(&self) -> bool {
+        self.valid.val() && self.ready.val()
+    }
+}
+
+impl<const D: usize, const B: usize> StreamSource<D, B> {
+    /// The beat the block hands over at the next rising edge, if any.
+    pub fn taken(&self) -> Option<Beat> {
+        (self.valid.val() && self.ready.val())
+            .then(|| (self.data.val().index() as u64, self.last.val(), self.bytes.val().index() as u64))
+    }
+}
+
+impl JobSettings {
+    /// Sets the switch's MAC (split as the registers hold it) and IPv4 address.
+    pub fn set_switch(&mut self, mac: [u8; 6], ip: [u8; 4]) {
+        self.switch_mac_hi.next = u64::from(u16::from_be_bytes([mac[0], mac[1]])).into();
+        self.switch_mac_lo.next = u64::from(u32::from_be_bytes([mac[2], mac[3], mac[4], mac[5]])).into();
+        self.switch_ip.next = u64::from(u32::from_be_bytes(ip)).into();
+    }
+}
+
+impl WorkerTableWrite {
+    /// Presents a write of `data` into entry `entry`: its IPv4 address, MAC bytes 0..2 or MAC
+    /// bytes 2..6 as `[ip, mac_hi, mac_lo]` says (all false: no write).
+    pub fn offer(&mut self, entry: u8, data: u64, [ip, mac_hi, mac_lo]: [bool; 3]) {
+        self.address.next = u64::from(entry).into();
+        self.data.next = data.into();
+        self.write_ip.next = ip;
+        self.write_mac_hi.next = mac_hi;
+        self.write_mac_lo.next = mac_lo;
+    }
+}
