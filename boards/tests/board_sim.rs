@@ -71,22 +71,22 @@ impl Bench {
         let m = VerilatedModel::build(&verilog, &ports, &opts).expect("verilator build");
         let p = |n: &str| m.port(n);
         let id = Ids {
-            clocks: [p("core_clock"), p("tx_clock"), p("eth0_rx_clock"), p("eth1_rx_clock")],
+            clocks: [p("core_clock"), p("tx_clock"), p("eth$0$rx_clock"), p("eth$1$rx_clock")],
             start: p("start"),
-            rxd: [p("eth0_rxd"), p("eth1_rxd")],
-            rx_dv: [p("eth0_rx_dv"), p("eth1_rx_dv")],
-            rx_er: [p("eth0_rx_er"), p("eth1_rx_er")],
-            txd: [p("eth0_txd"), p("eth1_txd")],
-            tx_en: [p("eth0_tx_en"), p("eth1_tx_en")],
-            tx_er: [p("eth0_tx_er"), p("eth1_tx_er")],
+            rxd: [p("eth$0$rxd"), p("eth$1$rxd")],
+            rx_dv: [p("eth$0$rx_dv"), p("eth$1$rx_dv")],
+            rx_er: [p("eth$0$rx_er"), p("eth$1$rx_er")],
+            txd: [p("eth$0$txd"), p("eth$1$txd")],
+            tx_en: [p("eth$0$tx_en"), p("eth$1$tx_en")],
+            tx_er: [p("eth$0$tx_er"), p("eth$1$tx_er")],
             counter_address: p("counter_address"),
             counter_data: p("counter_data"),
             port_counter_address: p("port_counter_address"),
             port_counter_data: p("port_counter_data"),
-            configured: p("configured"),
-            core_idle: p("core_idle"),
-            merge_start: p("merge_start"),
-            merge_port: p("merge_port"),
+            configured: p("status$configured"),
+            core_idle: p("status$core_idle"),
+            merge_start: p("status$merge_start"),
+            merge_port: p("status$merge_port"),
         };
         Some(Bench { m, id, cycles: 0 })
     }

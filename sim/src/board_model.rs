@@ -70,16 +70,16 @@ impl BoardModel {
         let mut m = VerilatedModel::build(verilog, ports, &opts)?;
         let id = |n: &str| m.port(n);
         let p = BoardPins {
-            clocks: [id("core_clock"), id("tx_clock"), id("eth0_rx_clock"), id("eth1_rx_clock")],
-            rxd: id("eth0_rxd"),
-            rx_dv: id("eth0_rx_dv"),
-            txd: [id("eth0_txd"), id("eth1_txd")],
-            tx_en: [id("eth0_tx_en"), id("eth1_tx_en")],
+            clocks: [id("core_clock"), id("tx_clock"), id("eth$0$rx_clock"), id("eth$1$rx_clock")],
+            rxd: id("eth$0$rxd"),
+            rx_dv: id("eth$0$rx_dv"),
+            txd: [id("eth$0$txd"), id("eth$1$txd")],
+            tx_en: [id("eth$0$tx_en"), id("eth$1$tx_en")],
             counter_address: id("counter_address"),
             counter_data: id("counter_data"),
-            core_idle: id("core_idle"),
+            core_idle: id("status$core_idle"),
         };
-        let (start, configured) = (id("start"), id("configured"));
+        let (start, configured) = (id("start"), id("status$configured"));
         m.set(start, 1);
         m.eval();
         let mut b = BoardModel {

@@ -3,7 +3,7 @@
 //! Words are [`WORD_BITS`] wide ([`word`] gives the layout: 32 data bits, first byte on top,
 //! the valid byte count of the last word, `last`, and two routing bits). The writer appends
 //! words and ends each frame with `write_commit` (keep it) or `write_drop` (discard it); only
-//! committed frames are ever visible to the reader, so a reader that sees `read_valid` can
+//! committed frames are ever visible to the reader, so a reader that sees `read.valid` can
 //! take a whole frame at one word a clock without a gap.
 //!
 //! - Write side (`write_clock`): the inputs are registered (a word reaches the RAM one clock
@@ -14,11 +14,11 @@
 //!   writer that cannot wait (a receive MAC) uses this; one that can (in the core's clock
 //!   domain) waits on `write_ready`. `write_commit`/`write_drop` may come with the frame's
 //!   last `write_enable` or alone.
-//! - Read side (`read_clock`): first-word-fall-through: `read_valid`/`read_data` show the
-//!   oldest committed word, taken on a rising edge with `read_ready` high. Words are fetched
-//!   ahead into a four-word output buffer through the RAM's output register, so `read_valid`
-//!   is a flip-flop, `read_data` a 4:1 multiplexer of flip-flops, and `read_ready` reaches no
-//!   RAM input; a word a clock with `read_ready` held high.
+//! - Read side (`read_clock`): first-word-fall-through: `read.valid`/`read.data` show the
+//!   oldest committed word, taken on a rising edge with `read.ready` high. Words are fetched
+//!   ahead into a four-word output buffer through the RAM's output register, so `read.valid`
+//!   is a flip-flop, `read.data` a 4:1 multiplexer of flip-flops, and `read.ready` reaches no
+//!   RAM input; a word a clock with `read.ready` held high.
 //! - Crossing: the committed write pointer and the read pointer each cross into the other
 //!   clock domain by a request/acknowledge handshake ([`PointerSync`]); the pointer is held
 //!   stable while a request is in flight, so no multi-bit value is sampled while it changes.
@@ -29,6 +29,7 @@
 //!   FIFO always overflows.
 
 use crate::ecp5::FifoRam;
+use crate::ethernet::stream::StreamSource;
 use rust_hdl::prelude::*;
 
 /// Width of a FIFO word.
@@ -160,12 +161,9 @@ pub struct FrameFifo<const W: usize, const A: usize, const P: usize> {
     pub overflow_drops: Signal<Out, Bits<32>>,
     /// Read clock.
     pub read_clock: Signal<In, Clock>,
-    /// A committed word is shown.
-    pub read_valid: Signal<Out, Bit>,
-    /// The word.
-    pub read_data: Signal<Out, Bits<W>>,
-    /// Take the word.
-    pub read_ready: Signal<In, Bit>,
+    /// The committed words, oldest first (`valid` a flip-flop, `data` a 4:1 multiplexer of
+    /// flip-flops).
+    pub read: StreamSource<W>,
     /// Committed words not yet taken as the read side knows them (read clock domain, a
     /// flip-flop: one clock old), for arbitration by fill level.
     pub read_fill: Signal<Out, Bits<P>>,
@@ -219,9 +217,7 @@ impl<const W: usize, const A: usize, const P: usize> Default for FrameFifo<W, A,
             write_ready: Default::default(),
             overflow_drops: Default::default(),
             read_clock: Default::default(),
-            read_valid: Default::default(),
-            read_data: Default::default(),
-            read_ready: Default::default(),
+            read: Default::default(),
             read_fill: Default::default(),
             ram: Default::default(),
             commit_sync: Default::default(),
@@ -319,7 +315,7 @@ impl<const W: usize, const A: usize, const P: usize> Logic for FrameFifo<W, A, P
         self.commit_sync.src_value.next = self.commit_ptr.q.val();
         // Read side: the RAM address is a register; a word is fetched while the words held
         // and in flight leave room in the output buffer (`credit`, counted before this clock's
-        // pop, so `read_ready` reaches no RAM input); the RAM's output register (two clocks
+        // pop, so `read.ready` reaches no RAM input); the RAM's output register (two clocks
         // after the fetch) goes into the buffer, which shows its oldest word.
         dff_setup!(
             self, read_clock, rd_ptr, fetched, staged, buf0, buf1, buf2, buf3, head, tail, held, held_nz, credit, fill
@@ -345,14 +341,14 @@ impl<const W: usize, const A: usize, const P: usize> Logic for FrameFifo<W, A, P
             self.tail.d.next = self.tail.q.val() + 1;
         }
         match self.head.q.val().index() {
-            0 => self.read_data.next = self.buf0.q.val(),
-            1 => self.read_data.next = self.buf1.q.val(),
-            2 => self.read_data.next = self.buf2.q.val(),
-            _ => self.read_data.next = self.buf3.q.val(),
+            0 => self.read.data.next = self.buf0.q.val(),
+            1 => self.read.data.next = self.buf1.q.val(),
+            2 => self.read.data.next = self.buf2.q.val(),
+            _ => self.read.data.next = self.buf3.q.val(),
         }
-        // held != 0 kept in its own flip-flop (held_nz), so read_valid is a register.
-        self.read_valid.next = self.held_nz.q.val();
-        self.pop.next = self.held_nz.q.val() & self.read_ready.val();
+        // held != 0 kept in its own flip-flop (held_nz), so read.valid is a register.
+        self.read.valid.next = self.held_nz.q.val();
+        self.pop.next = self.held_nz.q.val() & self.read.ready.val();
         self.held_nz.d.next =
             self.staged.q.val() | (self.held.q.val() >= 2) | ((self.held.q.val() == 1) & !self.pop.val());
         if self.pop.val() {
@@ -413,12 +409,12 @@ mod test {
             f.write_commit.next = commit;
             f.write_drop.next = drop;
             // The reader stalls now and then.
-            f.read_ready.next = cycle % 5 != 0;
+            f.read.ready.next = cycle % 5 != 0;
             f.write_clock.next = false.into();
             f.read_clock.next = false.into();
             assert!(simulate(&mut f, 1000));
-            if f.read_valid.val() && f.read_ready.val() {
-                got.push(f.read_data.val().to_u64());
+            if f.read.valid.val() && f.read.ready.val() {
+                got.push(f.read.data.val().to_u64());
             }
             f.write_clock.next = true.into();
             f.read_clock.next = true.into();
@@ -488,13 +484,13 @@ mod test {
                 } else {
                     next_r += tr / 2;
                     read_high = !read_high;
-                    if read_high && f.read_valid.val() && f.read_ready.val() {
-                        got.push(f.read_data.val().to_u64());
+                    if read_high && f.read.valid.val() && f.read.ready.val() {
+                        got.push(f.read.data.val().to_u64());
                     }
                     f.read_clock.next = read_high.into();
                     assert!(simulate(&mut f, 1000));
                     if read_high {
-                        f.read_ready.next = next() % 3 != 0;
+                        f.read.ready.next = next() % 3 != 0;
                         assert!(simulate(&mut f, 1000));
                     }
                 }
