@@ -122,7 +122,7 @@ impl Logic for BoardLogic {
         self.fabric.cfg_address.next = self.link.cfg_address.val();
         self.fabric.cfg_data.next = self.link.cfg_data.val();
         self.fabric.pause.next = self.link.pause.val();
-        self.link.core_idle.next = self.fabric.status.core_idle.val();
+        self.link.core_idle.next = self.status.core_idle.val();
         self.fabric.counter_address.next = bit_cast::<5, 6>(self.link.counter_address.val());
         self.fabric.port_counter_address.next = bit_cast::<4, 6>(self.link.counter_address.val());
         // The core's counter read is combinational: the values are registered on their way back
