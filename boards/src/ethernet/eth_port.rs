@@ -182,10 +182,10 @@ impl Logic for EthPort {
         // Counters.
         self.counter_data.next = 0.into();
         match self.counter_address.val().index() {
-            0 => self.counter_data.next = self.mac_rx.frames_good.val(),
-            1 => self.counter_data.next = self.mac_rx.frames_bad_fcs.val(),
-            2 => self.counter_data.next = self.mac_rx.frames_runt.val(),
-            3 => self.counter_data.next = self.mac_rx.frames_giant.val(),
+            0 => self.counter_data.next = self.mac_rx.frames[0].val(),
+            1 => self.counter_data.next = self.mac_rx.frames[1].val(),
+            2 => self.counter_data.next = self.mac_rx.frames[2].val(),
+            3 => self.counter_data.next = self.mac_rx.frames[3].val(),
             4 => self.counter_data.next = self.rx_fifo.overflow_drops.val(),
             5 => self.counter_data.next = self.mac_tx.frames_sent.val(),
             _ => {}
