@@ -98,15 +98,13 @@ impl Logic for EthPort {
         self.classifier.in_good.next = self.mac_rx.out_good.val();
         // 36-bit receive FIFO word: data, then the byte count on the last word, the routing
         // bits on the others, then `last`.
-        self.rx_fifo.write_data.next = bit_cast::<36, WORD_BITS>(self.classifier.write_data.val());
+        self.rx_fifo.write.data.next = self.classifier.write_data.val();
         if !self.classifier.write_data.val().get_bit(35) {
-            self.rx_fifo.write_data.next = bit_cast::<36, WORD_BITS>(
-                (self.classifier.write_data.val() & 0xFFFF_FFFF_u64)
-                    | ((self.classifier.write_data.val() >> 4) & 0x3_0000_0000_u64),
-            );
+            self.rx_fifo.write.data.next = (self.classifier.write_data.val() & 0xFFFF_FFFF_u64)
+                | ((self.classifier.write_data.val() >> 4) & 0x3_0000_0000_u64);
         }
-        self.rx_fifo.write_enable.next = self.classifier.write_enable.val();
-        self.rx_fifo.write_commit.next = self.classifier.write_commit.val();
+        self.rx_fifo.write.enable.next = self.classifier.write_enable.val();
+        self.rx_fifo.write.commit.next = self.classifier.write_commit.val();
         self.rx_fifo.write_drop.next = self.classifier.write_drop.val();
         // Core clock domain.
         self.rx_fifo.read_clock.next = self.core_clock.val();
@@ -144,16 +142,10 @@ impl Logic for EthPort {
                 self.route.d.next = self.rx_route.val();
             }
         }
-        self.res_fifo.write_data.next = bit_cast::<36, WORD_BITS>(self.res.data.val());
-        self.res_fifo.write_enable.next = self.res.enable.val();
-        self.res_fifo.write_commit.next = self.res.commit.val();
+        FrameWriteSink::link(&mut self.res, &mut self.res_fifo.write);
         self.res_fifo.write_drop.next = false;
-        self.res.ready.next = self.res_fifo.write_ready.val();
-        self.br_fifo.write_data.next = bit_cast::<36, WORD_BITS>(self.br.data.val());
-        self.br_fifo.write_enable.next = self.br.enable.val();
-        self.br_fifo.write_commit.next = self.br.commit.val();
+        FrameWriteSink::link(&mut self.br, &mut self.br_fifo.write);
         self.br_fifo.write_drop.next = false;
-        self.br.ready.next = self.br_fifo.write_ready.val();
         // Transmit: the fills tied to zero, plain round robin between results and bridged frames.
         self.tx_arbiter.fill[0].next = 0.into();
         self.tx_arbiter.fill[1].next = 0.into();

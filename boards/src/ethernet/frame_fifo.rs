@@ -2,18 +2,19 @@
 //!
 //! Words are [`WORD_BITS`] wide ([`word`] gives the layout: 32 data bits, first byte on top,
 //! the valid byte count of the last word, `last`, and two routing bits). The writer appends
-//! words and ends each frame with `write_commit` (keep it) or `write_drop` (discard it); only
+//! words (`write`, a [`FrameWriteSink`]; a FIFO of `W` < [`WORD_BITS`] keeps each word's low `W`
+//! bits) and ends each frame with `write.commit` (keep it) or `write_drop` (discard it); only
 //! committed frames are ever visible to the reader, so a reader that sees `read.valid` can
 //! take a whole frame at one word a clock without a gap.
 //!
 //! - Write side (`write_clock`): the inputs are registered (a word reaches the RAM one clock
-//!   after it is offered); `write_ready` is high while a word offered now will fit (a
+//!   after it is offered); `write.ready` is high while a word offered now will fit (a
 //!   registered, conservative flag: it may be low with one or two words of room left).
 //!   A word written without room is lost and marks the frame *overflowed*: its commit then
 //!   drops it instead and counts it in `overflow_drops` (a frame dropped for capacity). A
 //!   writer that cannot wait (a receive MAC) uses this; one that can (in the core's clock
-//!   domain) waits on `write_ready`. `write_commit`/`write_drop` may come with the frame's
-//!   last `write_enable` or alone.
+//!   domain) waits on `write.ready`. `write.commit`/`write_drop` may come with the frame's
+//!   last `write.enable` or alone.
 //! - Read side (`read_clock`): first-word-fall-through: `read.valid`/`read.data` show the
 //!   oldest committed word, taken on a rising edge with `read.ready` high. Words are fetched
 //!   ahead into a four-word output buffer through the RAM's output register, so `read.valid`
@@ -147,16 +148,10 @@ const OUT_WORDS: u64 = 4;
 pub struct FrameFifo<const W: usize, const A: usize, const P: usize> {
     /// Write clock.
     pub write_clock: Signal<In, Clock>,
-    /// Word to write.
-    pub write_data: Signal<In, Bits<W>>,
-    /// Write the word.
-    pub write_enable: Signal<In, Bit>,
-    /// End of frame: keep it.
-    pub write_commit: Signal<In, Bit>,
+    /// The frames in (`ready`: room for a word); each word keeps its low `W` bits.
+    pub write: FrameWriteSink,
     /// End of frame: discard it.
     pub write_drop: Signal<In, Bit>,
-    /// Room for a word.
-    pub write_ready: Signal<Out, Bit>,
     /// Frames dropped because they did not fit (write clock domain).
     pub overflow_drops: Signal<Out, Bits<32>>,
     /// Read clock.
@@ -208,13 +203,11 @@ impl<const W: usize, const A: usize, const P: usize> Default for FrameFifo<W, A,
     fn default() -> Self {
         assert_eq!(P, A + 1, "FrameFifo<{W}, {A}, {P}>: P must be A + 1");
         assert!(W > word::LAST, "FrameFifo<{W}, ..>: a word needs at least {} bits", word::LAST + 1);
+        assert!(W <= WORD_BITS, "FrameFifo<{W}, ..>: a word has at most {WORD_BITS} bits");
         Self {
             write_clock: Default::default(),
-            write_data: Default::default(),
-            write_enable: Default::default(),
-            write_commit: Default::default(),
+            write: Default::default(),
             write_drop: Default::default(),
-            write_ready: Default::default(),
             overflow_drops: Default::default(),
             read_clock: Default::default(),
             read: Default::default(),
@@ -279,14 +272,14 @@ impl<const W: usize, const A: usize, const P: usize> Logic for FrameFifo<W, A, P
         self.ram.write_clock.next = self.write_clock.val();
         self.commit_sync.src_clock.next = self.write_clock.val();
         self.read_sync.dst_clock.next = self.write_clock.val();
-        self.in_data.d.next = self.write_data.val();
-        self.in_enable.d.next = self.write_enable.val();
-        self.in_commit.d.next = self.write_commit.val();
+        self.in_data.d.next = bit_cast::<W, WORD_BITS>(self.write.data.val());
+        self.in_enable.d.next = self.write.enable.val();
+        self.in_commit.d.next = self.write.commit.val();
         self.in_drop.d.next = self.write_drop.val();
         self.used.next = self.wr_ptr.q.val() - self.read_sync.dst_value.val();
         self.room.d.next = self.used.val() < self.room_margin.val();
         self.ready.d.next = self.used.val() < self.ready_margin.val();
-        self.write_ready.next = self.ready.q.val();
+        self.write.ready.next = self.ready.q.val();
         self.overflow_drops.next = self.drops.q.val();
         self.wrote.next = self.in_enable.q.val() & self.room.q.val() & !self.overflow.q.val();
         self.ram.write_address.next = bit_cast::<A, P>(self.wr_ptr.q.val());
@@ -404,9 +397,9 @@ mod test {
         let mut got = vec![];
         for cycle in 0..400 {
             let (word, commit, drop) = seq.get(cycle).cloned().unwrap_or((None, false, false));
-            f.write_enable.next = word.is_some();
-            f.write_data.next = word.unwrap_or(0).into();
-            f.write_commit.next = commit;
+            f.write.enable.next = word.is_some();
+            f.write.data.next = word.unwrap_or(0).into();
+            f.write.commit.next = commit;
             f.write_drop.next = drop;
             // The reader stalls now and then.
             f.read.ready.next = cycle % 5 != 0;
@@ -471,10 +464,10 @@ mod test {
                         // After the edge: offer the next word while it fits (a waiting writer);
                         // idle clocks of the sequence pass regardless.
                         let (word, commit, drop) = seq.get(t).cloned().unwrap_or((None, false, false));
-                        let go = word.is_none() || f.write_ready.val();
-                        f.write_enable.next = go && word.is_some();
-                        f.write_data.next = word.unwrap_or(0).into();
-                        f.write_commit.next = go && commit;
+                        let go = word.is_none() || f.write.ready.val();
+                        f.write.enable.next = go && word.is_some();
+                        f.write.data.next = word.unwrap_or(0).into();
+                        f.write.commit.next = go && commit;
                         f.write_drop.next = go && drop;
                         if go && t < seq.len() {
                             t += 1;
