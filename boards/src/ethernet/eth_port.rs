@@ -31,6 +31,7 @@ use crate::ethernet::stream::StreamSource;
 use crate::ethernet::stream_slice::StreamSlice;
 use rust_hdl::prelude::*;
 use spotagg_hdl::stream_width::{RxWidth, TxWidth};
+use spotagg_hdl::word_stream::WordSource;
 
 /// One port.
 #[derive(LogicBlock, Default)]
@@ -89,13 +90,9 @@ impl Logic for EthPort {
         self.pack.in_data.next = self.mac_rx.out_data.val();
         self.pack.in_last.next = self.mac_rx.out_last.val();
         self.pack.in_bytes.next = 1.into();
-        self.pack.word.ready.next = true;
         self.classifier.switch_mac.next = self.switch_mac.val();
-        self.classifier.in_valid.next = self.pack.word.valid.val();
-        self.classifier.in_data.next = self.pack.word.data.val();
-        self.classifier.in_last.next = self.pack.word.last.val();
-        self.classifier.in_bytes.next = self.pack.word.bytes.val();
-        self.classifier.in_good.next = self.mac_rx.out_good.val();
+        WordSource::join(&mut self.pack.word, &mut self.classifier.up);
+        self.classifier.up_good.next = self.mac_rx.out_good.val();
         // 36-bit receive FIFO word: data, then the byte count on the last word, the routing
         // bits on the others, then `last`.
         self.rx_fifo.write.data.next = self.classifier.write_data.val();
@@ -113,15 +110,9 @@ impl Logic for EthPort {
         // Transmit clock domain.
         self.res_fifo.read_clock.next = self.tx_clock.val();
         self.br_fifo.read_clock.next = self.tx_clock.val();
-        self.tx_arbiter.clock.next = self.tx_clock.val();
-        self.unpack.clock.next = self.tx_clock.val();
-        self.tx_slice.clock.next = self.tx_clock.val();
-        self.mac_tx.clock.next = self.tx_clock.val();
+        clock!(self, tx_clock, tx_arbiter, unpack, tx_slice, mac_tx);
         // Core clock domain.
-        self.in_frame.clock.next = self.core_clock.val();
-        self.route.clock.next = self.core_clock.val();
-        self.in_frame.d.next = self.in_frame.q.val();
-        self.route.d.next = self.route.q.val();
+        dff_setup!(self, core_clock, in_frame, route);
         self.rxq.valid.next = self.rx_fifo.read.valid.val();
         self.rx_route.next = self.rx_fifo.read.data.val().get_bits::<2>(32);
         if self.in_frame.q.val() {

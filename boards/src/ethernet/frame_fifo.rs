@@ -78,22 +78,14 @@ pub struct PointerSync<const N: usize> {
 impl<const N: usize> Logic for PointerSync<N> {
     #[hdl_gen]
     fn update(&mut self) {
-        self.hold.clock.next = self.src_clock.val();
-        self.req.clock.next = self.src_clock.val();
-        self.ack_s1.clock.next = self.src_clock.val();
-        self.ack_s2.clock.next = self.src_clock.val();
-        self.req_d1.clock.next = self.dst_clock.val();
-        self.req_d2.clock.next = self.dst_clock.val();
-        self.ack.clock.next = self.dst_clock.val();
-        self.out.clock.next = self.dst_clock.val();
-        self.hold.d.next = self.hold.q.val();
-        self.req.d.next = self.req.q.val();
+        dff_setup!(self, src_clock, hold, req, ack_s1, ack_s2);
+        dff_setup!(self, dst_clock, req_d1, req_d2, ack, out);
+        // Two-flop synchronizers: the acknowledge into the source domain, the request into
+        // the destination domain.
         self.ack_s1.d.next = self.ack.q.val();
         self.ack_s2.d.next = self.ack_s1.q.val();
         self.req_d1.d.next = self.req.q.val();
         self.req_d2.d.next = self.req_d1.q.val();
-        self.ack.d.next = self.ack.q.val();
-        self.out.d.next = self.out.q.val();
         if (self.req.q.val() == self.ack_s2.q.val()) & (self.hold.q.val() != self.src_value.val()) {
             self.hold.d.next = self.src_value.val();
             self.req.d.next = !self.req.q.val();
