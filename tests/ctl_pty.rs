@@ -268,6 +268,16 @@ fn ctl(slave: &str, args: &[&str]) -> (bool, String, String) {
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 
+/// `GET /metrics` from `addr`: the body.
+fn scrape(addr: &str) -> String {
+    let mut c = std::net::TcpStream::connect(addr).expect("connect to the exporter");
+    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    let mut r = String::new();
+    c.read_to_string(&mut r).unwrap();
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    r.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()
+}
+
 fn json(s: &str) -> serde_json::Value {
     serde_json::from_str(s.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {s}"))
 }
@@ -431,6 +441,55 @@ fn control_link_through_a_pty() {
     let (ok, out, _) = ctl(&slave_name, &["counters"]);
     assert!(ok && out.contains("frames_in") && out.contains(&want.frames_in.to_string()), "{out}");
     assert!(out.contains("port 0: good"), "{out}");
+    // The Prometheus exporter: one scrape, parsed with a Prometheus text parser, carries the same
+    // counters, the MAC ports' and the link state; then the exporter is stopped.
+    let mut exporter = Command::new(env!("CARGO_BIN_EXE_spotagg"))
+        .args(["ctl", "--serial", &slave_name, "metrics", "--listen", "127.0.0.1:0", "--every", "0.2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run spotagg ctl metrics");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(exporter.stdout.take().unwrap()), &mut line).unwrap();
+    let addr = line.split("http://").nth(1).and_then(|r| r.split('/').next()).unwrap_or_else(|| {
+        let _ = exporter.kill();
+        panic!("no address in {line:?}")
+    });
+    let text = scrape(addr);
+    exporter.kill().unwrap();
+    let _ = exporter.wait();
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).expect("exposition");
+    let value = |name: &str, label: Option<(&str, &str)>| -> f64 {
+        let hit =
+            scrape.samples.iter().find(|x| x.metric == name && label.is_none_or(|(k, v)| x.labels.get(k) == Some(v)));
+        match hit.map(|x| &x.value) {
+            Some(prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v)) => *v,
+            other => panic!("{name} {label:?}: {other:?} in\n{text}"),
+        }
+    };
+    for (name, v) in want.named() {
+        if let Some(reason) = spotagg_driver::DropReason::ALL.iter().find(|r| r.name() == name) {
+            assert_eq!(value("spotagg_switch_dropped_total", Some(("reason", reason.name()))), v as f64, "{name}");
+        } else {
+            assert_eq!(value(&format!("spotagg_switch_{name}_total"), None), v as f64, "{name}\n{text}");
+        }
+    }
+    for (p, pc) in snap.ports.iter().enumerate() {
+        let port = p.to_string();
+        let got = scrape.samples.iter().find(|x| {
+            x.metric == "spotagg_board_port_received_total"
+                && x.labels.get("port") == Some(&port)
+                && x.labels.get("outcome") == Some("good")
+        });
+        assert!(
+            matches!(got.map(|x| &x.value), Some(prometheus_parse::Value::Counter(v)) if *v == pc.good as f64),
+            "port {p} good frames in\n{text}"
+        );
+        assert_eq!(value("spotagg_board_link_up", Some(("port", &port))), 1.0, "port {p} link\n{text}");
+    }
+    assert_eq!(value("spotagg_ctl_up", None), 1.0);
+    assert_eq!(value("spotagg_board_job_enabled", None), 1.0);
+
     let (ok, _, err) = ctl(&slave_name, &["reset-counters"]);
     assert!(ok, "{err}");
     let (ok, out, _) = ctl(&slave_name, &["counters", "--json"]);
@@ -472,4 +531,15 @@ fn ctl_errors_without_a_board() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("no response"), "{err}");
     assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
+    // The exporter: a silent board is an error naming the port (before anything is served); a
+    // bad period is refused.
+    let out = Command::new(env!("CARGO_BIN_EXE_spotagg"))
+        .args(["ctl", "--serial", &name, "--timeout-ms", "300", "metrics", "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains(&format!("control link on {name}: no response")), "{err}");
+    assert!(out.stdout.is_empty(), "nothing served: {:?}", String::from_utf8_lossy(&out.stdout));
+    let (ok, _, err) = ctl(&name, &["metrics", "--listen", "127.0.0.1:0", "--every", "0"]);
+    assert!(!ok && err.contains("--every 0: the poll period must be between 0.05 and 3600 seconds"), "{err}");
 }

@@ -7,8 +7,10 @@
 //!
 //! Names: `spotagg_switch_*` for a switch (the counters of docs/switch.md §4, drops labelled
 //! by `reason`; the tree counters of §6; the straggler counters of §7 labelled by `rank`),
-//! `spotagg_worker_*` for a worker (labelled by `rank`).
+//! `spotagg_worker_*` for a worker (labelled by `rank`), `spotagg_board_*` for what a board's
+//! control link adds to the core's counters (MAC ports, link state, status).
 
+use crate::control::{BoardStatus, CounterSnapshot};
 use crate::counters::{Counters, DropReason};
 use crate::worker::Stats;
 use std::fmt::Write;
@@ -142,6 +144,76 @@ pub fn counter_families(c: &Counters, labels: &[(&str, String)]) -> Vec<Family> 
     ]
 }
 
+/// What a board's control link reads, as families: the core's counters under the switch's names
+/// ([`counter_families`], so one dashboard serves a board and a software switch), each MAC
+/// port's receive outcomes and frames sent (labelled `port`), the frames sent to both ports, each
+/// port's link state and speed, and the board's status. The board's counters are 32 bits wide
+/// and wrap (a Prometheus counter reset, which `rate()` handles); so does `uptime_cycles`.
+pub fn board_families(snap: &CounterSnapshot, status: &BoardStatus) -> Vec<Family> {
+    let mut out = counter_families(&snap.core, &[]);
+    let mut received = Family::new(
+        "spotagg_board_port_received_total",
+        "Frames a MAC port received, by outcome (good, bad_fcs, runts, giants, overflow).",
+        Kind::Counter,
+    );
+    let mut sent = Family::new("spotagg_board_port_sent_total", "Frames a MAC port sent.", Kind::Counter);
+    for (p, pc) in snap.ports.iter().enumerate() {
+        for (name, v) in pc.named() {
+            if name == "sent" {
+                sent = sent.sample(&[("port", p.to_string())], v as f64);
+            } else {
+                received = received.sample(&[("port", p.to_string()), ("outcome", name.to_string())], v as f64);
+            }
+        }
+    }
+    if !snap.ports.is_empty() {
+        out.push(received);
+        out.push(sent);
+    }
+    if let Some(f) = snap.flooded {
+        out.push(Family::single("spotagg_board_flooded_total", "Frames sent to both ports.", Kind::Counter, f as f64));
+    }
+    let mut up = Family::new("spotagg_board_link_up", "1 if the port's PHY reports its link up.", Kind::Gauge);
+    let mut speed =
+        Family::new("spotagg_board_link_speed_bits_per_second", "The link's speed (0 when down).", Kind::Gauge);
+    for (p, &l) in status.link_state.iter().enumerate() {
+        let bps = match l {
+            2 => 1e7,
+            3 => 1e8,
+            4 => 1e9,
+            _ => 0.0,
+        };
+        up = up.sample(&[("port", p.to_string())], f64::from(u8::from(bps > 0.0)));
+        speed = speed.sample(&[("port", p.to_string())], bps);
+    }
+    let flag = |b: bool| f64::from(u8::from(b));
+    out.extend([
+        up,
+        speed,
+        Family::single(
+            "spotagg_board_job_enabled",
+            "1 if a job is enabled (no job register written since).",
+            Kind::Gauge,
+            flag(status.job_enabled),
+        ),
+        Family::single("spotagg_board_slots_in_use", "Slots in use.", Kind::Gauge, f64::from(status.slots_in_use)),
+        Family::single("spotagg_board_idle", "1 if nothing was in flight in the core.", Kind::Gauge, flag(status.idle)),
+        Family::single(
+            "spotagg_board_uptime_cycles",
+            "Core clock cycles since power-up (wraps at 2^32).",
+            Kind::Gauge,
+            f64::from(status.uptime_cycles),
+        ),
+        Family::single(
+            "spotagg_board_snapshot_quiescent",
+            "1 if the core was idle while the counters were copied (one consistent snapshot).",
+            Kind::Gauge,
+            flag(snap.quiescent),
+        ),
+    ]);
+    out
+}
+
 /// A worker's stats as families labelled `rank`: retransmissions (and those found spurious),
 /// messages sent, received and ignored, the smoothed round trip and the retransmission timeout.
 pub fn worker_families(rank: usize, s: &Stats) -> Vec<Family> {
@@ -177,6 +249,46 @@ mod test {
             render(&[f]),
             "# HELP a_total Line one\\nline \\\\ two\n# TYPE a_total counter\na_total{k=\"x\\\"y\\\\z\\nw\"} 3\na_total 0.5\n"
         );
+    }
+
+    #[test]
+    fn board_families_name_ports_links_and_status() {
+        let mut core = Counters { frames_in: 7, ..Counters::default() };
+        core.drops[DropReason::BadSlot.index()] = 1;
+        let pc = |good, sent| crate::control::PortCounters { good, bad_fcs: 1, runts: 0, giants: 0, overflow: 2, sent };
+        let snap = CounterSnapshot { core, ports: vec![pc(5, 3), pc(9, 4)], flooded: Some(6), quiescent: true };
+        let status = BoardStatus {
+            idle: true,
+            job_enabled: true,
+            slots_in_use: 30,
+            uptime_cycles: 123,
+            link_state: vec![4, 1],
+            job_registers: vec![0; 6],
+            vlan: 0,
+        };
+        let text = render(&board_families(&snap, &status));
+        for line in [
+            "spotagg_switch_frames_in_total 7",
+            "spotagg_switch_dropped_total{reason=\"bad_slot\"} 1",
+            "spotagg_board_port_received_total{port=\"0\",outcome=\"good\"} 5",
+            "spotagg_board_port_received_total{port=\"1\",outcome=\"overflow\"} 2",
+            "spotagg_board_port_sent_total{port=\"1\"} 4",
+            "spotagg_board_flooded_total 6",
+            "spotagg_board_link_up{port=\"0\"} 1",
+            "spotagg_board_link_up{port=\"1\"} 0",
+            "spotagg_board_link_speed_bits_per_second{port=\"0\"} 1000000000",
+            "spotagg_board_job_enabled 1",
+            "spotagg_board_slots_in_use 30",
+            "spotagg_board_uptime_cycles 123",
+            "spotagg_board_snapshot_quiescent 1",
+            "# TYPE spotagg_board_port_sent_total counter",
+            "# TYPE spotagg_board_link_up gauge",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing from\n{text}");
+        }
+        // A design without MACs has no port families.
+        let bare = CounterSnapshot { ports: vec![], flooded: None, ..snap };
+        assert!(!render(&board_families(&bare, &status)).contains("spotagg_board_port_"));
     }
 
     #[test]

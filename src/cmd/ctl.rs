@@ -1,5 +1,6 @@
 //! `spotagg ctl`: the control link to a board (or a simulated board on a pseudo-terminal):
-//! identity, status, counters, job configuration, counter reset.
+//! identity, status, counters, job configuration, counter reset, and a Prometheus exporter
+//! (`metrics --listen ADDR`) that polls the link.
 //!
 //! Every command opens the port, reads the identity and refuses a design whose major version
 //! differs from this tool's (`spotagg_driver::control::DESIGN_VERSION`). Output is a human
@@ -7,11 +8,17 @@
 //! `Counters::named()` in that order). A board that does not answer within `--timeout-ms` is
 //! an error, not a hang.
 
-use anyhow::{Context, Result};
-use spotagg_driver::control::{link_state_name, open_serial, CounterSnapshot, DESIGN_VERSION};
+use anyhow::{bail, Context, Result};
+use spotagg_driver::control::{link_state_name, open_serial, Control, CounterSnapshot, DESIGN_VERSION};
+use spotagg_driver::metrics::{board_families, Family, Kind};
 use spotagg_driver::JobConfig;
+use spotagg_sim::metrics_http::{serve_http, MetricsBoard};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Arguments of `spotagg ctl`.
 #[derive(clap::Args)]
@@ -51,6 +58,16 @@ enum What {
     },
     /// Zero the counters.
     ResetCounters,
+    /// Serve the board's counters and status as Prometheus metrics on http://ADDR/metrics,
+    /// polling the control link every `--every` seconds (the first poll before serving).
+    Metrics {
+        /// Address to listen on (e.g. 127.0.0.1:9465; port 0 picks one, printed on stdout).
+        #[arg(long)]
+        listen: SocketAddr,
+        /// Seconds between polls.
+        #[arg(long, default_value_t = 1.0)]
+        every: f64,
+    },
 }
 
 /// One counter snapshot as a JSON object: the core's counters under the keys of
@@ -66,6 +83,11 @@ pub fn snapshot_json(k: &CounterSnapshot) -> String {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    if let What::Metrics { every, .. } = args.what {
+        if !(every.is_finite() && (0.05..=3600.0).contains(&every)) {
+            bail!("--every {every}: the poll period must be between 0.05 and 3600 seconds");
+        }
+    }
     let mut c = open_serial(&args.serial, args.baud, Duration::from_millis(args.timeout_ms))
         .with_context(|| format!("control link on {}", args.serial))?;
     match args.what {
@@ -166,6 +188,86 @@ pub fn run(args: Args) -> Result<()> {
                 println!("counters reset");
             }
         }
+        What::Metrics { listen, every } => return export(c, &args.serial, listen, Duration::from_secs_f64(every)),
     }
     Ok(())
+}
+
+/// The exporter's own families: whether the last poll succeeded, polls and failed polls, and the
+/// last poll's duration.
+fn exporter_families(up: bool, polls: u64, errors: u64, seconds: f64) -> Vec<Family> {
+    vec![
+        Family::single(
+            "spotagg_ctl_up",
+            "1 if the last poll of the control link succeeded.",
+            Kind::Gauge,
+            f64::from(u8::from(up)),
+        ),
+        Family::single("spotagg_ctl_polls_total", "Polls of the control link.", Kind::Counter, polls as f64),
+        Family::single(
+            "spotagg_ctl_poll_errors_total",
+            "Polls that failed (the error is on stderr).",
+            Kind::Counter,
+            errors as f64,
+        ),
+        Family::single("spotagg_ctl_poll_seconds", "Duration of the last poll.", Kind::Gauge, seconds),
+    ]
+}
+
+/// `ctl metrics`: one thread polls the link (a counter snapshot and the status) and publishes
+/// the families; this one serves them. The first poll must succeed (else the command fails, naming
+/// the port); a later failed poll is reported on stderr and leaves only the exporter's families
+/// (`spotagg_ctl_up 0`), so a scrape never shows stale board figures as current, and polling
+/// goes on.
+fn export<P: Read + Write + Send + 'static>(
+    mut c: Control<P>,
+    serial: &str,
+    listen: SocketAddr,
+    every: Duration,
+) -> Result<()> {
+    let board = Arc::new(MetricsBoard::new(1));
+    let (mut polls, mut errors) = (0u64, 0u64);
+    let mut poll = move |board: &MetricsBoard| -> Result<(), String> {
+        let t = Instant::now();
+        let got = c.snapshot().and_then(|k| Ok((k, c.status()?)));
+        polls += 1;
+        let secs = t.elapsed().as_secs_f64();
+        match got {
+            Ok((k, s)) => {
+                let mut f = board_families(&k, &s);
+                f.extend(exporter_families(true, polls, errors, secs));
+                board.publish(0, f);
+                Ok(())
+            }
+            Err(e) => {
+                errors += 1;
+                board.publish(0, exporter_families(false, polls, errors, secs));
+                Err(e.to_string())
+            }
+        }
+    };
+    poll(&board).map_err(|e| anyhow::anyhow!("first poll of the control link on {serial}: {e}"))?;
+    let l = TcpListener::bind(listen).with_context(|| format!("--listen {listen}: cannot listen"))?;
+    println!(
+        "spotagg ctl: metrics on http://{}/metrics (polling {serial} every {:.2} s)",
+        l.local_addr()?,
+        every.as_secs_f64()
+    );
+    std::io::stdout().flush()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let poller = {
+        let (board, stop, serial) = (board.clone(), stop.clone(), serial.to_string());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(every);
+                if let Err(e) = poll(&board) {
+                    eprintln!("spotagg ctl metrics: poll of {serial} failed: {e}");
+                }
+            }
+        })
+    };
+    let served = serve_http(&l, &board, &stop);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = poller.join();
+    served.context("metrics server")
 }
