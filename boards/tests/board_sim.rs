@@ -71,14 +71,7 @@ impl Bench {
     }
 
     fn edge(&mut self) {
-        for c in self.id.clocks {
-            self.m.set(c, 1);
-        }
-        self.m.eval();
-        for c in self.id.clocks {
-            self.m.set(c, 0);
-        }
-        self.m.eval();
+        self.id.edge(&mut self.m);
         self.cycles += 1;
     }
 

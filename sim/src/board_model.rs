@@ -95,6 +95,16 @@ impl FabricPins {
             merge_port: m.port("status$merge_port"),
         }
     }
+
+    /// One rising and falling edge of every clock at once (all clocks from one clock).
+    pub fn edge(&self, m: &mut VerilatedModel) {
+        for level in [1, 0] {
+            for c in self.clocks {
+                m.set(c, level);
+            }
+            m.eval();
+        }
+    }
 }
 
 struct BoardPins {
@@ -166,14 +176,7 @@ impl BoardModel {
                 }
             }
         }
-        for c in self.p.fabric.clocks {
-            self.m.set(c, 1);
-        }
-        self.m.eval();
-        for c in self.p.fabric.clocks {
-            self.m.set(c, 0);
-        }
-        self.m.eval();
+        self.p.fabric.edge(&mut self.m);
         self.cycles += 1;
         active
     }
