@@ -122,21 +122,21 @@ impl TxDecoder {
 fn board(mut m: VerilatedModel, mut pty: TTYPort, cmds: mpsc::Receiver<Cmd>, mut phys: [MdioPhyModel; 2]) {
     let p = |n: &str| m.port(n);
     let id = Pins {
-        clocks: [p("core_clock"), p("tx_clock"), p("eth0_rx_clock"), p("eth1_rx_clock")],
+        clocks: [p("core_clock"), p("tx_clock"), p("eth$0$rx_clock"), p("eth$1$rx_clock")],
         start: p("start"),
-        rxd: [p("eth0_rxd"), p("eth1_rxd")],
-        rx_dv: [p("eth0_rx_dv"), p("eth1_rx_dv")],
-        txd: [p("eth0_txd"), p("eth1_txd")],
-        tx_en: [p("eth0_tx_en"), p("eth1_tx_en")],
+        rxd: [p("eth$0$rxd"), p("eth$1$rxd")],
+        rx_dv: [p("eth$0$rx_dv"), p("eth$1$rx_dv")],
+        txd: [p("eth$0$txd"), p("eth$1$txd")],
+        tx_en: [p("eth$0$tx_en"), p("eth$1$tx_en")],
         uart_rx: p("uart_rx"),
         uart_tx: p("uart_tx"),
         mdc: p("mdc"),
         mdio_o: p("mdio_o"),
         mdio_oe: p("mdio_oe"),
         mdio_i: p("mdio_i"),
-        core_idle: p("core_idle"),
-        merge_start: p("merge_start"),
-        merge_port: p("merge_port"),
+        core_idle: p("status$core_idle"),
+        merge_start: p("status$merge_start"),
+        merge_port: p("status$merge_port"),
     };
     m.set(id.start, 1);
     m.set(id.uart_rx, 1);

@@ -31,6 +31,13 @@ pub struct Ecp5Part {
     pub luts: usize,
 }
 
+impl Ecp5Part {
+    /// The LFE5U-25F at speed grade 6 (56 DP16KD, 24,288 LUT4) in `package`.
+    pub const fn lfe5u_25f_6(package: &'static str) -> Ecp5Part {
+        Ecp5Part { device: "--25k", package, speed: 6, dp16kd: 56, luts: 24288 }
+    }
+}
+
 /// Electrical standard of a pin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IoStandard {
@@ -123,6 +130,21 @@ pub struct RgmiiSites {
     pub tx_ctl: &'static str,
     /// Transmit data, bit 0 first.
     pub txd: [&'static str; 4],
+}
+
+impl RgmiiSites {
+    /// The sites of each side in the order a schematic groups them: clock, control, then data
+    /// bits 0..4 (`rx`: RXC, RX_CTL, RXD0..3; `tx`: TXC, TX_CTL, TXD0..3).
+    pub const fn new(rx: [&'static str; 6], tx: [&'static str; 6]) -> RgmiiSites {
+        RgmiiSites {
+            rxc: rx[0],
+            rx_ctl: rx[1],
+            rxd: [rx[2], rx[3], rx[4], rx[5]],
+            txc: tx[0],
+            tx_ctl: tx[1],
+            txd: [tx[2], tx[3], tx[4], tx[5]],
+        }
+    }
 }
 
 /// The control link's serial port: the two pins and where they were found.

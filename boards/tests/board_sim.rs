@@ -20,6 +20,7 @@ use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::rust_hdl::prelude::*;
 use spotagg_hdl::CoreConfig;
+use spotagg_sim::board_model::FabricPins;
 use spotagg_sim::gmii::{self, padded, wrap as wire};
 use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::trace::{generate, TraceSpec};
@@ -28,29 +29,18 @@ use spotagg_testkit::{require_tool, Tool};
 
 const WAIVERS_EXTRA: &str = "lint_off -rule UNOPTFLAT -file \"*top.v\"\n";
 
-struct Ids {
-    /// Core, transmit, port 0 receive, port 1 receive.
-    clocks: [u32; 4],
-    start: u32,
-    rxd: [u32; 2],
-    rx_dv: [u32; 2],
-    rx_er: [u32; 2],
-    txd: [u32; 2],
-    tx_en: [u32; 2],
-    tx_er: [u32; 2],
+/// The fabric's counter ports.
+struct CounterIds {
     counter_address: u32,
     counter_data: u32,
     port_counter_address: u32,
     port_counter_data: u32,
-    configured: u32,
-    core_idle: u32,
-    merge_start: u32,
-    merge_port: u32,
 }
 
 struct Bench {
     m: VerilatedModel,
-    id: Ids,
+    id: FabricPins,
+    ctr: CounterIds,
     cycles: u64,
 }
 
@@ -69,50 +59,70 @@ impl Bench {
             ..Default::default()
         };
         let m = VerilatedModel::build(&verilog, &ports, &opts).expect("verilator build");
+        let id = FabricPins::of(&m);
         let p = |n: &str| m.port(n);
-        let id = Ids {
-            clocks: [p("core_clock"), p("tx_clock"), p("eth0_rx_clock"), p("eth1_rx_clock")],
-            start: p("start"),
-            rxd: [p("eth0_rxd"), p("eth1_rxd")],
-            rx_dv: [p("eth0_rx_dv"), p("eth1_rx_dv")],
-            rx_er: [p("eth0_rx_er"), p("eth1_rx_er")],
-            txd: [p("eth0_txd"), p("eth1_txd")],
-            tx_en: [p("eth0_tx_en"), p("eth1_tx_en")],
-            tx_er: [p("eth0_tx_er"), p("eth1_tx_er")],
+        let ctr = CounterIds {
             counter_address: p("counter_address"),
             counter_data: p("counter_data"),
             port_counter_address: p("port_counter_address"),
             port_counter_data: p("port_counter_data"),
-            configured: p("configured"),
-            core_idle: p("core_idle"),
-            merge_start: p("merge_start"),
-            merge_port: p("merge_port"),
         };
-        Some(Bench { m, id, cycles: 0 })
+        Some(Bench { m, id, ctr, cycles: 0 })
     }
 
     fn edge(&mut self) {
-        for c in self.id.clocks {
-            self.m.set(c, 1);
-        }
-        self.m.eval();
-        for c in self.id.clocks {
-            self.m.set(c, 0);
-        }
-        self.m.eval();
+        self.id.edge(&mut self.m);
         self.cycles += 1;
     }
 
+    /// Puts `(dv, d)` on port `p`'s receive side.
+    fn receive(&mut self, p: usize, (dv, d): (bool, u8)) {
+        self.m.set(self.id.rx_dv[p], dv as u64);
+        self.m.set(self.id.rxd[p], u64::from(d));
+        self.m.set(self.id.rx_er[p], 0);
+    }
+
+    /// Samples both ports' transmit side into `dec`; whether a port is sending.
+    fn transmit(&mut self, dec: &mut [TxDecoder; 2]) -> bool {
+        let mut active = false;
+        for p in 0..2 {
+            let en = self.m.get(self.id.tx_en[p]) != 0;
+            active |= en;
+            dec[p].clock(en, self.m.get(self.id.tx_er[p]) != 0, self.m.get(self.id.txd[p]) as u8);
+        }
+        active
+    }
+
+    /// Notes the frame the core takes now, if it takes one: its port and its number there.
+    fn merge(&mut self, merged: &mut Vec<(usize, usize)>, counts: &mut [usize; 2]) {
+        if self.m.get(self.id.merge_start) != 0 {
+            let p = self.m.get(self.id.merge_port) as usize;
+            merged.push((p, counts[p]));
+            counts[p] += 1;
+        }
+    }
+
+    /// Counts the clocks in a row that the board is `done` (everything sent) with the core
+    /// idle; true once there have been more than 3000.
+    fn settled(&mut self, quiet: &mut usize, done: bool) -> bool {
+        if done && self.m.get(self.id.core_idle) != 0 {
+            *quiet += 1;
+        } else {
+            *quiet = 0;
+        }
+        *quiet > 3000
+    }
+
     fn port_counter(&mut self, i: u64) -> u32 {
-        self.m.set(self.id.port_counter_address, i);
+        self.m.set(self.ctr.port_counter_address, i);
         self.m.eval();
-        self.m.get(self.id.port_counter_data) as u32
+        self.m.get(self.ctr.port_counter_data) as u32
     }
 
     fn core_counter(&mut self, i: u64) -> u32 {
-        self.m.set(self.id.counter_address, i);
+        self.m.set(self.ctr.counter_address, i);
         self.m.eval();
-        self.m.get(self.id.counter_data) as u32
+        self.m.get(self.ctr.counter_data) as u32
     }
 }
 
@@ -204,38 +214,25 @@ fn run(b: &mut Bench, inputs: &[Vec<Vec<u8>>; 2], periods: Option<[u64; 4]>) -> 
             high[k] = !high[k];
             if high[k] && k > 1 {
                 let p = k - 2;
-                let (dv, d) = streams[p].get(pos[p]).cloned().unwrap_or((false, 0));
-                b.m.set(b.id.rx_dv[p], dv as u64);
-                b.m.set(b.id.rxd[p], u64::from(d));
-                b.m.set(b.id.rx_er[p], 0);
+                b.receive(p, streams[p].get(pos[p]).cloned().unwrap_or((false, 0)));
                 pos[p] += 1;
                 b.m.eval();
             }
             let mut active = false;
-            if high[k] && k == 0 && b.m.get(b.id.merge_start) != 0 {
-                let p = b.m.get(b.id.merge_port) as usize;
-                merged.push((p, counts[p]));
-                counts[p] += 1;
+            if high[k] && k == 0 {
+                b.merge(&mut merged, &mut counts);
             }
             if high[k] && k == 1 {
-                for p in 0..2 {
-                    let en = b.m.get(b.id.tx_en[p]) != 0;
-                    active |= en;
-                    dec[p].clock(en, b.m.get(b.id.tx_er[p]) != 0, b.m.get(b.id.txd[p]) as u8);
-                }
+                active = b.transmit(&mut dec);
                 b.cycles += 1;
                 t += 1;
             }
             b.m.set(b.id.clocks[k], high[k] as u64);
             b.m.eval();
             if high[k] && k == 1 {
-                if pos[0] > streams[0].len() && pos[1] > streams[1].len() && !active && b.m.get(b.id.core_idle) != 0 {
-                    quiet += 1;
-                    if quiet > 3000 {
-                        break;
-                    }
-                } else {
-                    quiet = 0;
+                let sent = pos[0] > streams[0].len() && pos[1] > streams[1].len();
+                if b.settled(&mut quiet, sent && !active) {
+                    break;
                 }
                 assert!(t < len * 4 + 1_000_000, "the board did not finish");
             }
@@ -243,32 +240,15 @@ fn run(b: &mut Bench, inputs: &[Vec<Vec<u8>>; 2], periods: Option<[u64; 4]>) -> 
     }
     while periods.is_none() {
         for p in 0..2 {
-            let (dv, d) = streams[p].get(t).cloned().unwrap_or((false, 0));
-            b.m.set(b.id.rx_dv[p], dv as u64);
-            b.m.set(b.id.rxd[p], u64::from(d));
-            b.m.set(b.id.rx_er[p], 0);
+            b.receive(p, streams[p].get(t).cloned().unwrap_or((false, 0)));
         }
         b.m.eval();
-        let mut active = false;
-        for p in 0..2 {
-            let en = b.m.get(b.id.tx_en[p]) != 0;
-            active |= en;
-            dec[p].clock(en, b.m.get(b.id.tx_er[p]) != 0, b.m.get(b.id.txd[p]) as u8);
-        }
-        if b.m.get(b.id.merge_start) != 0 {
-            let p = b.m.get(b.id.merge_port) as usize;
-            merged.push((p, counts[p]));
-            counts[p] += 1;
-        }
+        let active = b.transmit(&mut dec);
+        b.merge(&mut merged, &mut counts);
         b.edge();
         t += 1;
-        if t > len && !active && b.m.get(b.id.core_idle) != 0 {
-            quiet += 1;
-            if quiet > 3000 {
-                break;
-            }
-        } else {
-            quiet = 0;
+        if b.settled(&mut quiet, t > len && !active) {
+            break;
         }
         assert!(t < len * 4 + 1_000_000, "the board did not finish");
     }

@@ -44,15 +44,73 @@ pub struct BoardModel {
     pub bad_frames: u64,
 }
 
+/// The ports of a switch fabric's (or a board logic's) Verilator model that its benches drive
+/// and read, by the names rust-hdl gives them: the clocks, both GMII ports (`eth$i$...`), and the
+/// fabric's status (`status$...`).
+#[derive(Debug, Clone, Copy)]
+pub struct FabricPins {
+    /// Core, transmit, port 0 receive, port 1 receive.
+    pub clocks: [u32; 4],
+    /// Start loading the power-up job.
+    pub start: u32,
+    /// GMII receive data, by port.
+    pub rxd: [u32; 2],
+    /// GMII receive data valid, by port.
+    pub rx_dv: [u32; 2],
+    /// GMII receive error, by port.
+    pub rx_er: [u32; 2],
+    /// GMII transmit data, by port.
+    pub txd: [u32; 2],
+    /// GMII transmit enable, by port.
+    pub tx_en: [u32; 2],
+    /// GMII transmit error, by port.
+    pub tx_er: [u32; 2],
+    /// The power-up job is loaded.
+    pub configured: u32,
+    /// Nothing in flight.
+    pub core_idle: u32,
+    /// The core takes the first word of a frame.
+    pub merge_start: u32,
+    /// The port of that frame.
+    pub merge_port: u32,
+}
+
+impl FabricPins {
+    /// The ports of `m`; panics naming a port the model does not have.
+    pub fn of(m: &VerilatedModel) -> FabricPins {
+        let eth = |name: &str| [0, 1].map(|i| m.port(&format!("eth${i}${name}")));
+        let [rx0, rx1] = eth("rx_clock");
+        FabricPins {
+            clocks: [m.port("core_clock"), m.port("tx_clock"), rx0, rx1],
+            start: m.port("start"),
+            rxd: eth("rxd"),
+            rx_dv: eth("rx_dv"),
+            rx_er: eth("rx_er"),
+            txd: eth("txd"),
+            tx_en: eth("tx_en"),
+            tx_er: eth("tx_er"),
+            configured: m.port("status$configured"),
+            core_idle: m.port("status$core_idle"),
+            merge_start: m.port("status$merge_start"),
+            merge_port: m.port("status$merge_port"),
+        }
+    }
+
+    /// One rising and falling edge of every clock at once (all clocks from one clock).
+    pub fn edge(&self, m: &mut VerilatedModel) {
+        for level in [1, 0] {
+            for c in self.clocks {
+                m.set(c, level);
+            }
+            m.eval();
+        }
+    }
+}
+
 struct BoardPins {
-    clocks: [u32; 4],
-    rxd: u32,
-    rx_dv: u32,
-    txd: [u32; 2],
-    tx_en: [u32; 2],
+    fabric: FabricPins,
     counter_address: u32,
     counter_data: u32,
-    core_idle: u32,
 }
 
 impl BoardModel {
@@ -68,18 +126,12 @@ impl BoardModel {
             extra_args: vec!["-Wno-fatal".into()],
         };
         let mut m = VerilatedModel::build(verilog, ports, &opts)?;
-        let id = |n: &str| m.port(n);
         let p = BoardPins {
-            clocks: [id("core_clock"), id("tx_clock"), id("eth0_rx_clock"), id("eth1_rx_clock")],
-            rxd: id("eth0_rxd"),
-            rx_dv: id("eth0_rx_dv"),
-            txd: [id("eth0_txd"), id("eth1_txd")],
-            tx_en: [id("eth0_tx_en"), id("eth1_tx_en")],
-            counter_address: id("counter_address"),
-            counter_data: id("counter_data"),
-            core_idle: id("core_idle"),
+            fabric: FabricPins::of(&m),
+            counter_address: m.port("counter_address"),
+            counter_data: m.port("counter_data"),
         };
-        let (start, configured) = (id("start"), id("configured"));
+        let (start, configured) = (p.fabric.start, p.fabric.configured);
         m.set(start, 1);
         m.eval();
         let mut b = BoardModel {
@@ -91,7 +143,7 @@ impl BoardModel {
             port1_frames: 0,
             bad_frames: 0,
         };
-        while b.m.get(configured) == 0 || b.m.get(b.p.core_idle) == 0 {
+        while b.m.get(configured) == 0 || b.m.get(b.p.fabric.core_idle) == 0 {
             b.clock(false, 0, &mut vec![]);
             if b.cycles > 100_000 {
                 return Err(BoardModelError::NotConfigured(b.cycles));
@@ -103,14 +155,14 @@ impl BoardModel {
     /// One clock with `dv`/`d` on port 0's receive side; collects what the ports send.
     /// Returns whether a port is sending.
     fn clock(&mut self, dv: bool, d: u8, out: &mut Vec<Vec<u8>>) -> bool {
-        self.m.set(self.p.rx_dv, u64::from(dv));
-        self.m.set(self.p.rxd, u64::from(d));
+        self.m.set(self.p.fabric.rx_dv[0], u64::from(dv));
+        self.m.set(self.p.fabric.rxd[0], u64::from(d));
         self.m.eval();
         let mut active = false;
         for port in 0..2 {
-            if self.m.get(self.p.tx_en[port]) != 0 {
+            if self.m.get(self.p.fabric.tx_en[port]) != 0 {
                 active = true;
-                let byte = self.m.get(self.p.txd[port]) as u8;
+                let byte = self.m.get(self.p.fabric.txd[port]) as u8;
                 self.cur[port].push(byte);
             } else if !self.cur[port].is_empty() {
                 let w = std::mem::take(&mut self.cur[port]);
@@ -124,14 +176,7 @@ impl BoardModel {
                 }
             }
         }
-        for c in self.p.clocks {
-            self.m.set(c, 1);
-        }
-        self.m.eval();
-        for c in self.p.clocks {
-            self.m.set(c, 0);
-        }
-        self.m.eval();
+        self.p.fabric.edge(&mut self.m);
         self.cycles += 1;
         active
     }
@@ -148,7 +193,7 @@ impl Engine for BoardModel {
         let mut quiet = 0;
         while quiet < BOARD_QUIET {
             let active = self.clock(false, 0, out);
-            quiet = if active || self.m.get(self.p.core_idle) == 0 { 0 } else { quiet + 1 };
+            quiet = if active || self.m.get(self.p.fabric.core_idle) == 0 { 0 } else { quiet + 1 };
         }
         let mut w = [0u64; Counters::WORDS];
         for (i, v) in w.iter_mut().enumerate() {

@@ -15,14 +15,15 @@
 //! flickers with responses), RX on R7, both on J19. LiteX notes some capacitance on the `KEY+`
 //! pin of an older revision that may limit the baud rate: the divisor is a build parameter.
 
-use crate::{Board, Ecp5Part, PhyDelays, RgmiiSites, UartSites};
+use super::{COLORLIGHT_PHY_ADDRESSES, COLORLIGHT_PHY_DELAYS};
+use crate::{Board, Ecp5Part, RgmiiSites, UartSites};
 
 /// The board.
 pub fn board() -> Board {
     Board {
         id: "colorlight-5a-75b-v8",
         name: "Colorlight 5A-75B v8.0",
-        part: Ecp5Part { device: "--25k", package: "CABGA256", speed: 6, dp16kd: 56, luts: 24288 },
+        part: Ecp5Part::lfe5u_25f_6("CABGA256"),
         board_id: 0x5a75,
         clk_in: ("P6", 25.0),
         led_n: Some("T6"),
@@ -31,37 +32,16 @@ pub fn board() -> Board {
             rx: "R7",
             source: "J19: tx = user LED (DATA_LED-), rx = user button (KEY+); LiteX-Boards colorlight_5a_75b.py serial",
         },
-        // ASSUMPTION: the RTL8211FD PHYAD straps are not documented for this board; 0 for U11
-        // (port 0) and 1 for U13 (port 1) is the common choice. A wrong address shows as link
-        // state "unknown" (no PHY answers), never as a false "down".
-        phy_addresses: [0, 1],
+        // Port 0 is PHY U11, port 1 U13 (the one that also gives the 25 MHz clock).
+        phy_addresses: COLORLIGHT_PHY_ADDRESSES,
         phy_reset_n: "R6",
         mdc: "R5",
         mdio: "T4",
         eth: [
-            // U11
-            RgmiiSites {
-                rxc: "J1",
-                rx_ctl: "J2",
-                rxd: ["K2", "J3", "K1", "K3"],
-                txc: "L1",
-                tx_ctl: "L2",
-                txd: ["M2", "M1", "P1", "R1"],
-            },
-            // U13
-            RgmiiSites {
-                rxc: "M16",
-                rx_ctl: "P16",
-                rxd: ["M15", "R16", "L15", "L16"],
-                txc: "J16",
-                tx_ctl: "K14",
-                txd: ["K16", "J15", "J14", "K15"],
-            },
+            RgmiiSites::new(["J1", "J2", "K2", "J3", "K1", "K3"], ["L1", "L2", "M2", "M1", "P1", "R1"]),
+            RgmiiSites::new(["M16", "P16", "M15", "R16", "L15", "L16"], ["J16", "K14", "K16", "J15", "J14", "K15"]),
         ],
-        // RXD0/RXD1 strap RXDLY/TXDLY on the RTL8211FD. The straps' resistors are not
-        // documented for this board: this records an ASSUMPTION (PHY delays receive, the FPGA
-        // delays TXC) to be confirmed on hardware or overridden over MDIO by the board top.
-        phy_delays: PhyDelays { rx_delay_in_phy: true, tx_delay_in_phy: false },
+        phy_delays: COLORLIGHT_PHY_DELAYS,
         loader_board: Some("colorlight"),
     }
 }

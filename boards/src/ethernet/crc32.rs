@@ -6,6 +6,8 @@
 //! byte first. A receiver that runs the register over the frame *and* its FCS ends at
 //! [`CRC32_RESIDUE`] when the frame is intact.
 //!
+//! `residue` says whether `crc` is that residue (the receiver's check, next to the register).
+//!
 //! Timing: purely combinational (an XOR tree per output bit, at most 40 inputs deep-one, which
 //! Yosys maps to about three LUT levels); the user registers `out`.
 //!
@@ -26,6 +28,9 @@ pub struct Crc32 {
     pub data: Signal<In, Bits<8>>,
     /// CRC register after the byte.
     pub out: Signal<Out, Bits<32>>,
+    /// The register before the byte is [`CRC32_RESIDUE`] (a receiver's check, run over a frame
+    /// and its FCS).
+    pub residue: Signal<Out, Bit>,
 }
 
 impl Logic for Crc32 {
@@ -33,15 +38,17 @@ impl Logic for Crc32 {
         let c = self.crc.val().to_u32();
         let d = self.data.val().to_u8();
         self.out.next = u64::from(crc32_byte(c, d)).into();
+        self.residue.next = c == CRC32_RESIDUE;
     }
 
     fn connect(&mut self) {
         self.out.connect();
+        self.residue.connect();
     }
 
     fn hdl(&self) -> Verilog {
         // The map is linear: output bit i is the XOR of the input bits whose unit vector sets it.
-        let mut s = String::new();
+        let mut s = format!("assign residue = crc == 32'h{CRC32_RESIDUE:08x};\n");
         for i in 0..32 {
             let mut cm = 0u32;
             for j in 0..32 {
@@ -108,7 +115,11 @@ mod test {
             uut.data.next = u64::from(d).into();
             assert!(simulate(&mut uut, 100));
             assert_eq!(uut.out.val().to_u32(), crc32_byte(c, d));
+            assert!(!uut.residue.val());
         }
+        uut.crc.next = u64::from(CRC32_RESIDUE).into();
+        assert!(simulate(&mut uut, 100));
+        assert!(uut.residue.val());
         let v = generate_verilog(&uut);
         assert!(v.contains("assign out[31]"));
     }

@@ -4,10 +4,10 @@
 //! transmit MAC.
 //!
 //! ```text
-//! GMII rx ─ MacRx ─ RxWidth<8> ─ RxClassifier ─ rx FIFO ══(rx clock | core clock)══ rxq_*
-//! res_* ─ result FIFO ══(core clock | tx clock)══┐
+//! GMII rx ─ MacRx ─ RxWidth<8> ─ RxClassifier ─ rx FIFO ══(rx clock | core clock)══ rxq
+//! res   ─ result FIFO ══(core clock | tx clock)══┐
 //!                                                ├─ FrameArbiter ─ TxWidth<8> ─ StreamSlice ─ MacTx ─ GMII tx
-//! br_*  ─ bridge FIFO ══(core clock | tx clock)══┘                                     (tx clock)
+//! br    ─ bridge FIFO ══(core clock | tx clock)══┘                                     (tx clock)
 //! ```
 //!
 //! Capacity: receive FIFO 2048 words (8 KiB in 4 DP16KD: the words are kept in 36 bits, the
@@ -23,24 +23,21 @@
 
 use crate::ethernet::frame_arbiter::FrameArbiter;
 use crate::ethernet::frame_fifo::{FrameFifo, FrameWriteSink, WORD_BITS};
+use crate::ethernet::gmii::GmiiPort;
 use crate::ethernet::mac_rx::MacRx;
 use crate::ethernet::mac_tx::MacTx;
 use crate::ethernet::rx_classifier::RxClassifier;
+use crate::ethernet::stream::StreamSource;
 use crate::ethernet::stream_slice::StreamSlice;
 use rust_hdl::prelude::*;
 use spotagg_hdl::stream_width::{RxWidth, TxWidth};
+use spotagg_hdl::word_stream::WordSource;
 
 /// One port.
 #[derive(LogicBlock, Default)]
 pub struct EthPort {
-    /// Receive clock from the PHY.
-    pub rx_clock: Signal<In, Clock>,
-    /// GMII receive data.
-    pub gmii_rxd: Signal<In, Bits<8>>,
-    /// GMII receive data valid.
-    pub gmii_rx_dv: Signal<In, Bit>,
-    /// GMII receive error.
-    pub gmii_rx_er: Signal<In, Bit>,
+    /// The GMII port (its receive clock clocks the receive side).
+    pub gmii: GmiiPort,
     /// The switch's MAC (quasi-static).
     pub switch_mac: Signal<In, Bits<48>>,
     /// Core clock (the FIFOs' core-facing ends).
@@ -48,36 +45,18 @@ pub struct EthPort {
     /// Transmit clock (125 MHz on the board): the transmit FIFOs' read ends, the merge and
     /// the transmit MAC.
     pub tx_clock: Signal<In, Clock>,
-    /// GMII transmit data.
-    pub gmii_txd: Signal<Out, Bits<8>>,
-    /// GMII transmit enable.
-    pub gmii_tx_en: Signal<Out, Bit>,
-    /// GMII transmit error.
-    pub gmii_tx_er: Signal<Out, Bit>,
-    /// Received frames (core clock domain): valid.
-    pub rxq_valid: Signal<Out, Bit>,
-    /// Received frames: word.
-    pub rxq_data: Signal<Out, Bits<WORD_BITS>>,
-    /// Received frames: take the word.
-    pub rxq_ready: Signal<In, Bit>,
+    /// Received frames (core clock domain).
+    pub rxq: StreamSource<WORD_BITS>,
     /// Received frames: committed words waiting (core clock domain, for the merge).
     pub rxq_fill: Signal<Out, Bits<16>>,
     /// Result FIFO (core clock domain).
     pub res: FrameWriteSink,
     /// Bridge FIFO (core clock domain).
     pub br: FrameWriteSink,
-    /// Good frames received (receive clock domain).
-    pub frames_good: Signal<Out, Bits<32>>,
-    /// Frames with a bad FCS (receive clock domain).
-    pub frames_bad_fcs: Signal<Out, Bits<32>>,
-    /// Runts (receive clock domain).
-    pub frames_runt: Signal<Out, Bits<32>>,
-    /// Giants (receive clock domain).
-    pub frames_giant: Signal<Out, Bits<32>>,
-    /// Good frames dropped because the receive FIFO was full (receive clock domain).
-    pub frames_overflow: Signal<Out, Bits<32>>,
-    /// Frames sent (transmit clock domain).
-    pub frames_sent: Signal<Out, Bits<32>>,
+    /// Counter index (the module's table).
+    pub counter_address: Signal<In, Bits<3>>,
+    /// Counter value (combinational; each counter in its own clock domain).
+    pub counter_data: Signal<Out, Bits<32>>,
     mac_rx: MacRx,
     pack: RxWidth<8>,
     classifier: RxClassifier,
@@ -100,41 +79,30 @@ impl Logic for EthPort {
     #[hdl_gen]
     fn update(&mut self) {
         // Receive clock domain.
-        self.mac_rx.clock.next = self.rx_clock.val();
-        self.pack.clock.next = self.rx_clock.val();
-        self.classifier.clock.next = self.rx_clock.val();
-        self.rx_fifo.write_clock.next = self.rx_clock.val();
-        self.mac_rx.gmii_rxd.next = self.gmii_rxd.val();
-        self.mac_rx.gmii_rx_dv.next = self.gmii_rx_dv.val();
-        self.mac_rx.gmii_rx_er.next = self.gmii_rx_er.val();
+        self.mac_rx.clock.next = self.gmii.rx_clock.val();
+        self.pack.clock.next = self.gmii.rx_clock.val();
+        self.classifier.clock.next = self.gmii.rx_clock.val();
+        self.rx_fifo.write_clock.next = self.gmii.rx_clock.val();
+        self.mac_rx.gmii_rxd.next = self.gmii.rxd.val();
+        self.mac_rx.gmii_rx_dv.next = self.gmii.rx_dv.val();
+        self.mac_rx.gmii_rx_er.next = self.gmii.rx_er.val();
         self.pack.in_valid.next = self.mac_rx.out_valid.val();
         self.pack.in_data.next = self.mac_rx.out_data.val();
         self.pack.in_last.next = self.mac_rx.out_last.val();
         self.pack.in_bytes.next = 1.into();
-        self.pack.word.ready.next = true;
         self.classifier.switch_mac.next = self.switch_mac.val();
-        self.classifier.in_valid.next = self.pack.word.valid.val();
-        self.classifier.in_data.next = self.pack.word.data.val();
-        self.classifier.in_last.next = self.pack.word.last.val();
-        self.classifier.in_bytes.next = self.pack.word.bytes.val();
-        self.classifier.in_good.next = self.mac_rx.out_good.val();
+        WordSource::join(&mut self.pack.word, &mut self.classifier.up);
+        self.classifier.up_good.next = self.mac_rx.out_good.val();
         // 36-bit receive FIFO word: data, then the byte count on the last word, the routing
         // bits on the others, then `last`.
-        self.rx_fifo.write_data.next = bit_cast::<36, WORD_BITS>(self.classifier.write_data.val());
+        self.rx_fifo.write.data.next = self.classifier.write_data.val();
         if !self.classifier.write_data.val().get_bit(35) {
-            self.rx_fifo.write_data.next = bit_cast::<36, WORD_BITS>(
-                (self.classifier.write_data.val() & 0xFFFF_FFFF_u64)
-                    | ((self.classifier.write_data.val() >> 4) & 0x3_0000_0000_u64),
-            );
+            self.rx_fifo.write.data.next = (self.classifier.write_data.val() & 0xFFFF_FFFF_u64)
+                | ((self.classifier.write_data.val() >> 4) & 0x3_0000_0000_u64);
         }
-        self.rx_fifo.write_enable.next = self.classifier.write_enable.val();
-        self.rx_fifo.write_commit.next = self.classifier.write_commit.val();
+        self.rx_fifo.write.enable.next = self.classifier.write_enable.val();
+        self.rx_fifo.write.commit.next = self.classifier.write_commit.val();
         self.rx_fifo.write_drop.next = self.classifier.write_drop.val();
-        self.frames_good.next = self.mac_rx.frames_good.val();
-        self.frames_bad_fcs.next = self.mac_rx.frames_bad_fcs.val();
-        self.frames_runt.next = self.mac_rx.frames_runt.val();
-        self.frames_giant.next = self.mac_rx.frames_giant.val();
-        self.frames_overflow.next = self.rx_fifo.overflow_drops.val();
         // Core clock domain.
         self.rx_fifo.read_clock.next = self.core_clock.val();
         self.res_fifo.write_clock.next = self.core_clock.val();
@@ -142,69 +110,68 @@ impl Logic for EthPort {
         // Transmit clock domain.
         self.res_fifo.read_clock.next = self.tx_clock.val();
         self.br_fifo.read_clock.next = self.tx_clock.val();
-        self.tx_arbiter.clock.next = self.tx_clock.val();
-        self.unpack.clock.next = self.tx_clock.val();
-        self.tx_slice.clock.next = self.tx_clock.val();
-        self.mac_tx.clock.next = self.tx_clock.val();
+        clock!(self, tx_clock, tx_arbiter, unpack, tx_slice, mac_tx);
         // Core clock domain.
-        self.in_frame.clock.next = self.core_clock.val();
-        self.route.clock.next = self.core_clock.val();
-        self.in_frame.d.next = self.in_frame.q.val();
-        self.route.d.next = self.route.q.val();
-        self.rxq_valid.next = self.rx_fifo.read_valid.val();
-        self.rx_route.next = self.rx_fifo.read_data.val().get_bits::<2>(32);
+        dff_setup!(self, core_clock, in_frame, route);
+        self.rxq.valid.next = self.rx_fifo.read.valid.val();
+        self.rx_route.next = self.rx_fifo.read.data.val().get_bits::<2>(32);
         if self.in_frame.q.val() {
             self.rx_route.next = self.route.q.val();
         }
-        self.rxq_data.next = (bit_cast::<WORD_BITS, 36>(self.rx_fifo.read_data.val()) & 0xF_FFFF_FFFF_u64)
+        self.rxq.data.next = (bit_cast::<WORD_BITS, 36>(self.rx_fifo.read.data.val()) & 0xF_FFFF_FFFF_u64)
             | (bit_cast::<WORD_BITS, 2>(self.rx_route.val()) << 36);
-        if !self.rx_fifo.read_data.val().get_bit(35) {
-            self.rxq_data.next = (bit_cast::<WORD_BITS, 36>(self.rx_fifo.read_data.val()) & 0xFFFF_FFFF_u64)
+        if !self.rx_fifo.read.data.val().get_bit(35) {
+            self.rxq.data.next = (bit_cast::<WORD_BITS, 36>(self.rx_fifo.read.data.val()) & 0xFFFF_FFFF_u64)
                 | 0x4_0000_0000_u64
                 | (bit_cast::<WORD_BITS, 2>(self.rx_route.val()) << 36);
         }
-        self.rx_fifo.read_ready.next = self.rxq_ready.val();
+        self.rx_fifo.read.ready.next = self.rxq.ready.val();
         self.rxq_fill.next = bit_cast::<16, 12>(self.rx_fifo.read_fill.val());
-        self.tx_arbiter.in0_fill.next = 0.into();
-        self.tx_arbiter.in1_fill.next = 0.into();
-        if self.rx_fifo.read_valid.val() & self.rxq_ready.val() {
-            self.in_frame.d.next = !self.rx_fifo.read_data.val().get_bit(35);
+        if self.rx_fifo.read.valid.val() & self.rxq.ready.val() {
+            self.in_frame.d.next = !self.rx_fifo.read.data.val().get_bit(35);
             if !self.in_frame.q.val() {
                 self.route.d.next = self.rx_route.val();
             }
         }
-        self.res_fifo.write_data.next = bit_cast::<36, WORD_BITS>(self.res.data.val());
-        self.res_fifo.write_enable.next = self.res.enable.val();
-        self.res_fifo.write_commit.next = self.res.commit.val();
+        FrameWriteSink::link(&mut self.res, &mut self.res_fifo.write);
         self.res_fifo.write_drop.next = false;
-        self.res.ready.next = self.res_fifo.write_ready.val();
-        self.br_fifo.write_data.next = bit_cast::<36, WORD_BITS>(self.br.data.val());
-        self.br_fifo.write_enable.next = self.br.enable.val();
-        self.br_fifo.write_commit.next = self.br.commit.val();
+        FrameWriteSink::link(&mut self.br, &mut self.br_fifo.write);
         self.br_fifo.write_drop.next = false;
-        self.br.ready.next = self.br_fifo.write_ready.val();
-        self.tx_arbiter.in0_valid.next = self.res_fifo.read_valid.val();
-        self.tx_arbiter.in0_data.next = bit_cast::<WORD_BITS, 36>(self.res_fifo.read_data.val());
-        self.res_fifo.read_ready.next = self.tx_arbiter.in0_ready.val();
-        self.tx_arbiter.in1_valid.next = self.br_fifo.read_valid.val();
-        self.tx_arbiter.in1_data.next = bit_cast::<WORD_BITS, 36>(self.br_fifo.read_data.val());
-        self.br_fifo.read_ready.next = self.tx_arbiter.in1_ready.val();
-        self.unpack.word.valid.next = self.tx_arbiter.out_valid.val();
-        self.unpack.word.data.next = self.tx_arbiter.out_data.val().get_bits::<32>(0);
-        self.unpack.word.last.next = self.tx_arbiter.out_data.val().get_bit(35);
-        self.unpack.word.bytes.next = self.tx_arbiter.out_data.val().get_bits::<3>(32);
-        self.tx_arbiter.out_ready.next = self.unpack.word.ready.val();
-        self.tx_slice.in_valid.next = self.unpack.out_valid.val();
-        self.tx_slice.in_data.next =
+        // Transmit: the fills tied to zero, plain round robin between results and bridged frames.
+        self.tx_arbiter.fill[0].next = 0.into();
+        self.tx_arbiter.fill[1].next = 0.into();
+        self.tx_arbiter.up[0].valid.next = self.res_fifo.read.valid.val();
+        self.tx_arbiter.up[0].data.next = bit_cast::<WORD_BITS, 36>(self.res_fifo.read.data.val());
+        self.res_fifo.read.ready.next = self.tx_arbiter.up[0].ready.val();
+        self.tx_arbiter.up[1].valid.next = self.br_fifo.read.valid.val();
+        self.tx_arbiter.up[1].data.next = bit_cast::<WORD_BITS, 36>(self.br_fifo.read.data.val());
+        self.br_fifo.read.ready.next = self.tx_arbiter.up[1].ready.val();
+        self.unpack.word.valid.next = self.tx_arbiter.down.valid.val();
+        self.unpack.word.data.next = self.tx_arbiter.down.data.val().get_bits::<32>(0);
+        self.unpack.word.last.next = self.tx_arbiter.down.data.val().get_bit(35);
+        self.unpack.word.bytes.next = self.tx_arbiter.down.data.val().get_bits::<3>(32);
+        self.tx_arbiter.down.ready.next = self.unpack.word.ready.val();
+        self.tx_slice.up.valid.next = self.unpack.out_valid.val();
+        self.tx_slice.up.data.next =
             bit_cast::<9, 8>(self.unpack.out_data.val()) | (bit_cast::<9, 1>(self.unpack.out_last.val().into()) << 8);
-        self.unpack.out_ready.next = self.tx_slice.in_ready.val();
-        self.mac_tx.in_valid.next = self.tx_slice.out_valid.val();
-        self.mac_tx.in_data.next = self.tx_slice.out_data.val().get_bits::<8>(0);
-        self.mac_tx.in_last.next = self.tx_slice.out_data.val().get_bit(8);
-        self.tx_slice.out_ready.next = self.mac_tx.in_ready.val();
-        self.gmii_txd.next = self.mac_tx.gmii_txd.val();
-        self.gmii_tx_en.next = self.mac_tx.gmii_tx_en.val();
-        self.gmii_tx_er.next = self.mac_tx.gmii_tx_er.val();
-        self.frames_sent.next = self.mac_tx.frames_sent.val();
+        self.unpack.out_ready.next = self.tx_slice.up.ready.val();
+        self.mac_tx.up.valid.next = self.tx_slice.down.valid.val();
+        self.mac_tx.up.data.next = self.tx_slice.down.data.val().get_bits::<8>(0);
+        self.mac_tx.up.last.next = self.tx_slice.down.data.val().get_bit(8);
+        self.tx_slice.down.ready.next = self.mac_tx.up.ready.val();
+        self.gmii.txd.next = self.mac_tx.gmii_txd.val();
+        self.gmii.tx_en.next = self.mac_tx.gmii_tx_en.val();
+        self.gmii.tx_er.next = self.mac_tx.gmii_tx_er.val();
+        // Counters.
+        self.counter_data.next = 0.into();
+        match self.counter_address.val().index() {
+            0 => self.counter_data.next = self.mac_rx.frames[0].val(),
+            1 => self.counter_data.next = self.mac_rx.frames[1].val(),
+            2 => self.counter_data.next = self.mac_rx.frames[2].val(),
+            3 => self.counter_data.next = self.mac_rx.frames[3].val(),
+            4 => self.counter_data.next = self.rx_fifo.overflow_drops.val(),
+            5 => self.counter_data.next = self.mac_tx.frames_sent.val(),
+            _ => {}
+        }
     }
 }

@@ -2,23 +2,24 @@
 //!
 //! Words are [`WORD_BITS`] wide ([`word`] gives the layout: 32 data bits, first byte on top,
 //! the valid byte count of the last word, `last`, and two routing bits). The writer appends
-//! words and ends each frame with `write_commit` (keep it) or `write_drop` (discard it); only
-//! committed frames are ever visible to the reader, so a reader that sees `read_valid` can
+//! words (`write`, a [`FrameWriteSink`]; a FIFO of `W` < [`WORD_BITS`] keeps each word's low `W`
+//! bits) and ends each frame with `write.commit` (keep it) or `write_drop` (discard it); only
+//! committed frames are ever visible to the reader, so a reader that sees `read.valid` can
 //! take a whole frame at one word a clock without a gap.
 //!
 //! - Write side (`write_clock`): the inputs are registered (a word reaches the RAM one clock
-//!   after it is offered); `write_ready` is high while a word offered now will fit (a
+//!   after it is offered); `write.ready` is high while a word offered now will fit (a
 //!   registered, conservative flag: it may be low with one or two words of room left).
 //!   A word written without room is lost and marks the frame *overflowed*: its commit then
 //!   drops it instead and counts it in `overflow_drops` (a frame dropped for capacity). A
 //!   writer that cannot wait (a receive MAC) uses this; one that can (in the core's clock
-//!   domain) waits on `write_ready`. `write_commit`/`write_drop` may come with the frame's
-//!   last `write_enable` or alone.
-//! - Read side (`read_clock`): first-word-fall-through: `read_valid`/`read_data` show the
-//!   oldest committed word, taken on a rising edge with `read_ready` high. Words are fetched
-//!   ahead into a four-word output buffer through the RAM's output register, so `read_valid`
-//!   is a flip-flop, `read_data` a 4:1 multiplexer of flip-flops, and `read_ready` reaches no
-//!   RAM input; a word a clock with `read_ready` held high.
+//!   domain) waits on `write.ready`. `write.commit`/`write_drop` may come with the frame's
+//!   last `write.enable` or alone.
+//! - Read side (`read_clock`): first-word-fall-through: `read.valid`/`read.data` show the
+//!   oldest committed word, taken on a rising edge with `read.ready` high. Words are fetched
+//!   ahead into a four-word output buffer through the RAM's output register, so `read.valid`
+//!   is a flip-flop, `read.data` a 4:1 multiplexer of flip-flops, and `read.ready` reaches no
+//!   RAM input; a word a clock with `read.ready` held high.
 //! - Crossing: the committed write pointer and the read pointer each cross into the other
 //!   clock domain by a request/acknowledge handshake ([`PointerSync`]); the pointer is held
 //!   stable while a request is in flight, so no multi-bit value is sampled while it changes.
@@ -29,6 +30,7 @@
 //!   FIFO always overflows.
 
 use crate::ecp5::FifoRam;
+use crate::ethernet::stream::StreamSource;
 use rust_hdl::prelude::*;
 
 /// Width of a FIFO word.
@@ -76,22 +78,14 @@ pub struct PointerSync<const N: usize> {
 impl<const N: usize> Logic for PointerSync<N> {
     #[hdl_gen]
     fn update(&mut self) {
-        self.hold.clock.next = self.src_clock.val();
-        self.req.clock.next = self.src_clock.val();
-        self.ack_s1.clock.next = self.src_clock.val();
-        self.ack_s2.clock.next = self.src_clock.val();
-        self.req_d1.clock.next = self.dst_clock.val();
-        self.req_d2.clock.next = self.dst_clock.val();
-        self.ack.clock.next = self.dst_clock.val();
-        self.out.clock.next = self.dst_clock.val();
-        self.hold.d.next = self.hold.q.val();
-        self.req.d.next = self.req.q.val();
+        dff_setup!(self, src_clock, hold, req, ack_s1, ack_s2);
+        dff_setup!(self, dst_clock, req_d1, req_d2, ack, out);
+        // Two-flop synchronizers: the acknowledge into the source domain, the request into
+        // the destination domain.
         self.ack_s1.d.next = self.ack.q.val();
         self.ack_s2.d.next = self.ack_s1.q.val();
         self.req_d1.d.next = self.req.q.val();
         self.req_d2.d.next = self.req_d1.q.val();
-        self.ack.d.next = self.ack.q.val();
-        self.out.d.next = self.out.q.val();
         if (self.req.q.val() == self.ack_s2.q.val()) & (self.hold.q.val() != self.src_value.val()) {
             self.hold.d.next = self.src_value.val();
             self.req.d.next = !self.req.q.val();
@@ -146,26 +140,17 @@ const OUT_WORDS: u64 = 4;
 pub struct FrameFifo<const W: usize, const A: usize, const P: usize> {
     /// Write clock.
     pub write_clock: Signal<In, Clock>,
-    /// Word to write.
-    pub write_data: Signal<In, Bits<W>>,
-    /// Write the word.
-    pub write_enable: Signal<In, Bit>,
-    /// End of frame: keep it.
-    pub write_commit: Signal<In, Bit>,
+    /// The frames in (`ready`: room for a word); each word keeps its low `W` bits.
+    pub write: FrameWriteSink,
     /// End of frame: discard it.
     pub write_drop: Signal<In, Bit>,
-    /// Room for a word.
-    pub write_ready: Signal<Out, Bit>,
     /// Frames dropped because they did not fit (write clock domain).
     pub overflow_drops: Signal<Out, Bits<32>>,
     /// Read clock.
     pub read_clock: Signal<In, Clock>,
-    /// A committed word is shown.
-    pub read_valid: Signal<Out, Bit>,
-    /// The word.
-    pub read_data: Signal<Out, Bits<W>>,
-    /// Take the word.
-    pub read_ready: Signal<In, Bit>,
+    /// The committed words, oldest first (`valid` a flip-flop, `data` a 4:1 multiplexer of
+    /// flip-flops).
+    pub read: StreamSource<W>,
     /// Committed words not yet taken as the read side knows them (read clock domain, a
     /// flip-flop: one clock old), for arbitration by fill level.
     pub read_fill: Signal<Out, Bits<P>>,
@@ -210,18 +195,14 @@ impl<const W: usize, const A: usize, const P: usize> Default for FrameFifo<W, A,
     fn default() -> Self {
         assert_eq!(P, A + 1, "FrameFifo<{W}, {A}, {P}>: P must be A + 1");
         assert!(W > word::LAST, "FrameFifo<{W}, ..>: a word needs at least {} bits", word::LAST + 1);
+        assert!(W <= WORD_BITS, "FrameFifo<{W}, ..>: a word has at most {WORD_BITS} bits");
         Self {
             write_clock: Default::default(),
-            write_data: Default::default(),
-            write_enable: Default::default(),
-            write_commit: Default::default(),
+            write: Default::default(),
             write_drop: Default::default(),
-            write_ready: Default::default(),
             overflow_drops: Default::default(),
             read_clock: Default::default(),
-            read_valid: Default::default(),
-            read_data: Default::default(),
-            read_ready: Default::default(),
+            read: Default::default(),
             read_fill: Default::default(),
             ram: Default::default(),
             commit_sync: Default::default(),
@@ -283,14 +264,14 @@ impl<const W: usize, const A: usize, const P: usize> Logic for FrameFifo<W, A, P
         self.ram.write_clock.next = self.write_clock.val();
         self.commit_sync.src_clock.next = self.write_clock.val();
         self.read_sync.dst_clock.next = self.write_clock.val();
-        self.in_data.d.next = self.write_data.val();
-        self.in_enable.d.next = self.write_enable.val();
-        self.in_commit.d.next = self.write_commit.val();
+        self.in_data.d.next = bit_cast::<W, WORD_BITS>(self.write.data.val());
+        self.in_enable.d.next = self.write.enable.val();
+        self.in_commit.d.next = self.write.commit.val();
         self.in_drop.d.next = self.write_drop.val();
         self.used.next = self.wr_ptr.q.val() - self.read_sync.dst_value.val();
         self.room.d.next = self.used.val() < self.room_margin.val();
         self.ready.d.next = self.used.val() < self.ready_margin.val();
-        self.write_ready.next = self.ready.q.val();
+        self.write.ready.next = self.ready.q.val();
         self.overflow_drops.next = self.drops.q.val();
         self.wrote.next = self.in_enable.q.val() & self.room.q.val() & !self.overflow.q.val();
         self.ram.write_address.next = bit_cast::<A, P>(self.wr_ptr.q.val());
@@ -319,7 +300,7 @@ impl<const W: usize, const A: usize, const P: usize> Logic for FrameFifo<W, A, P
         self.commit_sync.src_value.next = self.commit_ptr.q.val();
         // Read side: the RAM address is a register; a word is fetched while the words held
         // and in flight leave room in the output buffer (`credit`, counted before this clock's
-        // pop, so `read_ready` reaches no RAM input); the RAM's output register (two clocks
+        // pop, so `read.ready` reaches no RAM input); the RAM's output register (two clocks
         // after the fetch) goes into the buffer, which shows its oldest word.
         dff_setup!(
             self, read_clock, rd_ptr, fetched, staged, buf0, buf1, buf2, buf3, head, tail, held, held_nz, credit, fill
@@ -345,14 +326,14 @@ impl<const W: usize, const A: usize, const P: usize> Logic for FrameFifo<W, A, P
             self.tail.d.next = self.tail.q.val() + 1;
         }
         match self.head.q.val().index() {
-            0 => self.read_data.next = self.buf0.q.val(),
-            1 => self.read_data.next = self.buf1.q.val(),
-            2 => self.read_data.next = self.buf2.q.val(),
-            _ => self.read_data.next = self.buf3.q.val(),
+            0 => self.read.data.next = self.buf0.q.val(),
+            1 => self.read.data.next = self.buf1.q.val(),
+            2 => self.read.data.next = self.buf2.q.val(),
+            _ => self.read.data.next = self.buf3.q.val(),
         }
-        // held != 0 kept in its own flip-flop (held_nz), so read_valid is a register.
-        self.read_valid.next = self.held_nz.q.val();
-        self.pop.next = self.held_nz.q.val() & self.read_ready.val();
+        // held != 0 kept in its own flip-flop (held_nz), so read.valid is a register.
+        self.read.valid.next = self.held_nz.q.val();
+        self.pop.next = self.held_nz.q.val() & self.read.ready.val();
         self.held_nz.d.next =
             self.staged.q.val() | (self.held.q.val() >= 2) | ((self.held.q.val() == 1) & !self.pop.val());
         if self.pop.val() {
@@ -408,17 +389,17 @@ mod test {
         let mut got = vec![];
         for cycle in 0..400 {
             let (word, commit, drop) = seq.get(cycle).cloned().unwrap_or((None, false, false));
-            f.write_enable.next = word.is_some();
-            f.write_data.next = word.unwrap_or(0).into();
-            f.write_commit.next = commit;
+            f.write.enable.next = word.is_some();
+            f.write.data.next = word.unwrap_or(0).into();
+            f.write.commit.next = commit;
             f.write_drop.next = drop;
             // The reader stalls now and then.
-            f.read_ready.next = cycle % 5 != 0;
+            f.read.ready.next = cycle % 5 != 0;
             f.write_clock.next = false.into();
             f.read_clock.next = false.into();
             assert!(simulate(&mut f, 1000));
-            if f.read_valid.val() && f.read_ready.val() {
-                got.push(f.read_data.val().to_u64());
+            if f.read.valid.val() && f.read.ready.val() {
+                got.push(f.read.data.val().to_u64());
             }
             f.write_clock.next = true.into();
             f.read_clock.next = true.into();
@@ -475,10 +456,10 @@ mod test {
                         // After the edge: offer the next word while it fits (a waiting writer);
                         // idle clocks of the sequence pass regardless.
                         let (word, commit, drop) = seq.get(t).cloned().unwrap_or((None, false, false));
-                        let go = word.is_none() || f.write_ready.val();
-                        f.write_enable.next = go && word.is_some();
-                        f.write_data.next = word.unwrap_or(0).into();
-                        f.write_commit.next = go && commit;
+                        let go = word.is_none() || f.write.ready.val();
+                        f.write.enable.next = go && word.is_some();
+                        f.write.data.next = word.unwrap_or(0).into();
+                        f.write.commit.next = go && commit;
                         f.write_drop.next = go && drop;
                         if go && t < seq.len() {
                             t += 1;
@@ -488,13 +469,13 @@ mod test {
                 } else {
                     next_r += tr / 2;
                     read_high = !read_high;
-                    if read_high && f.read_valid.val() && f.read_ready.val() {
-                        got.push(f.read_data.val().to_u64());
+                    if read_high && f.read.valid.val() && f.read.ready.val() {
+                        got.push(f.read.data.val().to_u64());
                     }
                     f.read_clock.next = read_high.into();
                     assert!(simulate(&mut f, 1000));
                     if read_high {
-                        f.read_ready.next = next() % 3 != 0;
+                        f.read.ready.next = next() % 3 != 0;
                         assert!(simulate(&mut f, 1000));
                     }
                 }

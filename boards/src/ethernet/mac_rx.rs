@@ -18,7 +18,7 @@
 //! - Counters (wrapping, 32 bits): good frames, bad FCS (or `rx_er`) among frames of legal
 //!   length, runts (< 64 bytes with FCS), giants (> 1522 bytes).
 
-use crate::ethernet::crc32::{Crc32, CRC32_RESIDUE};
+use crate::ethernet::crc32::Crc32;
 use rust_hdl::prelude::*;
 
 /// Smallest frame with FCS.
@@ -26,8 +26,20 @@ pub const MIN_FRAME: u64 = 64;
 /// Largest frame with FCS (a VLAN-tagged 1518-byte frame).
 pub const MAX_FRAME: u64 = 1522;
 
+/// Indices of [`MacRx::frames`].
+pub mod counter {
+    /// Frames received good.
+    pub const GOOD: usize = 0;
+    /// Frames of legal length with a bad FCS or a receive error.
+    pub const BAD_FCS: usize = 1;
+    /// Frames shorter than 64 bytes.
+    pub const RUNT: usize = 2;
+    /// Frames longer than 1522 bytes.
+    pub const GIANT: usize = 3;
+}
+
 /// Receive MAC.
-#[derive(LogicBlock)]
+#[derive(LogicBlock, Default)]
 pub struct MacRx {
     /// Receive clock (125 MHz from the PHY).
     pub clock: Signal<In, Clock>,
@@ -45,17 +57,9 @@ pub struct MacRx {
     pub out_last: Signal<Out, Bit>,
     /// With `out_last`: the frame passed the FCS and length checks.
     pub out_good: Signal<Out, Bit>,
-    /// Frames received good.
-    pub frames_good: Signal<Out, Bits<32>>,
-    /// Frames of legal length with a bad FCS or a receive error.
-    pub frames_bad_fcs: Signal<Out, Bits<32>>,
-    /// Frames shorter than 64 bytes.
-    pub frames_runt: Signal<Out, Bits<32>>,
-    /// Frames longer than 1522 bytes.
-    pub frames_giant: Signal<Out, Bits<32>>,
+    /// The frame counters, by [`counter`] index.
+    pub frames: [Signal<Out, Bits<32>>; 4],
     crc: Crc32,
-    residue: Constant<Bits<32>>,
-    ones: Constant<Bits<32>>,
     rxd: DFF<Bits<8>>,
     /// The registered byte is the SFD / a preamble byte (compared before the register).
     sfd: DFF<Bit>,
@@ -73,15 +77,11 @@ pub struct MacRx {
     gt1522: DFF<Bit>,
     crc_reg: DFF<Bits<32>>,
     err: DFF<Bit>,
-    good: DFF<Bits<32>>,
-    bad: DFF<Bits<32>>,
-    runt: DFF<Bits<32>>,
-    giant: DFF<Bits<32>>,
+    /// The counters, and the verdict that steps one of them (registered: a clock after the
+    /// frame's end).
+    tally: [DFF<Bits<32>>; 4],
+    bump: [DFF<Bit>; 4],
     length_ok: Signal<Local, Bit>,
-    inc_good: DFF<Bit>,
-    inc_bad: DFF<Bit>,
-    inc_runt: DFF<Bit>,
-    inc_giant: DFF<Bit>,
     o_valid: DFF<Bit>,
     o_data: DFF<Bits<8>>,
     o_last: DFF<Bit>,
@@ -91,68 +91,24 @@ pub struct MacRx {
     good_now: Signal<Local, Bit>,
 }
 
-impl Default for MacRx {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            gmii_rxd: Default::default(),
-            gmii_rx_dv: Default::default(),
-            gmii_rx_er: Default::default(),
-            out_valid: Default::default(),
-            out_data: Default::default(),
-            out_last: Default::default(),
-            out_good: Default::default(),
-            frames_good: Default::default(),
-            frames_bad_fcs: Default::default(),
-            frames_runt: Default::default(),
-            frames_giant: Default::default(),
-            crc: Default::default(),
-            residue: Constant::new(u64::from(CRC32_RESIDUE).into()),
-            ones: Constant::new(0xFFFF_FFFFu64.into()),
-            rxd: Default::default(),
-            sfd: Default::default(),
-            pre: Default::default(),
-            dv: Default::default(),
-            er: Default::default(),
-            state: Default::default(),
-            line: Default::default(),
-            count: Default::default(),
-            ge5: Default::default(),
-            ge64: Default::default(),
-            gt1522: Default::default(),
-            crc_reg: Default::default(),
-            err: Default::default(),
-            good: Default::default(),
-            bad: Default::default(),
-            runt: Default::default(),
-            giant: Default::default(),
-            length_ok: Default::default(),
-            inc_good: Default::default(),
-            inc_bad: Default::default(),
-            inc_runt: Default::default(),
-            inc_giant: Default::default(),
-            o_valid: Default::default(),
-            o_data: Default::default(),
-            o_last: Default::default(),
-            o_good: Default::default(),
-            valid: Default::default(),
-            last: Default::default(),
-            good_now: Default::default(),
-        }
-    }
-}
-
 impl Logic for MacRx {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, rxd, sfd, pre, dv, er, state, line, count, ge5, ge64, gt1522, crc_reg, err, good, bad, runt,
-            giant, o_valid, o_data, o_last, o_good, inc_good, inc_bad, inc_runt, inc_giant
+            self, clock, rxd, sfd, pre, dv, er, state, line, count, ge5, ge64, gt1522, crc_reg, err, o_valid, o_data,
+            o_last, o_good
         );
-        self.inc_good.d.next = false;
-        self.inc_bad.d.next = false;
-        self.inc_runt.d.next = false;
-        self.inc_giant.d.next = false;
+        // The counters count a clock after the frame's end, from registered verdicts.
+        for i in 0..4 {
+            self.tally[i].clock.next = self.clock.val();
+            self.bump[i].clock.next = self.clock.val();
+            self.tally[i].d.next = self.tally[i].q.val();
+            if self.bump[i].q.val() {
+                self.tally[i].d.next = self.tally[i].q.val() + 1;
+            }
+            self.bump[i].d.next = false;
+            self.frames[i].next = self.tally[i].q.val();
+        }
         self.out_valid.next = self.o_valid.q.val();
         self.out_data.next = self.o_data.q.val();
         self.out_last.next = self.o_last.q.val();
@@ -168,11 +124,7 @@ impl Logic for MacRx {
         self.o_data.d.next = self.line.q.val().get_bits::<8>(32);
         self.last.next = false;
         self.length_ok.next = self.ge64.q.val() & !self.gt1522.q.val();
-        self.good_now.next = self.length_ok.val() & !self.err.q.val() & (self.crc_reg.q.val() == self.residue.val());
-        self.frames_good.next = self.good.q.val();
-        self.frames_bad_fcs.next = self.bad.q.val();
-        self.frames_runt.next = self.runt.q.val();
-        self.frames_giant.next = self.giant.q.val();
+        self.good_now.next = self.length_ok.val() & !self.err.q.val() & self.crc.residue.val();
         if self.state.q.val() == 0 {
             if !self.dv.q.val() {
                 self.state.d.next = 1.into();
@@ -181,7 +133,7 @@ impl Logic for MacRx {
             // (The delay line needs no clearing: nothing leaves it before five bytes are in.)
             if self.sfd.q.val() {
                 self.state.d.next = 3.into();
-                self.crc_reg.d.next = self.ones.val();
+                self.crc_reg.d.next = 0xFFFF_FFFF_u64.into();
                 self.count.d.next = 0.into();
                 self.ge5.d.next = false;
                 self.ge64.d.next = false;
@@ -217,28 +169,16 @@ impl Logic for MacRx {
                 self.valid.next = true;
                 self.last.next = true;
             }
+            // By `counter` index: runt, giant, good, bad FCS.
             if !self.ge64.q.val() {
-                self.inc_runt.d.next = true;
+                self.bump[2].d.next = true;
             } else if self.gt1522.q.val() {
-                self.inc_giant.d.next = true;
+                self.bump[3].d.next = true;
             } else if self.good_now.val() {
-                self.inc_good.d.next = true;
+                self.bump[0].d.next = true;
             } else {
-                self.inc_bad.d.next = true;
+                self.bump[1].d.next = true;
             }
-        }
-        // The counters count a clock after the frame's end, from registered verdicts.
-        if self.inc_good.q.val() {
-            self.good.d.next = self.good.q.val() + 1;
-        }
-        if self.inc_bad.q.val() {
-            self.bad.d.next = self.bad.q.val() + 1;
-        }
-        if self.inc_runt.q.val() {
-            self.runt.d.next = self.runt.q.val() + 1;
-        }
-        if self.inc_giant.q.val() {
-            self.giant.d.next = self.giant.q.val() + 1;
         }
         // The outputs are registered (one clock later than the byte leaves the delay line).
         self.o_valid.d.next = self.valid.val();
@@ -299,10 +239,10 @@ mod test {
         assert_eq!(flags, vec![true, false, false, false, true]);
         assert_eq!(got[0].0, ok);
         assert_eq!(got[1].0, runt);
-        assert_eq!(uut.frames_good.val().to_u32(), 2);
-        assert_eq!(uut.frames_runt.val().to_u32(), 1);
-        assert_eq!(uut.frames_giant.val().to_u32(), 1);
-        assert_eq!(uut.frames_bad_fcs.val().to_u32(), 1);
+        assert_eq!(uut.frames[counter::GOOD].val().to_u32(), 2);
+        assert_eq!(uut.frames[counter::RUNT].val().to_u32(), 1);
+        assert_eq!(uut.frames[counter::GIANT].val().to_u32(), 1);
+        assert_eq!(uut.frames[counter::BAD_FCS].val().to_u32(), 1);
     }
 
     /// The length bounds exactly: 63 and 1523 bytes with FCS are a runt and a giant, 64 and
@@ -319,9 +259,9 @@ mod test {
         for (g, &n) in got.iter().zip(&lens) {
             assert_eq!(g.0, frame(n));
         }
-        assert_eq!(uut.frames_good.val().to_u32(), 3);
-        assert_eq!(uut.frames_runt.val().to_u32(), 1);
-        assert_eq!(uut.frames_giant.val().to_u32(), 1);
-        assert_eq!(uut.frames_bad_fcs.val().to_u32(), 0);
+        assert_eq!(uut.frames[counter::GOOD].val().to_u32(), 3);
+        assert_eq!(uut.frames[counter::RUNT].val().to_u32(), 1);
+        assert_eq!(uut.frames[counter::GIANT].val().to_u32(), 1);
+        assert_eq!(uut.frames[counter::BAD_FCS].val().to_u32(), 0);
     }
 }

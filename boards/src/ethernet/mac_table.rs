@@ -2,9 +2,9 @@
 //!
 //! Learning writes `{valid, port, mac}` at the entry chosen by a hash of the MAC (the XOR of
 //! its last three bytes, low six bits); a later MAC with the same hash replaces the entry.
-//! Lookup: present `lookup_mac`; three clocks later `lookup_hit` says whether the entry held
-//! that MAC and `lookup_port` its port (RAM read, the RAM's output register, registered
-//! compare in three parts: `lookup_hit` is one LUT of flip-flops). A miss (never seen, or evicted) makes the caller send
+//! Lookup: present `lookup.mac`; three clocks later `lookup.hit` says whether the entry held
+//! that MAC and `lookup.port` its port (RAM read, the RAM's output register, registered
+//! compare in three parts: `lookup.hit` is one LUT of flip-flops). A miss (never seen, or evicted) makes the caller send
 //! to every port, so a collision costs bandwidth, never a lost frame.
 //!
 //! The table is a block RAM ([`FifoRam`]: two `DP16KD`s with their output registers) in the
@@ -20,23 +20,64 @@
 use crate::ecp5::FifoRam;
 use rust_hdl::prelude::*;
 
+/// A learner's end of the table: `mac` was seen on `port` (one clock with `valid`).
+#[derive(LogicInterface, Default)]
+#[join = "MacLearnTable"]
+pub struct MacLearn {
+    /// Learn a MAC.
+    pub valid: Signal<Out, Bit>,
+    /// The MAC.
+    pub mac: Signal<Out, Bits<48>>,
+    /// The port it was seen on.
+    pub port: Signal<Out, Bit>,
+}
+
+/// The table's end of a [`MacLearn`].
+#[derive(LogicInterface, Default)]
+#[join = "MacLearn"]
+pub struct MacLearnTable {
+    /// Learn a MAC.
+    pub valid: Signal<In, Bit>,
+    /// The MAC.
+    pub mac: Signal<In, Bits<48>>,
+    /// The port it was seen on.
+    pub port: Signal<In, Bit>,
+}
+
+/// An asker's end of the table: present `mac`; three clocks later `hit` says whether it is in
+/// the table and `port` where.
+#[derive(LogicInterface, Default)]
+#[join = "MacLookupTable"]
+pub struct MacLookup {
+    /// MAC to look up.
+    pub mac: Signal<Out, Bits<48>>,
+    /// Three clocks after `mac`: it is in the table.
+    pub hit: Signal<In, Bit>,
+    /// Its port.
+    pub port: Signal<In, Bit>,
+}
+
+/// The table's end of a [`MacLookup`].
+#[derive(LogicInterface, Default)]
+#[join = "MacLookup"]
+pub struct MacLookupTable {
+    /// MAC to look up.
+    pub mac: Signal<In, Bits<48>>,
+    /// Three clocks after `mac`: it is in the table.
+    pub hit: Signal<Out, Bit>,
+    /// Its port.
+    pub port: Signal<Out, Bit>,
+}
+
 /// The MAC table.
 #[derive(LogicBlock)]
 pub struct MacTable {
     /// Core clock.
     pub clock: Signal<In, Clock>,
-    /// Learn a MAC.
-    pub learn_valid: Signal<In, Bit>,
-    /// The MAC.
-    pub learn_mac: Signal<In, Bits<48>>,
-    /// The port it was seen on.
-    pub learn_port: Signal<In, Bit>,
-    /// MAC to look up.
-    pub lookup_mac: Signal<In, Bits<48>>,
-    /// Three clocks after `lookup_mac`: it is in the table.
-    pub lookup_hit: Signal<Out, Bit>,
-    /// Its port.
-    pub lookup_port: Signal<Out, Bit>,
+    /// Learning.
+    pub learn: MacLearnTable,
+    /// Lookups.
+    pub lookup: MacLookupTable,
     /// Forget every entry (one clock).
     pub flush: Signal<In, Bit>,
     ram: FifoRam<50, 6>,
@@ -56,15 +97,15 @@ impl Logic for MacTable {
         dff_setup!(self, clock, asked, asked2, eq_hi, eq_mid, eq_lo, valid, port, sweep);
         self.ram.write_clock.next = self.clock.val();
         self.ram.read_clock.next = self.clock.val();
-        self.asked.d.next = self.lookup_mac.val();
+        self.asked.d.next = self.lookup.mac.val();
         self.ram.read_address.next =
-            bit_cast::<6, 48>(self.lookup_mac.val() ^ (self.lookup_mac.val() >> 8) ^ (self.lookup_mac.val() >> 16));
+            bit_cast::<6, 48>(self.lookup.mac.val() ^ (self.lookup.mac.val() >> 8) ^ (self.lookup.mac.val() >> 16));
         self.ram.write_address.next =
-            bit_cast::<6, 48>(self.learn_mac.val() ^ (self.learn_mac.val() >> 8) ^ (self.learn_mac.val() >> 16));
-        self.ram.write_data.next = bit_cast::<50, 48>(self.learn_mac.val())
-            | (bit_cast::<50, 1>(self.learn_port.val().into()) << 48)
+            bit_cast::<6, 48>(self.learn.mac.val() ^ (self.learn.mac.val() >> 8) ^ (self.learn.mac.val() >> 16));
+        self.ram.write_data.next = bit_cast::<50, 48>(self.learn.mac.val())
+            | (bit_cast::<50, 1>(self.learn.port.val().into()) << 48)
             | (bit_cast::<50, 1>(true.into()) << 49);
-        self.ram.write_enable.next = self.learn_valid.val();
+        self.ram.write_enable.next = self.learn.valid.val();
         // The flush: 0..64 write entry `sweep` empty, 64..68 wait out the lookup latency, 68 idle.
         if self.sweep.q.val() < 64 {
             self.ram.write_address.next = self.sweep.q.val().get_bits::<6>(0);
@@ -84,12 +125,12 @@ impl Logic for MacTable {
         self.eq_lo.d.next = self.ram.read_data.val().get_bits::<16>(0) == self.asked2.q.val().get_bits::<16>(0);
         self.valid.d.next = self.ram.read_data.val().get_bit(49);
         self.port.d.next = self.ram.read_data.val().get_bit(48);
-        self.lookup_hit.next = self.valid.q.val()
+        self.lookup.hit.next = self.valid.q.val()
             & self.eq_hi.q.val()
             & self.eq_mid.q.val()
             & self.eq_lo.q.val()
             & (self.sweep.q.val() == 68);
-        self.lookup_port.next = self.port.q.val();
+        self.lookup.port.next = self.port.q.val();
     }
 }
 
@@ -97,12 +138,8 @@ impl Default for MacTable {
     fn default() -> Self {
         Self {
             clock: Default::default(),
-            learn_valid: Default::default(),
-            learn_mac: Default::default(),
-            learn_port: Default::default(),
-            lookup_mac: Default::default(),
-            lookup_hit: Default::default(),
-            lookup_port: Default::default(),
+            learn: Default::default(),
+            lookup: Default::default(),
             flush: Default::default(),
             ram: Default::default(),
             sweep: DFFWithInit::new(68.into()),
@@ -130,20 +167,20 @@ mod test {
     }
 
     fn learn(t: &mut MacTable, mac: u64, port: bool) {
-        t.learn_valid.next = true;
-        t.learn_mac.next = mac.into();
-        t.learn_port.next = port;
+        t.learn.valid.next = true;
+        t.learn.mac.next = mac.into();
+        t.learn.port.next = port;
         clock(t);
-        t.learn_valid.next = false;
+        t.learn.valid.next = false;
     }
 
     fn lookup(t: &mut MacTable, mac: u64) -> Option<bool> {
-        t.lookup_mac.next = mac.into();
+        t.lookup.mac.next = mac.into();
         for _ in 0..3 {
             clock(t);
         }
         assert!(simulate(t, 10_000));
-        t.lookup_hit.val().then(|| t.lookup_port.val())
+        t.lookup.hit.val().then(|| t.lookup.port.val())
     }
 
     #[test]

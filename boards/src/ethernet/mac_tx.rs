@@ -1,11 +1,10 @@
 //! Gigabit MAC transmitter at the GMII byte interface.
 //!
-//! In: a frame without preamble and FCS as a byte stream (`in_valid`, `in_data`, `in_last`,
-//! `in_ready`) in the transmit clock domain. Out: `gmii_txd`, `gmii_tx_en`, `gmii_tx_er`,
-//! registered.
+//! In: a frame without preamble and FCS as a byte stream (`up`) in the transmit clock domain.
+//! Out: `gmii_txd`, `gmii_tx_en`, `gmii_tx_er`, registered.
 //!
-//! - A frame starts when `in_valid` is high in the idle state: 7 bytes of preamble (0x55) and
-//!   the SFD (0xD5), then the frame bytes, one a clock with `in_ready` high, then zero padding
+//! - A frame starts when `up.valid` is high in the idle state: 7 bytes of preamble (0x55) and
+//!   the SFD (0xD5), then the frame bytes, one a clock with `up.ready` high, then zero padding
 //!   up to 60 bytes, then the FCS (CRC-32, least significant byte first), then at least 12
 //!   idle clocks (the inter-frame gap) before the next preamble.
 //! - The upstream must deliver the frame's bytes without gaps once started (a store-and-
@@ -15,20 +14,15 @@
 
 use crate::ethernet::crc32::Crc32;
 use rust_hdl::prelude::*;
+use spotagg_hdl::byte_stream::ByteSink;
 
 /// Transmit MAC.
-#[derive(LogicBlock)]
+#[derive(LogicBlock, Default)]
 pub struct MacTx {
     /// Transmit clock (125 MHz).
     pub clock: Signal<In, Clock>,
-    /// Byte valid.
-    pub in_valid: Signal<In, Bit>,
-    /// Frame byte.
-    pub in_data: Signal<In, Bits<8>>,
-    /// Last byte of the frame.
-    pub in_last: Signal<In, Bit>,
-    /// The MAC takes the byte.
-    pub in_ready: Signal<Out, Bit>,
+    /// The frame's bytes (`ready` while the MAC sends data).
+    pub up: ByteSink,
     /// GMII transmit data.
     pub gmii_txd: Signal<Out, Bits<8>>,
     /// GMII transmit enable.
@@ -56,40 +50,6 @@ pub struct MacTx {
     er: DFF<Bit>,
     sent: DFF<Bits<32>>,
     tx_byte: Signal<Local, Bits<8>>,
-    ones: Constant<Bits<32>>,
-}
-
-impl Default for MacTx {
-    fn default() -> Self {
-        Self {
-            clock: Default::default(),
-            in_valid: Default::default(),
-            in_data: Default::default(),
-            in_last: Default::default(),
-            in_ready: Default::default(),
-            gmii_txd: Default::default(),
-            gmii_tx_en: Default::default(),
-            gmii_tx_er: Default::default(),
-            frames_sent: Default::default(),
-            crc: Default::default(),
-            active: Default::default(),
-            s_pre: Default::default(),
-            s_data: Default::default(),
-            s_pad: Default::default(),
-            s_fcs: Default::default(),
-            s_gap: Default::default(),
-            count: Default::default(),
-            length: Default::default(),
-            long: Default::default(),
-            crc_reg: Default::default(),
-            txd: Default::default(),
-            en: Default::default(),
-            er: Default::default(),
-            sent: Default::default(),
-            tx_byte: Default::default(),
-            ones: Constant::new(0xFFFF_FFFFu64.into()),
-        }
-    }
 }
 
 impl Logic for MacTx {
@@ -102,13 +62,13 @@ impl Logic for MacTx {
         self.gmii_tx_en.next = self.en.q.val();
         self.gmii_tx_er.next = self.er.q.val();
         self.frames_sent.next = self.sent.q.val();
-        self.in_ready.next = self.s_data.q.val();
+        self.up.ready.next = self.s_data.q.val();
         self.en.d.next = false;
         self.er.d.next = false;
         self.txd.d.next = 0.into();
         self.tx_byte.next = 0.into();
         self.crc.crc.next = self.crc_reg.q.val();
-        if !self.active.q.val() & self.in_valid.val() {
+        if !self.active.q.val() & self.up.valid.val() {
             self.active.d.next = true;
             self.s_pre.d.next = true;
             self.count.d.next = 0.into();
@@ -120,7 +80,7 @@ impl Logic for MacTx {
                 self.txd.d.next = 0xD5.into();
                 self.s_pre.d.next = false;
                 self.s_data.d.next = true;
-                self.crc_reg.d.next = self.ones.val();
+                self.crc_reg.d.next = 0xFFFF_FFFF_u64.into();
                 self.length.d.next = 0.into();
                 self.long.d.next = false;
             } else {
@@ -129,9 +89,9 @@ impl Logic for MacTx {
         }
         if self.s_data.q.val() {
             self.en.d.next = true;
-            if self.in_valid.val() {
-                self.tx_byte.next = self.in_data.val();
-                self.txd.d.next = self.in_data.val();
+            if self.up.valid.val() {
+                self.tx_byte.next = self.up.data.val();
+                self.txd.d.next = self.up.data.val();
                 self.crc_reg.d.next = self.crc.out.val();
                 if self.length.q.val() != 127 {
                     self.length.d.next = self.length.q.val() + 1;
@@ -139,7 +99,7 @@ impl Logic for MacTx {
                 if self.length.q.val() == 58 {
                     self.long.d.next = true;
                 }
-                if self.in_last.val() {
+                if self.up.last.val() {
                     self.count.d.next = 0.into();
                     self.s_data.d.next = false;
                     // Fewer than 59 bytes before this last one: pad up to 60.
@@ -198,10 +158,7 @@ mod test {
     #[derive(LogicBlock, Default)]
     struct Loop {
         clock: Signal<In, Clock>,
-        in_valid: Signal<In, Bit>,
-        in_data: Signal<In, Bits<8>>,
-        in_last: Signal<In, Bit>,
-        in_ready: Signal<Out, Bit>,
+        up: ByteSink,
         tx_en: Signal<Out, Bit>,
         txd: Signal<Out, Bits<8>>,
         corrupt: Signal<In, Bits<8>>,
@@ -218,10 +175,7 @@ mod test {
         #[hdl_gen]
         fn update(&mut self) {
             clock!(self, clock, tx, rx);
-            self.tx.in_valid.next = self.in_valid.val();
-            self.tx.in_data.next = self.in_data.val();
-            self.tx.in_last.next = self.in_last.val();
-            self.in_ready.next = self.tx.in_ready.val();
+            ByteSink::link(&mut self.up, &mut self.tx.up);
             self.tx_en.next = self.tx.gmii_tx_en.val();
             self.txd.next = self.tx.gmii_txd.val();
             self.rx.gmii_rxd.next = self.tx.gmii_txd.val() ^ self.corrupt.val();
@@ -231,7 +185,7 @@ mod test {
             self.out_data.next = self.rx.out_data.val();
             self.out_last.next = self.rx.out_last.val();
             self.out_good.next = self.rx.out_good.val();
-            self.bad.next = self.rx.frames_bad_fcs.val();
+            self.bad.next = self.rx.frames[1].val();
         }
     }
 
@@ -249,10 +203,10 @@ mod test {
         let (mut idle, mut wire_pos) = (0usize, 0usize);
         for _ in 0..(frames.iter().map(|f| f.len() + 40).sum::<usize>() + 100) {
             let feeding = f < frames.len();
-            uut.in_valid.next = feeding;
+            uut.up.valid.next = feeding;
             if feeding {
-                uut.in_data.next = u64::from(frames[f][i]).into();
-                uut.in_last.next = i + 1 == frames[f].len();
+                uut.up.data.next = u64::from(frames[f][i]).into();
+                uut.up.last.next = i + 1 == frames[f].len();
             }
             uut.corrupt.next = if corrupt_at == Some(wire_pos) && uut.tx_en.val() { 0x01.into() } else { 0.into() };
             uut.clock.next = false.into();
@@ -278,7 +232,7 @@ mod test {
                     got.push((std::mem::take(&mut rx), uut.out_good.val()));
                 }
             }
-            if feeding && uut.in_ready.val() {
+            if feeding && uut.up.ready.val() {
                 i += 1;
                 if i == frames[f].len() {
                     f += 1;

@@ -8,9 +8,11 @@
 //! moves a word only when both FIFOs have room, so the two copies are identical.
 //!
 //! Timing: seven clocks of overhead per frame (hold, hold, four of lookup, then the held words), then
-//! one word a clock; `in_ready` is low while a FIFO is full (the core waits).
+//! one word a clock; `up.ready` is low while a FIFO is full (the core waits).
 
 use crate::ethernet::frame_fifo::{FrameWriter, WORD_BITS};
+use crate::ethernet::mac_table::MacLookup;
+use crate::ethernet::stream::{beat, StreamSink};
 use rust_hdl::prelude::*;
 
 /// The result dispatcher.
@@ -18,26 +20,12 @@ use rust_hdl::prelude::*;
 pub struct ResultDispatcher {
     /// Core clock.
     pub clock: Signal<In, Clock>,
-    /// Beat valid.
-    pub in_valid: Signal<In, Bit>,
-    /// Beat.
-    pub in_data: Signal<In, Bits<32>>,
-    /// Last beat.
-    pub in_last: Signal<In, Bit>,
-    /// Valid bytes of the last beat.
-    pub in_bytes: Signal<In, Bits<4>>,
-    /// Beat taken.
-    pub in_ready: Signal<Out, Bit>,
-    /// MAC to look up.
-    pub lookup_mac: Signal<Out, Bits<48>>,
-    /// Lookup result (three clocks later).
-    pub lookup_hit: Signal<In, Bit>,
-    /// Port of the hit.
-    pub lookup_port: Signal<In, Bit>,
-    /// Result FIFO of port 0.
-    pub out0: FrameWriter,
-    /// Result FIFO of port 1.
-    pub out1: FrameWriter,
+    /// The core's beats ([`beat`] layout); `ready` is low while a FIFO is full.
+    pub up: StreamSink<{ beat::BITS }>,
+    /// The destination MAC's port.
+    pub lookup: MacLookup,
+    /// Result FIFO of each port.
+    pub out: [FrameWriter; 2],
     /// Frames sent to both ports (group destination, or a MAC not in the table).
     pub flooded: Signal<Out, Bits<32>>,
     /// 0 first word, 1 second word, 2 lookup, 3 write first, 4 write second, 5 stream.
@@ -58,29 +46,29 @@ impl Logic for ResultDispatcher {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, state, lookup_wait, hold0, hold1, mask, floods);
-        self.incoming.next = bit_cast::<WORD_BITS, 32>(self.in_data.val())
-            | (bit_cast::<WORD_BITS, 3>(bit_cast::<3, 4>(self.in_bytes.val())) << 32)
-            | (bit_cast::<WORD_BITS, 1>(self.in_last.val().into()) << 35);
-        self.room.next = (!self.mask.q.val().get_bit(0) | self.out0.ready.val())
-            & (!self.mask.q.val().get_bit(1) | self.out1.ready.val());
-        self.lookup_mac.next = (bit_cast::<48, WORD_BITS>(self.hold0.q.val() & 0xFFFF_FFFF_u64) << 16)
+        self.incoming.next = bit_cast::<WORD_BITS, 32>(self.up.data.val().get_bits::<32>(0))
+            | (bit_cast::<WORD_BITS, 3>(self.up.data.val().get_bits::<3>(33)) << 32)
+            | (bit_cast::<WORD_BITS, 1>(self.up.data.val().get_bit(32).into()) << 35);
+        self.room.next = (!self.mask.q.val().get_bit(0) | self.out[0].ready.val())
+            & (!self.mask.q.val().get_bit(1) | self.out[1].ready.val());
+        self.lookup.mac.next = (bit_cast::<48, WORD_BITS>(self.hold0.q.val() & 0xFFFF_FFFF_u64) << 16)
             | bit_cast::<48, WORD_BITS>((self.hold1.q.val() & 0xFFFF_FFFF_u64) >> 16);
         self.flooded.next = self.floods.q.val();
-        self.in_ready.next = false;
+        self.up.ready.next = false;
         self.data.next = self.hold0.q.val();
         self.write.next = false;
         self.commit.next = false;
         match self.state.q.val().index() {
             0 => {
-                self.in_ready.next = true;
-                if self.in_valid.val() {
+                self.up.ready.next = true;
+                if self.up.valid.val() {
                     self.hold0.d.next = self.incoming.val();
                     self.state.d.next = 1.into();
                 }
             }
             1 => {
-                self.in_ready.next = true;
-                if self.in_valid.val() {
+                self.up.ready.next = true;
+                if self.up.valid.val() {
                     self.hold1.d.next = self.incoming.val();
                     self.state.d.next = 2.into();
                 }
@@ -90,10 +78,10 @@ impl Logic for ResultDispatcher {
                 // three clocks.
                 self.lookup_wait.d.next = self.lookup_wait.q.val() + 1;
                 if self.lookup_wait.q.val() == 3 {
-                    if self.hold0.q.val().get_bit(24) | !self.lookup_hit.val() {
+                    if self.hold0.q.val().get_bit(24) | !self.lookup.hit.val() {
                         self.mask.d.next = 3.into();
                         self.floods.d.next = self.floods.q.val() + 1;
-                    } else if self.lookup_port.val() {
+                    } else if self.lookup.port.val() {
                         self.mask.d.next = 2.into();
                     } else {
                         self.mask.d.next = 1.into();
@@ -121,21 +109,20 @@ impl Logic for ResultDispatcher {
             }
             _ => {
                 self.data.next = self.incoming.val();
-                self.in_ready.next = self.room.val();
-                if self.room.val() & self.in_valid.val() {
+                self.up.ready.next = self.room.val();
+                if self.room.val() & self.up.valid.val() {
                     self.write.next = true;
-                    if self.in_last.val() {
+                    if self.up.data.val().get_bit(32) {
                         self.commit.next = true;
                         self.state.d.next = 0.into();
                     }
                 }
             }
         }
-        self.out0.data.next = self.data.val();
-        self.out1.data.next = self.data.val();
-        self.out0.enable.next = self.write.val() & self.mask.q.val().get_bit(0);
-        self.out1.enable.next = self.write.val() & self.mask.q.val().get_bit(1);
-        self.out0.commit.next = self.commit.val() & self.mask.q.val().get_bit(0);
-        self.out1.commit.next = self.commit.val() & self.mask.q.val().get_bit(1);
+        for i in 0..2 {
+            self.out[i].data.next = self.data.val();
+            self.out[i].enable.next = self.write.val() & self.mask.q.val().get_bit(i);
+            self.out[i].commit.next = self.commit.val() & self.mask.q.val().get_bit(i);
+        }
     }
 }

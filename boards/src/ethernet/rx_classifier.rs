@@ -22,6 +22,7 @@
 
 use crate::ethernet::frame_fifo::{word, WORD_BITS};
 use rust_hdl::prelude::*;
+use spotagg_hdl::word_stream::WordSink;
 
 /// Route tagging in front of a receive FIFO.
 #[derive(LogicBlock, Default)]
@@ -30,16 +31,10 @@ pub struct RxClassifier {
     pub clock: Signal<In, Clock>,
     /// The switch's MAC, bytes 0..6 in bits 47..0.
     pub switch_mac: Signal<In, Bits<48>>,
-    /// Word valid.
-    pub in_valid: Signal<In, Bit>,
-    /// Word, first byte on top.
-    pub in_data: Signal<In, Bits<32>>,
-    /// Last word.
-    pub in_last: Signal<In, Bit>,
-    /// Valid bytes of the last word.
-    pub in_bytes: Signal<In, Bits<3>>,
-    /// With `in_last`: the MAC's verdict.
-    pub in_good: Signal<In, Bit>,
+    /// The frame's words (`ready` always: the classifier never waits).
+    pub up: WordSink,
+    /// With `up.last`: the MAC's verdict.
+    pub up_good: Signal<In, Bit>,
     /// FIFO word.
     pub write_data: Signal<Out, Bits<WORD_BITS>>,
     /// FIFO write.
@@ -95,11 +90,12 @@ impl Logic for RxClassifier {
             o_commit,
             o_drop
         );
-        self.r_valid.d.next = self.in_valid.val();
-        self.r_data.d.next = self.in_data.val();
-        self.r_last.d.next = self.in_last.val();
-        self.r_bytes.d.next = self.in_bytes.val();
-        self.r_good.d.next = self.in_good.val();
+        self.up.ready.next = true;
+        self.r_valid.d.next = self.up.valid.val();
+        self.r_data.d.next = self.up.data.val();
+        self.r_last.d.next = self.up.last.val();
+        self.r_bytes.d.next = self.up.bytes.val();
+        self.r_good.d.next = self.up_good.val();
         self.incoming.next = bit_cast::<WORD_BITS, 32>(self.r_data.q.val())
             | (bit_cast::<WORD_BITS, 3>(self.r_bytes.q.val()) << 32)
             | (bit_cast::<WORD_BITS, 1>(self.r_last.q.val().into()) << 35)

@@ -5,15 +5,17 @@
 //! when every destination its routing bits name can take it (the core's `rx_ready`, the
 //! bridge FIFO's `write_ready`), so a frame to both goes to both whole; nothing moves until
 //! `enable` (the core's configuration is loaded). Frames to the core leave as the core's
-//! 32-bit beats (`bytes` on the last). Bridged frames are written unchanged to the FIFO of
+//! 32-bit beats (`bytes` on the last), packed as [`beat`] says. Bridged frames are written unchanged to the FIFO of
 //! the *other* port and committed with their last word.
 //!
 //! Learning: with the third word of every frame (all frames here passed the FCS check) the
-//! source MAC (bytes 6..12) and the port are put out for one clock on `learn_*`, unless the
+//! source MAC (bytes 6..12) and the port are put out for one clock on `learn`, unless the
 //! source MAC is a group address. `merge_start`/`merge_port` mark the first word of each frame
 //! the core takes and the port it came from (observability for the board tests).
 
 use crate::ethernet::frame_fifo::{FrameWriter, WORD_BITS};
+use crate::ethernet::mac_table::MacLearn;
+use crate::ethernet::stream::{beat, StreamSink, StreamSource};
 use rust_hdl::prelude::*;
 
 /// The receive router.
@@ -23,34 +25,16 @@ pub struct RxRouter {
     pub clock: Signal<In, Clock>,
     /// Let frames through.
     pub enable: Signal<In, Bit>,
-    /// Word valid.
-    pub in_valid: Signal<In, Bit>,
-    /// Word.
-    pub in_data: Signal<In, Bits<WORD_BITS>>,
+    /// The merged words.
+    pub up: StreamSink<WORD_BITS>,
     /// Port the word came in on.
-    pub in_source: Signal<In, Bit>,
-    /// Word taken.
-    pub in_ready: Signal<Out, Bit>,
-    /// Core beat valid.
-    pub core_valid: Signal<Out, Bit>,
-    /// Core beat.
-    pub core_data: Signal<Out, Bits<32>>,
-    /// Core last beat.
-    pub core_last: Signal<Out, Bit>,
-    /// Core valid bytes of the last beat.
-    pub core_bytes: Signal<Out, Bits<4>>,
-    /// Core takes the beat.
-    pub core_ready: Signal<In, Bit>,
-    /// Bridge FIFO of port 0 (frames from port 1).
-    pub bridge0: FrameWriter,
-    /// Bridge FIFO of port 1 (frames from port 0).
-    pub bridge1: FrameWriter,
-    /// A source MAC was seen.
-    pub learn_valid: Signal<Out, Bit>,
-    /// The source MAC.
-    pub learn_mac: Signal<Out, Bits<48>>,
-    /// The port it was seen on.
-    pub learn_port: Signal<Out, Bit>,
+    pub up_source: Signal<In, Bit>,
+    /// The core's beats ([`beat`] layout).
+    pub core: StreamSource<{ beat::BITS }>,
+    /// Bridge FIFO of each port (port 0's takes the frames from port 1, and the other way).
+    pub bridge: [FrameWriter; 2],
+    /// A source MAC was seen on a port.
+    pub learn: MacLearn,
     /// The core takes the first word of a frame.
     pub merge_start: Signal<Out, Bit>,
     /// Its port.
@@ -67,52 +51,52 @@ impl Logic for RxRouter {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, words, src_hi);
-        self.to_core.next = self.in_data.val().get_bit(36);
-        self.to_bridge.next = self.in_data.val().get_bit(37);
-        if self.in_source.val() {
-            self.bridge_ready.next = self.bridge0.ready.val();
+        self.to_core.next = self.up.data.val().get_bit(36);
+        self.to_bridge.next = self.up.data.val().get_bit(37);
+        if self.up_source.val() {
+            self.bridge_ready.next = self.bridge[0].ready.val();
         } else {
-            self.bridge_ready.next = self.bridge1.ready.val();
+            self.bridge_ready.next = self.bridge[1].ready.val();
         }
-        self.in_ready.next = self.enable.val()
-            & (!self.to_core.val() | self.core_ready.val())
+        self.up.ready.next = self.enable.val()
+            & (!self.to_core.val() | self.core.ready.val())
             & (!self.to_bridge.val() | self.bridge_ready.val());
-        self.go.next = self.in_valid.val()
+        self.go.next = self.up.valid.val()
             & self.enable.val()
-            & (!self.to_core.val() | self.core_ready.val())
+            & (!self.to_core.val() | self.core.ready.val())
             & (!self.to_bridge.val() | self.bridge_ready.val());
-        self.core_valid.next = self.in_valid.val()
+        self.core.valid.next = self.up.valid.val()
             & self.enable.val()
             & self.to_core.val()
             & (!self.to_bridge.val() | self.bridge_ready.val());
-        self.core_data.next = self.in_data.val().get_bits::<32>(0);
-        self.core_last.next = self.in_data.val().get_bit(35);
-        self.core_bytes.next = bit_cast::<4, 3>(self.in_data.val().get_bits::<3>(32));
-        self.bridge0.data.next = self.in_data.val();
-        self.bridge1.data.next = self.in_data.val();
-        self.bridge0.enable.next = self.go.val() & self.to_bridge.val() & self.in_source.val();
-        self.bridge1.enable.next = self.go.val() & self.to_bridge.val() & !self.in_source.val();
-        self.bridge0.commit.next =
-            self.go.val() & self.to_bridge.val() & self.in_source.val() & self.in_data.val().get_bit(35);
-        self.bridge1.commit.next =
-            self.go.val() & self.to_bridge.val() & !self.in_source.val() & self.in_data.val().get_bit(35);
-        self.learn_valid.next = false;
-        self.learn_mac.next =
-            (bit_cast::<48, 16>(self.src_hi.q.val()) << 32) | bit_cast::<48, 32>(self.in_data.val().get_bits::<32>(0));
-        self.learn_port.next = self.in_source.val();
+        self.core.data.next = bit_cast::<{ beat::BITS }, 32>(self.up.data.val().get_bits::<32>(0))
+            | (bit_cast::<{ beat::BITS }, 1>(self.up.data.val().get_bit(35).into()) << 32)
+            | (bit_cast::<{ beat::BITS }, 3>(self.up.data.val().get_bits::<3>(32)) << 33);
+        self.bridge[0].data.next = self.up.data.val();
+        self.bridge[1].data.next = self.up.data.val();
+        self.bridge[0].enable.next = self.go.val() & self.to_bridge.val() & self.up_source.val();
+        self.bridge[1].enable.next = self.go.val() & self.to_bridge.val() & !self.up_source.val();
+        self.bridge[0].commit.next =
+            self.go.val() & self.to_bridge.val() & self.up_source.val() & self.up.data.val().get_bit(35);
+        self.bridge[1].commit.next =
+            self.go.val() & self.to_bridge.val() & !self.up_source.val() & self.up.data.val().get_bit(35);
+        self.learn.valid.next = false;
+        self.learn.mac.next =
+            (bit_cast::<48, 16>(self.src_hi.q.val()) << 32) | bit_cast::<48, 32>(self.up.data.val().get_bits::<32>(0));
+        self.learn.port.next = self.up_source.val();
         self.merge_start.next = self.go.val() & self.to_core.val() & (self.words.q.val() == 0);
-        self.merge_port.next = self.in_source.val();
+        self.merge_port.next = self.up_source.val();
         if self.go.val() {
-            if self.in_data.val().get_bit(35) {
+            if self.up.data.val().get_bit(35) {
                 self.words.d.next = 0.into();
             } else if self.words.q.val() != 3 {
                 self.words.d.next = self.words.q.val() + 1;
             }
             if self.words.q.val() == 1 {
-                self.src_hi.d.next = self.in_data.val().get_bits::<16>(0);
+                self.src_hi.d.next = self.up.data.val().get_bits::<16>(0);
             }
             if self.words.q.val() == 2 {
-                self.learn_valid.next = !self.src_hi.q.val().get_bit(8);
+                self.learn.valid.next = !self.src_hi.q.val().get_bit(8);
             }
         }
     }

@@ -1,9 +1,10 @@
-//! A register slice for a valid/ready stream of `W`-bit words: the output and `in_ready` come
+//! A register slice for a valid/ready stream of `W`-bit words: the output and the input's `ready` come
 //! from flip-flops, so no combinational path runs through the slice in either direction (a
 //! combinational `ready` or `valid` of one block no longer meets the other's logic). One clock
 //! of latency, a word a clock at full rate (a skid register takes the word that arrives in the
 //! cycle the output stalls), words in order, none lost or duplicated.
 
+use crate::ethernet::stream::{StreamSink, StreamSource};
 use rust_hdl::prelude::*;
 
 /// The register slice.
@@ -11,18 +12,10 @@ use rust_hdl::prelude::*;
 pub struct StreamSlice<const W: usize> {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Input word valid.
-    pub in_valid: Signal<In, Bit>,
-    /// Input word.
-    pub in_data: Signal<In, Bits<W>>,
-    /// The slice takes the input word (from a register).
-    pub in_ready: Signal<Out, Bit>,
-    /// Output word valid (from a register).
-    pub out_valid: Signal<Out, Bit>,
-    /// Output word (from a register).
-    pub out_data: Signal<Out, Bits<W>>,
-    /// Downstream takes the output word.
-    pub out_ready: Signal<In, Bit>,
+    /// The words in (`ready` from a register).
+    pub up: StreamSink<W>,
+    /// The words out (`valid` and `data` from registers).
+    pub down: StreamSource<W>,
     /// Nothing held.
     pub empty: Signal<Out, Bit>,
     o_valid: DFF<Bit>,
@@ -35,23 +28,23 @@ impl<const W: usize> Logic for StreamSlice<W> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, o_valid, o_data, s_valid, s_data);
-        self.in_ready.next = !self.s_valid.q.val();
-        self.out_valid.next = self.o_valid.q.val();
-        self.out_data.next = self.o_data.q.val();
+        self.up.ready.next = !self.s_valid.q.val();
+        self.down.valid.next = self.o_valid.q.val();
+        self.down.data.next = self.o_data.q.val();
         self.empty.next = !self.o_valid.q.val() & !self.s_valid.q.val();
-        if !self.o_valid.q.val() | self.out_ready.val() {
+        if !self.o_valid.q.val() | self.down.ready.val() {
             // The output register is free at the edge: refill it, skid word first.
             if self.s_valid.q.val() {
                 self.o_data.d.next = self.s_data.q.val();
                 self.s_valid.d.next = false;
             } else {
-                self.o_valid.d.next = self.in_valid.val();
-                self.o_data.d.next = self.in_data.val();
+                self.o_valid.d.next = self.up.valid.val();
+                self.o_data.d.next = self.up.data.val();
             }
-        } else if self.in_valid.val() & !self.s_valid.q.val() {
+        } else if self.up.valid.val() & !self.s_valid.q.val() {
             // The output stalls: the word taken this cycle waits in the skid register.
             self.s_valid.d.next = true;
-            self.s_data.d.next = self.in_data.val();
+            self.s_data.d.next = self.up.data.val();
         }
     }
 }
@@ -88,15 +81,15 @@ mod test {
             for cycle in 0..6000 {
                 let v = !bursty || next() % 3 != 0;
                 let r = !bursty || next() % 4 != 0;
-                s.in_valid.next = v && sent < 3000;
-                s.in_data.next = (sent & 0xffff).into();
-                s.out_ready.next = r;
+                s.up.valid.next = v && sent < 3000;
+                s.up.data.next = (sent & 0xffff).into();
+                s.down.ready.next = r;
                 settle(&mut s);
-                if s.in_valid.val() && s.in_ready.val() {
+                if s.up.valid.val() && s.up.ready.val() {
                     sent += 1;
                 }
-                if s.out_valid.val() && s.out_ready.val() {
-                    assert_eq!(s.out_data.val().index() as u64, got & 0xffff, "cycle {cycle}");
+                if s.down.valid.val() && s.down.ready.val() {
+                    assert_eq!(s.down.data.val().index() as u64, got & 0xffff, "cycle {cycle}");
                     got += 1;
                 }
                 s.clock.next = true.into();

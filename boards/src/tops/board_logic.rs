@@ -18,8 +18,9 @@
 //!   input at a frame boundary (the fabric's `pause`).
 //! - Link state: ports 0 and 1 from the PHYs at the board's addresses; ports 2 and 3 read 0.
 
+use crate::ethernet::gmii::GmiiPort;
 use crate::tops::config_loader::config_writes;
-use crate::tops::switch_fabric::SwitchFabric;
+use crate::tops::switch_fabric::{FabricStatus, SwitchFabric};
 use rust_hdl::prelude::*;
 use spotagg_driver::control::protocol::reg;
 use spotagg_driver::JobConfig;
@@ -47,34 +48,8 @@ pub struct BoardLogic {
     pub tx_clock: Signal<In, Clock>,
     /// Start loading the configuration (the PLL has locked).
     pub start: Signal<In, Bit>,
-    /// Port 0 receive clock.
-    pub eth0_rx_clock: Signal<In, Clock>,
-    /// Port 0 GMII receive data.
-    pub eth0_rxd: Signal<In, Bits<8>>,
-    /// Port 0 GMII receive data valid.
-    pub eth0_rx_dv: Signal<In, Bit>,
-    /// Port 0 GMII receive error.
-    pub eth0_rx_er: Signal<In, Bit>,
-    /// Port 0 GMII transmit data.
-    pub eth0_txd: Signal<Out, Bits<8>>,
-    /// Port 0 GMII transmit enable.
-    pub eth0_tx_en: Signal<Out, Bit>,
-    /// Port 0 GMII transmit error.
-    pub eth0_tx_er: Signal<Out, Bit>,
-    /// Port 1 receive clock.
-    pub eth1_rx_clock: Signal<In, Clock>,
-    /// Port 1 GMII receive data.
-    pub eth1_rxd: Signal<In, Bits<8>>,
-    /// Port 1 GMII receive data valid.
-    pub eth1_rx_dv: Signal<In, Bit>,
-    /// Port 1 GMII receive error.
-    pub eth1_rx_er: Signal<In, Bit>,
-    /// Port 1 GMII transmit data.
-    pub eth1_txd: Signal<Out, Bits<8>>,
-    /// Port 1 GMII transmit enable.
-    pub eth1_tx_en: Signal<Out, Bit>,
-    /// Port 1 GMII transmit error.
-    pub eth1_tx_er: Signal<Out, Bit>,
+    /// The two ports' GMII, port 0 first.
+    pub eth: [GmiiPort; 2],
     /// Control link receive line (idle high).
     pub uart_rx: Signal<In, Bit>,
     /// Control link transmit line (idle high).
@@ -87,14 +62,8 @@ pub struct BoardLogic {
     pub mdio_oe: Signal<Out, Bit>,
     /// MDIO as seen on the pin.
     pub mdio_i: Signal<In, Bit>,
-    /// The configuration is loaded.
-    pub configured: Signal<Out, Bit>,
-    /// The core has nothing in flight.
-    pub core_idle: Signal<Out, Bit>,
-    /// The core takes the first word of a frame.
-    pub merge_start: Signal<Out, Bit>,
-    /// The port that frame came in on.
-    pub merge_port: Signal<Out, Bit>,
+    /// The fabric's state.
+    pub status: FabricStatus,
     fabric: SwitchFabric,
     link: ControlLink,
     mdio: MdioMaster,
@@ -116,30 +85,14 @@ impl BoardLogic {
             core_clock: Default::default(),
             tx_clock: Default::default(),
             start: Default::default(),
-            eth0_rx_clock: Default::default(),
-            eth0_rxd: Default::default(),
-            eth0_rx_dv: Default::default(),
-            eth0_rx_er: Default::default(),
-            eth0_txd: Default::default(),
-            eth0_tx_en: Default::default(),
-            eth0_tx_er: Default::default(),
-            eth1_rx_clock: Default::default(),
-            eth1_rxd: Default::default(),
-            eth1_rx_dv: Default::default(),
-            eth1_rx_er: Default::default(),
-            eth1_txd: Default::default(),
-            eth1_tx_en: Default::default(),
-            eth1_tx_er: Default::default(),
+            eth: Default::default(),
             uart_rx: Default::default(),
             uart_tx: Default::default(),
             mdc: Default::default(),
             mdio_o: Default::default(),
             mdio_oe: Default::default(),
             mdio_i: Default::default(),
-            configured: Default::default(),
-            core_idle: Default::default(),
-            merge_start: Default::default(),
-            merge_port: Default::default(),
+            status: Default::default(),
             fabric: SwitchFabric::new(core, job),
             link: ControlLink::with_board(&core, params.identity, usize::from(reg::BOARD_COUNTER_COUNT), Some(regs)),
             mdio: MdioMaster::new(params.mdc_half_period, params.phy_addresses),
@@ -158,24 +111,10 @@ impl Logic for BoardLogic {
         self.fabric.core_clock.next = self.core_clock.val();
         self.fabric.tx_clock.next = self.tx_clock.val();
         self.fabric.start.next = self.start.val();
-        self.fabric.eth0_rx_clock.next = self.eth0_rx_clock.val();
-        self.fabric.eth0_rxd.next = self.eth0_rxd.val();
-        self.fabric.eth0_rx_dv.next = self.eth0_rx_dv.val();
-        self.fabric.eth0_rx_er.next = self.eth0_rx_er.val();
-        self.eth0_txd.next = self.fabric.eth0_txd.val();
-        self.eth0_tx_en.next = self.fabric.eth0_tx_en.val();
-        self.eth0_tx_er.next = self.fabric.eth0_tx_er.val();
-        self.fabric.eth1_rx_clock.next = self.eth1_rx_clock.val();
-        self.fabric.eth1_rxd.next = self.eth1_rxd.val();
-        self.fabric.eth1_rx_dv.next = self.eth1_rx_dv.val();
-        self.fabric.eth1_rx_er.next = self.eth1_rx_er.val();
-        self.eth1_txd.next = self.fabric.eth1_txd.val();
-        self.eth1_tx_en.next = self.fabric.eth1_tx_en.val();
-        self.eth1_tx_er.next = self.fabric.eth1_tx_er.val();
-        self.configured.next = self.fabric.configured.val();
-        self.core_idle.next = self.fabric.core_idle.val();
-        self.merge_start.next = self.fabric.merge_start.val();
-        self.merge_port.next = self.fabric.merge_port.val();
+        for i in 0..2 {
+            GmiiPort::link(&mut self.eth[i], &mut self.fabric.eth[i]);
+        }
+        FabricStatus::link(&mut self.status, &mut self.fabric.status);
         // Control link.
         self.link.uart_rx.next = self.uart_rx.val();
         self.uart_tx.next = self.link.uart_tx.val();
@@ -183,7 +122,7 @@ impl Logic for BoardLogic {
         self.fabric.cfg_address.next = self.link.cfg.address.val();
         self.fabric.cfg_data.next = self.link.cfg.data.val();
         self.fabric.pause.next = self.link.pause.val();
-        self.link.core_idle.next = self.fabric.core_idle.val();
+        self.link.core_idle.next = self.status.core_idle.val();
         self.fabric.counter_address.next = bit_cast::<5, 6>(self.link.counter.address.val());
         self.fabric.port_counter_address.next = bit_cast::<4, 6>(self.link.counter.address.val());
         // The core's counter read is combinational: the values are registered on their way back

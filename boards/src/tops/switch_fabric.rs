@@ -9,7 +9,7 @@
 //!                             └─ learn (source MAC, port) ─ MacTable ─ lookup ┘
 //! ```
 //!
-//! Clocks: each port's receive side runs in its receive clock (`eth{i}_rx_clock`), each
+//! Clocks: each port's receive side runs in its receive clock (`eth[i].rx_clock`), each
 //! port's transmit side (the transmit FIFOs' read ends, the merge of results and bridged
 //! frames, the MAC) in `tx_clock` (125 MHz, the RGMII transmit clock), the rest (merge, router,
 //! core, dispatcher, loader) in `core_clock`, which needs only to keep up with both ports on
@@ -38,15 +38,31 @@
 
 use crate::ethernet::eth_port::EthPort;
 use crate::ethernet::frame_arbiter::FrameArbiter;
-use crate::ethernet::frame_fifo::FrameWriter;
-use crate::ethernet::mac_table::MacTable;
+use crate::ethernet::frame_fifo::{FrameWriter, WORD_BITS};
+use crate::ethernet::gmii::GmiiPort;
+use crate::ethernet::mac_table::{MacLearn, MacLookup, MacTable};
 use crate::ethernet::result_dispatcher::ResultDispatcher;
 use crate::ethernet::rx_router::RxRouter;
+use crate::ethernet::stream::{beat, StreamSource};
 use crate::ethernet::stream_slice::StreamSlice;
 use crate::tops::config_loader::ConfigLoader;
 use rust_hdl::prelude::*;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::{Core, CoreConfig};
+
+/// What the fabric says of its state, to the layers above and the board tests.
+#[derive(LogicInterface, Default)]
+pub struct FabricStatus {
+    /// The configuration is loaded.
+    pub configured: Signal<Out, Bit>,
+    /// Nothing in flight: the core idle, no frame begun on the way in, nothing held in the
+    /// register slices around the core (registered: a clock late).
+    pub core_idle: Signal<Out, Bit>,
+    /// The core takes the first word of a frame.
+    pub merge_start: Signal<Out, Bit>,
+    /// The port that frame came in on.
+    pub merge_port: Signal<Out, Bit>,
+}
 
 /// The board logic with a width-4 core.
 #[derive(LogicBlock)]
@@ -57,34 +73,8 @@ pub struct SwitchFabric {
     pub tx_clock: Signal<In, Clock>,
     /// Start loading the configuration (the PLL has locked).
     pub start: Signal<In, Bit>,
-    /// Port 0 receive clock.
-    pub eth0_rx_clock: Signal<In, Clock>,
-    /// Port 0 GMII receive data.
-    pub eth0_rxd: Signal<In, Bits<8>>,
-    /// Port 0 GMII receive data valid.
-    pub eth0_rx_dv: Signal<In, Bit>,
-    /// Port 0 GMII receive error.
-    pub eth0_rx_er: Signal<In, Bit>,
-    /// Port 0 GMII transmit data.
-    pub eth0_txd: Signal<Out, Bits<8>>,
-    /// Port 0 GMII transmit enable.
-    pub eth0_tx_en: Signal<Out, Bit>,
-    /// Port 0 GMII transmit error.
-    pub eth0_tx_er: Signal<Out, Bit>,
-    /// Port 1 receive clock.
-    pub eth1_rx_clock: Signal<In, Clock>,
-    /// Port 1 GMII receive data.
-    pub eth1_rxd: Signal<In, Bits<8>>,
-    /// Port 1 GMII receive data valid.
-    pub eth1_rx_dv: Signal<In, Bit>,
-    /// Port 1 GMII receive error.
-    pub eth1_rx_er: Signal<In, Bit>,
-    /// Port 1 GMII transmit data.
-    pub eth1_txd: Signal<Out, Bits<8>>,
-    /// Port 1 GMII transmit enable.
-    pub eth1_tx_en: Signal<Out, Bit>,
-    /// Port 1 GMII transmit error.
-    pub eth1_tx_er: Signal<Out, Bit>,
+    /// The two ports' GMII, port 0 first.
+    pub eth: [GmiiPort; 2],
     /// Core counter index.
     pub counter_address: Signal<In, Bits<5>>,
     /// Core counter value (combinational, as the core's).
@@ -101,25 +91,17 @@ pub struct SwitchFabric {
     pub cfg_data: Signal<In, Bits<32>>,
     /// Hold the core's input from the next frame boundary on.
     pub pause: Signal<In, Bit>,
-    /// The configuration is loaded.
-    pub configured: Signal<Out, Bit>,
-    /// Nothing in flight: the core idle, no frame begun on the way in, nothing held in the
-    /// register slices around the core (registered: a clock late).
-    pub core_idle: Signal<Out, Bit>,
-    /// The core takes the first word of a frame.
-    pub merge_start: Signal<Out, Bit>,
-    /// The port that frame came in on.
-    pub merge_port: Signal<Out, Bit>,
-    eth0: EthPort,
-    eth1: EthPort,
+    /// Loaded, idle, and the frames the core takes.
+    pub status: FabricStatus,
+    port: [EthPort; 2],
     rx_arbiter: FrameArbiter,
     router: RxRouter,
     mac_table: MacTable,
     dispatcher: ResultDispatcher,
     loader: ConfigLoader,
     core: Core<32>,
-    to_core: StreamSlice<37>,
-    from_core: StreamSlice<37>,
+    to_core: StreamSlice<{ beat::BITS }>,
+    from_core: StreamSlice<{ beat::BITS }>,
     idle_q: DFF<Bit>,
     mac_hi: DFFWithInit<Bits<16>>,
     mac_lo: DFFWithInit<Bits<32>>,
@@ -143,20 +125,7 @@ impl SwitchFabric {
             core_clock: Default::default(),
             tx_clock: Default::default(),
             start: Default::default(),
-            eth0_rx_clock: Default::default(),
-            eth0_rxd: Default::default(),
-            eth0_rx_dv: Default::default(),
-            eth0_rx_er: Default::default(),
-            eth0_txd: Default::default(),
-            eth0_tx_en: Default::default(),
-            eth0_tx_er: Default::default(),
-            eth1_rx_clock: Default::default(),
-            eth1_rxd: Default::default(),
-            eth1_rx_dv: Default::default(),
-            eth1_rx_er: Default::default(),
-            eth1_txd: Default::default(),
-            eth1_tx_en: Default::default(),
-            eth1_tx_er: Default::default(),
+            eth: Default::default(),
             counter_address: Default::default(),
             counter_data: Default::default(),
             port_counter_address: Default::default(),
@@ -165,12 +134,8 @@ impl SwitchFabric {
             cfg_address: Default::default(),
             cfg_data: Default::default(),
             pause: Default::default(),
-            configured: Default::default(),
-            core_idle: Default::default(),
-            merge_start: Default::default(),
-            merge_port: Default::default(),
-            eth0: Default::default(),
-            eth1: Default::default(),
+            status: Default::default(),
+            port: Default::default(),
             rx_arbiter: Default::default(),
             router: Default::default(),
             mac_table: Default::default(),
@@ -197,67 +162,40 @@ impl Logic for SwitchFabric {
     fn update(&mut self) {
         clock!(self, core_clock, rx_arbiter, router, dispatcher, loader, core, mac_table, to_core, from_core);
         dff_setup!(self, core_clock, in_frame, mac_hi, mac_lo, cfg_write_q, cfg_address_q, cfg_data_q, done_q, idle_q);
-        // Ports.
-        self.eth0.rx_clock.next = self.eth0_rx_clock.val();
-        self.eth0.core_clock.next = self.core_clock.val();
-        self.eth0.tx_clock.next = self.tx_clock.val();
-        self.eth0.gmii_rxd.next = self.eth0_rxd.val();
-        self.eth0.gmii_rx_dv.next = self.eth0_rx_dv.val();
-        self.eth0.gmii_rx_er.next = self.eth0_rx_er.val();
         self.switch_mac.next =
             (bit_cast::<48, 16>(self.mac_hi.q.val()) << 32) | bit_cast::<48, 32>(self.mac_lo.q.val());
-        self.eth0.switch_mac.next = self.switch_mac.val();
-        self.eth0_txd.next = self.eth0.gmii_txd.val();
-        self.eth0_tx_en.next = self.eth0.gmii_tx_en.val();
-        self.eth0_tx_er.next = self.eth0.gmii_tx_er.val();
-        self.eth1.rx_clock.next = self.eth1_rx_clock.val();
-        self.eth1.core_clock.next = self.core_clock.val();
-        self.eth1.tx_clock.next = self.tx_clock.val();
-        self.eth1.gmii_rxd.next = self.eth1_rxd.val();
-        self.eth1.gmii_rx_dv.next = self.eth1_rx_dv.val();
-        self.eth1.gmii_rx_er.next = self.eth1_rx_er.val();
-        self.eth1.switch_mac.next = self.switch_mac.val();
-        self.eth1_txd.next = self.eth1.gmii_txd.val();
-        self.eth1_tx_en.next = self.eth1.gmii_tx_en.val();
-        self.eth1_tx_er.next = self.eth1.gmii_tx_er.val();
-        // Merge.
-        self.rx_arbiter.in0_valid.next = self.eth0.rxq_valid.val();
-        self.rx_arbiter.in0_data.next = self.eth0.rxq_data.val();
-        self.eth0.rxq_ready.next = self.rx_arbiter.in0_ready.val();
-        self.rx_arbiter.in1_valid.next = self.eth1.rxq_valid.val();
-        self.rx_arbiter.in1_data.next = self.eth1.rxq_data.val();
-        self.eth1.rxq_ready.next = self.rx_arbiter.in1_ready.val();
-        self.rx_arbiter.in0_fill.next = self.eth0.rxq_fill.val();
-        self.rx_arbiter.in1_fill.next = self.eth1.rxq_fill.val();
-        self.router.enable.next = self.done_q.q.val() & (self.in_frame.q.val() | !self.pause.val());
-        if self.router.core_valid.val() & self.to_core.in_ready.val() {
-            self.in_frame.d.next = !self.router.core_last.val();
+        // Ports, merged into the router (the fuller receive FIFO first); the router's bridged
+        // frames and the dispatcher's results go back to them.
+        for i in 0..2 {
+            GmiiPort::link(&mut self.eth[i], &mut self.port[i].gmii);
+            self.port[i].core_clock.next = self.core_clock.val();
+            self.port[i].tx_clock.next = self.tx_clock.val();
+            self.port[i].switch_mac.next = self.switch_mac.val();
+            StreamSource::<WORD_BITS>::join(&mut self.port[i].rxq, &mut self.rx_arbiter.up[i]);
+            self.rx_arbiter.fill[i].next = self.port[i].rxq_fill.val();
+            FrameWriter::join(&mut self.router.bridge[i], &mut self.port[i].br);
+            FrameWriter::join(&mut self.dispatcher.out[i], &mut self.port[i].res);
+            self.port[i].counter_address.next = self.port_counter_address.val().get_bits::<3>(0);
         }
-        self.router.in_valid.next = self.rx_arbiter.out_valid.val();
-        self.router.in_data.next = self.rx_arbiter.out_data.val();
-        self.router.in_source.next = self.rx_arbiter.out_source.val();
-        self.rx_arbiter.out_ready.next = self.router.in_ready.val();
-        FrameWriter::join(&mut self.router.bridge0, &mut self.eth0.br);
-        FrameWriter::join(&mut self.router.bridge1, &mut self.eth1.br);
-        self.mac_table.learn_valid.next = self.router.learn_valid.val();
-        self.mac_table.learn_mac.next = self.router.learn_mac.val();
-        self.mac_table.learn_port.next = self.router.learn_port.val();
+        self.router.enable.next = self.done_q.q.val() & (self.in_frame.q.val() | !self.pause.val());
+        if self.router.core.valid.val() & self.to_core.up.ready.val() {
+            self.in_frame.d.next = !self.router.core.data.val().get_bit(32);
+        }
+        StreamSource::<WORD_BITS>::join(&mut self.rx_arbiter.down, &mut self.router.up);
+        self.router.up_source.next = self.rx_arbiter.down_source.val();
+        MacLearn::join(&mut self.router.learn, &mut self.mac_table.learn);
         // Flushed by the EAPS node once it is wired in (issue 17 item 5); never until then.
         self.mac_table.flush.next = false;
-        self.merge_start.next = self.router.merge_start.val();
-        self.merge_port.next = self.router.merge_port.val();
+        self.status.merge_start.next = self.router.merge_start.val();
+        self.status.merge_port.next = self.router.merge_port.val();
         // Core, behind register slices both ways (its `rx_ready` and `tx_valid` are logic of its
         // own state: they meet the router's and the dispatcher's logic only at registers).
-        self.to_core.in_valid.next = self.router.core_valid.val();
-        self.to_core.in_data.next = bit_cast::<37, 32>(self.router.core_data.val())
-            | (bit_cast::<37, 1>(self.router.core_last.val().into()) << 32)
-            | (bit_cast::<37, 4>(self.router.core_bytes.val()) << 33);
-        self.router.core_ready.next = self.to_core.in_ready.val();
-        self.core.rx.valid.next = self.to_core.out_valid.val();
-        self.core.rx.data.next = self.to_core.out_data.val().get_bits::<32>(0);
-        self.core.rx.last.next = self.to_core.out_data.val().get_bit(32);
-        self.core.rx.bytes.next = self.to_core.out_data.val().get_bits::<4>(33);
-        self.to_core.out_ready.next = self.core.rx.ready.val();
+        StreamSource::<{ beat::BITS }>::join(&mut self.router.core, &mut self.to_core.up);
+        self.core.rx.valid.next = self.to_core.down.valid.val();
+        self.core.rx.data.next = self.to_core.down.data.val().get_bits::<32>(0);
+        self.core.rx.last.next = self.to_core.down.data.val().get_bit(32);
+        self.core.rx.bytes.next = self.to_core.down.data.val().get_bits::<4>(33);
+        self.to_core.down.ready.next = self.core.rx.ready.val();
         self.loader.start.next = self.start.val();
         // The configuration bus: the loader's or (once it is done) the link's, chosen into
         // registers, so the core's decode starts from flip-flops (a write reaches the core a cycle
@@ -279,46 +217,28 @@ impl Logic for SwitchFabric {
         if self.loader.done.val() & self.cfg_write.val() & (self.cfg_address.val() == 1) {
             self.mac_lo.d.next = self.cfg_data.val();
         }
-        self.configured.next = self.done_q.q.val();
+        self.status.configured.next = self.done_q.q.val();
         self.core.counter.address.next = self.counter_address.val();
         self.counter_data.next = self.core.counter.data.val();
         // Idle: the core, and no frame begun or held on the way in or out (registered).
         self.idle_q.d.next =
             self.core.idle.val() & !self.in_frame.q.val() & self.to_core.empty.val() & self.from_core.empty.val();
-        self.core_idle.next = self.idle_q.q.val();
+        self.status.core_idle.next = self.idle_q.q.val();
         // Dispatch.
-        self.from_core.in_valid.next = self.core.tx.valid.val();
-        self.from_core.in_data.next = bit_cast::<37, 32>(self.core.tx.data.val())
-            | (bit_cast::<37, 1>(self.core.tx.last.val().into()) << 32)
-            | (bit_cast::<37, 4>(self.core.tx.bytes.val()) << 33);
-        self.core.tx.ready.next = self.from_core.in_ready.val();
-        self.dispatcher.in_valid.next = self.from_core.out_valid.val();
-        self.dispatcher.in_data.next = self.from_core.out_data.val().get_bits::<32>(0);
-        self.dispatcher.in_last.next = self.from_core.out_data.val().get_bit(32);
-        self.dispatcher.in_bytes.next = self.from_core.out_data.val().get_bits::<4>(33);
-        self.from_core.out_ready.next = self.dispatcher.in_ready.val();
-        self.mac_table.lookup_mac.next = self.dispatcher.lookup_mac.val();
-        self.dispatcher.lookup_hit.next = self.mac_table.lookup_hit.val();
-        self.dispatcher.lookup_port.next = self.mac_table.lookup_port.val();
-        FrameWriter::join(&mut self.dispatcher.out0, &mut self.eth0.res);
-        FrameWriter::join(&mut self.dispatcher.out1, &mut self.eth1.res);
-        // Port counters.
-        self.port_counter_data.next = 0.into();
-        match self.port_counter_address.val().index() {
-            0 => self.port_counter_data.next = self.eth0.frames_good.val(),
-            1 => self.port_counter_data.next = self.eth0.frames_bad_fcs.val(),
-            2 => self.port_counter_data.next = self.eth0.frames_runt.val(),
-            3 => self.port_counter_data.next = self.eth0.frames_giant.val(),
-            4 => self.port_counter_data.next = self.eth0.frames_overflow.val(),
-            5 => self.port_counter_data.next = self.eth0.frames_sent.val(),
-            6 => self.port_counter_data.next = self.dispatcher.flooded.val(),
-            8 => self.port_counter_data.next = self.eth1.frames_good.val(),
-            9 => self.port_counter_data.next = self.eth1.frames_bad_fcs.val(),
-            10 => self.port_counter_data.next = self.eth1.frames_runt.val(),
-            11 => self.port_counter_data.next = self.eth1.frames_giant.val(),
-            12 => self.port_counter_data.next = self.eth1.frames_overflow.val(),
-            13 => self.port_counter_data.next = self.eth1.frames_sent.val(),
-            _ => {}
+        self.from_core.up.valid.next = self.core.tx.valid.val();
+        self.from_core.up.data.next = bit_cast::<{ beat::BITS }, 32>(self.core.tx.data.val())
+            | (bit_cast::<{ beat::BITS }, 1>(self.core.tx.last.val().into()) << 32)
+            | (bit_cast::<{ beat::BITS }, 4>(self.core.tx.bytes.val()) << 33);
+        self.core.tx.ready.next = self.from_core.up.ready.val();
+        StreamSource::<{ beat::BITS }>::join(&mut self.from_core.down, &mut self.dispatcher.up);
+        MacLookup::join(&mut self.dispatcher.lookup, &mut self.mac_table.lookup);
+        // Port counters: port 0 at 0..=5, the dispatcher's floods at 6, port 1 at 8..=13.
+        if self.port_counter_address.val() == 6 {
+            self.port_counter_data.next = self.dispatcher.flooded.val();
+        } else if self.port_counter_address.val().get_bit(3) {
+            self.port_counter_data.next = self.port[1].counter_data.val();
+        } else {
+            self.port_counter_data.next = self.port[0].counter_data.val();
         }
     }
 }

@@ -4,9 +4,9 @@
 //! ```text
 //! clk25 ─ EHXPLLL ─ clk125 ─ transmit clock of both ports (MACs, RGMII transmit)
 //!                 └ clk100 ─ core clock: merge, core, dispatch, bridge, control plane
-//! eth{i}_rxc/rx_ctl/rxd ─ RgmiiRx (IDDRX1F [+ DELAYG]) ─ GMII ─┐
-//!                                                            BoardLogic ─ uart_tx, uart_rx
-//! eth{i}_txc/tx_ctl/txd ─ RgmiiTx (ODDRX1F [+ DELAYG]) ─ GMII ─┘    └─ mdc, mdio (BB pad)
+//! eth{i}_rxc/rx_ctl/rxd ─ Rgmii: IDDRX1F [+ DELAYG] ─ GMII ─┐
+//!                                                         BoardLogic ─ uart_tx, uart_rx
+//! eth{i}_txc/tx_ctl/txd ─ Rgmii: ODDRX1F [+ DELAYG] ─ GMII ─┘    └─ mdc, mdio (BB pad)
 //! ```
 //!
 //! Port names are the board definition's ([`Board::pins`]): `clk25`, `uart_tx`, `uart_rx`,
@@ -36,7 +36,8 @@
 
 use crate::ecp5::mdio_pad::BidirPad;
 use crate::ecp5::BoardPll;
-use crate::ethernet::rgmii::{RgmiiRx, RgmiiTx};
+use crate::ethernet::gmii::GmiiPort;
+use crate::ethernet::rgmii::Rgmii;
 use crate::tops::board_logic::{BoardLogic, ControlParams};
 use crate::Board;
 use rust_hdl::prelude::*;
@@ -95,10 +96,7 @@ pub struct BoardTop {
     clk125: Signal<Local, Clock>,
     clk100: Signal<Local, Clock>,
     pll: BoardPll,
-    rgmii_rx0: RgmiiRx,
-    rgmii_rx1: RgmiiRx,
-    rgmii_tx0: RgmiiTx,
-    rgmii_tx1: RgmiiTx,
+    rgmii: [Rgmii; 2],
     logic: BoardLogic,
     mdio_pad: BidirPad,
 }
@@ -140,10 +138,7 @@ impl BoardTop {
             clk125: Default::default(),
             clk100: Default::default(),
             pll: Default::default(),
-            rgmii_rx0: RgmiiRx::new(!board.phy_delays.rx_delay_in_phy),
-            rgmii_rx1: RgmiiRx::new(!board.phy_delays.rx_delay_in_phy),
-            rgmii_tx0: RgmiiTx::new(!board.phy_delays.tx_delay_in_phy),
-            rgmii_tx1: RgmiiTx::new(!board.phy_delays.tx_delay_in_phy),
+            rgmii: std::array::from_fn(|_| Rgmii::new(board.phy_delays)),
             logic: BoardLogic::new(core, job, params),
             mdio_pad: Default::default(),
         }
@@ -164,40 +159,26 @@ impl Logic for BoardTop {
         self.logic.mdio_i.next = self.mdio_pad.i.val();
         self.logic.uart_rx.next = self.uart_rx.val();
         self.uart_tx.next = self.logic.uart_tx.val();
-        // Receive.
-        self.rgmii_rx0.rxc.next = self.eth0_rxc.val();
-        self.rgmii_rx0.rx_ctl.next = self.eth0_rx_ctl.val();
-        self.rgmii_rx0.rxd.next = self.eth0_rxd.val();
-        self.rgmii_rx1.rxc.next = self.eth1_rxc.val();
-        self.rgmii_rx1.rx_ctl.next = self.eth1_rx_ctl.val();
-        self.rgmii_rx1.rxd.next = self.eth1_rxd.val();
-        self.logic.eth0_rx_clock.next = self.eth0_rxc.val();
-        self.logic.eth0_rxd.next = self.rgmii_rx0.gmii_rxd.val();
-        self.logic.eth0_rx_dv.next = self.rgmii_rx0.gmii_rx_dv.val();
-        self.logic.eth0_rx_er.next = self.rgmii_rx0.gmii_rx_er.val();
-        self.logic.eth1_rx_clock.next = self.eth1_rxc.val();
-        self.logic.eth1_rxd.next = self.rgmii_rx1.gmii_rxd.val();
-        self.logic.eth1_rx_dv.next = self.rgmii_rx1.gmii_rx_dv.val();
-        self.logic.eth1_rx_er.next = self.rgmii_rx1.gmii_rx_er.val();
-        // Core.
         self.logic.core_clock.next = self.clk100.val();
         self.logic.tx_clock.next = self.clk125.val();
         self.logic.start.next = self.pll.lock.val();
-        // Transmit.
-        self.rgmii_tx0.clock.next = self.clk125.val();
-        self.rgmii_tx0.gmii_txd.next = self.logic.eth0_txd.val();
-        self.rgmii_tx0.gmii_tx_en.next = self.logic.eth0_tx_en.val();
-        self.rgmii_tx0.gmii_tx_er.next = self.logic.eth0_tx_er.val();
-        self.rgmii_tx1.clock.next = self.clk125.val();
-        self.rgmii_tx1.gmii_txd.next = self.logic.eth1_txd.val();
-        self.rgmii_tx1.gmii_tx_en.next = self.logic.eth1_tx_en.val();
-        self.rgmii_tx1.gmii_tx_er.next = self.logic.eth1_tx_er.val();
-        self.eth0_txc.next = self.rgmii_tx0.txc.val();
-        self.eth0_tx_ctl.next = self.rgmii_tx0.tx_ctl.val();
-        self.eth0_txd.next = self.rgmii_tx0.txd.val();
-        self.eth1_txc.next = self.rgmii_tx1.txc.val();
-        self.eth1_tx_ctl.next = self.rgmii_tx1.tx_ctl.val();
-        self.eth1_txd.next = self.rgmii_tx1.txd.val();
+        // The ports: pins to RGMII adapters, their GMII to the board logic's.
+        self.rgmii[0].rxc.next = self.eth0_rxc.val();
+        self.rgmii[0].rx_ctl.next = self.eth0_rx_ctl.val();
+        self.rgmii[0].rxd.next = self.eth0_rxd.val();
+        self.eth0_txc.next = self.rgmii[0].txc.val();
+        self.eth0_tx_ctl.next = self.rgmii[0].tx_ctl.val();
+        self.eth0_txd.next = self.rgmii[0].txd.val();
+        self.rgmii[1].rxc.next = self.eth1_rxc.val();
+        self.rgmii[1].rx_ctl.next = self.eth1_rx_ctl.val();
+        self.rgmii[1].rxd.next = self.eth1_rxd.val();
+        self.eth1_txc.next = self.rgmii[1].txc.val();
+        self.eth1_tx_ctl.next = self.rgmii[1].tx_ctl.val();
+        self.eth1_txd.next = self.rgmii[1].txd.val();
+        for i in 0..2 {
+            self.rgmii[i].tx_clock.next = self.clk125.val();
+            GmiiPort::join(&mut self.logic.eth[i], &mut self.rgmii[i].gmii);
+        }
     }
 }
 
