@@ -66,6 +66,9 @@ pub struct SharedConfig {
     pub timeout_action: SegmentTimeoutAction,
     /// Pre-forwarding hold of the controller after the common link returns.
     pub hold: Nanos,
+    /// The root-blocker rule for several common links (docs/eaps.md §11): on unless a test
+    /// shows the superloop it prevents.
+    pub root_blocker: bool,
 }
 
 /// Where a frame goes or came from.
@@ -133,13 +136,16 @@ pub enum SharedAction {
         /// Why.
         cause: SharedCause,
     },
-    /// Health stopped on the shared port or on a segment, with the send-alert action (`None`: the
-    /// shared port), or a PDU for another link ID arrived.
+    /// Health stopped on the shared port or on a segment, with the send-alert action.
     Alert {
         /// Where.
         at: Where,
-        /// The link ID of a foreign PDU, if that is the reason.
-        foreign_link: Option<u16>,
+    },
+    /// The frame is another common link's segment health: not taken here; the ring node passes
+    /// it on like any other EDP frame on its control VLAN (docs/eaps.md §11).
+    PassOn {
+        /// Its link ID.
+        link_id: u16,
     },
 }
 
@@ -155,14 +161,19 @@ pub struct SharedPort {
     heard_segment: Vec<Option<Nanos>>,
     common_ok: bool,
     segment_ok: Vec<bool>,
+    /// Per segment port: the lowest ID of another failed common link whose end is heard on it
+    /// (a PDU with that link ID and its failed-link field set), and when it was last heard.
+    adjacent_failed: Vec<Option<(u16, Nanos)>>,
     forwarding: Vec<bool>,
     next_hello: Option<Nanos>,
     hold_until: Option<Nanos>,
     edp_seq: u16,
     /// PDUs sent and received.
     pub tx: u64,
-    /// PDUs received.
+    /// PDUs of this link received.
     pub rx: u64,
+    /// PDUs of other common links received (passed on).
+    pub foreign_rx: u64,
 }
 
 impl SharedPort {
@@ -180,12 +191,14 @@ impl SharedPort {
             heard_segment: vec![None; n],
             common_ok: link_up,
             segment_ok: vec![true; n],
+            adjacent_failed: vec![None; n],
             forwarding: vec![true; n],
             next_hello: None,
             hold_until: None,
             edp_seq: 0,
             tx: 0,
             rx: 0,
+            foreign_rx: 0,
         }
     }
 
@@ -219,7 +232,7 @@ impl SharedPort {
         self.common_ok = self.link_up;
         let to = if self.common_ok { SharedState::Ready } else { SharedState::Blocking };
         self.transition(to, SharedCause::Enabled, &mut out);
-        self.apply(&mut out);
+        self.apply(now, &mut out);
         self.hello(now, &mut out);
         out
     }
@@ -239,6 +252,7 @@ impl SharedPort {
                 ts.push(h.map(|h| h + t));
             }
         }
+        ts.extend(self.adjacent_failed.iter().map(|a| a.map(|(_, h)| h + t)));
         ts.into_iter().flatten().min()
     }
 
@@ -258,7 +272,7 @@ impl SharedPort {
             if down {
                 self.common_down(SharedCause::SegmentTimeout, &mut out);
             } else {
-                out.push(SharedAction::Alert { at: Where::Shared, foreign_link: None });
+                out.push(SharedAction::Alert { at: Where::Shared });
             }
         }
         for i in 0..self.segment_ok.len() {
@@ -267,8 +281,13 @@ impl SharedPort {
                 if down {
                     self.segment_ok[i] = false;
                 } else {
-                    out.push(SharedAction::Alert { at: Where::Segment(i), foreign_link: None });
+                    out.push(SharedAction::Alert { at: Where::Segment(i) });
                 }
+            }
+        }
+        for a in self.adjacent_failed.iter_mut() {
+            if a.is_some_and(|(_, h)| h + t <= now) {
+                *a = None;
             }
         }
         if self.hold_until.is_some_and(|h| h <= now) {
@@ -277,7 +296,7 @@ impl SharedPort {
                 self.transition(SharedState::Ready, SharedCause::HoldExpired, &mut out);
             }
         }
-        self.apply(&mut out);
+        self.apply(now, &mut out);
         out
     }
 
@@ -299,7 +318,7 @@ impl SharedPort {
         } else {
             self.common_down(SharedCause::LinkDown, &mut out);
         }
-        self.apply(&mut out);
+        self.apply(now, &mut out);
         out
     }
 
@@ -309,25 +328,40 @@ impl SharedPort {
         self.segment_link[segment] = up;
         if !up {
             self.segment_ok[segment] = false;
+            self.adjacent_failed[segment] = None;
         }
-        let _ = now;
-        self.apply(&mut out);
+        self.apply(now, &mut out);
         out
     }
 
-    /// A frame received on the shared port or a segment port: an ESL PDU is taken; anything
-    /// else is [`WireError::Unsupported`] (the caller tries it as EAPS).
+    /// A frame received on the shared port or a segment port: an ESL PDU of this common link is
+    /// taken; one of another common link is answered with [`SharedAction::PassOn`] (the caller
+    /// passes it on as the ring node would), after noting, on a segment port, whether that
+    /// link's end reports it failed; anything else is [`WireError::Unsupported`] (the caller
+    /// tries it as EAPS).
     pub fn handle_frame(&mut self, now: Nanos, at: Where, frame: &[u8]) -> Result<Vec<SharedAction>, WireError> {
         let (_vid, pdu) = parse_frame(frame)?;
         let mut out = Vec::new();
         if self.state == SharedState::Idle || pdu.system_mac == self.mac {
             return Ok(out);
         }
-        self.rx += 1;
         if pdu.link_id != self.cfg.link_id {
-            out.push(SharedAction::Alert { at, foreign_link: Some(pdu.link_id) });
+            self.foreign_rx += 1;
+            if let Where::Segment(i) = at {
+                let a = &mut self.adjacent_failed[i];
+                if pdu.failed_link != 0 {
+                    if a.is_none_or(|(id, h)| pdu.link_id <= id || h + self.cfg.timeout <= now) {
+                        *a = Some((pdu.link_id, now));
+                    }
+                } else if a.is_some_and(|(id, _)| id == pdu.link_id) {
+                    *a = None;
+                }
+                self.apply(now, &mut out);
+            }
+            out.push(SharedAction::PassOn { link_id: pdu.link_id });
             return Ok(out);
         }
+        self.rx += 1;
         match at {
             Where::Shared => {
                 self.heard_shared = Some(now);
@@ -342,7 +376,7 @@ impl SharedPort {
                 }
             }
         }
-        self.apply(&mut out);
+        self.apply(now, &mut out);
         Ok(out)
     }
 
@@ -364,14 +398,30 @@ impl SharedPort {
         }
     }
 
+    /// Whether this end is the root blocker now: a blocking controller whose common link has
+    /// the lowest ID among the failed common links whose ends it hears on its segment ports.
+    pub fn root_blocker(&self) -> bool {
+        self.blocking() && self.adjacent_failed.iter().flatten().all(|&(id, _)| self.cfg.link_id < id)
+    }
+
+    fn blocking(&self) -> bool {
+        self.cfg.role == SharedRole::Controller
+            && matches!(self.state, SharedState::Blocking | SharedState::PreForwarding)
+    }
+
     /// Sets the segment ports from the state: all open in Ready (and at a partner); otherwise
-    /// the first intact segment open, the other intact ones blocked, broken ones open.
-    fn apply(&mut self, out: &mut Vec<SharedAction>) {
-        let blocking = self.cfg.role == SharedRole::Controller
-            && matches!(self.state, SharedState::Blocking | SharedState::PreForwarding);
+    /// the first segment that closes a loop open (Active-Open), the others that close one
+    /// blocked, the rest open. A segment closes a loop while it is intact, and, at the root
+    /// blocker, also while the end of another failed common link is heard on it: the path
+    /// through that end's rings leads back to this link's other end (a superloop).
+    fn apply(&mut self, now: Nanos, out: &mut Vec<SharedAction>) {
+        let blocking = self.blocking();
+        let root = self.cfg.root_blocker && self.root_blocker();
+        let t = self.cfg.timeout;
         let mut open_one = false;
         for i in 0..self.forwarding.len() {
-            let f = if !blocking || !self.segment_ok[i] {
+            let adjacent = root && self.adjacent_failed[i].is_some_and(|(_, h)| h + t > now);
+            let f = if !blocking || !(self.segment_ok[i] || adjacent) {
                 true
             } else if !open_one {
                 open_one = true;
@@ -449,6 +499,7 @@ mod test {
             timeout: 30 * MS,
             timeout_action: SegmentTimeoutAction::SegmentDown,
             hold: 100 * MS,
+            root_blocker: true,
         }
     }
 
@@ -542,16 +593,13 @@ mod test {
         let mut c = SharedPort::new(MacAddr([2, 0, 0, 0, 0, 3]), k, true, vec![true, true]);
         c.enable(0);
         let a = c.handle_timeout(30 * MS);
-        assert!(a.contains(&SharedAction::Alert { at: Where::Shared, foreign_link: None }));
+        assert!(a.contains(&SharedAction::Alert { at: Where::Shared }));
         assert_eq!(c.state(), SharedState::Ready);
-        // A PDU for another common link is reported, not taken.
+        // A PDU for another common link is passed on, not taken.
         let mut other = cfg(SharedRole::Partner);
         other.link_id = 99;
         let mut p = SharedPort::new(MacAddr([2, 0, 0, 0, 0, 4]), other, true, vec![true, true]);
         let (w, f) = frames(&p.enable(0)).remove(0);
-        assert_eq!(
-            c.handle_frame(MS, w, &f).unwrap(),
-            vec![SharedAction::Alert { at: Where::Shared, foreign_link: Some(99) }]
-        );
+        assert_eq!(c.handle_frame(MS, w, &f).unwrap(), vec![SharedAction::PassOn { link_id: 99 }]);
     }
 }

@@ -1,10 +1,16 @@
-//! Two rings sharing a link, simulated: the topology of the namespace ring (docs/eaps.md §10)
-//! with reference nodes ([`EapsNode`]) and, optionally, shared ports ([`SharedPort`]) at both
-//! ends of the common link, so that the superloop and its prevention are shown without the
-//! kernel (docs/eaps.md §11).
+//! Rings sharing links, simulated with reference nodes ([`EapsNode`]) and, optionally, shared
+//! ports ([`SharedPort`]) at both ends of each common link, so that the superloop and its
+//! prevention are shown without the kernel (docs/eaps.md §11). Two [`Topology`]s:
 //!
-//! Nodes 1..=6; ring 1 is 1–2–3–4–1 (master 1, control VLAN 10), ring 2 is 3–5–6–4 (master 5,
-//! control VLAN 20); the common link is 3–4. Each node is a learning bridge with a host; a
+//! - [`Topology::two_rings`], the namespace ring's (docs/eaps.md §10): nodes 1..=6; ring 1 is
+//!   1–2–3–4–1 (master 1, control VLAN 10), ring 2 is 3–5–6–4 (master 5, control VLAN 20); the
+//!   common link is 3–4 (controller 3, link ID 34). Host 6 is watched.
+//! - [`Topology::three_rings`]: the same rings 1 and 2 (ring 2's master at 6), and ring 3,
+//!   5–7–8–6 (master 7, control VLAN 30), which shares link 5–6 with ring 2 (controller 5, link
+//!   ID 56). Host 8 is watched. With both common links down a superloop runs 3–2–1–4–6–8–7–5–3
+//!   unless one controller, the root blocker, blocks it.
+//!
+//! Each node is a learning bridge with a host; a
 //! ring port passes data only while every domain on it (and the shared port) lets it. Time
 //! advances in steps of [`STEP`]; a frame crosses one link per step; a link's ends see its
 //! failure or repair [`DETECT`] later. Host 1 sends a broadcast every 100 µs. A data frame that
@@ -24,13 +30,81 @@ pub const DETECT: Nanos = 100_000;
 pub const HOP_LIMIT: u32 = 64;
 const MS: Nanos = 1_000_000;
 
-/// The links: (node a, node b).
+/// The links of [`Topology::two_rings`] (the first seven of [`Topology::three_rings`]).
 pub const LINKS: [(usize, usize); 7] = [(1, 2), (2, 3), (3, 4), (4, 1), (3, 5), (5, 6), (6, 4)];
-/// The common link's index in [`LINKS`].
+/// The common link 3–4's index in the links.
 pub const COMMON: usize = 2;
+/// Link 5–6's index: ring 2's and ring 3's common link in [`Topology::three_rings`].
+pub const COMMON_56: usize = 5;
 
 /// A domain at a node: role, primary peer, secondary peer, control VLAN.
-type DomainPlan = (Role, usize, usize, u16);
+pub type DomainPlan = (Role, usize, usize, u16);
+
+/// A shared port: its node, the common link's index, controller (else partner), link ID.
+pub type SharedPlan = (usize, usize, bool, u16);
+
+/// What is simulated.
+#[derive(Debug, Clone)]
+pub struct Topology {
+    /// The links: (node a, node b), nodes numbered from 1.
+    pub links: Vec<(usize, usize)>,
+    /// Per node (node 1 first): its domains.
+    pub plan: Vec<Vec<DomainPlan>>,
+    /// The shared ports.
+    pub shared: Vec<SharedPlan>,
+    /// The root-blocker rule at the shared ports.
+    pub root_blocker: bool,
+    /// The node whose host's receipt of host 1's broadcasts [`Report::reached`] counts.
+    pub watched: usize,
+}
+
+impl Topology {
+    /// Two rings sharing link 3–4; `shared`: shared ports at 3 (controller) and 4 (partner).
+    pub fn two_rings(shared: bool) -> Topology {
+        Topology {
+            links: LINKS.to_vec(),
+            plan: vec![
+                vec![(Role::Master, 2, 4, 10)],
+                vec![(Role::Transit, 1, 3, 10)],
+                vec![(Role::Transit, 2, 4, 10), (Role::Transit, 5, 4, 20)],
+                vec![(Role::Transit, 1, 3, 10), (Role::Transit, 6, 3, 20)],
+                vec![(Role::Master, 6, 3, 20)],
+                vec![(Role::Transit, 5, 4, 20)],
+            ],
+            shared: if shared { vec![(3, COMMON, true, 34), (4, COMMON, false, 34)] } else { vec![] },
+            root_blocker: true,
+            watched: 6,
+        }
+    }
+
+    /// Three rings in a chain, rings 1 and 2 sharing 3–4, rings 2 and 3 sharing 5–6; shared
+    /// ports at both ends of both common links (controllers 3 and 5).
+    pub fn three_rings(root_blocker: bool) -> Topology {
+        let mut links = LINKS.to_vec();
+        links.extend([(5, 7), (7, 8), (8, 6)]);
+        Topology {
+            links,
+            plan: vec![
+                vec![(Role::Master, 2, 4, 10)],
+                vec![(Role::Transit, 1, 3, 10)],
+                vec![(Role::Transit, 2, 4, 10), (Role::Transit, 5, 4, 20)],
+                vec![(Role::Transit, 1, 3, 10), (Role::Transit, 6, 3, 20)],
+                vec![(Role::Transit, 3, 6, 20), (Role::Transit, 7, 6, 30)],
+                vec![(Role::Master, 5, 4, 20), (Role::Transit, 8, 5, 30)],
+                vec![(Role::Master, 5, 8, 30)],
+                vec![(Role::Transit, 7, 6, 30)],
+            ],
+            shared: vec![
+                (3, COMMON, true, 34),
+                (4, COMMON, false, 34),
+                (5, COMMON_56, true, 56),
+                (6, COMMON_56, false, 56),
+            ],
+            root_blocker,
+            watched: 8,
+        }
+    }
+}
 
 #[derive(Clone)]
 enum Frame {
@@ -57,14 +131,16 @@ pub struct Report {
     pub looped: u64,
     /// Frames dropped at the hop limit.
     pub hop_limited: u64,
-    /// Broadcasts from host 1 that reached host 6, of those sent.
-    pub reached_host6: u64,
+    /// Broadcasts from host 1 that reached the watched host, of those sent.
+    pub reached: u64,
     /// Broadcasts sent.
     pub sent: u64,
 }
 
 /// The simulated pair of rings.
 pub struct SharedRing {
+    links: Vec<(usize, usize)>,
+    watched: usize,
     nodes: Vec<Node>,
     link_up: Vec<bool>,
     in_flight: Vec<(usize, usize, Frame)>, // (node, port, frame) arriving next step
@@ -92,19 +168,17 @@ impl SharedRing {
     /// The two rings, all links up; `shared`: shared ports at nodes 3 (controller) and 4
     /// (partner). Every node is enabled at time 0.
     pub fn new(shared: bool) -> SharedRing {
+        SharedRing::with(Topology::two_rings(shared))
+    }
+
+    /// Any topology, all links up; every node enabled at time 0.
+    pub fn with(t: Topology) -> SharedRing {
+        let links = t.links.clone();
         let port_to =
-            |n: usize, peer: usize| LINKS.iter().position(|&(a, b)| (a == n && b == peer) || (b == n && a == peer));
-        // Ring ports per node, in a fixed order: (domain, role, primary peer, secondary peer).
-        let plan: [(usize, Vec<DomainPlan>); 6] = [
-            (1, vec![(Role::Master, 2, 4, 10)]),
-            (2, vec![(Role::Transit, 1, 3, 10)]),
-            (3, vec![(Role::Transit, 2, 4, 10), (Role::Transit, 5, 4, 20)]),
-            (4, vec![(Role::Transit, 1, 3, 10), (Role::Transit, 6, 3, 20)]),
-            (5, vec![(Role::Master, 6, 3, 20)]),
-            (6, vec![(Role::Transit, 5, 4, 20)]),
-        ];
+            |n: usize, peer: usize| links.iter().position(|&(a, b)| (a == n && b == peer) || (b == n && a == peer));
         let mut nodes = Vec::new();
-        for (n, doms) in plan {
+        for (i, doms) in t.plan.iter().enumerate() {
+            let n = i + 1;
             let mut ports: Vec<usize> = Vec::new();
             let idx = |l: usize, ports: &mut Vec<usize>| match ports.iter().position(|&x| x == l) {
                 Some(i) => i,
@@ -114,36 +188,45 @@ impl SharedRing {
                 }
             };
             let mut groups = Vec::new();
-            for (role, p, s, vlan) in doms {
+            let mut vlans = Vec::new();
+            for &(role, p, s, vlan) in doms {
                 let pi = idx(port_to(n, p).unwrap(), &mut ports);
                 let si = idx(port_to(n, s).unwrap(), &mut ports);
                 let node =
                     EapsNode::new(MacAddr([2, 0, 0, 0, n as u8, vlan as u8]), vec![dom(role, 0, vlan)], [true, true]);
                 groups.push(([pi, si], node));
+                vlans.push(vlan);
             }
-            let shared = if shared && (n == 3 || n == 4) {
-                let sp = ports.iter().position(|&l| l == COMMON).unwrap();
-                let segs: Vec<usize> = groups.iter().map(|(g, _)| if g[0] == sp { g[1] } else { g[0] }).collect();
+            let shared = t.shared.iter().find(|x| x.0 == n).map(|&(_, common, controller, link_id)| {
+                let sp = ports.iter().position(|&l| l == common).unwrap();
+                let (segs, segment_vlans): (Vec<usize>, Vec<u16>) = groups
+                    .iter()
+                    .zip(&vlans)
+                    .filter(|((g, _), _)| g.contains(&sp))
+                    .map(|((g, _), &v)| (if g[0] == sp { g[1] } else { g[0] }, v))
+                    .unzip();
                 let cfg = SharedConfig {
-                    role: if n == 3 { SharedRole::Controller } else { SharedRole::Partner },
-                    link_id: 34,
-                    shared_vlan: 10,
-                    segment_vlans: vec![10, 20],
+                    role: if controller { SharedRole::Controller } else { SharedRole::Partner },
+                    link_id,
+                    shared_vlan: segment_vlans[0],
                     hello: MS,
                     timeout: 3 * MS,
                     timeout_action: SegmentTimeoutAction::SegmentDown,
                     hold: 3 * MS,
+                    root_blocker: t.root_blocker,
+                    segment_vlans,
                 };
-                Some((sp, segs, SharedPort::new(MacAddr([2, 0, 0, 1, n as u8, 0]), cfg, true, vec![true, true])))
-            } else {
-                None
-            };
+                let k = segs.len();
+                (sp, segs, SharedPort::new(MacAddr([2, 0, 0, 1, n as u8, 0]), cfg, true, vec![true; k]))
+            });
             let k = ports.len();
             nodes.push(Node { ports, link: vec![true; k], groups, shared, fdb: Vec::new() });
         }
         let mut r = SharedRing {
+            link_up: vec![true; links.len()],
+            links,
+            watched: t.watched,
             nodes,
-            link_up: vec![true; LINKS.len()],
             in_flight: Vec::new(),
             pending_seen: Vec::new(),
             seen: HashSet::new(),
@@ -151,7 +234,7 @@ impl SharedRing {
             next_id: 0,
             report: Report::default(),
         };
-        for n in 0..6 {
+        for n in 0..r.nodes.len() {
             for g in 0..r.nodes[n].groups.len() {
                 let a = r.nodes[n].groups[g].1.enable(0);
                 r.eaps_actions(n, g, a);
@@ -183,6 +266,11 @@ impl SharedRing {
         self.nodes[n - 1].shared.as_ref().is_some_and(|(_, segs, sp)| (0..segs.len()).any(|i| !sp.forwarding(i)))
     }
 
+    /// Whether node n's shared port (if any) is the root blocker now.
+    pub fn root_blocker(&self, n: usize) -> bool {
+        self.nodes[n - 1].shared.as_ref().is_some_and(|(_, _, sp)| sp.root_blocker())
+    }
+
     fn forwarding(&self, n: usize, port: usize) -> bool {
         let node = &self.nodes[n];
         let groups = node.groups.iter().all(|(g, e)| match g.iter().position(|&x| x == port) {
@@ -201,7 +289,7 @@ impl SharedRing {
         if !self.link_up[l] {
             return;
         }
-        let (a, b) = LINKS[l];
+        let (a, b) = self.links[l];
         let (peer, forward) = if a == n + 1 { (b - 1, true) } else { (a - 1, false) };
         if let Frame::Data { id, .. } = f {
             if !self.seen.insert((id, l, forward)) {
@@ -248,8 +336,12 @@ impl SharedRing {
                     };
                     if let Some(w) = w {
                         if let Ok(a) = shp.handle_frame(now, w, &bytes) {
+                            // Another common link's PDU goes on through the ring nodes below.
+                            let pass_on = a.iter().any(|x| matches!(x, SharedAction::PassOn { .. }));
                             self.shared_actions(n, a);
-                            return;
+                            if !pass_on {
+                                return;
+                            }
                         }
                     }
                 }
@@ -271,8 +363,8 @@ impl SharedRing {
                 }
                 self.nodes[n].fdb.retain(|&(h, _)| h != src);
                 self.nodes[n].fdb.push((src, port));
-                if n == 5 && src == 0 {
-                    self.report.reached_host6 += 1;
+                if n + 1 == self.watched && src == 0 {
+                    self.report.reached += 1;
                 }
                 for p in 0..self.nodes[n].ports.len() {
                     if p != port && self.forwarding(n, p) {
@@ -291,7 +383,7 @@ impl SharedRing {
             let due: Vec<(Nanos, usize, bool)> = self.pending_seen.iter().copied().filter(|e| e.0 <= now).collect();
             self.pending_seen.retain(|e| e.0 > now);
             for (_, l, up) in due {
-                for end in [LINKS[l].0 - 1, LINKS[l].1 - 1] {
+                for end in [self.links[l].0 - 1, self.links[l].1 - 1] {
                     let p = self.nodes[end].ports.iter().position(|&x| x == l).unwrap();
                     self.nodes[end].link[p] = up;
                     for g in 0..self.nodes[end].groups.len() {
@@ -319,7 +411,7 @@ impl SharedRing {
             for (n, p, f) in std::mem::take(&mut self.in_flight) {
                 self.receive(n, p, f);
             }
-            for n in 0..6 {
+            for n in 0..self.nodes.len() {
                 for g in 0..self.nodes[n].groups.len() {
                     if self.nodes[n].groups[g].1.poll_timeout().is_some_and(|t| t <= now) {
                         let a = self.nodes[n].groups[g].1.handle_timeout(now);
@@ -378,12 +470,12 @@ mod test {
         for (shared, down, after) in &out {
             eprintln!("shared ports {shared}: common link down 4 ms: {down:?}; 10 ms after repair: {after:?}");
             assert_eq!(after.looped, 0, "shared {shared}: still looping after the repair");
-            assert_eq!(after.reached_host6, after.sent, "shared {shared}: host 6 not reached after the repair");
+            assert_eq!(after.reached, after.sent, "shared {shared}: host 6 not reached after the repair");
         }
         let (no, with) = (out[0].1, out[1].1);
         assert!(no.looped > 1000 && no.hop_limited > 0, "without shared ports the superloop forms: {no:?}");
         assert_eq!(with.looped, 0, "with shared ports: {with:?}");
-        assert!(with.reached_host6 >= with.sent - 3, "with shared ports host 6 keeps receiving: {with:?}");
+        assert!(with.reached >= with.sent - 3, "with shared ports host 6 keeps receiving: {with:?}");
 
         let mut r = SharedRing::new(true);
         r.run_until(10 * MS);
@@ -396,7 +488,57 @@ mod test {
         let second = r.report();
         eprintln!("shared ports, second failure (6-4): {second:?}");
         assert_eq!(second.looped, 0);
-        assert_eq!(second.reached_host6, second.sent, "host 6 reached through the reopened segment port: {second:?}");
+        assert_eq!(second.reached, second.sent, "host 6 reached through the reopened segment port: {second:?}");
         assert!(!r.shared_blocking(3), "a broken segment's port is open");
+    }
+
+    /// Three rings, two common links. Link 3–4 fails, then 5–6 too: without the root-blocker
+    /// rule controller 3 sees ring 2's segment broken and opens it, controller 5 likewise, and
+    /// broadcasts circle 3–2–1–4–6–8–7–5–3; with it, controller 3 (link 34, the lower ID, which
+    /// hears controller 5's failed link 56 on its ring-2 segment port) keeps that port blocked,
+    /// nothing loops and host 8 is still reached. After both repairs nothing loops either way.
+    #[test]
+    fn root_blocker_with_two_failed_common_links() {
+        let mut out = Vec::new();
+        for rule in [false, true] {
+            let mut r = SharedRing::with(Topology::three_rings(rule));
+            r.run_until(10 * MS);
+            assert_eq!(r.report().looped, 0, "rule {rule}: a loop before any failure");
+            // (The broadcast sent at 10 ms is still on its way.)
+            assert_eq!(r.report().reached, r.report().sent - 1, "rule {rule}: host 8 not reached");
+            r.reset_report();
+            r.set_link(COMMON, false);
+            r.run_until(15 * MS);
+            let one = r.report();
+            assert_eq!(one.looped, 0, "rule {rule}: one common link down: {one:?}");
+            assert!(r.shared_blocking(3) && !r.shared_blocking(5));
+            r.reset_report();
+            r.set_link(COMMON_56, false);
+            r.run_until(25 * MS);
+            let two = r.report();
+            let roots = [r.root_blocker(3), r.root_blocker(5)];
+            let blocking = [r.shared_blocking(3), r.shared_blocking(5)];
+            r.set_link(COMMON, true);
+            r.set_link(COMMON_56, true);
+            r.run_until(40 * MS);
+            r.reset_report();
+            r.run_until(50 * MS);
+            let after = r.report();
+            eprintln!(
+                "root blocker {rule}: 3-4 down 5 ms {one:?}; 5-6 down too 10 ms {two:?}; roots {roots:?}, \
+                 blocking {blocking:?}; 10 ms after both repairs {after:?}"
+            );
+            assert_eq!(after.looped, 0, "rule {rule}: looping after the repairs");
+            assert_eq!(after.reached, after.sent, "rule {rule}: host 8 not reached after the repairs");
+            out.push((two, roots, blocking));
+        }
+        let (without, _, blocking) = out[0];
+        assert!(without.looped > 1000 && without.hop_limited > 0, "without the rule the superloop forms: {without:?}");
+        assert_eq!(blocking, [false, false], "without the rule neither controller blocks");
+        let (with, roots, blocking) = out[1];
+        assert_eq!(with.looped, 0, "with the rule: {with:?}");
+        assert_eq!(with.reached, with.sent, "with the rule host 8 is reached: {with:?}");
+        assert_eq!(roots, [true, false], "controller 3 (link 34) is the root blocker, 5 (link 56) is not");
+        assert_eq!(blocking, [true, false], "only the root blocker blocks");
     }
 }

@@ -243,6 +243,7 @@ impl Daemon {
                     SegmentTimeoutAction::SendAlert
                 },
                 hold: ns(hold),
+                root_blocker: true,
             };
             let links = segments.iter().map(|&x| ports[x].link).collect();
             Shared { port, node: SharedPort::new(mac, cfg, ports[port].link, links), segments }
@@ -435,12 +436,10 @@ impl Daemon {
                         cause
                     );
                 }
-                SharedAction::Alert { at, foreign_link } => {
-                    println!(
-                        "eaps: t={:.3} ms shared port: alert at {at:?} (foreign link {foreign_link:?})",
-                        self.now() as f64 / 1e6
-                    );
+                SharedAction::Alert { at } => {
+                    println!("eaps: t={:.3} ms shared port: alert at {at:?}", self.now() as f64 / 1e6);
                 }
+                SharedAction::PassOn { .. } => {}
             }
         }
         if changed {
@@ -454,7 +453,12 @@ impl Daemon {
         let now = self.now();
         if let Some(w) = self.where_shared(p) {
             if let Ok(a) = self.shared.as_mut().unwrap().node.handle_frame(now, w, frame) {
-                return self.apply_shared(a);
+                // Another common link's PDU goes on through the ring node below.
+                let pass_on = a.iter().any(|x| matches!(x, SharedAction::PassOn { .. }));
+                self.apply_shared(a)?;
+                if !pass_on {
+                    return Ok(());
+                }
             }
         }
         for g in 0..self.groups.len() {
