@@ -8,8 +8,8 @@
 //!   whose IPv4 address they are sent to.
 //! - [`FaultInjector`]: wraps any transport with seeded loss, duplication and reordering.
 //!
-//! [`drive`] runs an [`AllReduce`] to completion over a transport; [`allreduce_f32`] and
-//! [`allreduce_i32`] are the one-call entry points.
+//! [`drive`] runs an [`AllReduce`] to completion over a transport; [`allreduce_f32`] is the
+//! one-call entry point ([`Worker::allreduce_i32`] for an i32 tensor).
 
 use crate::batch::{BatchSocket, Receiver, Sender};
 use crate::config::JobConfig;
@@ -161,8 +161,8 @@ impl Worker {
 }
 
 /// One SUM all-reduce of an f32 tensor by rank `rank` of a freshly configured job (all ranks
-/// call it with tensors of the same length). For several operations on one job, keep a
-/// [`Worker`].
+/// call it with tensors of the same length). For several operations on one job, or an i32
+/// tensor, keep a [`Worker`].
 pub fn allreduce_f32<T: Transport + ?Sized>(
     t: &mut T,
     job: &JobConfig,
@@ -170,16 +170,6 @@ pub fn allreduce_f32<T: Transport + ?Sized>(
     data: &mut [f32],
 ) -> Result<Stats, Error> {
     Worker::new(job.clone(), rank)?.allreduce_f32(t, data)
-}
-
-/// One SUM all-reduce (two's-complement wrap-around) of an i32 tensor; see [`allreduce_f32`].
-pub fn allreduce_i32<T: Transport + ?Sized>(
-    t: &mut T,
-    job: &JobConfig,
-    rank: usize,
-    data: &mut [i32],
-) -> Result<Stats, Error> {
-    Worker::new(job.clone(), rank)?.allreduce_i32(t, data)
 }
 
 pub use crate::wire::frame;
