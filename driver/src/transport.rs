@@ -613,6 +613,17 @@ mod test {
         counters: Counters,
     }
 
+    impl MiniEngine {
+        /// An in-process switch of `job`'s workers around the model.
+        fn hub(job: &JobConfig) -> std::sync::Arc<InProcessSwitch> {
+            let inner = crate::worker::test::MiniSwitch::new(job.n());
+            InProcessSwitch::new(
+                Box::new(MiniEngine { job: job.clone(), inner, counters: Counters::default() }),
+                job.clone(),
+            )
+        }
+    }
+
     impl Engine for MiniEngine {
         fn process(&mut self, f: &[u8], out: &mut Vec<Vec<u8>>) {
             self.counters.frames_in += 1;
@@ -645,14 +656,7 @@ mod test {
         let mut job = JobConfig { sessions: false, ..JobConfig::example(n, PayloadSize::B256, 8) };
         job.timeout = Duration::from_millis(2);
         job.max_retries = 50;
-        let hub = InProcessSwitch::new(
-            Box::new(MiniEngine {
-                job: job.clone(),
-                inner: crate::worker::test::MiniSwitch::new(n),
-                counters: Counters::default(),
-            }),
-            job.clone(),
-        );
+        let hub = MiniEngine::hub(&job);
         let len = 5000;
         let handles: Vec<_> = (0..n)
             .map(|r| {
@@ -707,14 +711,7 @@ mod test {
         // A window of 128 slots: more results wait than drive takes in at once (DRAIN).
         let mut job = JobConfig { sessions: false, ..JobConfig::example(n, PayloadSize::B256, 128) };
         job.timeout = Duration::from_millis(20);
-        let hub = InProcessSwitch::new(
-            Box::new(MiniEngine {
-                job: job.clone(),
-                inner: crate::worker::test::MiniSwitch::new(n),
-                counters: Counters::default(),
-            }),
-            job.clone(),
-        );
+        let hub = MiniEngine::hub(&job);
         // A stall of 3 timeouts while the 128 results of the first window wait.
         let mut t = StallOnce { inner: hub.endpoint(0), stall: Some(Duration::from_millis(60)) };
         let mut w = Worker::new(job, 0).unwrap();
