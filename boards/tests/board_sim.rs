@@ -482,17 +482,7 @@ fn fabric_verilog_lints_clean() {
     }
     let trace = generate(&TraceSpec::new(4, PayloadSize::B256, 4, 1, 1));
     let v = fabric_verilog(CoreConfig::new(4, 4, 256, 32).unwrap(), &trace.job);
-    let dir = std::env::temp_dir().join(format!("spotagg-fabric-lint-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("top.v"), &v).unwrap();
-    std::fs::write(dir.join("waivers.vlt"), spotagg_sim::verilator_engine::WAIVERS).unwrap();
-    let out = std::process::Command::new("verilator")
-        .current_dir(&dir)
-        .args(["--lint-only", "-Wno-fatal", "--top-module", "top", "waivers.vlt", "top.v"])
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    let (_, log) = spotagg_testkit::verilator_lint(&v, spotagg_sim::verilator_engine::WAIVERS, "-Wno-fatal");
     let warnings: Vec<&str> = log
         .lines()
         .filter(|l| l.starts_with("%Warning") || l.starts_with("%Error"))

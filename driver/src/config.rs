@@ -551,57 +551,46 @@ mac = "02:00:5a:00:01:00"
 
     #[test]
     fn errors_name_key_and_value() {
-        let e = err(&ISSUE_FORM.replace("\"02:00:5a:00:00:01\"", "\"02:00:5a:00:00\""));
-        assert!(e.contains("switch_mac") && e.contains("02:00:5a:00:00"), "{e}");
-        let e = err(&ISSUE_FORM.replace("payload_bytes = 256", "payload_bytes = 300"));
-        assert!(e.contains("payload_bytes") && e.contains("300"), "{e}");
-        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = 0"));
-        assert!(e.contains("slots") && e.contains('0'), "{e}");
-        let e = err(&ISSUE_FORM.replace("ip = \"192.0.2.10\"", "ip = \"192.0.2.300\""));
-        assert!(e.contains("worker[0].ip") && e.contains("192.0.2.300"), "{e}");
-        let e = err(&format!("{ISSUE_FORM}\nwindow = 17\n").replace("[[worker]]", "window2 = 1\n[[worker]]"));
-        assert!(e.contains("window2"), "{e}");
-        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = \"many\""));
-        assert!(e.contains("slots") && e.contains("many"), "{e}");
-        let two = format!("{ISSUE_FORM}\n[[worker]]\nip = \"192.0.2.10\"\nmac = \"02:00:5a:00:01:01\"\n");
-        let e = err(&two);
-        assert!(e.contains("worker[1].ip") && e.contains("rank 0"), "{e}");
-        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = 16\nswitch_ports = 17"));
-        assert!(e.contains("switch_ports") && e.contains("17") && e.contains("1..=16"), "{e}");
-        let c = JobConfig::from_toml(&ISSUE_FORM.replace("slots = 16", "slots = 16\nswitch_ports = 2")).unwrap();
-        assert_eq!(c.switch_ports, 2);
-        let e = err(&format!("{ISSUE_FORM}switch_port = 80\n"));
-        assert!(e.contains("switch_port") && e.contains("80"), "{e}");
-        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = 16\nvlan = 4095"));
-        assert!(e.contains("`vlan` = 4095") && e.contains("1..=4094"), "{e}");
-        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = 16\nvlan = 0"));
-        assert!(e.contains("`vlan` = 0"), "{e}");
-        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = 16\nvlan_priority = 3"));
-        assert!(e.contains("`vlan_priority` = 3") && e.contains("needs `vlan`"), "{e}");
-        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = 16\nvlan = 7\nvlan_priority = 8"));
-        assert!(e.contains("`vlan_priority` = 8") && e.contains("0..=7"), "{e}");
-        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = 16\ntree_workers = 0"));
-        assert!(e.contains("tree_workers") && e.contains("must be n (1)"), "{e}");
+        let added = |keys: &str| ISSUE_FORM.replace("slots = 16", &format!("slots = 16\n{keys}"));
         let parent = "\n[parent]\nip = \"192.0.2.10\"\nmac = \"02:00:5a:00:00:64\"\nrank = 3\n";
-        let e = err(&format!("{ISSUE_FORM}{parent}"));
-        assert!(e.contains("parent.ip") && e.contains("rank 0"), "{e}");
-        let e = err(&format!("{ISSUE_FORM}{}", parent.replace("192.0.2.10", "192.0.2.100").replace("3", "32")));
-        assert!(e.contains("parent.rank") && e.contains("32"), "{e}");
-        let e = err(&ISSUE_FORM.replace("slots = 16", "slots = 16\nswitches = [\"127.0.0.1:1\", \"nowhere\"]"));
-        assert!(e.contains("switches[1]") && e.contains("nowhere"), "{e}");
-        let e = err(&ISSUE_FORM
-            .replace("slots = 16", "slots = 16\nswitches = [\"127.0.0.1:1\", \"127.0.0.2:1\"]\nsessions = false"));
-        assert!(e.contains("sessions") && e.contains("failover"), "{e}");
-        let c = JobConfig::from_toml(&ISSUE_FORM.replace(
-            "slots = 16",
-            "slots = 16\nswitches = [\"127.0.0.1:48864\", \"127.0.0.2:48864\"]\nfailover_ms = 80",
-        ))
-        .unwrap();
+        // Each bad text and the words its error must hold.
+        let cases: Vec<(String, &[&str])> = vec![
+            (ISSUE_FORM.replace("\"02:00:5a:00:00:01\"", "\"02:00:5a:00:00\""), &["switch_mac", "02:00:5a:00:00"]),
+            (ISSUE_FORM.replace("payload_bytes = 256", "payload_bytes = 300"), &["payload_bytes", "300"]),
+            (ISSUE_FORM.replace("slots = 16", "slots = 0"), &["slots", "0"]),
+            (ISSUE_FORM.replace("ip = \"192.0.2.10\"", "ip = \"192.0.2.300\""), &["worker[0].ip", "192.0.2.300"]),
+            (format!("{ISSUE_FORM}\nwindow = 17\n").replace("[[worker]]", "window2 = 1\n[[worker]]"), &["window2"]),
+            (ISSUE_FORM.replace("slots = 16", "slots = \"many\""), &["slots", "many"]),
+            (
+                format!("{ISSUE_FORM}\n[[worker]]\nip = \"192.0.2.10\"\nmac = \"02:00:5a:00:01:01\"\n"),
+                &["worker[1].ip", "rank 0"],
+            ),
+            (added("switch_ports = 17"), &["switch_ports", "17", "1..=16"]),
+            (format!("{ISSUE_FORM}switch_port = 80\n"), &["switch_port", "80"]),
+            (added("vlan = 4095"), &["`vlan` = 4095", "1..=4094"]),
+            (added("vlan = 0"), &["`vlan` = 0"]),
+            (added("vlan_priority = 3"), &["`vlan_priority` = 3", "needs `vlan`"]),
+            (added("vlan = 7\nvlan_priority = 8"), &["`vlan_priority` = 8", "0..=7"]),
+            (added("tree_workers = 0"), &["tree_workers", "must be n (1)"]),
+            (format!("{ISSUE_FORM}{parent}"), &["parent.ip", "rank 0"]),
+            (
+                format!("{ISSUE_FORM}{}", parent.replace("192.0.2.10", "192.0.2.100").replace("3", "32")),
+                &["parent.rank", "32"],
+            ),
+            (added("switches = [\"127.0.0.1:1\", \"nowhere\"]"), &["switches[1]", "nowhere"]),
+            (added("switches = [\"127.0.0.1:1\", \"127.0.0.2:1\"]\nsessions = false"), &["sessions", "failover"]),
+            (ISSUE_FORM.split("[[worker]]").next().unwrap().to_string(), &["worker"]),
+        ];
+        for (text, words) in cases {
+            let e = err(&text);
+            assert!(words.iter().all(|w| e.contains(w)), "{e:?} lacks one of {words:?}");
+        }
+        assert_eq!(JobConfig::from_toml(&added("switch_ports = 2")).unwrap().switch_ports, 2);
+        let c = JobConfig::from_toml(&added("switches = [\"127.0.0.1:48864\", \"127.0.0.2:48864\"]\nfailover_ms = 80"))
+            .unwrap();
         assert_eq!(c.switches.len(), 2);
         assert_eq!(c.failover_after, Duration::from_millis(80));
         assert_eq!(c, JobConfig::from_toml(&c.to_toml()).unwrap());
-        let none = ISSUE_FORM.split("[[worker]]").next().unwrap();
-        assert!(err(none).contains("worker"));
     }
 
     #[test]

@@ -174,17 +174,8 @@ impl Counters {
     }
     /// Adds `other` counter by counter (the threads of a multi-threaded software switch).
     pub fn add(&mut self, other: &Counters) {
-        self.frames_in += other.frames_in;
-        self.frames_out += other.frames_out;
-        self.contributions += other.contributions;
-        self.duplicates += other.duplicates;
-        self.results_multicast += other.results_multicast;
-        self.results_retransmitted += other.results_retransmitted;
-        self.arp_replies += other.arp_replies;
-        self.icmp_replies += other.icmp_replies;
-        for (a, b) in self.drops.iter_mut().zip(&other.drops) {
-            *a += b;
-        }
+        let sum: Vec<u64> = self.to_words().iter().zip(other.to_words()).map(|(a, b)| a + b).collect();
+        *self = Counters::from_words(&sum);
     }
     /// Checks the bucket invariants stated in the module doc.
     pub fn is_consistent(&self) -> bool {
@@ -223,5 +214,8 @@ mod test {
         assert_eq!(c.dropped(DropReason::WrongVlan), 11);
         assert_eq!(c.dropped(DropReason::BadSlot), 22);
         assert_eq!(c.to_words(), w);
+        let mut twice = c.clone();
+        twice.add(&c);
+        assert_eq!(twice.to_words(), w.iter().map(|x| 2 * x).collect::<Vec<_>>());
     }
 }

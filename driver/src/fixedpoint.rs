@@ -81,11 +81,11 @@ const TOO_LARGE_BITS: u32 = 254 << 23;
 /// Bits of +inf; anything above is a NaN.
 const INF_BITS: u32 = 0x7f80_0000;
 
-/// Defines `$name` as a call of the `#[inline(always)]` body `$generic`, compiled twice: for
-/// the build's target and, on x86-64, with AVX2 enabled, chosen at run time (the detection is
-/// cached by std).
+/// Defines `$generic`, an `#[inline(always)]` function of `$body`, and `$name`, which calls it
+/// compiled twice: for the build's target and, on x86-64, with AVX2 enabled (`$avx2`), chosen at
+/// run time (the detection is cached by std).
 macro_rules! multiversion {
-    ($(#[$m:meta])* $vis:vis fn $name:ident / $avx2:ident = $generic:ident ($($arg:ident: $ty:ty),*) $(-> $ret:ty)?) => {
+    ($(#[$m:meta])* $vis:vis fn $name:ident / $avx2:ident / $generic:ident ($($arg:ident: $ty:ty),*) $(-> $ret:ty)? $body:block) => {
         $(#[$m])*
         $vis fn $name($($arg: $ty),*) $(-> $ret)? {
             #[cfg(target_arch = "x86_64")]
@@ -100,6 +100,8 @@ macro_rules! multiversion {
         unsafe fn $avx2($($arg: $ty),*) $(-> $ret)? {
             $generic($($arg),*)
         }
+        #[inline(always)]
+        fn $generic($($arg: $ty),*) $(-> $ret)? $body
     };
 }
 
@@ -107,25 +109,22 @@ multiversion!(
     /// The largest `|x|` of a slice as f32 bits with the sign cleared (0 for an empty slice).
     /// Integer max of the bit patterns orders finite values by magnitude and puts inf and NaN
     /// above them, and vectorizes well.
-    fn max_abs_bits / max_abs_bits_avx2 = max_abs_bits_generic(xs: &[f32]) -> u32
-);
-
-#[inline(always)]
-fn max_abs_bits_generic(xs: &[f32]) -> u32 {
-    const LANES: usize = 16;
-    let mut acc = [0u32; LANES];
-    let mut blocks = xs.chunks_exact(LANES);
-    for b in &mut blocks {
-        for i in 0..LANES {
-            acc[i] = acc[i].max(b[i].to_bits() & 0x7fff_ffff);
+    fn max_abs_bits / max_abs_bits_avx2 / max_abs_bits_generic(xs: &[f32]) -> u32 {
+        const LANES: usize = 16;
+        let mut acc = [0u32; LANES];
+        let mut blocks = xs.chunks_exact(LANES);
+        for b in &mut blocks {
+            for i in 0..LANES {
+                acc[i] = acc[i].max(b[i].to_bits() & 0x7fff_ffff);
+            }
         }
+        let mut m = blocks.remainder().iter().fold(0, |m, x| m.max(x.to_bits() & 0x7fff_ffff));
+        for a in acc {
+            m = m.max(a);
+        }
+        m
     }
-    let mut m = blocks.remainder().iter().fold(0, |m, x| m.max(x.to_bits() & 0x7fff_ffff));
-    for a in acc {
-        m = m.max(a);
-    }
-    m
-}
+);
 
 /// The block exponent of a chunk: the smallest `e` with `max |x| < 2^e`, clamped below at
 /// [`E_MIN`]; [`E_ZERO`] for an all-zero (or empty) chunk.
@@ -243,69 +242,56 @@ fn q(x: f32, f: f64) -> i32 {
     (f64::from(x) * f + ROUND_MAGIC).to_bits() as i32
 }
 
-/// Quantizes `src` into `dst` (same length): `dst[i] = round(src[i] · f)`.
-pub fn quantize(src: &[f32], scale: &Scale, dst: &mut [i32]) {
-    assert_eq!(src.len(), dst.len(), "quantize: slices of different lengths");
-    quantize_raw(src, scale.factor, dst);
-}
-
-multiversion!(fn quantize_raw / quantize_avx2 = quantize_generic(src: &[f32], f: f64, dst: &mut [i32]));
-
+/// `dst[i] = f(src[i])` over two slices of the same length (`what` names the caller on a panic).
 #[inline(always)]
-fn quantize_generic(src: &[f32], f: f64, dst: &mut [i32]) {
+fn map_same<S: Copy, D>(what: &str, src: &[S], dst: &mut [D], f: impl Fn(S) -> D) {
+    assert_eq!(src.len(), dst.len(), "{what}: slices of different lengths");
     for (d, &x) in dst.iter_mut().zip(src) {
-        *d = q(x, f);
+        *d = f(x);
     }
 }
 
-/// Quantizes `src` into a SwitchML payload (int32 big-endian); elements of `dst` beyond
-/// `src.len()` are zero (the padding of a last, short chunk).
-pub fn quantize_be(src: &[f32], scale: &Scale, dst: &mut [u8]) {
-    assert!(dst.len().is_multiple_of(4) && dst.len() / 4 >= src.len(), "quantize_be: payload too small");
-    let (head, tail) = dst.split_at_mut(src.len() * 4);
-    quantize_be_raw(src, scale.factor, head);
-    tail.fill(0);
-}
-
-multiversion!(fn quantize_be_raw / quantize_be_avx2 = quantize_be_generic(src: &[f32], f: f64, dst: &mut [u8]));
-
-#[inline(always)]
-fn quantize_be_generic(src: &[f32], f: f64, dst: &mut [u8]) {
-    for (d, &x) in dst.chunks_exact_mut(4).zip(src) {
-        d.copy_from_slice(&q(x, f).to_be_bytes());
+multiversion!(
+    /// Quantizes `src` into `dst` (same length): `dst[i] = round(src[i] · f)`.
+    pub fn quantize / quantize_avx2 / quantize_generic(src: &[f32], scale: &Scale, dst: &mut [i32]) {
+        let f = scale.factor;
+        map_same("quantize", src, dst, |x| q(x, f));
     }
-}
+);
 
-/// Dequantizes sums: `dst[i] = src[i] / f`.
-pub fn dequantize(src: &[i32], scale: &Scale, dst: &mut [f32]) {
-    assert_eq!(src.len(), dst.len(), "dequantize: slices of different lengths");
-    dequantize_raw(src, scale.inverse, dst);
-}
-
-multiversion!(fn dequantize_raw / dequantize_avx2 = dequantize_generic(src: &[i32], inv: f64, dst: &mut [f32]));
-
-#[inline(always)]
-fn dequantize_generic(src: &[i32], inv: f64, dst: &mut [f32]) {
-    for (d, &s) in dst.iter_mut().zip(src) {
-        *d = (f64::from(s) * inv) as f32;
+multiversion!(
+    /// Quantizes `src` into a SwitchML payload (int32 big-endian); elements of `dst` beyond
+    /// `src.len()` are zero (the padding of a last, short chunk).
+    pub fn quantize_be / quantize_be_avx2 / quantize_be_generic(src: &[f32], scale: &Scale, dst: &mut [u8]) {
+        assert!(dst.len().is_multiple_of(4) && dst.len() / 4 >= src.len(), "quantize_be: payload too small");
+        let (head, tail) = dst.split_at_mut(src.len() * 4);
+        let f = scale.factor;
+        for (d, &x) in head.chunks_exact_mut(4).zip(src) {
+            d.copy_from_slice(&q(x, f).to_be_bytes());
+        }
+        tail.fill(0);
     }
-}
+);
 
-/// Dequantizes the first `dst.len()` sums of a SwitchML payload (int32 big-endian).
-pub fn dequantize_be(src: &[u8], scale: &Scale, dst: &mut [f32]) {
-    assert!(src.len() / 4 >= dst.len(), "dequantize_be: payload too small");
-    dequantize_be_raw(src, scale.inverse, dst);
-}
-
-multiversion!(fn dequantize_be_raw / dequantize_be_avx2 = dequantize_be_generic(src: &[u8], inv: f64, dst: &mut [f32]));
-
-#[inline(always)]
-fn dequantize_be_generic(src: &[u8], inv: f64, dst: &mut [f32]) {
-    for (d, b) in dst.iter_mut().zip(src.chunks_exact(4)) {
-        let s = i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-        *d = (f64::from(s) * inv) as f32;
+multiversion!(
+    /// Dequantizes sums: `dst[i] = src[i] / f`.
+    pub fn dequantize / dequantize_avx2 / dequantize_generic(src: &[i32], scale: &Scale, dst: &mut [f32]) {
+        let inv = scale.inverse;
+        map_same("dequantize", src, dst, |s| (f64::from(s) * inv) as f32);
     }
-}
+);
+
+multiversion!(
+    /// Dequantizes the first `dst.len()` sums of a SwitchML payload (int32 big-endian).
+    pub fn dequantize_be / dequantize_be_avx2 / dequantize_be_generic(src: &[u8], scale: &Scale, dst: &mut [f32]) {
+        assert!(src.len() / 4 >= dst.len(), "dequantize_be: payload too small");
+        let inv = scale.inverse;
+        for (d, b) in dst.iter_mut().zip(src.chunks_exact(4)) {
+            let s = i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+            *d = (f64::from(s) * inv) as f32;
+        }
+    }
+);
 
 #[cfg(test)]
 mod test {
@@ -363,7 +349,7 @@ mod test {
                 quantize(&xs, &s, &mut fast);
                 // The portable loop and the one picked at run time (AVX2 here, if present) agree.
                 let mut portable = vec![0i32; xs.len()];
-                quantize_generic(&xs, s.factor(), &mut portable);
+                quantize_generic(&xs, &s, &mut portable);
                 assert_eq!(portable, fast);
                 assert_eq!(max_abs_bits_generic(&xs), max_abs_bits(&xs));
                 let mut be = vec![0xa5u8; xs.len() * 4 + 8];

@@ -17,5 +17,5 @@ pub mod worker;
 pub use config::{JobConfig, JobVlan, WorkerEntry};
 pub use counters::{Counters, DropReason};
 pub use engine::Engine;
-pub use transport::{allreduce_f32, allreduce_i32, Transport};
+pub use transport::{allreduce_f32, Transport};
 pub use worker::{AllReduce, Error, Stats, Worker};

@@ -8,8 +8,8 @@
 //!   whose IPv4 address they are sent to.
 //! - [`FaultInjector`]: wraps any transport with seeded loss, duplication and reordering.
 //!
-//! [`drive`] runs an [`AllReduce`] to completion over a transport; [`allreduce_f32`] and
-//! [`allreduce_i32`] are the one-call entry points.
+//! [`drive`] runs an [`AllReduce`] to completion over a transport; [`allreduce_f32`] is the
+//! one-call entry point ([`Worker::allreduce_i32`] for an i32 tensor).
 
 use crate::batch::{BatchSocket, Receiver, Sender};
 use crate::config::JobConfig;
@@ -161,8 +161,8 @@ impl Worker {
 }
 
 /// One SUM all-reduce of an f32 tensor by rank `rank` of a freshly configured job (all ranks
-/// call it with tensors of the same length). For several operations on one job, keep a
-/// [`Worker`].
+/// call it with tensors of the same length). For several operations on one job, or an i32
+/// tensor, keep a [`Worker`].
 pub fn allreduce_f32<T: Transport + ?Sized>(
     t: &mut T,
     job: &JobConfig,
@@ -170,16 +170,6 @@ pub fn allreduce_f32<T: Transport + ?Sized>(
     data: &mut [f32],
 ) -> Result<Stats, Error> {
     Worker::new(job.clone(), rank)?.allreduce_f32(t, data)
-}
-
-/// One SUM all-reduce (two's-complement wrap-around) of an i32 tensor; see [`allreduce_f32`].
-pub fn allreduce_i32<T: Transport + ?Sized>(
-    t: &mut T,
-    job: &JobConfig,
-    rank: usize,
-    data: &mut [i32],
-) -> Result<Stats, Error> {
-    Worker::new(job.clone(), rank)?.allreduce_i32(t, data)
 }
 
 pub use crate::wire::frame;
@@ -623,6 +613,17 @@ mod test {
         counters: Counters,
     }
 
+    impl MiniEngine {
+        /// An in-process switch of `job`'s workers around the model.
+        fn hub(job: &JobConfig) -> std::sync::Arc<InProcessSwitch> {
+            let inner = crate::worker::test::MiniSwitch::new(job.n());
+            InProcessSwitch::new(
+                Box::new(MiniEngine { job: job.clone(), inner, counters: Counters::default() }),
+                job.clone(),
+            )
+        }
+    }
+
     impl Engine for MiniEngine {
         fn process(&mut self, f: &[u8], out: &mut Vec<Vec<u8>>) {
             self.counters.frames_in += 1;
@@ -655,14 +656,7 @@ mod test {
         let mut job = JobConfig { sessions: false, ..JobConfig::example(n, PayloadSize::B256, 8) };
         job.timeout = Duration::from_millis(2);
         job.max_retries = 50;
-        let hub = InProcessSwitch::new(
-            Box::new(MiniEngine {
-                job: job.clone(),
-                inner: crate::worker::test::MiniSwitch::new(n),
-                counters: Counters::default(),
-            }),
-            job.clone(),
-        );
+        let hub = MiniEngine::hub(&job);
         let len = 5000;
         let handles: Vec<_> = (0..n)
             .map(|r| {
@@ -717,14 +711,7 @@ mod test {
         // A window of 128 slots: more results wait than drive takes in at once (DRAIN).
         let mut job = JobConfig { sessions: false, ..JobConfig::example(n, PayloadSize::B256, 128) };
         job.timeout = Duration::from_millis(20);
-        let hub = InProcessSwitch::new(
-            Box::new(MiniEngine {
-                job: job.clone(),
-                inner: crate::worker::test::MiniSwitch::new(n),
-                counters: Counters::default(),
-            }),
-            job.clone(),
-        );
+        let hub = MiniEngine::hub(&job);
         // A stall of 3 timeouts while the 128 results of the first window wait.
         let mut t = StallOnce { inner: hub.endpoint(0), stall: Some(Duration::from_millis(60)) };
         let mut w = Worker::new(job, 0).unwrap();

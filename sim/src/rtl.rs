@@ -16,16 +16,9 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 /// Why an [`RtlEngine`] could not be built for a job.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct RtlError(pub String);
-
-impl fmt::Display for RtlError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for RtlError {}
 
 /// One clock cycle's view of the core's ports (beats as `u64`, first byte in the top lane).
 #[derive(Debug, Clone, Copy, Default)]

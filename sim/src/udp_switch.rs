@@ -43,7 +43,8 @@ pub struct ServeOptions {
 }
 
 /// What [`serve`] did besides the engine's counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+/// Summed field by field (`+=`) over the threads of [`serve_threads`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, derive_more::AddAssign)]
 pub struct ServeStats {
     /// Datagrams received.
     pub datagrams_in: u64,
@@ -70,23 +71,6 @@ pub struct ServeStats {
     pub send_dropped: u64,
     /// Sessions opened (docs/switch.md §2.1), each logged on stderr.
     pub sessions: u64,
-}
-
-impl ServeStats {
-    fn add(&mut self, o: &ServeStats) {
-        self.datagrams_in += o.datagrams_in;
-        self.datagrams_out += o.datagrams_out;
-        self.injected_drops_in += o.injected_drops_in;
-        self.injected_drops_out += o.injected_drops_out;
-        self.ipv6_ignored += o.ipv6_ignored;
-        self.unsendable += o.unsendable;
-        self.unknown_senders += o.unknown_senders;
-        self.misrouted += o.misrouted;
-        self.recv_calls += o.recv_calls;
-        self.send_calls += o.send_calls;
-        self.send_dropped += o.send_dropped;
-        self.sessions += o.sessions;
-    }
 }
 
 /// Serves `engine` on `socket` until `stop` is set or the idle time passes. The socket is made
@@ -145,7 +129,7 @@ pub fn serve_threads(
     });
     let mut total = ServeStats::default();
     for r in results {
-        total.add(&r?);
+        total += r?;
     }
     Ok(total)
 }

@@ -197,27 +197,29 @@ fn shim_source(ports: &[PortSpec], trace: bool) -> String {
         s += "void sa_trace_dump(void* p, uint64_t t) { (void)p; (void)t; }\n";
         s += "void sa_trace_flush(void* p) { (void)p; }\n";
     }
-    s += "void sa_set(void* p, uint32_t id, const uint32_t* w) { Vtop* t = ((Sa*)p)->top; switch (id) {\n";
-    for (i, p) in ports.iter().enumerate().filter(|(_, p)| p.input) {
-        let n = p.cpp_name();
-        s += &match p.width {
-            0..=32 => format!("  case {i}: t->{n} = w[0]; break;\n"),
-            33..=64 => format!("  case {i}: t->{n} = (uint64_t)w[0] | ((uint64_t)w[1] << 32); break;\n"),
-            _ => format!("  case {i}: for (int k = 0; k < {}; k++) t->{n}[k] = w[k]; break;\n", p.words()),
-        };
-    }
-    s += "  default: break; } }\n";
-    s += "void sa_get(void* p, uint32_t id, uint32_t* w) { Vtop* t = ((Sa*)p)->top; switch (id) {\n";
-    for (i, p) in ports.iter().enumerate() {
-        let n = p.cpp_name();
-        s += &match p.width {
-            0..=32 => format!("  case {i}: w[0] = t->{n}; break;\n"),
-            33..=64 => format!("  case {i}: w[0] = (uint32_t)t->{n}; w[1] = (uint32_t)(t->{n} >> 32); break;\n"),
-            _ => format!("  case {i}: for (int k = 0; k < {}; k++) w[k] = t->{n}[k]; break;\n", p.words()),
-        };
-    }
-    s += "  default: break; } }\n}\n";
+    // The port setter and getter: a statement for each width class (one word, two, an array).
+    let set = ["t->{n} = w[0];", "t->{n} = (uint64_t)w[0] | ((uint64_t)w[1] << 32);", "t->{n}[k] = w[k];"];
+    let get = ["w[0] = t->{n};", "w[0] = (uint32_t)t->{n}; w[1] = (uint32_t)(t->{n} >> 32);", "w[k] = t->{n}[k];"];
+    let inputs = ports.iter().enumerate().filter(|(_, p)| p.input);
+    s += &port_switch("void sa_set(void* p, uint32_t id, const uint32_t* w)", inputs, set);
+    s += &port_switch("void sa_get(void* p, uint32_t id, uint32_t* w)", ports.iter().enumerate(), get);
+    s += "}\n";
     s
+}
+
+/// A C function `signature` that switches on the port id: `by_width[c]` is the statement for a
+/// port of width class c (up to 32 bits, up to 64, wider: run for each word `k`), `{n}` its name.
+fn port_switch<'a>(signature: &str, ports: impl Iterator<Item = (usize, &'a PortSpec)>, by_width: [&str; 3]) -> String {
+    let mut s = format!("{signature} {{ Vtop* t = ((Sa*)p)->top; switch (id) {{\n");
+    for (i, p) in ports {
+        let (class, each_word) = match p.width {
+            0..=32 => (0, String::new()),
+            33..=64 => (1, String::new()),
+            _ => (2, format!("for (int k = 0; k < {}; k++) ", p.words())),
+        };
+        s += &format!("  case {i}: {each_word}{} break;\n", by_width[class].replace("{n}", &p.cpp_name()));
+    }
+    s + "  default: break; } }\n"
 }
 
 fn run(cmd: &mut Command, what: &str) -> Result<(), VerilatorError> {

@@ -27,6 +27,22 @@ fn tshark_fields(frames: &[Vec<u8>], fields: &[&str]) -> Vec<Vec<String>> {
     lines
 }
 
+/// The frames of `pdus` (`frame` of each) decoded by tshark must give, for each field that
+/// `want` names for a PDU, the value beside it. Returns the frames.
+fn assert_decoded<P>(
+    pdus: &[P],
+    frame: impl Fn(&P) -> Vec<u8>,
+    want: fn(&P) -> Vec<(&'static str, String)>,
+) -> Vec<Vec<u8>> {
+    let frames: Vec<Vec<u8>> = pdus.iter().map(frame).collect();
+    let fields: Vec<&str> = want(&pdus[0]).iter().map(|&(f, _)| f).collect();
+    for (got, pdu) in tshark_fields(&frames, &fields).iter().zip(pdus) {
+        let want: Vec<String> = want(pdu).into_iter().map(|(_, v)| v).collect();
+        assert_eq!(*got, want, "fields {fields:?}");
+    }
+    frames
+}
+
 #[test]
 fn tshark_decodes_our_pdus() {
     if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Tshark) {
@@ -52,40 +68,7 @@ fn tshark_decodes_our_pdus() {
         hello_seq,
     })
     .collect();
-    let frames: Vec<Vec<u8>> = pdus.iter().map(|r| emit_frame(r, r.system_mac, 7)).collect();
-    let fields = [
-        "vlan.id",
-        "llc.extreme_pid",
-        "edp.seqno",
-        "edp.midmac",
-        "edp.checksum.status",
-        "edp.tlv.type",
-        "edp.eaps.type",
-        "edp.eaps.vlanid",
-        "edp.eaps.sysmac",
-        "edp.eaps.hello",
-        "edp.eaps.fail",
-        "edp.eaps.state",
-        "edp.eaps.helloseq",
-    ];
-    for (got, r) in tshark_fields(&frames, &fields).iter().zip(&pdus) {
-        let want = [
-            r.control_vlan.to_string(),
-            "0x00bb".to_string(),
-            r.edp_sequence.to_string(),
-            r.system_mac.to_string(),
-            "1".to_string(), // PROTO_CHECKSUM_E_GOOD (0 bad, 2 unverified)
-            "11".to_string(),
-            u8::from(r.eaps_type).to_string(),
-            r.control_vlan.to_string(),
-            r.system_mac.to_string(),
-            r.hello_timer.to_string(),
-            r.fail_timer.to_string(),
-            u8::from(r.state).to_string(),
-            r.hello_seq.to_string(),
-        ];
-        assert_eq!(*got, want, "fields {fields:?}");
-    }
+    let frames = assert_decoded(&pdus, |r| emit_frame(r, r.system_mac, 7), eaps_fields);
 
     // A corrupted checksum is reported bad (status 0): the check above can fail.
     let mut bad = frames[0].clone();
@@ -119,36 +102,42 @@ fn tshark_decodes_our_esl_pdus() {
         failed_link,
     })
     .collect();
-    let frames: Vec<Vec<u8>> = pdus.iter().map(|r| emit_frame(r, r.system_mac, 7)).collect();
-    let fields = [
-        "vlan.id",
-        "edp.seqno",
-        "edp.checksum.status",
-        "edp.tlv.type",
-        "edp.esl.type",
-        "edp.esl.vlanid",
-        "edp.esl.sysmac",
-        "edp.esl.state",
-        "edp.esl.role",
-        "edp.esl.linkid1",
-        "edp.esl.failed1",
-        "edp.esl.numlinks",
-    ];
-    for (got, r) in tshark_fields(&frames, &fields).iter().zip(&pdus) {
-        let want = [
-            r.control_vlan.to_string(),
-            r.edp_sequence.to_string(),
-            "1".to_string(),
-            "14".to_string(),
-            "1".to_string(),
-            r.control_vlan.to_string(),
-            r.system_mac.to_string(),
-            u8::from(r.state).to_string(),
-            u8::from(r.role).to_string(),
-            r.link_id.to_string(),
-            r.failed_link.to_string(),
-            "0".to_string(),
-        ];
-        assert_eq!(*got, want, "fields {fields:?}");
-    }
+    assert_decoded(&pdus, |r| emit_frame(r, r.system_mac, 7), esl_fields);
+}
+
+/// The tshark fields of an EAPS PDU and the values it must show.
+fn eaps_fields(r: &EapsRepr) -> Vec<(&'static str, String)> {
+    vec![
+        ("vlan.id", r.control_vlan.to_string()),
+        ("llc.extreme_pid", "0x00bb".to_string()),
+        ("edp.seqno", r.edp_sequence.to_string()),
+        ("edp.midmac", r.system_mac.to_string()),
+        ("edp.checksum.status", "1".to_string()), // PROTO_CHECKSUM_E_GOOD (0 bad, 2 unverified)
+        ("edp.tlv.type", "11".to_string()),
+        ("edp.eaps.type", u8::from(r.eaps_type).to_string()),
+        ("edp.eaps.vlanid", r.control_vlan.to_string()),
+        ("edp.eaps.sysmac", r.system_mac.to_string()),
+        ("edp.eaps.hello", r.hello_timer.to_string()),
+        ("edp.eaps.fail", r.fail_timer.to_string()),
+        ("edp.eaps.state", u8::from(r.state).to_string()),
+        ("edp.eaps.helloseq", r.hello_seq.to_string()),
+    ]
+}
+
+/// The tshark fields of an ESL PDU and the values it must show.
+fn esl_fields(r: &spotagg_driver::wire::esl::EslRepr) -> Vec<(&'static str, String)> {
+    vec![
+        ("vlan.id", r.control_vlan.to_string()),
+        ("edp.seqno", r.edp_sequence.to_string()),
+        ("edp.checksum.status", "1".to_string()),
+        ("edp.tlv.type", "14".to_string()),
+        ("edp.esl.type", "1".to_string()),
+        ("edp.esl.vlanid", r.control_vlan.to_string()),
+        ("edp.esl.sysmac", r.system_mac.to_string()),
+        ("edp.esl.state", u8::from(r.state).to_string()),
+        ("edp.esl.role", u8::from(r.role).to_string()),
+        ("edp.esl.linkid1", r.link_id.to_string()),
+        ("edp.esl.failed1", r.failed_link.to_string()),
+        ("edp.esl.numlinks", "0".to_string()),
+    ]
 }

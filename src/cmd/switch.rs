@@ -192,21 +192,28 @@ pub fn run(args: Args) -> Result<()> {
         st
     })?;
     let c = sum_counters(engines.iter().map(|e| e.counters()));
-    if args.json {
-        println!("{}", serde_json::json!({ "counters": c, "udp": st }));
-    } else {
-        println!("spotagg switch: {}", counters_line(&c));
-        println!(
-            "spotagg switch: datagrams in {} out {}, injected drops in {} out {}, unknown senders {}, misrouted {}; system calls: {} receive, {} send",
-            st.datagrams_in,
-            st.datagrams_out,
-            st.injected_drops_in,
-            st.injected_drops_out,
-            st.unknown_senders,
-            st.misrouted,
-            st.recv_calls,
-            st.send_calls
-        );
-    }
+    let line = format!(
+        "datagrams in {} out {}, injected drops in {} out {}, unknown senders {}, misrouted {}; system calls: {} receive, {} send",
+        st.datagrams_in,
+        st.datagrams_out,
+        st.injected_drops_in,
+        st.injected_drops_out,
+        st.unknown_senders,
+        st.misrouted,
+        st.recv_calls,
+        st.send_calls
+    );
+    print_summary("switch", args.json, &c, ("udp", &st), &line);
     Ok(())
+}
+
+/// What a serving command prints when it stops: the counters and its own figures (`stats`,
+/// under its key), as one JSON object with `json`, else as two lines (the figures as `line`).
+pub fn print_summary(command: &str, json: bool, c: &Counters, stats: (&str, &impl serde::Serialize), line: &str) {
+    if json {
+        println!("{}", serde_json::json!({ "counters": c, stats.0: stats.1 }));
+    } else {
+        println!("spotagg {command}: {}", counters_line(c));
+        println!("spotagg {command}: {line}");
+    }
 }

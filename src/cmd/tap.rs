@@ -21,7 +21,7 @@
 //! is built and the device is attached. At exit (`--exit-after-idle`, SIGINT or SIGTERM) the
 //! engine's counters and the device's frame counts are printed.
 
-use crate::cmd::switch::counters_line;
+use crate::cmd::switch::print_summary;
 use crate::engines::{load_job, EngineKind};
 use anyhow::{bail, Context, Result};
 use spotagg_driver::Engine;
@@ -239,20 +239,16 @@ pub fn run(args: Args) -> Result<()> {
     let st =
         serve_tap(&mut tap, engine.as_mut(), &opts, &STOP).with_context(|| format!("on TAP device {}", tap.name()))?;
     let c = engine.counters();
-    if args.json {
-        println!("{}", serde_json::json!({ "counters": c, "tap": st }));
-    } else {
-        println!("spotagg tap: {}", counters_line(&c));
-        println!(
-            "spotagg tap: frames from kernel {} ({} B), to kernel {} ({} B), write errors {}, {:.1} s",
-            st.frames_from_kernel,
-            st.bytes_from_kernel,
-            st.frames_to_kernel,
-            st.bytes_to_kernel,
-            st.write_errors,
-            st.seconds
-        );
-    }
+    let line = format!(
+        "frames from kernel {} ({} B), to kernel {} ({} B), write errors {}, {:.1} s",
+        st.frames_from_kernel,
+        st.bytes_from_kernel,
+        st.frames_to_kernel,
+        st.bytes_to_kernel,
+        st.write_errors,
+        st.seconds
+    );
+    print_summary("tap", args.json, &c, ("tap", &st), &line);
     io::stdout().flush()?;
     Ok(())
 }

@@ -33,6 +33,6 @@ impl Logic for BidirPad {
         self.i.connect();
     }
     fn hdl(&self) -> Verilog {
-        Verilog::Wrapper(Wrapper { code: "BB bb (.I(o), .T(~oe), .O(i), .B(b));\n".into(), cores: String::new() })
+        super::primitive("BB bb (.I(o), .T(~oe), .O(i), .B(b));\n")
     }
 }

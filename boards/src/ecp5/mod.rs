@@ -20,6 +20,11 @@ pub mod mdio_pad;
 
 use rust_hdl::prelude::*;
 
+/// The Verilog of a black box: `code` instantiates the vendor primitive (no cores of its own).
+pub(crate) fn primitive(code: impl Into<String>) -> Verilog {
+    Verilog::Wrapper(Wrapper { code: code.into(), cores: String::new() })
+}
+
 /// An EHXPLLL setting: `CLKOP` = `clki_mhz` × `clkfb_div` (fed back from `CLKOP`), the VCO at
 /// `CLKOP` × `clkop_div`, and an optional second output `CLKOS` = VCO / `clkos_div` (`CLKI_DIV`
 /// is 1). Each output's phase is CPHASE = (DIV − 1) / 2 with FPHASE 0, the zero-phase setting of
@@ -178,17 +183,14 @@ impl Logic for BoardPll {
         self.lock.connect();
     }
     fn hdl(&self) -> Verilog {
-        Verilog::Wrapper(Wrapper {
-            code: format!(
-                "(* keep *) wire clk125;\n(* keep *) wire clk100;\nassign clk_tx = clk125;\nassign clk_core = clk100;\n{}",
-                BOARD_PLL.instance(
-                    "pll",
-                    PllNets { clki: "clkin", clkop: "clk125", clkos: Some("clk100"), lock: "lock" },
-                    ""
-                )
-            ),
-            cores: String::new(),
-        })
+        primitive(format!(
+            "(* keep *) wire clk125;\n(* keep *) wire clk100;\nassign clk_tx = clk125;\nassign clk_core = clk100;\n{}",
+            BOARD_PLL.instance(
+                "pll",
+                PllNets { clki: "clkin", clkop: "clk125", clkos: Some("clk100"), lock: "lock" },
+                ""
+            )
+        ))
     }
 }
 
@@ -225,10 +227,7 @@ impl Logic for Iddrx1f {
         self.q1.connect();
     }
     fn hdl(&self) -> Verilog {
-        Verilog::Wrapper(Wrapper {
-            code: "IDDRX1F iddr (.D(d), .SCLK(sclk), .RST(1'b0), .Q0(q0), .Q1(q1));\n".into(),
-            cores: String::new(),
-        })
+        primitive("IDDRX1F iddr (.D(d), .SCLK(sclk), .RST(1'b0), .Q0(q0), .Q1(q1));\n")
     }
 }
 
@@ -260,10 +259,7 @@ impl Logic for Oddrx1f {
         self.q.connect();
     }
     fn hdl(&self) -> Verilog {
-        Verilog::Wrapper(Wrapper {
-            code: "ODDRX1F oddr (.D0(d0), .D1(d1), .SCLK(sclk), .RST(1'b0), .Q(q));\n".into(),
-            cores: String::new(),
-        })
+        primitive("ODDRX1F oddr (.D0(d0), .D1(d1), .SCLK(sclk), .RST(1'b0), .Q(q));\n")
     }
 }
 
@@ -293,10 +289,7 @@ impl Logic for Delayg {
         self.z.connect();
     }
     fn hdl(&self) -> Verilog {
-        Verilog::Wrapper(Wrapper {
-            code: format!("DELAYG #(.DEL_MODE(\"USER_DEFINED\"), .DEL_VALUE({})) delay (.A(a), .Z(z));\n", self._taps),
-            cores: String::new(),
-        })
+        primitive(format!("DELAYG #(.DEL_MODE(\"USER_DEFINED\"), .DEL_VALUE({})) delay (.A(a), .Z(z));\n", self._taps))
     }
 }
 
@@ -448,7 +441,7 @@ assign read_data = out;\n`else\n",
             );
         }
         code += "`endif\n";
-        Verilog::Wrapper(Wrapper { code, cores: String::new() })
+        primitive(code)
     }
 }
 

@@ -216,10 +216,7 @@ impl<T: AsRef<[u8]>> EapsPacket<T> {
     /// Wraps a buffer that holds at least the PDU and whose EDP and TLV lengths are ours
     /// (more bytes, e.g. padding, may follow and are ignored).
     pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = EapsPacket { buffer };
-        if p.buffer.as_ref().len() < PDU_LEN {
-            return Err(Error::Truncated);
-        }
+        let p = Self::with_len(buffer, PDU_LEN)?;
         if p.edp_length() != EDP_LEN || p.tlv_length() != TLV_LEN {
             return Err(Error::BadLength);
         }

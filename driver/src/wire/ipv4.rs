@@ -73,11 +73,8 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     /// header and fits, and whose total length covers the header and fits in the buffer
     /// (bytes past the total length are link padding and are ignored).
     pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Ipv4Packet { buffer };
+        let p = Self::with_len(buffer, HEADER_LEN)?;
         let len = p.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
         let hl = p.header_len();
         if hl < HEADER_LEN {
             return Err(Error::BadLength);

@@ -12,8 +12,8 @@
 //! type) are kept as numbers and reported, never panicked on.
 
 /// Declares `$name`, a zero-copy view of a buffer `T` (the struct, `new_unchecked` and
-/// `into_inner`); with `min_len`, also the `new_checked` that only checks that the buffer holds
-/// `min_len` bytes ([`Error::Truncated`] otherwise), documented with `$checked`.
+/// `into_inner`, and the length check `with_len`); with `min_len`, also the `new_checked` that
+/// only checks that the buffer holds `min_len` bytes, documented with `$checked`.
 macro_rules! packet_view {
     ($(#[$m:meta])* $name:ident) => {
         $(#[$m])*
@@ -31,6 +31,14 @@ macro_rules! packet_view {
             pub fn into_inner(self) -> T {
                 self.buffer
             }
+            /// Wraps a buffer of at least `min` bytes ([`Error::Truncated`] otherwise): the length
+            /// check every `new_checked` starts with.
+            fn with_len(buffer: T, min: usize) -> Result<Self> {
+                if buffer.as_ref().len() < min {
+                    return Err(Error::Truncated);
+                }
+                Ok($name { buffer })
+            }
         }
     };
     ($(#[$m:meta])* $name:ident, min_len = $min:expr, $checked:literal) => {
@@ -39,10 +47,7 @@ macro_rules! packet_view {
         impl<T: AsRef<[u8]>> $name<T> {
             #[doc = $checked]
             pub fn new_checked(buffer: T) -> Result<Self> {
-                if buffer.as_ref().len() < $min {
-                    return Err(Error::Truncated);
-                }
-                Ok($name { buffer })
+                Self::with_len(buffer, $min)
             }
         }
     };

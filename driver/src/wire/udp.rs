@@ -35,12 +35,8 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     /// Wraps a buffer that holds the header and exactly the length field's bytes
     /// (the buffer is the IPv4 payload, so the two must agree).
     pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = UdpPacket { buffer };
-        let len = p.buffer.as_ref().len();
-        if len < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
-        if usize::from(p.len()) != len {
+        let p = Self::with_len(buffer, HEADER_LEN)?;
+        if usize::from(p.len()) != p.buffer.as_ref().len() {
             return Err(Error::BadLength);
         }
         Ok(p)

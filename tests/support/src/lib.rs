@@ -172,6 +172,25 @@ pub fn require(what: &str, result: Result<(), String>, skip_var: &str) -> bool {
     }
 }
 
+/// Verilator's lint of `verilog` (top module `top`) with the configuration file `waivers` and
+/// the warning switch `warnings` (`-Wall`, or `-Wno-fatal` for the default set), in a folder of
+/// its own that is removed after: whether Verilator passed it, and its messages.
+pub fn verilator_lint(verilog: &str, waivers: &str, warnings: &str) -> (bool, String) {
+    static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("spotagg-lint-{}-{run}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a lint folder");
+    std::fs::write(dir.join("top.v"), verilog).expect("top.v written");
+    std::fs::write(dir.join("waivers.vlt"), waivers).expect("waivers.vlt written");
+    let out = std::process::Command::new("verilator")
+        .current_dir(&dir)
+        .args(["--lint-only", warnings, "--top-module", "top", "waivers.vlt", "top.v"])
+        .output()
+        .expect("verilator runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,5 +209,17 @@ mod tests {
         let s = e.downcast_ref::<String>().unwrap();
         assert!(s.starts_with("NOT RUN: thing: gone"), "{s}");
         assert!(require("thing", Ok(()), "SPOTAGG_SKIP_TESTKIT_NEVER_SET"));
+    }
+
+    #[test]
+    fn verilator_lint_passes_a_clean_module_and_reports_an_undeclared_net() {
+        if !require_tool(Tool::Verilator) {
+            return;
+        }
+        let config = "`verilator_config\n";
+        let (ok, log) = verilator_lint("module top(input a, output b);\nassign b = a;\nendmodule\n", config, "-Wall");
+        assert!(ok, "{log}");
+        let (ok, log) = verilator_lint("module top(output b);\nassign b = c;\nendmodule\n", config, "-Wall");
+        assert!(!ok && log.contains("%Error"), "{log}");
     }
 }
