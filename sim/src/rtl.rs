@@ -45,6 +45,11 @@ pub(crate) trait CoreDriver: Send {
     fn set_tx_ready(&mut self, ready: bool);
     fn set_cfg(&mut self, write: bool, address: u8, data: u32);
     fn read_counter(&mut self, index: u8) -> u32;
+    /// Word `4·rank + j` of the straggler counters (`spotagg_hdl::straggler`), if this model
+    /// of the core has the port. Clocks the core once (the read is a block RAM's).
+    fn read_straggler(&mut self, _word: u8) -> Option<u32> {
+        None
+    }
     fn settle(&mut self) -> Ports;
     fn edge(&mut self);
 }
@@ -108,6 +113,13 @@ impl<const D: usize> CoreDriver for Driver<D> {
         simulate(&mut self.core, 10_000);
         self.core.counter.data.val().to_u32()
     }
+    fn read_straggler(&mut self, word: u8) -> Option<u32> {
+        self.core.straggler.address.next = u64::from(word).into();
+        self.settle();
+        self.edge();
+        self.settle();
+        Some(self.core.straggler.data.val().to_u32())
+    }
     fn settle(&mut self) -> Ports {
         assert!(simulate(&mut self.core, 10_000), "the core did not settle");
         Ports {
@@ -159,6 +171,8 @@ pub struct RtlEngine {
     tx_stall: u64,
     /// `tx_ready` as driven this cycle.
     tx_ready: bool,
+    /// The cycle in which the last beat of the last frame was taken.
+    rx_end: u64,
 }
 
 impl fmt::Debug for RtlEngine {
@@ -217,6 +231,7 @@ impl RtlEngine {
             name,
             tx_stall: 0,
             tx_ready: true,
+            rx_end: 0,
         };
         e.configure(job);
         Ok(e)
@@ -249,7 +264,9 @@ impl RtlEngine {
     /// 1024 B, 32 workers.
     pub fn core_for_job(job: &JobConfig, width_bytes: usize) -> Result<CoreConfig, RtlError> {
         let max_payload = if job.payload.bytes() <= 256 { 256 } else { 1024 };
-        CoreConfig::new(width_bytes, usize::from(job.slots).max(1), max_payload, 32).map_err(|e| RtlError(e.0))
+        CoreConfig::new(width_bytes, usize::from(job.slots).max(1), max_payload, 32)
+            .map(|c| c.with_stragglers(true))
+            .map_err(|e| RtlError(e.0))
     }
 
     /// The build parameters.
@@ -260,6 +277,24 @@ impl RtlEngine {
     /// Clock cycles run so far.
     pub fn cycles(&self) -> u64 {
         self.cycles
+    }
+
+    /// The cycle in which the core took the last beat of the last frame it was given: the time
+    /// of that frame as the straggler counters see it (a contribution's commit follows its last
+    /// beat by a fixed number of cycles when the core was idle; `spotagg_hdl::straggler`).
+    pub fn rx_end_cycle(&self) -> u64 {
+        self.rx_end
+    }
+
+    /// Clocks the core `cycles` cycles with no frame offered (a pause on the link), collecting
+    /// whatever it sends into `out`.
+    pub fn idle_for(&mut self, cycles: u64, out: &mut Vec<Vec<u8>>) {
+        self.drv().set_rx(false, 0, false, 0);
+        for _ in 0..cycles {
+            let p = self.drv().settle();
+            self.collect_tx(&p, out);
+            self.tick();
+        }
     }
 
     fn drv(&mut self) -> &mut Box<dyn CoreDriver> {
@@ -303,6 +338,27 @@ impl RtlEngine {
         }
         let mut sink = vec![];
         self.run_until_idle(&mut sink);
+    }
+
+    /// The straggler counters of ranks 0..n (docs/switch.md §7), lags in clock cycles, read
+    /// from the core (`spotagg_hdl::straggler`); `None` when the core was built without them or
+    /// this model of the core has no read port. Reading clocks the idle core three cycles a
+    /// rank (not counted in [`RtlEngine::cycles`]).
+    pub fn stragglers(&mut self, n: usize) -> Option<Vec<crate::reference::StragglerCounters>> {
+        if !self.config.stragglers {
+            return None;
+        }
+        let d = self.drv();
+        (0..n.min(32))
+            .map(|r| {
+                let mut w = |j: usize| d.read_straggler((r * spotagg_hdl::straggler::WORDS_PER_RANK + j) as u8);
+                Some(crate::reference::StragglerCounters {
+                    rounds_last: u64::from(w(0)?),
+                    behind_us_total: u64::from(w(1)?),
+                    behind_us_max: u64::from(w(2)?),
+                })
+            })
+            .collect()
     }
 
     /// Zeroes the counters.
@@ -381,6 +437,7 @@ impl RtlEngine {
                 s.rx_beats += 1;
                 since_progress = 0;
                 if last {
+                    self.rx_end = self.cycles;
                     f += 1;
                     beat = 0;
                 } else {

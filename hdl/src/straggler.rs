@@ -1,0 +1,197 @@
+//! The per-rank straggler counters of docs/switch.md §7, in clock cycles: for each completed
+//! round, which rank was last and how far behind the round's first contribution it arrived.
+//!
+//! The block watches the scoreboard's commits (`events`: a new contribution of `rank` to
+//! (`slot`, `set`), first and/or last of its round). Time is a free-running 32-bit cycle
+//! counter; a contribution's time is the cycle of its commit. Per slot and set a RAM keeps the
+//! time of the round's first contribution (`first_at`, written at the first's commit); per rank
+//! a RAM keeps three words at `4·rank + j`:
+//!
+//! | j | counter |
+//! |---|---|
+//! | 0 | `rounds_last`: rounds this rank's contribution completed (n > 1) |
+//! | 1 | `behind_cycles_total`: sum over those rounds of (its commit − the first's commit) |
+//! | 2 | `behind_cycles_max`: the largest such lag |
+//!
+//! 32 bits each, wrapping (the maximum does not wrap). In the core a contribution's commit
+//! comes a fixed number of cycles after its frame's last beat when the core is idle at that
+//! beat and the frames have one length (store and forward, the worker search done before the
+//! frame ends at widths 1 and 4), so these lags are the frames' arrival lags in cycles.
+//!
+//! Timing: a last contribution's update takes the three cycles after its commit (read-modify-
+//! write of the rank's words, `busy` high); the aggregator commits at most one contribution
+//! every k + 6 cycles, so updates never overlap. `read.data` is the word at `read.address` one
+//! cycle earlier (block RAM), valid while `busy` is low. `clear` zeroes the rank words (128
+//! cycles, `busy` high). Built with `enabled` false the RAMs have one word and the events are
+//! ignored: synthesis removes the block.
+
+use crate::block_ram::BlockRam;
+use rust_hdl::prelude::*;
+
+interface_pair! {
+    /// The scoreboard's commits as the straggler counters see them, the counters' end.
+    pub struct StragglerEvents join "StragglerEventSource";
+    /// The scoreboard's commits, the watched end.
+    pub struct StragglerEventSource join "StragglerEvents";
+    {
+        /// The scoreboard update is written this cycle.
+        commit: In Bit,
+        /// The contribution is new (its rank's bit was not set).
+        is_new: In Bit,
+        /// It is the round's first contribution.
+        first: In Bit,
+        /// It completes the round.
+        last: In Bit,
+        /// Its rank.
+        rank: In Bits<5>,
+        /// Its slot.
+        slot: In Bits<6>,
+        /// Its set.
+        set: In Bit,
+    }
+}
+
+interface_pair! {
+    /// The straggler counters' read port, the counters' end: `data` is word `address`
+    /// (`4·rank + j`) of the previous cycle.
+    pub struct StragglerRead join "StragglerReader";
+    /// The straggler counters' read port, the reader's end.
+    pub struct StragglerReader join "StragglerRead";
+    {
+        /// Word index, `4·rank + j` (j = 0 rounds last, 1 lag total, 2 lag max).
+        address: In Bits<7>,
+        /// The word addressed one cycle earlier.
+        data: Out Bits<32>,
+    }
+}
+
+/// Words of the rank RAM read per rank (`4·rank + j`, j < 3).
+pub const WORDS_PER_RANK: usize = 4;
+
+/// The straggler counters.
+#[derive(LogicBlock)]
+pub struct Stragglers {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Zero every rank's counters.
+    pub clear: Signal<In, Bit>,
+    /// The scoreboard's commits.
+    pub events: StragglerEvents,
+    /// The counters, read by word.
+    pub read: StragglerRead,
+    /// An update or a clear is running.
+    pub busy: Signal<Out, Bit>,
+    enabled: Constant<Bit>,
+    first_at: BlockRam<7, 32>,
+    ranks: BlockRam<7, 32>,
+    now: DFF<Bits<32>>,
+    t_last: DFF<Bits<32>>,
+    rank_q: DFF<Bits<5>>,
+    lag: DFF<Bits<32>>,
+    s1: DFF<Bit>,
+    s2: DFF<Bit>,
+    s3: DFF<Bit>,
+    clr: DFF<Bit>,
+    clr_idx: DFF<Bits<7>>,
+    index: Signal<Local, Bits<7>>,
+    event: Signal<Local, Bit>,
+    start: Signal<Local, Bit>,
+    base: Signal<Local, Bits<7>>,
+}
+
+impl Stragglers {
+    /// The counters, or (`enabled` false) a block that synthesis removes.
+    pub fn new(enabled: bool) -> Self {
+        let depth = if enabled { 128 } else { 1 };
+        Self {
+            clock: Default::default(),
+            clear: Default::default(),
+            events: Default::default(),
+            read: Default::default(),
+            busy: Default::default(),
+            enabled: Constant::new(enabled),
+            first_at: BlockRam::new(depth),
+            ranks: BlockRam::new(depth),
+            now: Default::default(),
+            t_last: Default::default(),
+            rank_q: Default::default(),
+            lag: Default::default(),
+            s1: Default::default(),
+            s2: Default::default(),
+            s3: Default::default(),
+            clr: Default::default(),
+            clr_idx: Default::default(),
+            index: Default::default(),
+            event: Default::default(),
+            start: Default::default(),
+            base: Default::default(),
+        }
+    }
+}
+
+impl Logic for Stragglers {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, now, t_last, rank_q, lag, s1, s2, s3, clr, clr_idx);
+        clock!(self, clock, first_at, ranks);
+        self.now.d.next = self.now.q.val() + 1;
+        self.event.next = self.enabled.val() & self.events.commit.val() & self.events.is_new.val();
+        self.start.next = self.event.val() & self.events.last.val() & !self.events.first.val();
+        self.index.next = bit_cast::<7, 6>(self.events.slot.val()) << 1;
+        if self.events.set.val() {
+            self.index.next = (bit_cast::<7, 6>(self.events.slot.val()) << 1) | 1;
+        }
+        // The time of a round's first contribution; read back at its last.
+        self.first_at.write_address.next = self.index.val();
+        self.first_at.write_data.next = self.now.q.val();
+        self.first_at.write_enable.next = self.event.val() & self.events.first.val();
+        self.first_at.read_address.next = self.index.val();
+        // The rank's words: read-modify-write in the three cycles after a last commit.
+        self.base.next = bit_cast::<7, 5>(self.rank_q.q.val()) << 2;
+        self.ranks.read_address.next = self.read.address.val();
+        self.ranks.write_address.next = self.base.val();
+        self.ranks.write_data.next = 0.into();
+        self.ranks.write_enable.next = false;
+        self.s1.d.next = self.start.val();
+        self.s2.d.next = self.s1.q.val();
+        self.s3.d.next = self.s2.q.val();
+        if self.start.val() {
+            self.rank_q.d.next = self.events.rank.val();
+            self.t_last.d.next = self.now.q.val();
+            self.ranks.read_address.next = bit_cast::<7, 5>(self.events.rank.val()) << 2;
+        }
+        if self.s1.q.val() {
+            self.lag.d.next = self.t_last.q.val() - self.first_at.read_data.val();
+            self.ranks.write_data.next = self.ranks.read_data.val() + 1;
+            self.ranks.write_enable.next = true;
+            self.ranks.read_address.next = self.base.val() | 1;
+        }
+        if self.s2.q.val() {
+            self.ranks.write_address.next = self.base.val() | 1;
+            self.ranks.write_data.next = self.ranks.read_data.val() + self.lag.q.val();
+            self.ranks.write_enable.next = true;
+            self.ranks.read_address.next = self.base.val() | 2;
+        }
+        if self.s3.q.val() {
+            self.ranks.write_address.next = self.base.val() | 2;
+            self.ranks.write_data.next = self.lag.q.val();
+            self.ranks.write_enable.next = self.ranks.read_data.val() < self.lag.q.val();
+        }
+        // Clear: every rank word zeroed, one a cycle.
+        if self.clr.q.val() {
+            self.ranks.write_address.next = self.clr_idx.q.val();
+            self.ranks.write_data.next = 0.into();
+            self.ranks.write_enable.next = true;
+            self.clr_idx.d.next = self.clr_idx.q.val() + 1;
+            if self.clr_idx.q.val() == 127 {
+                self.clr.d.next = false;
+            }
+        }
+        if self.clear.val() & self.enabled.val() {
+            self.clr.d.next = true;
+            self.clr_idx.d.next = 0.into();
+        }
+        self.read.data.next = self.ranks.read_data.val();
+        self.busy.next = self.s1.q.val() | self.s2.q.val() | self.s3.q.val() | self.clr.q.val();
+    }
+}
