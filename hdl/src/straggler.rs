@@ -20,8 +20,8 @@
 //!
 //! Timing: a last contribution's update takes the three cycles after its commit (read-modify-
 //! write of the rank's words, `busy` high); the aggregator commits at most one contribution
-//! every k + 6 cycles, so updates never overlap. `read.data` is the word at `read.address` one
-//! cycle earlier (block RAM), valid while `busy` is low. `clear` zeroes the rank words (128
+//! every k + 6 cycles, so updates never overlap. `read` scans the rank words, one a cycle
+//! (`read.index`, `read.data`, `read.valid`; the scan pauses while an update reads). `clear` zeroes the rank words (128
 //! cycles, `busy` high). Built with `enabled` false the RAMs have one word and the events are
 //! ignored: synthesis removes the block.
 
@@ -52,16 +52,18 @@ interface_pair! {
 }
 
 interface_pair! {
-    /// The straggler counters' read port, the counters' end: `data` is word `address`
-    /// (`4·rank + j`) of the previous cycle.
+    /// The straggler counters' read-out, the counters' end: a scan of every word, one a cycle
+    /// (outputs only, so that a top that does not read them leaves nothing open).
     pub struct StragglerRead join "StragglerReader";
-    /// The straggler counters' read port, the reader's end.
+    /// The straggler counters' read-out, the reader's end.
     pub struct StragglerReader join "StragglerRead";
     {
-        /// Word index, `4·rank + j` (j = 0 rounds last, 1 lag total, 2 lag max).
-        address: In Bits<7>,
-        /// The word addressed one cycle earlier.
+        /// Index of the word on `data`, `4·rank + j` (j = 0 rounds last, 1 lag total, 2 lag max).
+        index: Out Bits<7>,
+        /// The word.
         data: Out Bits<32>,
+        /// `index` and `data` are a word of the scan (low in the cycles after an update's reads).
+        valid: Out Bit,
     }
 }
 
@@ -93,6 +95,9 @@ pub struct Stragglers {
     s3: DFF<Bit>,
     clr: DFF<Bit>,
     clr_idx: DFF<Bits<7>>,
+    scan: DFF<Bits<7>>,
+    scan_q: DFF<Bits<7>>,
+    scan_ok: DFF<Bit>,
     index: Signal<Local, Bits<7>>,
     event: Signal<Local, Bit>,
     start: Signal<Local, Bit>,
@@ -121,6 +126,9 @@ impl Stragglers {
             s3: Default::default(),
             clr: Default::default(),
             clr_idx: Default::default(),
+            scan: Default::default(),
+            scan_q: Default::default(),
+            scan_ok: Default::default(),
             index: Default::default(),
             event: Default::default(),
             start: Default::default(),
@@ -132,7 +140,7 @@ impl Stragglers {
 impl Logic for Stragglers {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, now, t_last, rank_q, lag, s1, s2, s3, clr, clr_idx);
+        dff_setup!(self, clock, now, t_last, rank_q, lag, s1, s2, s3, clr, clr_idx, scan, scan_q, scan_ok);
         clock!(self, clock, first_at, ranks);
         self.now.d.next = self.now.q.val() + 1;
         self.event.next = self.enabled.val() & self.events.commit.val() & self.events.is_new.val();
@@ -148,7 +156,13 @@ impl Logic for Stragglers {
         self.first_at.read_address.next = self.index.val();
         // The rank's words: read-modify-write in the three cycles after a last commit.
         self.base.next = bit_cast::<7, 5>(self.rank_q.q.val()) << 2;
-        self.ranks.read_address.next = self.read.address.val();
+        // The scan: the next word each cycle the update does not read.
+        self.ranks.read_address.next = self.scan.q.val();
+        self.scan_q.d.next = self.scan.q.val();
+        self.scan_ok.d.next = !(self.start.val() | self.s1.q.val() | self.s2.q.val());
+        if !(self.start.val() | self.s1.q.val() | self.s2.q.val()) {
+            self.scan.d.next = self.scan.q.val() + 1;
+        }
         self.ranks.write_address.next = self.base.val();
         self.ranks.write_data.next = 0.into();
         self.ranks.write_enable.next = false;
@@ -192,6 +206,8 @@ impl Logic for Stragglers {
             self.clr_idx.d.next = 0.into();
         }
         self.read.data.next = self.ranks.read_data.val();
+        self.read.index.next = self.scan_q.q.val();
+        self.read.valid.next = self.scan_ok.q.val() & self.enabled.val();
         self.busy.next = self.s1.q.val() | self.s2.q.val() | self.s3.q.val() | self.clr.q.val();
     }
 }

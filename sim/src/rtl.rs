@@ -45,9 +45,9 @@ pub(crate) trait CoreDriver: Send {
     fn set_tx_ready(&mut self, ready: bool);
     fn set_cfg(&mut self, write: bool, address: u8, data: u32);
     fn read_counter(&mut self, index: u8) -> u32;
-    /// Word `4·rank + j` of the straggler counters (`spotagg_hdl::straggler`), if this model
-    /// of the core has the port. Clocks the core once (the read is a block RAM's).
-    fn read_straggler(&mut self, _word: u8) -> Option<u32> {
+    /// Every word (`4·rank + j`) of the straggler counters (`spotagg_hdl::straggler`), if this
+    /// model of the core has the read-out: clocks the idle core until its scan has shown each.
+    fn read_straggler_words(&mut self) -> Option<Vec<u32>> {
         None
     }
     fn settle(&mut self) -> Ports;
@@ -113,12 +113,20 @@ impl<const D: usize> CoreDriver for Driver<D> {
         simulate(&mut self.core, 10_000);
         self.core.counter.data.val().to_u32()
     }
-    fn read_straggler(&mut self, word: u8) -> Option<u32> {
-        self.core.straggler.address.next = u64::from(word).into();
-        self.settle();
-        self.edge();
-        self.settle();
-        Some(self.core.straggler.data.val().to_u32())
+    fn read_straggler_words(&mut self) -> Option<Vec<u32>> {
+        let mut words = vec![None; 128];
+        for _ in 0..1024 {
+            self.settle();
+            let r = &self.core.straggler;
+            if r.valid.val() {
+                words[r.index.val().index()] = Some(r.data.val().to_u32());
+            }
+            if words.iter().all(Option::is_some) {
+                return words.into_iter().collect();
+            }
+            self.edge();
+        }
+        panic!("the straggler scan did not show every word in 1024 cycles");
     }
     fn settle(&mut self) -> Ports {
         assert!(simulate(&mut self.core, 10_000), "the core did not settle");
@@ -342,23 +350,23 @@ impl RtlEngine {
 
     /// The straggler counters of ranks 0..n (docs/switch.md §7), lags in clock cycles, read
     /// from the core (`spotagg_hdl::straggler`); `None` when the core was built without them or
-    /// this model of the core has no read port. Reading clocks the idle core three cycles a
-    /// rank (not counted in [`RtlEngine::cycles`]).
+    /// this model of the core has no read-out. Reading clocks the idle core until its scan has
+    /// shown every word (at most 1024 cycles, not counted in [`RtlEngine::cycles`]).
     pub fn stragglers(&mut self, n: usize) -> Option<Vec<crate::reference::StragglerCounters>> {
         if !self.config.stragglers {
             return None;
         }
-        let d = self.drv();
-        (0..n.min(32))
-            .map(|r| {
-                let mut w = |j: usize| d.read_straggler((r * spotagg_hdl::straggler::WORDS_PER_RANK + j) as u8);
-                Some(crate::reference::StragglerCounters {
-                    rounds_last: u64::from(w(0)?),
-                    behind_us_total: u64::from(w(1)?),
-                    behind_us_max: u64::from(w(2)?),
+        let words = self.drv().read_straggler_words()?;
+        let w = |r: usize, j: usize| u64::from(words[r * spotagg_hdl::straggler::WORDS_PER_RANK + j]);
+        Some(
+            (0..n.min(32))
+                .map(|r| crate::reference::StragglerCounters {
+                    rounds_last: w(r, 0),
+                    behind_us_total: w(r, 1),
+                    behind_us_max: w(r, 2),
                 })
-            })
-            .collect()
+                .collect(),
+        )
     }
 
     /// Zeroes the counters.
