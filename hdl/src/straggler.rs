@@ -3,9 +3,9 @@
 //!
 //! The block watches the scoreboard's commits (`events`: a new contribution of `rank` to
 //! (`slot`, `set`), first and/or last of its round). Time is a free-running 32-bit cycle
-//! counter; a contribution's time is the cycle of its commit. Per slot and set a RAM keeps the
-//! time of the round's first contribution (`first_at`, written at the first's commit); per rank
-//! a RAM keeps three words at `4·rank + j`:
+//! counter; a contribution's time is the cycle of its commit. One block RAM of 256 words (one
+//! DP16KD) holds, at `128 + 2·slot + set`, the time of each round's first contribution (written
+//! at the first's commit) and, per rank, three words at `4·rank + j`:
 //!
 //! | j | counter |
 //! |---|---|
@@ -18,12 +18,12 @@
 //! beat and the frames have one length (store and forward, the worker search done before the
 //! frame ends at widths 1 and 4), so these lags are the frames' arrival lags in cycles.
 //!
-//! Timing: a last contribution's update takes the three cycles after its commit (read-modify-
-//! write of the rank's words, `busy` high); the aggregator commits at most one contribution
+//! Timing: a last contribution's update takes the four cycles after its commit (the first's
+//! time read, then read-modify-write of the rank's words, `busy` high); the aggregator commits at most one contribution
 //! every k + 6 cycles, so updates never overlap. `read` scans the rank words, one a cycle
-//! (`read.index`, `read.data`, `read.valid`; the scan pauses while an update reads). `clear` zeroes the rank words (128
-//! cycles, `busy` high). Built with `enabled` false the RAMs have one word and the events are
-//! ignored: synthesis removes the block.
+//! (`read.index`, `read.data`, `read.valid`; the scan pauses while an update reads). `clear`
+//! zeroes the rank words (128 cycles, `busy` high). Built with `enabled` false the RAM has one
+//! word and the events are ignored: synthesis removes the block.
 
 use crate::block_ram::BlockRam;
 use rust_hdl::prelude::*;
@@ -84,8 +84,7 @@ pub struct Stragglers {
     /// An update or a clear is running.
     pub busy: Signal<Out, Bit>,
     enabled: Constant<Bit>,
-    first_at: BlockRam<7, 32>,
-    ranks: BlockRam<7, 32>,
+    mem: BlockRam<8, 32>,
     now: DFF<Bits<32>>,
     t_last: DFF<Bits<32>>,
     rank_q: DFF<Bits<5>>,
@@ -93,21 +92,23 @@ pub struct Stragglers {
     s1: DFF<Bit>,
     s2: DFF<Bit>,
     s3: DFF<Bit>,
+    s4: DFF<Bit>,
     clr: DFF<Bit>,
     clr_idx: DFF<Bits<7>>,
     scan: DFF<Bits<7>>,
     scan_q: DFF<Bits<7>>,
     scan_ok: DFF<Bit>,
-    index: Signal<Local, Bits<7>>,
-    event: Signal<Local, Bit>,
+    index: Signal<Local, Bits<8>>,
+    reading: Signal<Local, Bit>,
+    commit_new: Signal<Local, Bit>,
     start: Signal<Local, Bit>,
-    base: Signal<Local, Bits<7>>,
+    base: Signal<Local, Bits<8>>,
 }
 
 impl Stragglers {
     /// The counters, or (`enabled` false) a block that synthesis removes.
     pub fn new(enabled: bool) -> Self {
-        let depth = if enabled { 128 } else { 1 };
+        let depth = if enabled { 256 } else { 1 };
         Self {
             clock: Default::default(),
             clear: Default::default(),
@@ -115,8 +116,7 @@ impl Stragglers {
             read: Default::default(),
             busy: Default::default(),
             enabled: Constant::new(enabled),
-            first_at: BlockRam::new(depth),
-            ranks: BlockRam::new(depth),
+            mem: BlockRam::new(depth),
             now: Default::default(),
             t_last: Default::default(),
             rank_q: Default::default(),
@@ -124,13 +124,15 @@ impl Stragglers {
             s1: Default::default(),
             s2: Default::default(),
             s3: Default::default(),
+            s4: Default::default(),
             clr: Default::default(),
             clr_idx: Default::default(),
             scan: Default::default(),
             scan_q: Default::default(),
             scan_ok: Default::default(),
             index: Default::default(),
-            event: Default::default(),
+            reading: Default::default(),
+            commit_new: Default::default(),
             start: Default::default(),
             base: Default::default(),
         }
@@ -140,62 +142,65 @@ impl Stragglers {
 impl Logic for Stragglers {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, now, t_last, rank_q, lag, s1, s2, s3, clr, clr_idx, scan, scan_q, scan_ok);
-        clock!(self, clock, first_at, ranks);
+        dff_setup!(self, clock, now, t_last, rank_q, lag, s1, s2, s3, s4, clr, clr_idx, scan, scan_q, scan_ok);
+        clock!(self, clock, mem);
         self.now.d.next = self.now.q.val() + 1;
-        self.event.next = self.enabled.val() & self.events.commit.val() & self.events.is_new.val();
-        self.start.next = self.event.val() & self.events.last.val() & !self.events.first.val();
-        self.index.next = bit_cast::<7, 6>(self.events.slot.val()) << 1;
+        self.commit_new.next = self.enabled.val() & self.events.commit.val() & self.events.is_new.val();
+        self.start.next = self.commit_new.val() & self.events.last.val() & !self.events.first.val();
+        // Word 128 + 2·slot + set: the time of the round's first contribution.
+        self.index.next = (bit_cast::<8, 6>(self.events.slot.val()) << 1) | 128;
         if self.events.set.val() {
-            self.index.next = (bit_cast::<7, 6>(self.events.slot.val()) << 1) | 1;
+            self.index.next = (bit_cast::<8, 6>(self.events.slot.val()) << 1) | 129;
         }
-        // The time of a round's first contribution; read back at its last.
-        self.first_at.write_address.next = self.index.val();
-        self.first_at.write_data.next = self.now.q.val();
-        self.first_at.write_enable.next = self.event.val() & self.events.first.val();
-        self.first_at.read_address.next = self.index.val();
-        // The rank's words: read-modify-write in the three cycles after a last commit.
-        self.base.next = bit_cast::<7, 5>(self.rank_q.q.val()) << 2;
-        // The scan: the next word each cycle the update does not read.
-        self.ranks.read_address.next = self.scan.q.val();
+        self.base.next = bit_cast::<8, 5>(self.rank_q.q.val()) << 2;
+        // The scan of the rank words, one a cycle the update does not read.
+        self.reading.next = self.start.val() | self.s1.q.val() | self.s2.q.val() | self.s3.q.val();
+        self.mem.read_address.next = bit_cast::<8, 7>(self.scan.q.val());
         self.scan_q.d.next = self.scan.q.val();
-        self.scan_ok.d.next = !(self.start.val() | self.s1.q.val() | self.s2.q.val());
-        if !(self.start.val() | self.s1.q.val() | self.s2.q.val()) {
+        self.scan_ok.d.next = !self.reading.val();
+        if !self.reading.val() {
             self.scan.d.next = self.scan.q.val() + 1;
         }
-        self.ranks.write_address.next = self.base.val();
-        self.ranks.write_data.next = 0.into();
-        self.ranks.write_enable.next = false;
+        // A first contribution's commit writes its time.
+        self.mem.write_address.next = self.index.val();
+        self.mem.write_data.next = self.now.q.val();
+        self.mem.write_enable.next = self.commit_new.val() & self.events.first.val();
         self.s1.d.next = self.start.val();
         self.s2.d.next = self.s1.q.val();
         self.s3.d.next = self.s2.q.val();
+        self.s4.d.next = self.s3.q.val();
+        // A last one's: read the first's time, then read-modify-write the rank's three words.
         if self.start.val() {
             self.rank_q.d.next = self.events.rank.val();
             self.t_last.d.next = self.now.q.val();
-            self.ranks.read_address.next = bit_cast::<7, 5>(self.events.rank.val()) << 2;
+            self.mem.read_address.next = self.index.val();
         }
         if self.s1.q.val() {
-            self.lag.d.next = self.t_last.q.val() - self.first_at.read_data.val();
-            self.ranks.write_data.next = self.ranks.read_data.val() + 1;
-            self.ranks.write_enable.next = true;
-            self.ranks.read_address.next = self.base.val() | 1;
+            self.lag.d.next = self.t_last.q.val() - self.mem.read_data.val();
+            self.mem.read_address.next = self.base.val();
         }
         if self.s2.q.val() {
-            self.ranks.write_address.next = self.base.val() | 1;
-            self.ranks.write_data.next = self.ranks.read_data.val() + self.lag.q.val();
-            self.ranks.write_enable.next = true;
-            self.ranks.read_address.next = self.base.val() | 2;
+            self.mem.write_address.next = self.base.val();
+            self.mem.write_data.next = self.mem.read_data.val() + 1;
+            self.mem.write_enable.next = true;
+            self.mem.read_address.next = self.base.val() | 1;
         }
         if self.s3.q.val() {
-            self.ranks.write_address.next = self.base.val() | 2;
-            self.ranks.write_data.next = self.lag.q.val();
-            self.ranks.write_enable.next = self.ranks.read_data.val() < self.lag.q.val();
+            self.mem.write_address.next = self.base.val() | 1;
+            self.mem.write_data.next = self.mem.read_data.val() + self.lag.q.val();
+            self.mem.write_enable.next = true;
+            self.mem.read_address.next = self.base.val() | 2;
+        }
+        if self.s4.q.val() {
+            self.mem.write_address.next = self.base.val() | 2;
+            self.mem.write_data.next = self.lag.q.val();
+            self.mem.write_enable.next = self.mem.read_data.val() < self.lag.q.val();
         }
         // Clear: every rank word zeroed, one a cycle.
         if self.clr.q.val() {
-            self.ranks.write_address.next = self.clr_idx.q.val();
-            self.ranks.write_data.next = 0.into();
-            self.ranks.write_enable.next = true;
+            self.mem.write_address.next = bit_cast::<8, 7>(self.clr_idx.q.val());
+            self.mem.write_data.next = 0.into();
+            self.mem.write_enable.next = true;
             self.clr_idx.d.next = self.clr_idx.q.val() + 1;
             if self.clr_idx.q.val() == 127 {
                 self.clr.d.next = false;
@@ -205,9 +210,9 @@ impl Logic for Stragglers {
             self.clr.d.next = true;
             self.clr_idx.d.next = 0.into();
         }
-        self.read.data.next = self.ranks.read_data.val();
+        self.read.data.next = self.mem.read_data.val();
         self.read.index.next = self.scan_q.q.val();
         self.read.valid.next = self.scan_ok.q.val() & self.enabled.val();
-        self.busy.next = self.s1.q.val() | self.s2.q.val() | self.s3.q.val() | self.clr.q.val();
+        self.busy.next = self.s1.q.val() | self.s2.q.val() | self.s3.q.val() | self.s4.q.val() | self.clr.q.val();
     }
 }
