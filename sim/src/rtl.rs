@@ -181,6 +181,8 @@ pub struct RtlEngine {
     tx_ready: bool,
     /// The cycle in which the last beat of the last frame was taken.
     rx_end: u64,
+    /// The job's n (ranks reported in the metrics).
+    workers: usize,
 }
 
 impl fmt::Debug for RtlEngine {
@@ -240,6 +242,7 @@ impl RtlEngine {
             tx_stall: 0,
             tx_ready: true,
             rx_end: 0,
+            workers: job.n(),
         };
         e.configure(job);
         Ok(e)
@@ -341,6 +344,7 @@ impl RtlEngine {
     /// Writes the job's configuration and clears the slot state (counters are kept, as the
     /// reference switch does on a reconfiguration).
     pub fn configure(&mut self, job: &JobConfig) {
+        self.workers = job.n();
         for (address, data) in spotagg_hdl::config_registers::job_writes(job) {
             self.write_reg(address, data);
         }
@@ -496,7 +500,32 @@ impl Engine for RtlEngine {
     fn name(&self) -> &'static str {
         self.name
     }
+
+    /// The counters, and the straggler counters when the core has them, under the software
+    /// switch's names, lags converted from cycles to µs at [`CORE_CLOCK_MHZ`].
+    fn metrics(&self) -> Vec<spotagg_driver::metrics::Family> {
+        let mut f = spotagg_driver::metrics::counter_families(&self.counters(), &[]);
+        if self.config.stragglers {
+            let words = self.driver.lock().expect("core driver poisoned").read_straggler_words();
+            if let Some(words) = words {
+                let w = |r: usize, j: usize| words[r * spotagg_hdl::straggler::WORDS_PER_RANK + j];
+                let ranks: Vec<_> = (0..self.workers)
+                    .map(|r| spotagg_driver::metrics::RankLag {
+                        rounds_last: u64::from(w(r, 0)),
+                        behind_us_total: f64::from(w(r, 1)) / CORE_CLOCK_MHZ,
+                        behind_us_max: f64::from(w(r, 2)) / CORE_CLOCK_MHZ,
+                    })
+                    .collect();
+                f.extend(spotagg_driver::metrics::straggler_families(&ranks, &[]));
+            }
+        }
+        f
+    }
 }
+
+/// The core clock the cycle counts are converted at (the board top's `pll.clk100`; the VCD's
+/// 10 ns a cycle).
+pub const CORE_CLOCK_MHZ: f64 = 100.0;
 
 /// Frames for a benchmark: `rounds` complete rounds of `n` workers over `slots` slots,
 /// slot after slot, set alternating per pass (what SwitchML workers send in steady state).

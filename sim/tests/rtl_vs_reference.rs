@@ -303,6 +303,17 @@ fn a_slowed_worker_shows_in_the_straggler_counters() {
     assert!(hw[2].behind_us_max >= delay && hw[2].behind_us_total >= rounds as u64 * delay, "{hw:?}");
     assert_eq!(hw[0].rounds_last, 3);
     assert_eq!(hw[1].rounds_last + hw[3].rounds_last, 0);
+    // The same figures in the metrics, under the software switch's names, lags in µs at the
+    // board's 100 MHz core clock.
+    let text = spotagg_driver::metrics::render(&rtl.metrics());
+    let max_us = hw[2].behind_us_max as f64 / spotagg_sim::rtl::CORE_CLOCK_MHZ;
+    for line in [
+        "spotagg_switch_straggler_rounds_last_total{rank=\"2\"} 9".to_string(),
+        "spotagg_switch_straggler_rounds_last_total{rank=\"0\"} 3".to_string(),
+        format!("spotagg_switch_straggler_behind_microseconds_max{{rank=\"2\"}} {max_us}"),
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} not in\n{text}");
+    }
     // Clearing the counters zeroes the straggler counters too.
     rtl.clear_counters();
     let mut sink = vec![];
