@@ -29,14 +29,13 @@ struct Built {
 }
 
 fn build(args: &[&str]) -> Built {
+    build_board("colorlight-5a-75b-v8", args)
+}
+
+/// The same for any board.
+fn build_board(board: &str, args: &[&str]) -> Built {
     let dir = tempfile::tempdir().unwrap();
-    let out = spotagg()
-        .args(["build", "--board", "colorlight-5a-75b-v8"])
-        .args(args)
-        .arg("--out")
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let out = spotagg().args(["build", "--board", board]).args(args).arg("--out").arg(dir.path()).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     println!("{stderr}\n{stdout}");
@@ -371,4 +370,36 @@ fn builds_the_board_top_to_a_bitstream_that_meets_timing() {
         println!("{}: {:.2} MHz", c.clock, c.achieved_mhz);
     }
     assert!(!stdout.contains("FAILED"), "{stdout}");
+}
+
+/// The Colorlight i9 (LFE5U-45F) board top as `spotagg build --board colorlight-i9` makes it:
+/// the slots that fit (64, the core's maximum) and the straggler counters (on by default on this
+/// part), placed and routed with seed 1, no `--allow-timing-fail`: every clock must meet its
+/// constraint. Not in scripts/test.sh (it skips this test): on the shared 2-core machine the
+/// place and route took 908 s of wall time (17 minutes for the whole build), beyond the slow
+/// tier's budget; the slow tier synthesizes this top instead (`board_synth.rs`,
+/// `i9_board_top_with_stragglers_fits_the_45f`). Run it by hand:
+/// `cargo test -p spotagg --test build -- --ignored builds_the_i9`.
+/// KNOWN TO FAIL today: without the straggler counters, 64 slots reached 80.55 MHz on the
+/// 100 MHz core clock `pll.clk100` (critical path slot_memory.exponent_ram → aggregator exp_max,
+/// 12 logic cells); the 125 MHz clocks met (145.20, 156.23, 161.47 MHz).
+#[test]
+#[ignore = "manual: place and route of the i9 board top (17 minutes here; scripts/test.sh skips it)"]
+fn builds_the_i9_board_top_to_a_bitstream_that_meets_timing() {
+    if !yowasp_installed(&Toolchain::default_venv()) {
+        return;
+    }
+    let b = build_board("colorlight-i9", &["--top", "board", "--seed", "1", "--seeds", "1"]);
+    let (stdout, stderr, report) = (&b.stdout, &b.stderr, &b.report);
+    assert!(stderr.contains("up to 64 slots, straggler counters on"), "{stderr}");
+    assert!(stdout.contains("seed 1, 64 slots"), "{stdout}");
+    let dp = report.usage("DP16KD").unwrap();
+    assert_eq!(dp.available, 108, "nextpnr's DP16KD count of the --45k device");
+    assert_eq!(report.usage("TRELLIS_COMB").unwrap().available, 43848, "nextpnr's LUT count of the --45k device");
+    assert!(dp.used > 64 && dp.used <= 108, "{dp:?}");
+    assert_eq!(report.fmax.len(), 4, "{:?}", report.fmax);
+    for c in &report.fmax {
+        assert!(c.met(), "{} reaches {:.2} MHz, below its {} MHz\n{stderr}", c.clock, c.achieved_mhz, c.constraint_mhz);
+        println!("{}: {:.2} MHz (constraint {} MHz)", c.clock, c.achieved_mhz, c.constraint_mhz);
+    }
 }

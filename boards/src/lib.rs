@@ -36,6 +36,12 @@ impl Ecp5Part {
     pub const fn lfe5u_25f_6(package: &'static str) -> Ecp5Part {
         Ecp5Part { device: "--25k", package, speed: 6, dp16kd: 56, luts: 24288 }
     }
+
+    /// The LFE5U-45F at speed grade 6 (108 DP16KD, 43,848 LUT4: nextpnr-ecp5's `TRELLIS_COMB`
+    /// count of the `--45k` device, 44k in Lattice's data sheet) in `package`.
+    pub const fn lfe5u_45f_6(package: &'static str) -> Ecp5Part {
+        Ecp5Part { device: "--45k", package, speed: 6, dp16kd: 108, luts: 43848 }
+    }
 }
 
 /// Electrical standard of a pin.
@@ -267,7 +273,7 @@ impl Board {
 
 /// Every board spotagg knows.
 pub fn boards() -> Vec<Board> {
-    vec![board::colorlight_5a_75b_v8::board(), board::colorlight_i5::board()]
+    vec![board::colorlight_5a_75b_v8::board(), board::colorlight_i5::board(), board::colorlight_i5::i9()]
 }
 
 /// A board by its identifier; the error lists the known ones.

@@ -144,6 +144,45 @@ pub fn counter_families(c: &Counters, labels: &[(&str, String)]) -> Vec<Family> 
     ]
 }
 
+/// One rank's straggler counters (docs/switch.md §7): rounds it completed by arriving last, and
+/// the sum and the largest of its lags behind the round's first contribution, in µs.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RankLag {
+    /// Rounds in which this rank's contribution was the last.
+    pub rounds_last: u64,
+    /// Sum of its lags over those rounds, µs.
+    pub behind_us_total: f64,
+    /// Its largest lag, µs.
+    pub behind_us_max: f64,
+}
+
+/// The straggler counters of ranks 0.. as the software switch names them
+/// (`spotagg_switch_straggler_*`, labelled `rank`, each sample also with `labels`), whatever
+/// engine counted them (the reference switch in µs of its clock, the HDL core in cycles
+/// converted at its clock).
+pub fn straggler_families(ranks: &[RankLag], labels: &[(&str, String)]) -> Vec<Family> {
+    let mut last = Family::new(
+        "spotagg_switch_straggler_rounds_last_total",
+        "Rounds completed by this rank's contribution (it was the last).",
+        Kind::Counter,
+    );
+    let mut total = Family::new(
+        "spotagg_switch_straggler_behind_microseconds_total",
+        "Sum over those rounds of how far behind the round's first contribution it arrived, µs.",
+        Kind::Counter,
+    );
+    let mut max =
+        Family::new("spotagg_switch_straggler_behind_microseconds_max", "The largest such lag, µs.", Kind::Gauge);
+    for (r, sc) in ranks.iter().enumerate() {
+        let mut l = labels.to_vec();
+        l.push(("rank", r.to_string()));
+        last = last.sample(&l, sc.rounds_last as f64);
+        total = total.sample(&l, sc.behind_us_total);
+        max = max.sample(&l, sc.behind_us_max);
+    }
+    vec![last, total, max]
+}
+
 /// What a board's control link reads, as families: the core's counters under the switch's names
 /// ([`counter_families`], so one dashboard serves a board and a software switch), each MAC
 /// port's receive outcomes and frames sent (labelled `port`), the frames sent to both ports, each

@@ -16,6 +16,8 @@ pub struct CoreConfig {
     pub max_payload: usize,
     /// Largest number of workers: 1..=32.
     pub max_workers: usize,
+    /// The per-rank straggler counters of docs/switch.md §7 (`crate::straggler`) are built.
+    pub stragglers: bool,
 }
 
 /// Why a [`CoreConfig`] was rejected.
@@ -59,7 +61,13 @@ impl CoreConfig {
         if max_workers == 0 || max_workers > BITMAP_BITS {
             return Err(ConfigError(format!("max_workers = {max_workers} is outside 1..={BITMAP_BITS}")));
         }
-        Ok(CoreConfig { width_bytes, slots, max_payload, max_workers })
+        Ok(CoreConfig { width_bytes, slots, max_payload, max_workers, stragglers: false })
+    }
+
+    /// The same configuration with the straggler counters built (`on`) or not.
+    pub fn with_stragglers(mut self, on: bool) -> CoreConfig {
+        self.stragglers = on;
+        self
     }
 
     /// Elements per set at the largest payload.
@@ -88,9 +96,9 @@ impl CoreConfig {
 }
 
 impl Default for CoreConfig {
-    /// Width 4, 16 slots, 1024-byte payloads, 32 workers.
+    /// Width 4, 16 slots, 1024-byte payloads, 32 workers, no straggler counters.
     fn default() -> Self {
-        CoreConfig { width_bytes: 4, slots: 16, max_payload: 1024, max_workers: 32 }
+        CoreConfig { width_bytes: 4, slots: 16, max_payload: 1024, max_workers: 32, stragglers: false }
     }
 }
 

@@ -42,6 +42,7 @@ use crate::result_builder::{ReplyQueueClient, ResultBuilder};
 use crate::scoreboard::{Scoreboard, ScoreboardClient};
 use crate::session::Session;
 use crate::slot_memory::SlotMemory;
+use crate::straggler::{StragglerRead, Stragglers};
 use crate::stream_width::{RxWidth, TxWidth};
 use crate::vlan::{VlanTag, VlanUntag};
 use crate::word_stream::{BeatSink, BeatSource, WordSource};
@@ -60,6 +61,8 @@ pub struct Core<const D: usize> {
     pub cfg: ConfigBus,
     /// The counters, read combinationally by index (see `counters`).
     pub counter: CounterPort<5>,
+    /// The straggler counters (`crate::straggler`; zero unless `CoreConfig::stragglers`).
+    pub straggler: StragglerRead,
     /// Nothing in flight.
     pub idle: Signal<Out, Bit>,
     rx_width: RxWidth<D>,
@@ -75,6 +78,7 @@ pub struct Core<const D: usize> {
     aggregator: Aggregator,
     result_builder: ResultBuilder,
     counters: Counters,
+    stragglers: Stragglers,
     idle_r: DFF<Bit>,
     _config: CoreConfig,
 }
@@ -89,6 +93,7 @@ impl<const D: usize> Core<D> {
             tx: Default::default(),
             cfg: Default::default(),
             counter: Default::default(),
+            straggler: Default::default(),
             idle: Default::default(),
             rx_width: RxWidth::new(),
             tx_width: TxWidth::new(),
@@ -103,6 +108,7 @@ impl<const D: usize> Core<D> {
             aggregator: Aggregator::new(config.max_elements()),
             result_builder: ResultBuilder::new(),
             counters: Default::default(),
+            stragglers: Stragglers::new(config.stragglers),
             idle_r: Default::default(),
             _config: config,
         }
@@ -133,7 +139,8 @@ impl<const D: usize> Logic for Core<D> {
             lane_adders,
             aggregator,
             result_builder,
-            counters
+            counters,
+            stragglers
         );
         // Receive stream.
         self.rx_width.in_valid.next = self.rx.valid.val();
@@ -196,11 +203,22 @@ impl<const D: usize> Logic for Core<D> {
         self.counters.multicast_count.next = self.registers.job.workers.val();
         self.counters.frame_out.next = self.result_builder.frame_sent.val();
         CounterPort::<5>::link(&mut self.counter, &mut self.counters.read);
+        // Straggler counters: the scoreboard's commits.
+        self.stragglers.clear.next = self.registers.clear_counters.val();
+        self.stragglers.events.commit.next = self.aggregator.sb.commit.val();
+        self.stragglers.events.is_new.next = self.scoreboard.lookup.is_new.val();
+        self.stragglers.events.first.next = self.scoreboard.lookup.first.val();
+        self.stragglers.events.last.next = self.scoreboard.lookup.last.val();
+        self.stragglers.events.rank.next = self.aggregator.sb.rank.val();
+        self.stragglers.events.slot.next = self.aggregator.sb.slot.val();
+        self.stragglers.events.set.next = self.aggregator.sb.set.val();
+        StragglerRead::link(&mut self.straggler, &mut self.stragglers.read);
         self.idle.next = self.idle_r.q.val();
         self.idle_r.d.next = !self.parser.busy.val()
             & self.aggregator.idle.val()
             & !self.result_builder.busy.val()
             & !self.scoreboard.lookup.clearing.val()
-            & !self.counters.pending.val();
+            & !self.counters.pending.val()
+            & !self.stragglers.busy.val();
     }
 }

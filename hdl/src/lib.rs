@@ -58,6 +58,7 @@ pub mod result_builder;
 pub mod scoreboard;
 pub mod session;
 pub mod slot_memory;
+pub mod straggler;
 pub mod stream_width;
 pub mod uart;
 pub mod verilog;

@@ -31,6 +31,7 @@ pub fn block_verilogs(config: &CoreConfig) -> Vec<(&'static str, String)> {
         ("aggregator", verilog_of(aggregator::Aggregator::new(config.max_elements()))),
         ("result_builder", verilog_of(result_builder::ResultBuilder::new())),
         ("counters", verilog_of(counters::Counters::default())),
+        ("stragglers", verilog_of(straggler::Stragglers::new(true))),
         ("config_registers", verilog_of(config_registers::ConfigRegisters::new(config.slots))),
     ];
     match config.width_bytes {

@@ -61,6 +61,16 @@ fn core_synthesizes_for_ecp5() {
         Ok(u) => {
             println!("core {config:?}: {u:?}");
             assert!(u.dp16kd >= 4 && u.lut4 > 0 && u.flip_flops > 0);
+            // With the straggler counters: what they cost (no latch, no error).
+            let s = synth_ecp5(&core_verilog(&config.with_stragglers(true))).unwrap_or_else(|e| panic!("{e}"));
+            println!(
+                "straggler counters: +{} LUT4, +{} FF, +{} DP16KD, +{} LUT RAM",
+                s.lut4 as i64 - u.lut4 as i64,
+                s.flip_flops as i64 - u.flip_flops as i64,
+                s.dp16kd as i64 - u.dp16kd as i64,
+                s.lut_ram as i64 - u.lut_ram as i64
+            );
+            assert!(s.flip_flops > u.flip_flops, "the straggler block is built: {s:?} against {u:?}");
         }
         Err(SynthError::NoYosys) => println!("yosys is not on PATH: skipped"),
         Err(e) => panic!("{e}"),

@@ -401,26 +401,16 @@ impl RefSwitch {
                 t.parent_results_stale,
             ),
         ];
-        let mut last = Family::new(
-            "spotagg_switch_straggler_rounds_last_total",
-            "Rounds completed by this rank's contribution (it was the last).",
-            Kind::Counter,
-        );
-        let mut total = Family::new(
-            "spotagg_switch_straggler_behind_microseconds_total",
-            "Sum over those rounds of how far behind the round's first contribution it arrived, µs.",
-            Kind::Counter,
-        );
-        let mut max =
-            Family::new("spotagg_switch_straggler_behind_microseconds_max", "The largest such lag, µs.", Kind::Gauge);
-        for (r, sc) in self.stragglers.iter().enumerate() {
-            let mut l = labels.to_vec();
-            l.push(("rank", r.to_string()));
-            last = last.sample(&l, sc.rounds_last as f64);
-            total = total.sample(&l, sc.behind_us_total as f64);
-            max = max.sample(&l, sc.behind_us_max as f64);
-        }
-        fams.extend([last, total, max]);
+        let ranks: Vec<spotagg_driver::metrics::RankLag> = self
+            .stragglers
+            .iter()
+            .map(|sc| spotagg_driver::metrics::RankLag {
+                rounds_last: sc.rounds_last,
+                behind_us_total: sc.behind_us_total as f64,
+                behind_us_max: sc.behind_us_max as f64,
+            })
+            .collect();
+        fams.extend(spotagg_driver::metrics::straggler_families(&ranks, labels));
         fams
     }
 

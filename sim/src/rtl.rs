@@ -38,6 +38,11 @@ pub(crate) trait CoreDriver: Send {
     fn set_tx_ready(&mut self, ready: bool);
     fn set_cfg(&mut self, write: bool, address: u8, data: u32);
     fn read_counter(&mut self, index: u8) -> u32;
+    /// Every word (`4·rank + j`) of the straggler counters (`spotagg_hdl::straggler`), if this
+    /// model of the core has the read-out: clocks the idle core until its scan has shown each.
+    fn read_straggler_words(&mut self) -> Option<Vec<u32>> {
+        None
+    }
     fn settle(&mut self) -> Ports;
     fn edge(&mut self);
 }
@@ -101,6 +106,21 @@ impl<const D: usize> CoreDriver for Driver<D> {
         simulate(&mut self.core, 10_000);
         self.core.counter.data.val().to_u32()
     }
+    fn read_straggler_words(&mut self) -> Option<Vec<u32>> {
+        let mut words = vec![None; 128];
+        for _ in 0..1024 {
+            self.settle();
+            let r = &self.core.straggler;
+            if r.valid.val() {
+                words[r.index.val().index()] = Some(r.data.val().to_u32());
+            }
+            if words.iter().all(Option::is_some) {
+                return words.into_iter().collect();
+            }
+            self.edge();
+        }
+        panic!("the straggler scan did not show every word in 1024 cycles");
+    }
     fn settle(&mut self) -> Ports {
         assert!(simulate(&mut self.core, 10_000), "the core did not settle");
         Ports {
@@ -152,6 +172,10 @@ pub struct RtlEngine {
     tx_stall: u64,
     /// `tx_ready` as driven this cycle.
     tx_ready: bool,
+    /// The cycle in which the last beat of the last frame was taken.
+    rx_end: u64,
+    /// The job's n (ranks reported in the metrics).
+    workers: usize,
 }
 
 impl fmt::Debug for RtlEngine {
@@ -210,6 +234,8 @@ impl RtlEngine {
             name,
             tx_stall: 0,
             tx_ready: true,
+            rx_end: 0,
+            workers: job.n(),
         };
         e.configure(job);
         Ok(e)
@@ -242,7 +268,9 @@ impl RtlEngine {
     /// 1024 B, 32 workers.
     pub fn core_for_job(job: &JobConfig, width_bytes: usize) -> Result<CoreConfig, RtlError> {
         let max_payload = if job.payload.bytes() <= 256 { 256 } else { 1024 };
-        CoreConfig::new(width_bytes, usize::from(job.slots).max(1), max_payload, 32).map_err(|e| RtlError(e.0))
+        CoreConfig::new(width_bytes, usize::from(job.slots).max(1), max_payload, 32)
+            .map(|c| c.with_stragglers(true))
+            .map_err(|e| RtlError(e.0))
     }
 
     /// The build parameters.
@@ -253,6 +281,24 @@ impl RtlEngine {
     /// Clock cycles run so far.
     pub fn cycles(&self) -> u64 {
         self.cycles
+    }
+
+    /// The cycle in which the core took the last beat of the last frame it was given: the time
+    /// of that frame as the straggler counters see it (a contribution's commit follows its last
+    /// beat by a fixed number of cycles when the core was idle; `spotagg_hdl::straggler`).
+    pub fn rx_end_cycle(&self) -> u64 {
+        self.rx_end
+    }
+
+    /// Clocks the core `cycles` cycles with no frame offered (a pause on the link), collecting
+    /// whatever it sends into `out`.
+    pub fn idle_for(&mut self, cycles: u64, out: &mut Vec<Vec<u8>>) {
+        self.drv().set_rx(false, 0, false, 0);
+        for _ in 0..cycles {
+            let p = self.drv().settle();
+            self.collect_tx(&p, out);
+            self.tick();
+        }
     }
 
     fn drv(&mut self) -> &mut Box<dyn CoreDriver> {
@@ -291,11 +337,33 @@ impl RtlEngine {
     /// Writes the job's configuration and clears the slot state (counters are kept, as the
     /// reference switch does on a reconfiguration).
     pub fn configure(&mut self, job: &JobConfig) {
+        self.workers = job.n();
         for (address, data) in spotagg_hdl::config_registers::job_writes(job) {
             self.write_reg(address, data);
         }
         let mut sink = vec![];
         self.run_until_idle(&mut sink);
+    }
+
+    /// The straggler counters of ranks 0..n (docs/switch.md §7), lags in clock cycles, read
+    /// from the core (`spotagg_hdl::straggler`); `None` when the core was built without them or
+    /// this model of the core has no read-out. Reading clocks the idle core until its scan has
+    /// shown every word (at most 1024 cycles, not counted in [`RtlEngine::cycles`]).
+    pub fn stragglers(&mut self, n: usize) -> Option<Vec<crate::reference::StragglerCounters>> {
+        if !self.config.stragglers {
+            return None;
+        }
+        let words = self.drv().read_straggler_words()?;
+        let w = |r: usize, j: usize| u64::from(words[r * spotagg_hdl::straggler::WORDS_PER_RANK + j]);
+        Some(
+            (0..n.min(32))
+                .map(|r| crate::reference::StragglerCounters {
+                    rounds_last: w(r, 0),
+                    behind_us_total: w(r, 1),
+                    behind_us_max: w(r, 2),
+                })
+                .collect(),
+        )
     }
 
     /// Zeroes the counters.
@@ -374,6 +442,7 @@ impl RtlEngine {
                 s.rx_beats += 1;
                 since_progress = 0;
                 if last {
+                    self.rx_end = self.cycles;
                     f += 1;
                     beat = 0;
                 } else {
@@ -424,7 +493,32 @@ impl Engine for RtlEngine {
     fn name(&self) -> &'static str {
         self.name
     }
+
+    /// The counters, and the straggler counters when the core has them, under the software
+    /// switch's names, lags converted from cycles to µs at [`CORE_CLOCK_MHZ`].
+    fn metrics(&self) -> Vec<spotagg_driver::metrics::Family> {
+        let mut f = spotagg_driver::metrics::counter_families(&self.counters(), &[]);
+        if self.config.stragglers {
+            let words = self.driver.lock().expect("core driver poisoned").read_straggler_words();
+            if let Some(words) = words {
+                let w = |r: usize, j: usize| words[r * spotagg_hdl::straggler::WORDS_PER_RANK + j];
+                let ranks: Vec<_> = (0..self.workers)
+                    .map(|r| spotagg_driver::metrics::RankLag {
+                        rounds_last: u64::from(w(r, 0)),
+                        behind_us_total: f64::from(w(r, 1)) / CORE_CLOCK_MHZ,
+                        behind_us_max: f64::from(w(r, 2)) / CORE_CLOCK_MHZ,
+                    })
+                    .collect();
+                f.extend(spotagg_driver::metrics::straggler_families(&ranks, &[]));
+            }
+        }
+        f
+    }
 }
+
+/// The core clock the cycle counts are converted at (the board top's `pll.clk100`; the VCD's
+/// 10 ns a cycle).
+pub const CORE_CLOCK_MHZ: f64 = 100.0;
 
 /// Frames for a benchmark: `rounds` complete rounds of `n` workers over `slots` slots,
 /// slot after slot, set alternating per pass (what SwitchML workers send in steady state).

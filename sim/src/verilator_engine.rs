@@ -54,6 +54,9 @@ struct VerilatorDriver {
     cfg_data: u32,
     counter_address: u32,
     counter_data: u32,
+    straggler_index: u32,
+    straggler_data: u32,
+    straggler_valid: u32,
     idle: u32,
 }
 
@@ -76,6 +79,9 @@ impl VerilatorDriver {
             cfg_data: m.port("cfg$data"),
             counter_address: m.port("counter$address"),
             counter_data: m.port("counter$data"),
+            straggler_index: m.port("straggler$index"),
+            straggler_data: m.port("straggler$data"),
+            straggler_valid: m.port("straggler$valid"),
             idle: m.port("idle"),
             m: {
                 m.eval();
@@ -107,6 +113,20 @@ impl CoreDriver for VerilatorDriver {
         self.m.set(self.counter_address, u64::from(index));
         self.m.eval();
         self.m.get(self.counter_data) as u32
+    }
+    fn read_straggler_words(&mut self) -> Option<Vec<u32>> {
+        let mut words = vec![None; 128];
+        for _ in 0..1024 {
+            self.m.eval();
+            if self.m.get(self.straggler_valid) != 0 {
+                words[self.m.get(self.straggler_index) as usize % 128] = Some(self.m.get(self.straggler_data) as u32);
+            }
+            if words.iter().all(Option::is_some) {
+                return words.into_iter().collect();
+            }
+            self.m.tick(self.clock);
+        }
+        panic!("the straggler scan did not show every word in 1024 cycles");
     }
     fn settle(&mut self) -> Ports {
         self.m.eval();
@@ -156,9 +176,12 @@ pub fn verilator_engine(
 }
 
 /// The build parameters of [`verilator_engine_for_job`]: one design per width serves every job
-/// (the job's S goes into the slots-in-use register), so a session verilates it once.
+/// (the job's S goes into the slots-in-use register), so a session verilates it once. It has the
+/// straggler counters.
 pub fn shared_core(width_bytes: usize) -> Result<CoreConfig, RtlError> {
-    CoreConfig::new(width_bytes, spotagg_hdl::config::MAX_SLOTS, 1024, 32).map_err(|e| RtlError(e.0))
+    CoreConfig::new(width_bytes, spotagg_hdl::config::MAX_SLOTS, 1024, 32)
+        .map(|c| c.with_stragglers(true))
+        .map_err(|e| RtlError(e.0))
 }
 
 /// A Verilator engine for `job` at `width_bytes`, built with [`shared_core`].

@@ -34,8 +34,11 @@ fn compare_with(
     for (i, f) in frames.iter().enumerate() {
         let mut want = vec![];
         let mut got = vec![];
-        model.process(f, &mut want);
         rtl.process(f, &mut got);
+        // The reference's clock is the core's cycle count at the frame's last beat, so that
+        // its straggler lags (docs/switch.md §7) are the core's, in cycles.
+        model.set_clock(rtl.rx_end_cycle());
+        model.process(f, &mut want);
         if want != got {
             panic!(
                 "{what}, width {width}: frame {i} ({} bytes) in = {}\nmodel sent {} frames, rtl sent {}\nmodel: {:?}\nrtl:   {:?}\ncounters model {:?}\ncounters rtl {:?}",
@@ -52,6 +55,8 @@ fn compare_with(
     }
     assert_eq!(model.counters(), rtl.counters(), "{what}, width {width}: counters");
     assert!(rtl.counters().is_consistent());
+    let stragglers = rtl.stragglers(job.n()).expect("the core is built with straggler counters");
+    assert_eq!(model.stragglers(), &stragglers[..], "{what}, width {width}: straggler counters (lags in cycles)");
     rtl.counters()
 }
 
@@ -240,4 +245,78 @@ fn jobs_beyond_the_build_are_refused_by_name() {
     assert!(e.0.contains("payload = 1024"), "{e}");
     let e = RtlEngine::for_job(&JobConfig::example(2, PayloadSize::B256, 4), 3).unwrap_err();
     assert!(e.0.contains("width_bytes = 3"), "{e}");
+}
+
+/// The straggler counters (docs/switch.md §7) with one worker slowed on purpose: in every round
+/// rank 2 of 4 sends its contribution `delay` cycles after the others (the link idle meanwhile),
+/// over seeded payloads and slots. The core's counters equal the reference's given the same
+/// clock (cycles): rank 2 is last in every round with a lag of at least `delay`, the others
+/// never; then a faster round order (rank 0 last, no delay) moves the counts.
+#[test]
+fn a_slowed_worker_shows_in_the_straggler_counters() {
+    use spotagg_driver::wire::PoolIndex;
+    use spotagg_sim::trace::{contribution_frame, Contribution};
+    let job = JobConfig::example(4, PayloadSize::B256, 3);
+    let mut model = RefSwitch::new(job.clone());
+    let mut rtl = RtlEngine::for_job(&job, 4).unwrap();
+    let (rounds, delay) = (9usize, 500u64);
+    let mut x = 0x5eed_u64;
+    let mut out = vec![];
+    for round in 0..rounds + 3 {
+        let slot = (round % 3) as u16;
+        let set = ((round / 3) % 2) as u8;
+        let order: Vec<usize> = if round < rounds { vec![0, 1, 3, 2] } else { vec![1, 2, 3, 0] };
+        for rank in order {
+            let values: Vec<i32> = (0..job.payload.elements())
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as i32
+                })
+                .collect();
+            let c = Contribution {
+                rank,
+                tsi: round as u32,
+                pool: PoolIndex { slot, set },
+                e0: 0,
+                e1: 0,
+                src_port: 0xBEE0,
+                dst_port: 0xBEE0,
+                values: &values,
+            };
+            let f = contribution_frame(&job, &c);
+            if rank == 2 && round < rounds {
+                rtl.idle_for(delay, &mut out);
+            }
+            let (mut want, mut got) = (vec![], vec![]);
+            rtl.process(&f, &mut got);
+            model.set_clock(rtl.rx_end_cycle());
+            model.process(&f, &mut want);
+            assert_eq!(want, got, "round {round} rank {rank}");
+        }
+    }
+    let hw = rtl.stragglers(job.n()).unwrap();
+    assert_eq!(model.stragglers(), &hw[..]);
+    println!("straggler counters (cycles): {hw:?}");
+    assert_eq!(hw[2].rounds_last, rounds as u64);
+    assert!(hw[2].behind_us_max >= delay && hw[2].behind_us_total >= rounds as u64 * delay, "{hw:?}");
+    assert_eq!(hw[0].rounds_last, 3);
+    assert_eq!(hw[1].rounds_last + hw[3].rounds_last, 0);
+    // The same figures in the metrics, under the software switch's names, lags in µs at the
+    // board's 100 MHz core clock.
+    let text = spotagg_driver::metrics::render(&rtl.metrics());
+    let max_us = hw[2].behind_us_max as f64 / spotagg_sim::rtl::CORE_CLOCK_MHZ;
+    for line in [
+        "spotagg_switch_straggler_rounds_last_total{rank=\"2\"} 9".to_string(),
+        "spotagg_switch_straggler_rounds_last_total{rank=\"0\"} 3".to_string(),
+        format!("spotagg_switch_straggler_behind_microseconds_max{{rank=\"2\"}} {max_us}"),
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} not in\n{text}");
+    }
+    // Clearing the counters zeroes the straggler counters too.
+    rtl.clear_counters();
+    let mut sink = vec![];
+    rtl.idle_for(200, &mut sink);
+    assert!(rtl.stragglers(job.n()).unwrap().iter().all(|s| *s == Default::default()));
 }

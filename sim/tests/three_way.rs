@@ -34,9 +34,11 @@ fn compare(job: &JobConfig, frames: &[Vec<u8>], width: usize, what: &str) {
     let mut vl = verilator_engine(job, core(width), None).expect("Verilator core for the job");
     for (i, f) in frames.iter().enumerate() {
         let (mut want, mut a, mut b) = (vec![], vec![], vec![]);
-        model.process(f, &mut want);
         rtl.process(f, &mut a);
         vl.process(f, &mut b);
+        // The reference's straggler clock: the core's cycle at the frame's last beat.
+        model.set_clock(rtl.rx_end_cycle());
+        model.process(f, &mut want);
         for (name, got) in [("rtl", &a), ("verilator", &b)] {
             if &want != got {
                 panic!(
@@ -54,6 +56,11 @@ fn compare(job: &JobConfig, frames: &[Vec<u8>], width: usize, what: &str) {
     assert_eq!(c, rtl.counters(), "{what}, width {width}: rtl counters");
     assert_eq!(c, vl.counters(), "{what}, width {width}: verilator counters");
     assert_eq!(rtl.cycles(), vl.cycles(), "{what}, width {width}: rust-hdl and Verilator took different cycle counts");
+    let n = job.n();
+    let (s_rtl, s_vl) =
+        (rtl.stragglers(n).expect("rust-hdl stragglers"), vl.stragglers(n).expect("Verilator stragglers"));
+    assert_eq!(model.stragglers(), &s_rtl[..], "{what}, width {width}: rtl straggler counters (cycles)");
+    assert_eq!(model.stragglers(), &s_vl[..], "{what}, width {width}: verilator straggler counters (cycles)");
 }
 
 fn run(spec: &TraceSpec, width: usize, what: &str) {

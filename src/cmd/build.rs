@@ -68,6 +68,35 @@ pub struct Args {
     /// Write the bitstream even when a clock misses its constraint (a warning names it).
     #[arg(long)]
     allow_timing_fail: bool,
+    /// Build the per-rank straggler counters (docs/switch.md §7) into the core: `auto` builds
+    /// them on parts with more than 56 DP16KD (the i9's LFE5U-45F), not on the LFE5U-25F,
+    /// whose block RAM the 5A-75B's 30 slots fill to 55 of 56 (the counters take one more:
+    /// 56 of 56, not placed and routed yet). The board tops do not read them yet, so synthesis
+    /// removes them from a board top.
+    #[arg(long, value_enum, default_value = "auto")]
+    stragglers: Stragglers,
+}
+
+/// Whether the core has the straggler counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Stragglers {
+    /// On parts with more than 56 DP16KD.
+    Auto,
+    /// Always.
+    On,
+    /// Never.
+    Off,
+}
+
+impl Stragglers {
+    /// Whether a core for `board` gets the counters.
+    pub fn on(self, board: &Board) -> bool {
+        match self {
+            Stragglers::Auto => board.part.dp16kd > 56,
+            Stragglers::On => true,
+            Stragglers::Off => false,
+        }
+    }
 }
 
 /// The core configuration of a build: `slots` defaults to what the part's block RAM holds.
@@ -77,9 +106,12 @@ pub fn core_config(
     slots: Option<usize>,
     max_payload: usize,
     max_workers: usize,
+    stragglers: Stragglers,
 ) -> Result<CoreConfig> {
     let slots = slots.unwrap_or_else(|| slots_fitting(board.part.dp16kd));
-    CoreConfig::new(width, slots, max_payload, max_workers).map_err(|e| anyhow!("{e}"))
+    CoreConfig::new(width, slots, max_payload, max_workers)
+        .map(|c| c.with_stragglers(stragglers.on(board)))
+        .map_err(|e| anyhow!("{e}"))
 }
 
 /// The design built for a board, a top and a core configuration (`job` for the board top).
@@ -131,13 +163,13 @@ fn finish(pb: &ProgressBar, step: Step, t: Instant) {
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let board = spotagg_boards::board(&args.board).map_err(|e| anyhow!(e))?;
-    let config = core_config(&board, args.width, args.slots, args.max_payload, args.max_workers)?;
+    let config = core_config(&board, args.width, args.slots, args.max_payload, args.max_workers, args.stragglers)?;
     if args.top == TopKind::Board && config.width_bytes != 4 {
         bail!("the board top takes a width-4 core; --width {} is for --top core", config.width_bytes);
     }
     let out = args.out.unwrap_or_else(|| PathBuf::from("build").join(board.id));
     eprintln!(
-        "building {} ({}, {} {}, speed {}): {}, width {} bytes, {}{} slots, {}",
+        "building {} ({}, {} {}, speed {}): {}, width {} bytes, {}{} slots, straggler counters {}, {}",
         board.name,
         board.id,
         board.part.device,
@@ -150,6 +182,7 @@ pub fn run(args: Args) -> Result<()> {
         config.width_bytes,
         if args.slots.is_none() { "up to " } else { "" },
         config.slots,
+        if config.stragglers { "on" } else { "off" },
         if args.seeds > 1 {
             format!("seeds {}..={}", args.seed, args.seed + args.seeds - 1)
         } else {
@@ -224,6 +257,7 @@ fn build(
     let with_slots = |c: &CoreConfig, slots: usize| {
         CoreConfig::new(c.width_bytes, slots, c.max_payload, c.max_workers)
             .expect("a slot count in 1..=the first is valid")
+            .with_stragglers(c.stragglers)
     };
     let per_block = (512 / (2 * config.max_elements())).max(1);
     // The largest slot count known to fit, and the smallest known not to.

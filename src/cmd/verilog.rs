@@ -20,6 +20,9 @@ pub struct Args {
     /// Largest number of workers (1..=32).
     #[arg(long, default_value_t = 32)]
     max_workers: usize,
+    /// Build the per-rank straggler counters (docs/switch.md §7) into the core.
+    #[arg(long)]
+    stragglers: bool,
     /// Where to write the Verilog.
     #[arg(short, long)]
     output: PathBuf,
@@ -27,7 +30,9 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(a: Args) -> Result<()> {
-    let config = CoreConfig::new(a.width, a.slots, a.max_payload, a.max_workers).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let config = CoreConfig::new(a.width, a.slots, a.max_payload, a.max_workers)
+        .map(|c| c.with_stragglers(a.stragglers))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let v = spotagg_hdl::verilog::core_verilog(&config);
     std::fs::write(&a.output, &v).with_context(|| format!("writing {}", a.output.display()))?;
     eprintln!("spotagg verilog: {config:?}: {} lines to {}", v.lines().count(), a.output.display());

@@ -72,4 +72,9 @@ mod test {
     fn colorlight_i5_lpf() {
         insta::assert_snapshot!(lpf(&crate::board::colorlight_i5::board()));
     }
+
+    #[test]
+    fn colorlight_i9_lpf() {
+        insta::assert_snapshot!(lpf(&crate::board::colorlight_i5::i9()));
+    }
 }

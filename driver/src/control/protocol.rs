@@ -186,12 +186,15 @@ impl BoardId {
     pub const COLORLIGHT_5A_75B_V8: BoardId = BoardId(0x5a75);
     /// Colorlight i5 v7.0.
     pub const COLORLIGHT_I5_V7: BoardId = BoardId(0x0015);
+    /// Colorlight i9 v7.2.
+    pub const COLORLIGHT_I9: BoardId = BoardId(0x0019);
     /// The name of a known id (the board's `--board` identifier).
     pub fn name(self) -> &'static str {
         match self.0 {
             0 => "simulation",
             0x5a75 => "colorlight-5a-75b-v8",
             0x0015 => "colorlight-i5-v7",
+            0x0019 => "colorlight-i9",
             _ => "unknown",
         }
     }
