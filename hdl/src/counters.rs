@@ -164,15 +164,51 @@ impl Logic for Counters {
             }
         }
         // The read mux in two levels: three 8:1 groups by the low address bits, then a 4:1
-        // by the high bits (addresses above 23 read 0).
+        // by the high bits (addresses above 23 read 0). A match, not a loop of ifs: Yosys makes
+        // a parallel mux of a case and a priority chain of the ifs (244 LUT4 more).
         self.group0.next = self.c[0].q.val();
         self.group1.next = self.c[8].q.val();
         self.group2.next = self.c[16].q.val();
-        for i in 0..8 {
-            if self.read.address.val().get_bits::<3>(0).index() == i {
-                self.group0.next = self.c[i].q.val();
-                self.group1.next = self.c[8 + i].q.val();
-                self.group2.next = self.c[16 + i].q.val();
+        match self.read.address.val().get_bits::<3>(0).index() {
+            0 => {
+                self.group0.next = self.c[0].q.val();
+                self.group1.next = self.c[8].q.val();
+                self.group2.next = self.c[16].q.val();
+            }
+            1 => {
+                self.group0.next = self.c[1].q.val();
+                self.group1.next = self.c[9].q.val();
+                self.group2.next = self.c[17].q.val();
+            }
+            2 => {
+                self.group0.next = self.c[2].q.val();
+                self.group1.next = self.c[10].q.val();
+                self.group2.next = self.c[18].q.val();
+            }
+            3 => {
+                self.group0.next = self.c[3].q.val();
+                self.group1.next = self.c[11].q.val();
+                self.group2.next = self.c[19].q.val();
+            }
+            4 => {
+                self.group0.next = self.c[4].q.val();
+                self.group1.next = self.c[12].q.val();
+                self.group2.next = self.c[20].q.val();
+            }
+            5 => {
+                self.group0.next = self.c[5].q.val();
+                self.group1.next = self.c[13].q.val();
+                self.group2.next = self.c[21].q.val();
+            }
+            6 => {
+                self.group0.next = self.c[6].q.val();
+                self.group1.next = self.c[14].q.val();
+                self.group2.next = self.c[22].q.val();
+            }
+            _ => {
+                self.group0.next = self.c[7].q.val();
+                self.group1.next = self.c[15].q.val();
+                self.group2.next = self.c[23].q.val();
             }
         }
         match self.read.address.val().get_bits::<2>(3).index() {
