@@ -102,30 +102,8 @@ pub struct Counters {
     r_count: DFF<Bits<6>>,
     r_retransmit: DFF<Bit>,
     r_frame_out: DFF<Bit>,
-    c0: DFF<Bits<32>>,
-    c1: DFF<Bits<32>>,
-    c2: DFF<Bits<32>>,
-    c3: DFF<Bits<32>>,
-    c4: DFF<Bits<32>>,
-    c5: DFF<Bits<32>>,
-    c6: DFF<Bits<32>>,
-    c7: DFF<Bits<32>>,
-    c8: DFF<Bits<32>>,
-    c9: DFF<Bits<32>>,
-    c10: DFF<Bits<32>>,
-    c11: DFF<Bits<32>>,
-    c12: DFF<Bits<32>>,
-    c13: DFF<Bits<32>>,
-    c14: DFF<Bits<32>>,
-    c15: DFF<Bits<32>>,
-    c16: DFF<Bits<32>>,
-    c17: DFF<Bits<32>>,
-    c18: DFF<Bits<32>>,
-    c19: DFF<Bits<32>>,
-    c20: DFF<Bits<32>>,
-    c21: DFF<Bits<32>>,
-    c22: DFF<Bits<32>>,
-    c23: DFF<Bits<32>>,
+    /// The counters, by index.
+    c: [DFF<Bits<32>>; 24],
     group0: Signal<Local, Bits<32>>,
     group1: Signal<Local, Bits<32>>,
     group2: Signal<Local, Bits<32>>,
@@ -134,40 +112,11 @@ pub struct Counters {
 impl Logic for Counters {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(
-            self,
-            clock,
-            r_bucket,
-            r_index,
-            r_multicast,
-            r_count,
-            r_retransmit,
-            r_frame_out,
-            c0,
-            c1,
-            c2,
-            c3,
-            c4,
-            c5,
-            c6,
-            c7,
-            c8,
-            c9,
-            c10,
-            c11,
-            c12,
-            c13,
-            c14,
-            c15,
-            c16,
-            c17,
-            c18,
-            c19,
-            c20,
-            c21,
-            c22,
-            c23
-        );
+        dff_setup!(self, clock, r_bucket, r_index, r_multicast, r_count, r_retransmit, r_frame_out);
+        for i in 0..24 {
+            self.c[i].clock.next = self.clock.val();
+            self.c[i].d.next = self.c[i].q.val();
+        }
         self.r_bucket.d.next = self.events.bucket.val();
         self.r_index.d.next = self.events.bucket_index.val();
         self.r_multicast.d.next = self.events.multicast.val();
@@ -177,151 +126,89 @@ impl Logic for Counters {
         self.pending.next =
             self.r_bucket.q.val() | self.r_multicast.q.val() | self.r_retransmit.q.val() | self.r_frame_out.q.val();
         if self.r_bucket.q.val() {
-            self.c0.d.next = self.c0.q.val() + 1;
+            self.c[0].d.next = self.c[0].q.val() + 1;
+            // The drop reasons 0..=15 are counters 8..=23.
+            for i in 0..16 {
+                if self.r_index.q.val().index() == i {
+                    self.c[8 + i].d.next = self.c[8 + i].q.val() + 1;
+                }
+            }
             match self.r_index.q.val().index() {
-                0 => {
-                    self.c8.d.next = self.c8.q.val() + 1;
-                }
-                1 => {
-                    self.c9.d.next = self.c9.q.val() + 1;
-                }
-                2 => {
-                    self.c10.d.next = self.c10.q.val() + 1;
-                }
-                3 => {
-                    self.c11.d.next = self.c11.q.val() + 1;
-                }
-                4 => {
-                    self.c12.d.next = self.c12.q.val() + 1;
-                }
-                5 => {
-                    self.c13.d.next = self.c13.q.val() + 1;
-                }
-                6 => {
-                    self.c14.d.next = self.c14.q.val() + 1;
-                }
-                7 => {
-                    self.c15.d.next = self.c15.q.val() + 1;
-                }
-                8 => {
-                    self.c16.d.next = self.c16.q.val() + 1;
-                }
-                9 => {
-                    self.c17.d.next = self.c17.q.val() + 1;
-                }
-                10 => {
-                    self.c18.d.next = self.c18.q.val() + 1;
-                }
-                11 => {
-                    self.c19.d.next = self.c19.q.val() + 1;
-                }
-                12 => {
-                    self.c20.d.next = self.c20.q.val() + 1;
-                }
-                13 => {
-                    self.c21.d.next = self.c21.q.val() + 1;
-                }
-                14 => {
-                    self.c22.d.next = self.c22.q.val() + 1;
-                }
-                15 => {
-                    self.c23.d.next = self.c23.q.val() + 1;
-                }
                 16 => {
-                    self.c2.d.next = self.c2.q.val() + 1;
+                    self.c[2].d.next = self.c[2].q.val() + 1;
                 }
                 17 => {
-                    self.c3.d.next = self.c3.q.val() + 1;
+                    self.c[3].d.next = self.c[3].q.val() + 1;
                 }
                 18 => {
-                    self.c6.d.next = self.c6.q.val() + 1;
+                    self.c[6].d.next = self.c[6].q.val() + 1;
                 }
                 19 => {
-                    self.c7.d.next = self.c7.q.val() + 1;
+                    self.c[7].d.next = self.c[7].q.val() + 1;
                 }
                 _ => {}
             }
         }
         if self.r_frame_out.q.val() {
-            self.c1.d.next = self.c1.q.val() + 1;
+            self.c[1].d.next = self.c[1].q.val() + 1;
         }
         if self.r_multicast.q.val() {
-            self.c4.d.next = self.c4.q.val() + bit_cast::<32, 6>(self.r_count.q.val());
+            self.c[4].d.next = self.c[4].q.val() + bit_cast::<32, 6>(self.r_count.q.val());
         }
         if self.r_retransmit.q.val() {
-            self.c5.d.next = self.c5.q.val() + 1;
+            self.c[5].d.next = self.c[5].q.val() + 1;
         }
         if self.clear.val() {
-            self.c0.d.next = 0.into();
-            self.c1.d.next = 0.into();
-            self.c2.d.next = 0.into();
-            self.c3.d.next = 0.into();
-            self.c4.d.next = 0.into();
-            self.c5.d.next = 0.into();
-            self.c6.d.next = 0.into();
-            self.c7.d.next = 0.into();
-            self.c8.d.next = 0.into();
-            self.c9.d.next = 0.into();
-            self.c10.d.next = 0.into();
-            self.c11.d.next = 0.into();
-            self.c12.d.next = 0.into();
-            self.c13.d.next = 0.into();
-            self.c14.d.next = 0.into();
-            self.c15.d.next = 0.into();
-            self.c16.d.next = 0.into();
-            self.c17.d.next = 0.into();
-            self.c18.d.next = 0.into();
-            self.c19.d.next = 0.into();
-            self.c20.d.next = 0.into();
-            self.c21.d.next = 0.into();
-            self.c22.d.next = 0.into();
-            self.c23.d.next = 0.into();
+            for i in 0..24 {
+                self.c[i].d.next = 0.into();
+            }
         }
         // The read mux in two levels: three 8:1 groups by the low address bits, then a 4:1
-        // by the high bits (addresses above 23 read 0).
-        self.group0.next = self.c0.q.val();
-        self.group1.next = self.c8.q.val();
-        self.group2.next = self.c16.q.val();
+        // by the high bits (addresses above 23 read 0). A match, not a loop of ifs: Yosys makes
+        // a parallel mux of a case and a priority chain of the ifs (244 LUT4 more).
+        self.group0.next = self.c[0].q.val();
+        self.group1.next = self.c[8].q.val();
+        self.group2.next = self.c[16].q.val();
         match self.read.address.val().get_bits::<3>(0).index() {
             0 => {
-                self.group0.next = self.c0.q.val();
-                self.group1.next = self.c8.q.val();
-                self.group2.next = self.c16.q.val();
+                self.group0.next = self.c[0].q.val();
+                self.group1.next = self.c[8].q.val();
+                self.group2.next = self.c[16].q.val();
             }
             1 => {
-                self.group0.next = self.c1.q.val();
-                self.group1.next = self.c9.q.val();
-                self.group2.next = self.c17.q.val();
+                self.group0.next = self.c[1].q.val();
+                self.group1.next = self.c[9].q.val();
+                self.group2.next = self.c[17].q.val();
             }
             2 => {
-                self.group0.next = self.c2.q.val();
-                self.group1.next = self.c10.q.val();
-                self.group2.next = self.c18.q.val();
+                self.group0.next = self.c[2].q.val();
+                self.group1.next = self.c[10].q.val();
+                self.group2.next = self.c[18].q.val();
             }
             3 => {
-                self.group0.next = self.c3.q.val();
-                self.group1.next = self.c11.q.val();
-                self.group2.next = self.c19.q.val();
+                self.group0.next = self.c[3].q.val();
+                self.group1.next = self.c[11].q.val();
+                self.group2.next = self.c[19].q.val();
             }
             4 => {
-                self.group0.next = self.c4.q.val();
-                self.group1.next = self.c12.q.val();
-                self.group2.next = self.c20.q.val();
+                self.group0.next = self.c[4].q.val();
+                self.group1.next = self.c[12].q.val();
+                self.group2.next = self.c[20].q.val();
             }
             5 => {
-                self.group0.next = self.c5.q.val();
-                self.group1.next = self.c13.q.val();
-                self.group2.next = self.c21.q.val();
+                self.group0.next = self.c[5].q.val();
+                self.group1.next = self.c[13].q.val();
+                self.group2.next = self.c[21].q.val();
             }
             6 => {
-                self.group0.next = self.c6.q.val();
-                self.group1.next = self.c14.q.val();
-                self.group2.next = self.c22.q.val();
+                self.group0.next = self.c[6].q.val();
+                self.group1.next = self.c[14].q.val();
+                self.group2.next = self.c[22].q.val();
             }
             _ => {
-                self.group0.next = self.c7.q.val();
-                self.group1.next = self.c15.q.val();
-                self.group2.next = self.c23.q.val();
+                self.group0.next = self.c[7].q.val();
+                self.group1.next = self.c[15].q.val();
+                self.group2.next = self.c[23].q.val();
             }
         }
         match self.read.address.val().get_bits::<2>(3).index() {

@@ -74,6 +74,62 @@ pub enum DomState {
     PreForwarding,
 }
 
+/// A domain's protocol registers, as one step reads and writes them back (the node keeps one
+/// array a field: the timers are compared domain by domain).
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct DomRegs {
+    /// The state.
+    pub st: DomState,
+    /// Forwarding on ports 0 (bit 0) and 1.
+    pub fwd: Bits<2>,
+    /// The hello sequence.
+    pub hseq: Bits<16>,
+    /// Armed timers: hello, fail, pre-forwarding 0, 1, other master (bits 0..=4).
+    pub armed: Bits<5>,
+    /// The hello deadline.
+    pub hello_at: Bits<32>,
+    /// The fail deadline.
+    pub fail_at: Bits<32>,
+    /// Port 0's pre-forwarding deadline.
+    pub pf0_at: Bits<32>,
+    /// Port 1's.
+    pub pf1_at: Bits<32>,
+    /// The other-master deadline.
+    pub om_at: Bits<32>,
+}
+
+/// A domain's counters and its last transition (status words 1..=6).
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct DomCounts {
+    /// PDUs sent.
+    pub tx: Bits<32>,
+    /// Received.
+    pub rx: Bits<32>,
+    /// Forwarded.
+    pub forwarded: Bits<32>,
+    /// Dropped.
+    pub dropped: Bits<32>,
+    /// Time of the last transition.
+    pub transition_time: Bits<32>,
+    /// Its cause ([`cause`]).
+    pub transition_cause: Bits<4>,
+}
+
+/// The configuration of the domain being stepped, as [`EapsDomainCfg`] holds it.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+struct DomCfg {
+    active: Bit,
+    master: Bit,
+    primary: Bit,
+    send_alert: Bit,
+    control_vlan: Bits<12>,
+    hello: Bits<32>,
+    fail: Bits<32>,
+    pre_forwarding: Bits<32>,
+    hello_field: Bits<16>,
+    fail_field: Bits<16>,
+}
+
 /// The numeric state in status word 0 (0 Idle, 1 Init, 2 Complete, 3 Failed, 4 Links-Up,
 /// 5 Links-Down, 6 Pre-Forwarding); the PDU's state field is this minus one (Idle and Init
 /// both 0).
@@ -185,8 +241,7 @@ pub struct EapsNode<const D: usize> {
     pub status_address: Signal<In, Bits<8>>,
     /// Status word.
     pub status_data: Signal<Out, Bits<32>>,
-    prx0: EapsRx,
-    prx1: EapsRx,
+    prx: [EapsRx; 2],
     etx: EapsTx,
     enabled: DFF<Bit>,
     link_q: DFF<Bits<2>>,
@@ -215,32 +270,13 @@ pub struct EapsNode<const D: usize> {
     pf0_at: [DFF<Bits<32>>; D],
     pf1_at: [DFF<Bits<32>>; D],
     om_at: [DFF<Bits<32>>; D],
-    c_tx: [DFF<Bits<32>>; D],
-    c_rx: [DFF<Bits<32>>; D],
-    c_fwd: [DFF<Bits<32>>; D],
-    c_drop: [DFF<Bits<32>>; D],
-    lt_time: [DFF<Bits<32>>; D],
-    lt_cause: [DFF<Bits<4>>; D],
-    // The current domain's registers and configuration.
-    k_st: Signal<Local, DomState>,
-    k_fwd: Signal<Local, Bits<2>>,
-    k_hseq: Signal<Local, Bits<16>>,
-    k_armed: Signal<Local, Bits<5>>,
-    k_hello_at: Signal<Local, Bits<32>>,
-    k_fail_at: Signal<Local, Bits<32>>,
-    k_pf0_at: Signal<Local, Bits<32>>,
-    k_pf1_at: Signal<Local, Bits<32>>,
-    k_om_at: Signal<Local, Bits<32>>,
-    k_active: Signal<Local, Bit>,
-    k_master: Signal<Local, Bit>,
-    k_primary: Signal<Local, Bit>,
-    k_send_alert: Signal<Local, Bit>,
-    k_cvlan: Signal<Local, Bits<12>>,
-    k_hello: Signal<Local, Bits<32>>,
-    k_fail: Signal<Local, Bits<32>>,
-    k_pf: Signal<Local, Bits<32>>,
-    k_hfield: Signal<Local, Bits<16>>,
-    k_ffield: Signal<Local, Bits<16>>,
+    counts: [DFF<DomCounts>; D],
+    // The current domain's registers, counters and configuration, and what the step makes of them.
+    k: Signal<Local, DomRegs>,
+    kn: Signal<Local, DomCounts>,
+    kc: Signal<Local, DomCfg>,
+    n: Signal<Local, DomRegs>,
+    nn: Signal<Local, DomCounts>,
     // Derived.
     pm: Signal<Local, Bits<2>>,
     sm: Signal<Local, Bits<2>>,
@@ -258,16 +294,7 @@ pub struct EapsNode<const D: usize> {
     f_other: Signal<Local, Bit>,
     fm_hit: Signal<Local, Bit>,
     fm_dom: Signal<Local, Bits<4>>,
-    // The step's results.
-    n_st: Signal<Local, DomState>,
-    n_fwd: Signal<Local, Bits<2>>,
-    n_hseq: Signal<Local, Bits<16>>,
-    n_armed: Signal<Local, Bits<5>>,
-    n_hello_at: Signal<Local, Bits<32>>,
-    n_fail_at: Signal<Local, Bits<32>>,
-    n_pf0_at: Signal<Local, Bits<32>>,
-    n_pf1_at: Signal<Local, Bits<32>>,
-    n_om_at: Signal<Local, Bits<32>>,
+    // The step's results besides the registers.
     n_cause: Signal<Local, Bits<4>>,
     derive: Signal<Local, Bit>,
     inc_rx: Signal<Local, Bit>,
@@ -286,9 +313,13 @@ pub struct EapsNode<const D: usize> {
     st_code: Signal<Local, Bits<32>>,
     n_dom: Signal<Local, Bits<5>>,
     domains: Constant<Bits<5>>,
+    no_regs: Constant<DomRegs>,
+    no_counts: Constant<DomCounts>,
+    no_cfg: Constant<DomCfg>,
     n_flush: Signal<Local, Bits<16>>,
     tx_inc: Signal<Local, Bit>,
     fsel: Signal<Local, Bit>,
+    fmask: Signal<Local, Bits<2>>,
     opened: Signal<Local, Bit>,
     due: [Signal<Local, Bits<4>>; D],
     k_due: Signal<Local, Bits<4>>,
@@ -296,23 +327,11 @@ pub struct EapsNode<const D: usize> {
     df: [Signal<Local, Bits<32>>; D],
     dp0: [Signal<Local, Bits<32>>; D],
     dp1: [Signal<Local, Bits<32>>; D],
+    // The domain the status address names.
     s_words: Signal<Local, Bit>,
-    s_st: Signal<Local, DomState>,
-    s_fwd: Signal<Local, Bits<2>>,
+    s: Signal<Local, DomRegs>,
+    sn: Signal<Local, DomCounts>,
     s_cfgbits: Signal<Local, Bits<3>>,
-    s_tx: Signal<Local, Bits<32>>,
-    s_rx: Signal<Local, Bits<32>>,
-    s_fw: Signal<Local, Bits<32>>,
-    s_drop: Signal<Local, Bits<32>>,
-    s_lt: Signal<Local, Bits<32>>,
-    s_cause: Signal<Local, Bits<4>>,
-    s_hello: Signal<Local, Bits<32>>,
-    s_fail: Signal<Local, Bits<32>>,
-    s_pf0: Signal<Local, Bits<32>>,
-    s_pf1: Signal<Local, Bits<32>>,
-    s_armed: Signal<Local, Bits<5>>,
-    s_hseq: Signal<Local, Bits<16>>,
-    s_om: Signal<Local, Bits<32>>,
 }
 
 impl<const D: usize> Default for EapsNode<D> {
@@ -339,8 +358,7 @@ impl<const D: usize> Default for EapsNode<D> {
             idle: Default::default(),
             status_address: Default::default(),
             status_data: Default::default(),
-            prx0: Default::default(),
-            prx1: Default::default(),
+            prx: Default::default(),
             etx: Default::default(),
             enabled: Default::default(),
             link_q: Default::default(),
@@ -369,31 +387,12 @@ impl<const D: usize> Default for EapsNode<D> {
             pf0_at: std::array::from_fn(|_| Default::default()),
             pf1_at: std::array::from_fn(|_| Default::default()),
             om_at: std::array::from_fn(|_| Default::default()),
-            c_tx: std::array::from_fn(|_| Default::default()),
-            c_rx: std::array::from_fn(|_| Default::default()),
-            c_fwd: std::array::from_fn(|_| Default::default()),
-            c_drop: std::array::from_fn(|_| Default::default()),
-            lt_time: std::array::from_fn(|_| Default::default()),
-            lt_cause: std::array::from_fn(|_| Default::default()),
-            k_st: Default::default(),
-            k_fwd: Default::default(),
-            k_hseq: Default::default(),
-            k_armed: Default::default(),
-            k_hello_at: Default::default(),
-            k_fail_at: Default::default(),
-            k_pf0_at: Default::default(),
-            k_pf1_at: Default::default(),
-            k_om_at: Default::default(),
-            k_active: Default::default(),
-            k_master: Default::default(),
-            k_primary: Default::default(),
-            k_send_alert: Default::default(),
-            k_cvlan: Default::default(),
-            k_hello: Default::default(),
-            k_fail: Default::default(),
-            k_pf: Default::default(),
-            k_hfield: Default::default(),
-            k_ffield: Default::default(),
+            counts: std::array::from_fn(|_| Default::default()),
+            k: Default::default(),
+            kn: Default::default(),
+            kc: Default::default(),
+            n: Default::default(),
+            nn: Default::default(),
             pm: Default::default(),
             sm: Default::default(),
             jm: Default::default(),
@@ -409,15 +408,6 @@ impl<const D: usize> Default for EapsNode<D> {
             f_other: Default::default(),
             fm_hit: Default::default(),
             fm_dom: Default::default(),
-            n_st: Default::default(),
-            n_fwd: Default::default(),
-            n_hseq: Default::default(),
-            n_armed: Default::default(),
-            n_hello_at: Default::default(),
-            n_fail_at: Default::default(),
-            n_pf0_at: Default::default(),
-            n_pf1_at: Default::default(),
-            n_om_at: Default::default(),
             n_cause: Default::default(),
             derive: Default::default(),
             inc_rx: Default::default(),
@@ -436,9 +426,13 @@ impl<const D: usize> Default for EapsNode<D> {
             st_code: Default::default(),
             n_dom: Default::default(),
             domains: Constant::new((D as u64).into()),
+            no_regs: Constant::new(DomRegs::default()),
+            no_counts: Constant::new(DomCounts::default()),
+            no_cfg: Constant::new(DomCfg::default()),
             n_flush: Default::default(),
             tx_inc: Default::default(),
             fsel: Default::default(),
+            fmask: Default::default(),
             opened: Default::default(),
             due: std::array::from_fn(|_| Default::default()),
             k_due: Default::default(),
@@ -447,22 +441,9 @@ impl<const D: usize> Default for EapsNode<D> {
             dp0: std::array::from_fn(|_| Default::default()),
             dp1: std::array::from_fn(|_| Default::default()),
             s_words: Default::default(),
-            s_st: Default::default(),
-            s_fwd: Default::default(),
+            s: Default::default(),
+            sn: Default::default(),
             s_cfgbits: Default::default(),
-            s_tx: Default::default(),
-            s_rx: Default::default(),
-            s_fw: Default::default(),
-            s_drop: Default::default(),
-            s_lt: Default::default(),
-            s_cause: Default::default(),
-            s_hello: Default::default(),
-            s_fail: Default::default(),
-            s_pf0: Default::default(),
-            s_pf1: Default::default(),
-            s_armed: Default::default(),
-            s_hseq: Default::default(),
-            s_om: Default::default(),
         }
     }
 }
@@ -511,28 +492,18 @@ impl<const D: usize> Logic for EapsNode<D> {
             self.pf1_at[i].d.next = self.pf1_at[i].q.val();
             self.om_at[i].clock.next = self.clock.val();
             self.om_at[i].d.next = self.om_at[i].q.val();
-            self.c_tx[i].clock.next = self.clock.val();
-            self.c_tx[i].d.next = self.c_tx[i].q.val();
-            self.c_rx[i].clock.next = self.clock.val();
-            self.c_rx[i].d.next = self.c_rx[i].q.val();
-            self.c_fwd[i].clock.next = self.clock.val();
-            self.c_fwd[i].d.next = self.c_fwd[i].q.val();
-            self.c_drop[i].clock.next = self.clock.val();
-            self.c_drop[i].d.next = self.c_drop[i].q.val();
-            self.lt_time[i].clock.next = self.clock.val();
-            self.lt_time[i].d.next = self.lt_time[i].q.val();
-            self.lt_cause[i].clock.next = self.clock.val();
-            self.lt_cause[i].d.next = self.lt_cause[i].q.val();
+            self.counts[i].clock.next = self.clock.val();
+            self.counts[i].d.next = self.counts[i].q.val();
         }
-        self.prx0.clock.next = self.clock.val();
-        self.prx1.clock.next = self.clock.val();
+        self.prx[0].clock.next = self.clock.val();
+        self.prx[1].clock.next = self.clock.val();
         self.etx.clock.next = self.clock.val();
-        ByteSink::link(&mut self.rx0, &mut self.prx0.rx);
-        ByteSink::link(&mut self.rx1, &mut self.prx1.rx);
+        ByteSink::link(&mut self.rx0, &mut self.prx[0].rx);
+        ByteSink::link(&mut self.rx1, &mut self.prx[1].rx);
         ByteSource::link(&mut self.tx0, &mut self.etx.tx0);
         ByteSource::link(&mut self.tx1, &mut self.etx.tx1);
-        self.prx0.take.next = false;
-        self.prx1.take.next = false;
+        self.prx[0].take.next = false;
+        self.prx[1].take.next = false;
         self.etx.start.next = false;
         self.etx.port.next = !self.send_mask.q.val().get_bit(0);
         self.flush_q.d.next = 0.into();
@@ -570,52 +541,37 @@ impl<const D: usize> Logic for EapsNode<D> {
         }
 
         // The current domain.
-        self.k_st.next = DomState::Idle;
-        self.k_fwd.next = 0.into();
-        self.k_hseq.next = 0.into();
-        self.k_armed.next = 0.into();
-        self.k_hello_at.next = 0.into();
-        self.k_fail_at.next = 0.into();
-        self.k_pf0_at.next = 0.into();
-        self.k_pf1_at.next = 0.into();
-        self.k_om_at.next = 0.into();
+        self.k.next = self.no_regs.val();
+        self.kn.next = self.no_counts.val();
+        self.kc.next = self.no_cfg.val();
         self.k_due.next = 0.into();
-        self.k_active.next = false;
-        self.k_master.next = false;
-        self.k_primary.next = false;
-        self.k_send_alert.next = false;
-        self.k_cvlan.next = 0.into();
-        self.k_hello.next = 0.into();
-        self.k_fail.next = 0.into();
-        self.k_pf.next = 0.into();
-        self.k_hfield.next = 0.into();
-        self.k_ffield.next = 0.into();
         for i in 0..D {
             if self.dom.q.val().index() == i {
-                self.k_st.next = self.st[i].q.val();
-                self.k_fwd.next = self.fwd[i].q.val();
-                self.k_hseq.next = self.hseq[i].q.val();
-                self.k_armed.next = self.armed[i].q.val();
-                self.k_hello_at.next = self.hello_at[i].q.val();
-                self.k_fail_at.next = self.fail_at[i].q.val();
-                self.k_pf0_at.next = self.pf0_at[i].q.val();
-                self.k_pf1_at.next = self.pf1_at[i].q.val();
-                self.k_om_at.next = self.om_at[i].q.val();
+                self.k.next.st = self.st[i].q.val();
+                self.k.next.fwd = self.fwd[i].q.val();
+                self.k.next.hseq = self.hseq[i].q.val();
+                self.k.next.armed = self.armed[i].q.val();
+                self.k.next.hello_at = self.hello_at[i].q.val();
+                self.k.next.fail_at = self.fail_at[i].q.val();
+                self.k.next.pf0_at = self.pf0_at[i].q.val();
+                self.k.next.pf1_at = self.pf1_at[i].q.val();
+                self.k.next.om_at = self.om_at[i].q.val();
+                self.kn.next = self.counts[i].q.val();
                 self.k_due.next = self.due[i].val();
-                self.k_active.next = self.cfg[i].active.val();
-                self.k_master.next = self.cfg[i].master.val();
-                self.k_primary.next = self.cfg[i].primary.val();
-                self.k_send_alert.next = self.cfg[i].send_alert.val();
-                self.k_cvlan.next = self.cfg[i].control_vlan.val();
-                self.k_hello.next = self.cfg[i].hello.val();
-                self.k_fail.next = self.cfg[i].fail.val();
-                self.k_pf.next = self.cfg[i].pre_forwarding.val();
-                self.k_hfield.next = self.cfg[i].hello_field.val();
-                self.k_ffield.next = self.cfg[i].fail_field.val();
+                self.kc.next.active = self.cfg[i].active.val();
+                self.kc.next.master = self.cfg[i].master.val();
+                self.kc.next.primary = self.cfg[i].primary.val();
+                self.kc.next.send_alert = self.cfg[i].send_alert.val();
+                self.kc.next.control_vlan = self.cfg[i].control_vlan.val();
+                self.kc.next.hello = self.cfg[i].hello.val();
+                self.kc.next.fail = self.cfg[i].fail.val();
+                self.kc.next.pre_forwarding = self.cfg[i].pre_forwarding.val();
+                self.kc.next.hello_field = self.cfg[i].hello_field.val();
+                self.kc.next.fail_field = self.cfg[i].fail_field.val();
             }
         }
         self.pm.next = 1.into();
-        if self.k_primary.val() {
+        if self.kc.val().primary {
             self.pm.next = 2.into();
         }
         self.sm.next = !self.pm.val();
@@ -624,39 +580,45 @@ impl<const D: usize> Logic for EapsNode<D> {
             self.jm.next = 2.into();
         }
         self.om.next = !self.jm.val();
-        self.d_om.next = self.k_om_at.val() - self.now.val();
-        self.om_active.next = self.k_armed.val().get_bit(4) & !self.d_om.val().get_bit(31) & self.d_om.val().any();
+        self.d_om.next = self.k.val().om_at - self.now.val();
+        self.om_active.next = (self.k.val().armed & 16).any() & !self.d_om.val().get_bit(31) & self.d_om.val().any();
         // Master: a reported failure opens the ring in Init and Complete, and in Failed while the
         // secondary is held blocked and up.
-        self.may_fail.next = (self.k_st.val() == DomState::Init)
-            | (self.k_st.val() == DomState::Complete)
-            | ((self.k_st.val() == DomState::Failed)
-                & !(self.k_fwd.val() & self.sm.val()).any()
+        self.may_fail.next = (self.k.val().st == DomState::Init)
+            | (self.k.val().st == DomState::Complete)
+            | ((self.k.val().st == DomState::Failed)
+                & !(self.k.val().fwd & self.sm.val()).any()
                 & (self.link_q.q.val() & self.sm.val()).any());
         self.n_wire.next = 0.into();
-        if self.k_st.val() == DomState::Complete {
+        if self.k.val().st == DomState::Complete {
             self.n_wire.next = 1.into();
         }
-        if self.k_st.val() == DomState::Failed {
+        if self.k.val().st == DomState::Failed {
             self.n_wire.next = 2.into();
         }
 
         // The PDU at the port being (or about to be) handled, and its domain.
         self.fsel.next = self.jport.q.val();
         if self.phase.q.val() == NodePhase::Idle {
-            self.fsel.next = !self.prx0.full.val();
+            self.fsel.next = !self.prx[0].full.val();
         }
-        self.f_vid.next = self.prx0.vid.val();
-        self.f_type.next = self.prx0.pdu.eaps_type.val();
-        self.f_cvlan.next = self.prx0.pdu.control_vlan.val();
-        self.f_sysmac.next = self.prx0.pdu.system_mac.val();
-        self.f_other.next = self.prx0.other.val();
+        self.fmask.next = 1.into();
         if self.fsel.val() {
-            self.f_vid.next = self.prx1.vid.val();
-            self.f_type.next = self.prx1.pdu.eaps_type.val();
-            self.f_cvlan.next = self.prx1.pdu.control_vlan.val();
-            self.f_sysmac.next = self.prx1.pdu.system_mac.val();
-            self.f_other.next = self.prx1.other.val();
+            self.fmask.next = 2.into();
+        }
+        self.f_vid.next = 0.into();
+        self.f_type.next = 0.into();
+        self.f_cvlan.next = 0.into();
+        self.f_sysmac.next = 0.into();
+        self.f_other.next = false;
+        for p in 0..2 {
+            if self.fmask.val().get_bit(p) {
+                self.f_vid.next = self.prx[p].vid.val();
+                self.f_type.next = self.prx[p].pdu.eaps_type.val();
+                self.f_cvlan.next = self.prx[p].pdu.control_vlan.val();
+                self.f_sysmac.next = self.prx[p].pdu.system_mac.val();
+                self.f_other.next = self.prx[p].other.val();
+            }
         }
         self.fm_hit.next = false;
         self.fm_dom.next = 0.into();
@@ -672,48 +634,30 @@ impl<const D: usize> Logic for EapsNode<D> {
         self.etx.pdu.pcp.next = 7.into();
         self.etx.pdu.edp_seq.next = self.edp_seq.q.val();
         self.etx.pdu.eaps_type.next = self.send_type.q.val();
-        self.etx.pdu.control_vlan.next = bit_cast::<16, 12>(self.k_cvlan.val());
+        self.etx.pdu.control_vlan.next = bit_cast::<16, 12>(self.kc.val().control_vlan);
         self.etx.pdu.system_mac.next = self.system_mac.val();
-        self.etx.pdu.hello_timer.next = self.k_hfield.val();
-        self.etx.pdu.fail_timer.next = self.k_ffield.val();
+        self.etx.pdu.hello_timer.next = self.kc.val().hello_field;
+        self.etx.pdu.fail_timer.next = self.kc.val().fail_field;
         self.etx.pdu.state.next = self.send_state.q.val();
-        self.etx.pdu.hello_seq.next = self.k_hseq.val();
-        if self.send_fwd.q.val() {
-            if self.jport.q.val() {
-                self.etx.pdu.src.next = self.prx1.pdu.src.val();
-                self.etx.pdu.pcp.next = self.prx1.pdu.pcp.val();
-                self.etx.pdu.edp_seq.next = self.prx1.pdu.edp_seq.val();
-                self.etx.pdu.eaps_type.next = self.prx1.pdu.eaps_type.val();
-                self.etx.pdu.control_vlan.next = self.prx1.pdu.control_vlan.val();
-                self.etx.pdu.system_mac.next = self.prx1.pdu.system_mac.val();
-                self.etx.pdu.hello_timer.next = self.prx1.pdu.hello_timer.val();
-                self.etx.pdu.fail_timer.next = self.prx1.pdu.fail_timer.val();
-                self.etx.pdu.state.next = self.prx1.pdu.state.val();
-                self.etx.pdu.hello_seq.next = self.prx1.pdu.hello_seq.val();
-            } else {
-                self.etx.pdu.src.next = self.prx0.pdu.src.val();
-                self.etx.pdu.pcp.next = self.prx0.pdu.pcp.val();
-                self.etx.pdu.edp_seq.next = self.prx0.pdu.edp_seq.val();
-                self.etx.pdu.eaps_type.next = self.prx0.pdu.eaps_type.val();
-                self.etx.pdu.control_vlan.next = self.prx0.pdu.control_vlan.val();
-                self.etx.pdu.system_mac.next = self.prx0.pdu.system_mac.val();
-                self.etx.pdu.hello_timer.next = self.prx0.pdu.hello_timer.val();
-                self.etx.pdu.fail_timer.next = self.prx0.pdu.fail_timer.val();
-                self.etx.pdu.state.next = self.prx0.pdu.state.val();
-                self.etx.pdu.hello_seq.next = self.prx0.pdu.hello_seq.val();
+        self.etx.pdu.hello_seq.next = self.k.val().hseq;
+        for p in 0..2 {
+            if self.send_fwd.q.val() & self.jm.val().get_bit(p) {
+                self.etx.pdu.src.next = self.prx[p].pdu.src.val();
+                self.etx.pdu.pcp.next = self.prx[p].pdu.pcp.val();
+                self.etx.pdu.edp_seq.next = self.prx[p].pdu.edp_seq.val();
+                self.etx.pdu.eaps_type.next = self.prx[p].pdu.eaps_type.val();
+                self.etx.pdu.control_vlan.next = self.prx[p].pdu.control_vlan.val();
+                self.etx.pdu.system_mac.next = self.prx[p].pdu.system_mac.val();
+                self.etx.pdu.hello_timer.next = self.prx[p].pdu.hello_timer.val();
+                self.etx.pdu.fail_timer.next = self.prx[p].pdu.fail_timer.val();
+                self.etx.pdu.state.next = self.prx[p].pdu.state.val();
+                self.etx.pdu.hello_seq.next = self.prx[p].pdu.hello_seq.val();
             }
         }
 
         // One domain step (used in NodePhase::Step).
-        self.n_st.next = self.k_st.val();
-        self.n_fwd.next = self.k_fwd.val();
-        self.n_hseq.next = self.k_hseq.val();
-        self.n_armed.next = self.k_armed.val();
-        self.n_hello_at.next = self.k_hello_at.val();
-        self.n_fail_at.next = self.k_fail_at.val();
-        self.n_pf0_at.next = self.k_pf0_at.val();
-        self.n_pf1_at.next = self.k_pf1_at.val();
-        self.n_om_at.next = self.k_om_at.val();
+        self.n.next = self.k.val();
+        self.n.next.fwd = self.k.val().fwd;
         self.n_cause.next = 0.into();
         self.derive.next = false;
         self.inc_rx.next = false;
@@ -733,47 +677,47 @@ impl<const D: usize> Logic for EapsNode<D> {
         }
         match self.job.q.val() {
             Job::Enable => {
-                if self.k_active.val() {
+                if self.kc.val().active {
                     self.n_cause.next = 1.into(); // cause::ENABLED
-                    if self.k_master.val() {
-                        self.n_fwd.next = self.pm.val();
-                        self.n_st.next = DomState::Init;
-                        self.n_fail_at.next = self.now.val() + self.k_fail.val();
-                        self.n_hello_at.next = self.now.val() + self.k_hello.val();
-                        self.n_armed.next = self.k_armed.val() | 3;
-                        self.n_hseq.next = self.k_hseq.val() + 1;
+                    if self.kc.val().master {
+                        self.n.next.fwd = self.pm.val();
+                        self.n.next.st = DomState::Init;
+                        self.n.next.fail_at = self.now.val() + self.kc.val().fail;
+                        self.n.next.hello_at = self.now.val() + self.kc.val().hello;
+                        self.n.next.armed = self.k.val().armed | 3;
+                        self.n.next.hseq = self.k.val().hseq + 1;
                         if (self.link_q.q.val() & self.pm.val()).any() {
                             self.n_mask.next = self.pm.val();
                             self.n_type.next = 5.into();
                         }
                     } else {
                         // Every port blocked; one that is up waits as after a link up (§6.11).
-                        self.n_fwd.next = 0.into();
+                        self.n.next.fwd = 0.into();
                         if self.link_q.q.val().get_bit(0) {
-                            self.n_pf0_at.next = self.now.val() + self.k_pf.val();
+                            self.n.next.pf0_at = self.now.val() + self.kc.val().pre_forwarding;
                         }
                         if self.link_q.q.val().get_bit(1) {
-                            self.n_pf1_at.next = self.now.val() + self.k_pf.val();
+                            self.n.next.pf1_at = self.now.val() + self.kc.val().pre_forwarding;
                         }
-                        self.n_armed.next = self.k_armed.val() | (bit_cast::<5, 2>(self.link_q.q.val()) << 2);
+                        self.n.next.armed = self.k.val().armed | (bit_cast::<5, 2>(self.link_q.q.val()) << 2);
                         self.derive.next = true;
                     }
                 }
             }
             Job::LinkDown => {
-                if self.k_st.val() != DomState::Idle {
-                    self.n_fwd.next = self.k_fwd.val() & self.om.val();
+                if self.k.val().st != DomState::Idle {
+                    self.n.next.fwd = self.k.val().fwd & self.om.val();
                     if self.jport.q.val() {
-                        self.n_armed.next = self.k_armed.val() & 0x17;
+                        self.n.next.armed = self.k.val().armed & 0x17;
                     } else {
-                        self.n_armed.next = self.k_armed.val() & 0x1b;
+                        self.n.next.armed = self.k.val().armed & 0x1b;
                     }
-                    if self.k_master.val() {
+                    if self.kc.val().master {
                         // may_fail with this port already down and blocked.
-                        if (self.k_st.val() == DomState::Init)
-                            | (self.k_st.val() == DomState::Complete)
-                            | ((self.k_st.val() == DomState::Failed)
-                                & !(self.n_fwd.val() & self.sm.val()).any()
+                        if (self.k.val().st == DomState::Init)
+                            | (self.k.val().st == DomState::Complete)
+                            | ((self.k.val().st == DomState::Failed)
+                                & !(self.n.val().fwd & self.sm.val()).any()
                                 & (self.link_q.q.val() & self.sm.val()).any())
                         {
                             self.fail_ring.next = true;
@@ -788,7 +732,7 @@ impl<const D: usize> Logic for EapsNode<D> {
                             self.n_type.next = 8.into();
                             self.n_state.next = 4.into();
                         }
-                        self.n_st.next = DomState::LinksDown;
+                        self.n.next.st = DomState::LinksDown;
                         self.n_cause.next = 4.into(); // cause::LOCAL_LINK_DOWN0, port 1: 5
                         if self.jport.q.val() {
                             self.n_cause.next = 5.into();
@@ -797,15 +741,15 @@ impl<const D: usize> Logic for EapsNode<D> {
                 }
             }
             Job::LinkUp => {
-                if self.k_st.val() != DomState::Idle {
-                    self.n_fwd.next = self.k_fwd.val() & self.om.val();
-                    if !self.k_master.val() {
+                if self.k.val().st != DomState::Idle {
+                    self.n.next.fwd = self.k.val().fwd & self.om.val();
+                    if !self.kc.val().master {
                         if self.jport.q.val() {
-                            self.n_pf1_at.next = self.now.val() + self.k_pf.val();
-                            self.n_armed.next = self.k_armed.val() | 8;
+                            self.n.next.pf1_at = self.now.val() + self.kc.val().pre_forwarding;
+                            self.n.next.armed = self.k.val().armed | 8;
                         } else {
-                            self.n_pf0_at.next = self.now.val() + self.k_pf.val();
-                            self.n_armed.next = self.k_armed.val() | 4;
+                            self.n.next.pf0_at = self.now.val() + self.kc.val().pre_forwarding;
+                            self.n.next.armed = self.k.val().armed | 4;
                         }
                         self.derive.next = true;
                         self.n_cause.next = 6.into(); // cause::LOCAL_LINK_UP0, port 1: 7
@@ -816,17 +760,17 @@ impl<const D: usize> Logic for EapsNode<D> {
                 }
             }
             Job::Frame => {
-                if (self.k_st.val() != DomState::Idle) & self.f_other.val() {
+                if (self.k.val().st != DomState::Idle) & self.f_other.val() {
                     // Another EDP frame: passed on unchanged, whatever the role and port states.
                     if (self.link_q.q.val() & self.om.val()).any() {
                         self.inc_fwd.next = true;
                         self.do_pass.next = true;
                     }
-                } else if self.k_st.val() != DomState::Idle {
+                } else if self.k.val().st != DomState::Idle {
                     self.inc_rx.next = true;
                     if self.f_cvlan.val() != bit_cast::<16, 12>(self.f_vid.val()) {
                         self.inc_drop.next = true;
-                    } else if self.k_master.val() {
+                    } else if self.kc.val().master {
                         if ((self.f_type.val() == 5) | (self.f_type.val() == 6) | (self.f_type.val() == 7))
                             & (self.f_sysmac.val() != self.system_mac.val())
                         {
@@ -837,15 +781,15 @@ impl<const D: usize> Logic for EapsNode<D> {
                                 self.alert_dom_q.d.next = self.dom.q.val();
                                 self.alert_mac_q.d.next = self.f_sysmac.val();
                             }
-                            self.n_om_at.next = self.now.val() + self.k_fail.val();
-                            self.n_armed.next = self.k_armed.val() | 16;
+                            self.n.next.om_at = self.now.val() + self.kc.val().fail;
+                            self.n.next.armed = self.k.val().armed | 16;
                         } else if (self.f_type.val() == 5) & (self.jm.val() == self.sm.val()) {
-                            self.n_fail_at.next = self.now.val() + self.k_fail.val();
-                            self.n_armed.next = self.k_armed.val() | 2;
-                            if (self.k_st.val() == DomState::Init) | (self.k_st.val() == DomState::Failed) {
-                                self.n_fwd.next = self.pm.val();
+                            self.n.next.fail_at = self.now.val() + self.kc.val().fail;
+                            self.n.next.armed = self.k.val().armed | 2;
+                            if (self.k.val().st == DomState::Init) | (self.k.val().st == DomState::Failed) {
+                                self.n.next.fwd = self.pm.val();
                                 self.do_flush.next = true;
-                                self.n_st.next = DomState::Complete;
+                                self.n.next.st = DomState::Complete;
                                 self.n_cause.next = 2.into(); // cause::HEALTH_RETURNED
                                 self.n_mask.next = self.link_q.q.val();
                                 self.n_type.next = 6.into();
@@ -865,15 +809,15 @@ impl<const D: usize> Logic for EapsNode<D> {
                             self.do_flush.next = true;
                             // Only a port waiting on the other side opens (docs/eaps.md §6.10).
                             if self.jport.q.val() {
-                                if self.k_armed.val().get_bit(2) {
+                                if (self.k.val().armed & 4).any() {
                                     self.opened.next = true;
-                                    self.n_armed.next = self.k_armed.val() & 0x1b;
-                                    self.n_fwd.next = self.k_fwd.val() | 1;
+                                    self.n.next.armed = self.k.val().armed & 0x1b;
+                                    self.n.next.fwd = self.k.val().fwd | 1;
                                 }
-                            } else if self.k_armed.val().get_bit(3) {
+                            } else if (self.k.val().armed & 8).any() {
                                 self.opened.next = true;
-                                self.n_armed.next = self.k_armed.val() & 0x17;
-                                self.n_fwd.next = self.k_fwd.val() | 2;
+                                self.n.next.armed = self.k.val().armed & 0x17;
+                                self.n.next.fwd = self.k.val().fwd | 2;
                             }
                             if self.opened.val() {
                                 self.derive.next = true;
@@ -889,8 +833,8 @@ impl<const D: usize> Logic for EapsNode<D> {
             Job::Timers => match self.step.q.val().index() {
                 0 => {
                     if self.k_due.val().get_bit(0) {
-                        self.n_hello_at.next = self.now.val() + self.k_hello.val();
-                        self.n_hseq.next = self.k_hseq.val() + 1;
+                        self.n.next.hello_at = self.now.val() + self.kc.val().hello;
+                        self.n.next.hseq = self.k.val().hseq + 1;
                         if (self.link_q.q.val() & self.pm.val()).any() {
                             self.n_mask.next = self.pm.val();
                             self.n_type.next = 5.into();
@@ -900,24 +844,24 @@ impl<const D: usize> Logic for EapsNode<D> {
                 }
                 1 => {
                     if self.k_due.val().get_bit(1) {
-                        self.n_armed.next = self.k_armed.val() & 0x1d;
-                        if (self.k_st.val() == DomState::Init) | (self.k_st.val() == DomState::Complete) {
+                        self.n.next.armed = self.k.val().armed & 0x1d;
+                        if (self.k.val().st == DomState::Init) | (self.k.val().st == DomState::Complete) {
                             self.alert_q.d.next = true;
                             self.alert_sm_q.d.next = false;
                             self.alert_dom_q.d.next = self.dom.q.val();
                             self.n_cause.next = 8.into(); // cause::FAIL_TIMER
-                            if !self.k_send_alert.val() & !self.om_active.val() {
+                            if !self.kc.val().send_alert & !self.om_active.val() {
                                 self.fail_ring.next = true;
                             } else {
-                                self.n_st.next = DomState::Failed;
+                                self.n.next.st = DomState::Failed;
                             }
                         }
                     }
                 }
                 2 => {
                     if self.k_due.val().get_bit(2) {
-                        self.n_armed.next = self.k_armed.val() & 0x1b;
-                        self.n_fwd.next = self.k_fwd.val() | 1;
+                        self.n.next.armed = self.k.val().armed & 0x1b;
+                        self.n.next.fwd = self.k.val().fwd | 1;
                         self.do_flush.next = true;
                         self.derive.next = true;
                         self.n_cause.next = 10.into(); // cause::PRE_FORWARDING_TIMER
@@ -925,8 +869,8 @@ impl<const D: usize> Logic for EapsNode<D> {
                 }
                 _ => {
                     if self.k_due.val().get_bit(3) {
-                        self.n_armed.next = self.k_armed.val() & 0x17;
-                        self.n_fwd.next = self.k_fwd.val() | 2;
+                        self.n.next.armed = self.k.val().armed & 0x17;
+                        self.n.next.fwd = self.k.val().fwd | 2;
                         self.do_flush.next = true;
                         self.derive.next = true;
                         self.n_cause.next = 10.into(); // cause::PRE_FORWARDING_TIMER
@@ -937,10 +881,10 @@ impl<const D: usize> Logic for EapsNode<D> {
         // Master: Failed, secondary open where its link is up, flush, RING-DOWN out of the
         // ports that are up.
         if self.fail_ring.val() {
-            self.n_armed.next = self.n_armed.val() & 0x1d;
-            self.n_fwd.next = self.n_fwd.val() | (self.link_q.q.val() & self.sm.val());
+            self.n.next.armed = self.n.val().armed & 0x1d;
+            self.n.next.fwd = self.n.val().fwd | (self.link_q.q.val() & self.sm.val());
             self.do_flush.next = true;
-            self.n_st.next = DomState::Failed;
+            self.n.next.st = DomState::Failed;
             self.n_mask.next = self.link_q.q.val();
             self.n_type.next = 7.into();
             self.n_state.next = 2.into();
@@ -948,11 +892,11 @@ impl<const D: usize> Logic for EapsNode<D> {
         // Transit: the state follows from the links and the port states.
         if self.derive.val() {
             if self.link_q.q.val() != 3 {
-                self.n_st.next = DomState::LinksDown;
-            } else if (self.n_armed.val() & 12).any() | (self.n_fwd.val() != 3) {
-                self.n_st.next = DomState::PreForwarding;
+                self.n.next.st = DomState::LinksDown;
+            } else if (self.n.val().armed & 12).any() | (self.n.val().fwd != 3) {
+                self.n.next.st = DomState::PreForwarding;
             } else {
-                self.n_st.next = DomState::LinksUp;
+                self.n.next.st = DomState::LinksUp;
             }
         }
 
@@ -968,7 +912,7 @@ impl<const D: usize> Logic for EapsNode<D> {
                     self.dom.d.next = 0.into();
                     self.step.d.next = 0.into();
                     self.phase.d.next = NodePhase::Step;
-                } else if self.prx0.full.val() | self.prx1.full.val() {
+                } else if self.prx[0].full.val() | self.prx[1].full.val() {
                     self.jport.d.next = self.fsel.val();
                     self.job.d.next = Job::Frame;
                     self.dom.d.next = self.fm_dom.val();
@@ -976,8 +920,8 @@ impl<const D: usize> Logic for EapsNode<D> {
                     if self.fm_hit.val() {
                         self.phase.d.next = NodePhase::Step;
                     } else {
-                        self.prx0.take.next = !self.fsel.val();
-                        self.prx1.take.next = self.fsel.val();
+                        self.prx[0].take.next = !self.fsel.val();
+                        self.prx[1].take.next = self.fsel.val();
                     }
                 } else if self.link_up.val().get_bit(0) != self.link_q.q.val().get_bit(0) {
                     self.link_q.d.next = self.link_q.q.val().replace_bit(0, self.link_up.val().get_bit(0));
@@ -1015,8 +959,8 @@ impl<const D: usize> Logic for EapsNode<D> {
                 if self.n_mask.val().any() {
                     self.phase.d.next = NodePhase::Send;
                 } else if self.job.q.val() == Job::Frame {
-                    self.prx0.take.next = !self.jport.q.val();
-                    self.prx1.take.next = self.jport.q.val();
+                    self.prx[0].take.next = !self.jport.q.val();
+                    self.prx[1].take.next = self.jport.q.val();
                     self.phase.d.next = NodePhase::Idle;
                 } else if !self.last_step.val() {
                     self.step.d.next = self.step.q.val() + 1;
@@ -1041,8 +985,8 @@ impl<const D: usize> Logic for EapsNode<D> {
                         self.send_mask.d.next = 2.into();
                         self.phase.d.next = NodePhase::Send;
                     } else if self.job.q.val() == Job::Frame {
-                        self.prx0.take.next = !self.jport.q.val();
-                        self.prx1.take.next = self.jport.q.val();
+                        self.prx[0].take.next = !self.jport.q.val();
+                        self.prx[1].take.next = self.jport.q.val();
                         self.phase.d.next = NodePhase::Idle;
                     } else if !self.last_step.val() {
                         self.step.d.next = self.step.q.val() + 1;
@@ -1059,37 +1003,41 @@ impl<const D: usize> Logic for EapsNode<D> {
         }
 
         // Write the step back, and the outputs it pulses.
+        self.nn.next = self.kn.val();
+        if self.write.val() {
+            if self.inc_rx.val() {
+                self.nn.next.rx = self.kn.val().rx + 1;
+            }
+            if self.inc_fwd.val() {
+                self.nn.next.forwarded = self.kn.val().forwarded + 1;
+            }
+            if self.inc_drop.val() {
+                self.nn.next.dropped = self.kn.val().dropped + 1;
+            }
+            if self.n.val().st != self.k.val().st {
+                self.nn.next.transition_time = self.now.val();
+                self.nn.next.transition_cause = self.n_cause.val();
+            }
+        }
+        if self.tx_inc.val() {
+            self.nn.next.tx = self.kn.val().tx + 1;
+        }
         self.n_flush.next = 0.into();
         for i in 0..D {
             if self.dom.q.val().index() == i {
                 if self.write.val() {
-                    self.st[i].d.next = self.n_st.val();
-                    self.fwd[i].d.next = self.n_fwd.val();
-                    self.hseq[i].d.next = self.n_hseq.val();
-                    self.armed[i].d.next = self.n_armed.val();
-                    self.hello_at[i].d.next = self.n_hello_at.val();
-                    self.fail_at[i].d.next = self.n_fail_at.val();
-                    self.pf0_at[i].d.next = self.n_pf0_at.val();
-                    self.pf1_at[i].d.next = self.n_pf1_at.val();
-                    self.om_at[i].d.next = self.n_om_at.val();
-                    if self.inc_rx.val() {
-                        self.c_rx[i].d.next = self.c_rx[i].q.val() + 1;
-                    }
-                    if self.inc_fwd.val() {
-                        self.c_fwd[i].d.next = self.c_fwd[i].q.val() + 1;
-                    }
-                    if self.inc_drop.val() {
-                        self.c_drop[i].d.next = self.c_drop[i].q.val() + 1;
-                    }
-                    if self.n_st.val() != self.k_st.val() {
-                        self.lt_time[i].d.next = self.now.val();
-                        self.lt_cause[i].d.next = self.n_cause.val();
-                    }
+                    self.st[i].d.next = self.n.val().st;
+                    self.fwd[i].d.next = self.n.val().fwd;
+                    self.hseq[i].d.next = self.n.val().hseq;
+                    self.armed[i].d.next = self.n.val().armed;
+                    self.hello_at[i].d.next = self.n.val().hello_at;
+                    self.fail_at[i].d.next = self.n.val().fail_at;
+                    self.pf0_at[i].d.next = self.n.val().pf0_at;
+                    self.pf1_at[i].d.next = self.n.val().pf1_at;
+                    self.om_at[i].d.next = self.n.val().om_at;
                     self.n_flush.next = self.n_flush.val().replace_bit(i, self.do_flush.val());
                 }
-                if self.tx_inc.val() {
-                    self.c_tx[i].d.next = self.c_tx[i].q.val() + 1;
-                }
+                self.counts[i].d.next = self.nn.val();
             }
         }
         self.flush_q.d.next = self.n_flush.val();
@@ -1101,8 +1049,8 @@ impl<const D: usize> Logic for EapsNode<D> {
         }
 
         self.idle.next = (self.phase.q.val() == NodePhase::Idle)
-            & !self.prx0.full.val()
-            & !self.prx1.full.val()
+            & !self.prx[0].full.val()
+            & !self.prx[1].full.val()
             & (self.link_up.val() == self.link_q.q.val())
             & !(self.enable.val() & !self.enabled.q.val())
             & !self.any_due.val()
@@ -1112,47 +1060,28 @@ impl<const D: usize> Logic for EapsNode<D> {
         self.status_data.next = 0.into();
         self.st_code.next = 0.into();
         self.s_words.next = false;
-        self.s_st.next = DomState::Idle;
-        self.s_fwd.next = 0.into();
+        self.s.next = self.no_regs.val();
+        self.sn.next = self.no_counts.val();
         self.s_cfgbits.next = 0.into();
-        self.s_tx.next = 0.into();
-        self.s_rx.next = 0.into();
-        self.s_fw.next = 0.into();
-        self.s_drop.next = 0.into();
-        self.s_lt.next = 0.into();
-        self.s_cause.next = 0.into();
-        self.s_hello.next = 0.into();
-        self.s_fail.next = 0.into();
-        self.s_pf0.next = 0.into();
-        self.s_pf1.next = 0.into();
-        self.s_armed.next = 0.into();
-        self.s_hseq.next = 0.into();
-        self.s_om.next = 0.into();
         for i in 0..D {
             if self.status_address.val().get_bits::<4>(4).index() == i {
-                self.s_st.next = self.st[i].q.val();
-                self.s_fwd.next = self.fwd[i].q.val();
-                self.s_cfgbits.next = 0.into();
+                self.s.next.st = self.st[i].q.val();
+                self.s.next.fwd = self.fwd[i].q.val();
+                self.s.next.hseq = self.hseq[i].q.val();
+                self.s.next.armed = self.armed[i].q.val();
+                self.s.next.hello_at = self.hello_at[i].q.val();
+                self.s.next.fail_at = self.fail_at[i].q.val();
+                self.s.next.pf0_at = self.pf0_at[i].q.val();
+                self.s.next.pf1_at = self.pf1_at[i].q.val();
+                self.s.next.om_at = self.om_at[i].q.val();
+                self.sn.next = self.counts[i].q.val();
                 self.s_cfgbits.next = self.s_cfgbits.val().replace_bit(0, self.cfg[i].master.val());
                 self.s_cfgbits.next = self.s_cfgbits.val().replace_bit(1, self.cfg[i].primary.val());
                 self.s_cfgbits.next = self.s_cfgbits.val().replace_bit(2, self.cfg[i].active.val());
-                self.s_tx.next = self.c_tx[i].q.val();
-                self.s_rx.next = self.c_rx[i].q.val();
-                self.s_fw.next = self.c_fwd[i].q.val();
-                self.s_drop.next = self.c_drop[i].q.val();
-                self.s_lt.next = self.lt_time[i].q.val();
-                self.s_cause.next = self.lt_cause[i].q.val();
-                self.s_hello.next = self.hello_at[i].q.val();
-                self.s_fail.next = self.fail_at[i].q.val();
-                self.s_pf0.next = self.pf0_at[i].q.val();
-                self.s_pf1.next = self.pf1_at[i].q.val();
-                self.s_armed.next = self.armed[i].q.val();
-                self.s_hseq.next = self.hseq[i].q.val();
-                self.s_om.next = self.om_at[i].q.val();
                 self.s_words.next = true;
             }
         }
-        match self.s_st.val() {
+        match self.s.val().st {
             DomState::Idle => {
                 self.st_code.next = 0.into();
             }
@@ -1179,47 +1108,47 @@ impl<const D: usize> Logic for EapsNode<D> {
             match self.status_address.val().get_bits::<4>(0).index() {
                 0 => {
                     self.status_data.next = self.st_code.val()
-                        | (bit_cast::<32, 2>(self.s_fwd.val()) << 4)
+                        | (bit_cast::<32, 2>(self.s.val().fwd) << 4)
                         | (bit_cast::<32, 3>(self.s_cfgbits.val()) << 8);
                 }
                 1 => {
-                    self.status_data.next = self.s_tx.val();
+                    self.status_data.next = self.sn.val().tx;
                 }
                 2 => {
-                    self.status_data.next = self.s_rx.val();
+                    self.status_data.next = self.sn.val().rx;
                 }
                 3 => {
-                    self.status_data.next = self.s_fw.val();
+                    self.status_data.next = self.sn.val().forwarded;
                 }
                 4 => {
-                    self.status_data.next = self.s_drop.val();
+                    self.status_data.next = self.sn.val().dropped;
                 }
                 5 => {
-                    self.status_data.next = self.s_lt.val();
+                    self.status_data.next = self.sn.val().transition_time;
                 }
                 6 => {
-                    self.status_data.next = bit_cast::<32, 4>(self.s_cause.val());
+                    self.status_data.next = bit_cast::<32, 4>(self.sn.val().transition_cause);
                 }
                 7 => {
-                    self.status_data.next = self.s_hello.val();
+                    self.status_data.next = self.s.val().hello_at;
                 }
                 8 => {
-                    self.status_data.next = self.s_fail.val();
+                    self.status_data.next = self.s.val().fail_at;
                 }
                 9 => {
-                    self.status_data.next = self.s_pf0.val();
+                    self.status_data.next = self.s.val().pf0_at;
                 }
                 10 => {
-                    self.status_data.next = self.s_pf1.val();
+                    self.status_data.next = self.s.val().pf1_at;
                 }
                 11 => {
-                    self.status_data.next = bit_cast::<32, 5>(self.s_armed.val());
+                    self.status_data.next = bit_cast::<32, 5>(self.s.val().armed);
                 }
                 12 => {
-                    self.status_data.next = bit_cast::<32, 16>(self.s_hseq.val());
+                    self.status_data.next = bit_cast::<32, 16>(self.s.val().hseq);
                 }
                 13 => {
-                    self.status_data.next = self.s_om.val();
+                    self.status_data.next = self.s.val().om_at;
                 }
                 _ => {}
             }
@@ -1233,12 +1162,12 @@ impl<const D: usize> Logic for EapsNode<D> {
                     | (bit_cast::<32, 1>((self.phase.q.val() != NodePhase::Idle).into()) << 2);
             }
             242 => {
-                self.status_data.next =
-                    bit_cast::<32, 16>(self.prx0.rejected.val()) | (bit_cast::<32, 16>(self.prx0.overruns.val()) << 16);
+                self.status_data.next = bit_cast::<32, 16>(self.prx[0].rejected.val())
+                    | (bit_cast::<32, 16>(self.prx[0].overruns.val()) << 16);
             }
             243 => {
-                self.status_data.next =
-                    bit_cast::<32, 16>(self.prx1.rejected.val()) | (bit_cast::<32, 16>(self.prx1.overruns.val()) << 16);
+                self.status_data.next = bit_cast::<32, 16>(self.prx[1].rejected.val())
+                    | (bit_cast::<32, 16>(self.prx[1].overruns.val()) << 16);
             }
             _ => {}
         }

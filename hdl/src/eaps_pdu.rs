@@ -50,6 +50,21 @@ interface_pair! {
     }
 }
 
+/// The fields [`EapsRx`] takes from a frame, as it gathers and holds them.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+struct RxFields {
+    src: Bits<48>,
+    tci: Bits<16>,
+    edp_seq: Bits<16>,
+    eaps_type: Bits<8>,
+    control_vlan: Bits<16>,
+    system_mac: Bits<48>,
+    hello_timer: Bits<16>,
+    fail_timer: Bits<16>,
+    state: Bits<8>,
+    hello_seq: Bits<16>,
+}
+
 /// The receive side: checks a frame and holds its fields until taken.
 #[derive(LogicBlock, Default)]
 pub struct EapsRx {
@@ -80,28 +95,13 @@ pub struct EapsRx {
     full_q: DFF<Bit>,
     rejected_q: DFF<Bits<16>>,
     overruns_q: DFF<Bits<16>>,
-    w_src: DFF<Bits<48>>,
-    w_tci: DFF<Bits<16>>,
+    /// The fields as the bytes come in.
+    w: DFF<RxFields>,
+    /// The 802.3 length as it comes in.
     w_len: DFF<Bits<16>>,
-    w_edp_seq: DFF<Bits<16>>,
-    w_eaps_type: DFF<Bits<8>>,
-    w_control_vlan: DFF<Bits<16>>,
-    w_system_mac: DFF<Bits<48>>,
-    w_hello_timer: DFF<Bits<16>>,
-    w_fail_timer: DFF<Bits<16>>,
-    w_state: DFF<Bits<8>>,
-    w_hello_seq: DFF<Bits<16>>,
-    m_src: DFF<Bits<48>>,
-    m_pcp: DFF<Bits<3>>,
-    m_vid: DFF<Bits<12>>,
-    m_edp_seq: DFF<Bits<16>>,
-    m_eaps_type: DFF<Bits<8>>,
-    m_control_vlan: DFF<Bits<16>>,
-    m_system_mac: DFF<Bits<48>>,
-    m_hello_timer: DFF<Bits<16>>,
-    m_fail_timer: DFF<Bits<16>>,
-    m_state: DFF<Bits<8>>,
-    m_hello_seq: DFF<Bits<16>>,
+    /// The fields of the PDU held.
+    m: DFF<RxFields>,
+    m_tci: Signal<Local, Bits<16>>,
     byte_ok: Signal<Local, Bit>,
     sum17: Signal<Local, Bits<17>>,
     sum_next: Signal<Local, Bits<16>>,
@@ -112,53 +112,20 @@ pub struct EapsRx {
 impl Logic for EapsRx {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(
-            self,
-            clock,
-            count,
-            bad,
-            hdr_bad,
-            m_other,
-            hi,
-            sum,
-            full_q,
-            rejected_q,
-            overruns_q,
-            w_src,
-            w_tci,
-            w_len,
-            w_edp_seq,
-            w_eaps_type,
-            w_control_vlan,
-            w_system_mac,
-            w_hello_timer,
-            w_fail_timer,
-            w_state,
-            w_hello_seq,
-            m_src,
-            m_pcp,
-            m_vid,
-            m_edp_seq,
-            m_eaps_type,
-            m_control_vlan,
-            m_system_mac,
-            m_hello_timer,
-            m_fail_timer,
-            m_state,
-            m_hello_seq
-        );
+        dff_setup!(self, clock, count, bad, hdr_bad, m_other, hi, sum, full_q, rejected_q, overruns_q, w, w_len, m);
         self.rx.ready.next = true;
-        self.pdu.src.next = self.m_src.q.val();
-        self.pdu.pcp.next = self.m_pcp.q.val();
-        self.pdu.edp_seq.next = self.m_edp_seq.q.val();
-        self.pdu.eaps_type.next = self.m_eaps_type.q.val();
-        self.pdu.control_vlan.next = self.m_control_vlan.q.val();
-        self.pdu.system_mac.next = self.m_system_mac.q.val();
-        self.pdu.hello_timer.next = self.m_hello_timer.q.val();
-        self.pdu.fail_timer.next = self.m_fail_timer.q.val();
-        self.pdu.state.next = self.m_state.q.val();
-        self.pdu.hello_seq.next = self.m_hello_seq.q.val();
-        self.vid.next = self.m_vid.q.val();
+        self.m_tci.next = self.m.q.val().tci;
+        self.pdu.src.next = self.m.q.val().src;
+        self.pdu.pcp.next = self.m_tci.val().get_bits::<3>(13);
+        self.pdu.edp_seq.next = self.m.q.val().edp_seq;
+        self.pdu.eaps_type.next = self.m.q.val().eaps_type;
+        self.pdu.control_vlan.next = self.m.q.val().control_vlan;
+        self.pdu.system_mac.next = self.m.q.val().system_mac;
+        self.pdu.hello_timer.next = self.m.q.val().hello_timer;
+        self.pdu.fail_timer.next = self.m.q.val().fail_timer;
+        self.pdu.state.next = self.m.q.val().state;
+        self.pdu.hello_seq.next = self.m.q.val().hello_seq;
+        self.vid.next = self.m_tci.val().get_bits::<12>(0);
         self.full.next = self.full_q.q.val();
         self.other.next = self.m_other.q.val();
         self.rejected.next = self.rejected_q.q.val();
@@ -267,37 +234,37 @@ impl Logic for EapsRx {
                 self.hdr_bad.d.next = self.hdr_bad.q.val() | !self.byte_ok.val();
             }
             if (self.count.q.val() >= 6) & (self.count.q.val() < 12) {
-                self.w_src.d.next = (self.w_src.q.val() << 8) | bit_cast::<48, 8>(self.rx.data.val());
+                self.w.d.next.src = (self.w.q.val().src << 8) | bit_cast::<48, 8>(self.rx.data.val());
             }
             if (self.count.q.val() >= 14) & (self.count.q.val() < 16) {
-                self.w_tci.d.next = (self.w_tci.q.val() << 8) | bit_cast::<16, 8>(self.rx.data.val());
+                self.w.d.next.tci = (self.w.q.val().tci << 8) | bit_cast::<16, 8>(self.rx.data.val());
             }
             if (self.count.q.val() >= 16) & (self.count.q.val() < 18) {
                 self.w_len.d.next = (self.w_len.q.val() << 8) | bit_cast::<16, 8>(self.rx.data.val());
             }
             if (self.count.q.val() >= 32) & (self.count.q.val() < 34) {
-                self.w_edp_seq.d.next = (self.w_edp_seq.q.val() << 8) | bit_cast::<16, 8>(self.rx.data.val());
+                self.w.d.next.edp_seq = (self.w.q.val().edp_seq << 8) | bit_cast::<16, 8>(self.rx.data.val());
             }
             if (self.count.q.val() >= 47) & (self.count.q.val() < 48) {
-                self.w_eaps_type.d.next = (self.w_eaps_type.q.val() << 8) | bit_cast::<8, 8>(self.rx.data.val());
+                self.w.d.next.eaps_type = (self.w.q.val().eaps_type << 8) | bit_cast::<8, 8>(self.rx.data.val());
             }
             if (self.count.q.val() >= 48) & (self.count.q.val() < 50) {
-                self.w_control_vlan.d.next = (self.w_control_vlan.q.val() << 8) | bit_cast::<16, 8>(self.rx.data.val());
+                self.w.d.next.control_vlan = (self.w.q.val().control_vlan << 8) | bit_cast::<16, 8>(self.rx.data.val());
             }
             if (self.count.q.val() >= 54) & (self.count.q.val() < 60) {
-                self.w_system_mac.d.next = (self.w_system_mac.q.val() << 8) | bit_cast::<48, 8>(self.rx.data.val());
+                self.w.d.next.system_mac = (self.w.q.val().system_mac << 8) | bit_cast::<48, 8>(self.rx.data.val());
             }
             if (self.count.q.val() >= 60) & (self.count.q.val() < 62) {
-                self.w_hello_timer.d.next = (self.w_hello_timer.q.val() << 8) | bit_cast::<16, 8>(self.rx.data.val());
+                self.w.d.next.hello_timer = (self.w.q.val().hello_timer << 8) | bit_cast::<16, 8>(self.rx.data.val());
             }
             if (self.count.q.val() >= 62) & (self.count.q.val() < 64) {
-                self.w_fail_timer.d.next = (self.w_fail_timer.q.val() << 8) | bit_cast::<16, 8>(self.rx.data.val());
+                self.w.d.next.fail_timer = (self.w.q.val().fail_timer << 8) | bit_cast::<16, 8>(self.rx.data.val());
             }
             if (self.count.q.val() >= 64) & (self.count.q.val() < 65) {
-                self.w_state.d.next = (self.w_state.q.val() << 8) | bit_cast::<8, 8>(self.rx.data.val());
+                self.w.d.next.state = (self.w.q.val().state << 8) | bit_cast::<8, 8>(self.rx.data.val());
             }
             if (self.count.q.val() >= 66) & (self.count.q.val() < 68) {
-                self.w_hello_seq.d.next = (self.w_hello_seq.q.val() << 8) | bit_cast::<16, 8>(self.rx.data.val());
+                self.w.d.next.hello_seq = (self.w.q.val().hello_seq << 8) | bit_cast::<16, 8>(self.rx.data.val());
             }
             if self.rx.last.val() {
                 self.count.d.next = 0.into();
@@ -315,17 +282,7 @@ impl Logic for EapsRx {
                     } else {
                         self.full_q.d.next = true;
                         self.m_other.d.next = false;
-                        self.m_src.d.next = self.w_src.q.val();
-                        self.m_pcp.d.next = self.w_tci.q.val().get_bits::<3>(13);
-                        self.m_vid.d.next = self.w_tci.q.val().get_bits::<12>(0);
-                        self.m_edp_seq.d.next = self.w_edp_seq.q.val();
-                        self.m_eaps_type.d.next = self.w_eaps_type.q.val();
-                        self.m_control_vlan.d.next = self.w_control_vlan.q.val();
-                        self.m_system_mac.d.next = self.w_system_mac.q.val();
-                        self.m_hello_timer.d.next = self.w_hello_timer.q.val();
-                        self.m_fail_timer.d.next = self.w_fail_timer.q.val();
-                        self.m_state.d.next = self.w_state.q.val();
-                        self.m_hello_seq.d.next = self.w_hello_seq.q.val();
+                        self.m.d.next = self.w.q.val();
                     }
                 } else {
                     self.rejected_q.d.next = self.rejected_q.q.val() + 1;
@@ -337,7 +294,7 @@ impl Logic for EapsRx {
                         } else {
                             self.full_q.d.next = true;
                             self.m_other.d.next = true;
-                            self.m_vid.d.next = self.w_tci.q.val().get_bits::<12>(0);
+                            self.m.d.next.tci = self.w.q.val().tci;
                         }
                     }
                 }

@@ -202,19 +202,8 @@ pub struct FrameParser {
     csum: DFF<Bits<20>>,
     csum_hi: DFF<Bits<20>>,
     csum_lo: DFF<Bits<20>>,
-    h0: DFF<Bits<32>>,
-    h1: DFF<Bits<32>>,
-    h2: DFF<Bits<32>>,
-    h3: DFF<Bits<32>>,
-    h4: DFF<Bits<32>>,
-    h5: DFF<Bits<32>>,
-    h6: DFF<Bits<32>>,
-    h7: DFF<Bits<32>>,
-    h8: DFF<Bits<32>>,
-    h9: DFF<Bits<32>>,
-    h10: DFF<Bits<32>>,
-    h11: DFF<Bits<32>>,
-    h12: DFF<Bits<32>>,
+    /// Words 0..=12 of the frame as they come.
+    h: [DFF<Bits<32>>; 13],
     d_valid: DFF<Bit>,
     d_kind: DFF<Bits<5>>,
     d_rank: DFF<Bits<5>>,
@@ -222,18 +211,8 @@ pub struct FrameParser {
     d_set: DFF<Bit>,
     d_half: DFF<Bit>,
     d_len: DFF<Bits<16>>,
-    d1: DFF<Bits<32>>,
-    d2: DFF<Bits<32>>,
-    d3: DFF<Bits<32>>,
-    d4: DFF<Bits<32>>,
-    d5: DFF<Bits<32>>,
-    d6: DFF<Bits<32>>,
-    d7: DFF<Bits<32>>,
-    d8: DFF<Bits<32>>,
-    d9: DFF<Bits<32>>,
-    d10: DFF<Bits<32>>,
-    d11: DFF<Bits<32>>,
-    d12: DFF<Bits<32>>,
+    /// The descriptor's header words 1..=12.
+    d: [DFF<Bits<32>>; 12],
 }
 
 impl Default for FrameParser {
@@ -340,19 +319,7 @@ impl FrameParser {
             csum: Default::default(),
             csum_hi: Default::default(),
             csum_lo: Default::default(),
-            h0: Default::default(),
-            h1: Default::default(),
-            h2: Default::default(),
-            h3: Default::default(),
-            h4: Default::default(),
-            h5: Default::default(),
-            h6: Default::default(),
-            h7: Default::default(),
-            h8: Default::default(),
-            h9: Default::default(),
-            h10: Default::default(),
-            h11: Default::default(),
-            h12: Default::default(),
+            h: Default::default(),
             d_valid: Default::default(),
             d_kind: Default::default(),
             d_rank: Default::default(),
@@ -360,18 +327,7 @@ impl FrameParser {
             d_set: Default::default(),
             d_half: Default::default(),
             d_len: Default::default(),
-            d1: Default::default(),
-            d2: Default::default(),
-            d3: Default::default(),
-            d4: Default::default(),
-            d5: Default::default(),
-            d6: Default::default(),
-            d7: Default::default(),
-            d8: Default::default(),
-            d9: Default::default(),
-            d10: Default::default(),
-            d11: Default::default(),
-            d12: Default::default(),
+            d: Default::default(),
         }
     }
 }
@@ -439,39 +395,22 @@ impl Logic for FrameParser {
             csum,
             csum_hi,
             csum_lo,
-            h0,
-            h1,
-            h2,
-            h3,
-            h4,
-            h5,
-            h6,
-            h7,
-            h8,
-            h9,
-            h10,
-            h11,
-            h12,
             d_valid,
             d_kind,
             d_rank,
             d_slot,
             d_set,
             d_half,
-            d_len,
-            d1,
-            d2,
-            d3,
-            d4,
-            d5,
-            d6,
-            d7,
-            d8,
-            d9,
-            d10,
-            d11,
-            d12
+            d_len
         );
+        for i in 0..13 {
+            self.h[i].clock.next = self.clock.val();
+            self.h[i].d.next = self.h[i].q.val();
+        }
+        for i in 0..12 {
+            self.d[i].clock.next = self.clock.val();
+            self.d[i].d.next = self.d[i].q.val();
+        }
         clock!(self, clock, rx_buf, search);
         // Worker table writes and the buffer read port.
         self.search.write_address.next = self.wt.address.val();
@@ -488,18 +427,18 @@ impl Logic for FrameParser {
         self.desc.set.next = self.d_set.q.val();
         self.desc.half.next = self.d_half.q.val();
         self.desc.ip_len.next = self.d_len.q.val();
-        self.desc.header.h1.next = self.d1.q.val();
-        self.desc.header.h2.next = self.d2.q.val();
-        self.desc.header.h3.next = self.d3.q.val();
-        self.desc.header.h4.next = self.d4.q.val();
-        self.desc.header.h5.next = self.d5.q.val();
-        self.desc.header.h6.next = self.d6.q.val();
-        self.desc.header.h7.next = self.d7.q.val();
-        self.desc.header.h8.next = self.d8.q.val();
-        self.desc.header.h9.next = self.d9.q.val();
-        self.desc.header.h10.next = self.d10.q.val();
-        self.desc.header.h11.next = self.d11.q.val();
-        self.desc.header.h12.next = self.d12.q.val();
+        self.desc.header.h1.next = self.d[0].q.val();
+        self.desc.header.h2.next = self.d[1].q.val();
+        self.desc.header.h3.next = self.d[2].q.val();
+        self.desc.header.h4.next = self.d[3].q.val();
+        self.desc.header.h5.next = self.d[4].q.val();
+        self.desc.header.h6.next = self.d[5].q.val();
+        self.desc.header.h7.next = self.d[6].q.val();
+        self.desc.header.h8.next = self.d[7].q.val();
+        self.desc.header.h9.next = self.d[8].q.val();
+        self.desc.header.h10.next = self.d[9].q.val();
+        self.desc.header.h11.next = self.d[10].q.val();
+        self.desc.header.h12.next = self.d[11].q.val();
         self.busy.next = self.deciding.q.val() | (self.j.q.val() != 0) | self.d_valid.q.val();
         // Receive.
         self.word.ready.next = !self.deciding.q.val();
@@ -533,63 +472,23 @@ impl Logic for FrameParser {
                 self.len.d.next = self.len.q.val() + 4;
             }
             if !self.j_ge13.q.val() {
-                match self.j.q.val().get_bits::<4>(0).index() {
-                    0 => {
-                        self.h0.d.next = self.word.data.val();
+                for i in 0..13 {
+                    if self.j.q.val().get_bits::<4>(0).index() == i {
+                        self.h[i].d.next = self.word.data.val();
                     }
-                    1 => {
-                        self.h1.d.next = self.word.data.val();
-                    }
-                    2 => {
-                        self.h2.d.next = self.word.data.val();
-                    }
-                    3 => {
-                        self.h3.d.next = self.word.data.val();
-                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word.data.val() & 0xffff);
-                    }
-                    4 => {
-                        self.h4.d.next = self.word.data.val();
-                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word.data.val() & 0xffff);
-                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word.data.val() >> 16);
-                    }
-                    5 => {
-                        self.h5.d.next = self.word.data.val();
-                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word.data.val() & 0xffff);
-                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word.data.val() >> 16);
-                    }
-                    6 => {
-                        self.h6.d.next = self.word.data.val();
-                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word.data.val() & 0xffff);
-                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word.data.val() >> 16);
-                    }
-                    7 => {
-                        self.h7.d.next = self.word.data.val();
-                        self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word.data.val() & 0xffff);
-                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word.data.val() >> 16);
-                    }
-                    8 => {
-                        self.h8.d.next = self.word.data.val();
-                        self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word.data.val() >> 16);
-                    }
-                    9 => {
-                        self.h9.d.next = self.word.data.val();
-                    }
-                    10 => {
-                        self.h10.d.next = self.word.data.val();
-                    }
-                    11 => {
-                        self.h11.d.next = self.word.data.val();
-                    }
-                    12 => {
-                        self.h12.d.next = self.word.data.val();
-                    }
-                    _ => {}
+                }
+                // The IPv4 header's checksum: the low halves of words 3..=7, the high halves of 4..=8.
+                if (self.j.q.val().get_bits::<4>(0) >= 3) & (self.j.q.val().get_bits::<4>(0) <= 7) {
+                    self.csum_lo.d.next = self.csum_lo.q.val() + bit_cast::<20, 32>(self.word.data.val() & 0xffff);
+                }
+                if (self.j.q.val().get_bits::<4>(0) >= 4) & (self.j.q.val().get_bits::<4>(0) <= 8) {
+                    self.csum_hi.d.next = self.csum_hi.q.val() + bit_cast::<20, 32>(self.word.data.val() >> 16);
                 }
             }
         }
         // Worker search: from word 7 on (the source address is complete), one entry a cycle.
         self.search.workers.next = self.job.workers.val();
-        self.search.source.next = (self.h6.q.val() << 16) | (self.h7.q.val() >> 16);
+        self.search.source.next = (self.h[6].q.val() << 16) | (self.h[7].q.val() >> 16);
         self.search.start.next = self.accept.val() & self.j_eq7.q.val();
         self.search.stop.next = false;
         // Decide (docs/switch.md §1, in order). Every check is a registered flag, computed each
@@ -597,8 +496,8 @@ impl Logic for FrameParser {
         // reads flip-flops only; the header checksum is summed in two accumulators (high and low
         // halves of the words) and takes three registered steps (sum, fold, verify). The decision
         // is taken in the fourth deciding cycle, when every flag describes the frame.
-        self.total_len.next = self.h4.q.val().get_bits::<16>(16);
-        self.udp_len.next = bit_cast::<16, 32>(self.h9.q.val());
+        self.total_len.next = self.h[4].q.val().get_bits::<16>(16);
+        self.udp_len.next = bit_cast::<16, 32>(self.h[9].q.val());
         self.csum.d.next = self.csum_hi.q.val() + self.csum_lo.q.val();
         self.fold1_r.d.next =
             bit_cast::<17, 20>(self.csum.q.val() & 0xffff) + bit_cast::<17, 20>(self.csum.q.val() >> 16);
@@ -606,50 +505,52 @@ impl Logic for FrameParser {
             (bit_cast::<16, 17>(self.fold1_r.q.val()) + bit_cast::<16, 17>(self.fold1_r.q.val() >> 16)) != 0xffff;
         self.fl_len14.d.next = self.len.q.val() < 14;
         // The destination compares registered in parts first (flag final in the third cycle).
-        self.dst_eq_a.d.next = self.h0.q.val()
+        self.dst_eq_a.d.next = self.h[0].q.val()
             == ((bit_cast::<32, 16>(self.job.switch_mac_hi.val()) << 16) | (self.job.switch_mac_lo.val() >> 16));
-        self.dst_eq_b.d.next = self.h1.q.val().get_bits::<16>(16) == bit_cast::<16, 32>(self.job.switch_mac_lo.val());
-        self.dst_bc_a.d.next = self.h0.q.val() == 0xffff_ffff_u64;
-        self.dst_bc_b.d.next = self.h1.q.val().get_bits::<16>(16) == 0xffff;
+        self.dst_eq_b.d.next = self.h[1].q.val().get_bits::<16>(16) == bit_cast::<16, 32>(self.job.switch_mac_lo.val());
+        self.dst_bc_a.d.next = self.h[0].q.val() == 0xffff_ffff_u64;
+        self.dst_bc_b.d.next = self.h[1].q.val().get_bits::<16>(16) == 0xffff;
         self.fl_dst_ok.d.next =
             (self.dst_eq_a.q.val() & self.dst_eq_b.q.val()) | (self.dst_bc_a.q.val() & self.dst_bc_b.q.val());
-        self.fl_arp.d.next = self.h3.q.val().get_bits::<16>(16) == 0x0806;
+        self.fl_arp.d.next = self.h[3].q.val().get_bits::<16>(16) == 0x0806;
         self.fl_len42.d.next = self.len.q.val() < 42;
-        self.fl_arp_bad.d.next = (bit_cast::<16, 32>(self.h3.q.val()) != 1)
-            | (self.h4.q.val() != 0x0800_0604)
-            | (self.h5.q.val().get_bits::<16>(16) != 1);
+        self.fl_arp_bad.d.next = (bit_cast::<16, 32>(self.h[3].q.val()) != 1)
+            | (self.h[4].q.val() != 0x0800_0604)
+            | (self.h[5].q.val().get_bits::<16>(16) != 1);
         // Address compares in two registered halves (flags final in the third deciding cycle).
-        self.arp_ip_hi_ne.d.next = bit_cast::<16, 32>(self.h9.q.val()) != self.job.switch_ip.val().get_bits::<16>(16);
-        self.arp_ip_lo_ne.d.next = self.h10.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.job.switch_ip.val());
+        self.arp_ip_hi_ne.d.next = bit_cast::<16, 32>(self.h[9].q.val()) != self.job.switch_ip.val().get_bits::<16>(16);
+        self.arp_ip_lo_ne.d.next =
+            self.h[10].q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.job.switch_ip.val());
         self.fl_arp_ip_bad.d.next = self.arp_ip_hi_ne.q.val() | self.arp_ip_lo_ne.q.val();
-        self.fl_ipv4.d.next = self.h3.q.val().get_bits::<16>(16) == 0x0800;
+        self.fl_ipv4.d.next = self.h[3].q.val().get_bits::<16>(16) == 0x0800;
         self.fl_len34.d.next = self.len.q.val() < 34;
-        self.fl_ver_bad.d.next = self.h3.q.val().get_bits::<4>(12) != 4;
-        self.fl_ihl_bad.d.next = self.h3.q.val().get_bits::<4>(8) != 5;
+        self.fl_ver_bad.d.next = self.h[3].q.val().get_bits::<4>(12) != 4;
+        self.fl_ihl_bad.d.next = self.h[3].q.val().get_bits::<4>(8) != 5;
         // Lengths precomputed one register stage earlier (T - 20, T + 14), so each flag below is a
         // compare of two registers (ready in the third deciding cycle, read in the fourth).
         self.tl_m20.d.next = self.total_len.val() - 20;
         self.tl_p14.d.next = bit_cast::<17, 16>(self.total_len.val()) + 14;
         self.fl_tl_bad.d.next =
             (self.total_len.val() < 20) | (self.tl_p14.q.val() > bit_cast::<17, 16>(self.len.q.val()));
-        self.fl_frag.d.next = self.h5.q.val().get_bits::<14>(16) != 0;
-        self.dip_hi_ne.d.next = bit_cast::<16, 32>(self.h7.q.val()) != self.job.switch_ip.val().get_bits::<16>(16);
-        self.dip_lo_ne.d.next = self.h8.q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.job.switch_ip.val());
+        self.fl_frag.d.next = self.h[5].q.val().get_bits::<14>(16) != 0;
+        self.dip_hi_ne.d.next = bit_cast::<16, 32>(self.h[7].q.val()) != self.job.switch_ip.val().get_bits::<16>(16);
+        self.dip_lo_ne.d.next = self.h[8].q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.job.switch_ip.val());
         self.fl_dip_bad.d.next = self.dip_hi_ne.q.val() | self.dip_lo_ne.q.val();
-        self.fl_icmp.d.next = bit_cast::<8, 32>(self.h5.q.val()) == 1;
+        self.fl_icmp.d.next = bit_cast::<8, 32>(self.h[5].q.val()) == 1;
         self.fl_tl28.d.next = self.total_len.val() < 28;
-        self.fl_icmp_bad.d.next = bit_cast::<16, 32>(self.h8.q.val()) != 0x0800;
-        self.fl_udp.d.next = bit_cast::<8, 32>(self.h5.q.val()) == 17;
+        self.fl_icmp_bad.d.next = bit_cast::<16, 32>(self.h[8].q.val()) != 0x0800;
+        self.fl_udp.d.next = bit_cast::<8, 32>(self.h[5].q.val()) == 17;
         self.fl_udplen_bad.d.next = self.udp_len.val() != self.tl_m20.q.val();
-        self.fl_port_bad.d.next = self.h9.q.val().get_bits::<12>(20) != 0xBEE;
-        self.fl_sport_bad.d.next = bit_cast::<16, 32>(self.h8.q.val()) != self.job.worker_port.val();
+        self.fl_port_bad.d.next = self.h[9].q.val().get_bits::<12>(20) != 0xBEE;
+        self.fl_sport_bad.d.next = bit_cast::<16, 32>(self.h[8].q.val()) != self.job.worker_port.val();
         self.fl_ul18.d.next = self.udp_len.val() < 18;
-        self.fl_msg_session.d.next = self.h10.q.val().get_bits::<4>(12) == 8;
-        self.fl_msg_bad.d.next = (self.h10.q.val().get_bits::<4>(12) != 1) & (self.h10.q.val().get_bits::<4>(12) != 8);
-        self.fl_size_bad.d.next = self.h10.q.val().get_bits::<3>(8) != self.job.size_code.val();
+        self.fl_msg_session.d.next = self.h[10].q.val().get_bits::<4>(12) == 8;
+        self.fl_msg_bad.d.next =
+            (self.h[10].q.val().get_bits::<4>(12) != 1) & (self.h[10].q.val().get_bits::<4>(12) != 8);
+        self.fl_size_bad.d.next = self.h[10].q.val().get_bits::<3>(8) != self.job.size_code.val();
         self.fl_pay_bad.d.next = self.udp_len.val() != (bit_cast::<16, 9>(self.job.payload_words.val()) << 2) + 18;
         self.fl_slot_bad.d.next =
-            bit_cast::<16, 15>(self.h12.q.val().get_bits::<15>(16)) >= self.job.slots_in_use.val();
+            bit_cast::<16, 15>(self.h[12].q.val().get_bits::<15>(16)) >= self.job.slots_in_use.val();
         self.cls.next = 0.into();
         self.needs_rank.next = false;
         if self.desc.done.val() {
@@ -763,22 +664,13 @@ impl Logic for FrameParser {
                 self.d_valid.d.next = true;
                 self.d_kind.d.next = self.cls.val();
                 self.d_rank.d.next = self.search.rank.val();
-                self.d_slot.d.next = self.h12.q.val().get_bits::<15>(16);
-                self.d_set.d.next = self.h12.q.val().get_bit(31);
+                self.d_slot.d.next = self.h[12].q.val().get_bits::<15>(16);
+                self.d_set.d.next = self.h[12].q.val().get_bit(31);
                 self.d_half.d.next = self.wr_half.q.val();
                 self.d_len.d.next = self.total_len.val();
-                self.d1.d.next = self.h1.q.val();
-                self.d2.d.next = self.h2.q.val();
-                self.d3.d.next = self.h3.q.val();
-                self.d4.d.next = self.h4.q.val();
-                self.d5.d.next = self.h5.q.val();
-                self.d6.d.next = self.h6.q.val();
-                self.d7.d.next = self.h7.q.val();
-                self.d8.d.next = self.h8.q.val();
-                self.d9.d.next = self.h9.q.val();
-                self.d10.d.next = self.h10.q.val();
-                self.d11.d.next = self.h11.q.val();
-                self.d12.d.next = self.h12.q.val();
+                for i in 0..12 {
+                    self.d[i].d.next = self.h[i + 1].q.val();
+                }
                 self.wr_half.d.next = !self.wr_half.q.val();
                 self.deciding.d.next = false;
                 self.dstage.d.next = 0.into();
