@@ -292,7 +292,7 @@ fn control_link_through_a_pty() {
     if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Verilator) {
         return;
     }
-    let core = CoreConfig::new(4, 8, 256, 32).unwrap();
+    let core = CoreConfig::new(4, 8, 256, 32).unwrap().with_stragglers(true);
     let trace = generate(&TraceSpec::new(4, PayloadSize::B256, 8, 24, 11).troubled(0.1));
     let job = trace.job.clone();
     let mut rom_job = JobConfig::example(2, PayloadSize::B256, 4);
@@ -498,6 +498,22 @@ fn control_link_through_a_pty() {
     }
     assert_eq!(value("spotagg_ctl_up", None), 1.0);
     assert_eq!(value("spotagg_board_job_enabled", None), 1.0);
+    // The core's straggler counters over the link: which rank completed each round is the
+    // reference's over the same frames in the same order; the lags (cycles at the board's
+    // 100 MHz, the reference has no clock here) are positive exactly for a rank that was last.
+    let lags = reference.stragglers();
+    assert_eq!(lags.len(), job.n());
+    let mut rounds = 0.0;
+    for (r, want) in lags.iter().enumerate() {
+        let rank = r.to_string();
+        let last = value("spotagg_switch_straggler_rounds_last_total", Some(("rank", &rank)));
+        let total = value("spotagg_switch_straggler_behind_microseconds_total", Some(("rank", &rank)));
+        let max = value("spotagg_switch_straggler_behind_microseconds_max", Some(("rank", &rank)));
+        assert_eq!(last, want.rounds_last as f64, "rank {r} rounds last\n{text}");
+        assert!(max <= total && (total > 0.0) == (last > 0.0), "rank {r}: lag total {total} max {max} µs");
+        rounds += last;
+    }
+    assert!(rounds >= 8.0, "{rounds} rounds completed");
 
     let (ok, _, err) = ctl(&slave_name, &["reset-counters"]);
     assert!(ok, "{err}");

@@ -156,6 +156,23 @@ pub struct RankLag {
     pub behind_us_max: f64,
 }
 
+/// The clock of a hardware core, at which its straggler counters' cycles are converted to µs:
+/// the board top's core clock (`pll.clk100`), and the rust-hdl and Verilator engines' 10 ns
+/// cycle.
+pub const CORE_CLOCK_MHZ: f64 = 100.0;
+
+impl RankLag {
+    /// A hardware core's straggler words of one rank (`4·rank + j`: rounds last, lag total and
+    /// lag max, in cycles of [`CORE_CLOCK_MHZ`]), lags in µs.
+    pub fn from_core_words(words: &[u32]) -> RankLag {
+        RankLag {
+            rounds_last: u64::from(words[0]),
+            behind_us_total: f64::from(words[1]) / CORE_CLOCK_MHZ,
+            behind_us_max: f64::from(words[2]) / CORE_CLOCK_MHZ,
+        }
+    }
+}
+
 /// The straggler counters of ranks 0.. as the software switch names them
 /// (`spotagg_switch_straggler_*`, labelled `rank`, each sample also with `labels`), whatever
 /// engine counted them (the reference switch in µs of its clock, the HDL core in cycles

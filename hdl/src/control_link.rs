@@ -42,6 +42,14 @@
 //! requests further in the region. If the core does not become idle within 2^16 cycles (its
 //! output held back), the copy is made anyway and status bit 1 says the snapshot was not
 //! quiescent.
+//!
+//! Straggler counters: when the core has them (`CoreConfig::stragglers`), the snapshot goes on
+//! after the counters: it copies the core's straggler scan (`straggler`: word `4·rank + j`, one a
+//! cycle) into shadow words 128.. until it has written [`STRAGGLER_WORDS`] scan words (the scan
+//! visits each once in as many consecutive words; with the core's input held no update
+//! interrupts it), then drops `pause`. They are read at 0x0600 + 4·rank + j (j = 0 rounds last,
+//! 1 the lag total, 2 the lag max, in cycles) from that snapshot; a core without them answers
+//! unknown register there.
 
 use crate::block_ram::BlockRam;
 use crate::config::CoreConfig;
@@ -49,6 +57,7 @@ use crate::config_registers::ConfigBusDriver;
 use crate::counters::CounterPortDriver;
 use crate::crc16::Crc16Step;
 use crate::register_range::RegisterRange;
+use crate::straggler::{StragglerReader, WORDS_PER_RANK};
 use crate::uart::{UartRx, UartTx};
 use rust_hdl::prelude::*;
 use spotagg_driver::control::protocol::{self, Status, FRAME_TIMEOUT_BITS, MAX_COUNT};
@@ -116,6 +125,8 @@ enum LinkState {
     SnapshotWait,
     /// Snapshot: the counters copied into the shadow.
     SnapshotCopy,
+    /// Snapshot: the straggler scan copied into the shadow (a core with straggler counters).
+    SnapshotStragglers,
     /// The request's verdict (after the last CRC byte).
     Verdict,
 }
@@ -141,13 +152,15 @@ pub struct ControlLink {
     pub pause: Signal<Out, Bit>,
     /// Link state of ports 0..=3, one byte each (port 0 in the low byte); 0 = unknown.
     pub link_state: Signal<In, Bits<32>>,
+    /// The core's straggler counters, scanned (read only by a link built for a core with them).
+    pub straggler: StragglerReader,
     rx: UartRx,
     rx_crc: Crc16Step,
     tx_crc_step: Crc16Step,
     range: RegisterRange,
     tx: UartTx,
     buffer: BlockRam<5, 32>,
-    shadow: BlockRam<6, 32>,
+    shadow: BlockRam<8, 32>,
     state: DFF<LinkState>,
     snap_ge4: DFF<Bit>,
     cp_more: DFF<Bit>,
@@ -196,6 +209,11 @@ pub struct ControlLink {
     ctr_we: DFF<Bits<2>>,
     ctr_wa1: DFF<Bits<6>>,
     ctr_wa2: DFF<Bits<6>>,
+    st_we: DFF<Bit>,
+    st_wa: DFF<Bits<7>>,
+    st_data: DFF<Bits<32>>,
+    st_n: DFF<Bits<8>>,
+    has_stragglers: Constant<Bit>,
     link_q: DFF<Bits<32>>,
     tx_crc: DFF<Bits<16>>,
     mac_hi: DFFWithInit<Bits<32>>,
@@ -252,6 +270,14 @@ pub const CORE_COUNTERS: usize = protocol::reg::COUNTER_COUNT as usize;
 /// INITVAL, so they place and route alike.
 pub const IDENTITY_BASE: usize = 0x30;
 
+/// Shadow RAM word of straggler register 0x0600: the snapshot's copy of the straggler scan is
+/// words `STRAGGLER_BASE + 4·rank + j`.
+pub const STRAGGLER_BASE: usize = 0x80;
+
+/// Straggler scan words a snapshot copies: every index of the scan, `4·rank + j` for the 32
+/// ranks a core can have.
+pub const STRAGGLER_WORDS: usize = 32 * WORDS_PER_RANK;
+
 /// The identity registers 0x0000..=0x000A in order.
 fn identity_words(core: &CoreConfig, identity: &ControlIdentity, counters: usize) -> [u32; 11] {
     [
@@ -297,15 +323,20 @@ impl ControlLink {
             counter: Default::default(),
             core_idle: Default::default(),
             link_state: Default::default(),
+            straggler: Default::default(),
             rx: UartRx::new(d),
             rx_crc: Default::default(),
             tx_crc_step: Default::default(),
-            range: RegisterRange::new(counters),
+            range: RegisterRange::new(counters).with_stragglers(if core.stragglers {
+                WORDS_PER_RANK * core.max_workers
+            } else {
+                0
+            }),
             tx: UartTx::new(d),
             buffer: BlockRam::new(32),
             // The link never reads a shadow word in the cycle it is written (written only while
             // a snapshot is copied, read only while a response is sent).
-            shadow: BlockRam::new(64)
+            shadow: BlockRam::new(STRAGGLER_BASE + STRAGGLER_WORDS)
                 .with_contents(IDENTITY_BASE, &identity_words(core, &identity, counters).map(u64::from))
                 .without_collision_check(),
             state: Default::default(),
@@ -357,6 +388,11 @@ impl ControlLink {
             ctr_we: Default::default(),
             ctr_wa1: Default::default(),
             ctr_wa2: Default::default(),
+            st_we: Default::default(),
+            st_wa: Default::default(),
+            st_data: Default::default(),
+            st_n: Default::default(),
+            has_stragglers: Constant::new(core.stragglers),
             link_q: Default::default(),
             tx_crc: Default::default(),
             mac_hi: w32(j[0]),
@@ -405,7 +441,8 @@ impl Logic for ControlLink {
             count_out, out_word, shadow_q, rd_hold, idle_q, tx_crc, pause_q, o_write, o_address, o_data, ctr_q, ctr_we,
             ctr_wa1, ctr_wa2, link_q, rd_addr, wr_off, count_m1, quiet_over, slots_used, mac_hi, mac_lo, ip, n, size,
             slots_s, vlan, wport, jobn, enabled, uptime, snap_idx, snap_wait, snap_late, snap_ge4, cp_more, cp_end,
-            crc_hi_ok, crc_ok, v_job, v_link, v_stat, v_reg, crc_pend, crc_byte, wsel, wle5, w_last, cnt_zero
+            crc_hi_ok, crc_ok, v_job, v_link, v_stat, v_reg, crc_pend, crc_byte, wsel, wle5, w_last, cnt_zero, st_we,
+            st_wa, st_data, st_n
         );
         clock!(self, clock, rx, tx, buffer, shadow, range);
         self.rx.line.next = self.uart_rx.val();
@@ -431,14 +468,27 @@ impl Logic for ControlLink {
         self.ctr_we.d.next = self.ctr_we.q.val() << 1;
         // The identity registers (region 0) are words IDENTITY_BASE.. of the shadow, its
         // initial contents; the counters (region 2) are words 0..C.
-        self.shadow.read_address.next = bit_cast::<6, 8>(self.rd_off.val());
+        self.shadow.read_address.next = self.rd_off.val() & 0x3F;
         if self.rd_region.val() == 0 {
-            self.shadow.read_address.next = (bit_cast::<6, 8>(self.rd_off.val()) & 0x0F) | 0x30;
             // IDENTITY_BASE
+            self.shadow.read_address.next = (self.rd_off.val() & 0x0F) | 0x30;
         }
-        self.shadow.write_address.next = self.ctr_wa2.q.val();
+        if self.rd_region.val() == 6 {
+            // STRAGGLER_BASE
+            self.shadow.read_address.next = (self.rd_off.val() & 0x7F) | 0x80;
+        }
+        // The straggler scan, registered on its way into the shadow (SnapshotStragglers).
+        self.st_we.d.next = false;
+        self.st_wa.d.next = self.straggler.index.val();
+        self.st_data.d.next = self.straggler.data.val();
+        self.shadow.write_address.next = bit_cast::<8, 6>(self.ctr_wa2.q.val());
         self.shadow.write_data.next = self.ctr_q.q.val();
         self.shadow.write_enable.next = self.ctr_we.q.val().get_bit(1);
+        if self.st_we.q.val() {
+            self.shadow.write_address.next = bit_cast::<8, 7>(self.st_wa.q.val()) | 0x80;
+            self.shadow.write_data.next = self.st_data.q.val();
+            self.shadow.write_enable.next = true;
+        }
         self.pause.next = self.pause_q.q.val();
         self.link_q.d.next = self.link_state.val();
         // The configuration bus from registers: a write leaves a cycle after its word is read.
@@ -495,8 +545,9 @@ impl Logic for ControlLink {
         if self.rd_region.val() < 4 {
             self.v_reg.d.next = bit_cast::<3, 8>(self.rd_region.val());
         }
-        // The identity (region 0) is read from the shadow, as the counters are.
-        if self.rd_region.val() == 0 {
+        // The identity (region 0) and the straggler counters (region 6) are read from the
+        // shadow, as the counters are.
+        if (self.rd_region.val() == 0) | (self.rd_region.val() == 6) {
             self.v_reg.d.next = 2.into();
         }
         self.rd_value.next = self.v_stat.q.val();
@@ -807,6 +858,24 @@ impl Logic for ControlLink {
                     self.ctr_we.d.next = (self.ctr_we.q.val() << 1) | 1;
                 }
                 if self.cp_end.q.val() {
+                    self.st_n.d.next = 0.into();
+                    if self.has_stragglers.val() {
+                        self.state.d.next = LinkState::SnapshotStragglers;
+                    } else {
+                        self.pause_q.d.next = false;
+                        self.count_out.d.next = self.count.q.val();
+                        self.state.d.next = LinkState::Respond;
+                    }
+                }
+            }
+            LinkState::SnapshotStragglers => {
+                // Each scan word into the shadow (through st_*) until STRAGGLER_WORDS (128: bit 7
+                // of st_n) are written; the last lands in the cycle the state ends.
+                if self.straggler.valid.val() & !self.st_n.q.val().get_bit(7) {
+                    self.st_we.d.next = true;
+                    self.st_n.d.next = self.st_n.q.val() + 1;
+                }
+                if self.st_n.q.val().get_bit(7) {
                     self.pause_q.d.next = false;
                     self.count_out.d.next = self.count.q.val();
                     self.state.d.next = LinkState::Respond;
@@ -916,11 +985,16 @@ mod tests {
         was_paused: bool,
         snapshots: u64,
         counter_reg: u64,
+        /// The fake straggler scan's next index, and its cycle count (valid is low one cycle in 7).
+        scan: u64,
+        scan_cycle: u64,
     }
 
     impl Bench {
         fn new() -> Bench {
-            let core = CoreConfig::new(4, 8, 1024, 32).unwrap();
+            Self::with_core(CoreConfig::new(4, 8, 1024, 32).unwrap())
+        }
+        fn with_core(core: CoreConfig) -> Bench {
             let id = ControlIdentity {
                 board_id: 0,
                 version: 0x01_02_03,
@@ -941,7 +1015,13 @@ mod tests {
                 was_paused: false,
                 snapshots: 0,
                 counter_reg: 0,
+                scan: 0,
+                scan_cycle: 0,
             }
+        }
+        /// Straggler word `index` of the fake core after `snapshots` snapshots.
+        fn straggler_word(index: u64, snapshots: u64) -> u32 {
+            (5000 + 7 * index + 1000 * snapshots) as u32
         }
         fn cycle(&mut self) -> Option<u8> {
             self.uut.uart_rx.next = self.line.drive();
@@ -964,6 +1044,16 @@ mod tests {
             settle(&mut self.uut);
             self.counter_reg = next_reg;
             self.uut.counter.data.next = self.counter_reg.into();
+            // A fake straggler scan: one word a cycle but every seventh, each word's value moving
+            // with the snapshots taken (so a copy from the wrong snapshot shows).
+            self.scan_cycle += 1;
+            let valid = !self.scan_cycle.is_multiple_of(7);
+            self.uut.straggler.valid.next = valid;
+            self.uut.straggler.index.next = self.scan.into();
+            self.uut.straggler.data.next = u64::from(Self::straggler_word(self.scan, self.snapshots)).into();
+            if valid {
+                self.scan = (self.scan + 1) % 128;
+            }
             self.uut.clock.next = false.into();
             settle(&mut self.uut);
             self.cycles += 1;
@@ -982,6 +1072,37 @@ mod tests {
             }
             panic!("no response to {req:02x?}; got {buf:02x?}");
         }
+    }
+
+    /// A core with straggler counters: a snapshot copies the whole scan after the counters, with
+    /// `pause` up until the last word is in, and 0x0600 + 4r + j reads it; the region's end
+    /// (4 · max_workers) is checked. Without them the region is an unknown register.
+    #[test]
+    fn snapshot_copies_the_straggler_scan() {
+        let core = CoreConfig::new(4, 8, 1024, 8).unwrap().with_stragglers(true);
+        let mut b = Bench::with_core(core);
+        for snap in 0..2u64 {
+            let paused = b.paused;
+            let r = b.transact(&read_request(0x0200, 2));
+            assert_eq!(r.words, vec![1000 + 100 * snap as u32, 1001 + 100 * snap as u32]);
+            assert_eq!(b.snapshots, snap + 1);
+            // The wait, the counters, then 128 scan words at 6 cycles of 7.
+            let held = b.paused - paused;
+            assert!((5 + 24 + 2 + 128..=5 + 24 + 2 + 128 * 7 / 6 + 2).contains(&held), "pause held {held} cycles");
+            let r = b.transact(&read_request(0x0600, 32));
+            assert_eq!(r.status, Status::Ok);
+            let want: Vec<u32> = (0..32).map(|i| Bench::straggler_word(i, snap)).collect();
+            assert_eq!(r.words, want, "snapshot {snap}");
+            let r = b.transact(&read_request(0x0610, 16));
+            let want: Vec<u32> = (16..32).map(|i| Bench::straggler_word(i, snap)).collect();
+            assert_eq!(r.words, want);
+        }
+        assert_eq!(b.transact(&read_request(0x061F, 1)).status, Status::Ok);
+        assert_eq!(b.transact(&read_request(0x061F, 2)).status, Status::UnknownRegister, "8 workers: 32 words");
+        let mut plain = Bench::new();
+        assert_eq!(plain.transact(&read_request(0x0600, 1)).status, Status::UnknownRegister);
+        plain.transact(&read_request(0x0200, 1));
+        assert_eq!(plain.paused, 5 + 24 + 2, "no straggler copy without the counters");
     }
 
     #[test]

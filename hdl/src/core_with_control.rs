@@ -12,6 +12,7 @@ use crate::config::CoreConfig;
 use crate::config_registers::ConfigBusDriver;
 use crate::control_link::{ControlIdentity, ControlLink};
 use crate::core::Core;
+use crate::straggler::StragglerRead;
 use crate::word_stream::{BeatSink, BeatSource};
 use rust_hdl::prelude::*;
 
@@ -79,6 +80,7 @@ impl<const D: usize> Logic for CoreWithControl<D> {
         self.link.uart_rx.next = self.uart_rx.val();
         self.uart_tx.next = self.link.uart_tx.val();
         self.link.link_state.next = self.link_state.val();
+        StragglerRead::join(&mut self.core.straggler, &mut self.link.straggler);
         self.link.core_idle.next = self.core.idle.val();
         ConfigBusDriver::join(&mut self.link.cfg, &mut self.core.cfg);
         self.core.counter.address.next = bit_cast::<5, 6>(self.link.counter.address.val());

@@ -1,6 +1,7 @@
 //! The control link's register map check: does every register a request names exist for its
 //! access (docs/control.md)? Reads: identity 0x0000..=0x000A, the job 0x0100..=0x0109, the
-//! counters 0x0200..0x0200 + C, link state 0x0300..=0x0303, status 0x0400..=0x0402. Writes:
+//! counters 0x0200..0x0200 + C, link state 0x0300..=0x0303, status 0x0400..=0x0402, and, when
+//! the core has them, the straggler counters 0x0600..0x0600 + W (`with_stragglers`). Writes:
 //! the job and the worker table, 0x0100..=0x0109 and 0x0180..=0x01FF. A request may not wrap
 //! past 0xFFFF.
 //!
@@ -31,6 +32,7 @@ pub struct RegisterRange {
     /// Every register named exists for the access.
     pub range_ok: Signal<Out, Bit>,
     counter_last: Constant<Bits<8>>,
+    straggler_words: Constant<Bits<8>>,
     last_address: DFF<Bits<16>>,
     is_read: DFF<Bit>,
     is_write: DFF<Bit>,
@@ -41,8 +43,9 @@ pub struct RegisterRange {
     counters_fit: DFF<Bit>,
     links_fit: DFF<Bit>,
     status_fits: DFF<Bit>,
+    stragglers_fit: DFF<Bit>,
     in_worker_table: DFF<Bit>,
-    region: DFF<Bits<5>>,
+    region: DFF<Bits<7>>,
     ok: Signal<Local, Bit>,
     ok_q: DFF<Bit>,
 }
@@ -61,6 +64,7 @@ impl RegisterRange {
             snapshot: Default::default(),
             range_ok: Default::default(),
             counter_last: Constant::new(((counters - 1) as u64).into()),
+            straggler_words: Constant::new(0.into()),
             last_address: Default::default(),
             is_read: Default::default(),
             is_write: Default::default(),
@@ -71,11 +75,22 @@ impl RegisterRange {
             counters_fit: Default::default(),
             links_fit: Default::default(),
             status_fits: Default::default(),
+            stragglers_fit: Default::default(),
             in_worker_table: Default::default(),
             region: Default::default(),
             ok: Default::default(),
             ok_q: Default::default(),
         }
+    }
+}
+
+impl RegisterRange {
+    /// The check with the straggler region 0x0600.. holding `words` (at most 128) registers; 0
+    /// (the default): no straggler region.
+    pub fn with_stragglers(mut self, words: usize) -> Self {
+        assert!(words <= 128, "{words} straggler words: at most 128");
+        self.straggler_words = Constant::new((words as u64).into());
+        self
     }
 }
 
@@ -95,6 +110,7 @@ impl Logic for RegisterRange {
             counters_fit,
             links_fit,
             status_fits,
+            stragglers_fit,
             in_worker_table,
             region,
             ok_q
@@ -115,6 +131,7 @@ impl Logic for RegisterRange {
         self.counters_fit.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= self.counter_last.val();
         self.links_fit.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= 3;
         self.status_fits.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= 2;
+        self.stragglers_fit.d.next = bit_cast::<8, 16>(self.last_address.q.val()) < self.straggler_words.val();
         self.in_worker_table.d.next = bit_cast::<8, 16>(self.address.val()) >= 0x80;
         self.region.d.next = 0.into();
         match bit_cast::<8, 16>(self.address.val() >> 8).index() {
@@ -133,6 +150,9 @@ impl Logic for RegisterRange {
             4 => {
                 self.region.d.next = 16.into();
             }
+            6 => {
+                self.region.d.next = 64.into();
+            }
             _ => {}
         }
         // Their combination.
@@ -143,7 +163,8 @@ impl Logic for RegisterRange {
                     || (self.region.q.val().get_bit(1) && self.job_fits.q.val())
                     || (self.region.q.val().get_bit(2) && self.counters_fit.q.val())
                     || (self.region.q.val().get_bit(3) && self.links_fit.q.val())
-                    || (self.region.q.val().get_bit(4) && self.status_fits.q.val());
+                    || (self.region.q.val().get_bit(4) && self.status_fits.q.val())
+                    || (self.region.q.val().get_bit(6) && self.stragglers_fit.q.val());
             } else {
                 self.ok.next =
                     self.region.q.val().get_bit(1) && (self.job_fits.q.val() || self.in_worker_table.q.val());
@@ -159,7 +180,7 @@ mod tests {
     use spotagg_driver::control::protocol::{reg, OP_READ, OP_WRITE};
 
     /// docs/control.md's register map: does `address` exist for a read (or a write)?
-    fn exists(address: u32, write: bool, counters: u32) -> bool {
+    fn exists(address: u32, write: bool, counters: u32, stragglers: u32) -> bool {
         let a = address;
         let job = (u32::from(reg::SWITCH_MAC_HI)..=u32::from(reg::JOB_NUMBER)).contains(&a);
         if write {
@@ -170,29 +191,33 @@ mod tests {
             || (u32::from(reg::COUNTERS)..u32::from(reg::COUNTERS) + counters).contains(&a)
             || (u32::from(reg::LINK_STATE)..u32::from(reg::LINK_STATE) + u32::from(reg::LINK_PORTS)).contains(&a)
             || (u32::from(reg::STATUS)..=u32::from(reg::UPTIME)).contains(&a)
+            || (u32::from(reg::STRAGGLERS)..u32::from(reg::STRAGGLERS) + stragglers).contains(&a)
     }
 
     /// Requests of 1..=32 registers from every first address near each region's edges (and a
-    /// wrap past 0xFFFF), reads and writes, with 22 and 46 counters: `range_ok` is the
-    /// model's "every register exists", three cycles after the request is presented.
+    /// wrap past 0xFFFF), reads and writes, with 22 and 46 counters and 0, 16 and 128 straggler
+    /// words: `range_ok` is the model's "every register exists", three cycles after the request
+    /// is presented.
     #[test]
     fn accepts_exactly_the_existing_registers() {
-        for counters in [22u32, 46] {
-            let mut b = RegisterRange::new(counters as usize);
+        for (counters, stragglers) in [(22u32, 0u32), (46, 0), (46, 16), (22, 128)] {
+            let mut b = RegisterRange::new(counters as usize).with_stragglers(stragglers as usize);
             b.connect_all();
             let mut firsts = vec![0xfff0_u32, 0xffff];
-            for base in [0x0000_u32, 0x0100, 0x0180, 0x0200, 0x0300, 0x0400, 0x0500] {
+            for base in [0x0000_u32, 0x0100, 0x0180, 0x0200, 0x0300, 0x0400, 0x0500, 0x0600, 0x0700] {
                 firsts.extend(base.saturating_sub(3)..base + 12);
             }
             firsts.extend(0x01f0..0x0200);
             firsts.extend(0x0200 + counters - 4..0x0200 + counters + 2);
+            firsts.extend((0x0600 + stragglers).saturating_sub(4)..0x0600 + stragglers + 2);
             firsts.sort();
             firsts.dedup();
             let mut checked = [0usize; 2];
             for &first in &firsts {
                 for count in [1u32, 2, 3, 4, 6, 7, 8, 11, 12, 16, 21, 22, 32] {
                     for (op, write) in [(OP_READ, false), (OP_WRITE, true)] {
-                        let want = (first..first + count).all(|a| a <= 0xffff && exists(a, write, counters));
+                        let want =
+                            (first..first + count).all(|a| a <= 0xffff && exists(a, write, counters, stragglers));
                         checked[want as usize] += 1;
                         b.op.next = u64::from(op).into();
                         b.address.next = u64::from(first).into();
@@ -203,7 +228,11 @@ mod tests {
                         assert_eq!(b.read.val(), !write);
                         assert_eq!(b.write.val(), write);
                         assert_eq!(b.snapshot.val(), first == 0x0200);
-                        assert_eq!(b.range_ok.val(), want, "C = {counters}, op {op}: {first:#06x} + {count}");
+                        assert_eq!(
+                            b.range_ok.val(),
+                            want,
+                            "C = {counters}, W = {stragglers}, op {op}: {first:#06x} + {count}"
+                        );
                     }
                 }
             }

@@ -501,13 +501,10 @@ impl Engine for RtlEngine {
         if self.config.stragglers {
             let words = self.driver.lock().expect("core driver poisoned").read_straggler_words();
             if let Some(words) = words {
-                let w = |r: usize, j: usize| words[r * spotagg_hdl::straggler::WORDS_PER_RANK + j];
-                let ranks: Vec<_> = (0..self.workers)
-                    .map(|r| spotagg_driver::metrics::RankLag {
-                        rounds_last: u64::from(w(r, 0)),
-                        behind_us_total: f64::from(w(r, 1)) / CORE_CLOCK_MHZ,
-                        behind_us_max: f64::from(w(r, 2)) / CORE_CLOCK_MHZ,
-                    })
+                let ranks: Vec<_> = words
+                    .chunks(spotagg_hdl::straggler::WORDS_PER_RANK)
+                    .take(self.workers)
+                    .map(spotagg_driver::metrics::RankLag::from_core_words)
                     .collect();
                 f.extend(spotagg_driver::metrics::straggler_families(&ranks, &[]));
             }
@@ -518,7 +515,7 @@ impl Engine for RtlEngine {
 
 /// The core clock the cycle counts are converted at (the board top's `pll.clk100`; the VCD's
 /// 10 ns a cycle).
-pub const CORE_CLOCK_MHZ: f64 = 100.0;
+pub use spotagg_driver::metrics::CORE_CLOCK_MHZ;
 
 /// Frames for a benchmark: `rounds` complete rounds of `n` workers over `slots` slots,
 /// slot after slot, set alternating per pass (what SwitchML workers send in steady state).

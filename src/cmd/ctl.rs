@@ -10,7 +10,7 @@
 
 use anyhow::{bail, Context, Result};
 use spotagg_driver::control::{link_state_name, open_serial, Control, CounterSnapshot, DESIGN_VERSION};
-use spotagg_driver::metrics::{board_families, Family, Kind};
+use spotagg_driver::metrics::{board_families, straggler_families, Family, Kind, RankLag};
 use spotagg_driver::JobConfig;
 use spotagg_sim::metrics_http::{serve_http, MetricsBoard};
 use std::io::{Read, Write};
@@ -216,7 +216,8 @@ fn exporter_families(up: bool, polls: u64, errors: u64, seconds: f64) -> Vec<Fam
     ]
 }
 
-/// `ctl metrics`: one thread polls the link (a counter snapshot and the status) and publishes
+/// `ctl metrics`: one thread polls the link (a counter snapshot, the status and, from a core
+/// with them, the straggler counters under the software switch's names) and publishes
 /// the families; this one serves them. The first poll must succeed (else the command fails, naming
 /// the port); a later failed poll is reported on stderr and leaves only the exporter's families
 /// (`spotagg_ctl_up 0`), so a scrape never shows stale board figures as current, and polling
@@ -231,12 +232,21 @@ fn export<P: Read + Write + Send + 'static>(
     let (mut polls, mut errors) = (0u64, 0u64);
     let mut poll = move |board: &MetricsBoard| -> Result<(), String> {
         let t = Instant::now();
-        let got = c.snapshot().and_then(|k| Ok((k, c.status()?)));
+        // The straggler counters (if the core has them) of the job's ranks, from the same snapshot.
+        let got = c.snapshot().and_then(|k| {
+            let s = c.status()?;
+            let n = s.job_registers.get(3).map_or(0, |&n| n as usize).min(32);
+            Ok((k, c.stragglers(n)?, s))
+        });
         polls += 1;
         let secs = t.elapsed().as_secs_f64();
         match got {
-            Ok((k, s)) => {
+            Ok((k, lags, s)) => {
                 let mut f = board_families(&k, &s);
+                if let Some(lags) = lags {
+                    let ranks: Vec<RankLag> = lags.iter().map(|w| RankLag::from_core_words(w)).collect();
+                    f.extend(straggler_families(&ranks, &[]));
+                }
                 f.extend(exporter_families(true, polls, errors, secs));
                 board.publish(0, f);
                 Ok(())

@@ -26,6 +26,7 @@ use spotagg_driver::control::protocol::reg;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::control_link::{ControlIdentity, ControlLink};
 use spotagg_hdl::mdio::MdioMaster;
+use spotagg_hdl::straggler::StragglerRead;
 use spotagg_hdl::CoreConfig;
 
 /// Build parameters of the control plane.
@@ -141,6 +142,7 @@ impl Logic for BoardLogic {
         self.mdio_oe.next = self.mdio.mdio_oe.val();
         self.mdio.mdio_i.next = self.mdio_i.val();
         self.link.link_state.next = self.mdio.link_state.val();
+        StragglerRead::join(&mut self.fabric.straggler, &mut self.link.straggler);
     }
 }
 

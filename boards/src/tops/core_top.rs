@@ -51,13 +51,16 @@ pub fn core_top_verilog(core_verilog: &str, width_bytes: usize) -> String {
         ("cfg$data", 32),
         ("counter$address", 5),
     ];
-    let outputs: [(&str, usize); 7] = [
+    let outputs: [(&str, usize); 10] = [
         ("rx$ready", 1),
         ("tx$valid", 1),
         ("tx$data", d),
         ("tx$last", 1),
         ("tx$bytes", 4),
         ("counter$data", 32),
+        ("straggler$index", 7),
+        ("straggler$data", 32),
+        ("straggler$valid", 1),
         ("idle", 1),
     ];
     let n_in: usize = inputs.iter().map(|(_, w)| w).sum();

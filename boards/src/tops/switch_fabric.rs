@@ -48,6 +48,7 @@ use crate::ethernet::stream_slice::StreamSlice;
 use crate::tops::config_loader::ConfigLoader;
 use rust_hdl::prelude::*;
 use spotagg_driver::JobConfig;
+use spotagg_hdl::straggler::StragglerRead;
 use spotagg_hdl::{Core, CoreConfig};
 
 /// What the fabric says of its state, to the layers above and the board tests.
@@ -93,6 +94,9 @@ pub struct SwitchFabric {
     pub pause: Signal<In, Bit>,
     /// Loaded, idle, and the frames the core takes.
     pub status: FabricStatus,
+    /// The core's straggler counters, scanned (`spotagg_hdl::straggler`; zero unless the core
+    /// has them).
+    pub straggler: StragglerRead,
     port: [EthPort; 2],
     rx_arbiter: FrameArbiter,
     router: RxRouter,
@@ -135,6 +139,7 @@ impl SwitchFabric {
             cfg_data: Default::default(),
             pause: Default::default(),
             status: Default::default(),
+            straggler: Default::default(),
             port: Default::default(),
             rx_arbiter: Default::default(),
             router: Default::default(),
@@ -220,6 +225,7 @@ impl Logic for SwitchFabric {
         self.status.configured.next = self.done_q.q.val();
         self.core.counter.address.next = self.counter_address.val();
         self.counter_data.next = self.core.counter.data.val();
+        StragglerRead::link(&mut self.straggler, &mut self.core.straggler);
         // Idle: the core, and no frame begun or held on the way in or out (registered).
         self.idle_q.d.next =
             self.core.idle.val() & !self.in_frame.q.val() & self.to_core.empty.val() & self.from_core.empty.val();

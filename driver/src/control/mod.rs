@@ -439,6 +439,19 @@ impl<P: Read + Write> Control<P> {
         self.write(reg::CONTROL, &[1])
     }
 
+    /// The straggler counters of ranks `0..n` from the last counter snapshot ([`Self::snapshot`]
+    /// takes one; docs/control.md): per rank the rounds it was last in, and the sum and largest
+    /// of its lags, in core clock cycles. `None` when the design has none (its control link
+    /// answers unknown register at [`reg::STRAGGLERS`]).
+    pub fn stragglers(&mut self, n: usize) -> Result<Option<Vec<[u32; 3]>>, ControlError> {
+        let per = usize::from(reg::STRAGGLER_WORDS_PER_RANK);
+        let w = match self.read(reg::STRAGGLERS, per * n) {
+            Err(ControlError::Status { status: Status::UnknownRegister, .. }) => return Ok(None),
+            r => r?,
+        };
+        Ok(Some(w.chunks(per).map(|c| [c[0], c[1], c[2]]).collect()))
+    }
+
     /// The status registers and the job registers.
     pub fn status(&mut self) -> Result<BoardStatus, ControlError> {
         let s = self.read(reg::STATUS, 3)?;
@@ -578,6 +591,17 @@ mod tests {
         assert_eq!((s.worker_port, s.job_number, s.vlan), (0xbee3, 9, 0));
         job_regs.truncate(6);
         assert_eq!(s.job_registers, job_regs);
+    }
+
+    /// `stragglers(n)` reads 4n registers at 0x0600 (byte literal of the request) and splits them
+    /// by rank; a design without them answers unknown register: `None`.
+    #[test]
+    fn stragglers_by_rank_or_none() {
+        let words: Vec<u32> = (0..12).map(|i| 100 + i).collect();
+        let mut c = answering(&[(Status::Ok, &words), (Status::UnknownRegister, &[])]);
+        assert_eq!(c.stragglers(3).unwrap(), Some(vec![[100, 101, 102], [104, 105, 106], [108, 109, 110]]));
+        assert_eq!(c.port.sent, [0xA5, 0x01, 0x06, 0x00, 0x0C, 0x81, 0x58]);
+        assert_eq!(c.stragglers(3).unwrap(), None);
     }
 
     #[test]

@@ -173,6 +173,12 @@ pub mod reg {
     pub const SLOT_USAGE: u16 = 0x0401;
     /// Uptime.
     pub const UPTIME: u16 = 0x0402;
+    /// The straggler counters of rank r at `STRAGGLERS + 4·r + j` (j = 0 rounds last, 1 lag
+    /// total, 2 lag max, in core clock cycles), from the last counter snapshot; only in a core
+    /// built with them.
+    pub const STRAGGLERS: u16 = 0x0600;
+    /// Registers per rank in the straggler region (the fourth reads 0).
+    pub const STRAGGLER_WORDS_PER_RANK: u8 = 4;
 }
 
 /// Board ids.
