@@ -456,8 +456,9 @@ mod tests {
         assert_eq!(run(&mut uut, &mut phys, 2 * round), 0x0003);
     }
 
-    /// Verilator `-Wall` finds nothing in the MDIO master and the control link (with the
-    /// project's two rust-hdl waivers: one file for every module, and widths).
+    /// Verilator `-Wall` finds nothing in the MDIO master and the control link, with and without
+    /// the straggler read-out (with the project's rust-hdl waivers: one file for every module,
+    /// widths, and enum localparams).
     #[test]
     fn lint_wall_clean() {
         use crate::control_link::{BuildStamp, ControlIdentity, ControlLink};
@@ -474,27 +475,21 @@ mod tests {
             Some([1, 2, 3, 4, 1, 8, 0, 0xa064, 0xbee3, 9]),
         );
         l.connect_all();
-        for (what, v) in [("mdio", generate_verilog(&m)), ("control link", generate_verilog(&l))] {
-            let dir =
-                std::env::temp_dir().join(format!("spotagg-lint-{}-{}", std::process::id(), what.replace(' ', "-")));
-            std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(dir.join("top.v"), v).unwrap();
-            // UNUSEDPARAM: rust-hdl declares a `LogicState` enum's values as localparams in
-            // every module that holds one, also in the DFF that only stores it.
-            std::fs::write(
-                dir.join("w.vlt"),
-                "`verilator_config\nlint_off -rule DECLFILENAME -file \"*top.v\"\nlint_off -rule WIDTH -file \"*top.v\"\n\
-                 lint_off -rule UNUSEDPARAM -file \"*top.v\"\n",
-            )
-            .unwrap();
-            let out = std::process::Command::new("verilator")
-                .current_dir(&dir)
-                .args(["--lint-only", "-Wall", "--top-module", "top", "w.vlt", "top.v"])
-                .output()
-                .unwrap();
-            let _ = std::fs::remove_dir_all(&dir);
-            let log = String::from_utf8_lossy(&out.stderr);
-            assert!(out.status.success(), "{what}: verilator -Wall:\n{log}");
+        let mut ls =
+            ControlLink::new(&core.with_stragglers(true), ControlIdentity::stamp(0, 1085, BuildStamp::default()));
+        ls.connect_all();
+        // UNUSEDPARAM: rust-hdl declares a `LogicState` enum's values as localparams in every
+        // module that holds one, also in the DFF that only stores it.
+        let waivers = "`verilator_config\nlint_off -rule DECLFILENAME -file \"*top.v\"\n\
+                       lint_off -rule WIDTH -file \"*top.v\"\nlint_off -rule UNUSEDPARAM -file \"*top.v\"\n";
+        let blocks = [
+            ("mdio", generate_verilog(&m)),
+            ("control link", generate_verilog(&l)),
+            ("control link with stragglers", generate_verilog(&ls)),
+        ];
+        for (what, v) in blocks {
+            let (ok, log) = spotagg_testkit::verilator_lint(&v, waivers, "-Wall");
+            assert!(ok, "{what}: verilator -Wall:\n{log}");
         }
     }
 

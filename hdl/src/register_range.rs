@@ -32,7 +32,8 @@ pub struct RegisterRange {
     /// Every register named exists for the access.
     pub range_ok: Signal<Out, Bit>,
     counter_last: Constant<Bits<8>>,
-    straggler_words: Constant<Bits<8>>,
+    has_stragglers: Constant<Bit>,
+    straggler_last: Constant<Bits<8>>,
     last_address: DFF<Bits<16>>,
     is_read: DFF<Bit>,
     is_write: DFF<Bit>,
@@ -64,7 +65,8 @@ impl RegisterRange {
             snapshot: Default::default(),
             range_ok: Default::default(),
             counter_last: Constant::new(((counters - 1) as u64).into()),
-            straggler_words: Constant::new(0.into()),
+            has_stragglers: Constant::new(false),
+            straggler_last: Constant::new(0.into()),
             last_address: Default::default(),
             is_read: Default::default(),
             is_write: Default::default(),
@@ -89,7 +91,8 @@ impl RegisterRange {
     /// (the default): no straggler region.
     pub fn with_stragglers(mut self, words: usize) -> Self {
         assert!(words <= 128, "{words} straggler words: at most 128");
-        self.straggler_words = Constant::new((words as u64).into());
+        self.has_stragglers = Constant::new(words > 0);
+        self.straggler_last = Constant::new((words.saturating_sub(1) as u64).into());
         self
     }
 }
@@ -131,7 +134,8 @@ impl Logic for RegisterRange {
         self.counters_fit.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= self.counter_last.val();
         self.links_fit.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= 3;
         self.status_fits.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= 2;
-        self.stragglers_fit.d.next = bit_cast::<8, 16>(self.last_address.q.val()) < self.straggler_words.val();
+        self.stragglers_fit.d.next =
+            self.has_stragglers.val() & (bit_cast::<8, 16>(self.last_address.q.val()) <= self.straggler_last.val());
         self.in_worker_table.d.next = bit_cast::<8, 16>(self.address.val()) >= 0x80;
         self.region.d.next = 0.into();
         match bit_cast::<8, 16>(self.address.val() >> 8).index() {

@@ -175,16 +175,41 @@ mod test {
         assert!(!lpf.contains("\"mdio\""));
     }
 
+    /// Every port of the real core's `top` (read from its Verilog), with its width, is wired.
     #[test]
     fn top_wires_every_port_of_the_core() {
+        let core = spotagg_hdl::verilog::core_verilog(&spotagg_hdl::CoreConfig::default());
         let v = core_top_verilog("module top(); endmodule\n", 4);
         assert!(v.starts_with("// Core-only top"));
         assert!(v.contains("module spotagg_core_top("));
         assert!(v.contains("wire [31:0] core_rx_data = in_sr[32:1];"));
         assert!(v.contains(".CLKFB_DIV(5)"));
-        // 1 + 32 + 1 + 4 + 1 + 1 + 8 + 32 + 5 = 85 input bits; 1 + 1 + 32 + 1 + 4 + 32 + 1 = 72 output bits.
-        assert!(v.contains("reg [84:0] in_sr"));
-        assert!(v.contains("reg [71:0] out_r"));
         assert!(v.ends_with("module top(); endmodule\n"));
+        let args = core.split("// Module arguments").nth(1).and_then(|r| r.split("// Enums").next()).unwrap();
+        let (mut n_in, mut n_out) = (0, 0);
+        for decl in args.lines().map(str::trim).filter(|l| l.starts_with("input") || l.starts_with("output")) {
+            let words: Vec<&str> = decl.trim_end_matches(';').split_whitespace().collect();
+            let name = words[words.len() - 1];
+            let width = words
+                .iter()
+                .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(":0]")))
+                .map_or(1, |hi| hi.parse::<usize>().unwrap() + 1);
+            if name == "clock" {
+                continue;
+            }
+            let wire = format!("core_{}", name.replace('$', "_"));
+            assert!(v.contains(&format!(".{name}({wire})")), "core port {name} is not wired");
+            let declared = if width == 1 { format!("wire {wire}") } else { format!("wire [{}:0] {wire}", width - 1) };
+            assert!(v.contains(&declared), "{name}: {declared}");
+            if decl.starts_with("input") {
+                n_in += width;
+            } else {
+                n_out += width;
+            }
+        }
+        // The shift register is the inputs rounded up to 5 bits; every output is folded.
+        assert!(v.contains(&format!("reg [{}:0] in_sr", n_in.div_ceil(5) * 5 - 1)), "{n_in} input bits");
+        assert!(v.contains(&format!("reg [{}:0] out_r", n_out - 1)), "{n_out} output bits");
+        assert_eq!((n_in, n_out), (1 + 32 + 1 + 4 + 1 + 1 + 8 + 32 + 5, 1 + 1 + 32 + 1 + 4 + 32 + 7 + 32 + 1 + 1));
     }
 }
