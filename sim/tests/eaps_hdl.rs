@@ -222,6 +222,7 @@ fn random_esl(rng: &mut ChaCha8Rng) -> EslRepr {
         role: EslRole::from(rng.gen_range(0..4)),
         link_id: rng.gen(),
         failed_link: rng.gen(),
+        rb_id: rng.gen(),
     }
 }
 
@@ -363,6 +364,7 @@ fn peer_pdu(rng: &mut ChaCha8Rng, me: MacAddr, vlans: &[u16]) -> Vec<u8> {
             role: EslRole::from(rng.gen_range(1..3)),
             link_id: rng.gen(),
             failed_link: rng.gen(),
+            rb_id: rng.gen(),
         };
         f = esl::emit_frame(&esl, MacAddr([2, 0, 0, 0, 0, rng.gen()]), rng.gen_range(0..8));
         if rng.gen_bool(0.2) {
@@ -619,6 +621,7 @@ fn scenarios(n: usize) -> Vec<Scenario> {
             role: EslRole::Controller,
             link_id: 99,
             failed_link: 99,
+            rb_id: 0,
         };
         esl::emit_frame(&r, mac, 7)
     };

@@ -940,6 +940,7 @@ mod test {
             role: EslRole::Partner,
             link_id: 34,
             failed_link: 0,
+            rb_id: 0,
         };
         esl::emit_frame(&pdu, m, 7)
     }

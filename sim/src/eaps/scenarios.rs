@@ -355,6 +355,7 @@ pub fn stray_frames() -> Vec<(&'static str, Vec<u8>)> {
             role: EslRole::Controller,
             link_id: 99,
             failed_link: 99,
+            rb_id: 0,
         },
         mac,
         7,

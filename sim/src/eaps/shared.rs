@@ -69,6 +69,10 @@ pub struct SharedConfig {
     /// The root-blocker rule for several common links (docs/eaps.md §11): on unless a test
     /// shows the superloop it prevents.
     pub root_blocker: bool,
+    /// The segment RB ID relay (docs/eaps.md §11): segment health PDUs carry the lowest failed
+    /// common link ID heard through the sender's other segments, and a controller is the root
+    /// blocker only if its link ID is lower than those too. On unless a test shows what it adds.
+    pub rb_relay: bool,
 }
 
 /// Where a frame goes or came from.
@@ -164,6 +168,8 @@ pub struct SharedPort {
     /// Per segment port: the lowest ID of another failed common link whose end is heard on it
     /// (a PDU with that link ID and its failed-link field set), and when it was last heard.
     adjacent_failed: Vec<Option<(u16, Nanos)>>,
+    /// Per segment: the lowest segment RB ID heard on it (ID, the reporter's link ID, when).
+    adjacent_rb: Vec<Option<(u16, u16, Nanos)>>,
     forwarding: Vec<bool>,
     next_hello: Option<Nanos>,
     hold_until: Option<Nanos>,
@@ -192,6 +198,7 @@ impl SharedPort {
             common_ok: link_up,
             segment_ok: vec![true; n],
             adjacent_failed: vec![None; n],
+            adjacent_rb: vec![None; n],
             forwarding: vec![true; n],
             next_hello: None,
             hold_until: None,
@@ -253,6 +260,7 @@ impl SharedPort {
             }
         }
         ts.extend(self.adjacent_failed.iter().map(|a| a.map(|(_, h)| h + t)));
+        ts.extend(self.adjacent_rb.iter().map(|a| a.map(|(_, _, h)| h + t)));
         ts.into_iter().flatten().min()
     }
 
@@ -287,6 +295,11 @@ impl SharedPort {
         }
         for a in self.adjacent_failed.iter_mut() {
             if a.is_some_and(|(_, h)| h + t <= now) {
+                *a = None;
+            }
+        }
+        for a in self.adjacent_rb.iter_mut() {
+            if a.is_some_and(|(_, _, h)| h + t <= now) {
                 *a = None;
             }
         }
@@ -329,6 +342,7 @@ impl SharedPort {
         if !up {
             self.segment_ok[segment] = false;
             self.adjacent_failed[segment] = None;
+            self.adjacent_rb[segment] = None;
         }
         self.apply(now, &mut out);
         out
@@ -355,6 +369,16 @@ impl SharedPort {
                     }
                 } else if a.is_some_and(|(id, _)| id == pdu.link_id) {
                     *a = None;
+                }
+                let r = &mut self.adjacent_rb[i];
+                if pdu.rb_id != 0 {
+                    if r.is_none_or(|(rb, from, h)| {
+                        pdu.rb_id <= rb || from == pdu.link_id || h + self.cfg.timeout <= now
+                    }) {
+                        *r = Some((pdu.rb_id, pdu.link_id, now));
+                    }
+                } else if r.is_some_and(|(_, from, _)| from == pdu.link_id) {
+                    *r = None;
                 }
                 self.apply(now, &mut out);
             }
@@ -401,7 +425,24 @@ impl SharedPort {
     /// Whether this end is the root blocker now: a blocking controller whose common link has
     /// the lowest ID among the failed common links whose ends it hears on its segment ports.
     pub fn root_blocker(&self) -> bool {
-        self.blocking() && self.adjacent_failed.iter().flatten().all(|&(id, _)| self.cfg.link_id < id)
+        let relayed = !self.cfg.rb_relay || self.adjacent_rb.iter().flatten().all(|&(rb, _, _)| self.cfg.link_id < rb);
+        self.blocking() && relayed && self.adjacent_failed.iter().flatten().all(|&(id, _)| self.cfg.link_id < id)
+    }
+
+    /// The segment RB ID to send out of segment `to` (`None`: the shared port): the lowest
+    /// failed common link ID heard, directly or relayed, on the other segment ports; 0 for none
+    /// or with the relay off. Not what was heard on `to` itself (split horizon), so that two
+    /// nodes cannot keep a lapsed ID alive by relaying it back and forth.
+    fn rb_out(&self, to: Option<usize>) -> u16 {
+        if !self.cfg.rb_relay {
+            return 0;
+        }
+        let others = (0..self.adjacent_failed.len()).filter(|&j| Some(j) != to);
+        others
+            .flat_map(|j| [self.adjacent_failed[j].map(|(id, _)| id), self.adjacent_rb[j].map(|(rb, _, _)| rb)])
+            .flatten()
+            .min()
+            .unwrap_or(0)
     }
 
     fn blocking(&self) -> bool {
@@ -456,6 +497,10 @@ impl SharedPort {
             if !up {
                 continue;
             }
+            let rb_id = self.rb_out(match to {
+                Where::Shared => None,
+                Where::Segment(i) => Some(i),
+            });
             let pdu = EslRepr {
                 edp_sequence: self.edp_seq,
                 control_vlan,
@@ -464,6 +509,7 @@ impl SharedPort {
                 role,
                 link_id: self.cfg.link_id,
                 failed_link,
+                rb_id,
             };
             self.edp_seq = self.edp_seq.wrapping_add(1);
             self.tx += 1;
@@ -500,6 +546,7 @@ mod test {
             timeout_action: SegmentTimeoutAction::SegmentDown,
             hold: 100 * MS,
             root_blocker: true,
+            rb_relay: true,
         }
     }
 
