@@ -10,7 +10,8 @@
 //! PDU by emitting it again from its fields (§6.12). Another EDP frame on an enabled domain's
 //! control VLAN (§11: what [`EapsRx`] holds with `other`) is not re-emitted: the node raises
 //! `pass` for the port it arrived on, and the board's bridge sends the frame it has just
-//! received unchanged out of the other ring port, as the reference does (masters included).
+//! received unchanged out of the other ring port, as the reference does; a master only for a
+//! valid ESL PDU newer than the last it passed from that sender ([`crate::eaps_esl`], §2).
 //!
 //! Time is the input `now`, a free-running count of time units (1 ns in the simulations, any
 //! unit on a board: the periods in [`EapsDomainCfg`] use the same unit). A timer is a
@@ -233,7 +234,7 @@ pub struct EapsNode<const D: usize> {
     pub alert_mac: Signal<Out, Bits<48>>,
     /// Pass the frame that last ended on port `p` (bit `p`) unchanged out of the other ring
     /// port: another EDP frame on an enabled domain's control VLAN whose other port is up
-    /// (docs/eaps.md §11). One clock, a few clocks after the frame's last byte when the node is
+    /// (docs/eaps.md §11), at a master only one the pass rule lets through (§2). One clock, a few clocks after the frame's last byte when the node is
     /// idle, later when it is busy with another event; never for a frame counted as an overrun.
     pub pass: Signal<Out, Bits<2>>,
     /// Nothing pending or in progress (no event, no due timer).
