@@ -649,4 +649,59 @@ mod test {
         let (w, f) = frames(&p.enable(0)).remove(0);
         assert_eq!(c.handle_frame(MS, w, &f).unwrap(), vec![SharedAction::PassOn { link_id: 99 }]);
     }
+
+    /// The segment RB ID (docs/eaps.md §11): what is heard on one segment port goes out of the
+    /// others only (split horizon), the lowest of the failed IDs and RB IDs heard, until the
+    /// timeout; a controller is root blocker only below the RB IDs it hears; off, nothing is sent.
+    #[test]
+    fn segment_rb_id_relay() {
+        let foreign = |link_id: u16, failed_link: u16, rb_id: u16| {
+            let m = MacAddr([2, 0, 0, 0, 0, 9]);
+            let r = EslRepr {
+                edp_sequence: 1,
+                control_vlan: 10,
+                system_mac: m,
+                state: EslState::Blocking,
+                role: EslRole::Controller,
+                link_id,
+                failed_link,
+                rb_id,
+            };
+            emit_frame(&r, m, 7)
+        };
+        let rb_sent = |a: &[SharedAction]| -> Vec<(Where, u16)> {
+            frames(a).iter().map(|(w, f)| (*w, parse_frame(f).unwrap().1.rb_id)).collect()
+        };
+        let mut c = SharedPort::new(MacAddr([2, 0, 0, 0, 0, 3]), cfg(SharedRole::Controller), true, vec![true, true]);
+        c.enable(0);
+        // Link 56's end, reporting 56 failed and RB ID 12, heard on segment 0; link 78's, RB 40, too.
+        c.handle_frame(MS, Where::Segment(0), &foreign(56, 56, 12)).unwrap();
+        c.handle_frame(MS, Where::Segment(0), &foreign(78, 0, 40)).unwrap();
+        let a = c.handle_timeout(10 * MS);
+        assert_eq!(rb_sent(&a), vec![(Where::Shared, 12), (Where::Segment(0), 0), (Where::Segment(1), 12)]);
+        // Blocking: 34 is below 56 but not below 12, so not the root blocker.
+        c.shared_link(11 * MS, false);
+        assert!(!c.root_blocker());
+        let mut off = cfg(SharedRole::Controller);
+        off.rb_relay = false;
+        let mut d = SharedPort::new(MacAddr([2, 0, 0, 0, 0, 3]), off, true, vec![true, true]);
+        d.enable(0);
+        d.handle_frame(MS, Where::Segment(0), &foreign(56, 56, 12)).unwrap();
+        d.shared_link(2 * MS, false);
+        assert!(d.root_blocker(), "without the relay only the failed ID 56 counts");
+        assert!(rb_sent(&d.handle_timeout(10 * MS)).iter().all(|&(_, rb)| rb == 0));
+        // Link 56's end reports RB 0 now: its RB 12 is cleared (the segment keeps only the lowest
+        // RB ID, so 78's 40 was not kept), its failed 56 is still heard; nothing heard for the
+        // 30 ms timeout: lapsed. (The shared port's link is down: PDUs out of the segment ports.)
+        c.handle_frame(12 * MS, Where::Segment(0), &foreign(56, 56, 0)).unwrap();
+        assert_eq!(rb_sent(&c.handle_timeout(20 * MS)), vec![(Where::Segment(0), 0), (Where::Segment(1), 56)]);
+        assert_eq!(c.poll_timeout(), Some(30 * MS));
+        c.handle_timeout(30 * MS);
+        assert_eq!(c.poll_timeout(), Some(40 * MS));
+        c.handle_timeout(40 * MS);
+        assert_eq!(c.poll_timeout(), Some(42 * MS), "the failed ID 56 heard at 12 ms lapses");
+        c.handle_timeout(42 * MS);
+        assert_eq!(rb_sent(&c.handle_timeout(50 * MS)), vec![(Where::Segment(0), 0), (Where::Segment(1), 0)]);
+        assert!(c.root_blocker(), "every heard ID has lapsed");
+    }
 }
