@@ -10,7 +10,8 @@
 //! PDU by emitting it again from its fields (§6.12). Another EDP frame on an enabled domain's
 //! control VLAN (§11: what [`EapsRx`] holds with `other`) is not re-emitted: the node raises
 //! `pass` for the port it arrived on, and the board's bridge sends the frame it has just
-//! received unchanged out of the other ring port, as the reference does (masters included).
+//! received unchanged out of the other ring port, as the reference does; a master only for a
+//! valid ESL PDU newer than the last it passed from that sender ([`crate::eaps_esl`], §2).
 //!
 //! Time is the input `now`, a free-running count of time units (1 ns in the simulations, any
 //! unit on a board: the periods in [`EapsDomainCfg`] use the same unit). A timer is a
@@ -26,6 +27,7 @@
 //! << 2, 0xf2 port 0 rejected | overruns << 16, 0xf3 the same for port 1.
 
 use crate::byte_stream::{ByteSink, ByteSource};
+use crate::eaps_esl::{EslCheck, EslSeen};
 use crate::eaps_pdu::{EapsRx, EapsTx};
 use rust_hdl::prelude::*;
 
@@ -232,7 +234,7 @@ pub struct EapsNode<const D: usize> {
     pub alert_mac: Signal<Out, Bits<48>>,
     /// Pass the frame that last ended on port `p` (bit `p`) unchanged out of the other ring
     /// port: another EDP frame on an enabled domain's control VLAN whose other port is up
-    /// (docs/eaps.md §11). One clock, a few clocks after the frame's last byte when the node is
+    /// (docs/eaps.md §11), at a master only one the pass rule lets through (§2). One clock, a few clocks after the frame's last byte when the node is
     /// idle, later when it is busy with another event; never for a frame counted as an overrun.
     pub pass: Signal<Out, Bits<2>>,
     /// Nothing pending or in progress (no event, no due timer).
@@ -243,6 +245,14 @@ pub struct EapsNode<const D: usize> {
     pub status_data: Signal<Out, Bits<32>>,
     prx: [EapsRx; 2],
     etx: EapsTx,
+    // The master's pass rule (docs/eaps.md §2): each port's frame checked as an ESL PDU, and
+    // the table of senders passed.
+    esl: [EslCheck; 2],
+    seen: EslSeen,
+    f_esl_ok: Signal<Local, Bit>,
+    f_esl_mac: Signal<Local, Bits<48>>,
+    f_esl_seq: Signal<Local, Bits<16>>,
+    esl_write: Signal<Local, Bit>,
     enabled: DFF<Bit>,
     link_q: DFF<Bits<2>>,
     edp_seq: DFF<Bits<16>>,
@@ -360,6 +370,12 @@ impl<const D: usize> Default for EapsNode<D> {
             status_data: Default::default(),
             prx: Default::default(),
             etx: Default::default(),
+            esl: Default::default(),
+            seen: Default::default(),
+            f_esl_ok: Default::default(),
+            f_esl_mac: Default::default(),
+            f_esl_seq: Default::default(),
+            esl_write: Default::default(),
             enabled: Default::default(),
             link_q: Default::default(),
             edp_seq: Default::default(),
@@ -620,6 +636,16 @@ impl<const D: usize> Logic for EapsNode<D> {
                 self.f_other.next = self.prx[p].other.val();
             }
         }
+        self.f_esl_ok.next = false;
+        self.f_esl_mac.next = 0.into();
+        self.f_esl_seq.next = 0.into();
+        for p in 0..2 {
+            if self.fmask.val().get_bit(p) {
+                self.f_esl_ok.next = self.esl[p].ok.val();
+                self.f_esl_mac.next = self.esl[p].mac.val();
+                self.f_esl_seq.next = self.esl[p].seq.val();
+            }
+        }
         self.fm_hit.next = false;
         self.fm_dom.next = 0.into();
         for i in 0..D {
@@ -664,6 +690,7 @@ impl<const D: usize> Logic for EapsNode<D> {
         self.inc_fwd.next = false;
         self.inc_drop.next = false;
         self.do_pass.next = false;
+        self.esl_write.next = false;
         self.do_flush.next = false;
         self.fail_ring.next = false;
         self.opened.next = false;
@@ -761,10 +788,16 @@ impl<const D: usize> Logic for EapsNode<D> {
             }
             Job::Frame => {
                 if (self.k.val().st != DomState::Idle) & self.f_other.val() {
-                    // Another EDP frame: passed on unchanged, whatever the role and port states.
+                    // Another EDP frame: passed on unchanged, whatever the port states; by a
+                    // master only a valid ESL PDU newer than its sender's last (§2).
                     if (self.link_q.q.val() & self.om.val()).any() {
-                        self.inc_fwd.next = true;
-                        self.do_pass.next = true;
+                        if self.kc.val().master & !(self.f_esl_ok.val() & self.seen.pass.val()) {
+                            self.inc_drop.next = true;
+                        } else {
+                            self.inc_fwd.next = true;
+                            self.do_pass.next = true;
+                            self.esl_write.next = self.kc.val().master;
+                        }
                     }
                 } else if self.k.val().st != DomState::Idle {
                     self.inc_rx.next = true;
@@ -1044,6 +1077,25 @@ impl<const D: usize> Logic for EapsNode<D> {
         if self.write.val() & self.do_pass.val() {
             self.pass_q.d.next = self.jm.val();
         }
+        // The master's pass rule: the ESL checks hold the frame EapsRx holds (loaded when
+        // nothing is held or what is held is taken this clock); the table records a pass.
+        self.seen.clock.next = self.clock.val();
+        self.seen.now.next = self.now.val();
+        self.seen.dom.next = self.dom.q.val();
+        self.seen.mac.next = self.f_esl_mac.val();
+        self.seen.seq.next = self.f_esl_seq.val();
+        self.seen.age.next = self.kc.val().fail;
+        self.seen.write.next = self.write.val() & self.esl_write.val();
+        self.esl[0].clock.next = self.clock.val();
+        self.esl[0].data.next = self.rx0.data.val();
+        self.esl[0].valid.next = self.rx0.valid.val();
+        self.esl[0].last.next = self.rx0.last.val();
+        self.esl[0].load.next = !self.prx[0].full.val() | self.prx[0].take.val();
+        self.esl[1].clock.next = self.clock.val();
+        self.esl[1].data.next = self.rx1.data.val();
+        self.esl[1].valid.next = self.rx1.valid.val();
+        self.esl[1].last.next = self.rx1.last.val();
+        self.esl[1].load.next = !self.prx[1].full.val() | self.prx[1].take.val();
         if !self.write.val() {
             self.alert_q.d.next = false;
         }

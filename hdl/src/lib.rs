@@ -45,6 +45,7 @@ pub mod core;
 pub mod core_with_control;
 pub mod counters;
 pub mod crc16;
+pub mod eaps_esl;
 pub mod eaps_gate;
 pub mod eaps_node;
 pub mod eaps_pdu;

@@ -72,6 +72,8 @@ pub fn eaps_verilogs(domains: usize) -> Vec<(&'static str, String)> {
     vec![
         ("eaps_rx", verilog_of(EapsRx::default())),
         ("eaps_tx", verilog_of(EapsTx::default())),
+        ("eaps_esl_check", verilog_of(crate::eaps_esl::EslCheck::default())),
+        ("eaps_esl_seen", verilog_of(crate::eaps_esl::EslSeen::default())),
         ("eaps_node", node),
         ("eaps_vlan_gate", gate),
         ("eaps_timebase", verilog_of(crate::eaps_gate::EapsTimebase::new(125))),

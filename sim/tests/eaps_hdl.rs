@@ -11,6 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use spotagg_driver::wire::eaps::{emit_frame, parse_frame, EapsRepr, EapsState, EapsType};
 use spotagg_driver::wire::esl::{self, EslRepr, EslRole, EslState};
 use spotagg_driver::wire::MacAddr;
+use spotagg_hdl::eaps_esl::EslCheck;
 use spotagg_hdl::eaps_pdu::{EapsRx, EapsTx};
 use spotagg_hdl::rust_hdl::prelude::*;
 use spotagg_sim::eaps::hdl_node::HdlEapsNode;
@@ -211,6 +212,92 @@ fn receiver_accepts_what_parse_frame_accepts() {
     assert_eq!(rx.rejected.val().to_u32(), bad);
 }
 
+/// An ESL PDU with random fields.
+fn random_esl(rng: &mut ChaCha8Rng) -> EslRepr {
+    EslRepr {
+        edp_sequence: rng.gen(),
+        control_vlan: rng.gen_range(1..4095),
+        system_mac: MacAddr::from_bytes(&rng.gen::<[u8; 6]>()),
+        state: EslState::from(rng.gen_range(0..5)),
+        role: EslRole::from(rng.gen_range(0..4)),
+        link_id: rng.gen(),
+        failed_link: rng.gen(),
+        rb_id: rng.gen(),
+    }
+}
+
+/// `EslCheck` (the master's pass rule, docs/eaps.md §2) accepts what `esl::parse_frame`
+/// accepts, and holds that PDU's system MAC and EDP sequence, on 400 seeded frames: ESL PDUs
+/// good, with one bit flipped, truncated, padded, with a longer 802.3 length, with a damaged
+/// constant field (checksum fixed up), and EAPS PDUs; a frame that ends while `load` is low
+/// leaves the verdict held before.
+#[test]
+fn esl_check_accepts_what_esl_parse_frame_accepts() {
+    let mut rng = ChaCha8Rng::seed_from_u64(20);
+    let mut c = EslCheck::default();
+    c.connect_all();
+    let (mut good, mut bad, mut kept) = (0, 0, 0);
+    let mut held: Option<(u16, MacAddr)> = None;
+    for case in 0..400 {
+        let r = random_esl(&mut rng);
+        let mut f = esl::emit_frame(&r, MacAddr::from_bytes(&rng.gen::<[u8; 6]>()), rng.gen_range(0..8));
+        match rng.gen_range(0..7) {
+            0 | 1 => {}
+            2 => {
+                let i = rng.gen_range(0..f.len());
+                f[i] ^= 1 << rng.gen_range(0..8);
+            }
+            3 => {
+                let n = rng.gen_range(1..f.len());
+                f.truncate(n);
+            }
+            4 => {
+                let extra = rng.gen_range(1..20);
+                f.extend((0..extra).map(|_| rng.gen::<u8>()));
+                if rng.gen_bool(0.5) {
+                    let len = 62 + rng.gen_range(0..extra + 4) as u16;
+                    f[16..18].copy_from_slice(&len.to_be_bytes());
+                }
+            }
+            5 => {
+                // A damaged constant field, checksum fixed up so only the field check catches it.
+                let i = [0usize, 5, 12, 13, 16, 18, 20, 22, 24, 25, 26, 28, 29, 42, 43, 44, 45, 46, 47]
+                    [rng.gen_range(0..19)];
+                f[i] = rng.gen();
+                f[30..32].copy_from_slice(&[0, 0]);
+                let c = spotagg_driver::wire::checksum::compute(&f[26..80]);
+                f[30..32].copy_from_slice(&c.to_be_bytes());
+            }
+            _ => f = emit_frame(&random_repr(&mut rng), MacAddr([2, 0, 0, 0, 0, 1]), 7),
+        }
+        let load = rng.gen_bool(0.9);
+        for (i, &b) in f.iter().enumerate() {
+            c.valid.next = true;
+            c.data.next = u64::from(b).into();
+            c.last.next = i + 1 == f.len();
+            c.load.next = load;
+            edge(&mut c, |c| &mut c.clock);
+        }
+        c.valid.next = false;
+        edge(&mut c, |c| &mut c.clock);
+        let want = esl::parse_frame(&f).ok().map(|(_, e)| (e.edp_sequence, e.system_mac));
+        if load {
+            held = want;
+            match want {
+                Some(_) => good += 1,
+                None => bad += 1,
+            }
+        } else {
+            kept += 1;
+        }
+        let got =
+            c.ok.val()
+                .then(|| (c.seq.val().to_u32() as u16, MacAddr::from_bytes(&c.mac.val().to_u64().to_be_bytes()[2..])));
+        assert_eq!(got, held, "case {case} (load {load}): {:02x?}", f);
+    }
+    assert!(good > 100 && bad > 150 && kept > 20, "{good} good, {bad} bad, {kept} not loaded: cases too narrow");
+}
+
 /// An action list in a form whose order does not depend on which of a step's actions the
 /// hardware shows first: the frames per port in order, and per domain the port states per
 /// port in order, the transitions in order, the flush count and the alerts in order.
@@ -264,18 +351,26 @@ fn peer_pdu(rng: &mut ChaCha8Rng, me: MacAddr, vlans: &[u16]) -> Vec<u8> {
         r.system_mac = MacAddr([2, 0, 0, 0, 0, 9]);
     }
     let mut f = emit_frame(&r, MacAddr([2, 0, 0, 0, 0, rng.gen()]), 7);
-    if rng.gen_bool(0.05) {
-        // Another EDP frame: an ESL segment health PDU (docs/eaps.md §11), passed on unchanged.
+    if rng.gen_bool(0.25) {
+        // Another EDP frame: an ESL segment health PDU (docs/eaps.md §11), passed on unchanged
+        // (by a master only if valid and newer than its sender's last, §2): from one of six
+        // senders, with a sequence near the last (older, the same, newer), sometimes damaged.
+        let k: u8 = rng.gen_range(0..6);
         let esl = EslRepr {
-            edp_sequence: rng.gen(),
+            edp_sequence: (u16::from(k) << 12) + rng.gen_range(0..6),
             control_vlan: r.control_vlan,
-            system_mac: r.system_mac,
+            system_mac: MacAddr([2, 0, 0, 1, 0, k]),
             state: EslState::from(rng.gen_range(1..4)),
             role: EslRole::from(rng.gen_range(1..3)),
             link_id: rng.gen(),
             failed_link: rng.gen(),
+            rb_id: rng.gen(),
         };
         f = esl::emit_frame(&esl, MacAddr([2, 0, 0, 0, 0, rng.gen()]), rng.gen_range(0..8));
+        if rng.gen_bool(0.2) {
+            let i = rng.gen_range(18..f.len());
+            f[i] ^= 1 << rng.gen_range(0..8);
+        }
     } else if rng.gen_bool(0.05) {
         // Tag VID and control VLAN field disagree.
         f[15] ^= 1;
@@ -342,7 +437,15 @@ fn node_vs_reference<H: EapsEngine>(
             1 => (r.link_up(now, port), h.link_up(now, port)),
             _ => {
                 let f = peer_pdu(&mut rng, me, &vlans);
-                (r.handle_frame(now, port, &f).unwrap_or_default(), h.handle_frame(now, port, &f).unwrap())
+                let dropped: u64 = (0..domains.len()).map(|d| r.counters(d).dropped).sum();
+                let a = r.handle_frame(now, port, &f).unwrap_or_default();
+                if parse_frame(&f).is_err() && (0..domains.len()).map(|d| r.counters(d).dropped).sum::<u64>() > dropped
+                {
+                    let key =
+                        if esl::parse_frame(&f).is_ok() { "master drops valid ESL" } else { "master drops other EDP" };
+                    *seen.entry(key.into()).or_default() += 1;
+                }
+                (a, h.handle_frame(now, port, &f).unwrap())
             }
         };
         assert_eq!(norm(&a), norm(&b), "seed {seed} event {ev} ({what}, port {port}) at {now}");
@@ -408,6 +511,8 @@ fn random_events_vs_reference<H: EapsEngine>(seeds: u64, make: impl Fn(MacAddr, 
         "send LinkDown",
         "pass ESL",
         "pass other EDP",
+        "master drops other EDP",
+        "master drops valid ESL",
     ] {
         assert!(seen.contains_key(key), "no {key} in the random events: {seen:?}");
     }
@@ -501,6 +606,41 @@ fn scenarios(n: usize) -> Vec<Scenario> {
             r.drop_pdus(EapsType::RingUpFlushFdb, None, 10 * MS, 20 * MS);
         }),
         end: 25 * MS,
+    });
+    // Stray control frames (docs/eaps.md §2): a damaged PDU and ESL PDUs of a link with no end
+    // on the ring, injected on either side of the master; the same sequence again (dropped at
+    // the master), a newer one (passed), five senders at once (the fifth refused while four
+    // entries live), and the first again once its entry has lapsed (passed).
+    let esl_pdu = |k: u8, seq: u16| {
+        let mac = MacAddr([2, 0xee, 0, 0, 0, k]);
+        let r = EslRepr {
+            edp_sequence: seq,
+            control_vlan: 10,
+            system_mac: mac,
+            state: EslState::Blocking,
+            role: EslRole::Controller,
+            link_id: 99,
+            failed_link: 99,
+            rb_id: 0,
+        };
+        esl::emit_frame(&r, mac, 7)
+    };
+    v.push(Scenario {
+        name: "stray control frames",
+        cfg: base.clone(),
+        setup: Box::new(move |r| {
+            let stray = spotagg_sim::eaps::scenarios::stray_frames();
+            r.inject_control(2, 0, 5 * MS, stray[0].1.clone());
+            r.inject_control(n - 1, 0, 5 * MS + 500 * US, stray[0].1.clone());
+            r.inject_control(2, 0, 6 * MS, esl_pdu(0, 100));
+            r.inject_control(1, 1, 6 * MS + 500 * US, esl_pdu(0, 100));
+            r.inject_control(1, 1, 7 * MS, esl_pdu(0, 101));
+            for k in 1..=4 {
+                r.inject_control(2, 0, 8 * MS + u64::from(k) * 100 * US, esl_pdu(k, 7));
+            }
+            r.inject_control(2, 0, 13 * MS, esl_pdu(0, 100));
+        }),
+        end: 16 * MS,
     });
     // Two masters in one domain.
     let mut two = base.clone();

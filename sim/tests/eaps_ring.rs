@@ -60,3 +60,31 @@ fn flooded_frames_loop_only_when_unprotected() {
     ring.run_until(3 * MS);
     assert!(ring.report(MS, 2 * MS).looped > 0);
 }
+
+/// A damaged PDU and an ESL PDU of a common link with no end on the ring, injected at node 2
+/// (port 0) of a complete ring: without the master's pass rule (docs/eaps.md §2) both circle
+/// until the run ends; with it the damaged PDU dies at the master (node 0) and the ESL PDU
+/// passes it once, makes one trip, and dies there when it comes back with the same EDP
+/// sequence: it crosses nodes 2..N-1's links twice (before and after its trip), N + N-2
+/// crossings in all.
+#[test]
+fn stray_control_frames_make_at_most_one_trip() {
+    for n in [4, 16] {
+        for rule in [false, true] {
+            let rows = scenarios::stray_control_frames(n, rule).unwrap_or_else(|e| panic!("{n} nodes: {e}"));
+            for r in &rows {
+                eprintln!("{r}");
+                assert_eq!(r.data_looped, 0, "{r}");
+                if !rule {
+                    assert!(r.looped > 100 && r.master_passes > 100, "without the rule the frame circles: {r}");
+                }
+            }
+            if rule {
+                let n = n as u64;
+                let (damaged, esl) = (&rows[0], &rows[1]);
+                assert_eq!((damaged.crossings, damaged.looped, damaged.master_passes), (n - 2, 0, 0), "{damaged}");
+                assert_eq!((esl.crossings, esl.looped, esl.master_passes), (2 * n - 2, n - 2, 1), "{esl}");
+            }
+        }
+    }
+}

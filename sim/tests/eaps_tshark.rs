@@ -85,14 +85,14 @@ fn tshark_decodes_our_esl_pdus() {
         return;
     }
     let pdus: Vec<EslRepr> = [
-        (10, EslState::Ready, EslRole::Controller, 34, 0),
-        (20, EslState::Blocking, EslRole::Controller, 34, 34),
-        (4094, EslState::PreForwarding, EslRole::Partner, 65535, 0),
-        (7, EslState::Ready, EslRole::Partner, 1, 1),
+        (10, EslState::Ready, EslRole::Controller, 34, 0, 0),
+        (20, EslState::Blocking, EslRole::Controller, 34, 34, 12),
+        (4094, EslState::PreForwarding, EslRole::Partner, 65535, 0, 0xfffe),
+        (7, EslState::Ready, EslRole::Partner, 1, 1, 0x0100),
     ]
     .iter()
     .enumerate()
-    .map(|(i, &(control_vlan, state, role, link_id, failed_link))| EslRepr {
+    .map(|(i, &(control_vlan, state, role, link_id, failed_link, rb_id))| EslRepr {
         edp_sequence: 0x2000 + i as u16,
         control_vlan,
         system_mac: MacAddr([0x02, 0x5a, 0, 1, i as u8, 0x20 + i as u8]),
@@ -100,6 +100,7 @@ fn tshark_decodes_our_esl_pdus() {
         role,
         link_id,
         failed_link,
+        rb_id,
     })
     .collect();
     assert_decoded(&pdus, |r| emit_frame(r, r.system_mac, 7), esl_fields);
@@ -138,6 +139,9 @@ fn esl_fields(r: &spotagg_driver::wire::esl::EslRepr) -> Vec<(&'static str, Stri
         ("edp.esl.role", u8::from(r.role).to_string()),
         ("edp.esl.linkid1", r.link_id.to_string()),
         ("edp.esl.failed1", r.failed_link.to_string()),
+        // The segment RB ID (docs/eaps.md §11): Wireshark has no name for it, and shows the
+        // two bytes as its Reserved4.
+        ("edp.esl.reserved4", format!("{:04x}", r.rb_id)),
         ("edp.esl.numlinks", "0".to_string()),
     ]
 }

@@ -22,7 +22,7 @@
 //! | 48..50 | link ID of the common link |
 //! | 50..52 | failed link ID 1: this common link's ID while the sender sees it down, else 0 |
 //! | 52..54 | failed link ID 2 (0) |
-//! | 54..56 | reserved (0) |
+//! | 54..56 | segment RB ID: the lowest failed common link ID the sender hears of beyond this segment (docs/eaps.md §11), else 0; Wireshark's `edp.esl.reserved4` |
 //! | 56..58 | link ID 2 (0) |
 //! | 58..60 | reserved (0) |
 //! | 60..62 | number of shared links in the list that follows (0) |
@@ -129,6 +129,9 @@ pub struct EslRepr {
     pub link_id: u16,
     /// This link's ID while the sender sees it down, else 0.
     pub failed_link: u16,
+    /// Segment RB ID (ExtremeXOS's "Segment RB Id", our encoding): the lowest failed common
+    /// link ID the sender hears of through its other segments, relayed; 0 for none.
+    pub rb_id: u16,
 }
 
 fn put16(b: &mut [u8], at: usize, v: u16) {
@@ -158,6 +161,7 @@ impl EslRepr {
         b[47] = self.role.into();
         put16(b, 48, self.link_id);
         put16(b, 50, self.failed_link);
+        put16(b, 54, self.rb_id);
         let c = checksum::compute(&b[8..PDU_LEN]);
         put16(b, 12, c);
     }
@@ -189,6 +193,7 @@ impl EslRepr {
             role: EslRole::from(b[47]),
             link_id: be16(&b[48..50]),
             failed_link: be16(&b[50..52]),
+            rb_id: be16(&b[54..56]),
         })
     }
 }
@@ -221,19 +226,21 @@ mod test {
             role: EslRole::Controller,
             link_id: 34,
             failed_link: 34,
+            rb_id: 12,
         }
     }
 
     /// `sample()` byte by byte. EDP words: 0100 0036 [cksum] 0304 0000 0200 0000 0003 990e
-    /// 0026 0101 000a 0000 0000 0200 0000 0003 0000 0000 0201 0022 0022 (then zeros). Their
-    /// one's-complement sum is 0xa4c4, so the checksum field is !0xa4c4 = 0x5b3b.
+    /// 0026 0101 000a 0000 0000 0200 0000 0003 0000 0000 0201 0022 0022 0000 000c (then
+    /// zeros). Their one's-complement sum is 0xa4d0, so the checksum field is !0xa4d0 = 0x5b2f.
     fn sample_bytes() -> [u8; PDU_LEN] {
         let mut b = [0u8; PDU_LEN];
         b[..8].copy_from_slice(&[0xaa, 0xaa, 0x03, 0x00, 0xe0, 0x2b, 0x00, 0xbb]);
-        b[8..24].copy_from_slice(&[1, 0, 0, 54, 0x5b, 0x3b, 0x03, 0x04, 0, 0, 0x02, 0, 0, 0, 0, 0x03]);
+        b[8..24].copy_from_slice(&[1, 0, 0, 54, 0x5b, 0x2f, 0x03, 0x04, 0, 0, 0x02, 0, 0, 0, 0, 0x03]);
         b[24..32].copy_from_slice(&[0x99, 0x0e, 0, 38, 1, 1, 0, 10]);
         b[36..42].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x03]);
         b[46..52].copy_from_slice(&[2, 1, 0, 34, 0, 34]);
+        b[54..56].copy_from_slice(&[0, 12]);
         b
     }
 

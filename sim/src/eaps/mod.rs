@@ -19,7 +19,7 @@ pub mod shared;
 pub mod shared_ring;
 
 use spotagg_driver::wire::eaps::{emit_frame, parse_frame, EapsRepr, EapsState, EapsType};
-use spotagg_driver::wire::{Error as WireError, MacAddr};
+use spotagg_driver::wire::{esl, Error as WireError, MacAddr};
 
 /// Virtual time in nanoseconds.
 pub type Nanos = u64;
@@ -225,6 +225,24 @@ pub enum FrameError {
     UnknownDomain(u16),
 }
 
+/// How many ESL senders a master remembers for its pass rule (docs/eaps.md §2): the ends of
+/// two common links on its ring. The hardware node's table has the same size.
+pub const ESL_SEEN: usize = 4;
+
+/// An entry of a master's table of ESL senders (docs/eaps.md §2): the last EDP sequence passed
+/// from `mac` on domain `domain`'s control VLAN; live while the time is before `until`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EslSeen {
+    /// Domain index.
+    pub domain: usize,
+    /// The ESL PDU's system MAC.
+    pub mac: MacAddr,
+    /// The EDP sequence of the last PDU passed.
+    pub seq: u16,
+    /// Live until then: the time it was passed plus the domain's fail period.
+    pub until: Nanos,
+}
+
 /// A reference EAPS node.
 #[derive(Debug, Clone)]
 pub struct EapsNode {
@@ -232,6 +250,8 @@ pub struct EapsNode {
     link_up: [bool; 2],
     edp_seq: u16,
     domains: Vec<Domain>,
+    esl_seen: [Option<EslSeen>; ESL_SEEN],
+    master_pass_rule: bool,
 }
 
 impl EapsNode {
@@ -253,7 +273,19 @@ impl EapsNode {
                 last_transition: None,
             })
             .collect();
-        EapsNode { mac, link_up, edp_seq: 0, domains }
+        EapsNode { mac, link_up, edp_seq: 0, domains, esl_seen: [None; ESL_SEEN], master_pass_rule: true }
+    }
+
+    /// Turns the master's pass rule for other EDP frames (docs/eaps.md §2) off (`false`: a
+    /// master passes every one, as before the rule, so that a damaged PDU circles a complete
+    /// ring; only to show that loop) or on (the default).
+    pub fn set_master_pass_rule(&mut self, on: bool) {
+        self.master_pass_rule = on;
+    }
+
+    /// The master's table of ESL senders (docs/eaps.md §2).
+    pub fn esl_seen(&self) -> &[Option<EslSeen>; ESL_SEEN] {
+        &self.esl_seen
     }
 
     /// System MAC.
@@ -424,7 +456,7 @@ impl EapsNode {
             Ok(x) => x,
             // Not an EAPS PDU: perhaps another EDP frame to pass on (its own check), else the error.
             Err(e) => {
-                return self.forward_other_edp(port, frame).map_err(|err| match err {
+                return self.forward_other_edp(now, port, frame).map_err(|err| match err {
                     FrameError::Wire(_) => FrameError::Wire(e),
                     other => other,
                 })
@@ -474,18 +506,50 @@ impl EapsNode {
         Ok(out)
     }
 
-    /// Another EDP frame (not EAPS: an ESL segment health PDU, docs/eaps.md §11) on one of
-    /// this node's control VLANs: every node, master or transit, passes it to its other ring
-    /// port, whatever the port states, as the control VLAN is never blocked.
-    fn forward_other_edp(&mut self, port: Port, frame: &[u8]) -> Result<Vec<Action>, FrameError> {
+    /// Another EDP frame (not EAPS: an ESL segment health PDU, docs/eaps.md §11, or a damaged
+    /// PDU) on one of this node's control VLANs: a transit passes it to its other ring port,
+    /// whatever the port states, as the control VLAN is never blocked; a master passes only a
+    /// valid ESL PDU newer than the last it passed from that sender (§2), and drops the rest.
+    fn forward_other_edp(&mut self, now: Nanos, port: Port, frame: &[u8]) -> Result<Vec<Action>, FrameError> {
         let vid = other_edp_vlan(frame).ok_or(FrameError::Wire(WireError::Unsupported))?;
         let d = self.domains.iter().position(|d| d.cfg.control_vlan == vid).ok_or(FrameError::UnknownDomain(vid))?;
         let other = 1 - port;
         if self.domains[d].state == State::Idle || !self.link_up[other] {
             return Ok(Vec::new());
         }
+        if self.domains[d].cfg.role == Role::Master && self.master_pass_rule && !self.master_passes(now, d, frame) {
+            self.domains[d].counters.dropped += 1;
+            return Ok(Vec::new());
+        }
         self.domains[d].counters.forwarded += 1;
         Ok(vec![Action::Send { port: other, frame: frame.to_vec() }])
+    }
+
+    /// The master's pass rule (docs/eaps.md §2): `frame` must be a valid ESL PDU (what
+    /// `esl::parse_frame` accepts) whose EDP sequence is newer (16-bit serial order) than the
+    /// last one passed from its system MAC on domain `d` while that entry lives (the domain's
+    /// fail period after it was passed); a sender not in the table takes the first entry that is
+    /// empty or no longer live; with none, the PDU is dropped. Passing refreshes the entry.
+    fn master_passes(&mut self, now: Nanos, d: usize, frame: &[u8]) -> bool {
+        let Ok((_, pdu)) = esl::parse_frame(frame) else { return false };
+        let (mac, seq, until) = (pdu.system_mac, pdu.edp_sequence, now + self.domains[d].cfg.fail);
+        let live = |e: &Option<EslSeen>| e.is_some_and(|e| now < e.until);
+        let hit = self.esl_seen.iter_mut().find(|e| live(e) && e.is_some_and(|e| e.domain == d && e.mac == mac));
+        if let Some(e) = hit.and_then(|e| e.as_mut()) {
+            if (seq.wrapping_sub(e.seq) as i16) <= 0 {
+                return false;
+            }
+            e.seq = seq;
+            e.until = until;
+            return true;
+        }
+        match self.esl_seen.iter_mut().find(|e| !live(e)) {
+            Some(e) => {
+                *e = Some(EslSeen { domain: d, mac, seq, until });
+                true
+            }
+            None => false,
+        }
     }
 
     fn master_rx(&mut self, d: usize, now: Nanos, port: Port, pdu: &EapsRepr, out: &mut Vec<Action>) {
@@ -863,5 +927,61 @@ mod test {
         let a = m.handle_frame(4 * MS, 1, &frame).unwrap();
         assert!(m.forwarding(0, 0));
         assert_eq!(sent(&a), vec![(0, EapsType::RingDownFlushFdb), (1, EapsType::RingDownFlushFdb)]);
+    }
+
+    fn esl(mac: u8, seq: u16, vlan: u16) -> Vec<u8> {
+        use spotagg_driver::wire::esl::{EslRepr, EslRole, EslState};
+        let m = MacAddr([2, 0, 0, 1, 0, mac]);
+        let pdu = EslRepr {
+            edp_sequence: seq,
+            control_vlan: vlan,
+            system_mac: m,
+            state: EslState::Ready,
+            role: EslRole::Partner,
+            link_id: 34,
+            failed_link: 0,
+            rb_id: 0,
+        };
+        esl::emit_frame(&pdu, m, 7)
+    }
+
+    /// The master's pass rule (docs/eaps.md §2): only valid ESL PDUs, each sender's EDP sequence
+    /// strictly newer than the last passed while its entry lives (the fail period), at most
+    /// [`ESL_SEEN`] senders; a transit passes everything.
+    #[test]
+    fn master_passes_each_esl_pdu_once() {
+        let mut m = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 1]), vec![cfg(Role::Master)], [true, true]);
+        m.enable(0);
+        let passed =
+            |a: Result<Vec<Action>, FrameError>| matches!(a.unwrap().as_slice(), [Action::Send { port: 1, .. }]);
+        assert!(passed(m.handle_frame(10, 0, &esl(1, 5, 10))));
+        assert!(!passed(m.handle_frame(20, 0, &esl(1, 5, 10))), "the same PDU again");
+        assert!(!passed(m.handle_frame(30, 0, &esl(1, 4, 10))), "an older one");
+        assert!(passed(m.handle_frame(40, 0, &esl(1, 6, 10))));
+        assert!(passed(m.handle_frame(50, 0, &esl(1, 6u16.wrapping_add(0x7fff), 10))), "newer in serial order");
+        assert!(!passed(m.handle_frame(60, 0, &esl(1, 6, 10))), "now older in serial order");
+        let mut bad = esl(2, 1, 10);
+        bad[60] ^= 1;
+        assert!(!passed(m.handle_frame(70, 0, &bad)), "a damaged ESL PDU");
+        assert_eq!(m.counters(0).dropped, 4);
+        for mac in 2..=4 {
+            assert!(passed(m.handle_frame(80, 0, &esl(mac, 1, 10))));
+        }
+        assert!(!passed(m.handle_frame(90, 0, &esl(5, 1, 10))), "the table is full");
+        // Sender 1's entry was refreshed at 50: it lives until 50 + fail.
+        assert!(!passed(m.handle_frame(50 + 3 * MS - 1, 0, &esl(5, 1, 10))));
+        assert!(passed(m.handle_frame(50 + 3 * MS, 0, &esl(5, 1, 10))), "sender 1's entry expired");
+        assert!(m.esl_seen().iter().flatten().any(|e| e.mac == MacAddr([2, 0, 0, 1, 0, 5]) && e.seq == 1));
+        // After its entry expires a sender is taken afresh, whatever its sequence.
+        assert!(passed(m.handle_frame(80 + 3 * MS, 0, &esl(2, 0, 10))));
+        // A transit passes every other EDP frame, damaged or repeated.
+        let mut t = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 2]), vec![cfg(Role::Transit)], [true, true]);
+        t.enable(0);
+        for _ in 0..3 {
+            assert!(passed(t.handle_frame(10, 0, &bad)));
+        }
+        // With the rule off, a master passes them too.
+        m.set_master_pass_rule(false);
+        assert!(passed(m.handle_frame(90 + 3 * MS, 0, &bad)));
     }
 }

@@ -139,6 +139,7 @@ enum Ev {
     Restore { link: usize },
     Detect { node: usize, port: Port, up: bool },
     Send { flow: usize },
+    Control { node: usize, port: Port, frame: Vec<u8> },
 }
 
 /// A state transition seen in the ring.
@@ -219,6 +220,12 @@ pub struct Ring {
     pub frames_out: Vec<(Nanos, usize, Port, Vec<u8>)>,
     /// Every port-state change, in order: (time, node, domain, port, forwarding).
     pub port_states: Vec<(Nanos, usize, usize, Port, bool)>,
+    /// The control frames given to [`Ring::inject_control`], whose crossings are counted.
+    watched: Vec<Vec<u8>>,
+    watched_seen: HashSet<(usize, usize, u8)>,
+    /// Per injected control frame (in injection order): link crossings, and those of a link
+    /// direction it had crossed before (looped).
+    pub control_crossings: Vec<(u64, u64)>,
 }
 
 impl Ring {
@@ -286,6 +293,9 @@ impl Ring {
             app_looped: 0,
             frames_out: Vec::new(),
             port_states: Vec::new(),
+            watched: Vec::new(),
+            watched_seen: HashSet::new(),
+            control_crossings: Vec::new(),
             cfg,
         };
         for i in 0..n {
@@ -317,6 +327,14 @@ impl Ring {
     /// Every PDU of type `t` sent in `[from, to)` on link `link` (on every link: `None`) is lost.
     pub fn drop_pdus(&mut self, t: EapsType, link: Option<usize>, from: Nanos, to: Nanos) {
         self.drop_rules.push((t, link, from, to));
+    }
+    /// Control frame `frame` (tagged, no FCS) arrives at `node` on ring `port` at `at`, as if
+    /// from the link: a damaged PDU or a stray EDP frame. Its every crossing of a link is then
+    /// counted in [`Ring::control_crossings`] (matched by its bytes).
+    pub fn inject_control(&mut self, node: usize, port: Port, at: Nanos, frame: Vec<u8>) {
+        self.watched.push(frame.clone());
+        self.control_crossings.push((0, 0));
+        self.push(at, Ev::Control { node, port, frame });
     }
     /// The host at `node` also answers to `mac` (application frames to it reach the inbox).
     pub fn attach_host_mac(&mut self, node: usize, mac: MacAddr) {
@@ -389,6 +407,11 @@ impl Ring {
                             self.apply(node, a);
                         }
                     }
+                }
+            }
+            Ev::Control { node, port, frame } => {
+                if let Ok(a) = self.nodes[node].handle_frame(self.now, port, &frame) {
+                    self.apply(node, a);
                 }
             }
             Ev::Wake { node } => {
@@ -496,6 +519,14 @@ impl Ring {
             };
         if !self.link_up[link] {
             return;
+        }
+        if let Frame::Control(b) = &frame {
+            if let Some(i) = self.watched.iter().position(|w| w == b) {
+                self.control_crossings[i].0 += 1;
+                if !self.watched_seen.insert((i, link, dir)) {
+                    self.control_crossings[i].1 += 1;
+                }
+            }
         }
         let ser = ((bytes + 20) as u64 * 8 * 1_000_000_000).div_ceil(self.cfg.bits_per_second);
         let start = self.busy[link][dir as usize].max(self.now);

@@ -288,3 +288,107 @@ pub fn all(n: usize) -> Result<Vec<Row>, String> {
     two_domains(n, &mut rows)?;
     Ok(rows)
 }
+
+/// What became of one control frame injected into a complete ring ([`stray_control_frames`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StrayRow {
+    /// The frame.
+    pub frame: &'static str,
+    /// Ring size.
+    pub nodes: usize,
+    /// The master's pass rule (docs/eaps.md §2) on.
+    pub rule: bool,
+    /// Link crossings in the window.
+    pub crossings: u64,
+    /// Crossings of a link direction the frame had crossed before.
+    pub looped: u64,
+    /// Times the master (node 0) sent it on: its trips round the ring.
+    pub master_passes: u64,
+    /// Host frames looped in the window.
+    pub data_looped: u64,
+}
+
+impl fmt::Display for StrayRow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rule = if self.rule { "on" } else { "off" };
+        write!(
+            f,
+            "| {} | {} | {rule} | {} | {} | {} | {} |",
+            self.frame, self.nodes, self.crossings, self.looped, self.master_passes, self.data_looped
+        )
+    }
+}
+
+/// The table header matching [`StrayRow`]'s Display.
+pub const STRAY_HEADER: &str =
+    "| frame | nodes | master's pass rule | link crossings | looped crossings | passed on by the master | host frames looped |\n|---|---|---|---|---|---|---|";
+
+/// The injected frames of [`stray_control_frames`]: a LINK-DOWN with a damaged checksum, an
+/// ESL segment health PDU of a common link (ID 99) with no end on the ring, and a copy of that
+/// ESL PDU sent again with the same EDP sequence (a replay), all on control VLAN 10.
+pub fn stray_frames() -> Vec<(&'static str, Vec<u8>)> {
+    use spotagg_driver::wire::eaps::{emit_frame, EapsRepr, EapsState};
+    use spotagg_driver::wire::esl::{self, EslRepr, EslRole, EslState};
+    use spotagg_driver::wire::MacAddr;
+    let mac = MacAddr([0x02, 0xee, 0, 0, 0, 0x99]);
+    let mut damaged = emit_frame(
+        &EapsRepr {
+            edp_sequence: 7,
+            eaps_type: EapsType::LinkDown,
+            control_vlan: 10,
+            system_mac: MacAddr([0x02, 0xea, 0, 0, 0, 2]),
+            hello_timer: 1,
+            fail_timer: 3,
+            state: EapsState::LinksDown,
+            hello_seq: 0,
+        },
+        MacAddr([0x02, 0xea, 0, 0, 0, 2]),
+        7,
+    );
+    damaged[70] ^= 0x10; // a reserved byte: the EDP checksum no longer verifies
+    let stray = esl::emit_frame(
+        &EslRepr {
+            edp_sequence: 0x1234,
+            control_vlan: 10,
+            system_mac: mac,
+            state: EslState::Blocking,
+            role: EslRole::Controller,
+            link_id: 99,
+            failed_link: 99,
+            rb_id: 0,
+        },
+        mac,
+        7,
+    );
+    vec![("damaged LINK-DOWN (bad EDP checksum)", damaged), ("ESL PDU of link 99 (no end on the ring)", stray)]
+}
+
+/// Injects [`stray_frames`] into a complete `n`-node ring (the standard domain and flows, master
+/// node 0) at node 2's port 0, 5 ms and 6 ms after the start, with the master's pass rule on or
+/// off; counts each frame's link crossings up to 15 ms. Checks that every node is still
+/// as in a complete ring at the end.
+pub fn stray_control_frames(n: usize, rule: bool) -> Result<Vec<StrayRow>, String> {
+    let cfg = RingConfig::standard(n);
+    let mut ring = Ring::with_nodes(cfg, 4 * MS, 15 * MS, |_, mac, domains| {
+        let mut node = super::EapsNode::new(mac, domains, [true, true]);
+        node.set_master_pass_rule(rule);
+        Box::new(node)
+    });
+    ring.run_until(5 * MS);
+    check_domain(&ring, 0, 0, None, "before the injection")?;
+    let frames = stray_frames();
+    for (i, (_, f)) in frames.iter().enumerate() {
+        ring.inject_control(2, 0, (5 + i as u64) * MS, f.clone());
+    }
+    ring.run_until(15 * MS);
+    check_domain(&ring, 0, 0, None, "after the injection")?;
+    let data_looped = ring.report(4 * MS, 15 * MS).looped;
+    Ok(frames
+        .iter()
+        .zip(&ring.control_crossings)
+        .map(|((name, f), &(crossings, looped))| {
+            let master_passes = ring.frames_out.iter().filter(|(_, node, _, g)| *node == 0 && g == f).count() as u64;
+            StrayRow { frame: name, nodes: n, rule, crossings, looped, master_passes, data_looped }
+        })
+        .collect())
+}

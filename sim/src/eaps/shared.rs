@@ -69,6 +69,10 @@ pub struct SharedConfig {
     /// The root-blocker rule for several common links (docs/eaps.md §11): on unless a test
     /// shows the superloop it prevents.
     pub root_blocker: bool,
+    /// The segment RB ID relay (docs/eaps.md §11): segment health PDUs carry the lowest failed
+    /// common link ID heard through the sender's other segments, and a controller is the root
+    /// blocker only if its link ID is lower than those too. On unless a test shows what it adds.
+    pub rb_relay: bool,
 }
 
 /// Where a frame goes or came from.
@@ -164,6 +168,8 @@ pub struct SharedPort {
     /// Per segment port: the lowest ID of another failed common link whose end is heard on it
     /// (a PDU with that link ID and its failed-link field set), and when it was last heard.
     adjacent_failed: Vec<Option<(u16, Nanos)>>,
+    /// Per segment: the lowest segment RB ID heard on it (ID, the reporter's link ID, when).
+    adjacent_rb: Vec<Option<(u16, u16, Nanos)>>,
     forwarding: Vec<bool>,
     next_hello: Option<Nanos>,
     hold_until: Option<Nanos>,
@@ -192,6 +198,7 @@ impl SharedPort {
             common_ok: link_up,
             segment_ok: vec![true; n],
             adjacent_failed: vec![None; n],
+            adjacent_rb: vec![None; n],
             forwarding: vec![true; n],
             next_hello: None,
             hold_until: None,
@@ -253,6 +260,7 @@ impl SharedPort {
             }
         }
         ts.extend(self.adjacent_failed.iter().map(|a| a.map(|(_, h)| h + t)));
+        ts.extend(self.adjacent_rb.iter().map(|a| a.map(|(_, _, h)| h + t)));
         ts.into_iter().flatten().min()
     }
 
@@ -287,6 +295,11 @@ impl SharedPort {
         }
         for a in self.adjacent_failed.iter_mut() {
             if a.is_some_and(|(_, h)| h + t <= now) {
+                *a = None;
+            }
+        }
+        for a in self.adjacent_rb.iter_mut() {
+            if a.is_some_and(|(_, _, h)| h + t <= now) {
                 *a = None;
             }
         }
@@ -329,6 +342,7 @@ impl SharedPort {
         if !up {
             self.segment_ok[segment] = false;
             self.adjacent_failed[segment] = None;
+            self.adjacent_rb[segment] = None;
         }
         self.apply(now, &mut out);
         out
@@ -355,6 +369,16 @@ impl SharedPort {
                     }
                 } else if a.is_some_and(|(id, _)| id == pdu.link_id) {
                     *a = None;
+                }
+                let r = &mut self.adjacent_rb[i];
+                if pdu.rb_id != 0 {
+                    if r.is_none_or(|(rb, from, h)| {
+                        pdu.rb_id <= rb || from == pdu.link_id || h + self.cfg.timeout <= now
+                    }) {
+                        *r = Some((pdu.rb_id, pdu.link_id, now));
+                    }
+                } else if r.is_some_and(|(_, from, _)| from == pdu.link_id) {
+                    *r = None;
                 }
                 self.apply(now, &mut out);
             }
@@ -401,7 +425,24 @@ impl SharedPort {
     /// Whether this end is the root blocker now: a blocking controller whose common link has
     /// the lowest ID among the failed common links whose ends it hears on its segment ports.
     pub fn root_blocker(&self) -> bool {
-        self.blocking() && self.adjacent_failed.iter().flatten().all(|&(id, _)| self.cfg.link_id < id)
+        let relayed = !self.cfg.rb_relay || self.adjacent_rb.iter().flatten().all(|&(rb, _, _)| self.cfg.link_id < rb);
+        self.blocking() && relayed && self.adjacent_failed.iter().flatten().all(|&(id, _)| self.cfg.link_id < id)
+    }
+
+    /// The segment RB ID to send out of segment `to` (`None`: the shared port): the lowest
+    /// failed common link ID heard, directly or relayed, on the other segment ports; 0 for none
+    /// or with the relay off. Not what was heard on `to` itself (split horizon), so that two
+    /// nodes cannot keep a lapsed ID alive by relaying it back and forth.
+    fn rb_out(&self, to: Option<usize>) -> u16 {
+        if !self.cfg.rb_relay {
+            return 0;
+        }
+        let others = (0..self.adjacent_failed.len()).filter(|&j| Some(j) != to);
+        others
+            .flat_map(|j| [self.adjacent_failed[j].map(|(id, _)| id), self.adjacent_rb[j].map(|(rb, _, _)| rb)])
+            .flatten()
+            .min()
+            .unwrap_or(0)
     }
 
     fn blocking(&self) -> bool {
@@ -456,6 +497,10 @@ impl SharedPort {
             if !up {
                 continue;
             }
+            let rb_id = self.rb_out(match to {
+                Where::Shared => None,
+                Where::Segment(i) => Some(i),
+            });
             let pdu = EslRepr {
                 edp_sequence: self.edp_seq,
                 control_vlan,
@@ -464,6 +509,7 @@ impl SharedPort {
                 role,
                 link_id: self.cfg.link_id,
                 failed_link,
+                rb_id,
             };
             self.edp_seq = self.edp_seq.wrapping_add(1);
             self.tx += 1;
@@ -500,6 +546,7 @@ mod test {
             timeout_action: SegmentTimeoutAction::SegmentDown,
             hold: 100 * MS,
             root_blocker: true,
+            rb_relay: true,
         }
     }
 
@@ -601,5 +648,60 @@ mod test {
         let mut p = SharedPort::new(MacAddr([2, 0, 0, 0, 0, 4]), other, true, vec![true, true]);
         let (w, f) = frames(&p.enable(0)).remove(0);
         assert_eq!(c.handle_frame(MS, w, &f).unwrap(), vec![SharedAction::PassOn { link_id: 99 }]);
+    }
+
+    /// The segment RB ID (docs/eaps.md §11): what is heard on one segment port goes out of the
+    /// others only (split horizon), the lowest of the failed IDs and RB IDs heard, until the
+    /// timeout; a controller is root blocker only below the RB IDs it hears; off, nothing is sent.
+    #[test]
+    fn segment_rb_id_relay() {
+        let foreign = |link_id: u16, failed_link: u16, rb_id: u16| {
+            let m = MacAddr([2, 0, 0, 0, 0, 9]);
+            let r = EslRepr {
+                edp_sequence: 1,
+                control_vlan: 10,
+                system_mac: m,
+                state: EslState::Blocking,
+                role: EslRole::Controller,
+                link_id,
+                failed_link,
+                rb_id,
+            };
+            emit_frame(&r, m, 7)
+        };
+        let rb_sent = |a: &[SharedAction]| -> Vec<(Where, u16)> {
+            frames(a).iter().map(|(w, f)| (*w, parse_frame(f).unwrap().1.rb_id)).collect()
+        };
+        let mut c = SharedPort::new(MacAddr([2, 0, 0, 0, 0, 3]), cfg(SharedRole::Controller), true, vec![true, true]);
+        c.enable(0);
+        // Link 56's end, reporting 56 failed and RB ID 12, heard on segment 0; link 78's, RB 40, too.
+        c.handle_frame(MS, Where::Segment(0), &foreign(56, 56, 12)).unwrap();
+        c.handle_frame(MS, Where::Segment(0), &foreign(78, 0, 40)).unwrap();
+        let a = c.handle_timeout(10 * MS);
+        assert_eq!(rb_sent(&a), vec![(Where::Shared, 12), (Where::Segment(0), 0), (Where::Segment(1), 12)]);
+        // Blocking: 34 is below 56 but not below 12, so not the root blocker.
+        c.shared_link(11 * MS, false);
+        assert!(!c.root_blocker());
+        let mut off = cfg(SharedRole::Controller);
+        off.rb_relay = false;
+        let mut d = SharedPort::new(MacAddr([2, 0, 0, 0, 0, 3]), off, true, vec![true, true]);
+        d.enable(0);
+        d.handle_frame(MS, Where::Segment(0), &foreign(56, 56, 12)).unwrap();
+        d.shared_link(2 * MS, false);
+        assert!(d.root_blocker(), "without the relay only the failed ID 56 counts");
+        assert!(rb_sent(&d.handle_timeout(10 * MS)).iter().all(|&(_, rb)| rb == 0));
+        // Link 56's end reports RB 0 now: its RB 12 is cleared (the segment keeps only the lowest
+        // RB ID, so 78's 40 was not kept), its failed 56 is still heard; nothing heard for the
+        // 30 ms timeout: lapsed. (The shared port's link is down: PDUs out of the segment ports.)
+        c.handle_frame(12 * MS, Where::Segment(0), &foreign(56, 56, 0)).unwrap();
+        assert_eq!(rb_sent(&c.handle_timeout(20 * MS)), vec![(Where::Segment(0), 0), (Where::Segment(1), 56)]);
+        assert_eq!(c.poll_timeout(), Some(30 * MS));
+        c.handle_timeout(30 * MS);
+        assert_eq!(c.poll_timeout(), Some(40 * MS));
+        c.handle_timeout(40 * MS);
+        assert_eq!(c.poll_timeout(), Some(42 * MS), "the failed ID 56 heard at 12 ms lapses");
+        c.handle_timeout(42 * MS);
+        assert_eq!(rb_sent(&c.handle_timeout(50 * MS)), vec![(Where::Segment(0), 0), (Where::Segment(1), 0)]);
+        assert!(c.root_blocker(), "every heard ID has lapsed");
     }
 }

@@ -9,6 +9,11 @@
 //!   5–7–8–6 (master 7, control VLAN 30), which shares link 5–6 with ring 2 (controller 5, link
 //!   ID 56). Host 8 is watched. With both common links down a superloop runs 3–2–1–4–6–8–7–5–3
 //!   unless one controller, the root blocker, blocks it.
+//! - [`Topology::four_rings`]: ring 3's master at 8, and ring 4, 7–9–10–8 (master 9, control
+//!   VLAN 40), which shares link 7–8 with ring 3 (controller 7, link ID 12). Host 7 is watched.
+//!   With all three common links down the superloop runs round the outside of the four rings;
+//!   controllers 3 and 7 each hear only larger failed IDs directly (56), so without the
+//!   segment RB ID relay both block and cut host 7 off; with it controller 3 learns of link 12.
 //!
 //! Each node is a learning bridge with a host; a
 //! ring port passes data only while every domain on it (and the shared port) lets it. Time
@@ -36,6 +41,8 @@ pub const LINKS: [(usize, usize); 7] = [(1, 2), (2, 3), (3, 4), (4, 1), (3, 5), 
 pub const COMMON: usize = 2;
 /// Link 5–6's index: ring 2's and ring 3's common link in [`Topology::three_rings`].
 pub const COMMON_56: usize = 5;
+/// Link 7–8's index: ring 3's and ring 4's common link in [`Topology::four_rings`].
+pub const COMMON_78: usize = 8;
 
 /// A domain at a node: role, primary peer, secondary peer, control VLAN.
 pub type DomainPlan = (Role, usize, usize, u16);
@@ -54,6 +61,8 @@ pub struct Topology {
     pub shared: Vec<SharedPlan>,
     /// The root-blocker rule at the shared ports.
     pub root_blocker: bool,
+    /// The segment RB ID relay at the shared ports.
+    pub rb_relay: bool,
     /// The node whose host's receipt of host 1's broadcasts [`Report::reached`] counts.
     pub watched: usize,
 }
@@ -73,6 +82,7 @@ impl Topology {
             ],
             shared: if shared { vec![(3, COMMON, true, 34), (4, COMMON, false, 34)] } else { vec![] },
             root_blocker: true,
+            rb_relay: true,
             watched: 6,
         }
     }
@@ -101,8 +111,25 @@ impl Topology {
                 (6, COMMON_56, false, 56),
             ],
             root_blocker,
+            rb_relay: true,
             watched: 8,
         }
+    }
+
+    /// Four rings in a chain: [`Topology::three_rings`]' rings 1 to 3 (ring 3's master moved
+    /// to node 8, primary 7, so that no master's secondary is a shared port), and ring 4,
+    /// 7–9–10–8 (master 9), sharing link 7–8 with ring 3 (controller 7, partner 8, link ID 12).
+    pub fn four_rings(root_blocker: bool, rb_relay: bool) -> Topology {
+        let mut t = Topology::three_rings(root_blocker);
+        t.links.extend([(7, 9), (9, 10), (10, 8)]);
+        t.plan[6] = vec![(Role::Transit, 5, 8, 30), (Role::Transit, 9, 8, 40)];
+        t.plan[7] = vec![(Role::Master, 7, 6, 30), (Role::Transit, 10, 7, 40)];
+        t.plan.push(vec![(Role::Master, 7, 10, 40)]);
+        t.plan.push(vec![(Role::Transit, 9, 8, 40)]);
+        t.shared.extend([(7, COMMON_78, true, 12), (8, COMMON_78, false, 12)]);
+        t.rb_relay = rb_relay;
+        t.watched = 7;
+        t
     }
 }
 
@@ -214,6 +241,7 @@ impl SharedRing {
                     timeout_action: SegmentTimeoutAction::SegmentDown,
                     hold: 3 * MS,
                     root_blocker: t.root_blocker,
+                    rb_relay: t.rb_relay,
                     segment_vlans,
                 };
                 let k = segs.len();
@@ -540,5 +568,58 @@ mod test {
         assert_eq!(with.reached, with.sent, "with the rule host 8 is reached: {with:?}");
         assert_eq!(roots, [true, false], "controller 3 (link 34) is the root blocker, 5 (link 56) is not");
         assert_eq!(blocking, [true, false], "only the root blocker blocks");
+    }
+
+    /// Four rings, three common links, all down (3–4 at 10 ms, 5–6 at 12 ms, 7–8 at 14 ms):
+    /// without the root-blocker rule the superloop forms; with the rule but no relay controllers
+    /// 3 (link 34, hearing 56) and 7 (link 12, hearing 56) both block, which cuts nodes 5 and 7
+    /// off host 1; with the segment RB ID relay controller 3 hears of 12 through 5 and 6 and
+    /// stands down, 7 alone blocks, nothing loops and host 7 is reached. After all repairs
+    /// nothing loops either way.
+    #[test]
+    fn rb_id_relay_with_three_failed_common_links() {
+        let mut out = Vec::new();
+        for (rule, relay) in [(false, false), (true, false), (true, true)] {
+            let mut r = SharedRing::with(Topology::four_rings(rule, relay));
+            r.run_until(10 * MS);
+            assert_eq!(r.report().looped, 0, "rule {rule} relay {relay}: a loop before any failure");
+            r.set_link(COMMON, false);
+            r.run_until(12 * MS);
+            r.set_link(COMMON_56, false);
+            r.run_until(14 * MS);
+            r.set_link(COMMON_78, false);
+            r.run_until(20 * MS);
+            r.reset_report();
+            r.run_until(30 * MS);
+            let down = r.report();
+            let roots = [r.root_blocker(3), r.root_blocker(5), r.root_blocker(7)];
+            let blocking = [r.shared_blocking(3), r.shared_blocking(5), r.shared_blocking(7)];
+            for l in [COMMON, COMMON_56, COMMON_78] {
+                r.set_link(l, true);
+            }
+            r.run_until(45 * MS);
+            r.reset_report();
+            r.run_until(55 * MS);
+            let after = r.report();
+            eprintln!(
+                "root blocker {rule}, relay {relay}: all three down 10 ms {down:?}; roots {roots:?}, blocking \
+                 {blocking:?}; 10 ms after the repairs {after:?}"
+            );
+            assert_eq!(after.looped, 0, "rule {rule} relay {relay}: looping after the repairs");
+            assert_eq!(after.reached, after.sent, "rule {rule} relay {relay}: host 7 not reached after the repairs");
+            out.push((down, roots, blocking));
+        }
+        let (none, _, _) = out[0];
+        assert!(none.looped > 1000, "without the rule the superloop forms: {none:?}");
+        let (direct, roots, blocking) = out[1];
+        assert_eq!(direct.looped, 0, "rule without relay: {direct:?}");
+        assert_eq!(roots, [true, false, true], "without the relay 3 and 7 are both root blockers");
+        assert_eq!(blocking, [true, false, true]);
+        assert_eq!(direct.reached, 0, "two blockers cut host 7 off: {direct:?}");
+        let (relayed, roots, blocking) = out[2];
+        assert_eq!(relayed.looped, 0, "rule with relay: {relayed:?}");
+        assert_eq!(roots, [false, false, true], "with the relay only 7 (link 12) is the root blocker");
+        assert_eq!(blocking, [false, false, true]);
+        assert_eq!(relayed.reached, relayed.sent, "with the relay host 7 is reached: {relayed:?}");
     }
 }

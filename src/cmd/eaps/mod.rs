@@ -244,6 +244,7 @@ impl Daemon {
                 },
                 hold: ns(hold),
                 root_blocker: true,
+                rb_relay: true,
             };
             let links = segments.iter().map(|&x| ports[x].link).collect();
             Shared { port, node: SharedPort::new(mac, cfg, ports[port].link, links), segments }
