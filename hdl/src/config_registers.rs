@@ -354,18 +354,8 @@ pub fn job_writes(job: &spotagg_driver::JobConfig) -> Vec<(u8, u32)> {
     v
 }
 
-/// Register 0x0D for a parent (docs/switch.md §6): enable, rank, port; 0 for none.
-pub fn parent_control(parent: Option<&spotagg_driver::config::ParentConfig>) -> u32 {
-    parent.map_or(0, |p| 1 << 31 | (p.rank as u32 & 0x1f) << 16 | u32::from(p.port))
-}
-
-/// The writes of registers 0x0A..=0x0D for `parent` (addresses zero and 0x0D = 0 for none).
+/// The writes of registers 0x0A..=0x0D for `parent` (docs/switch.md §6; all zero for none), the
+/// values the control link writes to 0x010A..=0x010D (`spotagg_driver::control::parent_registers`).
 pub fn parent_writes(parent: Option<&spotagg_driver::config::ParentConfig>) -> Vec<(u8, u32)> {
-    let (ip, m) = parent.map_or((0, [0; 6]), |p| (u32::from(p.ip), p.mac.0));
-    vec![
-        (0x0A, ip),
-        (0x0B, u32::from(u16::from_be_bytes([m[0], m[1]]))),
-        (0x0C, u32::from_be_bytes([m[2], m[3], m[4], m[5]])),
-        (0x0D, parent_control(parent)),
-    ]
+    (0x0A..).zip(spotagg_driver::control::parent_registers(parent)).collect()
 }
