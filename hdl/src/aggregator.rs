@@ -501,7 +501,9 @@ impl Logic for Aggregator {
                     self.slot_base.d.next = ((bit_cast::<16, 15>(self.desc.slot.val()) << 1)
                         | bit_cast::<16, 1>(self.desc.set.val().into()))
                         << self.elements_log2.val();
-                    self.is_parent.d.next = true;
+                    // (The parser yields this kind only with a parent; `parent_on` is a constant 0
+                    // in a core built without the tree leaf, so synthesis removes its logic.)
+                    self.is_parent.d.next = self.job.parent_on.val();
                     self.s_active.d.next = true;
                     self.s_lookup.d.next = true;
                 } else if self.desc.kind.val() == self.kind_arp.val() {

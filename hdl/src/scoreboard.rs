@@ -192,7 +192,9 @@ impl Logic for Scoreboard {
         self.lookup.first.next = self.r_first.q.val();
         self.lookup.last.next = self.r_last.q.val();
         self.lookup.complete.next = self.r_complete.q.val();
-        self.lookup.waiting.next = self.r_waiting.q.val();
+        // (Gated by `has_parent`, a constant 0 in a core built without the tree leaf, so that
+        // synthesis removes the tree logic the aggregator and the result builder hang on it.)
+        self.lookup.waiting.next = self.r_waiting.q.val() & self.has_parent.val();
         self.wait_new.next = false;
         // The rank's bit, and whether it is set in the pending write's bitmap of the set looked
         // up, registered every cycle (`rank` and `set` are stable a cycle before `active`, and

@@ -366,3 +366,26 @@ fn tree_leaf_matches_the_reference() {
         "every tree path taken: {total:?}"
     );
 }
+
+/// A core built without the tree leaf (`CoreConfig::tree` false) is the switch of §1–§5: the
+/// same frames as the reference on a troubled trace (frames from the would-be parent's address
+/// are unknown sources), no tree counters, and a job with a parent refused by name.
+#[test]
+fn a_core_without_the_tree_leaf() {
+    let (tree_job, tree_frames, _) = tree_trace::tree_trace(3, PayloadSize::B256, 2, 4, 65, 0.15);
+    let job = JobConfig { parent: None, ..tree_job.clone() };
+    let core = RtlEngine::core_for_job(&job, 4).unwrap().with_tree(false);
+    let mut rtl = RtlEngine::new(&job, core).unwrap();
+    let mut model = RefSwitch::new(job.clone());
+    for (i, f) in tree_frames.iter().enumerate() {
+        let (mut want, mut got) = (vec![], vec![]);
+        rtl.process(f, &mut got);
+        model.process(f, &mut want);
+        assert_eq!(want, got, "frame {i}");
+    }
+    assert_eq!(model.counters(), rtl.counters());
+    assert!(rtl.counters().dropped(DropReason::UnknownSource) > 0, "the parent's frames are unknown sources");
+    assert_eq!(rtl.tree_counters(), None);
+    let e = RtlEngine::new(&tree_job, core).unwrap_err();
+    assert!(e.0.contains("parent") && e.0.contains("tree"), "{e}");
+}
