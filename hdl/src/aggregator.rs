@@ -428,7 +428,7 @@ impl Logic for Aggregator {
         self.header.epoch.next = self.ss_epoch.val();
         JobSettings::link(&mut self.job, &mut self.header.job);
         self.header.exponents.next = self.reply_exps.q.val();
-        self.header.dst_port_on.next = self.up.q.val() | self.down.q.val();
+        self.header.dst_port_on.next = (self.up.q.val() | self.down.q.val()) & self.job.parent_on.val();
         self.header.dst_port.next = self.job.worker_port.val();
         if self.up.q.val() {
             self.header.dst_port.next = self.job.parent_port.val();
@@ -782,7 +782,7 @@ impl Logic for Aggregator {
             self.s_load.d.next = false;
             self.s_active.d.next = false;
             if self.reply_kind.q.val() == ReplyKind::Result {
-                if self.up.q.val() {
+                if self.up.q.val() & self.job.parent_on.val() {
                     // One partial frame to the parent (rank range 0..=0, addresses patched).
                     self.replies.parent.next = true;
                     self.events.tree.next = true;

@@ -495,7 +495,7 @@ impl Logic for ResultBuilder {
             self.mac_lo3.d.next = self.mac_lo2.q.val();
             self.ip3.d.next = self.ip2.q.val();
             self.sum_sel.next = self.sum2.q.val();
-            if self.par2.q.val() {
+            if self.par2.q.val() & self.job.parent_on.val() {
                 self.mac_hi3.d.next = self.job.parent_mac_hi.val();
                 self.mac_lo3.d.next = self.job.parent_mac_lo.val();
                 self.ip3.d.next = self.job.parent_ip.val();
