@@ -39,11 +39,22 @@
 //!   retransmission with the slot memory's data replaced by zeros, exponents zero and byte 43
 //!   the epoch after the update. The opening also clears every slot (the scoreboard's clear
 //!   pass): the next descriptor waits in Idle until it is done, as after a reconfiguration.
+//! - Trees (docs/switch.md §6, with a parent in the job): the last contribution of a round
+//!   writes its sums into the reply buffer as for a multicast, but the frame is loaded once,
+//!   addressed to the parent (`replies.parent`, UDP destination `PP`), and the scoreboard sets
+//!   `waiting`; a duplicate to a waiting round from rank 0 resends it (the copy pass of a
+//!   retransmission), from another rank does nothing. A parent result (`KIND_PARENT`, not
+//!   filed in a counter bucket) looks up the scoreboard as a contribution does; to a waiting,
+//!   complete round it commits (clearing `waiting` only), writes its exponents and values as a
+//!   first contribution's (the read-modify-write pass with nothing added) and multicasts them
+//!   with UDP destination `worker_port`; otherwise it is stale. Each of these is a tree event
+//!   (`events.tree`, `events.tree_index`: 0 partial up, 1 partial resent, 2 parent result, 3
+//!   stale parent result).
 
 use crate::block_ram::RamClient;
 use crate::config_registers::JobSettings;
 use crate::counters::{CounterEventSource, BUCKET_ARP_REPLY, BUCKET_CONTRIBUTION, BUCKET_DUPLICATE, BUCKET_ICMP_REPLY};
-use crate::frame_parser::{DescriptorSink, KIND_ARP, KIND_CONTRIBUTION, KIND_SESSION};
+use crate::frame_parser::{DescriptorSink, KIND_ARP, KIND_CONTRIBUTION, KIND_PARENT, KIND_SESSION};
 use crate::header_words::HeaderWords;
 use crate::lane_adders::LaneAdderClient;
 use crate::reply_header::ReplyHeader;
@@ -96,6 +107,15 @@ pub struct Aggregator {
     kind_contribution: Constant<Bits<5>>,
     kind_arp: Constant<Bits<5>>,
     kind_session: Constant<Bits<5>>,
+    kind_parent: Constant<Bits<5>>,
+    /// The descriptor is a parent result (docs/switch.md §6).
+    is_parent: DFF<Bit>,
+    /// The reply goes up to the parent (a partial frame).
+    up: DFF<Bit>,
+    /// The partial frame is a resend.
+    resend: DFF<Bit>,
+    /// The results are triggered by a parent result (UDP destination `worker_port`).
+    down: DFF<Bit>,
     bucket_stale: Constant<Bits<5>>,
     bucket_contribution: Constant<Bits<5>>,
     bucket_duplicate: Constant<Bits<5>>,
@@ -184,6 +204,11 @@ impl Aggregator {
             kind_contribution: Constant::new(KIND_CONTRIBUTION.into()),
             kind_arp: Constant::new(KIND_ARP.into()),
             kind_session: Constant::new(KIND_SESSION.into()),
+            kind_parent: Constant::new(KIND_PARENT.into()),
+            is_parent: Default::default(),
+            up: Default::default(),
+            resend: Default::default(),
+            down: Default::default(),
             bucket_stale: Constant::new((spotagg_driver::DropReason::StaleSession as u64).into()),
             bucket_contribution: Constant::new(BUCKET_CONTRIBUTION.into()),
             bucket_duplicate: Constant::new(BUCKET_DUPLICATE.into()),
@@ -264,6 +289,10 @@ impl Logic for Aggregator {
             s_sess_lookup,
             s_sess_decide,
             session_reply,
+            is_parent,
+            up,
+            resend,
+            down,
             issue_stop,
             nwords_eq10,
             nwords_eq11,
@@ -314,6 +343,10 @@ impl Logic for Aggregator {
         self.sb.rank.next = self.desc.rank.val();
         self.sb.active.next = false;
         self.sb.commit.next = false;
+        self.sb.parent.next = self.is_parent.q.val();
+        self.events.tree.next = false;
+        self.events.tree_index.next = 0.into();
+        self.replies.parent.next = false;
         self.sm.read_address.next = self.slot_base.q.val() + bit_cast::<16, 10>(self.issue_index.q.val());
         self.sm.write_address.next = self.slot_base.q.val() + bit_cast::<16, 10>(self.write_index.q.val());
         self.sm.write_data.next = self.la.sum.val();
@@ -395,6 +428,11 @@ impl Logic for Aggregator {
         self.header.epoch.next = self.ss_epoch.val();
         JobSettings::link(&mut self.job, &mut self.header.job);
         self.header.exponents.next = self.reply_exps.q.val();
+        self.header.dst_port_on.next = (self.up.q.val() | self.down.q.val()) & self.job.parent_on.val();
+        self.header.dst_port.next = self.job.worker_port.val();
+        if self.up.q.val() {
+            self.header.dst_port.next = self.job.parent_port.val();
+        }
         self.replies.hdr_write_address.next = self.header_address_d2.q.val();
         self.replies.hdr_write_data.next = self.header_data.q.val();
         self.replies.hdr_write_enable.next = self.header_enable_d2.q.val();
@@ -418,6 +456,10 @@ impl Logic for Aggregator {
         if !self.s_active.q.val() {
             self.first_of_round.d.next = false;
             self.session_reply.d.next = false;
+            self.is_parent.d.next = false;
+            self.up.d.next = false;
+            self.resend.d.next = false;
+            self.down.d.next = false;
             // Header's last index (ARP, an even kind: word 9; ICMP, odd: word 8); a contribution
             // sets its own in Commit.
             self.issue_stop.d.next = 9.into();
@@ -455,6 +497,15 @@ impl Logic for Aggregator {
                         << self.elements_log2.val();
                     self.s_active.d.next = true;
                     self.s_lookup.d.next = true;
+                } else if self.desc.kind.val() == self.kind_parent.val() {
+                    self.slot_base.d.next = ((bit_cast::<16, 15>(self.desc.slot.val()) << 1)
+                        | bit_cast::<16, 1>(self.desc.set.val().into()))
+                        << self.elements_log2.val();
+                    // (The parser yields this kind only with a parent; `parent_on` is a constant 0
+                    // in a core built without the tree leaf, so synthesis removes its logic.)
+                    self.is_parent.d.next = self.job.parent_on.val();
+                    self.s_active.d.next = true;
+                    self.s_lookup.d.next = true;
                 } else if self.desc.kind.val() == self.kind_arp.val() {
                     self.reply_kind.d.next = ReplyKind::ArpReply;
                     self.s_active.d.next = true;
@@ -490,7 +541,7 @@ impl Logic for Aggregator {
         }
         if self.s_commit.q.val() {
             self.exp_new.next = self.exp_max.q.val();
-            if self.sb.first.val() {
+            if self.sb.first.val() | self.is_parent.q.val() {
                 self.exp_new.next = bit_cast::<16, 32>(self.desc.header.h12.val());
             }
             if self.desc.set.val() {
@@ -510,8 +561,35 @@ impl Logic for Aggregator {
             self.reply_kind.d.next = ReplyKind::Result;
             self.nwords.d.next = bit_cast::<10, 9>(self.job.payload_words.val()) + 13;
             self.s_commit.d.next = false;
-            if self.sb.is_new.val() {
+            if self.is_parent.q.val() {
+                // A parent result: a tree event, in no counter bucket (docs/switch.md §6).
+                self.events.bucket.next = false;
+                self.events.tree.next = true;
+                if self.sb.waiting.val() & self.sb.complete.val() {
+                    self.events.tree_index.next = 2.into();
+                    self.sb.commit.next = true;
+                    self.ex_write_pending.d.next = true;
+                    if self.desc.set.val() {
+                        self.ex_write_word.d.next =
+                            (bit_cast::<32, 16>(self.exp_new.val()) << 16) | (self.ex.read_data.val() & 0xffff);
+                    } else {
+                        self.ex_write_word.d.next =
+                            (self.ex.read_data.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exp_new.val());
+                    }
+                    self.first_of_round.d.next = true;
+                    self.last_of_round.d.next = true;
+                    self.retransmit.d.next = false;
+                    self.reply_exps.d.next = self.exp_new.val();
+                    self.down.d.next = true;
+                    self.s_rmw.d.next = true;
+                } else {
+                    self.events.tree_index.next = 3.into();
+                    self.desc.done.next = true;
+                    self.s_active.d.next = false;
+                }
+            } else if self.sb.is_new.val() {
                 self.sb.commit.next = true;
+                self.up.d.next = self.sb.last.val() & self.job.parent_on.val();
                 self.events.bucket_index.next = self.bucket_contribution.val();
                 self.ex_write_pending.d.next = true;
                 if self.desc.set.val() {
@@ -529,7 +607,17 @@ impl Logic for Aggregator {
             } else {
                 self.events.bucket_index.next = self.bucket_duplicate.val();
                 self.reply_exps.d.next = self.la.exp_stored.val();
-                if self.sb.complete.val() {
+                if self.sb.complete.val() & self.sb.waiting.val() {
+                    // Waiting for the parent: rank 0's retransmission resends the partial.
+                    if self.desc.rank.val() == 0 {
+                        self.up.d.next = true;
+                        self.resend.d.next = true;
+                        self.s_copy_slot.d.next = true;
+                    } else {
+                        self.desc.done.next = true;
+                        self.s_active.d.next = false;
+                    }
+                } else if self.sb.complete.val() {
                     self.retransmit.d.next = true;
                     self.s_copy_slot.d.next = true;
                 } else {
@@ -694,7 +782,12 @@ impl Logic for Aggregator {
             self.s_load.d.next = false;
             self.s_active.d.next = false;
             if self.reply_kind.q.val() == ReplyKind::Result {
-                if self.retransmit.q.val() {
+                if self.up.q.val() & self.job.parent_on.val() {
+                    // One partial frame to the parent (rank range 0..=0, addresses patched).
+                    self.replies.parent.next = true;
+                    self.events.tree.next = true;
+                    self.events.tree_index.next = bit_cast::<2, 1>(self.resend.q.val().into());
+                } else if self.retransmit.q.val() {
                     self.events.retransmit.next = true;
                     self.replies.first.next = self.desc.rank.val();
                     self.replies.last.next = self.desc.rank.val();

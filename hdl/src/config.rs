@@ -18,6 +18,10 @@ pub struct CoreConfig {
     pub max_workers: usize,
     /// The per-rank straggler counters of docs/switch.md §7 (`crate::straggler`) are built.
     pub stragglers: bool,
+    /// The aggregation-tree leaf of docs/switch.md §6 (a parent switch in the job
+    /// configuration, partial sums up, the parent's result down) is built. Off, the parent
+    /// enable register reads 0 and synthesis removes the tree logic.
+    pub tree: bool,
 }
 
 /// Why a [`CoreConfig`] was rejected.
@@ -61,12 +65,18 @@ impl CoreConfig {
         if max_workers == 0 || max_workers > BITMAP_BITS {
             return Err(ConfigError(format!("max_workers = {max_workers} is outside 1..={BITMAP_BITS}")));
         }
-        Ok(CoreConfig { width_bytes, slots, max_payload, max_workers, stragglers: false })
+        Ok(CoreConfig { width_bytes, slots, max_payload, max_workers, stragglers: false, tree: true })
     }
 
     /// The same configuration with the straggler counters built (`on`) or not.
     pub fn with_stragglers(mut self, on: bool) -> CoreConfig {
         self.stragglers = on;
+        self
+    }
+
+    /// The same configuration with the aggregation-tree leaf built (`on`) or not.
+    pub fn with_tree(mut self, on: bool) -> CoreConfig {
+        self.tree = on;
         self
     }
 
@@ -96,9 +106,9 @@ impl CoreConfig {
 }
 
 impl Default for CoreConfig {
-    /// Width 4, 16 slots, 1024-byte payloads, 32 workers, no straggler counters.
+    /// Width 4, 16 slots, 1024-byte payloads, 32 workers, no straggler counters, the tree leaf.
     fn default() -> Self {
-        CoreConfig { width_bytes: 4, slots: 16, max_payload: 1024, max_workers: 32, stragglers: false }
+        CoreConfig { width_bytes: 4, slots: 16, max_payload: 1024, max_workers: 32, stragglers: false, tree: true }
     }
 }
 

@@ -12,6 +12,10 @@
 //! | 0x07 | VLAN: 0 for an untagged job, else the TCI of the frames sent (PCP << 13 \| VID), frames taken only with that VID (docs/switch.md §1 step 3) |
 //! | 0x08 | the workers' UDP source port, `worker_port` (low 16 bits; 0xBEE0 after reset) |
 //! | 0x09 | the job's `job_number` (low 8 bits): the session epoch E after the slot-state clear (docs/switch.md §2.1) |
+//! | 0x0A | tree (docs/switch.md §6): the parent switch's IPv4 address `PI` |
+//! | 0x0B | the parent's MAC, bytes 0..2 (low 16 bits) |
+//! | 0x0C | the parent's MAC, bytes 2..6 |
+//! | 0x0D | bit 31: the job has a parent; bits 20..16: this switch's rank in the parent's job; bits 15..0: the parent's UDP port `PP` (0xBEE0 after reset) |
 //! | 0x80 + 4r | worker r's IPv4 address |
 //! | 0x81 + 4r | worker r's MAC, bytes 0..2 (low 16 bits) |
 //! | 0x82 + 4r | worker r's MAC, bytes 2..6 |
@@ -65,6 +69,16 @@ interface_pair! {
         worker_port: In Bits<16>,
         /// The job's `job_number`: the session epoch after a slot-state clear (docs/switch.md §2.1).
         job_number: In Bits<8>,
+        /// The job has a parent switch (docs/switch.md §6; always low in a core built without `tree`).
+        parent_on: In Bit,
+        /// The parent's IPv4 address `PI`.
+        parent_ip: In Bits<32>,
+        /// The parent's MAC, bytes 0..2.
+        parent_mac_hi: In Bits<16>,
+        /// The parent's MAC, bytes 2..6.
+        parent_mac_lo: In Bits<32>,
+        /// The parent's UDP port `PP`.
+        parent_port: In Bits<16>,
     }
 }
 
@@ -115,6 +129,11 @@ pub struct ConfigRegisters {
     tci: DFF<Bits<16>>,
     wport: DFF<Bits<16>>,
     jobn: DFF<Bits<8>>,
+    p_ip: DFF<Bits<32>>,
+    p_mac_hi: DFF<Bits<16>>,
+    p_mac_lo: DFF<Bits<32>>,
+    /// Register 0x0D as written, the port XOR 0xBEE0.
+    p_ctl: DFF<Bits<32>>,
     clear_pulse: DFF<Bit>,
     clear_counters_pulse: DFF<Bit>,
     wt_a: DFF<Bits<5>>,
@@ -123,11 +142,12 @@ pub struct ConfigRegisters {
     wt_mhi: DFF<Bit>,
     wt_mlo: DFF<Bit>,
     built_slots: Constant<Bits<16>>,
+    built_tree: Constant<Bit>,
 }
 
 impl ConfigRegisters {
-    /// Registers of a core built with `slots` slots.
-    pub fn new(slots: usize) -> Self {
+    /// Registers of a core built with `slots` slots, and the tree leaf if `tree`.
+    pub fn new(slots: usize, tree: bool) -> Self {
         Self {
             clock: Default::default(),
             bus: Default::default(),
@@ -145,6 +165,10 @@ impl ConfigRegisters {
             tci: Default::default(),
             wport: Default::default(),
             jobn: Default::default(),
+            p_ip: Default::default(),
+            p_mac_hi: Default::default(),
+            p_mac_lo: Default::default(),
+            p_ctl: Default::default(),
             clear_pulse: Default::default(),
             clear_counters_pulse: Default::default(),
             wt_a: Default::default(),
@@ -153,6 +177,7 @@ impl ConfigRegisters {
             wt_mhi: Default::default(),
             wt_mlo: Default::default(),
             built_slots: Constant::new((slots as u64).into()),
+            built_tree: Constant::new(tree),
         }
     }
 }
@@ -172,6 +197,10 @@ impl Logic for ConfigRegisters {
             tci,
             wport,
             jobn,
+            p_ip,
+            p_mac_hi,
+            p_mac_lo,
+            p_ctl,
             clear_pulse,
             clear_counters_pulse,
             wt_a,
@@ -191,6 +220,11 @@ impl Logic for ConfigRegisters {
         // after reset and after a control link job write that does not name it.
         self.job.worker_port.next = self.wport.q.val() ^ 0xBEE0;
         self.job.job_number.next = self.jobn.q.val();
+        self.job.parent_on.next = self.p_ctl.q.val().get_bit(31) & self.built_tree.val();
+        self.job.parent_ip.next = self.p_ip.q.val();
+        self.job.parent_mac_hi.next = self.p_mac_hi.q.val();
+        self.job.parent_mac_lo.next = self.p_mac_lo.q.val();
+        self.job.parent_port.next = bit_cast::<16, 32>(self.p_ctl.q.val()) ^ 0xBEE0;
         self.clear.next = self.clear_pulse.q.val();
         self.clear_pulse.d.next = false;
         self.clear_counters.next = self.clear_counters_pulse.q.val();
@@ -271,6 +305,18 @@ impl Logic for ConfigRegisters {
                     9 => {
                         self.jobn.d.next = bit_cast::<8, 32>(self.bus.data.val());
                     }
+                    10 => {
+                        self.p_ip.d.next = self.bus.data.val();
+                    }
+                    11 => {
+                        self.p_mac_hi.d.next = bit_cast::<16, 32>(self.bus.data.val());
+                    }
+                    12 => {
+                        self.p_mac_lo.d.next = self.bus.data.val();
+                    }
+                    13 => {
+                        self.p_ctl.d.next = self.bus.data.val() ^ 0xBEE0;
+                    }
                     _ => {}
                 }
             }
@@ -279,7 +325,9 @@ impl Logic for ConfigRegisters {
 }
 
 /// The register writes that configure a core for `job`, in order: switch MAC and IP, n, payload
-/// size, slots in use, VLAN, worker port, job number, the worker table, then the slot-state clear that enables the job.
+/// size, slots in use, VLAN, worker port, job number, the parent (docs/switch.md §6; register 0x0D is
+/// written for every job, so a job without a parent disables a former one), the worker table, then
+/// the slot-state clear that enables the job.
 /// The one sequence every loader uses: the simulation harnesses and the board's power-up ROM.
 pub fn job_writes(job: &spotagg_driver::JobConfig) -> Vec<(u8, u32)> {
     let m = job.switch_mac.0;
@@ -294,6 +342,7 @@ pub fn job_writes(job: &spotagg_driver::JobConfig) -> Vec<(u8, u32)> {
         (0x08, u32::from(job.worker_port)),
         (0x09, u32::from(job.job_number)),
     ];
+    v.extend(parent_writes(job.parent.as_ref()));
     for (r, w) in job.workers.iter().enumerate() {
         let base = 0x80 + 4 * r as u8;
         let m = w.mac.0;
@@ -303,4 +352,10 @@ pub fn job_writes(job: &spotagg_driver::JobConfig) -> Vec<(u8, u32)> {
     }
     v.push((0x06, 1));
     v
+}
+
+/// The writes of registers 0x0A..=0x0D for `parent` (docs/switch.md §6; all zero for none), the
+/// values the control link writes to 0x010A..=0x010D (`spotagg_driver::control::parent_registers`).
+pub fn parent_writes(parent: Option<&spotagg_driver::config::ParentConfig>) -> Vec<(u8, u32)> {
+    (0x0A..).zip(spotagg_driver::control::parent_registers(parent)).collect()
 }

@@ -792,8 +792,9 @@ impl Logic for ControlLink {
                     }
                     _ => {}
                 }
+                // (The parent registers 0x0A..=0x0D, docs/switch.md §6, are job registers too.)
                 self.wle5.d.next =
-                    (bit_cast::<8, 16>(self.addr.q.val()) <= 9) & (bit_cast::<8, 16>(self.addr.q.val()) != 6);
+                    (bit_cast::<8, 16>(self.addr.q.val()) <= 13) & (bit_cast::<8, 16>(self.addr.q.val()) != 6);
                 self.state.d.next = LinkState::Write;
             }
             LinkState::Write => {
@@ -1165,7 +1166,9 @@ mod tests {
         bad[8] ^= 1;
         assert_eq!(b.transact(&bad).status, Status::BadChecksum);
         assert_eq!(b.transact(&write_request(0x0000, &[1])).status, Status::UnknownRegister);
-        assert_eq!(b.transact(&write_request(0x0107, &[1, 2, 3, 4])).status, Status::UnknownRegister);
+        // 0x0107..=0x010A exist (0x010A..=0x010D: the tree's parent); 0x010E does not.
+        assert_eq!(b.transact(&write_request(0x010B, &[1, 2, 3, 4])).status, Status::UnknownRegister);
+        assert_eq!(b.transact(&read_request(0x010A, 1)).status, Status::UnknownRegister);
         assert_eq!(b.transact(&read_request(0x0180, 1)).status, Status::UnknownRegister);
         assert_eq!(b.transact(&read_request(0x0200, 25)).status, Status::UnknownRegister);
         assert_eq!(b.transact(&read_request(0x0200, 0)).status, Status::BadLength);

@@ -99,7 +99,7 @@ impl<const D: usize> Core<D> {
             tx_width: TxWidth::new(),
             untag: Default::default(),
             tag: Default::default(),
-            registers: ConfigRegisters::new(config.slots),
+            registers: ConfigRegisters::new(config.slots, config.tree),
             parser: FrameParser::new(),
             scoreboard: Scoreboard::new(config.slots),
             session: Default::default(),
@@ -162,6 +162,7 @@ impl<const D: usize> Logic for Core<D> {
         WorkerTableWriteSource::join(&mut self.registers.wt, &mut self.parser.wt);
         WorkerTableWriteSource::join(&mut self.registers.wt, &mut self.result_builder.wt);
         self.scoreboard.workers.next = self.registers.job.workers.val();
+        self.scoreboard.has_parent.next = self.registers.job.parent_on.val();
         // A reconfiguration or the opening of a session (docs/switch.md §2.1) clears every slot.
         self.scoreboard.clear.next = self.registers.clear.val() | self.session.clear_slots.val();
         // Sessions.
@@ -205,7 +206,8 @@ impl<const D: usize> Logic for Core<D> {
         CounterPort::<5>::link(&mut self.counter, &mut self.counters.read);
         // Straggler counters: the scoreboard's commits.
         self.stragglers.clear.next = self.registers.clear_counters.val();
-        self.stragglers.events.commit.next = self.aggregator.sb.commit.val();
+        // (A parent result's commit, docs/switch.md §6, is no contribution.)
+        self.stragglers.events.commit.next = self.aggregator.sb.commit.val() & !self.aggregator.sb.parent.val();
         self.stragglers.events.is_new.next = self.scoreboard.lookup.is_new.val();
         self.stragglers.events.first.next = self.scoreboard.lookup.first.val();
         self.stragglers.events.last.next = self.scoreboard.lookup.last.val();

@@ -26,11 +26,15 @@
 //! | 21 | `bad_slot` |
 //! | 22 | `wrong_src_port` |
 //! | 23 | `stale_session` |
+//! | 24 | tree: `partials_up` (docs/switch.md §6) |
+//! | 25 | tree: `partials_resent` |
+//! | 26 | tree: `parent_results` |
+//! | 27 | tree: `parent_results_stale` |
 //!
 //! Timing: events are registered first and counted one rising edge after the one where they are
 //! high (`pending` is high meanwhile); several different events may come in one cycle. `bucket` files a received frame under `bucket_index`
 //! (0..=15 the drop reasons, 16 contributions, 17 duplicates, 18 ARP replies, 19 ICMP replies)
-//! and counts it in `frames_in`. `read.data` is combinational from `read.address`.
+//! and counts it in `frames_in`. `tree` counts the tree counter 24 + `tree_index` (no `frames_in`). `read.data` is combinational from `read.address`.
 //! `clear` zeroes every counter.
 
 use rust_hdl::prelude::*;
@@ -76,6 +80,10 @@ interface_pair! {
         multicast: In Bit,
         /// A result frame is queued for a retransmitting worker.
         retransmit: In Bit,
+        /// A tree event (docs/switch.md §6): counter 24 + `tree_index`.
+        tree: In Bit,
+        /// Which tree counter (0 partials up, 1 partials resent, 2 parent results, 3 stale ones).
+        tree_index: In Bits<2>,
     }
 }
 
@@ -102,18 +110,32 @@ pub struct Counters {
     r_count: DFF<Bits<6>>,
     r_retransmit: DFF<Bit>,
     r_frame_out: DFF<Bit>,
-    /// The counters, by index.
-    c: [DFF<Bits<32>>; 24],
+    r_tree: DFF<Bit>,
+    r_tree_index: DFF<Bits<2>>,
+    /// The counters, by index (24..28 the tree counters).
+    c: [DFF<Bits<32>>; 28],
     group0: Signal<Local, Bits<32>>,
     group1: Signal<Local, Bits<32>>,
     group2: Signal<Local, Bits<32>>,
+    group3: Signal<Local, Bits<32>>,
 }
 
 impl Logic for Counters {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, r_bucket, r_index, r_multicast, r_count, r_retransmit, r_frame_out);
-        for i in 0..24 {
+        dff_setup!(
+            self,
+            clock,
+            r_bucket,
+            r_index,
+            r_multicast,
+            r_count,
+            r_retransmit,
+            r_frame_out,
+            r_tree,
+            r_tree_index
+        );
+        for i in 0..28 {
             self.c[i].clock.next = self.clock.val();
             self.c[i].d.next = self.c[i].q.val();
         }
@@ -123,8 +145,20 @@ impl Logic for Counters {
         self.r_count.d.next = self.multicast_count.val();
         self.r_retransmit.d.next = self.events.retransmit.val();
         self.r_frame_out.d.next = self.frame_out.val();
-        self.pending.next =
-            self.r_bucket.q.val() | self.r_multicast.q.val() | self.r_retransmit.q.val() | self.r_frame_out.q.val();
+        self.r_tree.d.next = self.events.tree.val();
+        self.r_tree_index.d.next = self.events.tree_index.val();
+        self.pending.next = self.r_bucket.q.val()
+            | self.r_multicast.q.val()
+            | self.r_retransmit.q.val()
+            | self.r_frame_out.q.val()
+            | self.r_tree.q.val();
+        if self.r_tree.q.val() {
+            for i in 0..4 {
+                if self.r_tree_index.q.val().index() == i {
+                    self.c[24 + i].d.next = self.c[24 + i].q.val() + 1;
+                }
+            }
+        }
         if self.r_bucket.q.val() {
             self.c[0].d.next = self.c[0].q.val() + 1;
             // The drop reasons 0..=15 are counters 8..=23.
@@ -159,16 +193,32 @@ impl Logic for Counters {
             self.c[5].d.next = self.c[5].q.val() + 1;
         }
         if self.clear.val() {
-            for i in 0..24 {
+            for i in 0..28 {
                 self.c[i].d.next = 0.into();
             }
         }
-        // The read mux in two levels: three 8:1 groups by the low address bits, then a 4:1
-        // by the high bits (addresses above 23 read 0). A match, not a loop of ifs: Yosys makes
+        // The read mux in two levels: three 8:1 groups and a 4:1 (tree) by the low address bits, then a 4:1
+        // by the high bits (addresses above 27 read 0). A match, not a loop of ifs: Yosys makes
         // a parallel mux of a case and a priority chain of the ifs (244 LUT4 more).
         self.group0.next = self.c[0].q.val();
         self.group1.next = self.c[8].q.val();
         self.group2.next = self.c[16].q.val();
+        self.group3.next = 0.into();
+        match self.read.address.val().get_bits::<3>(0).index() {
+            0 => {
+                self.group3.next = self.c[24].q.val();
+            }
+            1 => {
+                self.group3.next = self.c[25].q.val();
+            }
+            2 => {
+                self.group3.next = self.c[26].q.val();
+            }
+            3 => {
+                self.group3.next = self.c[27].q.val();
+            }
+            _ => {}
+        }
         match self.read.address.val().get_bits::<3>(0).index() {
             0 => {
                 self.group0.next = self.c[0].q.val();
@@ -222,7 +272,7 @@ impl Logic for Counters {
                 self.read.data.next = self.group2.val();
             }
             _ => {
-                self.read.data.next = 0.into();
+                self.read.data.next = self.group3.val();
             }
         }
     }

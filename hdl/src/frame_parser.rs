@@ -56,8 +56,12 @@ pub const KIND_ARP: u64 = (KIND_CONTRIBUTION + 2) & !1;
 pub const KIND_ICMP: u64 = 2 * KIND_CONTRIBUTION + 3 - KIND_ARP;
 /// Descriptor kind of a valid session message (docs/switch.md §2.1).
 pub const KIND_SESSION: u64 = KIND_ARP + 1;
+/// Descriptor kind of a parent result (docs/switch.md §6: from the parent's IPv4 address, the
+/// checks of §1 7.1–7.4 and 8.1–8.5 passed; `msg_type` 1 or 8 alike).
+pub const KIND_PARENT: u64 = KIND_SESSION + 1;
 const _: () = assert!(KIND_ARP.is_multiple_of(2) && !KIND_ICMP.is_multiple_of(2) && KIND_ICMP < 32 && KIND_ARP < 32);
 const _: () = assert!(KIND_SESSION < 32 && KIND_SESSION != KIND_ICMP);
+const _: () = assert!(KIND_PARENT < 32 && KIND_PARENT != KIND_ICMP && KIND_PARENT != KIND_ARP);
 
 /// A descriptor kind as a 5-bit constant of the generated Verilog.
 fn kind(value: u64) -> Constant<Bits<5>> {
@@ -141,6 +145,11 @@ pub struct FrameParser {
     kind_arp: Constant<Bits<5>>,
     kind_icmp: Constant<Bits<5>>,
     kind_session: Constant<Bits<5>>,
+    kind_parent: Constant<Bits<5>>,
+    pip_hi_eq: DFF<Bit>,
+    pip_lo_eq: DFF<Bit>,
+    fl_from_parent: DFF<Bit>,
+    cls_parent: DFF<Bits<5>>,
     needs_rank: Signal<Local, Bit>,
     total_len: Signal<Local, Bits<16>>,
     udp_len: Signal<Local, Bits<16>>,
@@ -259,6 +268,11 @@ impl FrameParser {
             kind_arp: kind(KIND_ARP),
             kind_icmp: kind(KIND_ICMP),
             kind_session: kind(KIND_SESSION),
+            kind_parent: kind(KIND_PARENT),
+            pip_hi_eq: Default::default(),
+            pip_lo_eq: Default::default(),
+            fl_from_parent: Default::default(),
+            cls_parent: Default::default(),
             needs_rank: Default::default(),
             total_len: Default::default(),
             udp_len: Default::default(),
@@ -352,6 +366,10 @@ impl Logic for FrameParser {
             cls_pre,
             nr_pre,
             cls_rank,
+            pip_hi_eq,
+            pip_lo_eq,
+            fl_from_parent,
+            cls_parent,
             fl_len14,
             fl_tag_stripped,
             fl_tag_short,
@@ -630,6 +648,24 @@ impl Logic for FrameParser {
             self.nr_pre.d.next = true;
             self.cls_pre.d.next = self.kind_contribution.val();
         }
+        // A parent result (docs/switch.md §6): the source is the parent's address (compared in
+        // registered halves); the chain of 7.5 (no source port check) and 8.1–8.5.
+        self.pip_hi_eq.d.next = bit_cast::<16, 32>(self.h[6].q.val()) == self.job.parent_ip.val().get_bits::<16>(16);
+        self.pip_lo_eq.d.next = self.h[7].q.val().get_bits::<16>(16) == bit_cast::<16, 32>(self.job.parent_ip.val());
+        self.fl_from_parent.d.next = self.job.parent_on.val() & self.pip_hi_eq.q.val() & self.pip_lo_eq.q.val();
+        if self.fl_ul18.q.val() {
+            self.cls_parent.d.next = self.drop_truncated.val();
+        } else if self.fl_msg_bad.q.val() {
+            self.cls_parent.d.next = self.drop_bad_msg_type.val();
+        } else if self.fl_size_bad.q.val() {
+            self.cls_parent.d.next = self.drop_bad_size.val();
+        } else if self.fl_pay_bad.q.val() {
+            self.cls_parent.d.next = self.drop_bad_length.val();
+        } else if self.fl_slot_bad.q.val() {
+            self.cls_parent.d.next = self.drop_bad_slot.val();
+        } else {
+            self.cls_parent.d.next = self.kind_parent.val();
+        }
         if self.fl_sport_bad.q.val() {
             self.cls_rank.d.next = self.drop_wrong_src_port.val();
         } else if self.fl_ul18.q.val() {
@@ -650,6 +686,8 @@ impl Logic for FrameParser {
         if self.deciding.q.val() & (self.dstage.q.val() == 3) {
             if self.reach_ck.q.val() & self.ck_bad.q.val() {
                 self.cls.next = self.drop_ip_checksum.val();
+            } else if self.nr_pre.q.val() & self.fl_from_parent.q.val() {
+                self.cls.next = self.cls_parent.q.val();
             } else if self.nr_pre.q.val() {
                 self.needs_rank.next = true;
                 if !self.search.found.val() {

@@ -2,7 +2,8 @@
 //! access (docs/control.md)? Reads: identity 0x0000..=0x000A, the job 0x0100..=0x0109, the
 //! counters 0x0200..0x0200 + C, link state 0x0300..=0x0303, status 0x0400..=0x0402, and, when
 //! the core has them, the straggler counters 0x0600..0x0600 + W (`with_stragglers`). Writes:
-//! the job and the worker table, 0x0100..=0x0109 and 0x0180..=0x01FF. A request may not wrap
+//! the job and the worker table, 0x0100..=0x0109 and 0x0180..=0x01FF, and the tree's parent
+//! (docs/switch.md §6), 0x010A..=0x010D (write-only, as the worker table). A request may not wrap
 //! past 0xFFFF.
 //!
 //! Timing: `read`, `write` and `snapshot` follow `op` and `address` one cycle late;
@@ -41,6 +42,7 @@ pub struct RegisterRange {
     one_region: DFF<Bit>,
     identity_fits: DFF<Bit>,
     job_fits: DFF<Bit>,
+    job_write_fits: DFF<Bit>,
     counters_fit: DFF<Bit>,
     links_fit: DFF<Bit>,
     status_fits: DFF<Bit>,
@@ -74,6 +76,7 @@ impl RegisterRange {
             one_region: Default::default(),
             identity_fits: Default::default(),
             job_fits: Default::default(),
+            job_write_fits: Default::default(),
             counters_fit: Default::default(),
             links_fit: Default::default(),
             status_fits: Default::default(),
@@ -110,6 +113,7 @@ impl Logic for RegisterRange {
             one_region,
             identity_fits,
             job_fits,
+            job_write_fits,
             counters_fit,
             links_fit,
             status_fits,
@@ -131,6 +135,7 @@ impl Logic for RegisterRange {
             && ((self.last_address.q.val() >> 8) == (self.address.val() >> 8));
         self.identity_fits.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= 10;
         self.job_fits.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= 9;
+        self.job_write_fits.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= 13;
         self.counters_fit.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= self.counter_last.val();
         self.links_fit.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= 3;
         self.status_fits.d.next = bit_cast::<8, 16>(self.last_address.q.val()) <= 2;
@@ -171,7 +176,7 @@ impl Logic for RegisterRange {
                     || (self.region.q.val().get_bit(6) && self.stragglers_fit.q.val());
             } else {
                 self.ok.next =
-                    self.region.q.val().get_bit(1) && (self.job_fits.q.val() || self.in_worker_table.q.val());
+                    self.region.q.val().get_bit(1) && (self.job_write_fits.q.val() || self.in_worker_table.q.val());
             }
         }
         self.ok_q.d.next = self.ok.val();
@@ -188,7 +193,8 @@ mod tests {
         let a = address;
         let job = (u32::from(reg::SWITCH_MAC_HI)..=u32::from(reg::JOB_NUMBER)).contains(&a);
         if write {
-            return job || (u32::from(reg::WORKER_TABLE)..0x0200).contains(&a);
+            let parent = (u32::from(reg::PARENT_IP)..=u32::from(reg::PARENT_CONTROL)).contains(&a);
+            return job || parent || (u32::from(reg::WORKER_TABLE)..0x0200).contains(&a);
         }
         (0..u32::from(reg::IDENTITY_COUNT)).contains(&a)
             || job

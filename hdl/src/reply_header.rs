@@ -43,6 +43,11 @@ pub struct ReplyHeader {
     pub session: Signal<In, Bit>,
     /// The epoch a session reply carries.
     pub epoch: Signal<In, Bits<8>>,
+    /// A result's UDP destination port is `dst_port`, not the request's source port (docs/switch.md
+    /// §6: a partial frame to the parent, or a result triggered by the parent's).
+    pub dst_port_on: Signal<In, Bit>,
+    /// That port.
+    pub dst_port: Signal<In, Bits<16>>,
     len_ip: DFF<Bits<32>>,
     len_udp: DFF<Bits<32>>,
     ipck_part1: DFF<Bits<20>>,
@@ -157,6 +162,9 @@ impl Logic for ReplyHeader {
             }
             1 => {
                 self.result_hi_next.next = (self.request.h8.val() << 16) | self.len_udp.q.val();
+                if self.dst_port_on.val() {
+                    self.result_hi_next.next = (bit_cast::<32, 16>(self.dst_port.val()) << 16) | self.len_udp.q.val();
+                }
             }
             2 => {
                 self.result_hi_next.next = self.request.h10.val() & 0xffff;

@@ -19,6 +19,11 @@
 //! the first word of a half leaves 5 cycles after the half is loaded. A half is freed once its
 //! last word has left the buffers (stage 3), so the aggregator may refill it while the tail is
 //! still in the pipeline.
+//!
+//! A half loaded with `parent` (docs/switch.md §6: a partial frame) is a result sent once, with
+//! the parent's MAC and IPv4 address (the job's settings) patched in instead of a rank's (in
+//! stage 3, so the worker table read path is unchanged); it does not pulse `frame_sent` (a
+//! partial frame is outside the counters of §4).
 
 use crate::block_ram::{BlockRam, PipelinedRam};
 use crate::config_registers::{JobSettings, WorkerTableWrite};
@@ -73,6 +78,8 @@ interface_pair! {
         nwords: In Bits<10>,
         /// Valid bytes of the last word.
         last_bytes: In Bits<3>,
+        /// The frame is a partial frame to the parent (docs/switch.md §6).
+        parent: In Bit,
         /// The half to fill next.
         half: Out Bit,
         /// That half is free.
@@ -119,6 +126,15 @@ pub struct ResultBuilder {
     e1: DFF<Bits<10>>,
     e1m1: DFF<Bits<10>>,
     b1: DFF<Bits<3>>,
+    p0: DFF<Bit>,
+    p1: DFF<Bit>,
+    par1: DFF<Bit>,
+    par2: DFF<Bit>,
+    par3: DFF<Bit>,
+    par4: DFF<Bit>,
+    ck_parent: DFF<Bits<20>>,
+    parent_cur: Signal<Local, Bit>,
+    sum_sel: Signal<Local, Bits<20>>,
     state: DFF<TxState>,
     cur: DFF<Bits<5>>,
     w: DFF<Bits<10>>,
@@ -214,6 +230,15 @@ impl ResultBuilder {
             e1: Default::default(),
             e1m1: Default::default(),
             b1: Default::default(),
+            p0: Default::default(),
+            p1: Default::default(),
+            par1: Default::default(),
+            par2: Default::default(),
+            par3: Default::default(),
+            par4: Default::default(),
+            ck_parent: Default::default(),
+            parent_cur: Default::default(),
+            sum_sel: Default::default(),
             state: Default::default(),
             cur: Default::default(),
             w: Default::default(),
@@ -279,7 +304,8 @@ impl Logic for ResultBuilder {
             self, clock, full0, full1, lhalf, free, shalf, k0, f0, l0, l0m1, l1m1, e0, e0m1, b0, k1, f1, l1, e1, e1m1,
             b1, state, cur, w, wend, more, ck_base_a, ck_base_b, ck_base, hold_hdr, hold_wt, v1, hdr1, last1, bytes1,
             patch1, end1, half1, v2, hdr2, last2, bytes2, patch2, end2, half2, hword2, mac_hi2, mac_lo2, ip2, sum2, v3,
-            last3, bytes3, patch3, raw3, mac_hi3, mac_lo3, ip3, fold3, v4, last4, bytes4, data4
+            last3, bytes3, patch3, raw3, mac_hi3, mac_lo3, ip3, fold3, v4, last4, bytes4, data4, p0, p1, par1, par2,
+            par3, par4, ck_parent
         );
         clock!(self, clock, tx_buf, hdr_buf, wt_ip, wt_mac_hi, wt_mac_lo);
         self.hdr_buf.write_address.next = self.queue.hdr_write_address.val();
@@ -321,19 +347,25 @@ impl Logic for ResultBuilder {
             self.last_word.next = self.e1.q.val();
             self.last_word_m1.next = self.e1m1.q.val();
             self.last_bytes.next = self.b1.q.val();
+            self.parent_cur.next = self.p1.q.val();
         } else {
             self.kind.next = self.k0.q.val();
             self.last_rank_m1.next = self.l0m1.q.val();
             self.last_word.next = self.e0.q.val();
             self.last_word_m1.next = self.e0m1.q.val();
             self.last_bytes.next = self.b0.q.val();
+            self.parent_cur.next = self.p0.q.val();
         }
         // Output register and pipeline enable.
         self.word.valid.next = self.v4.q.val();
         self.word.data.next = self.data4.q.val();
         self.word.last.next = self.last4.q.val();
         self.word.bytes.next = self.bytes4.q.val();
-        self.frame_sent.next = self.v4.q.val() & self.word.ready.val() & self.last4.q.val();
+        self.frame_sent.next = self.v4.q.val() & self.word.ready.val() & self.last4.q.val() & !self.par4.q.val();
+        // The parent's checksum part (configuration only), registered after the fixed part.
+        self.ck_parent.d.next = self.ck_base.q.val()
+            + bit_cast::<20, 32>(self.job.parent_ip.val() >> 16)
+            + bit_cast::<20, 32>(self.job.parent_ip.val() & 0xffff);
         self.go.next = !self.v4.q.val() | self.word.ready.val();
         self.issue.next = false;
         // `wend`: `w` is the half's last word index; `more`: a result whose rank is not the last
@@ -397,6 +429,7 @@ impl Logic for ResultBuilder {
             self.raw.next = self.hword2.q.val();
         }
         self.ck.next = !(bit_cast::<16, 17>(self.fold3.q.val()) + bit_cast::<16, 17>(self.fold3.q.val() >> 16));
+        self.sum_sel.next = self.sum2.q.val();
         if self.go.val() {
             self.hdr_buf.read_address.next = self.hdr_idx.val();
             self.wt_ip.read_address.next = self.cur.q.val();
@@ -414,6 +447,7 @@ impl Logic for ResultBuilder {
             }
             self.end1.d.next = self.wend.q.val() & !self.more.q.val();
             self.half1.d.next = self.shalf.q.val();
+            self.par1.d.next = self.parent_cur.val();
             self.patch1.d.next = 0.into();
             if self.kind.val() == ReplyKind::Result {
                 match self.w.q.val().index() {
@@ -443,6 +477,7 @@ impl Logic for ResultBuilder {
             self.patch2.d.next = self.patch1.q.val();
             self.end2.d.next = self.end1.q.val();
             self.half2.d.next = self.half1.q.val();
+            self.par2.d.next = self.par1.q.val();
             self.hword2.d.next = self.hdr_buf.read_data.val();
             self.mac_hi2.d.next = self.wt_mac_hi.read_data.val();
             self.mac_lo2.d.next = self.wt_mac_lo.read_data.val();
@@ -459,8 +494,16 @@ impl Logic for ResultBuilder {
             self.mac_hi3.d.next = self.mac_hi2.q.val();
             self.mac_lo3.d.next = self.mac_lo2.q.val();
             self.ip3.d.next = self.ip2.q.val();
+            self.sum_sel.next = self.sum2.q.val();
+            if self.par2.q.val() & self.job.parent_on.val() {
+                self.mac_hi3.d.next = self.job.parent_mac_hi.val();
+                self.mac_lo3.d.next = self.job.parent_mac_lo.val();
+                self.ip3.d.next = self.job.parent_ip.val();
+                self.sum_sel.next = self.ck_parent.q.val();
+            }
+            self.par3.d.next = self.par2.q.val();
             self.fold3.d.next =
-                bit_cast::<17, 20>(self.sum2.q.val() & 0xffff) + bit_cast::<17, 20>(self.sum2.q.val() >> 16);
+                bit_cast::<17, 20>(self.sum_sel.val() & 0xffff) + bit_cast::<17, 20>(self.sum_sel.val() >> 16);
             if self.v2.q.val() & self.end2.q.val() {
                 if self.half2.q.val() {
                     self.full1.d.next = false;
@@ -472,6 +515,7 @@ impl Logic for ResultBuilder {
             self.v4.d.next = self.v3.q.val();
             self.last4.d.next = self.last3.q.val();
             self.bytes4.d.next = self.bytes3.q.val();
+            self.par4.d.next = self.par3.q.val();
             match self.patch3.q.val().index() {
                 1 => {
                     self.data4.d.next = (bit_cast::<32, 16>(self.mac_hi3.q.val()) << 16) | (self.mac_lo3.q.val() >> 16);
@@ -503,6 +547,7 @@ impl Logic for ResultBuilder {
                 self.e1.d.next = self.queue.nwords.val() - 1;
                 self.e1m1.d.next = self.queue.nwords.val() - 2;
                 self.b1.d.next = self.queue.last_bytes.val();
+                self.p1.d.next = self.queue.parent.val();
             } else {
                 self.full0.d.next = true;
                 self.k0.d.next = self.queue.kind.val();
@@ -512,6 +557,7 @@ impl Logic for ResultBuilder {
                 self.e0.d.next = self.queue.nwords.val() - 1;
                 self.e0m1.d.next = self.queue.nwords.val() - 2;
                 self.b0.d.next = self.queue.last_bytes.val();
+                self.p0.d.next = self.queue.parent.val();
             }
             self.lhalf.d.next = !self.lhalf.q.val();
         }

@@ -15,6 +15,11 @@
 //! word (read-first), so a registered hit (`bypass`: the write just landed at the address read)
 //! selects the written words instead. `clear` zeroes every slot, one a cycle, with `clearing` high meanwhile.
 //! Guarantees: nothing changes without `commit`; a duplicate is detected from the bitmap alone.
+//!
+//! Trees (docs/switch.md §6): the count word also holds `waiting[v][s]` (bits 10 and 11), read
+//! with the lookup (`waiting`). A new contribution's commit writes `waiting[v]` = `last` and
+//! `has_parent`. A lookup with `parent` high (a parent result; stable like `rank`) commits no
+//! worker bit and no count, only `waiting[v]` = 0. The clear zeroes the waiting bits too.
 
 use crate::block_ram::BlockRam;
 use rust_hdl::prelude::*;
@@ -45,6 +50,10 @@ interface_pair! {
         complete: Out Bit,
         /// A clear pass is running.
         clearing: Out Bit,
+        /// The lookup is a parent result's (docs/switch.md §6): its commit clears `waiting[v]` only.
+        parent: In Bit,
+        /// The round waits for the parent's result (`waiting[v][s]`).
+        waiting: Out Bit,
     }
 }
 
@@ -59,9 +68,11 @@ pub struct Scoreboard {
     pub workers: Signal<In, Bits<6>>,
     /// Start clearing every slot.
     pub clear: Signal<In, Bit>,
+    /// The job has a parent: a round's last contribution sets `waiting`.
+    pub has_parent: Signal<In, Bit>,
     seen0: BlockRam<6, 32>,
     seen1: BlockRam<6, 32>,
-    count: BlockRam<6, 10>,
+    count: BlockRam<6, 12>,
     slots: Constant<Bits<7>>,
     bit_mask: Signal<Local, Bits<32>>,
     seen_v: Signal<Local, Bits<32>>,
@@ -76,10 +87,13 @@ pub struct Scoreboard {
     r_first: DFF<Bit>,
     r_last: DFF<Bit>,
     r_complete: DFF<Bit>,
+    r_waiting: DFF<Bit>,
+    parent_r: DFF<Bit>,
+    wait_new: Signal<Local, Bit>,
     w_m1: DFF<Bits<6>>,
     w_seen0: DFF<Bits<32>>,
     w_seen1: DFF<Bits<32>>,
-    w_count: DFF<Bits<10>>,
+    w_count: DFF<Bits<12>>,
     clr: DFF<Bit>,
     clr_idx: DFF<Bits<7>>,
     w_slot: DFF<Bits<6>>,
@@ -87,7 +101,7 @@ pub struct Scoreboard {
     bypass: DFF<Bit>,
     rd_seen0: Signal<Local, Bits<32>>,
     rd_seen1: Signal<Local, Bits<32>>,
-    rd_count: Signal<Local, Bits<10>>,
+    rd_count: Signal<Local, Bits<12>>,
 }
 
 impl Scoreboard {
@@ -98,6 +112,7 @@ impl Scoreboard {
             lookup: Default::default(),
             workers: Default::default(),
             clear: Default::default(),
+            has_parent: Default::default(),
             seen0: BlockRam::new(slots),
             seen1: BlockRam::new(slots),
             count: BlockRam::new(slots),
@@ -115,6 +130,9 @@ impl Scoreboard {
             r_first: Default::default(),
             r_last: Default::default(),
             r_complete: Default::default(),
+            r_waiting: Default::default(),
+            parent_r: Default::default(),
+            wait_new: Default::default(),
             w_m1: Default::default(),
             w_seen0: Default::default(),
             w_seen1: Default::default(),
@@ -135,8 +153,8 @@ impl Logic for Scoreboard {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, mask_r, whit_r, rank_r, r_new, r_first, r_last, r_complete, w_m1, w_seen0, w_seen1, w_count,
-            clr, clr_idx, w_slot, w_pending, bypass
+            self, clock, mask_r, whit_r, rank_r, r_new, r_first, r_last, r_complete, r_waiting, parent_r, w_m1,
+            w_seen0, w_seen1, w_count, clr, clr_idx, w_slot, w_pending, bypass
         );
         clock!(self, clock, seen0, seen1, count);
         self.seen0.read_address.next = self.lookup.slot.val();
@@ -174,10 +192,18 @@ impl Logic for Scoreboard {
         self.lookup.first.next = self.r_first.q.val();
         self.lookup.last.next = self.r_last.q.val();
         self.lookup.complete.next = self.r_complete.q.val();
+        // (Gated by `has_parent`, a constant 0 in a core built without the tree leaf, so that
+        // synthesis removes the tree logic the aggregator and the result builder hang on it.)
+        self.lookup.waiting.next = self.r_waiting.q.val() & self.has_parent.val();
+        self.wait_new.next = false;
         // The rank's bit, and whether it is set in the pending write's bitmap of the set looked
         // up, registered every cycle (`rank` and `set` are stable a cycle before `active`, and
         // the write registers change only under `active`, never in two consecutive cycles).
         self.mask_r.d.next = bits::<32>(1) << bit_cast::<32, 5>(self.lookup.rank.val());
+        if self.lookup.parent.val() {
+            self.mask_r.d.next = 0.into();
+        }
+        self.parent_r.d.next = self.lookup.parent.val();
         self.rank_r.d.next = self.lookup.rank.val();
         if self.lookup.set.val() {
             self.w_sh.next = self.w_seen1.q.val() >> bit_cast::<32, 5>(self.lookup.rank.val());
@@ -196,10 +222,12 @@ impl Logic for Scoreboard {
             self.bit_mask.next = self.mask_r.q.val();
             if self.lookup.set.val() {
                 self.seen_v.next = self.rd_seen1.val();
-                self.cnt_v.next = bit_cast::<5, 10>(self.rd_count.val() >> 5);
+                self.cnt_v.next = bit_cast::<5, 12>(self.rd_count.val() >> 5);
+                self.r_waiting.d.next = self.rd_count.val().get_bit(11);
             } else {
                 self.seen_v.next = self.rd_seen0.val();
-                self.cnt_v.next = bit_cast::<5, 10>(self.rd_count.val());
+                self.cnt_v.next = bit_cast::<5, 12>(self.rd_count.val());
+                self.r_waiting.d.next = self.rd_count.val().get_bit(10);
             }
             // The count's wrap against n - 1 registered (no adder before the compare; with n = 0,
             // n - 1 = 63 is never reached, as count + 1 = 0 was not).
@@ -208,6 +236,13 @@ impl Logic for Scoreboard {
             } else {
                 self.cnt_next.next = self.cnt_v.val() + 1;
             }
+            if self.parent_r.q.val() {
+                self.cnt_next.next = self.cnt_v.val();
+            }
+            // waiting[v] after a new contribution: set by the last one of a round (with a parent).
+            self.wait_new.next = self.has_parent.val()
+                & ((bit_cast::<6, 5>(self.cnt_v.val()) == self.w_m1.q.val()) | (self.cnt_v.val() == 31))
+                & !self.parent_r.q.val();
             self.r_new.d.next = !self.r_sh.val().get_bit(0);
             if self.bypass.q.val() {
                 self.r_new.d.next = !self.whit_r.q.val();
@@ -219,11 +254,15 @@ impl Logic for Scoreboard {
             if self.lookup.set.val() {
                 self.w_seen0.d.next = self.rd_seen0.val() & !self.bit_mask.val();
                 self.w_seen1.d.next = self.rd_seen1.val() | self.bit_mask.val();
-                self.w_count.d.next = (bit_cast::<10, 5>(self.cnt_next.val()) << 5) | (self.rd_count.val() & 0x1f);
+                self.w_count.d.next = (bit_cast::<12, 1>(self.wait_new.val().into()) << 11)
+                    | (self.rd_count.val() & 0x41f)
+                    | (bit_cast::<12, 5>(self.cnt_next.val()) << 5);
             } else {
                 self.w_seen0.d.next = self.rd_seen0.val() | self.bit_mask.val();
                 self.w_seen1.d.next = self.rd_seen1.val() & !self.bit_mask.val();
-                self.w_count.d.next = (self.rd_count.val() & 0x3e0) | bit_cast::<10, 5>(self.cnt_next.val());
+                self.w_count.d.next = (bit_cast::<12, 1>(self.wait_new.val().into()) << 10)
+                    | (self.rd_count.val() & 0xbe0)
+                    | bit_cast::<12, 5>(self.cnt_next.val());
             }
         }
         if self.clr.q.val() {

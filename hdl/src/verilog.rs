@@ -32,7 +32,7 @@ pub fn block_verilogs(config: &CoreConfig) -> Vec<(&'static str, String)> {
         ("result_builder", verilog_of(result_builder::ResultBuilder::new())),
         ("counters", verilog_of(counters::Counters::default())),
         ("stragglers", verilog_of(straggler::Stragglers::new(true))),
-        ("config_registers", verilog_of(config_registers::ConfigRegisters::new(config.slots))),
+        ("config_registers", verilog_of(config_registers::ConfigRegisters::new(config.slots, config.tree))),
     ];
     match config.width_bytes {
         1 => {

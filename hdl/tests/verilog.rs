@@ -71,6 +71,17 @@ fn core_synthesizes_for_ecp5() {
                 s.lut_ram as i64 - u.lut_ram as i64
             );
             assert!(s.flip_flops > u.flip_flops, "the straggler block is built: {s:?} against {u:?}");
+            // Without the tree leaf (docs/switch.md §6): what it costs.
+            let t = synth_ecp5(&core_verilog(&config.with_tree(false))).unwrap_or_else(|e| panic!("{e}"));
+            println!(
+                "tree leaf: +{} LUT4, +{} FF, +{} DP16KD, +{} LUT RAM, +{} CCU2C (without: {t:?})",
+                u.lut4 as i64 - t.lut4 as i64,
+                u.flip_flops as i64 - t.flip_flops as i64,
+                u.dp16kd as i64 - t.dp16kd as i64,
+                u.lut_ram as i64 - t.lut_ram as i64,
+                u.ccu2c as i64 - t.ccu2c as i64
+            );
+            assert!(u.flip_flops > t.flip_flops, "the tree leaf is built: {u:?} against {t:?}");
         }
         Err(SynthError::NoYosys) => println!("yosys is not on PATH: skipped"),
         Err(e) => panic!("{e}"),

@@ -299,6 +299,30 @@ pub struct TreeCounters {
     pub parent_results_stale: u64,
 }
 
+/// The tree counters as Prometheus families, every sample with `labels` (the reference switch's
+/// and `RtlEngine::metrics`' names).
+pub fn tree_families(t: &TreeCounters, labels: &[(&str, String)]) -> Vec<Family> {
+    let one = |name: &str, help: &str, v: u64| Family::new(name, help, Kind::Counter).sample(labels, v as f64);
+    vec![
+        one("spotagg_switch_tree_partials_up_total", "Partial sums sent to the parent.", t.partials_up),
+        one(
+            "spotagg_switch_tree_partials_resent_total",
+            "Partial sums sent again on a retransmission to a waiting round.",
+            t.partials_resent,
+        ),
+        one(
+            "spotagg_switch_tree_parent_results_total",
+            "Parent results that completed a waiting round.",
+            t.parent_results,
+        ),
+        one(
+            "spotagg_switch_tree_parent_results_stale_total",
+            "Parent results for a round not waiting (dropped).",
+            t.parent_results_stale,
+        ),
+    ]
+}
+
 /// Straggler counters of one rank (docs/switch.md §7): the rounds it completed by arriving
 /// last, and how far behind the round's first contribution it arrived.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -381,26 +405,7 @@ impl RefSwitch {
     /// The tree counters (§6) and the straggler counters (§7) as Prometheus families, every
     /// sample with `labels` (stragglers also with `rank`).
     pub fn tree_and_straggler_families(&self, labels: &[(&str, String)]) -> Vec<Family> {
-        let t = &self.tree;
-        let one = |name: &str, help: &str, v: u64| Family::new(name, help, Kind::Counter).sample(labels, v as f64);
-        let mut fams = vec![
-            one("spotagg_switch_tree_partials_up_total", "Partial sums sent to the parent.", t.partials_up),
-            one(
-                "spotagg_switch_tree_partials_resent_total",
-                "Partial sums sent again on a retransmission to a waiting round.",
-                t.partials_resent,
-            ),
-            one(
-                "spotagg_switch_tree_parent_results_total",
-                "Parent results that completed a waiting round.",
-                t.parent_results,
-            ),
-            one(
-                "spotagg_switch_tree_parent_results_stale_total",
-                "Parent results for a round not waiting (dropped).",
-                t.parent_results_stale,
-            ),
-        ];
+        let mut fams = tree_families(&self.tree, labels);
         let ranks: Vec<spotagg_driver::metrics::RankLag> = self
             .stragglers
             .iter()

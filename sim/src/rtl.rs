@@ -204,6 +204,9 @@ impl RtlEngine {
         if job.n() > core.max_workers {
             return Err(RtlError(format!("n = {} exceeds the core's max_workers = {}", job.n(), core.max_workers)));
         }
+        if job.parent.is_some() && !core.tree {
+            return Err(RtlError("the job has a parent but the core is built without tree (CoreConfig::tree)".into()));
+        }
         if usize::from(job.slots) > core.slots || job.slots == 0 {
             return Err(RtlError(format!("slots = {} is outside 1..={} (the core's slots)", job.slots, core.slots)));
         }
@@ -366,6 +369,25 @@ impl RtlEngine {
         )
     }
 
+    /// The tree counters (docs/switch.md §6), read from the core's counters 24..=27
+    /// (`spotagg_hdl::counters`); `None` when the core was built without `tree`.
+    pub fn tree_counters(&self) -> Option<crate::reference::TreeCounters> {
+        if !self.config.tree {
+            return None;
+        }
+        let mut d = self.driver.lock().expect("core driver poisoned");
+        let mut w = [0u64; 4];
+        for (i, x) in w.iter_mut().enumerate() {
+            *x = u64::from(d.read_counter(TREE_COUNTER_BASE + i as u8));
+        }
+        Some(crate::reference::TreeCounters {
+            partials_up: w[0],
+            partials_resent: w[1],
+            parent_results: w[2],
+            parent_results_stale: w[3],
+        })
+    }
+
     /// Zeroes the counters.
     pub fn clear_counters(&mut self) {
         self.write_reg(0x06, 2);
@@ -498,6 +520,9 @@ impl Engine for RtlEngine {
     /// switch's names, lags converted from cycles to µs at [`CORE_CLOCK_MHZ`].
     fn metrics(&self) -> Vec<spotagg_driver::metrics::Family> {
         let mut f = spotagg_driver::metrics::counter_families(&self.counters(), &[]);
+        if let Some(t) = self.tree_counters() {
+            f.extend(crate::reference::tree_families(&t, &[]));
+        }
         if self.config.stragglers {
             let words = self.driver.lock().expect("core driver poisoned").read_straggler_words();
             if let Some(words) = words {
@@ -512,6 +537,10 @@ impl Engine for RtlEngine {
         f
     }
 }
+
+/// The core's counter index of the first tree counter (`partials_up`; then `partials_resent`,
+/// `parent_results`, `parent_results_stale`).
+pub const TREE_COUNTER_BASE: u8 = 24;
 
 /// The core clock the cycle counts are converted at (the board top's `pll.clk100`; the VCD's
 /// 10 ns a cycle).

@@ -9,6 +9,9 @@ use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::rtl::RtlEngine;
 use spotagg_sim::trace::{self, Reorder, TraceSpec};
 
+#[path = "common/tree_trace.rs"]
+mod tree_trace;
+
 fn hex(f: &[u8]) -> String {
     f.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join("")
 }
@@ -54,6 +57,11 @@ fn compare_with(
         }
     }
     assert_eq!(model.counters(), rtl.counters(), "{what}, width {width}: counters");
+    assert_eq!(
+        Some(model.tree_counters()),
+        rtl.tree_counters(),
+        "{what}, width {width}: tree counters (docs/switch.md §6)"
+    );
     assert!(rtl.counters().is_consistent());
     let stragglers = rtl.stragglers(job.n()).expect("the core is built with straggler counters");
     assert_eq!(model.stragglers(), &stragglers[..], "{what}, width {width}: straggler counters (lags in cycles)");
@@ -319,4 +327,65 @@ fn a_slowed_worker_shows_in_the_straggler_counters() {
     let mut sink = vec![];
     rtl.idle_for(200, &mut sink);
     assert!(rtl.stragglers(job.n()).unwrap().iter().all(|s| *s == Default::default()));
+}
+
+/// A leaf of a parent switch (docs/switch.md §6): seeded tree traces (partials up, parent
+/// results fresh, late, duplicated and from another port, rank-0 and other ranks'
+/// retransmissions to waiting rounds, stale and malformed frames from the parent, the workers'
+/// own trouble) through the core and the reference at widths 1, 4 and 8: the same frames, the
+/// same counters, the same tree counters, and every tree path taken.
+#[test]
+fn tree_leaf_matches_the_reference() {
+    let mut total = spotagg_sim::reference::TreeCounters::default();
+    for (n, payload, slots, seed, width) in [
+        (3, PayloadSize::B256, 2, 61u64, 4),
+        (4, PayloadSize::B256, 3, 62, 1),
+        (2, PayloadSize::B1024, 2, 63, 8),
+        (1, PayloadSize::B256, 2, 64, 4),
+    ] {
+        let (job, frames, mix) = tree_trace::tree_trace(n, payload, slots, 6, seed, 0.15);
+        let mut model = RefSwitch::new(job.clone());
+        let mut sink = vec![];
+        for f in &frames {
+            model.process(f, &mut sink);
+        }
+        let what = format!("tree n={n} {payload:?} seed {seed} ({mix:?}, {} frames)", frames.len());
+        compare(&job, &frames, width, &what);
+        let t = model.tree_counters();
+        eprintln!("{what}: {t:?}");
+        total.partials_up += t.partials_up;
+        total.partials_resent += t.partials_resent;
+        total.parent_results += t.parent_results;
+        total.parent_results_stale += t.parent_results_stale;
+    }
+    assert!(
+        total.partials_up > 0
+            && total.partials_resent > 0
+            && total.parent_results > 0
+            && total.parent_results_stale > 0,
+        "every tree path taken: {total:?}"
+    );
+}
+
+/// A core built without the tree leaf (`CoreConfig::tree` false) is the switch of §1–§5: the
+/// same frames as the reference on a troubled trace (frames from the would-be parent's address
+/// are unknown sources), no tree counters, and a job with a parent refused by name.
+#[test]
+fn a_core_without_the_tree_leaf() {
+    let (tree_job, tree_frames, _) = tree_trace::tree_trace(3, PayloadSize::B256, 2, 4, 65, 0.15);
+    let job = JobConfig { parent: None, ..tree_job.clone() };
+    let core = RtlEngine::core_for_job(&job, 4).unwrap().with_tree(false);
+    let mut rtl = RtlEngine::new(&job, core).unwrap();
+    let mut model = RefSwitch::new(job.clone());
+    for (i, f) in tree_frames.iter().enumerate() {
+        let (mut want, mut got) = (vec![], vec![]);
+        rtl.process(f, &mut got);
+        model.process(f, &mut want);
+        assert_eq!(want, got, "frame {i}");
+    }
+    assert_eq!(model.counters(), rtl.counters());
+    assert!(rtl.counters().dropped(DropReason::UnknownSource) > 0, "the parent's frames are unknown sources");
+    assert_eq!(rtl.tree_counters(), None);
+    let e = RtlEngine::new(&tree_job, core).unwrap_err();
+    assert!(e.0.contains("parent") && e.0.contains("tree"), "{e}");
 }

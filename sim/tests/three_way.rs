@@ -14,6 +14,9 @@ use spotagg_sim::rtl::RtlEngine;
 use spotagg_sim::trace::{self, Reorder, TraceSpec};
 use spotagg_sim::verilator_engine::verilator_engine;
 
+#[path = "common/tree_trace.rs"]
+mod tree_trace;
+
 /// One core build per width serves every job (the commands' Verilator engine uses the same), so
 /// that the suite verilates two designs, not one per job.
 fn core(width: usize) -> CoreConfig {
@@ -55,6 +58,9 @@ fn compare(job: &JobConfig, frames: &[Vec<u8>], width: usize, what: &str) {
     let c = model.counters();
     assert_eq!(c, rtl.counters(), "{what}, width {width}: rtl counters");
     assert_eq!(c, vl.counters(), "{what}, width {width}: verilator counters");
+    let t = Some(model.tree_counters());
+    assert_eq!(t, rtl.tree_counters(), "{what}, width {width}: rtl tree counters");
+    assert_eq!(t, vl.tree_counters(), "{what}, width {width}: verilator tree counters");
     assert_eq!(rtl.cycles(), vl.cycles(), "{what}, width {width}: rust-hdl and Verilator took different cycle counts");
     let n = job.n();
     let (s_rtl, s_vl) =
@@ -125,5 +131,19 @@ fn sessions_back_to_back_widths_1_and_4() {
         let spec = TraceSpec::new(n, payload, slots, 4, seed).troubled(0.15);
         let (job, frames) = trace::session_trace(&spec, sessions);
         compare(&job, &frames, width, &format!("{sessions} sessions n={n} {payload:?}"));
+    }
+}
+
+/// A leaf of a parent switch (docs/switch.md §6): seeded tree traces (partials up and resent,
+/// parent results fresh, late, duplicated, stale and malformed, the workers' trouble) at widths
+/// 1 and 4: the same frames, counters and tree counters in all three engines.
+#[test]
+fn tree_leaf_widths_1_and_4() {
+    if !verilator_or_skip() {
+        return;
+    }
+    for (width, n, payload, seed) in [(4, 3, PayloadSize::B256, 81u64), (1, 2, PayloadSize::B1024, 82)] {
+        let (job, frames, mix) = tree_trace::tree_trace(n, payload, 3, 5, seed, 0.15);
+        compare(&job, &frames, width, &format!("tree n={n} {payload:?} ({mix:?})"));
     }
 }

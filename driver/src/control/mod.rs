@@ -436,6 +436,7 @@ impl<P: Read + Write> Control<P> {
         }
         self.write(reg::WORKER_TABLE, &table)?;
         self.write(reg::VLAN, &[JobVlan::register(job.vlan), u32::from(job.worker_port), u32::from(job.job_number)])?;
+        self.write(reg::PARENT_IP, &parent_registers(job.parent.as_ref()))?;
         self.write(reg::CONTROL, &[1])
     }
 
@@ -468,6 +469,24 @@ impl<P: Read + Write> Control<P> {
             worker_port: job[8],
             job_number: job[9],
         })
+    }
+}
+
+/// The parent registers 0x010A..=0x010D for `parent` (docs/switch.md §6): IPv4, MAC bytes 0..2,
+/// MAC bytes 2..6, then enable (bit 31), rank (bits 20..16) and port; all zero without a parent,
+/// so that a job without one disables a former job's.
+pub fn parent_registers(parent: Option<&crate::config::ParentConfig>) -> [u32; 4] {
+    match parent {
+        None => [0; 4],
+        Some(p) => {
+            let m = p.mac.0;
+            [
+                u32::from(p.ip),
+                u32::from(u16::from_be_bytes([m[0], m[1]])),
+                u32::from_be_bytes([m[2], m[3], m[4], m[5]]),
+                1 << 31 | (p.rank as u32 & 0x1f) << 16 | u32::from(p.port),
+            ]
+        }
     }
 }
 
@@ -560,7 +579,7 @@ mod tests {
     }
 
     /// `configure` writes the job registers, the worker table, then VLAN, worker port and job
-    /// number (0x0107..=0x0109) in one request, then enables the job; `status` reads the ten
+    /// number (0x0107..=0x0109) in one request, the parent (none), then enables the job; `status` reads the ten
     /// job registers back. Byte literals of the requests.
     #[test]
     fn configure_writes_worker_port_and_job_number() {
@@ -568,15 +587,16 @@ mod tests {
         let mut job = JobConfig::example(1, crate::wire::PayloadSize::B256, 4);
         job.worker_port = 0xbee3;
         job.job_number = 9;
-        let mut c = Control::new_unchecked(canned(vec![ok(), ok(), ok(), ok()]), Duration::from_millis(30));
+        let mut c = Control::new_unchecked(canned(vec![ok(), ok(), ok(), ok(), ok()]), Duration::from_millis(30));
         c.configure(&job).unwrap();
         let vlan_port_job = [0xA5, 0x02, 0x01, 0x07, 0x03, 0, 0, 0, 0, 0, 0, 0xBE, 0xE3, 0, 0, 0, 0x09];
         let sent = &c.port.sent;
         let at = sent.windows(vlan_port_job.len()).position(|w| w == vlan_port_job).expect("the 0x0107 write");
-        assert_eq!(
-            &sent[at + vlan_port_job.len()..],
-            &[0x04, 0xC4, 0xA5, 0x02, 0x01, 0x06, 0x01, 0, 0, 0, 1, 0x31, 0x68]
-        );
+        // Then the parent registers 0x010A..=0x010D, zero (no parent), and the enable.
+        let mut rest = vec![0x04, 0xC4, 0xA5, 0x02, 0x01, 0x0A, 0x04];
+        rest.extend([0; 16]);
+        rest.extend([0x01, 0x65, 0xA5, 0x02, 0x01, 0x06, 0x01, 0, 0, 0, 1, 0x31, 0x68]);
+        assert_eq!(&sent[at + vlan_port_job.len()..], &rest[..]);
         let mut job_regs = vec![0x0211, 0x2233_4455, 0x0a00_0001, 1, 1, 4, 1, 0, 0xbee3, 9];
         let mut c = Control::new_unchecked(
             canned(vec![
@@ -602,6 +622,30 @@ mod tests {
         assert_eq!(c.stragglers(3).unwrap(), Some(vec![[100, 101, 102], [104, 105, 106], [108, 109, 110]]));
         assert_eq!(c.port.sent, [0xA5, 0x01, 0x06, 0x00, 0x0C, 0x81, 0x58]);
         assert_eq!(c.stragglers(3).unwrap(), None);
+    }
+
+    /// A leaf's job (docs/switch.md §6) writes its parent to 0x010A..=0x010D before the enable:
+    /// IPv4, MAC bytes 0..2, MAC bytes 2..6, enable | rank << 16 | port. Byte literals.
+    #[test]
+    fn configure_writes_the_parent() {
+        let ok = || protocol::response(Status::Ok, &[]);
+        let mut job = JobConfig::example(1, crate::wire::PayloadSize::B256, 4);
+        job.parent = Some(crate::config::ParentConfig {
+            ip: std::net::Ipv4Addr::new(192, 0, 2, 100),
+            mac: crate::wire::MacAddr([0x02, 0x00, 0x5a, 0x00, 0x00, 0x64]),
+            port: 0xbee3,
+            rank: 1,
+        });
+        let mut c = Control::new_unchecked(canned(vec![ok(), ok(), ok(), ok(), ok()]), Duration::from_millis(30));
+        c.configure(&job).unwrap();
+        let parent = [
+            0xA5, 0x02, 0x01, 0x0A, 0x04, 0xC0, 0, 2, 100, 0, 0, 0x02, 0x00, 0x5a, 0, 0, 0x64, 0x80, 0x01, 0xBE, 0xE3,
+            0x0F, 0xE4,
+        ];
+        let enable = [0xA5, 0x02, 0x01, 0x06, 0x01, 0, 0, 0, 1, 0x31, 0x68];
+        let sent = &c.port.sent;
+        assert_eq!(&sent[sent.len() - enable.len() - parent.len()..sent.len() - enable.len()], &parent);
+        assert_eq!(&sent[sent.len() - enable.len()..], &enable);
     }
 
     #[test]

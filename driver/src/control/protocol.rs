@@ -61,6 +61,10 @@
 //! | 0x0107 | RW | VLAN: 0 for an untagged job, else the TCI of the frames the switch sends (PCP << 13 \| VID; VID 1..=4094, DEI 0), and frames are taken only with that VID — core register 0x07 |
 //! | 0x0108 | RW | `worker_port`: the UDP source port of the job's workers (low 16 bits; 0xBEE0 after reset), docs/switch.md §1 7.5 — core register 0x08 |
 //! | 0x0109 | RW | `job_number` (low 8 bits): the session epoch after the job is enabled, docs/switch.md §2.1 — core register 0x09 |
+//! | 0x010A | W | tree (docs/switch.md §6): the parent switch's IPv4 `PI` — core register 0x0A |
+//! | 0x010B | W | the parent's MAC bytes 0..2 (low 16 bits) — core register 0x0B |
+//! | 0x010C | W | the parent's MAC bytes 2..6 — core register 0x0C |
+//! | 0x010D | W | bit 31: the job has a parent; bits 20..16: this switch's rank in the parent's job; bits 15..0: the parent's UDP port `PP` (0 = no parent) — core register 0x0D |
 //! | 0x0180 + 4r | W | worker r's IPv4 — core register 0x80 + 4r |
 //! | 0x0181 + 4r | W | worker r's MAC bytes 0..2 — core register 0x81 + 4r |
 //! | 0x0182 + 4r | W | worker r's MAC bytes 2..6 — core register 0x82 + 4r |
@@ -149,6 +153,14 @@ pub mod reg {
     pub const WORKER_PORT: u16 = 0x0108;
     /// The job's `job_number` (the session epoch after the job is enabled).
     pub const JOB_NUMBER: u16 = 0x0109;
+    /// Tree (docs/switch.md §6): the parent's IPv4 address (write-only).
+    pub const PARENT_IP: u16 = 0x010A;
+    /// The parent's MAC bytes 0..2.
+    pub const PARENT_MAC_HI: u16 = 0x010B;
+    /// The parent's MAC bytes 2..6.
+    pub const PARENT_MAC_LO: u16 = 0x010C;
+    /// Bit 31 enable, bits 20..16 the rank in the parent's job, bits 15..0 the parent's port.
+    pub const PARENT_CONTROL: u16 = 0x010D;
     /// Worker table base.
     pub const WORKER_TABLE: u16 = 0x0180;
     /// First counter.

@@ -644,12 +644,26 @@ fn check(tensors: &Tensors, inputs: &Tensors, members: &[usize], scale: usize, k
     }
 }
 
+/// The engines of a run, by node id (`None` for a worker).
+pub type SwitchEngines = Vec<Option<Box<dyn Engine>>>;
+
 /// An all-reduce through the aggregation tree `topo`: a [`RefSwitch`] in every switch.
 pub fn tree_allreduce(topo: &Topology, cfg: &TreeConfig) -> Result<RunResult, ClusterError> {
+    tree_allreduce_with(topo, cfg, &mut |_, job| Box::new(RefSwitch::new(job.clone()))).map(|(r, _)| r)
+}
+
+/// As [`tree_allreduce`], with the engine of switch node `s` (its job: `job`) made by
+/// `make(s, job)` (the HDL core as a leaf, `sim/tests/rtl_tree.rs`); returns the engines too,
+/// by node id, so that the caller reads their counters and metrics.
+pub fn tree_allreduce_with(
+    topo: &Topology,
+    cfg: &TreeConfig,
+    make: &mut dyn FnMut(usize, &JobConfig) -> Box<dyn Engine>,
+) -> Result<(RunResult, SwitchEngines), ClusterError> {
     let n = topo.n();
     let mut engines: Vec<Option<Box<dyn Engine>>> = (0..topo.nodes.len()).map(|_| None).collect();
     for &s in &topo.switches {
-        engines[s] = Some(Box::new(RefSwitch::new(switch_job(topo, s, cfg, 0))));
+        engines[s] = Some(make(s, &switch_job(topo, s, cfg, 0)));
     }
     let assign: Assignment = topo
         .workers
@@ -665,7 +679,7 @@ pub fn tree_allreduce(topo: &Topology, cfg: &TreeConfig) -> Result<RunResult, Cl
     let mut r = run_workers(topo, &mut engines, &assign, &mut tensors, cfg)?;
     let all: Vec<usize> = (0..n).collect();
     r.wrong_workers = check(&tensors, &inputs, &all, n, cfg.payload.elements());
-    Ok(r)
+    Ok((r, engines))
 }
 
 fn make_tensors(cfg: &TreeConfig, n: usize) -> Tensors {
