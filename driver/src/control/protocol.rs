@@ -50,7 +50,7 @@
 //! | 0x0007 | R | build parameter: max payload bytes |
 //! | 0x0008 | R | build parameter: max workers |
 //! | 0x0009 | R | UART clocks per bit (baud divisor) |
-//! | 0x000A | R | number of counter registers C (22: the core's only; 46: a board's, with its MAC counters) |
+//! | 0x000A | R | number of counter registers C (24: the core's only; 46: a board's, with its MAC counters) |
 //! | 0x0100 | RW | switch MAC bytes 0..2 (low 16 bits) — core register 0x00 |
 //! | 0x0101 | RW | switch MAC bytes 2..6 — core register 0x01 |
 //! | 0x0102 | RW | switch IPv4 — core register 0x02 |
@@ -68,13 +68,14 @@
 //! | 0x0180 + 4r | W | worker r's IPv4 — core register 0x80 + 4r |
 //! | 0x0181 + 4r | W | worker r's MAC bytes 0..2 — core register 0x81 + 4r |
 //! | 0x0182 + 4r | W | worker r's MAC bytes 2..6 — core register 0x82 + 4r |
-//! | 0x0200 + i | R | core counter i, i < 22 (32-bit, wraps): `Counters` fields in order, then drops in `DropReason` order |
+//! | 0x0200 + i | R | core counter i, i < 24 (32-bit, wraps): `Counters` fields in order, then drops in `DropReason` order; on a board (C = 46) 0x0218..=0x021B also hold the core's tree counters (partials up, resent, parent results, stale; docs/switch.md §6), not yet read by the driver |
 //! | 0x0220 + 8p + j | R | board counter j of port p (p 0..=1, j 0..=5): good frames, bad FCS, runts, giants, dropped for lack of room, frames sent; present when C = 46 |
 //! | 0x0226 | R | board counter: frames sent to both ports (group destination or unknown MAC); present when C = 46 |
 //! | 0x0300 + p | R | link state of port p (0..=3): 0 unknown (no PHY answers, or no MDIO), 1 down, 2 up 10M, 3 up 100M, 4 up 1G, from each PHY's registers over MDIO |
 //! | 0x0400 | R | status: bit 0 = core idle (nothing in flight); bit 1 = the last counter snapshot was not quiescent (the core did not become idle within 2^16 cycles) |
 //! | 0x0401 | R | slot usage: slots in use, S clamped to the built slot count |
 //! | 0x0402 | R | uptime in clock cycles (32-bit, wraps) |
+//! | 0x0600 + 4r + j | R | straggler counters of rank r from the last counter snapshot (j = 0 rounds last, 1 lag total, 2 lag max, in core clock cycles; 3 reads 0), r below max workers; only in a core built with them (else unknown register) |
 //!
 //! The worker table is write-only (it lives in the core's block RAMs); reading it answers
 //! [`Status::UnknownRegister`].
