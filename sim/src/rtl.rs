@@ -9,6 +9,7 @@
 use spotagg_driver::counters::Counters;
 use spotagg_driver::engine::Engine;
 use spotagg_driver::JobConfig;
+use spotagg_hdl::multi_core::{MultiCore, JOB_SELECT, UNKNOWN_SOURCE_JOB_COUNTER};
 use spotagg_hdl::rust_hdl::prelude::*;
 use spotagg_hdl::{Core, CoreConfig};
 use std::fmt;
@@ -47,15 +48,17 @@ pub(crate) trait CoreDriver: Send {
     fn edge(&mut self);
 }
 
-struct Driver<const D: usize> {
-    core: Core<D>,
+/// The rust-hdl model of a block with the core's ports (`rx`, `tx`, `cfg`, `counter`,
+/// `straggler`, `idle`): [`Core`] at one width, or [`MultiCore`] (several jobs, width 4).
+struct Driver<B> {
+    core: B,
     /// The waveform being written and the time of its next sample (ps; 10 ns per cycle).
     vcd: Option<(VcdWriter, u64)>,
 }
 
 type VcdWriter = rust_hdl::core::vcd_probe::VCDProbe<std::io::BufWriter<std::fs::File>>;
 
-impl<const D: usize> Driver<D> {
+impl<B: Block> Driver<B> {
     /// Starts writing every signal of the core to a VCD file.
     fn open_vcd(&mut self, path: &std::path::Path) -> std::io::Result<()> {
         let f = std::io::BufWriter::new(std::fs::File::create(path)?);
@@ -74,74 +77,93 @@ impl<const D: usize> Driver<D> {
     }
 }
 
-impl<const D: usize> Driver<D> {
+impl<const D: usize> Driver<Core<D>> {
     fn new(config: CoreConfig) -> Self {
-        let mut core = Core::<D>::new(config);
-        core.connect_all();
-        let mut d = Driver { core, vcd: None };
-        d.core.clock.next = false.into();
-        d.core.tx.ready.next = true;
-        simulate(&mut d.core, 10_000);
-        d
+        Driver::<Core<D>>::settled(Core::<D>::new(config))
     }
 }
 
-impl<const D: usize> CoreDriver for Driver<D> {
-    fn set_rx(&mut self, valid: bool, data: u64, last: bool, bytes: u8) {
-        self.core.rx.valid.next = valid;
-        self.core.rx.data.next = data.into();
-        self.core.rx.last.next = last;
-        self.core.rx.bytes.next = u64::from(bytes).into();
-    }
-    fn set_tx_ready(&mut self, ready: bool) {
-        self.core.tx.ready.next = ready;
-    }
-    fn set_cfg(&mut self, write: bool, address: u8, data: u32) {
-        self.core.cfg.write.next = write;
-        self.core.cfg.address.next = u64::from(address).into();
-        self.core.cfg.data.next = u64::from(data).into();
-    }
-    fn read_counter(&mut self, index: u8) -> u32 {
-        self.core.counter.address.next = u64::from(index).into();
-        simulate(&mut self.core, 10_000);
-        self.core.counter.data.val().to_u32()
-    }
-    fn read_straggler_words(&mut self) -> Option<Vec<u32>> {
-        let mut words = vec![None; 128];
-        for _ in 0..1024 {
-            self.settle();
-            let r = &self.core.straggler;
-            if r.valid.val() {
-                words[r.index.val().index()] = Some(r.data.val().to_u32());
-            }
-            if words.iter().all(Option::is_some) {
-                return words.into_iter().collect();
-            }
-            self.edge();
-        }
-        panic!("the straggler scan did not show every word in 1024 cycles");
-    }
-    fn settle(&mut self) -> Ports {
-        assert!(simulate(&mut self.core, 10_000), "the core did not settle");
-        Ports {
-            rx_ready: self.core.rx.ready.val(),
-            tx_valid: self.core.tx.valid.val(),
-            tx_data: self.core.tx.data.val().to_u64(),
-            tx_last: self.core.tx.last.val(),
-            tx_bytes: self.core.tx.bytes.val().to_u8(),
-            idle: self.core.idle.val(),
-        }
-    }
-    fn edge(&mut self) {
-        // Two samples a cycle: the settled inputs with the clock low, then the rising edge.
-        self.dump();
-        self.core.clock.next = true.into();
-        simulate(&mut self.core, 10_000);
-        self.dump();
-        // The falling edge latches nothing: it settles with the next cycle's inputs.
-        self.core.clock.next = false.into();
+impl<const J: usize> Driver<MultiCore<J>> {
+    fn multi(config: CoreConfig) -> Self {
+        Driver::<MultiCore<J>>::settled(MultiCore::<J>::new(config))
     }
 }
+
+/// The [`CoreDriver`] of a `Driver<$block>`: the same ports by the same names.
+macro_rules! core_driver {
+    ($block:ty, $($generics:tt)*) => {
+        impl<$($generics)*> Driver<$block> {
+            fn settled(mut core: $block) -> Self {
+                core.connect_all();
+                let mut d = Driver { core, vcd: None };
+                d.core.clock.next = false.into();
+                d.core.tx.ready.next = true;
+                simulate(&mut d.core, 10_000);
+                d
+            }
+        }
+
+        impl<$($generics)*> CoreDriver for Driver<$block> {
+            fn set_rx(&mut self, valid: bool, data: u64, last: bool, bytes: u8) {
+                self.core.rx.valid.next = valid;
+                self.core.rx.data.next = data.into();
+                self.core.rx.last.next = last;
+                self.core.rx.bytes.next = u64::from(bytes).into();
+            }
+            fn set_tx_ready(&mut self, ready: bool) {
+                self.core.tx.ready.next = ready;
+            }
+            fn set_cfg(&mut self, write: bool, address: u8, data: u32) {
+                self.core.cfg.write.next = write;
+                self.core.cfg.address.next = u64::from(address).into();
+                self.core.cfg.data.next = u64::from(data).into();
+            }
+            fn read_counter(&mut self, index: u8) -> u32 {
+                self.core.counter.address.next = u64::from(index).into();
+                simulate(&mut self.core, 10_000);
+                self.core.counter.data.val().to_u32()
+            }
+            fn read_straggler_words(&mut self) -> Option<Vec<u32>> {
+                let mut words = vec![None; 128];
+                for _ in 0..1024 {
+                    self.settle();
+                    let r = &self.core.straggler;
+                    if r.valid.val() {
+                        words[r.index.val().index()] = Some(r.data.val().to_u32());
+                    }
+                    if words.iter().all(Option::is_some) {
+                        return words.into_iter().collect();
+                    }
+                    self.edge();
+                }
+                panic!("the straggler scan did not show every word in 1024 cycles");
+            }
+            fn settle(&mut self) -> Ports {
+                assert!(simulate(&mut self.core, 10_000), "the core did not settle");
+                Ports {
+                    rx_ready: self.core.rx.ready.val(),
+                    tx_valid: self.core.tx.valid.val(),
+                    tx_data: self.core.tx.data.val().to_u64(),
+                    tx_last: self.core.tx.last.val(),
+                    tx_bytes: self.core.tx.bytes.val().to_u8(),
+                    idle: self.core.idle.val(),
+                }
+            }
+            fn edge(&mut self) {
+                // Two samples a cycle: the settled inputs with the clock low, then the rising edge.
+                self.dump();
+                self.core.clock.next = true.into();
+                simulate(&mut self.core, 10_000);
+                self.dump();
+                // The falling edge latches nothing: it settles with the next cycle's inputs.
+                self.core.clock.next = false.into();
+            }
+        }
+    };
+}
+
+core_driver!(Core<D>, const D: usize);
+core_driver!(MultiCore<J>, const J: usize);
 
 /// Cycle statistics of a stream of frames pushed back to back ([`RtlEngine::run_stream`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -176,6 +198,8 @@ pub struct RtlEngine {
     rx_end: u64,
     /// The job's n (ranks reported in the metrics).
     workers: usize,
+    /// Jobs on the switch: 1 for a [`Core`], more for a [`MultiCore`] (docs/switch.md §8).
+    jobs: usize,
 }
 
 impl fmt::Debug for RtlEngine {
@@ -192,9 +216,9 @@ impl RtlEngine {
     pub fn new(job: &JobConfig, core: CoreConfig) -> Result<RtlEngine, RtlError> {
         Self::check_job(job, &core)?;
         let driver: Box<dyn CoreDriver> = match core.width_bytes {
-            1 => Box::new(Driver::<8>::new(core)),
-            4 => Box::new(Driver::<32>::new(core)),
-            8 => Box::new(Driver::<64>::new(core)),
+            1 => Box::new(Driver::<Core<8>>::new(core)),
+            4 => Box::new(Driver::<Core<32>>::new(core)),
+            8 => Box::new(Driver::<Core<64>>::new(core)),
             w => return Err(RtlError(format!("width_bytes = {w} is not supported"))),
         };
         RtlEngine::from_driver(job, core, driver, "rtl")
@@ -228,7 +252,13 @@ impl RtlEngine {
         name: &'static str,
     ) -> Result<RtlEngine, RtlError> {
         Self::check_job(job, &core)?;
-        let mut e = RtlEngine {
+        let mut e = RtlEngine::bare(core, driver, name, job.n(), 1);
+        e.configure(job);
+        Ok(e)
+    }
+
+    fn bare(core: CoreConfig, driver: Box<dyn CoreDriver>, name: &'static str, workers: usize, jobs: usize) -> Self {
+        RtlEngine {
             driver: Mutex::new(driver),
             config: core,
             width: core.width_bytes,
@@ -238,10 +268,70 @@ impl RtlEngine {
             tx_stall: 0,
             tx_ready: true,
             rx_end: 0,
-            workers: job.n(),
+            workers,
+            jobs,
+        }
+    }
+
+    /// Several jobs on one switch (docs/switch.md §8): the rust-hdl [`MultiCore`], one core
+    /// built with `core` (width 4) for each of `jobs` (1 or 2,
+    /// [`spotagg_hdl::job_router::MAX_JOBS`]), configured job by job through the job select.
+    /// Each job must fit the core as in [`RtlEngine::new`]; its `slot_base` has no meaning here
+    /// (each job has a slot memory of its own).
+    pub fn multi(jobs: &[JobConfig], core: CoreConfig) -> Result<RtlEngine, RtlError> {
+        if core.width_bytes != 4 {
+            return Err(RtlError(format!("several jobs need width_bytes = 4, not {}", core.width_bytes)));
+        }
+        for (i, j) in jobs.iter().enumerate() {
+            Self::check_job(j, &core).map_err(|e| RtlError(format!("job {i}: {e}")))?;
+        }
+        let driver: Box<dyn CoreDriver> = match jobs.len() {
+            1 => Box::new(Driver::<MultiCore<1>>::multi(core)),
+            2 => Box::new(Driver::<MultiCore<2>>::multi(core)),
+            n => {
+                return Err(RtlError(format!(
+                    "{n} jobs: the hardware is built for 1..={}",
+                    spotagg_hdl::job_router::MAX_JOBS
+                )))
+            }
         };
-        e.configure(job);
+        let mut e = RtlEngine::bare(core, driver, "rtl", jobs[0].n(), jobs.len());
+        e.configure_jobs(jobs);
         Ok(e)
+    }
+
+    /// Writes each job's configuration (job `i` after a write of `i` to the job select) and
+    /// clears each job's slot state.
+    pub fn configure_jobs(&mut self, jobs: &[JobConfig]) {
+        assert_eq!(jobs.len(), self.jobs, "the switch is built for {} jobs", self.jobs);
+        self.workers = jobs[0].n();
+        for (i, job) in jobs.iter().enumerate() {
+            self.write_reg(JOB_SELECT, i as u32);
+            for (address, data) in spotagg_hdl::config_registers::job_writes(job) {
+                self.write_reg(address, data);
+            }
+        }
+        self.write_reg(JOB_SELECT, 0);
+        let mut sink = vec![];
+        self.run_until_idle(&mut sink);
+    }
+
+    /// The counters of job `i` alone (of the only job for a [`Core`]).
+    pub fn job_counters(&self, i: usize) -> Counters {
+        assert!(i < self.jobs, "job {i} of {}", self.jobs);
+        let mut d = self.driver.lock().expect("core driver poisoned");
+        let words = job_words(d.as_mut(), (self.jobs > 1).then_some(i));
+        Counters::from_words(&words)
+    }
+
+    /// SwitchML frames of no job's (source address, source port), dropped by the router
+    /// (0 for a single job, whose core counts them as `unknown_source` itself).
+    pub fn unknown_source_job(&self) -> u64 {
+        if self.jobs == 1 {
+            return 0;
+        }
+        let mut d = self.driver.lock().expect("core driver poisoned");
+        u64::from(d.read_counter(UNKNOWN_SOURCE_JOB_COUNTER as u8))
     }
 
     /// The rust-hdl core for `job`, writing every signal of the core to a VCD file at `vcd`
@@ -249,7 +339,7 @@ impl RtlEngine {
     pub fn with_vcd(job: &JobConfig, core: CoreConfig, vcd: &std::path::Path) -> Result<RtlEngine, RtlError> {
         Self::check_job(job, &core)?;
         fn traced<const D: usize>(core: CoreConfig, vcd: &std::path::Path) -> Result<Box<dyn CoreDriver>, RtlError> {
-            let mut d = Driver::<D>::new(core);
+            let mut d = Driver::<Core<D>>::new(core);
             d.open_vcd(vcd).map_err(|e| RtlError(format!("{}: {e}", vcd.display())))?;
             Ok(Box::new(d))
         }
@@ -506,10 +596,19 @@ impl Engine for RtlEngine {
         Some(self.cycles)
     }
 
+    /// The counters; of several jobs, their sum and the router's unknown (source, job) drops,
+    /// as `sim::multi_job::MultiSwitch` counts them.
     fn counters(&self) -> Counters {
-        let mut d = self.driver.lock().expect("core driver poisoned");
-        let words: Vec<u64> = (0..Counters::WORDS as u8).map(|i| u64::from(d.read_counter(i))).collect();
-        Counters::from_words(&words)
+        if self.jobs == 1 {
+            return self.job_counters(0);
+        }
+        let u = self.unknown_source_job();
+        let mut c = Counters { frames_in: u, ..Default::default() };
+        c.drops[spotagg_driver::counters::DropReason::UnknownSource.index()] = u;
+        for i in 0..self.jobs {
+            c.add(&self.job_counters(i));
+        }
+        c
     }
 
     fn name(&self) -> &'static str {
@@ -536,6 +635,25 @@ impl Engine for RtlEngine {
         }
         f
     }
+}
+
+/// The core's counter words (the tree counters included), of job `job` of a [`MultiCore`]
+/// (selected, read, and job 0 selected again: two configuration writes, clocks not counted).
+fn job_words(d: &mut dyn CoreDriver, job: Option<usize>) -> Vec<u64> {
+    fn select(d: &mut dyn CoreDriver, j: usize) {
+        d.set_cfg(true, JOB_SELECT, j as u32);
+        d.settle();
+        d.edge();
+        d.set_cfg(false, 0, 0);
+    }
+    if let Some(j) = job {
+        select(d, j);
+    }
+    let words = (0..Counters::WORDS as u8).map(|i| u64::from(d.read_counter(i))).collect();
+    if job.is_some() {
+        select(d, 0);
+    }
+    words
 }
 
 /// The core's counter index of the first tree counter (`partials_up`; then `partials_resent`,

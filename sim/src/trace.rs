@@ -83,6 +83,11 @@ pub struct TraceSpec {
     /// switch tagged with its VID (and a random PCP and DEI, which the switch ignores), and the
     /// malformed frames include frames without the job's tag.
     pub vlan: Option<JobVlan>,
+    /// The workers' UDP source port, `worker_port` (0xBEE0 by default).
+    pub worker_port: u16,
+    /// The last byte of rank 0's IPv4 address, 192.0.2.x (10 by default; rank r has x + r):
+    /// another job on the same switch gets workers of its own (docs/switch.md §8).
+    pub worker_ip_base: u8,
     /// The seed.
     pub seed: u64,
 }
@@ -104,6 +109,8 @@ impl TraceSpec {
             ping: 0.0,
             quirks: 0.0,
             vlan: None,
+            worker_port: switchml::UDP_PORT_BASE,
+            worker_ip_base: 10,
             seed,
         }
     }
@@ -127,9 +134,22 @@ impl TraceSpec {
         }
     }
 
-    /// The job of the trace: [`JobConfig::example`] for n, the payload and the slots.
+    /// The same spec for a job whose workers send from `worker_port`, rank 0 from 192.0.2.`ip_base`
+    /// (a second job on the switch of the first: docs/switch.md §8).
+    pub fn other_job(self, worker_port: u16, ip_base: u8) -> TraceSpec {
+        assert!(usize::from(ip_base) + self.n <= 255, "ranks from 192.0.2.{ip_base} pass .254");
+        TraceSpec { worker_port, worker_ip_base: ip_base, ..self }
+    }
+
+    /// The job of the trace: [`JobConfig::example`] for n, the payload and the slots, with the
+    /// spec's VLAN, worker port and worker addresses.
     pub fn job(&self) -> JobConfig {
-        JobConfig { vlan: self.vlan, ..JobConfig::example(self.n, self.payload, self.slots) }
+        let mut j = JobConfig { vlan: self.vlan, ..JobConfig::example(self.n, self.payload, self.slots) };
+        j.worker_port = self.worker_port;
+        for (r, w) in j.workers.iter_mut().enumerate() {
+            w.ip = Ipv4Addr::new(192, 0, 2, self.worker_ip_base + r as u8);
+        }
+        j
     }
 }
 

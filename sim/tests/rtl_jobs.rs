@@ -1,0 +1,153 @@
+//! Several jobs on one switch in the HDL (docs/switch.md §8): the rust-hdl `MultiCore` (the job
+//! router and one core per job) against the reference `MultiSwitch`, frame for frame, on two
+//! seeded troubled traces interleaved at random, with frames of unknown (source, job) pairs
+//! mixed in. Each job's counters, the switch's total and the unknown count must be the
+//! reference's, and every frame sent the same.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use spotagg_driver::engine::Engine;
+use spotagg_driver::wire::{PayloadSize, PoolIndex};
+use spotagg_driver::{DropReason, JobConfig};
+use spotagg_hdl::CoreConfig;
+use spotagg_sim::multi_job::{JobPlacement, MultiSwitch};
+use spotagg_sim::rtl::RtlEngine;
+use spotagg_sim::trace::{self, Contribution, TraceSpec};
+
+fn hex(f: &[u8]) -> String {
+    f.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join("")
+}
+
+/// A contribution from job `job`'s rank `rank` address sent from UDP port `port`.
+fn from_port(job: &JobConfig, rank: usize, port: u16, slot: u16) -> Vec<u8> {
+    let values = vec![7; job.payload.elements()];
+    let c = Contribution {
+        rank,
+        tsi: 1,
+        pool: PoolIndex { slot, set: 0 },
+        e0: 0,
+        e1: 0,
+        src_port: port,
+        dst_port: job.switch_port,
+        values: &values,
+    };
+    trace::contribution_frame(job, &c)
+}
+
+/// Job a's and job b's trace frames in a seeded interleaving (each job's order kept), and
+/// frames of unknown pairs: job a's rank 0 from job b's port, and a stranger (an address in
+/// neither job) from job a's port.
+fn interleave(a: &TraceSpec, b: &TraceSpec, seed: u64) -> (JobConfig, JobConfig, Vec<Vec<u8>>, usize) {
+    let (ta, tb) = (trace::generate(a), trace::generate(b));
+    let mut stranger = TraceSpec { worker_ip_base: 200, ..a.clone() }.job();
+    stranger.worker_port = a.worker_port;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (mut i, mut j, mut out, mut unknown) = (0, 0, vec![], 0);
+    while i < ta.frames.len() || j < tb.frames.len() {
+        if rng.gen_bool(0.05) {
+            out.push(if rng.gen_bool(0.5) {
+                from_port(&ta.job, 0, b.worker_port, rng.gen_range(0..a.slots))
+            } else {
+                from_port(&stranger, 0, a.worker_port, 0)
+            });
+            unknown += 1;
+        }
+        let take_a = j == tb.frames.len() || (i < ta.frames.len() && rng.gen_bool(0.5));
+        if take_a {
+            out.push(ta.frames[i].clone());
+            i += 1;
+        } else {
+            out.push(tb.frames[j].clone());
+            j += 1;
+        }
+    }
+    (ta.job, tb.job, out, unknown)
+}
+
+fn compare(a: &TraceSpec, b: &TraceSpec, seed: u64, what: &str) -> (MultiSwitch, RtlEngine) {
+    let (ja, jb, frames, unknown) = interleave(a, b, seed);
+    assert!(unknown > 0, "{what}: the trace has no unknown pair");
+    let mut model = MultiSwitch::new(
+        vec![
+            JobPlacement { job: ja.clone(), slot_base: 0 },
+            JobPlacement { job: jb.clone(), slot_base: u32::from(ja.slots) },
+        ],
+        u32::from(ja.slots + jb.slots),
+    )
+    .expect("two jobs on one switch");
+    let slots = usize::from(ja.slots.max(jb.slots));
+    let core = CoreConfig::new(4, slots, 1024, 32).unwrap();
+    let mut rtl = RtlEngine::multi(&[ja.clone(), jb.clone()], core).expect("two jobs in the hardware");
+    for (i, f) in frames.iter().enumerate() {
+        let (mut want, mut got) = (vec![], vec![]);
+        rtl.process(f, &mut got);
+        model.process(f, &mut want);
+        if want != got {
+            panic!(
+                "{what}: frame {i} ({} bytes) in = {}\nmodel sent {:?}\nrtl sent   {:?}",
+                f.len(),
+                hex(f),
+                want.iter().map(|x| hex(x)).collect::<Vec<_>>(),
+                got.iter().map(|x| hex(x)).collect::<Vec<_>>()
+            );
+        }
+    }
+    for j in 0..2 {
+        assert_eq!(rtl.job_counters(j), model.job(j).counters(), "{what}: job {j}'s counters");
+    }
+    assert_eq!(rtl.unknown_source_job(), model.unknown_source_job(), "{what}: unknown (source, job) pairs");
+    assert!(model.unknown_source_job() >= unknown as u64, "{what}: the unknown pairs were counted");
+    assert_eq!(rtl.counters(), model.counters(), "{what}: the switch's total");
+    assert!(rtl.counters().is_consistent());
+    (model, rtl)
+}
+
+#[test]
+fn two_jobs_match_the_reference_frame_for_frame() {
+    for (seed, pa, pb) in [(1u64, PayloadSize::B256, PayloadSize::B1024), (2, PayloadSize::B1024, PayloadSize::B256)] {
+        let a = TraceSpec::new(3, pa, 4, 6, seed).troubled(0.1);
+        let b = TraceSpec::new(2, pb, 3, 6, seed + 100).troubled(0.1).other_job(0xBEE1, 50);
+        let (model, rtl) = compare(&a, &b, seed, &format!("seed {seed}"));
+        let (c0, c1) = (rtl.job_counters(0), rtl.job_counters(1));
+        // Both jobs aggregated: their rounds completed, each in its own core.
+        assert!(c0.contributions > 0 && c1.contributions > 0, "{c0:?} {c1:?}");
+        assert!(c0.results_multicast > 0 && c1.results_multicast > 0);
+        // Every non-SwitchML frame (ARP, ping, malformed before the source) is job 0's.
+        assert_eq!(c1.arp_replies, 0);
+        println!(
+            "seed {seed}: job 0 {} contributions / {} multicast, job 1 {} / {}, unknown {}",
+            c0.contributions,
+            c0.results_multicast,
+            c1.contributions,
+            c1.results_multicast,
+            model.unknown_source_job()
+        );
+    }
+}
+
+#[test]
+fn a_job_in_the_hardware_never_sees_the_other_jobs_frames() {
+    // The same host in both jobs (job b's rank 0 is job a's rank 0's address) sends on each
+    // job's port: each frame reaches only its job. Job b alone has slot 5.
+    let a = TraceSpec::new(2, PayloadSize::B256, 2, 1, 7);
+    let b = TraceSpec::new(2, PayloadSize::B256, 6, 1, 8).other_job(0xBEE1, 10);
+    let (ja, jb) = (a.job(), b.job());
+    let core = CoreConfig::new(4, 6, 256, 32).unwrap();
+    let mut rtl = RtlEngine::multi(&[ja.clone(), jb.clone()], core).unwrap();
+    let mut out = vec![];
+    rtl.process(&from_port(&jb, 0, 0xBEE1, 5), &mut out);
+    rtl.process(&from_port(&ja, 0, 0xBEE0, 5), &mut out);
+    assert!(out.is_empty());
+    let (c0, c1) = (rtl.job_counters(0), rtl.job_counters(1));
+    assert_eq!((c0.frames_in, c0.drops[DropReason::BadSlot.index()], c0.contributions), (1, 1, 0), "{c0:?}");
+    assert_eq!((c1.frames_in, c1.contributions), (1, 1), "{c1:?}");
+    assert_eq!(rtl.unknown_source_job(), 0);
+    // Rank 1 of job b from job a's port: its address is job a's rank 1, so it is job a's.
+    rtl.process(&from_port(&jb, 1, 0xBEE0, 1), &mut out);
+    assert_eq!(rtl.job_counters(0).contributions, 1);
+    // From a port of neither job: unknown, counted by the router, in no job.
+    rtl.process(&from_port(&jb, 1, 0xBEE5, 1), &mut out);
+    assert_eq!(rtl.unknown_source_job(), 1);
+    assert_eq!(rtl.job_counters(0).frames_in + rtl.job_counters(1).frames_in, 3);
+    assert!(RtlEngine::multi(&[ja.clone(), jb.clone(), ja], core).is_err());
+}
