@@ -199,7 +199,7 @@ pub struct JobRouter<const J: usize> {
     count: DFF<Bits<4>>,
     h_last: DFF<Bit>,
     h_bytes: DFF<Bits<4>>,
-    wait: DFF<Bits<2>>,
+    settle: DFF<Bits<2>>,
     dest: DFF<Bits<2>>,
     drop: DFF<Bit>,
     ri: DFF<Bits<4>>,
@@ -236,7 +236,7 @@ impl<const J: usize> JobRouter<J> {
             count: Default::default(),
             h_last: Default::default(),
             h_bytes: Default::default(),
-            wait: Default::default(),
+            settle: Default::default(),
             dest: Default::default(),
             drop: Default::default(),
             ri: Default::default(),
@@ -260,7 +260,7 @@ impl<const J: usize> JobRouter<J> {
 impl<const J: usize> Logic for JobRouter<J> {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, state, count, h_last, h_bytes, wait, dest, drop, ri, unknown_c);
+        dff_setup!(self, clock, state, count, h_last, h_bytes, settle, dest, drop, ri, unknown_c);
         for i in 0..HEADER_WORDS {
             self.hdr[i].clock.next = self.clock.val();
             self.hdr[i].d.next = self.hdr[i].q.val();
@@ -324,13 +324,13 @@ impl<const J: usize> Logic for JobRouter<J> {
                     self.h_bytes.d.next = self.rx.bytes.val();
                     if self.rx.last.val() | (self.count.q.val() == 10) {
                         self.state.d.next = RouteState::Match;
-                        self.wait.d.next = 0.into();
+                        self.settle.d.next = 0.into();
                     }
                 }
             }
             RouteState::Match => {
-                self.wait.d.next = self.wait.q.val() + 1;
-                if self.wait.q.val() == 3 {
+                self.settle.d.next = self.settle.q.val() + 1;
+                if self.settle.q.val() == 3 {
                     // Decide: the matchers have seen the held source for 3 clocks.
                     self.state.d.next = RouteState::Replay;
                     self.ri.d.next = 0.into();

@@ -7,6 +7,7 @@
 use crate::gmii;
 use crate::verilator::{BuildOptions, PortSpec, VerilatedModel, VerilatorError};
 use spotagg_driver::{Counters, Engine};
+use spotagg_hdl::multi_core::{JOB_SELECT, UNKNOWN_SOURCE_JOB_COUNTER};
 
 /// Why the board model could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +43,11 @@ pub struct BoardModel {
     pub port1_frames: u64,
     /// Frames port 0 sent with a bad preamble or FCS (dropped; always 0 for a correct MAC).
     pub bad_frames: u64,
+    /// Jobs (cores) in the fabric: `SwitchFabric<J>`.
+    jobs: usize,
+    /// Each job's counters and the unknown (source, job) pairs, read after each frame.
+    job_counters: Vec<Counters>,
+    unknown_source_job: u64,
 }
 
 /// The ports of a switch fabric's (or a board logic's) Verilator model that its benches drive
@@ -111,6 +117,9 @@ struct BoardPins {
     fabric: FabricPins,
     counter_address: u32,
     counter_data: u32,
+    cfg_write: u32,
+    cfg_address: u32,
+    cfg_data: u32,
 }
 
 impl BoardModel {
@@ -120,6 +129,14 @@ impl BoardModel {
     ///
     /// [`ports_of`]: crate::verilator::ports_of
     pub fn build(verilog: &str, ports: &[PortSpec]) -> Result<BoardModel, BoardModelError> {
+        BoardModel::build_jobs(verilog, ports, 1)
+    }
+
+    /// [`BoardModel::build`] for a fabric of `jobs` cores (`SwitchFabric::<J>::with_jobs`,
+    /// docs/switch.md §8): the counters are then the jobs' sum and the unknown (source, job)
+    /// pairs, as `crate::multi_job::MultiSwitch` counts them; [`BoardModel::job_counters`] gives
+    /// each job's, read through the job select (0x0F) on the fabric's configuration inputs.
+    pub fn build_jobs(verilog: &str, ports: &[PortSpec], jobs: usize) -> Result<BoardModel, BoardModelError> {
         let opts = BuildOptions {
             trace: false,
             config: Some(format!("{}lint_off -rule UNOPTFLAT -file \"*top.v\"\n", crate::verilator_engine::WAIVERS)),
@@ -130,6 +147,9 @@ impl BoardModel {
             fabric: FabricPins::of(&m),
             counter_address: m.port("counter_address"),
             counter_data: m.port("counter_data"),
+            cfg_write: m.port("cfg_write"),
+            cfg_address: m.port("cfg_address"),
+            cfg_data: m.port("cfg_data"),
         };
         let (start, configured) = (p.fabric.start, p.fabric.configured);
         m.set(start, 1);
@@ -142,6 +162,9 @@ impl BoardModel {
             cycles: 0,
             port1_frames: 0,
             bad_frames: 0,
+            jobs,
+            job_counters: vec![Counters::default(); jobs],
+            unknown_source_job: 0,
         };
         while b.m.get(configured) == 0 || b.m.get(b.p.fabric.core_idle) == 0 {
             b.clock(false, 0, &mut vec![]);
@@ -150,6 +173,60 @@ impl BoardModel {
             }
         }
         Ok(b)
+    }
+
+    /// Each job's counters as read after the last frame.
+    pub fn job_counters(&self, job: usize) -> &Counters {
+        &self.job_counters[job]
+    }
+
+    /// SwitchML frames of no job's (source address, source port), dropped (0 with one job).
+    pub fn unknown_source_job(&self) -> u64 {
+        self.unknown_source_job
+    }
+
+    /// A configuration write on the fabric's control inputs (as a control link makes it), and
+    /// two clocks for it to reach the core.
+    fn write_reg(&mut self, address: u8, data: u32) {
+        self.m.set(self.p.cfg_write, 1);
+        self.m.set(self.p.cfg_address, u64::from(address));
+        self.m.set(self.p.cfg_data, u64::from(data));
+        self.clock(false, 0, &mut vec![]);
+        self.m.set(self.p.cfg_write, 0);
+        self.clock(false, 0, &mut vec![]);
+        self.clock(false, 0, &mut vec![]);
+    }
+
+    fn counter_words(&mut self) -> [u64; Counters::WORDS] {
+        let mut w = [0u64; Counters::WORDS];
+        for (i, v) in w.iter_mut().enumerate() {
+            self.m.set(self.p.counter_address, i as u64);
+            self.m.eval();
+            *v = self.m.get(self.p.counter_data) & 0xffff_ffff;
+        }
+        w
+    }
+
+    /// Reads every job's counters (selecting each job in turn, then job 0 again).
+    fn read_counters(&mut self) {
+        if self.jobs == 1 {
+            self.counters = Counters::from_words(&self.counter_words());
+            self.job_counters[0] = self.counters.clone();
+            return;
+        }
+        self.m.set(self.p.counter_address, UNKNOWN_SOURCE_JOB_COUNTER as u64);
+        self.m.eval();
+        self.unknown_source_job = self.m.get(self.p.counter_data) & 0xffff_ffff;
+        let mut total = Counters { frames_in: self.unknown_source_job, ..Default::default() };
+        total.drops[spotagg_driver::DropReason::UnknownSource.index()] = self.unknown_source_job;
+        for j in 0..self.jobs {
+            self.write_reg(JOB_SELECT, j as u32);
+            let c = Counters::from_words(&self.counter_words());
+            total.add(&c);
+            self.job_counters[j] = c;
+        }
+        self.write_reg(JOB_SELECT, 0);
+        self.counters = total;
     }
 
     /// One clock with `dv`/`d` on port 0's receive side; collects what the ports send.
@@ -195,13 +272,7 @@ impl Engine for BoardModel {
             let active = self.clock(false, 0, out);
             quiet = if active || self.m.get(self.p.fabric.core_idle) == 0 { 0 } else { quiet + 1 };
         }
-        let mut w = [0u64; Counters::WORDS];
-        for (i, v) in w.iter_mut().enumerate() {
-            self.m.set(self.p.counter_address, i as u64);
-            self.m.eval();
-            *v = self.m.get(self.p.counter_data) & 0xffff_ffff;
-        }
-        self.counters = Counters::from_words(&w);
+        self.read_counters();
     }
     fn counters(&self) -> Counters {
         self.counters.clone()

@@ -1145,3 +1145,63 @@ mod test {
         assert!(replay(&t.job, &t.frames).0.counters().is_consistent());
     }
 }
+
+/// A contribution from `job`'s rank `rank` address sent from UDP port `port` to slot `slot`
+/// (set 0, `tsi` 1, every value 7): with a port not the job's, a frame of an unknown (source,
+/// job) pair on a switch of several jobs (docs/switch.md §8).
+pub fn contribution_from_port(job: &JobConfig, rank: usize, port: u16, slot: u16) -> Vec<u8> {
+    let values = vec![7; job.payload.elements()];
+    let c = Contribution {
+        rank,
+        tsi: 1,
+        pool: PoolIndex { slot, set: 0 },
+        e0: 0,
+        e1: 0,
+        src_port: port,
+        dst_port: job.switch_port,
+        values: &values,
+    };
+    contribution_frame(job, &c)
+}
+
+/// Two jobs' traces on one switch (docs/switch.md §8): [`two_jobs`].
+#[derive(Debug, Clone)]
+pub struct TwoJobTrace {
+    /// Job 0's trace.
+    pub a: Trace,
+    /// Job 1's trace.
+    pub b: Trace,
+    /// Every frame delivered to the switch, in order.
+    pub frames: Vec<Vec<u8>>,
+    /// Frames of unknown (source, job) pairs among them.
+    pub unknown: usize,
+}
+
+/// The traces of `a` and `b` (specs of jobs with their own workers or ports:
+/// [`TraceSpec::other_job`]) in a seeded interleaving that keeps each job's order, with frames
+/// of unknown pairs mixed in (about one in ten): job a's rank 0 from job b's port, and an
+/// address in neither job (192.0.2.200) from job a's port.
+pub fn two_jobs(a: &TraceSpec, b: &TraceSpec, seed: u64) -> TwoJobTrace {
+    let (ta, tb) = (generate(a), generate(b));
+    let stranger = TraceSpec { n: 1, worker_ip_base: 200, ..a.clone() }.job();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (mut i, mut j, mut frames, mut unknown) = (0, 0, vec![], 0);
+    while i < ta.frames.len() || j < tb.frames.len() {
+        if rng.gen_bool(0.1) {
+            frames.push(if rng.gen_bool(0.5) {
+                contribution_from_port(&ta.job, 0, b.worker_port, rng.gen_range(0..a.slots))
+            } else {
+                contribution_from_port(&stranger, 0, a.worker_port, 0)
+            });
+            unknown += 1;
+        }
+        if j == tb.frames.len() || (i < ta.frames.len() && rng.gen_bool(0.5)) {
+            frames.push(ta.frames[i].clone());
+            i += 1;
+        } else {
+            frames.push(tb.frames[j].clone());
+            j += 1;
+        }
+    }
+    TwoJobTrace { a: ta, b: tb, frames, unknown }
+}

@@ -4,68 +4,21 @@
 //! mixed in. Each job's counters, the switch's total and the unknown count must be the
 //! reference's, and every frame sent the same.
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use spotagg_driver::engine::Engine;
-use spotagg_driver::wire::{PayloadSize, PoolIndex};
-use spotagg_driver::{DropReason, JobConfig};
+use spotagg_driver::wire::PayloadSize;
+use spotagg_driver::DropReason;
 use spotagg_hdl::CoreConfig;
 use spotagg_sim::multi_job::{JobPlacement, MultiSwitch};
 use spotagg_sim::rtl::RtlEngine;
-use spotagg_sim::trace::{self, Contribution, TraceSpec};
+use spotagg_sim::trace::{self, TraceSpec};
 
 fn hex(f: &[u8]) -> String {
     f.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join("")
 }
 
-/// A contribution from job `job`'s rank `rank` address sent from UDP port `port`.
-fn from_port(job: &JobConfig, rank: usize, port: u16, slot: u16) -> Vec<u8> {
-    let values = vec![7; job.payload.elements()];
-    let c = Contribution {
-        rank,
-        tsi: 1,
-        pool: PoolIndex { slot, set: 0 },
-        e0: 0,
-        e1: 0,
-        src_port: port,
-        dst_port: job.switch_port,
-        values: &values,
-    };
-    trace::contribution_frame(job, &c)
-}
-
-/// Job a's and job b's trace frames in a seeded interleaving (each job's order kept), and
-/// frames of unknown pairs: job a's rank 0 from job b's port, and a stranger (an address in
-/// neither job) from job a's port.
-fn interleave(a: &TraceSpec, b: &TraceSpec, seed: u64) -> (JobConfig, JobConfig, Vec<Vec<u8>>, usize) {
-    let (ta, tb) = (trace::generate(a), trace::generate(b));
-    let mut stranger = TraceSpec { worker_ip_base: 200, ..a.clone() }.job();
-    stranger.worker_port = a.worker_port;
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let (mut i, mut j, mut out, mut unknown) = (0, 0, vec![], 0);
-    while i < ta.frames.len() || j < tb.frames.len() {
-        if rng.gen_bool(0.05) {
-            out.push(if rng.gen_bool(0.5) {
-                from_port(&ta.job, 0, b.worker_port, rng.gen_range(0..a.slots))
-            } else {
-                from_port(&stranger, 0, a.worker_port, 0)
-            });
-            unknown += 1;
-        }
-        let take_a = j == tb.frames.len() || (i < ta.frames.len() && rng.gen_bool(0.5));
-        if take_a {
-            out.push(ta.frames[i].clone());
-            i += 1;
-        } else {
-            out.push(tb.frames[j].clone());
-            j += 1;
-        }
-    }
-    (ta.job, tb.job, out, unknown)
-}
-
 fn compare(a: &TraceSpec, b: &TraceSpec, seed: u64, what: &str) -> (MultiSwitch, RtlEngine) {
-    let (ja, jb, frames, unknown) = interleave(a, b, seed);
+    let t = trace::two_jobs(a, b, seed);
+    let (ja, jb, frames, unknown) = (t.a.job, t.b.job, t.frames, t.unknown);
     assert!(unknown > 0, "{what}: the trace has no unknown pair");
     let mut model = MultiSwitch::new(
         vec![
@@ -135,18 +88,18 @@ fn a_job_in_the_hardware_never_sees_the_other_jobs_frames() {
     let core = CoreConfig::new(4, 6, 256, 32).unwrap();
     let mut rtl = RtlEngine::multi(&[ja.clone(), jb.clone()], core).unwrap();
     let mut out = vec![];
-    rtl.process(&from_port(&jb, 0, 0xBEE1, 5), &mut out);
-    rtl.process(&from_port(&ja, 0, 0xBEE0, 5), &mut out);
+    rtl.process(&trace::contribution_from_port(&jb, 0, 0xBEE1, 5), &mut out);
+    rtl.process(&trace::contribution_from_port(&ja, 0, 0xBEE0, 5), &mut out);
     assert!(out.is_empty());
     let (c0, c1) = (rtl.job_counters(0), rtl.job_counters(1));
     assert_eq!((c0.frames_in, c0.drops[DropReason::BadSlot.index()], c0.contributions), (1, 1, 0), "{c0:?}");
     assert_eq!((c1.frames_in, c1.contributions), (1, 1), "{c1:?}");
     assert_eq!(rtl.unknown_source_job(), 0);
     // Rank 1 of job b from job a's port: its address is job a's rank 1, so it is job a's.
-    rtl.process(&from_port(&jb, 1, 0xBEE0, 1), &mut out);
+    rtl.process(&trace::contribution_from_port(&jb, 1, 0xBEE0, 1), &mut out);
     assert_eq!(rtl.job_counters(0).contributions, 1);
     // From a port of neither job: unknown, counted by the router, in no job.
-    rtl.process(&from_port(&jb, 1, 0xBEE5, 1), &mut out);
+    rtl.process(&trace::contribution_from_port(&jb, 1, 0xBEE5, 1), &mut out);
     assert_eq!(rtl.unknown_source_job(), 1);
     assert_eq!(rtl.job_counters(0).frames_in + rtl.job_counters(1).frames_in, 3);
     assert!(RtlEngine::multi(&[ja.clone(), jb.clone(), ja], core).is_err());

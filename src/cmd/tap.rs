@@ -60,15 +60,37 @@ pub struct Args {
 /// The MAC-level board model for `job`: the switch fabric of `spotagg_boards` with a core of
 /// width 4 and the job's slots and payload size, in Verilator ([`BoardModel`]).
 pub fn board_model(job: &spotagg_driver::JobConfig) -> Result<BoardModel> {
+    board_model_jobs(std::slice::from_ref(job))
+}
+
+/// The MAC-level board model of a switch of several jobs (docs/switch.md §8; 1 or 2, one core
+/// each, every core sized for the largest job's slots and payload), each job in its power-up
+/// ROM ([`BoardModel::build_jobs`]).
+pub fn board_model_jobs(jobs: &[spotagg_driver::JobConfig]) -> Result<BoardModel> {
+    use spotagg_boards::tops::switch_fabric::{fabric_verilog_jobs, SwitchFabric};
     use spotagg_hdl::rust_hdl::prelude::*;
-    let slots = usize::from(job.slots).max(4).next_power_of_two();
-    let core = spotagg_hdl::CoreConfig::new(4, slots, job.payload.bytes().max(256), 32)
+    let max = spotagg_hdl::job_router::MAX_JOBS;
+    if !(1..=max).contains(&jobs.len()) {
+        bail!("{} jobs: the board model's hardware is built for 1..={max}", jobs.len());
+    }
+    let slots = jobs.iter().map(|j| usize::from(j.slots)).max().unwrap_or(1).max(4).next_power_of_two();
+    let payload = jobs.iter().map(|j| j.payload.bytes()).max().unwrap_or(256).max(256);
+    let core = spotagg_hdl::CoreConfig::new(4, slots, payload, 32)
         .map_err(|e| anyhow::anyhow!("core for the board model: {e}"))?;
-    let mut f = spotagg_boards::tops::switch_fabric::SwitchFabric::new(core, job);
-    f.connect_all();
-    let ports = spotagg_sim::verilator::ports_of(&f);
-    let verilog = spotagg_boards::tops::switch_fabric::fabric_verilog(core, job);
-    BoardModel::build(&verilog, &ports).context("building the Verilator board model")
+    let ports = match jobs.len() {
+        1 => {
+            let mut f = SwitchFabric::<1>::with_jobs(core, jobs);
+            f.connect_all();
+            spotagg_sim::verilator::ports_of(&f)
+        }
+        _ => {
+            let mut f = SwitchFabric::<2>::with_jobs(core, jobs);
+            f.connect_all();
+            spotagg_sim::verilator::ports_of(&f)
+        }
+    };
+    let verilog = fabric_verilog_jobs(core, jobs);
+    BoardModel::build_jobs(&verilog, &ports, jobs.len()).context("building the Verilator board model")
 }
 
 /// `_IOW('T', 202, int)` (linux/if_tun.h), the same on x86 and ARM.

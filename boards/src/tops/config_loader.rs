@@ -14,6 +14,21 @@ use std::collections::BTreeMap;
 /// uses, `spotagg_hdl::config_registers::job_writes`).
 pub use spotagg_hdl::config_registers::job_writes as config_writes;
 
+/// The register writes that configure `jobs` (one core each; see [`ConfigLoader::for_jobs`]).
+pub fn jobs_writes(jobs: &[JobConfig]) -> Vec<(u8, u32)> {
+    use spotagg_hdl::multi_core::JOB_SELECT;
+    if let [job] = jobs {
+        return config_writes(job);
+    }
+    let mut w = Vec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        w.push((JOB_SELECT, i as u32));
+        w.extend(config_writes(job));
+    }
+    w.push((JOB_SELECT, 0));
+    w
+}
+
 /// The configuration loader.
 #[derive(LogicBlock)]
 pub struct ConfigLoader {
@@ -42,7 +57,14 @@ pub struct ConfigLoader {
 impl ConfigLoader {
     /// A loader for `job` (at most 256 writes: 32 workers need 103).
     pub fn new(job: &JobConfig) -> Self {
-        let writes = config_writes(job);
+        ConfigLoader::for_jobs(std::slice::from_ref(job))
+    }
+
+    /// A loader for `jobs` on one core each (`spotagg_hdl::multi_core::MultiCore`): each job's
+    /// writes after a write of its index to the job select, then job 0 selected again; a single
+    /// job's writes alone.
+    pub fn for_jobs(jobs: &[JobConfig]) -> Self {
+        let writes = jobs_writes(jobs);
         assert!(writes.len() <= 256, "{} configuration writes do not fit the loader's ROM", writes.len());
         let rom: BTreeMap<Bits<8>, Bits<40>> = writes
             .iter()

@@ -48,8 +48,9 @@ use crate::ethernet::stream_slice::StreamSlice;
 use crate::tops::config_loader::ConfigLoader;
 use rust_hdl::prelude::*;
 use spotagg_driver::JobConfig;
+use spotagg_hdl::multi_core::MultiCore;
 use spotagg_hdl::straggler::StragglerRead;
-use spotagg_hdl::{Core, CoreConfig};
+use spotagg_hdl::CoreConfig;
 
 /// What the fabric says of its state, to the layers above and the board tests.
 #[derive(LogicInterface, Default)]
@@ -65,9 +66,10 @@ pub struct FabricStatus {
     pub merge_port: Signal<Out, Bit>,
 }
 
-/// The board logic with a width-4 core.
+/// The board logic with width-4 cores, one for each of `J` jobs (docs/switch.md §8;
+/// `spotagg_hdl::multi_core::MultiCore`, which with one job is the core alone).
 #[derive(LogicBlock)]
-pub struct SwitchFabric {
+pub struct SwitchFabric<const J: usize = 1> {
     /// Core clock (100 MHz on the board).
     pub core_clock: Signal<In, Clock>,
     /// Transmit clock of both ports (125 MHz).
@@ -76,7 +78,7 @@ pub struct SwitchFabric {
     pub start: Signal<In, Bit>,
     /// The two ports' GMII, port 0 first.
     pub eth: [GmiiPort; 2],
-    /// Core counter index.
+    /// Core counter index (of the selected job; 28 the unknown (source, job) pairs).
     pub counter_address: Signal<In, Bits<5>>,
     /// Core counter value (combinational, as the core's).
     pub counter_data: Signal<Out, Bits<32>>,
@@ -103,7 +105,7 @@ pub struct SwitchFabric {
     mac_table: MacTable,
     dispatcher: ResultDispatcher,
     loader: ConfigLoader,
-    core: Core<32>,
+    core: MultiCore<J>,
     to_core: StreamSlice<{ beat::BITS }>,
     from_core: StreamSlice<{ beat::BITS }>,
     idle_q: DFF<Bit>,
@@ -117,13 +119,29 @@ pub struct SwitchFabric {
     done_q: DFF<Bit>,
 }
 
-impl SwitchFabric {
+impl SwitchFabric<1> {
     /// The board logic for a width-4 `core` configured for `job` at power-up.
     pub fn new(core: CoreConfig, job: &JobConfig) -> Self {
+        SwitchFabric::with_jobs(core, std::slice::from_ref(job))
+    }
+}
+
+impl<const J: usize> SwitchFabric<J> {
+    /// The board logic with `J` width-4 cores built with `core`, configured for `jobs` (one
+    /// each, `J` of them; job 0's switch MAC) at power-up.
+    pub fn with_jobs(core: CoreConfig, jobs: &[JobConfig]) -> Self {
         assert_eq!(core.width_bytes, 4, "the board top needs a core of width_bytes = 4, not {}", core.width_bytes);
-        assert!(job.n() <= core.max_workers, "n = {} exceeds max_workers = {}", job.n(), core.max_workers);
-        assert!(usize::from(job.slots) <= core.slots, "slots = {} exceeds the core's {} slots", job.slots, core.slots);
-        let m = job.switch_mac.0;
+        assert_eq!(jobs.len(), J, "{} jobs for a fabric of {J}", jobs.len());
+        for job in jobs {
+            assert!(job.n() <= core.max_workers, "n = {} exceeds max_workers = {}", job.n(), core.max_workers);
+            assert!(
+                usize::from(job.slots) <= core.slots,
+                "slots = {} exceeds the core's {} slots",
+                job.slots,
+                core.slots
+            );
+        }
+        let m = jobs[0].switch_mac.0;
         let mac = m.iter().fold(0u64, |a, &b| (a << 8) | u64::from(b));
         Self {
             core_clock: Default::default(),
@@ -145,8 +163,8 @@ impl SwitchFabric {
             router: Default::default(),
             mac_table: Default::default(),
             dispatcher: Default::default(),
-            loader: ConfigLoader::new(job),
-            core: Core::<32>::new(core),
+            loader: ConfigLoader::for_jobs(jobs),
+            core: MultiCore::<J>::new(core),
             to_core: Default::default(),
             from_core: Default::default(),
             idle_q: Default::default(),
@@ -162,7 +180,7 @@ impl SwitchFabric {
     }
 }
 
-impl Logic for SwitchFabric {
+impl<const J: usize> Logic for SwitchFabric<J> {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(self, core_clock, rx_arbiter, router, dispatcher, loader, core, mac_table, to_core, from_core);
@@ -254,4 +272,19 @@ pub fn fabric_verilog(core: CoreConfig, job: &JobConfig) -> String {
     let mut f = SwitchFabric::new(core, job);
     f.connect_all();
     generate_verilog(&f)
+}
+
+/// The Verilog of the board logic with one core for each of `jobs` (1 or 2; top module `top`),
+/// for simulation.
+pub fn fabric_verilog_jobs(core: CoreConfig, jobs: &[JobConfig]) -> String {
+    fn v<const J: usize>(core: CoreConfig, jobs: &[JobConfig]) -> String {
+        let mut f = SwitchFabric::<J>::with_jobs(core, jobs);
+        f.connect_all();
+        generate_verilog(&f)
+    }
+    match jobs.len() {
+        1 => v::<1>(core, jobs),
+        2 => v::<2>(core, jobs),
+        n => panic!("{n} jobs: the hardware is built for 1..={}", spotagg_hdl::job_router::MAX_JOBS),
+    }
 }
