@@ -21,7 +21,7 @@
 //! Without Verilator the test fails with a message, unless `SPOTAGG_SKIP_VERILATOR=1` says that
 //! skipping it is intended.
 
-use spotagg_boards::tops::board_logic::{board_logic_verilog, BoardLogic, ControlParams};
+use spotagg_boards::tops::board_logic::{board_logic_verilog_jobs, BoardLogic, ControlParams};
 use spotagg_driver::control::protocol::{self, reg, Status};
 use spotagg_driver::control::serialport::{SerialPort, TTYPort};
 use spotagg_driver::control::{pack_version, Control, ControlError, CounterSnapshot, DESIGN_VERSION};
@@ -247,10 +247,16 @@ fn board(mut m: VerilatedModel, mut pty: TTYPort, cmds: mpsc::Receiver<Cmd>, mut
 }
 
 fn build_model(core: CoreConfig, rom_job: &JobConfig) -> VerilatedModel {
-    let mut uut = BoardLogic::new(core, rom_job, params());
+    build_model_jobs::<1>(core, rom_job)
+}
+
+/// The board logic with `J` cores (docs/switch.md §8), `rom_job` in the first one's ROM.
+fn build_model_jobs<const J: usize>(core: CoreConfig, rom_job: &JobConfig) -> VerilatedModel {
+    let rom = std::slice::from_ref(rom_job);
+    let mut uut = BoardLogic::<J>::with_jobs(core, rom, params());
     uut.connect_all();
     let ports = ports_of(&uut);
-    let verilog = board_logic_verilog(core, rom_job, params());
+    let verilog = board_logic_verilog_jobs::<J>(core, rom, params());
     let opts = BuildOptions {
         trace: false,
         config: Some(format!("{WAIVERS}lint_off -rule UNOPTFLAT -file \"*top.v\"\n")),
@@ -327,6 +333,9 @@ fn control_link_through_a_pty() {
     assert_eq!(id["counter_registers"], reg::BOARD_COUNTER_COUNT);
 
     // The ROM job, read back; the PHYs' link state over MDIO.
+    // A board of one job has no job select: --job is refused, naming the register.
+    let (ok, _, err) = ctl(&slave_name, &["--job", "1", "counters"]);
+    assert!(!ok && err.contains("built for one job") && err.contains("0x010f"), "{err}");
     let (ok, out, err) = ctl(&slave_name, &["status", "--json"]);
     assert!(ok, "{err}");
     let st = json(&out);
@@ -567,4 +576,91 @@ fn ctl_errors_without_a_board() {
     assert!(out.stdout.is_empty(), "nothing served: {:?}", String::from_utf8_lossy(&out.stdout));
     let (ok, _, err) = ctl(&name, &["metrics", "--listen", "127.0.0.1:0", "--every", "0"]);
     assert!(!ok && err.contains("--every 0: the poll period must be between 0.05 and 3600 seconds"), "{err}");
+}
+
+/// Two jobs on one board over the control link (docs/switch.md §8): the board logic with two
+/// cores (`BoardLogic::<2>`) powers up with one ROM job; `spotagg ctl configure --jobs` writes a
+/// switch file of two jobs (their own workers, ports, payload sizes and slots); two seeded
+/// traces with loss and duplication, interleaved, with frames of unknown (source, job) pairs,
+/// go into port 0; every frame the switch sends is the reference `MultiSwitch`'s, and
+/// `spotagg ctl --job J counters --json` gives each job's counters, equal to the reference's,
+/// with the unknown pairs counted once, for the switch.
+#[test]
+fn two_jobs_configured_and_counted_over_the_control_link() {
+    if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Verilator) {
+        return;
+    }
+    // Two cores' worth of Verilog generation: a thread with room for it.
+    std::thread::Builder::new().stack_size(256 << 20).spawn(two_jobs_run).unwrap().join().unwrap();
+}
+
+fn two_jobs_run() {
+    use spotagg_sim::multi_job::MultiSwitch;
+    let core = CoreConfig::new(4, 4, 1024, 32).unwrap().with_stragglers(true);
+    let lossy = |s: TraceSpec| TraceSpec { loss: 0.05, duplication: 0.05, ..s };
+    let a = lossy(TraceSpec::new(3, PayloadSize::B256, 4, 8, 21));
+    let b = lossy(TraceSpec::new(2, PayloadSize::B1024, 2, 6, 22)).other_job(0xBEE1, 50);
+    let t = spotagg_sim::trace::two_jobs(&a, &b, 23);
+    let mut rom_job = JobConfig::example(2, PayloadSize::B256, 4);
+    rom_job.worker_port = 0xbee5;
+    let model = build_model_jobs::<2>(core, &rom_job);
+    let phys = [MdioPhyModel::new(0), MdioPhyModel::new(1)];
+    let (master, mut slave) = TTYPort::pair().expect("pty pair");
+    let slave_name = slave.name().expect("pty slave name");
+    let (cmd_tx, cmd_rx) = mpsc::channel();
+    let sim = std::thread::spawn(move || board(model, master, cmd_rx, phys));
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.toml"), t.a.job.to_toml()).unwrap();
+    std::fs::write(dir.path().join("b.toml"), t.b.job.to_toml()).unwrap();
+    let switch = dir.path().join("switch.toml");
+    std::fs::write(
+        &switch,
+        "[[job]]\nconfig = \"a.toml\"\nslot_base = 0\n\n[[job]]\nconfig = \"b.toml\"\nslot_base = 4\n",
+    )
+    .unwrap();
+    let (ok, out, err) = ctl(&slave_name, &["configure", "--jobs", switch.to_str().unwrap()]);
+    assert!(ok, "spotagg ctl configure --jobs failed: {err}");
+    assert!(out.contains("configured job 1: n = 2, S = 2, payload 1024 bytes"), "{out}");
+    let mut model = MultiSwitch::load(&switch).unwrap();
+
+    let inputs: [Vec<Vec<u8>>; 2] = [t.frames.iter().map(|f| wire(&padded(f))).collect(), vec![]];
+    let (done_tx, done_rx) = mpsc::channel();
+    cmd_tx.send(Cmd::Traffic(inputs, done_tx)).unwrap();
+    let done = done_rx.recv_timeout(Duration::from_secs(600)).expect("traffic through the board");
+    assert_eq!(done.merged.len(), t.frames.len(), "frames taken by the cores");
+    let mut want = vec![];
+    for f in &t.frames {
+        model.process(f, &mut want);
+    }
+    let sw = t.a.job.switch_mac.0;
+    let sent: Vec<&Vec<u8>> = done.sent[0].iter().filter(|f| f[6..12] == sw).collect();
+    let want: Vec<Vec<u8>> = want.iter().map(|f| padded(f)).collect();
+    assert_eq!(sent.len(), want.len(), "frames sent by the switch");
+    for (i, (g, w)) in sent.iter().zip(&want).enumerate() {
+        assert_eq!(*g, w, "frame {i} sent by the switch");
+    }
+    for j in 0..2 {
+        let (ok, out, err) = ctl(&slave_name, &["--job", &j.to_string(), "counters", "--json"]);
+        assert!(ok, "{err}");
+        let got = json(&out);
+        for (name, v) in model.job(j).counters().named() {
+            assert_eq!(got[name], v, "job {j}'s {name}: {out}");
+        }
+        assert_eq!(got["unknown_source_job"], t.unknown as u64, "{out}");
+    }
+    let c0 = model.job(0).counters();
+    assert_eq!((c0.contributions, model.job(1).counters().contributions), (24, 12));
+    // Job 0 is selected again after --job 1: a plain read is job 0's.
+    let mut c = Control::open(&mut slave, Duration::from_secs(5)).expect("open control link");
+    assert_eq!(c.snapshot().unwrap().core, c0);
+    println!(
+        "two jobs over the control link: {} frames ({} unknown pairs), {} sent, job 0 {:?}",
+        t.frames.len(),
+        t.unknown,
+        sent.len(),
+        c0
+    );
+    cmd_tx.send(Cmd::Stop).unwrap();
+    sim.join().unwrap();
 }

@@ -312,7 +312,13 @@ mod test {
         let mut core = Counters { frames_in: 7, ..Counters::default() };
         core.drops[DropReason::BadSlot.index()] = 1;
         let pc = |good, sent| crate::control::PortCounters { good, bad_fcs: 1, runts: 0, giants: 0, overflow: 2, sent };
-        let snap = CounterSnapshot { core, ports: vec![pc(5, 3), pc(9, 4)], flooded: Some(6), quiescent: true };
+        let snap = CounterSnapshot {
+            core,
+            ports: vec![pc(5, 3), pc(9, 4)],
+            flooded: Some(6),
+            quiescent: true,
+            unknown_source_job: Some(0),
+        };
         let status = BoardStatus {
             idle: true,
             job_enabled: true,

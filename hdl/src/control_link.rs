@@ -302,6 +302,14 @@ impl ControlLink {
         Self::with_board(core, identity, CORE_COUNTERS, None)
     }
 
+    /// The same link to a switch of `jobs` cores (1..=2, `crate::multi_core::MultiCore`): with
+    /// more than one, the job select 0x010F (core register 0x0F) may be written, alone. The job
+    /// registers read back the last values written, whichever job they went to.
+    pub fn with_jobs(mut self, jobs: usize) -> Self {
+        self.range = self.range.with_jobs(jobs);
+        self
+    }
+
     /// A control link reading `counters` counters (indices 0..counters of the counter port,
     /// at most 64) whose job registers read `job` at power-up: the writes another master (the
     /// board's power-up loader) makes to core registers 0x00..=0x09 before the link is used,

@@ -3,8 +3,9 @@
 //! counters 0x0200..0x0200 + C, link state 0x0300..=0x0303, status 0x0400..=0x0402, and, when
 //! the core has them, the straggler counters 0x0600..0x0600 + W (`with_stragglers`). Writes:
 //! the job and the worker table, 0x0100..=0x0109 and 0x0180..=0x01FF, and the tree's parent
-//! (docs/switch.md §6), 0x010A..=0x010D (write-only, as the worker table). A request may not wrap
-//! past 0xFFFF.
+//! (docs/switch.md §6), 0x010A..=0x010D (write-only, as the worker table); with several jobs
+//! (`with_jobs`, docs/switch.md §8) the job select 0x010F, a write of that one register. A
+//! request may not wrap past 0xFFFF.
 //!
 //! Timing: `read`, `write` and `snapshot` follow `op` and `address` one cycle late;
 //! `range_ok` describes `op`, `address` and `count_m1` of three cycles before (the last
@@ -35,6 +36,7 @@ pub struct RegisterRange {
     counter_last: Constant<Bits<8>>,
     has_stragglers: Constant<Bit>,
     straggler_last: Constant<Bits<8>>,
+    has_jobs: Constant<Bit>,
     last_address: DFF<Bits<16>>,
     is_read: DFF<Bit>,
     is_write: DFF<Bit>,
@@ -48,6 +50,7 @@ pub struct RegisterRange {
     status_fits: DFF<Bit>,
     stragglers_fit: DFF<Bit>,
     in_worker_table: DFF<Bit>,
+    job_select: DFF<Bit>,
     region: DFF<Bits<7>>,
     ok: Signal<Local, Bit>,
     ok_q: DFF<Bit>,
@@ -69,6 +72,7 @@ impl RegisterRange {
             counter_last: Constant::new(((counters - 1) as u64).into()),
             has_stragglers: Constant::new(false),
             straggler_last: Constant::new(0.into()),
+            has_jobs: Constant::new(false),
             last_address: Default::default(),
             is_read: Default::default(),
             is_write: Default::default(),
@@ -82,6 +86,7 @@ impl RegisterRange {
             status_fits: Default::default(),
             stragglers_fit: Default::default(),
             in_worker_table: Default::default(),
+            job_select: Default::default(),
             region: Default::default(),
             ok: Default::default(),
             ok_q: Default::default(),
@@ -96,6 +101,14 @@ impl RegisterRange {
         assert!(words <= 128, "{words} straggler words: at most 128");
         self.has_stragglers = Constant::new(words > 0);
         self.straggler_last = Constant::new((words.saturating_sub(1) as u64).into());
+        self
+    }
+
+    /// The check for a link to a switch of `jobs` cores (1..=2): with more than one, the job
+    /// select 0x010F is written alone (`spotagg_hdl::multi_core::JOB_SELECT`).
+    pub fn with_jobs(mut self, jobs: usize) -> Self {
+        assert!((1..=crate::job_router::MAX_JOBS).contains(&jobs), "{jobs} jobs");
+        self.has_jobs = Constant::new(jobs > 1);
         self
     }
 }
@@ -119,6 +132,7 @@ impl Logic for RegisterRange {
             status_fits,
             stragglers_fit,
             in_worker_table,
+            job_select,
             region,
             ok_q
         );
@@ -142,6 +156,8 @@ impl Logic for RegisterRange {
         self.stragglers_fit.d.next =
             self.has_stragglers.val() & (bit_cast::<8, 16>(self.last_address.q.val()) <= self.straggler_last.val());
         self.in_worker_table.d.next = bit_cast::<8, 16>(self.address.val()) >= 0x80;
+        self.job_select.d.next =
+            self.has_jobs.val() & (bit_cast::<8, 16>(self.address.val()) == 15) & (self.count_m1.val() == 0);
         self.region.d.next = 0.into();
         match bit_cast::<8, 16>(self.address.val() >> 8).index() {
             0 => {
@@ -175,8 +191,8 @@ impl Logic for RegisterRange {
                     || (self.region.q.val().get_bit(4) && self.status_fits.q.val())
                     || (self.region.q.val().get_bit(6) && self.stragglers_fit.q.val());
             } else {
-                self.ok.next =
-                    self.region.q.val().get_bit(1) && (self.job_write_fits.q.val() || self.in_worker_table.q.val());
+                self.ok.next = self.region.q.val().get_bit(1)
+                    && (self.job_write_fits.q.val() || self.in_worker_table.q.val() || self.job_select.q.val());
             }
         }
         self.ok_q.d.next = self.ok.val();
@@ -205,13 +221,14 @@ mod tests {
     }
 
     /// Requests of 1..=32 registers from every first address near each region's edges (and a
-    /// wrap past 0xFFFF), reads and writes, with 22 and 46 counters and 0, 16 and 128 straggler
-    /// words: `range_ok` is the model's "every register exists", three cycles after the request
-    /// is presented.
+    /// wrap past 0xFFFF), reads and writes, with 22 and 46 counters, 0, 16 and 128 straggler
+    /// words, one job and two: `range_ok` is the model's "every register exists" (with two
+    /// jobs, also a write of the job select 0x010F alone), three cycles after the request is
+    /// presented.
     #[test]
     fn accepts_exactly_the_existing_registers() {
-        for (counters, stragglers) in [(22u32, 0u32), (46, 0), (46, 16), (22, 128)] {
-            let mut b = RegisterRange::new(counters as usize).with_stragglers(stragglers as usize);
+        for (counters, stragglers, jobs) in [(22u32, 0u32, 1), (46, 0, 2), (46, 16, 1), (22, 128, 2)] {
+            let mut b = RegisterRange::new(counters as usize).with_stragglers(stragglers as usize).with_jobs(jobs);
             b.connect_all();
             let mut firsts = vec![0xfff0_u32, 0xffff];
             for base in [0x0000_u32, 0x0100, 0x0180, 0x0200, 0x0300, 0x0400, 0x0500, 0x0600, 0x0700] {
@@ -226,8 +243,9 @@ mod tests {
             for &first in &firsts {
                 for count in [1u32, 2, 3, 4, 6, 7, 8, 11, 12, 16, 21, 22, 32] {
                     for (op, write) in [(OP_READ, false), (OP_WRITE, true)] {
-                        let want =
-                            (first..first + count).all(|a| a <= 0xffff && exists(a, write, counters, stragglers));
+                        let select = write && jobs > 1 && first == u32::from(reg::JOB_SELECT) && count == 1;
+                        let want = select
+                            || (first..first + count).all(|a| a <= 0xffff && exists(a, write, counters, stragglers));
                         checked[want as usize] += 1;
                         b.op.next = u64::from(op).into();
                         b.address.next = u64::from(first).into();

@@ -35,6 +35,11 @@ pub struct Args {
     /// One JSON object instead of a table.
     #[arg(long, global = true)]
     json: bool,
+    /// On a board of several jobs (docs/switch.md §8): the job the command reads or writes
+    /// (its counters, status, straggler counters, configuration); job 0 is selected again
+    /// afterwards. A board of one job refuses it.
+    #[arg(long = "job", global = true, value_name = "J")]
+    select_job: Option<usize>,
     #[command(subcommand)]
     what: What,
 }
@@ -51,10 +56,15 @@ enum What {
         #[arg(long, num_args = 0..=1, default_missing_value = "1")]
         watch: Option<f64>,
     },
-    /// Write a job configuration (TOML) and enable it (clears the slot state).
+    /// Write a job configuration (TOML) and enable it (clears the slot state); or, with
+    /// `--jobs`, each job of a switch of several jobs into its own core.
     Configure {
         /// The job configuration.
-        job: PathBuf,
+        #[arg(required_unless_present = "jobs")]
+        job: Option<PathBuf>,
+        /// A switch of several jobs (the `spotagg switch --jobs` file, docs/switch.md §8).
+        #[arg(long, conflicts_with = "job")]
+        jobs: Option<PathBuf>,
     },
     /// Zero the counters.
     ResetCounters,
@@ -78,6 +88,8 @@ pub fn snapshot_json(k: &CounterSnapshot) -> String {
     fields.push(format!("\"ports\": {}", serde_json::to_string(&k.ports).unwrap_or_default()));
     fields.push(format!("\"flooded\": {}", serde_json::to_string(&k.flooded).unwrap_or_default()));
     fields.push(format!("\"quiescent\": {}", k.quiescent));
+    fields
+        .push(format!("\"unknown_source_job\": {}", serde_json::to_string(&k.unknown_source_job).unwrap_or_default()));
     format!("{{{}}}", fields.join(", "))
 }
 
@@ -90,10 +102,26 @@ pub fn run(args: Args) -> Result<()> {
     }
     let mut c = open_serial(&args.serial, args.baud, Duration::from_millis(args.timeout_ms))
         .with_context(|| format!("control link on {}", args.serial))?;
-    match args.what {
+    if let Some(j) = args.select_job {
+        c.select_job(j).with_context(|| format!("--job {j} on {}", args.serial))?;
+    }
+    if let What::Metrics { listen, every } = args.what {
+        // (With --job, the exporter polls that job's counters; job 0 stays unselected.)
+        return export(c, &args.serial, listen, Duration::from_secs_f64(every));
+    }
+    let result = command(&mut c, args.what, args.json, &args.serial);
+    if args.select_job.is_some() {
+        // Job 0 again, so that a later command without --job reads and writes job 0.
+        c.select_job(0).with_context(|| format!("selecting job 0 again on {}", args.serial))?;
+    }
+    result
+}
+
+fn command(c: &mut Control<impl Read + Write + Send + 'static>, what: What, json: bool, serial: &str) -> Result<()> {
+    match what {
         What::Id => {
             let id = c.identity()?;
-            if args.json {
+            if json {
                 println!("{}", serde_json::to_string(&id)?);
             } else {
                 println!("board          {} (id {})", id.board, id.board_id);
@@ -116,7 +144,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         What::Status => {
             let s = c.status()?;
-            if args.json {
+            if json {
                 println!("{}", serde_json::to_string(&s)?);
             } else {
                 let j = &s.job_registers;
@@ -143,7 +171,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         What::Counters { watch } => loop {
             let k = c.snapshot()?;
-            if args.json {
+            if json {
                 println!("{}", snapshot_json(&k));
             } else {
                 print!("{}", super::replay::counters_table(&k.core));
@@ -154,6 +182,9 @@ pub fn run(args: Args) -> Result<()> {
                 if let Some(f) = k.flooded {
                     println!("sent to both ports: {f}");
                 }
+                if let Some(u) = k.unknown_source_job.filter(|&u| u > 0) {
+                    println!("unknown (source, job) pairs: {u}");
+                }
                 if !k.quiescent {
                     println!("(snapshot not quiescent: the core did not become idle)");
                 }
@@ -161,17 +192,36 @@ pub fn run(args: Args) -> Result<()> {
             match watch {
                 Some(secs) => {
                     std::thread::sleep(Duration::from_secs_f64(secs.max(0.05)));
-                    if !args.json {
+                    if !json {
                         println!();
                     }
                 }
                 None => break,
             }
         },
-        What::Configure { job } => {
+        What::Configure { jobs: Some(path), .. } => {
+            let sw = spotagg_sim::multi_job::MultiSwitch::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let jobs: Vec<JobConfig> = sw.jobs().map(|(p, _)| p.job.clone()).collect();
+            c.configure_jobs(&jobs).with_context(|| format!("configuring {} on {serial}", path.display()))?;
+            if json {
+                let each: Vec<String> = jobs
+                    .iter()
+                    .map(|j| {
+                        format!("{{\"n\": {}, \"slots\": {}, \"payload\": {}}}", j.n(), j.slots, j.payload.bytes())
+                    })
+                    .collect();
+                println!("{{\"configured\": true, \"jobs\": [{}]}}", each.join(", "));
+            } else {
+                for (i, j) in jobs.iter().enumerate() {
+                    println!("configured job {i}: n = {}, S = {}, payload {} bytes", j.n(), j.slots, j.payload.bytes());
+                }
+            }
+        }
+        What::Configure { job, .. } => {
+            let job = job.context("a job file or --jobs")?;
             let j = JobConfig::load(&job).with_context(|| format!("job {}", job.display()))?;
             c.configure(&j)?;
-            if args.json {
+            if json {
                 println!(
                     "{{\"configured\": true, \"n\": {}, \"slots\": {}, \"payload\": {}}}",
                     j.n(),
@@ -184,13 +234,13 @@ pub fn run(args: Args) -> Result<()> {
         }
         What::ResetCounters => {
             c.reset_counters()?;
-            if args.json {
+            if json {
                 println!("{{\"counters_reset\": true}}");
             } else {
                 println!("counters reset");
             }
         }
-        What::Metrics { listen, every } => return export(c, &args.serial, listen, Duration::from_secs_f64(every)),
+        What::Metrics { .. } => bail!("{serial}: the exporter runs from `run`"),
     }
     Ok(())
 }

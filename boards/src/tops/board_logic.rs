@@ -40,9 +40,9 @@ pub struct ControlParams {
     pub phy_addresses: [u8; 2],
 }
 
-/// Fabric, control link and MDIO master.
+/// Fabric (with a core for each of `J` jobs, docs/switch.md §8), control link and MDIO master.
 #[derive(LogicBlock)]
-pub struct BoardLogic {
+pub struct BoardLogic<const J: usize = 1> {
     /// Core clock (100 MHz on the board; also the control plane's).
     pub core_clock: Signal<In, Clock>,
     /// Transmit clock of both ports (125 MHz).
@@ -65,7 +65,7 @@ pub struct BoardLogic {
     pub mdio_i: Signal<In, Bit>,
     /// The fabric's state.
     pub status: FabricStatus,
-    fabric: SwitchFabric,
+    fabric: SwitchFabric<J>,
     link: ControlLink,
     mdio: MdioMaster,
     core_counter_q: DFF<Bits<32>>,
@@ -73,10 +73,20 @@ pub struct BoardLogic {
     high_q: DFF<Bit>,
 }
 
-impl BoardLogic {
+impl BoardLogic<1> {
     /// The board logic for a width-4 `core` with `job` in its ROM and the control plane of
     /// `params`.
     pub fn new(core: CoreConfig, job: &JobConfig, params: ControlParams) -> Self {
+        BoardLogic::with_jobs(core, std::slice::from_ref(job), params)
+    }
+}
+
+impl<const J: usize> BoardLogic<J> {
+    /// The board logic with `J` width-4 cores, `jobs` (1..=J, the first J cores') in its ROM,
+    /// and the control plane of `params`; the link's job registers read job 0's at power-up,
+    /// and the job select 0x010F is a register of the link when `J` > 1.
+    pub fn with_jobs(core: CoreConfig, jobs: &[JobConfig], params: ControlParams) -> Self {
+        let job = &jobs[0];
         let w = config_writes(job);
         let mut regs = [0u32; 10];
         for (a, d) in w.iter().filter(|(a, _)| *a < 10 && *a != 6) {
@@ -94,8 +104,9 @@ impl BoardLogic {
             mdio_oe: Default::default(),
             mdio_i: Default::default(),
             status: Default::default(),
-            fabric: SwitchFabric::new(core, job),
-            link: ControlLink::with_board(&core, params.identity, usize::from(reg::BOARD_COUNTER_COUNT), Some(regs)),
+            fabric: SwitchFabric::with_jobs(core, jobs),
+            link: ControlLink::with_board(&core, params.identity, usize::from(reg::BOARD_COUNTER_COUNT), Some(regs))
+                .with_jobs(J),
             mdio: MdioMaster::new(params.mdc_half_period, params.phy_addresses),
             core_counter_q: Default::default(),
             port_counter_q: Default::default(),
@@ -104,7 +115,7 @@ impl BoardLogic {
     }
 }
 
-impl Logic for BoardLogic {
+impl<const J: usize> Logic for BoardLogic<J> {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(self, core_clock, link, mdio);
@@ -149,6 +160,13 @@ impl Logic for BoardLogic {
 /// The Verilog of the board logic (top module `top`), for simulation.
 pub fn board_logic_verilog(core: CoreConfig, job: &JobConfig, params: ControlParams) -> String {
     let mut b = BoardLogic::new(core, job, params);
+    b.connect_all();
+    generate_verilog(&b)
+}
+
+/// The Verilog of the board logic with `J` cores and `jobs` in its ROM (top module `top`).
+pub fn board_logic_verilog_jobs<const J: usize>(core: CoreConfig, jobs: &[JobConfig], params: ControlParams) -> String {
+    let mut b = BoardLogic::<J>::with_jobs(core, jobs, params);
     b.connect_all();
     generate_verilog(&b)
 }

@@ -213,6 +213,10 @@ pub struct CounterSnapshot {
     pub flooded: Option<u64>,
     /// The core was idle with its input held while the counters were copied.
     pub quiescent: bool,
+    /// On a board of several jobs (docs/switch.md §8): SwitchML frames of no job's (source
+    /// address, source port), dropped by the job router ([`reg::UNKNOWN_SOURCE_JOB`]; 0 with
+    /// one job, None without board counters).
+    pub unknown_source_job: Option<u64>,
 }
 
 /// The name of a link state value.
@@ -383,7 +387,8 @@ impl<P: Read + Write> Control<P> {
             }
             flooded = Some(u64::from(w[usize::from(reg::FLOODED - reg::COUNTERS)]));
         }
-        Ok(CounterSnapshot { core, ports, flooded, quiescent: status & 2 == 0 })
+        let unknown_source_job = w.get(usize::from(reg::UNKNOWN_SOURCE_JOB - reg::COUNTERS)).map(|&x| u64::from(x));
+        Ok(CounterSnapshot { core, ports, flooded, quiescent: status & 2 == 0, unknown_source_job })
     }
 
     /// The core's counters (32-bit hardware counters, widened), from one snapshot.
@@ -438,6 +443,37 @@ impl<P: Read + Write> Control<P> {
         self.write(reg::VLAN, &[JobVlan::register(job.vlan), u32::from(job.worker_port), u32::from(job.job_number)])?;
         self.write(reg::PARENT_IP, &parent_registers(job.parent.as_ref()))?;
         self.write(reg::CONTROL, &[1])
+    }
+
+    /// On a board of several jobs (docs/switch.md §8): sends the job registers' and the worker
+    /// table's writes, the counter snapshot and the straggler read-out to job `job` from now on
+    /// (a job the board does not have reads zero counters and takes no frames). A board built
+    /// for one job has no job select: that is a [`ControlError::Job`] naming the register.
+    pub fn select_job(&mut self, job: usize) -> Result<(), ControlError> {
+        match self.write(reg::JOB_SELECT, &[job as u32]) {
+            Err(ControlError::Status { status: Status::UnknownRegister, .. }) => Err(ControlError::Job(format!(
+                "job {job}: the board is built for one job (it has no job select register {:#06x})",
+                reg::JOB_SELECT
+            ))),
+            r => r,
+        }
+    }
+
+    /// Writes and enables each of `jobs` in its own core (job i after selecting i, as
+    /// [`Self::configure`] does for one), then selects job 0 again. One job is
+    /// [`Self::configure`] alone, on any board.
+    pub fn configure_jobs(&mut self, jobs: &[JobConfig]) -> Result<(), ControlError> {
+        if let [job] = jobs {
+            return self.configure(job);
+        }
+        for (i, job) in jobs.iter().enumerate() {
+            self.select_job(i)?;
+            self.configure(job).map_err(|e| match e {
+                ControlError::Job(why) => ControlError::Job(format!("job {i}: {why}")),
+                e => e,
+            })?;
+        }
+        self.select_job(0)
     }
 
     /// The straggler counters of ranks `0..n` from the last counter snapshot ([`Self::snapshot`]

@@ -162,6 +162,14 @@ pub mod reg {
     pub const PARENT_MAC_LO: u16 = 0x010C;
     /// Bit 31 enable, bits 20..16 the rank in the parent's job, bits 15..0 the parent's port.
     pub const PARENT_CONTROL: u16 = 0x010D;
+    /// Several jobs (docs/switch.md §8, a board built with more than one): the job select,
+    /// write only and alone. Writing j sends the job registers' and the worker table's writes
+    /// after it to job j, and the counter snapshot and the straggler counters read job j's
+    /// (0 after power-up).
+    pub const JOB_SELECT: u16 = 0x010F;
+    /// Counter register of the switch's `unknown_source_job` on a board of several jobs:
+    /// SwitchML frames of no job's (source address, source port), dropped (0 with one job).
+    pub const UNKNOWN_SOURCE_JOB: u16 = 0x021C;
     /// Worker table base.
     pub const WORKER_TABLE: u16 = 0x0180;
     /// First counter.
