@@ -75,6 +75,11 @@ pub struct Args {
     /// removes them from a board top.
     #[arg(long, value_enum, default_value = "auto")]
     stragglers: Stragglers,
+    /// Jobs the board serves at once (docs/switch.md §8): one core each, with `--slots` slots
+    /// each, behind the job router (1 or 2; the board top only). The job of `--job` is job 0's
+    /// at power-up; the others are empty until `spotagg ctl configure --jobs` writes them.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    jobs: u8,
 }
 
 /// Whether the core has the straggler counters.
@@ -115,15 +120,16 @@ pub fn core_config(
 }
 
 /// The design built for a board, a top and a core configuration (`job` for the board top).
-pub fn design(board: &Board, top: TopKind, config: &CoreConfig, job: &JobConfig) -> Design {
+pub fn design(board: &Board, top: TopKind, config: &CoreConfig, job: &JobConfig, jobs: usize) -> Design {
     match top {
         TopKind::Board => Design {
             top: "top".to_string(),
-            verilog: spotagg_boards::tops::top::board_verilog_stamped(
+            verilog: spotagg_boards::tops::top::board_verilog_jobs(
                 board,
                 *config,
                 job,
                 spotagg_boards::flow::source_stamp(Path::new(".")),
+                jobs,
             ),
             lpf: spotagg_boards::board::lpf::lpf(board),
         },
@@ -167,9 +173,12 @@ pub fn run(args: Args) -> Result<()> {
     if args.top == TopKind::Board && config.width_bytes != 4 {
         bail!("the board top takes a width-4 core; --width {} is for --top core", config.width_bytes);
     }
+    if args.top == TopKind::Core && args.jobs > 1 {
+        bail!("--jobs {}: several jobs are built into the board top, not --top core", args.jobs);
+    }
     let out = args.out.unwrap_or_else(|| PathBuf::from("build").join(board.id));
     eprintln!(
-        "building {} ({}, {} {}, speed {}): {}, width {} bytes, {}{} slots, straggler counters {}, {}",
+        "building {} ({}, {} {}, speed {}): {}, width {} bytes, {}{} slots, straggler counters {}, {} job{}, {}",
         board.name,
         board.id,
         board.part.device,
@@ -183,6 +192,8 @@ pub fn run(args: Args) -> Result<()> {
         if args.slots.is_none() { "up to " } else { "" },
         config.slots,
         if config.stragglers { "on" } else { "off" },
+        args.jobs,
+        if args.jobs == 1 { "" } else { "s (a core each)" },
         if args.seeds > 1 {
             format!("seeds {}..={}", args.seed, args.seed + args.seeds - 1)
         } else {
@@ -198,8 +209,13 @@ pub fn run(args: Args) -> Result<()> {
         Some(p) => Some(JobConfig::load(p)?),
         None => None,
     };
-    let target =
-        Target { board: &board, top: args.top, job: given_job, seeds: (args.seed..args.seed + args.seeds).collect() };
+    let target = Target {
+        board: &board,
+        top: args.top,
+        job: given_job,
+        seeds: (args.seed..args.seed + args.seeds).collect(),
+        jobs: usize::from(args.jobs),
+    };
     let result = build(&flow, &target, config, args.slots.is_none(), args.allow_timing_fail);
     match result {
         Ok(report) => {
@@ -224,6 +240,7 @@ struct Target<'a> {
     top: TopKind,
     job: Option<JobConfig>,
     seeds: Vec<u64>,
+    jobs: usize,
 }
 
 /// Runs one step under a spinner.
@@ -265,7 +282,7 @@ fn build(
     let mut too_big: Option<usize> = None;
     let synth = loop {
         let job = job(target.job.as_ref(), &config);
-        let design = design(board, target.top, &config, &job);
+        let design = design(board, target.top, &config, &job, target.jobs);
         let t = Instant::now();
         step(Step::Write, || flow.write(&design))?;
         steps.push((Step::Write, t.elapsed()));
@@ -283,7 +300,8 @@ fn build(
                 match too_big {
                     // Fewer slots than a failed try fit with block RAM to spare: try more.
                     Some(big) if fit_slots && spare > 0 && config.slots + 1 < big => {
-                        (config.slots + spare as usize * per_block).min(big - 1)
+                        // (Each job's core has the slots: a slot costs that many times more.)
+                        (config.slots + (spare as usize * per_block / target.jobs).max(1)).min(big - 1)
                     }
                     _ => break synth,
                 }
@@ -291,7 +309,7 @@ fn build(
             Err(FlowError::DoesNotFit { resource: "DP16KD", needed, available }) if fit_slots && config.slots > 1 => {
                 too_big = Some(config.slots);
                 let over = (needed - available) as usize;
-                let next = config.slots.saturating_sub(over * per_block).max(1);
+                let next = config.slots.saturating_sub(over.div_ceil(target.jobs) * per_block).max(1);
                 match fitting {
                     Some(f) if next <= f => f,
                     _ => next,

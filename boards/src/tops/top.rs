@@ -56,7 +56,7 @@ pub const CORE_CLOCK_MDC_HALF_PERIOD: u32 = 20;
 
 /// The board top.
 #[derive(LogicBlock)]
-pub struct BoardTop {
+pub struct BoardTop<const J: usize = 1> {
     /// 25 MHz oscillator.
     pub clk25: Signal<In, Clock>,
     /// Control link transmit line.
@@ -97,12 +97,13 @@ pub struct BoardTop {
     clk100: Signal<Local, Clock>,
     pll: BoardPll,
     rgmii: [Rgmii; 2],
-    logic: BoardLogic,
+    logic: BoardLogic<J>,
     mdio_pad: BidirPad,
 }
 
-impl BoardTop {
-    /// The top for `board`, a width-4 `core`, and `job` loaded at power-up; the control link at
+impl<const J: usize> BoardTop<J> {
+    /// The top for `board`, `J` width-4 cores (one a job, docs/switch.md §8; the first loaded
+    /// with `job` at power-up, the others empty until the control link writes them), the control link at
     /// 115200 baud (at the 100 MHz core clock), its identity with the flow's `build` stamp, MDC at
     /// 2.5 MHz.
     pub fn new(board: &Board, core: CoreConfig, job: &JobConfig, build: BuildStamp) -> Self {
@@ -139,13 +140,13 @@ impl BoardTop {
             clk100: Default::default(),
             pll: Default::default(),
             rgmii: std::array::from_fn(|_| Rgmii::new(board.phy_delays)),
-            logic: BoardLogic::new(core, job, params),
+            logic: BoardLogic::with_jobs(core, std::slice::from_ref(job), params),
             mdio_pad: Default::default(),
         }
     }
 }
 
-impl Logic for BoardTop {
+impl<const J: usize> Logic for BoardTop<J> {
     #[hdl_gen]
     fn update(&mut self) {
         self.pll.clkin.next = self.clk25.val();
@@ -193,9 +194,22 @@ pub fn board_verilog(board: &Board, core: CoreConfig, job: &JobConfig) -> String
 /// [`board_verilog`] with the build flow's `build` stamp in the control link's identity: what
 /// synthesis (`yosys synth_ecp5 -top top`) takes.
 pub fn board_verilog_stamped(board: &Board, core: CoreConfig, job: &JobConfig, build: BuildStamp) -> String {
-    let mut top = BoardTop::new(board, core, job, build);
-    top.connect_all();
-    generate_verilog(&top)
+    board_verilog_jobs(board, core, job, build, 1)
+}
+
+/// [`board_verilog_stamped`] with a core for each of `jobs` (1..=2) jobs (docs/switch.md §8),
+/// `job` in the first one's ROM.
+pub fn board_verilog_jobs(board: &Board, core: CoreConfig, job: &JobConfig, build: BuildStamp, jobs: usize) -> String {
+    fn v<const J: usize>(board: &Board, core: CoreConfig, job: &JobConfig, build: BuildStamp) -> String {
+        let mut top = BoardTop::<J>::new(board, core, job, build);
+        top.connect_all();
+        generate_verilog(&top)
+    }
+    match jobs {
+        1 => v::<1>(board, core, job, build),
+        2 => v::<2>(board, core, job, build),
+        n => panic!("{n} jobs: the hardware is built for 1..={}", spotagg_hdl::job_router::MAX_JOBS),
+    }
 }
 
 #[cfg(test)]
