@@ -456,6 +456,11 @@ fn control_link_through_a_pty() {
     }
     assert_eq!(k["ports"][0]["bad_fcs"], 1);
     assert_eq!(k["quiescent"], true);
+    // The tree counters (0x0218..=0x021B; the job has no parent) and the unknown pairs (one job).
+    let t = reference.tree_counters();
+    let tree = [t.partials_up, t.partials_resent, t.parent_results, t.parent_results_stale];
+    assert_eq!(k["tree"], serde_json::json!(tree), "{out}");
+    assert_eq!(k["unknown_source_job"], 0, "{out}");
     let (ok, out, _) = ctl(&slave_name, &["counters"]);
     assert!(ok && out.contains("frames_in") && out.contains(&want.frames_in.to_string()), "{out}");
     assert!(out.contains("port 0: good"), "{out}");
@@ -506,6 +511,9 @@ fn control_link_through_a_pty() {
         assert_eq!(value("spotagg_board_link_up", Some(("port", &port))), 1.0, "port {p} link\n{text}");
     }
     assert_eq!(value("spotagg_ctl_up", None), 1.0);
+    assert_eq!(value("spotagg_switch_tree_partials_up_total", None), t.partials_up as f64);
+    assert_eq!(value("spotagg_switch_tree_parent_results_stale_total", None), t.parent_results_stale as f64);
+    assert_eq!(value("spotagg_switch_unknown_source_job_total", None), 0.0);
     assert_eq!(value("spotagg_board_job_enabled", None), 1.0);
     // The core's straggler counters over the link: which rank completed each round is the
     // reference's over the same frames in the same order; the lags (cycles at the board's

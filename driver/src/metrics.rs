@@ -318,6 +318,7 @@ mod test {
             flooded: Some(6),
             quiescent: true,
             unknown_source_job: Some(0),
+            tree: None,
         };
         let status = BoardStatus {
             idle: true,

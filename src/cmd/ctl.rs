@@ -90,6 +90,7 @@ pub fn snapshot_json(k: &CounterSnapshot) -> String {
     fields.push(format!("\"quiescent\": {}", k.quiescent));
     fields
         .push(format!("\"unknown_source_job\": {}", serde_json::to_string(&k.unknown_source_job).unwrap_or_default()));
+    fields.push(format!("\"tree\": {}", serde_json::to_string(&k.tree).unwrap_or_default()));
     format!("{{{}}}", fields.join(", "))
 }
 
@@ -293,6 +294,23 @@ fn export<P: Read + Write + Send + 'static>(
         match got {
             Ok((k, lags, s)) => {
                 let mut f = board_families(&k, &s);
+                if let Some([up, resent, results, stale]) = k.tree {
+                    let t = spotagg_sim::reference::TreeCounters {
+                        partials_up: up,
+                        partials_resent: resent,
+                        parent_results: results,
+                        parent_results_stale: stale,
+                    };
+                    f.extend(spotagg_sim::reference::tree_families(&t, &[]));
+                }
+                if let Some(u) = k.unknown_source_job {
+                    f.push(Family::single(
+                        "spotagg_switch_unknown_source_job_total",
+                        "SwitchML frames of no job's (source address, source port), dropped (0 with one job).",
+                        Kind::Counter,
+                        u as f64,
+                    ));
+                }
                 if let Some(lags) = lags {
                     let ranks: Vec<RankLag> = lags.iter().map(|w| RankLag::from_core_words(w)).collect();
                     f.extend(straggler_families(&ranks, &[]));

@@ -37,8 +37,12 @@ use std::time::{Duration, Instant};
 #[derive(clap::Args)]
 pub struct Args {
     /// The job configuration (TOML).
-    #[arg(long)]
-    config: PathBuf,
+    #[arg(long, required_unless_present = "jobs")]
+    config: Option<PathBuf>,
+    /// A switch of several jobs (the `spotagg switch --jobs` file, docs/switch.md §8), on the
+    /// board model: a core per job behind the job router, every job in the power-up ROM.
+    #[arg(long, conflicts_with = "config", requires = "board_model")]
+    jobs: Option<PathBuf>,
     /// Name of an existing TAP device (`ip tuntap add dev NAME mode tap`).
     #[arg(long)]
     tap: String,
@@ -239,9 +243,20 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let job = load_job(&args.config)?;
-    let mut engine: Box<dyn Engine> =
-        if args.board_model { Box::new(board_model(&job)?) } else { args.engine.build(&job)? };
+    let (job, mut engine): (_, Box<dyn Engine>) = match (&args.jobs, &args.config) {
+        (Some(path), _) => {
+            let sw = spotagg_sim::multi_job::MultiSwitch::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let jobs: Vec<_> = sw.jobs().map(|(p, _)| p.job.clone()).collect();
+            (sw.addressing_job(), Box::new(board_model_jobs(&jobs)?))
+        }
+        (None, Some(config)) => {
+            let job = load_job(config)?;
+            let engine: Box<dyn Engine> =
+                if args.board_model { Box::new(board_model(&job)?) } else { args.engine.build(&job)? };
+            (job, engine)
+        }
+        (None, None) => bail!("--config or --jobs is needed"),
+    };
     let mut tap = Tap::open(&args.tap)?;
     // SAFETY: the handler only stores to an atomic.
     unsafe {

@@ -217,6 +217,10 @@ pub struct CounterSnapshot {
     /// address, source port), dropped by the job router ([`reg::UNKNOWN_SOURCE_JOB`]; 0 with
     /// one job, None without board counters).
     pub unknown_source_job: Option<u64>,
+    /// The tree counters (docs/switch.md §6): partials up, partials resent, parent results,
+    /// stale parent results, at 0x0218..=0x021B of a board's snapshot (0 in a build without the
+    /// tree leaf; None for a link that does not reach them, such as the core-only link's 24).
+    pub tree: Option<[u64; 4]>,
 }
 
 /// The name of a link state value.
@@ -388,7 +392,8 @@ impl<P: Read + Write> Control<P> {
             flooded = Some(u64::from(w[usize::from(reg::FLOODED - reg::COUNTERS)]));
         }
         let unknown_source_job = w.get(usize::from(reg::UNKNOWN_SOURCE_JOB - reg::COUNTERS)).map(|&x| u64::from(x));
-        Ok(CounterSnapshot { core, ports, flooded, quiescent: status & 2 == 0, unknown_source_job })
+        let tree = w.get(core_n..core_n + 4).map(|t| [0, 1, 2, 3].map(|i| u64::from(t[i])));
+        Ok(CounterSnapshot { core, ports, flooded, quiescent: status & 2 == 0, unknown_source_job, tree })
     }
 
     /// The core's counters (32-bit hardware counters, widened), from one snapshot.
