@@ -19,7 +19,8 @@
 //! - The exponent RAM's read data is registered (`ex_word`, and the descriptor's set's half in
 //!   `ex_half`) before the exponent maxima and the exponent write-back: the RAM is read from
 //!   Idle on (its address is the descriptor's slot), so the word reaches the compare in Decide
-//!   with no change in cycles; nothing but a register lies after the RAM's output.
+//!   with no change in cycles; only the set's 2-to-1 mux lies between the RAM's output and a
+//!   register.
 //! - Only a valid contribution reaches the scoreboard and the slot memory, and only after the
 //!   whole frame has been received and checked.
 //! - The last contribution of a round writes the sums into the result builder's buffer during
