@@ -376,15 +376,15 @@ fn builds_the_board_top_to_a_bitstream_that_meets_timing() {
 /// the slots that fit (64, the core's maximum) and the straggler counters (on by default on this
 /// part), placed and routed with seed 1, no `--allow-timing-fail`: every clock must meet its
 /// constraint. Not in scripts/test.sh (it skips this test): on the shared 2-core machine the
-/// place and route took 908 s of wall time (17 minutes for the whole build), beyond the slow
+/// place and route takes 339-704 s of wall time (8-13 minutes for the whole build), beyond the slow
 /// tier's budget; the slow tier synthesizes this top instead (`board_synth.rs`,
 /// `i9_board_top_with_stragglers_fits_the_45f`). Run it by hand:
 /// `cargo test -p spotagg --test build -- --ignored builds_the_i9`.
-/// KNOWN TO FAIL today: without the straggler counters, 64 slots reached 80.55 MHz on the
-/// 100 MHz core clock `pll.clk100` (critical path slot_memory.exponent_ram → aggregator exp_max,
-/// 12 logic cells); the 125 MHz clocks met (145.20, 156.23, 161.47 MHz).
+/// Measured at seed 1 (docs/performance.md): 14,738 LUT4, 8,926 FF, 90 of 108 DP16KD;
+/// pll.clk100 109.28 MHz (against 100), pll.clk125 154.99, eth0_rxc 160.95, eth1_rxc 152.67
+/// (against 125).
 #[test]
-#[ignore = "manual: place and route of the i9 board top (17 minutes here; scripts/test.sh skips it)"]
+#[ignore = "manual: place and route of the i9 board top (8-13 minutes here; scripts/test.sh skips it)"]
 fn builds_the_i9_board_top_to_a_bitstream_that_meets_timing() {
     if !yowasp_installed(&Toolchain::default_venv()) {
         return;

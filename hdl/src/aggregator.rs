@@ -16,6 +16,11 @@
 //!   come from their own counters (`issue_frame_word`, `write_frame_word`), not from an adder.
 //! - The sequencer's state is one-hot in flip-flops, and the issue counters' end indices are
 //!   registered at the transition into a pass (`issue_stop`, `write_stop`).
+//! - The exponent RAM's read data is registered (`ex_word`, and the descriptor's set's half in
+//!   `ex_half`) before the exponent maxima and the exponent write-back: the RAM is read from
+//!   Idle on (its address is the descriptor's slot), so the word reaches the compare in Decide
+//!   with no change in cycles; only the set's 2-to-1 mux lies between the RAM's output and a
+//!   register.
 //! - Only a valid contribution reaches the scoreboard and the slot memory, and only after the
 //!   whole frame has been received and checked.
 //! - The last contribution of a round writes the sums into the result builder's buffer during
@@ -156,6 +161,10 @@ pub struct Aggregator {
     retransmit: DFF<Bit>,
     reply_exps: DFF<Bits<16>>,
     exp_max: DFF<Bits<16>>,
+    /// The exponent RAM's word, registered (a register between the RAM and the compare).
+    ex_word: DFF<Bits<32>>,
+    /// The descriptor's set's half of the exponent RAM's word, registered.
+    ex_half: DFF<Bits<16>>,
     k_minus_1: DFF<Bits<10>>,
     nwords_minus_1: DFF<Bits<10>>,
     slot_base: DFF<Bits<16>>,
@@ -249,6 +258,8 @@ impl Aggregator {
             retransmit: Default::default(),
             reply_exps: Default::default(),
             exp_max: Default::default(),
+            ex_word: Default::default(),
+            ex_half: Default::default(),
             k_minus_1: Default::default(),
             nwords_minus_1: Default::default(),
             slot_base: Default::default(),
@@ -316,6 +327,8 @@ impl Logic for Aggregator {
             retransmit,
             reply_exps,
             exp_max,
+            ex_word,
+            ex_half,
             k_minus_1,
             nwords_minus_1,
             slot_base,
@@ -354,10 +367,18 @@ impl Logic for Aggregator {
         self.ex.read_address.next = bit_cast::<6, 15>(self.desc.slot.val());
         self.ex.write_address.next = bit_cast::<6, 15>(self.desc.slot.val());
         // The exponent write is registered: it lands one edge after Commit, long before the
-        // next Decide reads the exponents (Commit, then Idle and Lookup at the least).
+        // next descriptor's Idle, whose read feeds its Decide (a write is followed by a pass of
+        // k + 6 cycles at the least).
         self.ex.write_data.next = self.ex_write_word.q.val();
         self.ex.write_enable.next = self.ex_write_pending.q.val();
         self.ex_write_pending.d.next = false;
+        // The exponent RAM's read data, registered every cycle (its address, the descriptor's
+        // slot, holds from Idle on, so in Decide and Commit these hold the slot's word).
+        self.ex_word.d.next = self.ex.read_data.val();
+        self.ex_half.d.next = bit_cast::<16, 32>(self.ex.read_data.val());
+        if self.desc.set.val() {
+            self.ex_half.d.next = self.ex.read_data.val().get_bits::<16>(16);
+        }
         // The element pipeline: frame buffer data (2 cycles) delayed 3 more to meet the slot
         // memory data (5 cycles), then the registered lane adder: written 6 cycles after issue.
         self.incoming_d1.d.next = self.buf_read_data.val();
@@ -530,11 +551,7 @@ impl Logic for Aggregator {
             self.sb.active.next = true;
             self.la.exp_active.next = true;
             self.la.exp_incoming.next = bit_cast::<16, 32>(self.desc.header.h12.val());
-            if self.desc.set.val() {
-                self.la.exp_stored.next = self.ex.read_data.val().get_bits::<16>(16);
-            } else {
-                self.la.exp_stored.next = bit_cast::<16, 32>(self.ex.read_data.val());
-            }
+            self.la.exp_stored.next = self.ex_half.q.val();
             self.exp_max.d.next = self.la.exp_out.val();
             self.s_decide.d.next = false;
             self.s_commit.d.next = true;
@@ -544,11 +561,7 @@ impl Logic for Aggregator {
             if self.sb.first.val() | self.is_parent.q.val() {
                 self.exp_new.next = bit_cast::<16, 32>(self.desc.header.h12.val());
             }
-            if self.desc.set.val() {
-                self.la.exp_stored.next = self.ex.read_data.val().get_bits::<16>(16);
-            } else {
-                self.la.exp_stored.next = bit_cast::<16, 32>(self.ex.read_data.val());
-            }
+            self.la.exp_stored.next = self.ex_half.q.val();
             self.events.bucket.next = true;
             self.issue_index.d.next = 0.into();
             self.issue_frame_word.d.next = 13.into();
@@ -571,10 +584,10 @@ impl Logic for Aggregator {
                     self.ex_write_pending.d.next = true;
                     if self.desc.set.val() {
                         self.ex_write_word.d.next =
-                            (bit_cast::<32, 16>(self.exp_new.val()) << 16) | (self.ex.read_data.val() & 0xffff);
+                            (bit_cast::<32, 16>(self.exp_new.val()) << 16) | (self.ex_word.q.val() & 0xffff);
                     } else {
                         self.ex_write_word.d.next =
-                            (self.ex.read_data.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exp_new.val());
+                            (self.ex_word.q.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exp_new.val());
                     }
                     self.first_of_round.d.next = true;
                     self.last_of_round.d.next = true;
@@ -594,10 +607,10 @@ impl Logic for Aggregator {
                 self.ex_write_pending.d.next = true;
                 if self.desc.set.val() {
                     self.ex_write_word.d.next =
-                        (bit_cast::<32, 16>(self.exp_new.val()) << 16) | (self.ex.read_data.val() & 0xffff);
+                        (bit_cast::<32, 16>(self.exp_new.val()) << 16) | (self.ex_word.q.val() & 0xffff);
                 } else {
                     self.ex_write_word.d.next =
-                        (self.ex.read_data.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exp_new.val());
+                        (self.ex_word.q.val() & 0xffff_0000_u64) | bit_cast::<32, 16>(self.exp_new.val());
                 }
                 self.first_of_round.d.next = self.sb.first.val();
                 self.last_of_round.d.next = self.sb.last.val();

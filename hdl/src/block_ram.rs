@@ -74,6 +74,7 @@ pub struct BlockRam<const A: usize, const D: usize> {
     pub write_enable: Signal<In, Bit>,
     _mem: RamWords<D>,
     _no_rw_check: bool,
+    _distributed: bool,
 }
 
 impl<const A: usize, const D: usize> BlockRam<A, D> {
@@ -89,6 +90,7 @@ impl<const A: usize, const D: usize> BlockRam<A, D> {
             write_enable: Default::default(),
             _mem: RamWords::new(depth),
             _no_rw_check: false,
+            _distributed: false,
         }
     }
 
@@ -113,6 +115,16 @@ impl<const A: usize, const D: usize> BlockRam<A, D> {
     /// output goes straight to the owner's register. (The simulation stays read-first.)
     pub fn without_collision_check(mut self) -> Self {
         self._no_rw_check = true;
+        self
+    }
+
+    /// The RAM in LUT RAM whatever its depth (`ram_style = "distributed"` on its Verilog
+    /// memory): Yosys maps a RAM deeper than 32 words to a DP16KD, whose output without its
+    /// register leaves 5.8 ns after the clock and may sit far from its reader on a large part,
+    /// where LUT RAM is read through a few LUTs into its read register beside the logic. For
+    /// small RAMs on a timing path (same cycle behaviour, no block RAM used).
+    pub fn distributed(mut self) -> Self {
+        self._distributed = true;
         self
     }
 
@@ -155,7 +167,7 @@ impl<const A: usize, const D: usize> Logic for BlockRam<A, D> {
     fn hdl(&self) -> Verilog {
         Verilog::Custom(format!(
             "\
-{attribute}reg [{dmax}:0] mem [0:{last}];
+{attribute}{style}reg [{dmax}:0] mem [0:{last}];
 {init}
 always @(posedge clock) begin
    read_data <= mem[read_address];
@@ -165,6 +177,7 @@ always @(posedge clock) begin
 end
 ",
             attribute = if self._no_rw_check { "(* no_rw_check *)\n" } else { "" },
+            style = if self._distributed { "(* ram_style = \"distributed\" *) " } else { "" },
             dmax = D - 1,
             last = self._mem.len() - 1,
             init = self.initial_block()

@@ -18,7 +18,8 @@
 //!   DP16KDs with their output register on (`OUTREG`, the register after each bank is inside
 //!   the block); simulators, or synthesis with `SPOTAGG_INFERRED_RAM` defined, take a portable
 //!   template with the same cycle behaviour.
-//! - Exponents: a small RAM (LUT RAM), read data one cycle after the address.
+//! - Exponents: a small RAM (LUT RAM at any slot count, [`BlockRam::distributed`]), read data
+//!   one cycle after the address.
 //!
 //! Values are never cleared: the first contribution of a round writes them (docs/switch.md §2),
 //! so stale values are never read as a sum.
@@ -216,7 +217,7 @@ impl SlotMemory {
             values: Default::default(),
             exponents: Default::default(),
             value_banks: BankedRam::new(config.slot_memory_words()),
-            exponent_ram: BlockRam::new(config.slots),
+            exponent_ram: BlockRam::new(config.slots).distributed(),
         }
     }
 }

@@ -18,10 +18,17 @@
 //! beat and the frames have one length (store and forward, the worker search done before the
 //! frame ends at widths 1 and 4), so these lags are the frames' arrival lags in cycles.
 //!
-//! Timing: a last contribution's update takes the four cycles after its commit (the first's
-//! time read, then read-modify-write of the rank's words, `busy` high); the aggregator commits at most one contribution
-//! every k + 6 cycles, so updates never overlap. `read` scans the rank words, one a cycle
-//! (`read.index`, `read.data`, `read.valid`; the scan pauses while an update reads). `clear`
+//! Timing: the RAM's read data goes into a register (`rd`) before anything uses it, the
+//! update's adders and compare and the scan alike (nothing but a register after the block
+//! RAM's output). A last contribution's update takes the five cycles after its commit (the
+//! first's time and the rank's three words read in the commit cycle and the three after it,
+//! each used a cycle after its read data; the writes in the third to fifth, `busy` high); the
+//! aggregator commits at most one contribution every k + 6 cycles, so updates never overlap.
+//! `read` scans the rank words, one a cycle (`read.index`, `read.data`, `read.valid`, from
+//! registers, two cycles after the scan's read; the scan pauses while an update or a clear runs,
+//! so that it shows no word read in the cycle it is written, and an update's reads are of other
+//! words than its writes: the RAM needs no collision check, [`BlockRam::without_collision_check`];
+//! a clear during an update races with it, as it did before). `clear`
 //! zeroes the rank words (128 cycles, `busy` high). Built with `enabled` false the RAM has one
 //! word and the events are ignored: synthesis removes the block.
 
@@ -98,6 +105,11 @@ pub struct Stragglers {
     scan: DFF<Bits<7>>,
     scan_q: DFF<Bits<7>>,
     scan_ok: DFF<Bit>,
+    /// The RAM's read data, registered.
+    rd: DFF<Bits<32>>,
+    s5: DFF<Bit>,
+    scan_q2: DFF<Bits<7>>,
+    scan_ok2: DFF<Bit>,
     index: Signal<Local, Bits<8>>,
     reading: Signal<Local, Bit>,
     commit_new: Signal<Local, Bit>,
@@ -116,7 +128,7 @@ impl Stragglers {
             read: Default::default(),
             busy: Default::default(),
             enabled: Constant::new(enabled),
-            mem: BlockRam::new(depth),
+            mem: BlockRam::new(depth).without_collision_check(),
             now: Default::default(),
             t_last: Default::default(),
             rank_q: Default::default(),
@@ -130,6 +142,10 @@ impl Stragglers {
             scan: Default::default(),
             scan_q: Default::default(),
             scan_ok: Default::default(),
+            rd: Default::default(),
+            s5: Default::default(),
+            scan_q2: Default::default(),
+            scan_ok2: Default::default(),
             index: Default::default(),
             reading: Default::default(),
             commit_new: Default::default(),
@@ -142,7 +158,10 @@ impl Stragglers {
 impl Logic for Stragglers {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, now, t_last, rank_q, lag, s1, s2, s3, s4, clr, clr_idx, scan, scan_q, scan_ok);
+        dff_setup!(
+            self, clock, now, t_last, rank_q, lag, s1, s2, s3, s4, s5, clr, clr_idx, scan, scan_q, scan_ok, rd,
+            scan_q2, scan_ok2
+        );
         clock!(self, clock, mem);
         self.now.d.next = self.now.q.val() + 1;
         self.commit_new.next = self.enabled.val() & self.events.commit.val() & self.events.is_new.val();
@@ -153,8 +172,16 @@ impl Logic for Stragglers {
             self.index.next = (bit_cast::<8, 6>(self.events.slot.val()) << 1) | 129;
         }
         self.base.next = bit_cast::<8, 5>(self.rank_q.q.val()) << 2;
-        // The scan of the rank words, one a cycle the update does not read.
-        self.reading.next = self.start.val() | self.s1.q.val() | self.s2.q.val() | self.s3.q.val();
+        // The scan of the rank words, one a cycle neither the update nor the clear uses the RAM
+        // (so no word of the scan is read in the cycle it is written: the RAM has no collision
+        // check).
+        self.reading.next = self.start.val()
+            | self.s1.q.val()
+            | self.s2.q.val()
+            | self.s3.q.val()
+            | self.s4.q.val()
+            | self.s5.q.val()
+            | self.clr.q.val();
         self.mem.read_address.next = bit_cast::<8, 7>(self.scan.q.val());
         self.scan_q.d.next = self.scan.q.val();
         self.scan_ok.d.next = !self.reading.val();
@@ -169,32 +196,37 @@ impl Logic for Stragglers {
         self.s2.d.next = self.s1.q.val();
         self.s3.d.next = self.s2.q.val();
         self.s4.d.next = self.s3.q.val();
-        // A last one's: read the first's time, then read-modify-write the rank's three words.
+        self.s5.d.next = self.s4.q.val();
+        self.rd.d.next = self.mem.read_data.val();
+        // A last one's: read the first's time and the rank's three words, one a cycle; each
+        // word's update a cycle after its read data (from `rd`).
         if self.start.val() {
             self.rank_q.d.next = self.events.rank.val();
             self.t_last.d.next = self.now.q.val();
             self.mem.read_address.next = self.index.val();
         }
         if self.s1.q.val() {
-            self.lag.d.next = self.t_last.q.val() - self.mem.read_data.val();
             self.mem.read_address.next = self.base.val();
         }
         if self.s2.q.val() {
-            self.mem.write_address.next = self.base.val();
-            self.mem.write_data.next = self.mem.read_data.val() + 1;
-            self.mem.write_enable.next = true;
+            self.lag.d.next = self.t_last.q.val() - self.rd.q.val();
             self.mem.read_address.next = self.base.val() | 1;
         }
         if self.s3.q.val() {
-            self.mem.write_address.next = self.base.val() | 1;
-            self.mem.write_data.next = self.mem.read_data.val() + self.lag.q.val();
+            self.mem.write_address.next = self.base.val();
+            self.mem.write_data.next = self.rd.q.val() + 1;
             self.mem.write_enable.next = true;
             self.mem.read_address.next = self.base.val() | 2;
         }
         if self.s4.q.val() {
+            self.mem.write_address.next = self.base.val() | 1;
+            self.mem.write_data.next = self.rd.q.val() + self.lag.q.val();
+            self.mem.write_enable.next = true;
+        }
+        if self.s5.q.val() {
             self.mem.write_address.next = self.base.val() | 2;
             self.mem.write_data.next = self.lag.q.val();
-            self.mem.write_enable.next = self.mem.read_data.val() < self.lag.q.val();
+            self.mem.write_enable.next = self.rd.q.val() < self.lag.q.val();
         }
         // Clear: every rank word zeroed, one a cycle.
         if self.clr.q.val() {
@@ -210,9 +242,12 @@ impl Logic for Stragglers {
             self.clr.d.next = true;
             self.clr_idx.d.next = 0.into();
         }
-        self.read.data.next = self.mem.read_data.val();
-        self.read.index.next = self.scan_q.q.val();
-        self.read.valid.next = self.scan_ok.q.val() & self.enabled.val();
-        self.busy.next = self.s1.q.val() | self.s2.q.val() | self.s3.q.val() | self.s4.q.val() | self.clr.q.val();
+        self.scan_q2.d.next = self.scan_q.q.val();
+        self.scan_ok2.d.next = self.scan_ok.q.val();
+        self.read.data.next = self.rd.q.val();
+        self.read.index.next = self.scan_q2.q.val();
+        self.read.valid.next = self.scan_ok2.q.val() & self.enabled.val();
+        self.busy.next =
+            self.s1.q.val() | self.s2.q.val() | self.s3.q.val() | self.s4.q.val() | self.s5.q.val() | self.clr.q.val();
     }
 }
