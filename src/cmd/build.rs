@@ -71,8 +71,8 @@ pub struct Args {
     /// Build the per-rank straggler counters (docs/switch.md §7) into the core: `auto` builds
     /// them on parts with more than 56 DP16KD (the i9's LFE5U-45F), not on the LFE5U-25F,
     /// whose block RAM the 5A-75B's 30 slots fill to 55 of 56 (the counters take one more:
-    /// 56 of 56, not placed and routed yet). The board tops do not read them yet, so synthesis
-    /// removes them from a board top.
+    /// 56 of 56, not placed and routed yet). The board top's control link reads them
+    /// (docs/control.md, 0x0600..).
     #[arg(long, value_enum, default_value = "auto")]
     stragglers: Stragglers,
     /// Jobs the board serves at once (docs/switch.md §8): one core each, with `--slots` slots
