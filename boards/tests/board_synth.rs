@@ -68,7 +68,7 @@ fn i9_board_top_with_stragglers_fits_the_45f() {
 }
 
 /// The i9 with everything (issue 20): two jobs (a core each behind the job router,
-/// docs/switch.md §8), each core with 40 slots of 1024 B, the tree leaf and the straggler
+/// docs/switch.md §8), each core with 36 slots of 1024 B, the tree leaf and the straggler
 /// counters, synthesizes into the LFE5U-45F's block RAM and LUTs.
 #[test]
 #[ignore = "slow tier: a two-core synthesis takes minutes (scripts/test.sh runs it)"]
@@ -82,15 +82,15 @@ fn i9_board_top_with_two_jobs_fits_the_45f() {
 
 fn i9_two_jobs() {
     let board = spotagg_boards::board("colorlight-i9").unwrap();
-    let core = CoreConfig::new(4, 40, 1024, 32).unwrap().with_stragglers(true);
+    let core = CoreConfig::new(4, 36, 1024, 32).unwrap().with_stragglers(true);
     assert!(core.tree);
-    let job = JobConfig::example(8, PayloadSize::B1024, 40);
+    let job = JobConfig::example(8, PayloadSize::B1024, 36);
     let v = spotagg_boards::tops::top::board_verilog_jobs(&board, core, &job, Default::default(), 2);
     assert!(v.contains("router") && v.contains("cores$1"), "two cores behind the router in the Verilog");
     let start = std::time::Instant::now();
     let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("{e}"));
     eprintln!(
-        "i9 board top, 2 jobs x 40 slots of 1024 B, tree leaf, straggler counters: {u:?} in {:.0?}",
+        "i9 board top, 2 jobs x 36 slots of 1024 B, tree leaf, straggler counters: {u:?} in {:.0?}",
         start.elapsed()
     );
     assert!(u.dp16kd <= board.part.dp16kd as u64, "{u:?} does not fit");

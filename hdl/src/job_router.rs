@@ -1,21 +1,22 @@
 //! Several jobs on one switch (docs/switch.md §8): the router in front of one core per job.
 //!
-//! A received frame is a job's when it is IPv4 (untagged EtherType 0x0800, version 4, IHL 5),
-//! UDP, to the switch's IPv4 address (job 0's register 0x02), to a SwitchML port, with an IPv4
-//! total length of at least 30 and at least 44 bytes (the SwitchML header's first two bytes), and
+//! A received frame is a job's when it is IPv4 (EtherType 0x0800, after one 802.1Q tag if it has
+//! one, whose VID the job's core then checks; version 4, IHL 5), UDP, to the switch's IPv4 address
+//! (job 0's register 0x02), to a SwitchML port, with an IPv4 total length of at least 30 and at
+//! least 44 bytes (48 tagged: the SwitchML header's first two bytes), and
 //! its source IPv4 address is one of the job's n workers' with the job's `worker_port` as UDP
 //! source port, or its parent's address and port (`sim::multi_job::MultiSwitch::route`, the
 //! specification). Such a frame goes to that job's core only. A frame that passes those checks
 //! but is no job's is dropped whole and counted (`unknown`); every other frame (ARP, ICMP, a
-//! tagged frame, a runt) goes to job 0's core, which answers or counts it. So a job's frames
+//! runt) goes to job 0's core, which answers or counts it. So a job's frames
 //! never reach another job's slots or counters: each job has its own core.
 //!
 //! ```text
-//! rx ─ header (11 words) ─ JobMatcher per job (its table, from the configuration writes) ─ out[j]
+//! rx ─ header (11 words, 12 tagged) ─ JobMatcher per job (its table, from the configuration writes) ─ out[j]
 //! ```
 //!
-//! The router takes a frame's first 11 words (44 bytes) into registers, or fewer if the frame
-//! ends sooner; the matchers compare the source with their tables (3 clocks, all entries at
+//! The router takes a frame's first 11 words (44 bytes; 12 words when bytes 12..14 are the 802.1Q
+//! TPID, every field then one word later) into registers, or fewer if the frame ends sooner; the matchers compare the source with their tables (3 clocks, all entries at
 //! once); then the router replays the held words to the chosen core and passes the rest of the
 //! frame through (`rx.ready` follows that core's `ready`). One frame at a time: the next frame's
 //! first word is taken once the last word of this one has gone. Width 4 only (the boards' core).
@@ -33,8 +34,8 @@ use rust_hdl::prelude::*;
 /// Largest number of jobs a router (and `crate::multi_core::MultiCore`) is built for.
 pub const MAX_JOBS: usize = 2;
 
-/// Words of a frame the router holds before it routes it: bytes 0..44.
-pub const HEADER_WORDS: usize = 11;
+/// Words of a frame the router holds before it routes it: bytes 0..48 (44 and a tag).
+pub const HEADER_WORDS: usize = 12;
 
 /// One job's view of the configuration writes, and whether a frame's source is the job's.
 #[derive(LogicBlock)]
@@ -207,6 +208,9 @@ pub struct JobRouter<const J: usize> {
     src_ip: Signal<Local, Bits<32>>,
     src_port: Signal<Local, Bits<16>>,
     switchml: Signal<Local, Bit>,
+    tagged: Signal<Local, Bit>,
+    /// The held words 3..=10 of an untagged frame: words 4..=11 of a tagged one.
+    w: [Signal<Local, Bits<32>>; 8],
     found: Signal<Local, Bit>,
     found_j: Signal<Local, Bits<2>>,
     o_valid: Signal<Local, Bit>,
@@ -244,6 +248,8 @@ impl<const J: usize> JobRouter<J> {
             src_ip: Default::default(),
             src_port: Default::default(),
             switchml: Default::default(),
+            tagged: Default::default(),
+            w: Default::default(),
             found: Default::default(),
             found_j: Default::default(),
             o_valid: Default::default(),
@@ -265,19 +271,27 @@ impl<const J: usize> Logic for JobRouter<J> {
             self.hdr[i].clock.next = self.clock.val();
             self.hdr[i].d.next = self.hdr[i].q.val();
         }
-        // The frame's fields, from the held words (bytes 26..30, 34..36; see the module doc).
-        self.src_ip.next = (bit_cast::<32, 16>(self.hdr[6].q.val().get_bits::<16>(0)) << 16)
-            | bit_cast::<32, 16>(self.hdr[7].q.val().get_bits::<16>(16));
-        self.src_port.next = self.hdr[8].q.val().get_bits::<16>(0);
-        self.switchml.next = (self.count.q.val() == 11)
+        // The frame's fields, from the held words (bytes 26..30, 34..36 untagged; see the module
+        // doc): a tag moves every field one word on.
+        self.tagged.next = self.hdr[3].q.val().get_bits::<16>(16) == 0x8100;
+        for i in 0..8 {
+            self.w[i].next = self.hdr[3 + i].q.val();
+            if self.tagged.val() {
+                self.w[i].next = self.hdr[4 + i].q.val();
+            }
+        }
+        self.src_ip.next = (bit_cast::<32, 16>(self.w[3].val().get_bits::<16>(0)) << 16)
+            | bit_cast::<32, 16>(self.w[4].val().get_bits::<16>(16));
+        self.src_port.next = self.w[5].val().get_bits::<16>(0);
+        self.switchml.next = (((self.count.q.val() == 11) & !self.tagged.val()) | (self.count.q.val() == 12))
             & (!self.h_last.q.val() | (self.h_bytes.q.val() == 4))
-            & (self.hdr[3].q.val().get_bits::<16>(16) == 0x0800)
-            & (self.hdr[3].q.val().get_bits::<8>(8) == 0x45)
-            & (self.hdr[4].q.val().get_bits::<16>(16) >= 30)
-            & (self.hdr[5].q.val().get_bits::<8>(0) == 17)
-            & (((self.hdr[7].q.val().get_bits::<16>(0) == self.m[0].switch_ip.val().get_bits::<16>(16))
-                & (self.hdr[8].q.val().get_bits::<16>(16) == self.m[0].switch_ip.val().get_bits::<16>(0)))
-                & ((self.hdr[9].q.val().get_bits::<16>(16) & 0xFFF0) == 0xBEE0));
+            & (self.w[0].val().get_bits::<16>(16) == 0x0800)
+            & (self.w[0].val().get_bits::<8>(8) == 0x45)
+            & (self.w[1].val().get_bits::<16>(16) >= 30)
+            & (self.w[2].val().get_bits::<8>(0) == 17)
+            & (((self.w[4].val().get_bits::<16>(0) == self.m[0].switch_ip.val().get_bits::<16>(16))
+                & (self.w[5].val().get_bits::<16>(16) == self.m[0].switch_ip.val().get_bits::<16>(0)))
+                & ((self.w[6].val().get_bits::<16>(16) & 0xFFF0) == 0xBEE0));
         // Matchers: the configuration writes of their job, the held source.
         // (No two jobs share a worker address and port, so at most one matcher hits.)
         self.found.next = false;
@@ -322,7 +336,11 @@ impl<const J: usize> Logic for JobRouter<J> {
                     self.count.d.next = self.count.q.val() + 1;
                     self.h_last.d.next = self.rx.last.val();
                     self.h_bytes.d.next = self.rx.bytes.val();
-                    if self.rx.last.val() | (self.count.q.val() == 10) {
+                    // 11 words, or 12 after a tag (word 3, held by then, says which).
+                    if self.rx.last.val()
+                        | ((self.count.q.val() == 10) & !self.tagged.val())
+                        | (self.count.q.val() == 11)
+                    {
                         self.state.d.next = RouteState::Match;
                         self.settle.d.next = 0.into();
                     }

@@ -1,7 +1,8 @@
 //! Several jobs on one switch (docs/switch.md §8): one [`RefSwitch`] per job, each with its own
 //! workers, payload size and slot range of the switch's slot memory, behind one address.
 //!
-//! A frame is a job's when its source IPv4 address and UDP source port are those of one of the
+//! A frame (untagged, or after one 802.1Q tag: each job then checks its own VLAN) is a job's
+//! when its source IPv4 address and UDP source port are those of one of the
 //! job's workers (address, `worker_port`) or of its parent. The SwitchML `job_number` does not
 //! pick the job: with sessions (docs/switch.md §2.1) it is the session epoch. A SwitchML frame
 //! to the switch that is no job's — an unknown (source, job) pair — is dropped and counted (`unknown_source` of the
@@ -26,11 +27,11 @@
 //! slot_base = 16
 //! ```
 
-use crate::reference::{RefSwitch, IP_OFFSET, L4_OFFSET, SWITCHML_OFFSET};
+use crate::reference::{RefSwitch, IP_OFFSET, L4_OFFSET, SWITCHML_OFFSET, TAG_LEN, TAG_OFFSET};
 use spotagg_driver::counters::{Counters, DropReason};
 use spotagg_driver::engine::Engine;
 use spotagg_driver::metrics::{counter_families, merge, Family, Kind};
-use spotagg_driver::wire::{switchml, udp, EtherType, EthernetFrame, IpProtocol, Ipv4Packet};
+use spotagg_driver::wire::{switchml, udp, vlan, EtherType, EthernetFrame, IpProtocol, Ipv4Packet};
 use spotagg_driver::JobConfig;
 
 /// One job of a [`MultiSwitch`] and where its slots live in the switch's slot memory.
@@ -181,11 +182,24 @@ impl MultiSwitch {
     /// switch of an unknown (source, job); `None` not a SwitchML frame (the first job's).
     fn route(&self, frame: &[u8]) -> Option<Result<usize, ()>> {
         let eth = EthernetFrame::new_checked(frame).ok()?;
-        if eth.ethertype() != EtherType::IPV4 || frame.len() < SWITCHML_OFFSET + 2 {
+        // One 802.1Q tag is looked past (each job checks its own VLAN, docs/switch.md §1 step 3).
+        let t = if eth.ethertype() == vlan::TPID && frame.len() >= TAG_OFFSET + TAG_LEN {
+            let inner = u16::from_be_bytes([frame[TAG_OFFSET + 2 + 2], frame[TAG_OFFSET + 2 + 3]]);
+            if EtherType(inner) != EtherType::IPV4 {
+                return None;
+            }
+            TAG_LEN
+        } else if eth.ethertype() == EtherType::IPV4 {
+            0
+        } else {
+            return None;
+        };
+        if frame.len() < SWITCHML_OFFSET + t + 2 {
             return None;
         }
-        let ip = Ipv4Packet::new_unchecked(&frame[IP_OFFSET..L4_OFFSET]);
-        let dst_port = u16::from_be_bytes([frame[L4_OFFSET + 2], frame[L4_OFFSET + 3]]);
+        let (ip_at, l4) = (IP_OFFSET + t, L4_OFFSET + t);
+        let ip = Ipv4Packet::new_unchecked(&frame[ip_at..l4]);
+        let dst_port = u16::from_be_bytes([frame[l4 + 2], frame[l4 + 3]]);
         if ip.version() != 4
             || ip.header_len() != 20
             || ip.protocol() != IpProtocol::UDP
@@ -196,7 +210,7 @@ impl MultiSwitch {
             return None;
         }
         let src = ip.src_addr();
-        let src_port = u16::from_be_bytes([frame[L4_OFFSET], frame[L4_OFFSET + 1]]);
+        let src_port = u16::from_be_bytes([frame[l4], frame[l4 + 1]]);
         let found = self.jobs.iter().position(|(p, _)| {
             (p.job.rank_of(src).is_some() && p.job.worker_port == src_port)
                 || p.job.parent.is_some_and(|q| q.ip == src && q.port == src_port)

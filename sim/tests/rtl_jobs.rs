@@ -6,7 +6,7 @@
 
 use spotagg_driver::engine::Engine;
 use spotagg_driver::wire::PayloadSize;
-use spotagg_driver::DropReason;
+use spotagg_driver::{DropReason, JobVlan};
 use spotagg_hdl::CoreConfig;
 use spotagg_sim::multi_job::{JobPlacement, MultiSwitch};
 use spotagg_sim::rtl::RtlEngine;
@@ -75,6 +75,26 @@ fn two_jobs_match_the_reference_frame_for_frame() {
             c1.results_multicast,
             model.unknown_source_job()
         );
+    }
+}
+
+/// A tagged job beside an untagged one (docs/switch.md §8: the router looks past one 802.1Q
+/// tag, each job checks its VLAN): job b on VLAN 7 with its troubled trace (frames without the
+/// tag, on another VID, among them), and the other way round.
+#[test]
+fn a_tagged_job_and_an_untagged_one_match_the_reference() {
+    let vlan = JobVlan { id: 7, priority: 3 };
+    for (seed, tag_a) in [(5u64, false), (6, true)] {
+        let mut a = TraceSpec::new(3, PayloadSize::B256, 4, 6, seed).troubled(0.1);
+        let mut b = TraceSpec::new(2, PayloadSize::B256, 3, 6, seed + 100).troubled(0.1).other_job(0xBEE1, 50);
+        if tag_a {
+            a = a.tagged(vlan);
+        } else {
+            b = b.tagged(vlan);
+        }
+        let (_, rtl) = compare(&a, &b, seed, &format!("seed {seed}, job {} tagged", u8::from(!tag_a)));
+        let tagged = rtl.job_counters(usize::from(!tag_a));
+        assert!(tagged.contributions > 0 && tagged.results_multicast > 0, "the tagged job aggregated: {tagged:?}");
     }
 }
 
