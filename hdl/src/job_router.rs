@@ -208,7 +208,7 @@ pub struct JobRouter<const J: usize> {
     src_ip: Signal<Local, Bits<32>>,
     src_port: Signal<Local, Bits<16>>,
     switchml: Signal<Local, Bit>,
-    tagged: Signal<Local, Bit>,
+    has_tag: Signal<Local, Bit>,
     /// The held words 3..=10 of an untagged frame: words 4..=11 of a tagged one.
     w: [Signal<Local, Bits<32>>; 8],
     found: Signal<Local, Bit>,
@@ -218,6 +218,14 @@ pub struct JobRouter<const J: usize> {
     o_last: Signal<Local, Bit>,
     o_bytes: Signal<Local, Bits<4>>,
     o_ready: Signal<Local, Bit>,
+    /// The output register: the beat offered to core `q_dest` (so the cores' input logic starts
+    /// from flip-flops, not from the replay multiplexer).
+    q_valid: DFF<Bit>,
+    q_data: DFF<Bits<32>>,
+    q_last: DFF<Bit>,
+    q_bytes: DFF<Bits<4>>,
+    q_dest: DFF<Bits<2>>,
+    q_taken: Signal<Local, Bit>,
     index: [Constant<Bits<2>>; J],
     single: Constant<Bit>,
 }
@@ -248,7 +256,7 @@ impl<const J: usize> JobRouter<J> {
             src_ip: Default::default(),
             src_port: Default::default(),
             switchml: Default::default(),
-            tagged: Default::default(),
+            has_tag: Default::default(),
             w: Default::default(),
             found: Default::default(),
             found_j: Default::default(),
@@ -257,6 +265,12 @@ impl<const J: usize> JobRouter<J> {
             o_last: Default::default(),
             o_bytes: Default::default(),
             o_ready: Default::default(),
+            q_valid: Default::default(),
+            q_data: Default::default(),
+            q_last: Default::default(),
+            q_bytes: Default::default(),
+            q_dest: Default::default(),
+            q_taken: Default::default(),
             index: std::array::from_fn(|i| Constant::new((i as u64).into())),
             single: Constant::new(J == 1),
         }
@@ -266,24 +280,27 @@ impl<const J: usize> JobRouter<J> {
 impl<const J: usize> Logic for JobRouter<J> {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, state, count, h_last, h_bytes, settle, dest, drop, ri, unknown_c);
+        dff_setup!(
+            self, clock, state, count, h_last, h_bytes, settle, dest, drop, ri, unknown_c, q_valid, q_data, q_last,
+            q_bytes, q_dest
+        );
         for i in 0..HEADER_WORDS {
             self.hdr[i].clock.next = self.clock.val();
             self.hdr[i].d.next = self.hdr[i].q.val();
         }
         // The frame's fields, from the held words (bytes 26..30, 34..36 untagged; see the module
         // doc): a tag moves every field one word on.
-        self.tagged.next = self.hdr[3].q.val().get_bits::<16>(16) == 0x8100;
+        self.has_tag.next = self.hdr[3].q.val().get_bits::<16>(16) == 0x8100;
         for i in 0..8 {
             self.w[i].next = self.hdr[3 + i].q.val();
-            if self.tagged.val() {
+            if self.has_tag.val() {
                 self.w[i].next = self.hdr[4 + i].q.val();
             }
         }
         self.src_ip.next = (bit_cast::<32, 16>(self.w[3].val().get_bits::<16>(0)) << 16)
             | bit_cast::<32, 16>(self.w[4].val().get_bits::<16>(16));
         self.src_port.next = self.w[5].val().get_bits::<16>(0);
-        self.switchml.next = (((self.count.q.val() == 11) & !self.tagged.val()) | (self.count.q.val() == 12))
+        self.switchml.next = (((self.count.q.val() == 11) & !self.has_tag.val()) | (self.count.q.val() == 12))
             & (!self.h_last.q.val() | (self.h_bytes.q.val() == 4))
             & (self.w[0].val().get_bits::<16>(16) == 0x0800)
             & (self.w[0].val().get_bits::<8>(8) == 0x45)
@@ -318,12 +335,14 @@ impl<const J: usize> Logic for JobRouter<J> {
         self.o_last.next = self.rx.last.val();
         self.o_bytes.next = self.rx.bytes.val();
         self.rx.ready.next = false;
-        self.o_ready.next = false;
+        // The output register takes a beat when it is empty or its beat goes this cycle.
+        self.q_taken.next = false;
         for i in 0..J {
-            if self.dest.q.val().index() == i {
-                self.o_ready.next = self.out[i].ready.val();
+            if self.q_dest.q.val().index() == i {
+                self.q_taken.next = self.out[i].ready.val();
             }
         }
+        self.o_ready.next = !self.q_valid.q.val() | self.q_taken.val();
         match self.state.q.val() {
             RouteState::Capture => {
                 self.rx.ready.next = true;
@@ -338,7 +357,7 @@ impl<const J: usize> Logic for JobRouter<J> {
                     self.h_bytes.d.next = self.rx.bytes.val();
                     // 11 words, or 12 after a tag (word 3, held by then, says which).
                     if self.rx.last.val()
-                        | ((self.count.q.val() == 10) & !self.tagged.val())
+                        | ((self.count.q.val() == 10) & !self.has_tag.val())
                         | (self.count.q.val() == 11)
                     {
                         self.state.d.next = RouteState::Match;
@@ -403,13 +422,20 @@ impl<const J: usize> Logic for JobRouter<J> {
                 self.state.d.next = RouteState::Capture;
             }
         }
-        for i in 0..J {
-            self.out[i].valid.next = self.o_valid.val() & (self.dest.q.val().index() == i);
-            self.out[i].data.next = self.o_data.val();
-            self.out[i].last.next = self.o_last.val();
-            self.out[i].bytes.next = self.o_bytes.val();
+        if self.o_ready.val() {
+            self.q_valid.d.next = self.o_valid.val();
+            self.q_data.d.next = self.o_data.val();
+            self.q_last.d.next = self.o_last.val();
+            self.q_bytes.d.next = self.o_bytes.val();
+            self.q_dest.d.next = self.dest.q.val();
         }
-        self.busy.next = (self.state.q.val() != RouteState::Capture) | (self.count.q.val() != 0);
+        for i in 0..J {
+            self.out[i].valid.next = self.q_valid.q.val() & (self.q_dest.q.val().index() == i);
+            self.out[i].data.next = self.q_data.q.val();
+            self.out[i].last.next = self.q_last.q.val();
+            self.out[i].bytes.next = self.q_bytes.q.val();
+        }
+        self.busy.next = (self.state.q.val() != RouteState::Capture) | (self.count.q.val() != 0) | self.q_valid.q.val();
         // One job: a wire to core 0 (the logic above is then unused and removed by synthesis).
         if self.single.val() {
             self.out[0].valid.next = self.rx.valid.val();
