@@ -19,15 +19,16 @@
 
 pub mod config;
 pub mod os;
+pub mod report;
 
 use anyhow::{bail, Context, Result};
 use config::{Ring, Role};
 use os::{LinkEvents, PduSocket, Rtnl, Signals};
+use report::Report;
 use serde_json::json;
 use spotagg_driver::wire::MacAddr;
 use spotagg_sim::eaps::shared::{SegmentTimeoutAction, SharedAction, SharedConfig, SharedPort, SharedRole, Where};
 use spotagg_sim::eaps::{Action, DomainConfig, EapsNode, FailAction, Role as NodeRole};
-use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -47,6 +48,12 @@ pub struct Args {
     /// Check the ring file and the bridge, print what would run, and exit.
     #[arg(long)]
     check: bool,
+    /// Run the protocol loop under SCHED_FIFO at this priority (1..=99), as ptp4l and
+    /// keepalived are run, so that no ordinary process can delay a PDU or a timer past the fail
+    /// timer (the log and status thread stays at normal priority). 0, the default, leaves the
+    /// scheduling alone.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=99))]
+    rt_priority: u8,
 }
 
 #[derive(clap::Subcommand)]
@@ -78,9 +85,25 @@ pub fn run(args: Args) -> Result<()> {
                 );
                 return Ok(());
             }
-            Daemon::start(ring)?.run()
+            let daemon = Daemon::start(ring)?;
+            if args.rt_priority > 0 {
+                realtime(args.rt_priority)?;
+            }
+            daemon.run()
         }
     }
+}
+
+/// Puts the calling thread (the protocol loop: the report thread is already running) under
+/// SCHED_FIFO at `priority`.
+fn realtime(priority: u8) -> Result<()> {
+    let param = libc::sched_param { sched_priority: i32::from(priority) };
+    // SAFETY: pid 0 is the calling thread; `param` outlives the call.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        let e = std::io::Error::last_os_error();
+        bail!("--rt-priority {priority}: cannot run under SCHED_FIFO: {e} (needs root or CAP_SYS_NICE)");
+    }
+    Ok(())
 }
 
 fn status(config: &std::path::Path) -> Result<()> {
@@ -138,7 +161,23 @@ struct Daemon {
     groups: Vec<Group>,
     start: Instant,
     transitions: u64,
+    report: Report,
+    latency: Latency,
 }
+
+/// How late the loop woke for a timer and how long one pass over its events took, beyond
+/// [`SLOW_NS`] (docs/eaps.md §9): a daemon that stalls longer than its fail timer lets an
+/// intact ring be opened.
+#[derive(Default)]
+struct Latency {
+    late_wakeups: u64,
+    worst_late_ns: u64,
+    slow_passes: u64,
+    worst_pass_ns: u64,
+}
+
+/// A wake-up this late, or a pass this long, is logged and counted (20 ms).
+const SLOW_NS: u64 = 20_000_000;
 
 fn ns(ms: u64) -> u64 {
     ms * 1_000_000
@@ -252,6 +291,16 @@ impl Daemon {
         let events = LinkEvents::open()?;
         let signals = Signals::open()?;
         rtnl.add_eaps_local(bridge_index).context("adding the EAPS MAC's local FDB entry")?;
+        let ring_status_file = ring.status_file.clone();
+        // The status is written by another thread from here on: check its folder now.
+        let probe = {
+            let mut s = ring_status_file.as_os_str().to_owned();
+            s.push(".tmp");
+            PathBuf::from(s)
+        };
+        std::fs::write(&probe, b"")
+            .with_context(|| format!("{file}: status file: cannot write {}", probe.display()))?;
+        let _ = std::fs::remove_file(&probe);
         Ok(Daemon {
             ring,
             shared,
@@ -264,6 +313,8 @@ impl Daemon {
             groups,
             start: Instant::now(),
             transitions: 0,
+            report: Report::start(ring_status_file),
+            latency: Latency::default(),
         })
     }
 
@@ -272,7 +323,7 @@ impl Daemon {
     }
 
     fn run(mut self) -> Result<()> {
-        println!(
+        self.report.line(format!(
             "spotagg eaps: bridge {} mac {} ports {} domains {} (pid {})",
             self.ring.bridge,
             self.mac,
@@ -283,10 +334,11 @@ impl Daemon {
                 .join(","),
             self.ring.domains.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(","),
             std::process::id()
-        );
+        ));
         let result = self.serve();
         let restored = self.restore();
-        result.and(restored)
+        let reported = self.report.finish();
+        result.and(restored).and(reported)
     }
 
     fn serve(&mut self) -> Result<()> {
@@ -318,10 +370,16 @@ impl Daemon {
             timeout = timeout.min(1000);
             let mut fds = vec![self.signals.as_raw_fd(), self.events.as_raw_fd()];
             fds.extend(self.ports.iter().map(|p| p.sock.as_raw_fd()));
+            let asleep = Instant::now();
             let ready = os::poll(&fds, timeout)?;
+            let woke = Instant::now();
+            if !ready.iter().any(|&r| r) {
+                let late = (woke - asleep).as_nanos() as u64;
+                self.latency_late(late.saturating_sub(timeout as u64 * 1_000_000));
+            }
             if ready[0] {
                 if let Some(sig) = self.signals.take() {
-                    println!("spotagg eaps: signal {sig}, stopping");
+                    self.report.line(format!("spotagg eaps: signal {sig}, stopping"));
                     return Ok(());
                 }
             }
@@ -354,19 +412,44 @@ impl Daemon {
                 self.write_status(false)?;
                 last_status = Instant::now();
             }
+            self.latency_pass(woke.elapsed().as_nanos() as u64);
         }
+    }
+
+    fn latency_late(&mut self, ns: u64) {
+        if ns > SLOW_NS {
+            self.latency.late_wakeups += 1;
+            self.report.line(format!(
+                "eaps: t={:.3} ms slow: woke {:.1} ms after a timer",
+                self.now() as f64 / 1e6,
+                ns as f64 / 1e6
+            ));
+        }
+        self.latency.worst_late_ns = self.latency.worst_late_ns.max(ns);
+    }
+
+    fn latency_pass(&mut self, ns: u64) {
+        if ns > SLOW_NS {
+            self.latency.slow_passes += 1;
+            self.report.line(format!(
+                "eaps: t={:.3} ms slow: one pass over the events took {:.1} ms",
+                self.now() as f64 / 1e6,
+                ns as f64 / 1e6
+            ));
+        }
+        self.latency.worst_pass_ns = self.latency.worst_pass_ns.max(ns);
     }
 
     fn link_event(&mut self, index: u32, up: bool) -> Result<()> {
         let Some(p) = self.ports.iter().position(|x| x.index == index) else { return Ok(()) };
         if self.ports[p].link != up {
             self.ports[p].link = up;
-            println!(
+            self.report.line(format!(
                 "eaps: t={:.3} ms port {} link {}",
                 self.now() as f64 / 1e6,
                 self.ports[p].name,
                 if up { "up" } else { "down" }
-            );
+            ));
             let now = self.now();
             for g in 0..self.groups.len() {
                 if let Some(local) = self.groups[g].ports.iter().position(|&x| x == p) {
@@ -417,28 +500,28 @@ impl Daemon {
                 }
                 SharedAction::SegmentPort { segment, forwarding } => {
                     changed = true;
-                    println!(
+                    self.report.line(format!(
                         "eaps: t={:.3} ms shared port {}: segment port {} {}",
                         self.now() as f64 / 1e6,
                         self.ports[sh.port].name,
                         self.ports[sh.segments[segment]].name,
                         if forwarding { "forwarding" } else { "blocked" }
-                    );
+                    ));
                 }
                 SharedAction::Transition { from, to, cause } => {
                     changed = true;
                     self.transitions += 1;
-                    println!(
+                    self.report.line(format!(
                         "eaps: t={:.3} ms shared port {}: {:?} -> {:?} ({:?})",
                         self.now() as f64 / 1e6,
                         self.ports[sh.port].name,
                         from,
                         to,
                         cause
-                    );
+                    ));
                 }
                 SharedAction::Alert { at } => {
-                    println!("eaps: t={:.3} ms shared port: alert at {at:?}", self.now() as f64 / 1e6);
+                    self.report.line(format!("eaps: t={:.3} ms shared port: alert at {at:?}", self.now() as f64 / 1e6));
                 }
                 SharedAction::PassOn { .. } => {}
             }
@@ -497,7 +580,7 @@ impl Daemon {
                             .forwarding(domain, self.groups[g].ports.iter().position(|&x| x == p).unwrap());
                         format!("{} {}", self.ports[p].name, if f { "forwarding" } else { "blocked" })
                     });
-                    println!(
+                    self.report.line(format!(
                         "eaps: t={:.3} ms domain {}: {:?} -> {:?} ({:?}); {}, {}",
                         self.now() as f64 / 1e6,
                         d.name,
@@ -506,11 +589,16 @@ impl Daemon {
                         cause,
                         ports[0],
                         ports[1]
-                    );
+                    ));
                 }
                 Action::Alert { domain, alert } => {
                     let d = &self.ring.domains[self.groups[g].domains[domain]];
-                    println!("eaps: t={:.3} ms domain {}: alert {:?}", self.now() as f64 / 1e6, d.name, alert);
+                    self.report.line(format!(
+                        "eaps: t={:.3} ms domain {}: alert {:?}",
+                        self.now() as f64 / 1e6,
+                        d.name,
+                        alert
+                    ));
                 }
             }
         }
@@ -531,7 +619,6 @@ impl Daemon {
         if changed {
             self.write_status(false)?;
         }
-        let _ = std::io::stdout().flush();
         Ok(())
     }
 
@@ -619,15 +706,12 @@ impl Daemon {
             "pid": std::process::id(), "ring_file": self.ring.path, "bridge": self.ring.bridge,
             "system_mac": self.mac.to_string(), "uptime_ms": self.now() as f64 / 1e6, "transitions": self.transitions,
             "stopped": stopped, "ports": ports, "domains": domains,
+            "latency": {
+                "late_wakeups": self.latency.late_wakeups, "worst_late_ms": self.latency.worst_late_ns as f64 / 1e6,
+                "slow_passes": self.latency.slow_passes, "worst_pass_ms": self.latency.worst_pass_ns as f64 / 1e6,
+            },
         });
-        let tmp = {
-            let mut s = self.ring.status_file.as_os_str().to_owned();
-            s.push(".tmp");
-            PathBuf::from(s)
-        };
-        std::fs::write(&tmp, serde_json::to_vec_pretty(&v)?).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &self.ring.status_file)
-            .with_context(|| format!("writing {}", self.ring.status_file.display()))?;
+        self.report.status(serde_json::to_vec_pretty(&v)?);
         Ok(())
     }
 
@@ -649,10 +733,10 @@ impl Daemon {
             first_err.get_or_insert(e);
         }
         self.write_status(true)?;
-        println!(
+        self.report.line(format!(
             "spotagg eaps: stopped; ports back as they were ({})",
             self.ports.iter().map(|p| format!("{} state {}", p.name, p.saved_state)).collect::<Vec<_>>().join(", ")
-        );
+        ));
         first_err.map_or(Ok(()), Err)
     }
 }
