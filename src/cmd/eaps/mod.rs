@@ -375,7 +375,7 @@ impl Daemon {
             let woke = Instant::now();
             if !ready.iter().any(|&r| r) {
                 let late = (woke - asleep).as_nanos() as u64;
-                self.latency_late(late.saturating_sub(timeout as u64 * 1_000_000));
+                self.latency(true, late.saturating_sub(timeout as u64 * 1_000_000));
             }
             if ready[0] {
                 if let Some(sig) = self.signals.take() {
@@ -412,32 +412,24 @@ impl Daemon {
                 self.write_status(false)?;
                 last_status = Instant::now();
             }
-            self.latency_pass(woke.elapsed().as_nanos() as u64);
+            self.latency(false, woke.elapsed().as_nanos() as u64);
         }
     }
 
-    fn latency_late(&mut self, ns: u64) {
+    /// Counts and logs a wake-up `late` (true) or a pass (false) of `ns` beyond [`SLOW_NS`].
+    fn latency(&mut self, late: bool, ns: u64) {
+        let l = &mut self.latency;
+        let (count, worst, what) = if late {
+            (&mut l.late_wakeups, &mut l.worst_late_ns, "woke this long after a timer")
+        } else {
+            (&mut l.slow_passes, &mut l.worst_pass_ns, "one pass over the events took")
+        };
+        *worst = (*worst).max(ns);
         if ns > SLOW_NS {
-            self.latency.late_wakeups += 1;
-            self.report.line(format!(
-                "eaps: t={:.3} ms slow: woke {:.1} ms after a timer",
-                self.now() as f64 / 1e6,
-                ns as f64 / 1e6
-            ));
+            *count += 1;
+            let t = self.now() as f64 / 1e6;
+            self.report.line(format!("eaps: t={t:.3} ms slow: {what} {:.1} ms", ns as f64 / 1e6));
         }
-        self.latency.worst_late_ns = self.latency.worst_late_ns.max(ns);
-    }
-
-    fn latency_pass(&mut self, ns: u64) {
-        if ns > SLOW_NS {
-            self.latency.slow_passes += 1;
-            self.report.line(format!(
-                "eaps: t={:.3} ms slow: one pass over the events took {:.1} ms",
-                self.now() as f64 / 1e6,
-                ns as f64 / 1e6
-            ));
-        }
-        self.latency.worst_pass_ns = self.latency.worst_pass_ns.max(ns);
     }
 
     fn link_event(&mut self, index: u32, up: bool) -> Result<()> {
