@@ -208,6 +208,9 @@ pub struct JobRouter<const J: usize> {
     src_ip: Signal<Local, Bits<32>>,
     src_port: Signal<Local, Bits<16>>,
     switchml: Signal<Local, Bit>,
+    /// `switchml`, a clock later (the held words are still by then: the decision is 3 clocks
+    /// into Match), so that the frame check and the drop counter are not one path.
+    switchml_q: DFF<Bit>,
     has_tag: Signal<Local, Bit>,
     /// The held words 3..=10 of an untagged frame: words 4..=11 of a tagged one.
     w: [Signal<Local, Bits<32>>; 8],
@@ -256,6 +259,7 @@ impl<const J: usize> JobRouter<J> {
             src_ip: Default::default(),
             src_port: Default::default(),
             switchml: Default::default(),
+            switchml_q: Default::default(),
             has_tag: Default::default(),
             w: Default::default(),
             found: Default::default(),
@@ -282,7 +286,7 @@ impl<const J: usize> Logic for JobRouter<J> {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, count, h_last, h_bytes, settle, dest, drop, ri, unknown_c, q_valid, q_data, q_last,
-            q_bytes, q_dest
+            q_bytes, q_dest, switchml_q
         );
         for i in 0..HEADER_WORDS {
             self.hdr[i].clock.next = self.clock.val();
@@ -309,6 +313,7 @@ impl<const J: usize> Logic for JobRouter<J> {
             & (((self.w[4].val().get_bits::<16>(0) == self.m[0].switch_ip.val().get_bits::<16>(16))
                 & (self.w[5].val().get_bits::<16>(16) == self.m[0].switch_ip.val().get_bits::<16>(0)))
                 & ((self.w[6].val().get_bits::<16>(16) & 0xFFF0) == 0xBEE0));
+        self.switchml_q.d.next = self.switchml.val();
         // Matchers: the configuration writes of their job, the held source.
         // (No two jobs share a worker address and port, so at most one matcher hits.)
         self.found.next = false;
@@ -373,7 +378,7 @@ impl<const J: usize> Logic for JobRouter<J> {
                     self.ri.d.next = 0.into();
                     self.dest.d.next = 0.into();
                     self.drop.d.next = false;
-                    if self.switchml.val() {
+                    if self.switchml_q.q.val() {
                         if self.found.val() {
                             self.dest.d.next = self.found_j.val();
                         } else {
