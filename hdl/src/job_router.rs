@@ -207,6 +207,10 @@ pub struct JobRouter<const J: usize> {
     unknown_c: DFF<Bits<32>>,
     src_ip: Signal<Local, Bits<32>>,
     src_port: Signal<Local, Bits<16>>,
+    /// The source, registered for the matchers (the held words are still by then; the
+    /// matchers' answer is ready at the decision, 3 clocks into Match).
+    src_ip_q: DFF<Bits<32>>,
+    src_port_q: DFF<Bits<16>>,
     switchml: Signal<Local, Bit>,
     /// `switchml`, a clock later (the held words are still by then: the decision is 3 clocks
     /// into Match), so that the frame check and the drop counter are not one path.
@@ -260,6 +264,8 @@ impl<const J: usize> JobRouter<J> {
             src_port: Default::default(),
             switchml: Default::default(),
             switchml_q: Default::default(),
+            src_ip_q: Default::default(),
+            src_port_q: Default::default(),
             has_tag: Default::default(),
             w: Default::default(),
             found: Default::default(),
@@ -286,7 +292,7 @@ impl<const J: usize> Logic for JobRouter<J> {
     fn update(&mut self) {
         dff_setup!(
             self, clock, state, count, h_last, h_bytes, settle, dest, drop, ri, unknown_c, q_valid, q_data, q_last,
-            q_bytes, q_dest, switchml_q
+            q_bytes, q_dest, switchml_q, src_ip_q, src_port_q
         );
         for i in 0..HEADER_WORDS {
             self.hdr[i].clock.next = self.clock.val();
@@ -314,6 +320,8 @@ impl<const J: usize> Logic for JobRouter<J> {
                 & (self.w[5].val().get_bits::<16>(16) == self.m[0].switch_ip.val().get_bits::<16>(0)))
                 & ((self.w[6].val().get_bits::<16>(16) & 0xFFF0) == 0xBEE0));
         self.switchml_q.d.next = self.switchml.val();
+        self.src_ip_q.d.next = self.src_ip.val();
+        self.src_port_q.d.next = self.src_port.val();
         // Matchers: the configuration writes of their job, the held source.
         // (No two jobs share a worker address and port, so at most one matcher hits.)
         self.found.next = false;
@@ -323,8 +331,8 @@ impl<const J: usize> Logic for JobRouter<J> {
             self.m[i].cfg.write.next = self.cfg.write.val() & (self.sel.val().index() == i);
             self.m[i].cfg.address.next = self.cfg.address.val();
             self.m[i].cfg.data.next = self.cfg.data.val();
-            self.m[i].src_ip.next = self.src_ip.val();
-            self.m[i].src_port.next = self.src_port.val();
+            self.m[i].src_ip.next = self.src_ip_q.q.val();
+            self.m[i].src_port.next = self.src_port_q.q.val();
             if self.m[i].hit.val() {
                 self.found.next = true;
                 self.found_j.next = self.index[i].val();
