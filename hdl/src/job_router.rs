@@ -444,7 +444,14 @@ impl<const J: usize> Logic for JobRouter<J> {
         }
         for i in 0..J {
             self.out[i].valid.next = self.q_valid.q.val() & (self.q_dest.q.val().index() == i);
-            self.out[i].data.next = self.q_data.q.val();
+            // Zero for the other cores: the cores' first registers then have different inputs,
+            // so that synthesis does not share one core's copy with the other across the chip
+            // (at 6036aa8's successor the i9 placed core 0's parser word register driving core
+            // 1's receive buffer: 11.74 ns on clk100).
+            self.out[i].data.next = 0.into();
+            if self.q_dest.q.val().index() == i {
+                self.out[i].data.next = self.q_data.q.val();
+            }
             self.out[i].last.next = self.q_last.q.val();
             self.out[i].bytes.next = self.q_bytes.q.val();
         }
