@@ -46,8 +46,13 @@ pub struct MultiCore<const J: usize> {
     pub tx: BeatSource<32>,
     /// The configuration bus (the core's, plus the job select 0x0F).
     pub cfg: ConfigBus,
-    /// The selected job's counters, and the switch's `unknown_source_job` at 28.
+    /// The selected job's counters, and the switch's `unknown_source_job` at 28
+    /// (combinational, as the core's).
     pub counter: CounterPort<5>,
+    /// The counter `counter.address` named a clock earlier, of the job selected now: each core's
+    /// read is registered before the choice between jobs, so that a board's read-out path is
+    /// one core's counter multiplexer, not two cores' and the job select behind them.
+    pub counter_q: Signal<Out, Bits<32>>,
     /// The selected job's straggler counters.
     pub straggler: StragglerRead,
     /// Nothing in flight in any core or the router.
@@ -55,6 +60,9 @@ pub struct MultiCore<const J: usize> {
     router: JobRouter<J>,
     cores: [Core<32>; J],
     sel: DFF<Bits<2>>,
+    core_counter_q: [DFF<Bits<32>>; J],
+    unknown_q: DFF<Bits<32>>,
+    addr_28_q: DFF<Bit>,
     cur: DFF<Bits<2>>,
     locked: DFF<Bit>,
     last_j: DFF<Bits<2>>,
@@ -74,8 +82,12 @@ impl<const J: usize> MultiCore<J> {
             tx: Default::default(),
             cfg: Default::default(),
             counter: Default::default(),
+            counter_q: Default::default(),
             straggler: Default::default(),
             idle: Default::default(),
+            core_counter_q: std::array::from_fn(|_| Default::default()),
+            unknown_q: Default::default(),
+            addr_28_q: Default::default(),
             router: JobRouter::new(config.tree),
             cores: std::array::from_fn(|_| Core::new(config)),
             sel: Default::default(),
@@ -98,7 +110,7 @@ impl<const J: usize> MultiCore<J> {
 impl<const J: usize> Logic for MultiCore<J> {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, sel, cur, locked, last_j);
+        dff_setup!(self, clock, sel, unknown_q, addr_28_q, cur, locked, last_j);
         self.router.clock.next = self.clock.val();
         // Receive: through the router.
         self.router.rx.valid.next = self.rx.valid.val();
@@ -115,6 +127,9 @@ impl<const J: usize> Logic for MultiCore<J> {
         self.router.cfg.data.next = self.cfg.data.val();
         self.router.sel.next = self.sel.q.val();
         self.counter.data.next = 0.into();
+        self.counter_q.next = 0.into();
+        self.unknown_q.d.next = self.router.unknown.val();
+        self.addr_28_q.d.next = (self.counter.address.val() == 28) & !self.single.val();
         self.straggler.index.next = 0.into();
         self.straggler.data.next = 0.into();
         self.straggler.valid.next = false;
@@ -145,9 +160,12 @@ impl<const J: usize> Logic for MultiCore<J> {
             self.cores[i].cfg.address.next = self.cfg.address.val();
             self.cores[i].cfg.data.next = self.cfg.data.val();
             self.cores[i].counter.address.next = self.counter.address.val();
+            self.core_counter_q[i].clock.next = self.clock.val();
+            self.core_counter_q[i].d.next = self.cores[i].counter.data.val();
             self.cores[i].tx.ready.next = false;
             if self.sel.q.val().index() == i {
                 self.counter.data.next = self.cores[i].counter.data.val();
+                self.counter_q.next = self.core_counter_q[i].q.val();
                 self.straggler.index.next = self.cores[i].straggler.index.val();
                 self.straggler.data.next = self.cores[i].straggler.data.val();
                 self.straggler.valid.next = self.cores[i].straggler.valid.val();
@@ -172,6 +190,9 @@ impl<const J: usize> Logic for MultiCore<J> {
         }
         if (self.counter.address.val() == 28) & !self.single.val() {
             self.counter.data.next = self.router.unknown.val();
+        }
+        if self.addr_28_q.q.val() {
+            self.counter_q.next = self.unknown_q.q.val();
         }
     }
 }

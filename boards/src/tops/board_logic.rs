@@ -68,7 +68,6 @@ pub struct BoardLogic<const J: usize = 1> {
     fabric: SwitchFabric<J>,
     link: ControlLink,
     mdio: MdioMaster,
-    core_counter_q: DFF<Bits<32>>,
     port_counter_q: DFF<Bits<32>>,
     high_q: DFF<Bit>,
 }
@@ -108,7 +107,6 @@ impl<const J: usize> BoardLogic<J> {
             link: ControlLink::with_board(&core, params.identity, usize::from(reg::BOARD_COUNTER_COUNT), Some(regs))
                 .with_jobs(J),
             mdio: MdioMaster::new(params.mdc_half_period, params.phy_addresses),
-            core_counter_q: Default::default(),
             port_counter_q: Default::default(),
             high_q: Default::default(),
         }
@@ -119,7 +117,7 @@ impl<const J: usize> Logic for BoardLogic<J> {
     #[hdl_gen]
     fn update(&mut self) {
         clock!(self, core_clock, link, mdio);
-        dff_setup!(self, core_clock, core_counter_q, port_counter_q, high_q);
+        dff_setup!(self, core_clock, port_counter_q, high_q);
         self.fabric.core_clock.next = self.core_clock.val();
         self.fabric.tx_clock.next = self.tx_clock.val();
         self.fabric.start.next = self.start.val();
@@ -137,15 +135,15 @@ impl<const J: usize> Logic for BoardLogic<J> {
         self.link.core_idle.next = self.status.core_idle.val();
         self.fabric.counter_address.next = bit_cast::<5, 6>(self.link.counter.address.val());
         self.fabric.port_counter_address.next = bit_cast::<4, 6>(self.link.counter.address.val());
-        // The core's counter read is combinational: the values are registered on their way back
-        // (the link expects one a cycle after its address), and chosen between after that.
-        self.core_counter_q.d.next = self.fabric.counter_data.val();
+        // The counter reads are registered on their way back (the link expects one a cycle after
+        // its address; the core's is registered in the core, before the choice between jobs), and
+        // chosen between after that.
         self.port_counter_q.d.next = self.fabric.port_counter_data.val();
         self.high_q.d.next = self.link.counter.address.val().get_bit(5);
         if self.high_q.q.val() {
             self.link.counter.data.next = self.port_counter_q.q.val();
         } else {
-            self.link.counter.data.next = self.core_counter_q.q.val();
+            self.link.counter.data.next = self.fabric.counter_data_q.val();
         }
         // MDIO.
         self.mdc.next = self.mdio.mdc.val();

@@ -19,7 +19,8 @@
 //! Timing: everything crossing into or out of the core meets a register on the fabric's side:
 //! the stream handshakes both ways through a [`StreamSlice`], the configuration bus and `idle`.
 //! The counter ports stay combinational (a model reads them between clocks); the board logic
-//! registers what it reads.
+//! registers what it reads, and reads the core's through `counter_data_q`, registered in the
+//! core before the choice between jobs.
 //!
 //! Guarantees: whole frames only, in per-port order; a frame with a bad FCS, a runt or a giant
 //! never reaches the core or the bridge; nothing is dropped for capacity as long as the core
@@ -82,6 +83,9 @@ pub struct SwitchFabric<const J: usize = 1> {
     pub counter_address: Signal<In, Bits<5>>,
     /// Core counter value (combinational, as the core's).
     pub counter_data: Signal<Out, Bits<32>>,
+    /// Core counter value of the index `counter_address` named a clock earlier (each job's core
+    /// read registered before the choice between jobs: what a control link reads).
+    pub counter_data_q: Signal<Out, Bits<32>>,
     /// Port counter index.
     pub port_counter_address: Signal<In, Bits<4>>,
     /// Port counter value (combinational).
@@ -151,6 +155,7 @@ impl<const J: usize> SwitchFabric<J> {
             eth: Default::default(),
             counter_address: Default::default(),
             counter_data: Default::default(),
+            counter_data_q: Default::default(),
             port_counter_address: Default::default(),
             port_counter_data: Default::default(),
             cfg_write: Default::default(),
@@ -244,6 +249,7 @@ impl<const J: usize> Logic for SwitchFabric<J> {
         self.status.configured.next = self.done_q.q.val();
         self.core.counter.address.next = self.counter_address.val();
         self.counter_data.next = self.core.counter.data.val();
+        self.counter_data_q.next = self.core.counter_q.val();
         StragglerRead::link(&mut self.straggler, &mut self.core.straggler);
         // Idle: the core, and no frame begun or held on the way in or out (registered).
         self.idle_q.d.next =
