@@ -226,9 +226,10 @@ pub struct JobRouter<const J: usize> {
     o_bytes: Signal<Local, Bits<4>>,
     o_ready: Signal<Local, Bit>,
     /// The output register: the beat offered to core `q_dest` (so the cores' input logic starts
-    /// from flip-flops, not from the replay multiplexer).
+    /// from flip-flops, not from the replay multiplexer). The data has a register for each
+    /// core, loaded only with that core's beats, so that each can sit beside its core.
     q_valid: DFF<Bit>,
-    q_data: DFF<Bits<32>>,
+    q_data: [DFF<Bits<32>>; J],
     q_last: DFF<Bit>,
     q_bytes: DFF<Bits<4>>,
     q_dest: DFF<Bits<2>>,
@@ -276,7 +277,7 @@ impl<const J: usize> JobRouter<J> {
             o_bytes: Default::default(),
             o_ready: Default::default(),
             q_valid: Default::default(),
-            q_data: Default::default(),
+            q_data: std::array::from_fn(|_| Default::default()),
             q_last: Default::default(),
             q_bytes: Default::default(),
             q_dest: Default::default(),
@@ -291,8 +292,8 @@ impl<const J: usize> Logic for JobRouter<J> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, count, h_last, h_bytes, settle, dest, drop, ri, unknown_c, q_valid, q_data, q_last,
-            q_bytes, q_dest, switchml_q, src_ip_q, src_port_q
+            self, clock, state, count, h_last, h_bytes, settle, dest, drop, ri, unknown_c, q_valid, q_last, q_bytes,
+            q_dest, switchml_q, src_ip_q, src_port_q
         );
         for i in 0..HEADER_WORDS {
             self.hdr[i].clock.next = self.clock.val();
@@ -437,21 +438,22 @@ impl<const J: usize> Logic for JobRouter<J> {
         }
         if self.o_ready.val() {
             self.q_valid.d.next = self.o_valid.val();
-            self.q_data.d.next = self.o_data.val();
             self.q_last.d.next = self.o_last.val();
             self.q_bytes.d.next = self.o_bytes.val();
             self.q_dest.d.next = self.dest.q.val();
         }
         for i in 0..J {
             self.out[i].valid.next = self.q_valid.q.val() & (self.q_dest.q.val().index() == i);
-            // Zero for the other cores: the cores' first registers then have different inputs,
-            // so that synthesis does not share one core's copy with the other across the chip
-            // (at 6036aa8's successor the i9 placed core 0's parser word register driving core
-            // 1's receive buffer: 11.74 ns on clk100).
-            self.out[i].data.next = 0.into();
-            if self.q_dest.q.val().index() == i {
-                self.out[i].data.next = self.q_data.q.val();
+            // Each core's own data register, loaded with its beats only: synthesis cannot share
+            // it between cores (one shared register, placed by core 0, drove core 1's receive
+            // buffer across the chip at 11.92 ns on the i9's clk100), and no multiplexer
+            // follows it.
+            self.q_data[i].clock.next = self.clock.val();
+            self.q_data[i].d.next = self.q_data[i].q.val();
+            if self.o_ready.val() & (self.dest.q.val().index() == i) {
+                self.q_data[i].d.next = self.o_data.val();
             }
+            self.out[i].data.next = self.q_data[i].q.val();
             self.out[i].last.next = self.q_last.q.val();
             self.out[i].bytes.next = self.q_bytes.q.val();
         }
