@@ -131,6 +131,29 @@ enum LinkState {
     Verdict,
 }
 
+interface_pair! {
+    /// The EAPS node's registers as the control link drives them (docs/control.md: writes to
+    /// 0x0700..=0x07FF, reads of 0x0800..=0x08FF on a link built `with_eaps`): a write is
+    /// `write` high for a clock with the register's offset in the region (`address`, the low
+    /// byte) and `data`; a read presents the node's status word address (`status_address`,
+    /// from a register) and registers `status_data` a clock later.
+    pub struct EapsRegisterPort join "EapsRegisterAccess";
+    /// The node's owner's end of an [`EapsRegisterPort`].
+    pub struct EapsRegisterAccess join "EapsRegisterPort";
+    {
+        /// Write an EAPS configuration register.
+        write: Out Bit,
+        /// Its offset in 0x0700..
+        address: Out Bits<8>,
+        /// Its data.
+        data: Out Bits<32>,
+        /// The status word to read (its offset in 0x0800..).
+        status_address: Out Bits<8>,
+        /// The status word (combinational is fine: the link registers it).
+        status_data: In Bits<32>,
+    }
+}
+
 /// The control link.
 #[derive(LogicBlock)]
 pub struct ControlLink {
@@ -154,6 +177,12 @@ pub struct ControlLink {
     pub link_state: Signal<In, Bits<32>>,
     /// The core's straggler counters, scanned (read only by a link built for a core with them).
     pub straggler: StragglerReader,
+    /// The EAPS node's registers (used only by a link built `with_eaps`).
+    pub eaps: EapsRegisterPort,
+    /// The write under way goes to the EAPS region.
+    wr_eaps: DFF<Bit>,
+    o_eaps: DFF<Bit>,
+    v_eaps: DFF<Bits<32>>,
     rx: UartRx,
     rx_crc: Crc16Step,
     tx_crc_step: Crc16Step,
@@ -310,6 +339,13 @@ impl ControlLink {
         self
     }
 
+    /// The same link with the EAPS regions (docs/control.md): configuration writes at
+    /// 0x0700..=0x07FF and status reads at 0x0800..=0x08FF through `eaps`.
+    pub fn with_eaps(mut self, eaps: bool) -> Self {
+        self.range = self.range.with_eaps(eaps);
+        self
+    }
+
     /// A control link reading `counters` counters (indices 0..counters of the counter port,
     /// at most 64) whose job registers read `job` at power-up: the writes another master (the
     /// board's power-up loader) makes to core registers 0x00..=0x09 before the link is used,
@@ -332,6 +368,10 @@ impl ControlLink {
             core_idle: Default::default(),
             link_state: Default::default(),
             straggler: Default::default(),
+            eaps: Default::default(),
+            wr_eaps: Default::default(),
+            o_eaps: Default::default(),
+            v_eaps: Default::default(),
             rx: UartRx::new(d),
             rx_crc: Default::default(),
             tx_crc_step: Default::default(),
@@ -447,10 +487,10 @@ impl Logic for ControlLink {
         dff_setup!(
             self, clock, state, hidx, op, addr, count, word, bidx, assemble, crc, cidx, status, quiet, phase, ridx,
             count_out, out_word, shadow_q, rd_hold, idle_q, tx_crc, pause_q, o_write, o_address, o_data, ctr_q, ctr_we,
-            ctr_wa1, ctr_wa2, link_q, rd_addr, wr_off, count_m1, quiet_over, slots_used, mac_hi, mac_lo, ip, n, size,
-            slots_s, vlan, wport, jobn, enabled, uptime, snap_idx, snap_wait, snap_late, snap_ge4, cp_more, cp_end,
-            crc_hi_ok, crc_ok, v_job, v_link, v_stat, v_reg, crc_pend, crc_byte, wsel, wle5, w_last, cnt_zero, st_we,
-            st_wa, st_data, st_n
+            ctr_wa1, ctr_wa2, link_q, wr_eaps, o_eaps, v_eaps, rd_addr, wr_off, count_m1, quiet_over, slots_used,
+            mac_hi, mac_lo, ip, n, size, slots_s, vlan, wport, jobn, enabled, uptime, snap_idx, snap_wait, snap_late,
+            snap_ge4, cp_more, cp_end, crc_hi_ok, crc_ok, v_job, v_link, v_stat, v_reg, crc_pend, crc_byte, wsel, wle5,
+            w_last, cnt_zero, st_we, st_wa, st_data, st_n
         );
         clock!(self, clock, rx, tx, buffer, shadow, range);
         self.rx.line.next = self.uart_rx.val();
@@ -501,7 +541,13 @@ impl Logic for ControlLink {
         self.link_q.d.next = self.link_state.val();
         // The configuration bus from registers: a write leaves a cycle after its word is read.
         self.o_write.d.next = false;
+        self.o_eaps.d.next = false;
         self.cfg.write.next = self.o_write.q.val();
+        self.eaps.write.next = self.o_eaps.q.val();
+        self.eaps.address.next = self.o_address.q.val();
+        self.eaps.data.next = self.o_data.q.val();
+        self.eaps.status_address.next = self.rd_off.val();
+        self.v_eaps.d.next = self.eaps.status_data.val();
         self.cfg.address.next = self.o_address.q.val();
         self.cfg.data.next = self.o_data.q.val();
         // The read mux in two register stages: each region's value by offset (v_job, v_link,
@@ -553,6 +599,9 @@ impl Logic for ControlLink {
         if self.rd_region.val() < 4 {
             self.v_reg.d.next = bit_cast::<3, 8>(self.rd_region.val());
         }
+        if self.rd_region.val() == 8 {
+            self.v_reg.d.next = 5.into();
+        }
         // The identity (region 0) and the straggler counters (region 6) are read from the
         // shadow, as the counters are.
         if (self.rd_region.val() == 0) | (self.rd_region.val() == 6) {
@@ -568,6 +617,9 @@ impl Logic for ControlLink {
             }
             3 => {
                 self.rd_value.next = self.v_link.q.val();
+            }
+            5 => {
+                self.rd_value.next = self.v_eaps.q.val();
             }
             _ => {}
         }
@@ -803,11 +855,19 @@ impl Logic for ControlLink {
                 // (The parent registers 0x0A..=0x0D, docs/switch.md §6, are job registers too.)
                 self.wle5.d.next =
                     (bit_cast::<8, 16>(self.addr.q.val()) <= 13) & (bit_cast::<8, 16>(self.addr.q.val()) != 6);
+                // A write to the EAPS region goes to `eaps`, not to the core's bus nor the job's
+                // registers.
+                self.wr_eaps.d.next = (self.addr.q.val() >> 8) == 7;
+                if (self.addr.q.val() >> 8) == 7 {
+                    self.wsel.d.next = 0.into();
+                    self.wle5.d.next = false;
+                }
                 self.state.d.next = LinkState::Write;
             }
             LinkState::Write => {
                 // One register per cycle: word w's data is on the buffer's read port.
-                self.o_write.d.next = true;
+                self.o_write.d.next = !self.wr_eaps.q.val();
+                self.o_eaps.d.next = self.wr_eaps.q.val();
                 self.o_address.d.next = self.wr_off.q.val();
                 self.wr_off.d.next = self.wr_off.q.val() + 1;
                 self.o_data.d.next = self.buffer.read_data.val();

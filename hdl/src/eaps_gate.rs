@@ -8,7 +8,7 @@
 use crate::eaps_node::EapsDomainCfg;
 use rust_hdl::prelude::*;
 
-/// Whether a frame on `vid` (`tagged`) passes ring port `port`, for `D` domains.
+/// Whether a frame on `vid` (`has_tag`) passes ring port `port`, for `D` domains.
 #[derive(LogicBlock)]
 pub struct EapsVlanGate<const D: usize> {
     /// The domains (only `active`, `protected_lo` and `protected_hi` are read).
@@ -16,7 +16,7 @@ pub struct EapsVlanGate<const D: usize> {
     /// The node's port states: bit `2d + p`.
     pub forwarding: Signal<In, Bits<32>>,
     /// The frame carries an 802.1Q tag.
-    pub tagged: Signal<In, Bit>,
+    pub has_tag: Signal<In, Bit>,
     /// Its VID.
     pub vid: Signal<In, Bits<12>>,
     /// The ring port.
@@ -24,7 +24,7 @@ pub struct EapsVlanGate<const D: usize> {
     /// The frame passes.
     pub pass: Signal<Out, Bit>,
     /// A domain protects the VLAN.
-    pub protected: Signal<Out, Bit>,
+    pub is_protected: Signal<Out, Bit>,
     /// That domain (the lowest-numbered one).
     pub domain: Signal<Out, Bits<4>>,
     hit: [Signal<Local, Bit>; D],
@@ -38,11 +38,11 @@ impl<const D: usize> Default for EapsVlanGate<D> {
         Self {
             cfg: std::array::from_fn(|_| Default::default()),
             forwarding: Default::default(),
-            tagged: Default::default(),
+            has_tag: Default::default(),
             vid: Default::default(),
             port: Default::default(),
             pass: Default::default(),
-            protected: Default::default(),
+            is_protected: Default::default(),
             domain: Default::default(),
             hit: std::array::from_fn(|_| Default::default()),
             fwd0: std::array::from_fn(|_| Default::default()),
@@ -55,18 +55,18 @@ impl<const D: usize> Logic for EapsVlanGate<D> {
     #[hdl_gen]
     fn update(&mut self) {
         self.pass.next = true;
-        self.protected.next = false;
+        self.is_protected.next = false;
         self.domain.next = 0.into();
         // The lowest domain protecting the VLAN decides (docs/eaps.md §6.9).
         for i in 0..D {
-            self.hit[i].next = self.tagged.val()
+            self.hit[i].next = self.has_tag.val()
                 & self.cfg[i].active.val()
                 & (self.vid.val() >= self.cfg[i].protected_lo.val())
                 & (self.vid.val() <= self.cfg[i].protected_hi.val());
             self.fwd0[i].next = self.forwarding.val().get_bit(2 * i);
             self.fwd1[i].next = self.forwarding.val().get_bit(2 * i + 1);
-            if self.hit[i].val() & !self.protected.val() {
-                self.protected.next = true;
+            if self.hit[i].val() & !self.is_protected.val() {
+                self.is_protected.next = true;
                 self.domain.next = i.to_bits();
                 if self.port.val() {
                     self.pass.next = self.fwd1[i].val();

@@ -4,7 +4,8 @@
 //! the core has them, the straggler counters 0x0600..0x0600 + W (`with_stragglers`). Writes:
 //! the job and the worker table, 0x0100..=0x0109 and 0x0180..=0x01FF, and the tree's parent
 //! (docs/switch.md §6), 0x010A..=0x010D (write-only, as the worker table); with several jobs
-//! (`with_jobs`, docs/switch.md §8) the job select 0x010F, a write of that one register. A
+//! (`with_jobs`, docs/switch.md §8) the job select 0x010F, a write of that one register; with
+//! EAPS (`with_eaps`) writes in 0x0700..=0x07FF and reads in 0x0800..=0x08FF. A
 //! request may not wrap past 0xFFFF.
 //!
 //! Timing: `read`, `write` and `snapshot` follow `op` and `address` one cycle late;
@@ -37,6 +38,7 @@ pub struct RegisterRange {
     has_stragglers: Constant<Bit>,
     straggler_last: Constant<Bits<8>>,
     has_jobs: Constant<Bit>,
+    has_eaps: Constant<Bit>,
     last_address: DFF<Bits<16>>,
     is_read: DFF<Bit>,
     is_write: DFF<Bit>,
@@ -51,7 +53,7 @@ pub struct RegisterRange {
     stragglers_fit: DFF<Bit>,
     in_worker_table: DFF<Bit>,
     job_select: DFF<Bit>,
-    region: DFF<Bits<7>>,
+    region: DFF<Bits<9>>,
     ok: Signal<Local, Bit>,
     ok_q: DFF<Bit>,
 }
@@ -73,6 +75,7 @@ impl RegisterRange {
             has_stragglers: Constant::new(false),
             straggler_last: Constant::new(0.into()),
             has_jobs: Constant::new(false),
+            has_eaps: Constant::new(false),
             last_address: Default::default(),
             is_read: Default::default(),
             is_write: Default::default(),
@@ -109,6 +112,13 @@ impl RegisterRange {
     pub fn with_jobs(mut self, jobs: usize) -> Self {
         assert!((1..=crate::job_router::MAX_JOBS).contains(&jobs), "{jobs} jobs");
         self.has_jobs = Constant::new(jobs > 1);
+        self
+    }
+
+    /// The check with the EAPS regions (docs/control.md): writes anywhere in 0x0700..=0x07FF,
+    /// reads anywhere in 0x0800..=0x08FF.
+    pub fn with_eaps(mut self, eaps: bool) -> Self {
+        self.has_eaps = Constant::new(eaps);
         self
     }
 }
@@ -178,6 +188,12 @@ impl Logic for RegisterRange {
             6 => {
                 self.region.d.next = 64.into();
             }
+            7 => {
+                self.region.d.next = 128.into();
+            }
+            8 => {
+                self.region.d.next = 256.into();
+            }
             _ => {}
         }
         // Their combination.
@@ -189,10 +205,12 @@ impl Logic for RegisterRange {
                     || (self.region.q.val().get_bit(2) && self.counters_fit.q.val())
                     || (self.region.q.val().get_bit(3) && self.links_fit.q.val())
                     || (self.region.q.val().get_bit(4) && self.status_fits.q.val())
-                    || (self.region.q.val().get_bit(6) && self.stragglers_fit.q.val());
+                    || (self.region.q.val().get_bit(6) && self.stragglers_fit.q.val())
+                    || (self.region.q.val().get_bit(8) && self.has_eaps.val());
             } else {
-                self.ok.next = self.region.q.val().get_bit(1)
-                    && (self.job_write_fits.q.val() || self.in_worker_table.q.val() || self.job_select.q.val());
+                self.ok.next = (self.region.q.val().get_bit(1)
+                    && (self.job_write_fits.q.val() || self.in_worker_table.q.val() || self.job_select.q.val()))
+                    || (self.region.q.val().get_bit(7) && self.has_eaps.val());
             }
         }
         self.ok_q.d.next = self.ok.val();

@@ -777,13 +777,13 @@ fn vlan_gate_matches_the_reference_port_states() {
                 let tagged = rng.gen_bool(0.9);
                 let port = rng.gen_range(0..2);
                 gate.vid.next = u64::from(vid).into();
-                gate.tagged.next = tagged;
+                gate.has_tag.next = tagged;
                 gate.port.next = port == 1;
                 settle(&mut gate);
                 let want = !tagged || r.domain_of_vlan(vid).is_none_or(|d| r.forwarding(d, port));
                 assert_eq!(gate.pass.val(), want, "case {case}: VLAN {vid} tagged {tagged} port {port}");
                 if tagged {
-                    assert_eq!(gate.protected.val(), r.domain_of_vlan(vid).is_some(), "case {case}: VLAN {vid}");
+                    assert_eq!(gate.is_protected.val(), r.domain_of_vlan(vid).is_some(), "case {case}: VLAN {vid}");
                 }
                 blocked += usize::from(!want);
                 checked += 1;

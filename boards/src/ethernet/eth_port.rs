@@ -102,7 +102,7 @@ impl Logic for EthPort {
         }
         self.rx_fifo.write.enable.next = self.classifier.write_enable.val();
         self.rx_fifo.write.commit.next = self.classifier.write_commit.val();
-        self.rx_fifo.write_drop.next = self.classifier.write_drop.val();
+        self.rx_fifo.write.drop.next = self.classifier.write_drop.val();
         // Core clock domain.
         self.rx_fifo.read_clock.next = self.core_clock.val();
         self.res_fifo.write_clock.next = self.core_clock.val();
@@ -134,9 +134,7 @@ impl Logic for EthPort {
             }
         }
         FrameWriteSink::link(&mut self.res, &mut self.res_fifo.write);
-        self.res_fifo.write_drop.next = false;
         FrameWriteSink::link(&mut self.br, &mut self.br_fifo.write);
-        self.br_fifo.write_drop.next = false;
         // Transmit: the fills tied to zero, plain round robin between results and bridged frames.
         self.tx_arbiter.fill[0].next = 0.into();
         self.tx_arbiter.fill[1].next = 0.into();

@@ -3,7 +3,7 @@
 //! Words are [`WORD_BITS`] wide ([`word`] gives the layout: 32 data bits, first byte on top,
 //! the valid byte count of the last word, `last`, and two routing bits). The writer appends
 //! words (`write`, a [`FrameWriteSink`]; a FIFO of `W` < [`WORD_BITS`] keeps each word's low `W`
-//! bits) and ends each frame with `write.commit` (keep it) or `write_drop` (discard it); only
+//! bits) and ends each frame with `write.commit` (keep it) or `write.drop` (discard it); only
 //! committed frames are ever visible to the reader, so a reader that sees `read.valid` can
 //! take a whole frame at one word a clock without a gap.
 //!
@@ -13,7 +13,7 @@
 //!   A word written without room is lost and marks the frame *overflowed*: its commit then
 //!   drops it instead and counts it in `overflow_drops` (a frame dropped for capacity). A
 //!   writer that cannot wait (a receive MAC) uses this; one that can (in the core's clock
-//!   domain) waits on `write.ready`. `write.commit`/`write_drop` may come with the frame's
+//!   domain) waits on `write.ready`. `write.commit`/`write.drop` may come with the frame's
 //!   last `write.enable` or alone.
 //! - Read side (`read_clock`): first-word-fall-through: `read.valid`/`read.data` show the
 //!   oldest committed word, taken on a rising edge with `read.ready` high. Words are fetched
@@ -111,6 +111,8 @@ pub struct FrameWriter {
     pub enable: Signal<Out, Bit>,
     /// The word is the frame's last: keep the frame.
     pub commit: Signal<Out, Bit>,
+    /// Discard the frame written since the last commit (with its last word or alone).
+    pub drop: Signal<Out, Bit>,
     /// Room for a word.
     pub ready: Signal<In, Bit>,
 }
@@ -125,6 +127,8 @@ pub struct FrameWriteSink {
     pub enable: Signal<In, Bit>,
     /// The word is the frame's last: keep the frame.
     pub commit: Signal<In, Bit>,
+    /// Discard the frame written since the last commit (with its last word or alone).
+    pub drop: Signal<In, Bit>,
     /// Room for a word.
     pub ready: Signal<Out, Bit>,
 }
@@ -142,8 +146,6 @@ pub struct FrameFifo<const W: usize, const A: usize, const P: usize> {
     pub write_clock: Signal<In, Clock>,
     /// The frames in (`ready`: room for a word); each word keeps its low `W` bits.
     pub write: FrameWriteSink,
-    /// End of frame: discard it.
-    pub write_drop: Signal<In, Bit>,
     /// Frames dropped because they did not fit (write clock domain).
     pub overflow_drops: Signal<Out, Bits<32>>,
     /// Read clock.
@@ -199,7 +201,6 @@ impl<const W: usize, const A: usize, const P: usize> Default for FrameFifo<W, A,
         Self {
             write_clock: Default::default(),
             write: Default::default(),
-            write_drop: Default::default(),
             overflow_drops: Default::default(),
             read_clock: Default::default(),
             read: Default::default(),
@@ -267,7 +268,7 @@ impl<const W: usize, const A: usize, const P: usize> Logic for FrameFifo<W, A, P
         self.in_data.d.next = bit_cast::<W, WORD_BITS>(self.write.data.val());
         self.in_enable.d.next = self.write.enable.val();
         self.in_commit.d.next = self.write.commit.val();
-        self.in_drop.d.next = self.write_drop.val();
+        self.in_drop.d.next = self.write.drop.val();
         self.used.next = self.wr_ptr.q.val() - self.read_sync.dst_value.val();
         self.room.d.next = self.used.val() < self.room_margin.val();
         self.ready.d.next = self.used.val() < self.ready_margin.val();
@@ -392,7 +393,7 @@ mod test {
             f.write.enable.next = word.is_some();
             f.write.data.next = word.unwrap_or(0).into();
             f.write.commit.next = commit;
-            f.write_drop.next = drop;
+            f.write.drop.next = drop;
             // The reader stalls now and then.
             f.read.ready.next = cycle % 5 != 0;
             f.write_clock.next = false.into();
@@ -460,7 +461,7 @@ mod test {
                         f.write.enable.next = go && word.is_some();
                         f.write.data.next = word.unwrap_or(0).into();
                         f.write.commit.next = go && commit;
-                        f.write_drop.next = go && drop;
+                        f.write.drop.next = go && drop;
                         if go && t < seq.len() {
                             t += 1;
                         }

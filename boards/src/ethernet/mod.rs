@@ -10,6 +10,7 @@ pub mod gmii;
 pub mod mac_rx;
 pub mod mac_table;
 pub mod mac_tx;
+pub mod pdu_merge;
 pub mod result_dispatcher;
 pub mod rgmii;
 pub mod rx_classifier;

@@ -7,6 +7,11 @@
 //! to that port, a miss or a group (broadcast/multicast) destination to both. A frame to both
 //! moves a word only when both FIFOs have room, so the two copies are identical.
 //!
+//! EAPS: the frame's 802.1Q tag (from its fourth word: `tag_tagged`, `tag_vid`) is put to the
+//! VLAN gate, whose verdict for each port (`gate_pass`, bit `p`) decides at the last word
+//! whether the copy written to that port's FIFO is committed or dropped: a result of a
+//! protected VLAN leaves a ring port only where its domain forwards (docs/eaps.md §12).
+//!
 //! Timing: seven clocks of overhead per frame (hold, hold, four of lookup, then the held words), then
 //! one word a clock; `up.ready` is low while a FIFO is full (the core waits).
 
@@ -28,6 +33,12 @@ pub struct ResultDispatcher {
     pub out: [FrameWriter; 2],
     /// Frames sent to both ports (group destination, or a MAC not in the table).
     pub flooded: Signal<Out, Bits<32>>,
+    /// The current frame has an 802.1Q tag (from its fourth word on).
+    pub tag_tagged: Signal<Out, Bit>,
+    /// Its VID.
+    pub tag_vid: Signal<Out, Bits<12>>,
+    /// The frame may leave port `p` (bit `p`; read at its last word).
+    pub gate_pass: Signal<In, Bits<2>>,
     /// 0 first word, 1 second word, 2 lookup, 3 write first, 4 write second, 5 stream.
     state: DFF<Bits<3>>,
     lookup_wait: DFF<Bits<2>>,
@@ -35,6 +46,10 @@ pub struct ResultDispatcher {
     hold1: DFF<Bits<WORD_BITS>>,
     mask: DFF<Bits<2>>,
     floods: DFF<Bits<32>>,
+    /// Words streamed in state 5 (saturating at 2: the second is the frame's fourth).
+    wcount: DFF<Bits<2>>,
+    tagged_q: DFF<Bit>,
+    vid_q: DFF<Bits<12>>,
     incoming: Signal<Local, Bits<WORD_BITS>>,
     room: Signal<Local, Bit>,
     data: Signal<Local, Bits<WORD_BITS>>,
@@ -45,7 +60,9 @@ pub struct ResultDispatcher {
 impl Logic for ResultDispatcher {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, state, lookup_wait, hold0, hold1, mask, floods);
+        dff_setup!(self, clock, state, lookup_wait, hold0, hold1, mask, floods, wcount, tagged_q, vid_q);
+        self.tag_tagged.next = self.tagged_q.q.val();
+        self.tag_vid.next = self.vid_q.q.val();
         self.incoming.next = bit_cast::<WORD_BITS, 32>(self.up.data.val().get_bits::<32>(0))
             | (bit_cast::<WORD_BITS, 3>(self.up.data.val().get_bits::<3>(33)) << 32)
             | (bit_cast::<WORD_BITS, 1>(self.up.data.val().get_bit(32).into()) << 35);
@@ -103,6 +120,7 @@ impl Logic for ResultDispatcher {
                         self.commit.next = true;
                         self.state.d.next = 0.into();
                     } else {
+                        self.wcount.d.next = 0.into();
                         self.state.d.next = 5.into();
                     }
                 }
@@ -112,6 +130,13 @@ impl Logic for ResultDispatcher {
                 self.up.ready.next = self.room.val();
                 if self.room.val() & self.up.valid.val() {
                     self.write.next = true;
+                    if self.wcount.q.val() == 1 {
+                        self.tagged_q.d.next = self.up.data.val().get_bits::<16>(16) == 0x8100;
+                        self.vid_q.d.next = self.up.data.val().get_bits::<12>(0);
+                    }
+                    if self.wcount.q.val() != 2 {
+                        self.wcount.d.next = self.wcount.q.val() + 1;
+                    }
                     if self.up.data.val().get_bit(32) {
                         self.commit.next = true;
                         self.state.d.next = 0.into();
@@ -122,7 +147,9 @@ impl Logic for ResultDispatcher {
         for i in 0..2 {
             self.out[i].data.next = self.data.val();
             self.out[i].enable.next = self.write.val() & self.mask.q.val().get_bit(i);
-            self.out[i].commit.next = self.commit.val() & self.mask.q.val().get_bit(i);
+            self.out[i].commit.next =
+                self.commit.val() & self.mask.q.val().get_bit(i) & self.gate_pass.val().get_bit(i);
+            self.out[i].drop.next = self.commit.val() & self.mask.q.val().get_bit(i) & !self.gate_pass.val().get_bit(i);
         }
     }
 }

@@ -12,6 +12,10 @@
 //! | the switch's | 1 | 0 |
 //! | broadcast or multicast (group bit) | 1 | 1 |
 //! | any other unicast | 0 | 1 |
+//! | 00-E0-2B-00-00-04 (EDP: EAPS control-VLAN candidates) | 0 | 0 |
+//!
+//! The last row (route 0, which no other frame has) is for the EAPS node: the router hands
+//! those frames to it, not to the core nor straight to the bridge (docs/eaps.md §12).
 //!
 //! The frame is committed after its last word when `good`, dropped otherwise; a frame of one
 //! word is dropped. Words arrive at most one every clock here (one every four from a byte
@@ -57,6 +61,8 @@ pub struct RxClassifier {
     /// The first word (destination bytes 0..4) equals the switch MAC's; it has the group bit.
     first_eq: DFF<Bit>,
     first_group: DFF<Bit>,
+    /// The first word is 00-E0-2B-00 (the EDP destination's first four bytes).
+    first_edp: DFF<Bit>,
     o_data: DFF<Bits<WORD_BITS>>,
     o_enable: DFF<Bit>,
     o_commit: DFF<Bit>,
@@ -85,6 +91,7 @@ impl Logic for RxClassifier {
             good,
             first_eq,
             first_group,
+            first_edp,
             o_data,
             o_enable,
             o_commit,
@@ -103,7 +110,11 @@ impl Logic for RxClassifier {
         // The destination compare in two steps: the first word's 32 bits when it comes (into
         // `first_eq`, in state 0), the second word's 16 with it.
         self.new_route.next = 2.into();
-        if self.first_eq.q.val() & (self.r_data.q.val().get_bits::<16>(16) == self.switch_mac.val().get_bits::<16>(0)) {
+        if self.first_edp.q.val() & (self.r_data.q.val().get_bits::<16>(16) == 0x0004) {
+            self.new_route.next = 0.into();
+        } else if self.first_eq.q.val()
+            & (self.r_data.q.val().get_bits::<16>(16) == self.switch_mac.val().get_bits::<16>(0))
+        {
             self.new_route.next = 1.into();
         } else if self.first_group.q.val() {
             self.new_route.next = 3.into();
@@ -120,6 +131,7 @@ impl Logic for RxClassifier {
                     } else {
                         self.first_eq.d.next = self.r_data.q.val() == self.switch_mac.val().get_bits::<32>(16);
                         self.first_group.d.next = self.r_data.q.val().get_bit(24);
+                        self.first_edp.d.next = self.r_data.q.val() == 0x00E0_2B00;
                         self.hold.d.next = bit_cast::<WORD_BITS, 32>(self.r_data.q.val());
                         self.state.d.next = 1.into();
                     }

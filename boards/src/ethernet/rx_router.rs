@@ -12,11 +12,28 @@
 //! source MAC (bytes 6..12) and the port are put out for one clock on `learn`, unless the
 //! source MAC is a group address. `merge_start`/`merge_port` mark the first word of each frame
 //! the core takes and the port it came from (observability for the board tests).
+//!
+//! EAPS (docs/eaps.md §12): a frame with route 0 (destination 00-E0-2B-00-00-04, the
+//! classifier's mark) goes, while `node_on`, to the EAPS node (`node`, with its port on
+//! `node_port`) and is written at the same time, uncommitted, into the other port's bridge
+//! FIFO; the router then waits (taking nothing) until the node has dealt with it
+//! (`node_quiet` on two clocks in a row, no sooner than [`DECIDE_CLOCKS`] after the last word)
+//! and commits it there if the node raised `node_pass` for its port meanwhile (another EDP
+//! frame to pass on unchanged), or drops it (a PDU, which the node forwards itself, or a
+//! frame it rejects). Without `node_on` such a frame is bridged like any other unicast.
+//! A bridged frame is committed only if `bridge_pass` (the VLAN gate's verdict on the
+//! frame's 802.1Q tag, `tag_tagged`/`tag_vid`, taken from the fourth word) is high at its
+//! last word, and dropped otherwise. Learning skips route-0 frames.
 
 use crate::ethernet::frame_fifo::{FrameWriter, WORD_BITS};
 use crate::ethernet::mac_table::MacLearn;
 use crate::ethernet::stream::{beat, StreamSink, StreamSource};
 use rust_hdl::prelude::*;
+
+/// Clocks after a node frame's last word before the router looks at `node_quiet` (the word
+/// is still being unpacked into bytes, the node has not seen the frame's end yet).
+/// (The logic compares with the literal 8.)
+pub const DECIDE_CLOCKS: u64 = 8;
 
 /// The receive router.
 #[derive(LogicBlock, Default)]
@@ -39,47 +56,148 @@ pub struct RxRouter {
     pub merge_start: Signal<Out, Bit>,
     /// Its port.
     pub merge_port: Signal<Out, Bit>,
-    words: DFF<Bits<2>>,
+    /// The EAPS node is on: route-0 frames go to it.
+    pub node_on: Signal<In, Bit>,
+    /// Route-0 frames for the node (FIFO words).
+    pub node: StreamSource<WORD_BITS>,
+    /// The port of the node's frame.
+    pub node_port: Signal<Out, Bit>,
+    /// The node is idle and has every byte of the frame.
+    pub node_quiet: Signal<In, Bit>,
+    /// The node passes the frame that last ended on port `p` (bit `p`).
+    pub node_pass: Signal<In, Bits<2>>,
+    /// The current frame has an 802.1Q tag (from its fourth word on).
+    pub tag_tagged: Signal<Out, Bit>,
+    /// Its VID.
+    pub tag_vid: Signal<Out, Bits<12>>,
+    /// The VLAN gate lets the current frame from its port out of the other.
+    pub bridge_pass: Signal<In, Bit>,
+    words: DFF<Bits<3>>,
     src_hi: DFF<Bits<16>>,
+    tagged_q: DFF<Bit>,
+    vid_q: DFF<Bits<12>>,
+    deciding: DFF<Bit>,
+    wait_count: DFF<Bits<4>>,
+    quiet_q: DFF<Bit>,
+    pass_seen: DFF<Bit>,
+    dport: DFF<Bit>,
     to_core: Signal<Local, Bit>,
     to_bridge: Signal<Local, Bit>,
+    is_edp: Signal<Local, Bit>,
+    to_node: Signal<Local, Bit>,
     bridge_ready: Signal<Local, Bit>,
+    node_ready: Signal<Local, Bit>,
     go: Signal<Local, Bit>,
+    last: Signal<Local, Bit>,
+    pass_now: Signal<Local, Bit>,
+    decide: Signal<Local, Bit>,
+    keep: Signal<Local, Bit>,
 }
 
 impl Logic for RxRouter {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, words, src_hi);
+        dff_setup!(self, clock, words, src_hi, tagged_q, vid_q, deciding, wait_count, quiet_q, pass_seen, dport);
+        self.is_edp.next = !self.up.data.val().get_bit(36) & !self.up.data.val().get_bit(37);
+        self.to_node.next = self.is_edp.val() & self.node_on.val();
         self.to_core.next = self.up.data.val().get_bit(36);
-        self.to_bridge.next = self.up.data.val().get_bit(37);
+        // Route-0 frames are written to the other port's bridge FIFO too (held there for the
+        // node's verdict when it is on, bridged as unicast when it is off).
+        self.to_bridge.next = self.up.data.val().get_bit(37) | self.is_edp.val();
+        self.last.next = self.up.data.val().get_bit(35);
         if self.up_source.val() {
             self.bridge_ready.next = self.bridge[0].ready.val();
         } else {
             self.bridge_ready.next = self.bridge[1].ready.val();
         }
+        self.node_ready.next = !self.to_node.val() | self.node.ready.val();
         self.up.ready.next = self.enable.val()
+            & !self.deciding.q.val()
             & (!self.to_core.val() | self.core.ready.val())
-            & (!self.to_bridge.val() | self.bridge_ready.val());
+            & (!self.to_bridge.val() | self.bridge_ready.val())
+            & self.node_ready.val();
         self.go.next = self.up.valid.val()
             & self.enable.val()
+            & !self.deciding.q.val()
             & (!self.to_core.val() | self.core.ready.val())
-            & (!self.to_bridge.val() | self.bridge_ready.val());
+            & (!self.to_bridge.val() | self.bridge_ready.val())
+            & self.node_ready.val();
         self.core.valid.next = self.up.valid.val()
             & self.enable.val()
+            & !self.deciding.q.val()
             & self.to_core.val()
             & (!self.to_bridge.val() | self.bridge_ready.val());
         self.core.data.next = bit_cast::<{ beat::BITS }, 32>(self.up.data.val().get_bits::<32>(0))
             | (bit_cast::<{ beat::BITS }, 1>(self.up.data.val().get_bit(35).into()) << 32)
             | (bit_cast::<{ beat::BITS }, 3>(self.up.data.val().get_bits::<3>(32)) << 33);
+        self.node.valid.next = self.up.valid.val()
+            & self.enable.val()
+            & !self.deciding.q.val()
+            & self.to_node.val()
+            & self.bridge_ready.val();
+        self.node.data.next = self.up.data.val();
+        self.node_port.next = self.dport.q.val();
+        self.tag_tagged.next = self.tagged_q.q.val();
+        self.tag_vid.next = self.vid_q.q.val();
+        // The node's verdict on the held frame.
+        self.quiet_q.d.next = self.node_quiet.val();
+        if self.dport.q.val() {
+            self.pass_now.next = self.node_pass.val().get_bit(1);
+        } else {
+            self.pass_now.next = self.node_pass.val().get_bit(0);
+        }
+        self.decide.next =
+            self.deciding.q.val() & (self.wait_count.q.val() == 8) & self.node_quiet.val() & self.quiet_q.q.val();
+        self.keep.next = self.pass_seen.q.val() | self.pass_now.val();
+        if self.deciding.q.val() {
+            if self.pass_now.val() {
+                self.pass_seen.d.next = true;
+            }
+            if self.wait_count.q.val() != 8 {
+                self.wait_count.d.next = self.wait_count.q.val() + 1;
+            }
+            if self.decide.val() {
+                self.deciding.d.next = false;
+            }
+        }
         self.bridge[0].data.next = self.up.data.val();
         self.bridge[1].data.next = self.up.data.val();
         self.bridge[0].enable.next = self.go.val() & self.to_bridge.val() & self.up_source.val();
         self.bridge[1].enable.next = self.go.val() & self.to_bridge.val() & !self.up_source.val();
-        self.bridge[0].commit.next =
-            self.go.val() & self.to_bridge.val() & self.up_source.val() & self.up.data.val().get_bit(35);
-        self.bridge[1].commit.next =
-            self.go.val() & self.to_bridge.val() & !self.up_source.val() & self.up.data.val().get_bit(35);
+        // A bridged frame's end: kept if the gate lets it through; a node frame's end waits.
+        self.bridge[0].commit.next = self.go.val()
+            & self.to_bridge.val()
+            & !self.to_node.val()
+            & self.up_source.val()
+            & self.last.val()
+            & self.bridge_pass.val();
+        self.bridge[1].commit.next = self.go.val()
+            & self.to_bridge.val()
+            & !self.to_node.val()
+            & !self.up_source.val()
+            & self.last.val()
+            & self.bridge_pass.val();
+        self.bridge[0].drop.next = self.go.val()
+            & self.to_bridge.val()
+            & !self.to_node.val()
+            & self.up_source.val()
+            & self.last.val()
+            & !self.bridge_pass.val();
+        self.bridge[1].drop.next = self.go.val()
+            & self.to_bridge.val()
+            & !self.to_node.val()
+            & !self.up_source.val()
+            & self.last.val()
+            & !self.bridge_pass.val();
+        if self.decide.val() {
+            if self.dport.q.val() {
+                self.bridge[0].commit.next = self.keep.val();
+                self.bridge[0].drop.next = !self.keep.val();
+            } else {
+                self.bridge[1].commit.next = self.keep.val();
+                self.bridge[1].drop.next = !self.keep.val();
+            }
+        }
         self.learn.valid.next = false;
         self.learn.mac.next =
             (bit_cast::<48, 16>(self.src_hi.q.val()) << 32) | bit_cast::<48, 32>(self.up.data.val().get_bits::<32>(0));
@@ -87,16 +205,28 @@ impl Logic for RxRouter {
         self.merge_start.next = self.go.val() & self.to_core.val() & (self.words.q.val() == 0);
         self.merge_port.next = self.up_source.val();
         if self.go.val() {
-            if self.up.data.val().get_bit(35) {
+            if self.last.val() {
                 self.words.d.next = 0.into();
-            } else if self.words.q.val() != 3 {
+            } else if self.words.q.val() != 4 {
                 self.words.d.next = self.words.q.val() + 1;
+            }
+            if self.words.q.val() == 0 {
+                self.dport.d.next = self.up_source.val();
             }
             if self.words.q.val() == 1 {
                 self.src_hi.d.next = self.up.data.val().get_bits::<16>(0);
             }
             if self.words.q.val() == 2 {
-                self.learn.valid.next = !self.src_hi.q.val().get_bit(8);
+                self.learn.valid.next = !self.src_hi.q.val().get_bit(8) & !self.is_edp.val();
+            }
+            if self.words.q.val() == 3 {
+                self.tagged_q.d.next = self.up.data.val().get_bits::<16>(16) == 0x8100;
+                self.vid_q.d.next = self.up.data.val().get_bits::<12>(0);
+            }
+            if self.to_node.val() & self.last.val() {
+                self.deciding.d.next = true;
+                self.wait_count.d.next = 0.into();
+                self.pass_seen.d.next = false;
             }
         }
     }

@@ -24,7 +24,7 @@ use crate::tops::switch_fabric::{FabricStatus, SwitchFabric};
 use rust_hdl::prelude::*;
 use spotagg_driver::control::protocol::reg;
 use spotagg_driver::JobConfig;
-use spotagg_hdl::control_link::{ControlIdentity, ControlLink};
+use spotagg_hdl::control_link::{ControlIdentity, ControlLink, EapsRegisterPort};
 use spotagg_hdl::mdio::MdioMaster;
 use spotagg_hdl::straggler::StragglerRead;
 use spotagg_hdl::CoreConfig;
@@ -105,7 +105,8 @@ impl<const J: usize> BoardLogic<J> {
             status: Default::default(),
             fabric: SwitchFabric::with_jobs(core, jobs),
             link: ControlLink::with_board(&core, params.identity, usize::from(reg::BOARD_COUNTER_COUNT), Some(regs))
-                .with_jobs(J),
+                .with_jobs(J)
+                .with_eaps(true),
             mdio: MdioMaster::new(params.mdc_half_period, params.phy_addresses),
             port_counter_q: Default::default(),
             high_q: Default::default(),
@@ -151,6 +152,15 @@ impl<const J: usize> Logic for BoardLogic<J> {
         self.mdio_oe.next = self.mdio.mdio_oe.val();
         self.mdio.mdio_i.next = self.mdio_i.val();
         self.link.link_state.next = self.mdio.link_state.val();
+        // EAPS: the node acts on the PHYs' link state (ports 0 and 1: up at 10, 100 or 1000
+        // Mb/s, codes 2..=4 of the port's byte).
+        self.fabric.eaps_link_up.next =
+            bit_cast::<2, 1>((self.mdio.link_state.val().get_bit(1) | self.mdio.link_state.val().get_bit(2)).into())
+                | (bit_cast::<2, 1>(
+                    (self.mdio.link_state.val().get_bit(9) | self.mdio.link_state.val().get_bit(10)).into(),
+                ) << 1);
+        // Its configuration and status registers over the control link (0x0700.., 0x0800..).
+        EapsRegisterPort::join(&mut self.link.eaps, &mut self.fabric.eaps);
         StragglerRead::join(&mut self.fabric.straggler, &mut self.link.straggler);
     }
 }

@@ -42,15 +42,22 @@ use crate::ethernet::frame_arbiter::FrameArbiter;
 use crate::ethernet::frame_fifo::{FrameWriter, WORD_BITS};
 use crate::ethernet::gmii::GmiiPort;
 use crate::ethernet::mac_table::{MacLearn, MacLookup, MacTable};
+use crate::ethernet::pdu_merge::PduMerge;
 use crate::ethernet::result_dispatcher::ResultDispatcher;
 use crate::ethernet::rx_router::RxRouter;
 use crate::ethernet::stream::{beat, StreamSource};
 use crate::ethernet::stream_slice::StreamSlice;
 use crate::tops::config_loader::ConfigLoader;
 use rust_hdl::prelude::*;
+use spotagg_driver::control::protocol::eaps::DomainSettings;
 use spotagg_driver::JobConfig;
+use spotagg_hdl::byte_stream::ByteSource;
+use spotagg_hdl::control_link::EapsRegisterAccess;
+use spotagg_hdl::eaps_gate::{EapsTimebase, EapsVlanGate};
+use spotagg_hdl::eaps_node::EapsNode;
 use spotagg_hdl::multi_core::MultiCore;
 use spotagg_hdl::straggler::StragglerRead;
+use spotagg_hdl::stream_width::TxWidth;
 use spotagg_hdl::CoreConfig;
 
 /// What the fabric says of its state, to the layers above and the board tests.
@@ -67,10 +74,24 @@ pub struct FabricStatus {
     pub merge_port: Signal<Out, Bit>,
 }
 
+/// Clocks of the core clock per EAPS time unit on the board: 1 µs at 100 MHz.
+pub const EAPS_TIME_DIV: u32 = 100;
+
 /// The board logic with width-4 cores, one for each of `J` jobs (docs/switch.md §8;
 /// `spotagg_hdl::multi_core::MultiCore`, which with one job is the core alone).
+///
+/// EAPS (docs/eaps.md §12): the two ports are the ring ports of an [`EapsNode`] of `D`
+/// domains (default 2) in the core clock. Frames to 00-E0-2B-00-00-04 go to the node as
+/// bytes (not to the core; bridged only if the node passes them, while it is enabled); its
+/// PDUs join each port's result FIFO between the dispatcher's frames ([`PduMerge`]); the
+/// bridge and the dispatcher ask [`EapsVlanGate`]s whether a tagged frame of a protected VLAN
+/// may enter and leave a ring port; its flush pulses flush the MAC table; `eaps_link_up`
+/// drives its link state, [`EapsTimebase`] its time (one unit per `EAPS_TIME_DIV` clocks
+/// unless set). Its configuration registers start at the power-up default
+/// ([`SwitchFabric::with_eaps`]; none: no domain, disabled, a transparent bridge as before)
+/// and are written through `eaps`.
 #[derive(LogicBlock)]
-pub struct SwitchFabric<const J: usize = 1> {
+pub struct SwitchFabric<const J: usize = 1, const D: usize = 2> {
     /// Core clock (100 MHz on the board).
     pub core_clock: Signal<In, Clock>,
     /// Transmit clock of both ports (125 MHz).
@@ -103,6 +124,11 @@ pub struct SwitchFabric<const J: usize = 1> {
     /// The core's straggler counters, scanned (`spotagg_hdl::straggler`; zero unless the core
     /// has them).
     pub straggler: StragglerRead,
+    /// The EAPS node's configuration writes (offsets in 0x0700..: `16·d + r`, 0xF0 the
+    /// enable) and status reads (`spotagg_hdl::eaps_node`'s word map), from the control link.
+    pub eaps: EapsRegisterAccess,
+    /// Link state of ports 0 (bit 0) and 1, from the PHYs (MDIO): a loss sends LINK-DOWN.
+    pub eaps_link_up: Signal<In, Bits<2>>,
     port: [EthPort; 2],
     rx_arbiter: FrameArbiter,
     router: RxRouter,
@@ -121,6 +147,25 @@ pub struct SwitchFabric<const J: usize = 1> {
     cfg_address_q: DFF<Bits<8>>,
     cfg_data_q: DFF<Bits<32>>,
     done_q: DFF<Bit>,
+    node: EapsNode<D>,
+    timebase: EapsTimebase,
+    node_rx: TxWidth<8>,
+    pdu_merge: [PduMerge; 2],
+    /// The bridge's gates: the frame's ingress port and its egress port.
+    gate_in: EapsVlanGate<D>,
+    gate_out: EapsVlanGate<D>,
+    /// The dispatcher's gates: port 0, port 1.
+    gate_res0: EapsVlanGate<D>,
+    gate_res1: EapsVlanGate<D>,
+    e_flags: [DFFWithInit<Bits<4>>; D],
+    e_vlan: [DFFWithInit<Bits<12>>; D],
+    e_lo: [DFFWithInit<Bits<12>>; D],
+    e_hi: [DFFWithInit<Bits<12>>; D],
+    e_hello: [DFFWithInit<Bits<32>>; D],
+    e_fail: [DFFWithInit<Bits<32>>; D],
+    e_pf: [DFFWithInit<Bits<32>>; D],
+    e_fields: [DFFWithInit<Bits<32>>; D],
+    e_enable: DFFWithInit<Bit>,
 }
 
 impl SwitchFabric<1> {
@@ -130,7 +175,7 @@ impl SwitchFabric<1> {
     }
 }
 
-impl<const J: usize> SwitchFabric<J> {
+impl<const J: usize, const D: usize> SwitchFabric<J, D> {
     /// The board logic with `J` width-4 cores built with `core`, configured for `jobs` (1..=J:
     /// the first cores', the others' left empty, with no workers) at power-up; job 0's
     /// switch MAC.
@@ -164,6 +209,8 @@ impl<const J: usize> SwitchFabric<J> {
             pause: Default::default(),
             status: Default::default(),
             straggler: Default::default(),
+            eaps: Default::default(),
+            eaps_link_up: Default::default(),
             port: Default::default(),
             rx_arbiter: Default::default(),
             router: Default::default(),
@@ -182,15 +229,91 @@ impl<const J: usize> SwitchFabric<J> {
             cfg_address_q: Default::default(),
             cfg_data_q: Default::default(),
             done_q: Default::default(),
+            node: Default::default(),
+            timebase: EapsTimebase::new(EAPS_TIME_DIV),
+            node_rx: TxWidth::new(),
+            pdu_merge: Default::default(),
+            gate_in: Default::default(),
+            gate_out: Default::default(),
+            gate_res0: Default::default(),
+            gate_res1: Default::default(),
+            e_flags: std::array::from_fn(|_| DFFWithInit::new(0.into())),
+            e_vlan: std::array::from_fn(|_| DFFWithInit::new(0.into())),
+            e_lo: std::array::from_fn(|_| DFFWithInit::new(1.into())),
+            e_hi: std::array::from_fn(|_| DFFWithInit::new(0.into())),
+            e_hello: std::array::from_fn(|_| DFFWithInit::new(0.into())),
+            e_fail: std::array::from_fn(|_| DFFWithInit::new(0.into())),
+            e_pf: std::array::from_fn(|_| DFFWithInit::new(0.into())),
+            e_fields: std::array::from_fn(|_| DFFWithInit::new(0.into())),
+            e_enable: DFFWithInit::new(false),
         }
+    }
+
+    /// The fabric with `domains` (slot d: domain d's settings, `None` none) as the EAPS
+    /// power-up default, enabled once the job is loaded if `enable` (the same values the
+    /// control link's writes of `spotagg_driver::control::protocol::eaps::writes` give).
+    pub fn with_eaps(mut self, domains: &[Option<DomainSettings>], enable: bool) -> Self {
+        assert!(domains.len() <= D, "{} EAPS domains for a fabric built with {D}", domains.len());
+        for (d, s) in domains.iter().enumerate() {
+            let w = s.map(|s| s.words()).unwrap_or([0, 0, 1, 0, 0, 0, 0]);
+            self.e_flags[d] = DFFWithInit::new(u64::from(w[0] & 0xf).into());
+            self.e_vlan[d] = DFFWithInit::new(u64::from(w[1] & 0xfff).into());
+            self.e_lo[d] = DFFWithInit::new(u64::from(w[2] & 0xfff).into());
+            self.e_hi[d] = DFFWithInit::new(u64::from((w[2] >> 16) & 0xfff).into());
+            self.e_hello[d] = DFFWithInit::new(u64::from(w[3]).into());
+            self.e_fail[d] = DFFWithInit::new(u64::from(w[4]).into());
+            self.e_pf[d] = DFFWithInit::new(u64::from(w[5]).into());
+            self.e_fields[d] = DFFWithInit::new(u64::from(w[6]).into());
+        }
+        self.e_enable = DFFWithInit::new(enable);
+        self
+    }
+
+    /// The EAPS time unit: `div` core clocks (1..=65536; [`EAPS_TIME_DIV`] unless set).
+    pub fn with_eaps_time_div(mut self, div: u32) -> Self {
+        self.timebase = EapsTimebase::new(div);
+        self
     }
 }
 
-impl<const J: usize> Logic for SwitchFabric<J> {
+impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
     #[hdl_gen]
     fn update(&mut self) {
-        clock!(self, core_clock, rx_arbiter, router, dispatcher, loader, core, mac_table, to_core, from_core);
-        dff_setup!(self, core_clock, in_frame, mac_hi, mac_lo, cfg_write_q, cfg_address_q, cfg_data_q, done_q, idle_q);
+        clock!(
+            self, core_clock, rx_arbiter, router, dispatcher, loader, core, mac_table, to_core, from_core, node,
+            timebase, node_rx
+        );
+        dff_setup!(
+            self,
+            core_clock,
+            in_frame,
+            mac_hi,
+            mac_lo,
+            cfg_write_q,
+            cfg_address_q,
+            cfg_data_q,
+            done_q,
+            idle_q,
+            e_enable
+        );
+        for d in 0..D {
+            self.e_flags[d].clock.next = self.core_clock.val();
+            self.e_flags[d].d.next = self.e_flags[d].q.val();
+            self.e_vlan[d].clock.next = self.core_clock.val();
+            self.e_vlan[d].d.next = self.e_vlan[d].q.val();
+            self.e_lo[d].clock.next = self.core_clock.val();
+            self.e_lo[d].d.next = self.e_lo[d].q.val();
+            self.e_hi[d].clock.next = self.core_clock.val();
+            self.e_hi[d].d.next = self.e_hi[d].q.val();
+            self.e_hello[d].clock.next = self.core_clock.val();
+            self.e_hello[d].d.next = self.e_hello[d].q.val();
+            self.e_fail[d].clock.next = self.core_clock.val();
+            self.e_fail[d].d.next = self.e_fail[d].q.val();
+            self.e_pf[d].clock.next = self.core_clock.val();
+            self.e_pf[d].d.next = self.e_pf[d].q.val();
+            self.e_fields[d].clock.next = self.core_clock.val();
+            self.e_fields[d].d.next = self.e_fields[d].q.val();
+        }
         self.switch_mac.next =
             (bit_cast::<48, 16>(self.mac_hi.q.val()) << 32) | bit_cast::<48, 32>(self.mac_lo.q.val());
         // Ports, merged into the router (the fuller receive FIFO first); the router's bridged
@@ -203,7 +326,9 @@ impl<const J: usize> Logic for SwitchFabric<J> {
             StreamSource::<WORD_BITS>::join(&mut self.port[i].rxq, &mut self.rx_arbiter.up[i]);
             self.rx_arbiter.fill[i].next = self.port[i].rxq_fill.val();
             FrameWriter::join(&mut self.router.bridge[i], &mut self.port[i].br);
-            FrameWriter::join(&mut self.dispatcher.out[i], &mut self.port[i].res);
+            self.pdu_merge[i].clock.next = self.core_clock.val();
+            FrameWriter::join(&mut self.dispatcher.out[i], &mut self.pdu_merge[i].up);
+            FrameWriter::join(&mut self.pdu_merge[i].down, &mut self.port[i].res);
             self.port[i].counter_address.next = self.port_counter_address.val().get_bits::<3>(0);
         }
         self.router.enable.next = self.done_q.q.val() & (self.in_frame.q.val() | !self.pause.val());
@@ -213,8 +338,8 @@ impl<const J: usize> Logic for SwitchFabric<J> {
         StreamSource::<WORD_BITS>::join(&mut self.rx_arbiter.down, &mut self.router.up);
         self.router.up_source.next = self.rx_arbiter.down_source.val();
         MacLearn::join(&mut self.router.learn, &mut self.mac_table.learn);
-        // Flushed by the EAPS node once it is wired in (issue 17 item 5); never until then.
-        self.mac_table.flush.next = false;
+        // EAPS: the node's flushes (any domain's) flush the MAC table.
+        self.mac_table.flush.next = self.node.flush.val() != 0;
         self.status.merge_start.next = self.router.merge_start.val();
         self.status.merge_port.next = self.router.merge_port.val();
         // Core, behind register slices both ways (its `rx_ready` and `tx_valid` are logic of its
@@ -263,6 +388,141 @@ impl<const J: usize> Logic for SwitchFabric<J> {
         self.core.tx.ready.next = self.from_core.up.ready.val();
         StreamSource::<{ beat::BITS }>::join(&mut self.from_core.down, &mut self.dispatcher.up);
         MacLookup::join(&mut self.dispatcher.lookup, &mut self.mac_table.lookup);
+        // EAPS: the configuration registers (written through `eaps` once the job is loaded;
+        // domain d's register r at 16·d + r, the enable at 0xF0).
+        for d in 0..D {
+            if self.eaps.write.val() & (self.eaps.address.val().get_bits::<4>(4).index() == d) {
+                match self.eaps.address.val().get_bits::<4>(0).index() {
+                    0 => self.e_flags[d].d.next = self.eaps.data.val().get_bits::<4>(0),
+                    1 => self.e_vlan[d].d.next = self.eaps.data.val().get_bits::<12>(0),
+                    2 => {
+                        self.e_lo[d].d.next = self.eaps.data.val().get_bits::<12>(0);
+                        self.e_hi[d].d.next = self.eaps.data.val().get_bits::<12>(16);
+                    }
+                    3 => self.e_hello[d].d.next = self.eaps.data.val(),
+                    4 => self.e_fail[d].d.next = self.eaps.data.val(),
+                    5 => self.e_pf[d].d.next = self.eaps.data.val(),
+                    6 => self.e_fields[d].d.next = self.eaps.data.val(),
+                    _ => {}
+                }
+            }
+        }
+        if self.eaps.write.val() & (self.eaps.address.val() == 0xF0) {
+            self.e_enable.d.next = self.eaps.data.val().get_bit(0);
+        }
+        for d in 0..D {
+            self.node.cfg[d].active.next = self.e_flags[d].q.val().get_bit(0);
+            self.node.cfg[d].master.next = self.e_flags[d].q.val().get_bit(1);
+            self.node.cfg[d].primary.next = self.e_flags[d].q.val().get_bit(2);
+            self.node.cfg[d].send_alert.next = self.e_flags[d].q.val().get_bit(3);
+            self.node.cfg[d].control_vlan.next = self.e_vlan[d].q.val();
+            self.node.cfg[d].protected_lo.next = self.e_lo[d].q.val();
+            self.node.cfg[d].protected_hi.next = self.e_hi[d].q.val();
+            self.node.cfg[d].hello.next = self.e_hello[d].q.val();
+            self.node.cfg[d].fail.next = self.e_fail[d].q.val();
+            self.node.cfg[d].pre_forwarding.next = self.e_pf[d].q.val();
+            self.node.cfg[d].hello_field.next = self.e_fields[d].q.val().get_bits::<16>(0);
+            self.node.cfg[d].fail_field.next = self.e_fields[d].q.val().get_bits::<16>(16);
+            self.gate_in.cfg[d].active.next = self.e_flags[d].q.val().get_bit(0);
+            self.gate_in.cfg[d].master.next = self.e_flags[d].q.val().get_bit(1);
+            self.gate_in.cfg[d].primary.next = self.e_flags[d].q.val().get_bit(2);
+            self.gate_in.cfg[d].send_alert.next = self.e_flags[d].q.val().get_bit(3);
+            self.gate_in.cfg[d].control_vlan.next = self.e_vlan[d].q.val();
+            self.gate_in.cfg[d].protected_lo.next = self.e_lo[d].q.val();
+            self.gate_in.cfg[d].protected_hi.next = self.e_hi[d].q.val();
+            self.gate_in.cfg[d].hello.next = self.e_hello[d].q.val();
+            self.gate_in.cfg[d].fail.next = self.e_fail[d].q.val();
+            self.gate_in.cfg[d].pre_forwarding.next = self.e_pf[d].q.val();
+            self.gate_in.cfg[d].hello_field.next = self.e_fields[d].q.val().get_bits::<16>(0);
+            self.gate_in.cfg[d].fail_field.next = self.e_fields[d].q.val().get_bits::<16>(16);
+            self.gate_res0.cfg[d].active.next = self.e_flags[d].q.val().get_bit(0);
+            self.gate_res0.cfg[d].master.next = self.e_flags[d].q.val().get_bit(1);
+            self.gate_res0.cfg[d].primary.next = self.e_flags[d].q.val().get_bit(2);
+            self.gate_res0.cfg[d].send_alert.next = self.e_flags[d].q.val().get_bit(3);
+            self.gate_res0.cfg[d].control_vlan.next = self.e_vlan[d].q.val();
+            self.gate_res0.cfg[d].protected_lo.next = self.e_lo[d].q.val();
+            self.gate_res0.cfg[d].protected_hi.next = self.e_hi[d].q.val();
+            self.gate_res0.cfg[d].hello.next = self.e_hello[d].q.val();
+            self.gate_res0.cfg[d].fail.next = self.e_fail[d].q.val();
+            self.gate_res0.cfg[d].pre_forwarding.next = self.e_pf[d].q.val();
+            self.gate_res0.cfg[d].hello_field.next = self.e_fields[d].q.val().get_bits::<16>(0);
+            self.gate_res0.cfg[d].fail_field.next = self.e_fields[d].q.val().get_bits::<16>(16);
+            self.gate_out.cfg[d].active.next = self.e_flags[d].q.val().get_bit(0);
+            self.gate_out.cfg[d].master.next = self.e_flags[d].q.val().get_bit(1);
+            self.gate_out.cfg[d].primary.next = self.e_flags[d].q.val().get_bit(2);
+            self.gate_out.cfg[d].send_alert.next = self.e_flags[d].q.val().get_bit(3);
+            self.gate_out.cfg[d].control_vlan.next = self.e_vlan[d].q.val();
+            self.gate_out.cfg[d].protected_lo.next = self.e_lo[d].q.val();
+            self.gate_out.cfg[d].protected_hi.next = self.e_hi[d].q.val();
+            self.gate_out.cfg[d].hello.next = self.e_hello[d].q.val();
+            self.gate_out.cfg[d].fail.next = self.e_fail[d].q.val();
+            self.gate_out.cfg[d].pre_forwarding.next = self.e_pf[d].q.val();
+            self.gate_out.cfg[d].hello_field.next = self.e_fields[d].q.val().get_bits::<16>(0);
+            self.gate_out.cfg[d].fail_field.next = self.e_fields[d].q.val().get_bits::<16>(16);
+            self.gate_res1.cfg[d].active.next = self.e_flags[d].q.val().get_bit(0);
+            self.gate_res1.cfg[d].master.next = self.e_flags[d].q.val().get_bit(1);
+            self.gate_res1.cfg[d].primary.next = self.e_flags[d].q.val().get_bit(2);
+            self.gate_res1.cfg[d].send_alert.next = self.e_flags[d].q.val().get_bit(3);
+            self.gate_res1.cfg[d].control_vlan.next = self.e_vlan[d].q.val();
+            self.gate_res1.cfg[d].protected_lo.next = self.e_lo[d].q.val();
+            self.gate_res1.cfg[d].protected_hi.next = self.e_hi[d].q.val();
+            self.gate_res1.cfg[d].hello.next = self.e_hello[d].q.val();
+            self.gate_res1.cfg[d].fail.next = self.e_fail[d].q.val();
+            self.gate_res1.cfg[d].pre_forwarding.next = self.e_pf[d].q.val();
+            self.gate_res1.cfg[d].hello_field.next = self.e_fields[d].q.val().get_bits::<16>(0);
+            self.gate_res1.cfg[d].fail_field.next = self.e_fields[d].q.val().get_bits::<16>(16);
+        }
+        // The node: enabled once the job is loaded, the switch MAC its system MAC.
+        self.node.now.next = self.timebase.now.val();
+        self.node.system_mac.next = self.switch_mac.val();
+        self.node.enable.next = self.e_enable.q.val() & self.done_q.q.val();
+        self.node.link_up.next = self.eaps_link_up.val();
+        self.node.status_address.next = self.eaps.status_address.val();
+        self.eaps.status_data.next = self.node.status_data.val();
+        // Its frames, from the router as words, to its port's receive stream as bytes.
+        self.router.node_on.next = self.e_enable.q.val();
+        self.node_rx.word.valid.next = self.router.node.valid.val();
+        self.node_rx.word.data.next = self.router.node.data.val().get_bits::<32>(0);
+        self.node_rx.word.last.next = self.router.node.data.val().get_bit(35);
+        self.node_rx.word.bytes.next = self.router.node.data.val().get_bits::<3>(32);
+        self.router.node.ready.next = self.node_rx.word.ready.val();
+        self.node.rx0.valid.next = self.node_rx.out_valid.val() & !self.router.node_port.val();
+        self.node.rx1.valid.next = self.node_rx.out_valid.val() & self.router.node_port.val();
+        self.node.rx0.data.next = self.node_rx.out_data.val();
+        self.node.rx1.data.next = self.node_rx.out_data.val();
+        self.node.rx0.last.next = self.node_rx.out_last.val();
+        self.node.rx1.last.next = self.node_rx.out_last.val();
+        if self.router.node_port.val() {
+            self.node_rx.out_ready.next = self.node.rx1.ready.val();
+        } else {
+            self.node_rx.out_ready.next = self.node.rx0.ready.val();
+        }
+        self.router.node_quiet.next = self.node.idle.val() & !self.node_rx.out_valid.val();
+        self.router.node_pass.next = self.node.pass.val();
+        // Its PDUs into each port's result FIFO.
+        ByteSource::join(&mut self.node.tx0, &mut self.pdu_merge[0].pdu);
+        ByteSource::join(&mut self.node.tx1, &mut self.pdu_merge[1].pdu);
+        // The VLAN gates: a bridged frame must pass its ingress and its egress port, a result
+        // each port it is written to.
+        self.gate_in.forwarding.next = self.node.forwarding.val();
+        self.gate_out.forwarding.next = self.node.forwarding.val();
+        self.gate_in.has_tag.next = self.router.tag_tagged.val();
+        self.gate_out.has_tag.next = self.router.tag_tagged.val();
+        self.gate_in.vid.next = self.router.tag_vid.val();
+        self.gate_out.vid.next = self.router.tag_vid.val();
+        self.gate_res0.forwarding.next = self.node.forwarding.val();
+        self.gate_res1.forwarding.next = self.node.forwarding.val();
+        self.gate_res0.has_tag.next = self.dispatcher.tag_tagged.val();
+        self.gate_res1.has_tag.next = self.dispatcher.tag_tagged.val();
+        self.gate_res0.vid.next = self.dispatcher.tag_vid.val();
+        self.gate_res1.vid.next = self.dispatcher.tag_vid.val();
+        self.gate_in.port.next = self.rx_arbiter.down_source.val();
+        self.gate_out.port.next = !self.rx_arbiter.down_source.val();
+        self.router.bridge_pass.next = self.gate_in.pass.val() & self.gate_out.pass.val();
+        self.gate_res0.port.next = false;
+        self.gate_res1.port.next = true;
+        self.dispatcher.gate_pass.next = bit_cast::<2, 1>(self.gate_res0.pass.val().into())
+            | (bit_cast::<2, 1>(self.gate_res1.pass.val().into()) << 1);
         // Port counters: port 0 at 0..=5, the dispatcher's floods at 6, port 1 at 8..=13.
         if self.port_counter_address.val() == 6 {
             self.port_counter_data.next = self.dispatcher.flooded.val();

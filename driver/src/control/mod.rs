@@ -513,6 +513,91 @@ impl<P: Read + Write> Control<P> {
     }
 }
 
+/// One EAPS domain's status as the node reports it (docs/control.md, 0x0800 + 16·d..).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct EapsDomainStatus {
+    /// The domain index.
+    pub domain: usize,
+    /// Configured (the flags' active bit as the node reads it).
+    pub active: bool,
+    /// Master (else transit).
+    pub master: bool,
+    /// The primary port.
+    pub primary_port: u8,
+    /// The state's name.
+    pub state: &'static str,
+    /// Forwarding on ports 0 and 1.
+    pub forwarding: [bool; 2],
+    /// PDUs sent.
+    pub tx: u32,
+    /// PDUs received.
+    pub rx: u32,
+    /// PDUs forwarded.
+    pub forwarded: u32,
+    /// PDUs dropped.
+    pub dropped: u32,
+    /// Time of the last transition (the node's time units, 1 µs on the board).
+    pub transition_time: u32,
+    /// Its cause.
+    pub transition_cause: &'static str,
+}
+
+impl EapsDomainStatus {
+    /// Decodes domain `domain`'s first seven status words.
+    pub fn from_words(domain: usize, w: &[u32]) -> Self {
+        let state = protocol::eaps::STATE_NAMES.get((w[0] & 0xf) as usize).copied().unwrap_or("?");
+        let cause = protocol::eaps::CAUSE_NAMES.get((w[6] & 0xf) as usize).copied().unwrap_or("?");
+        EapsDomainStatus {
+            domain,
+            active: w[0] >> 10 & 1 == 1,
+            master: w[0] >> 8 & 1 == 1,
+            primary_port: (w[0] >> 9 & 1) as u8,
+            state,
+            forwarding: [w[0] >> 4 & 1 == 1, w[0] >> 5 & 1 == 1],
+            tx: w[1],
+            rx: w[2],
+            forwarded: w[3],
+            dropped: w[4],
+            transition_time: w[5],
+            transition_cause: cause,
+        }
+    }
+}
+
+impl<P: Read + Write> Control<P> {
+    /// Configures the board's EAPS node (docs/control.md 0x0700..): disables it, writes every
+    /// domain's registers (slot d: domain d, `None` cleared), then enables it if `enable`.
+    pub fn configure_eaps(
+        &mut self,
+        domains: &[Option<protocol::eaps::DomainSettings>],
+        enable: bool,
+    ) -> Result<(), ControlError> {
+        let writes = protocol::eaps::writes(domains, enable);
+        let mut i = 0;
+        while i < writes.len() {
+            // Consecutive registers in one request.
+            let mut j = i + 1;
+            while j < writes.len() && writes[j].0 == writes[j - 1].0 + 1 {
+                j += 1;
+            }
+            let words: Vec<u32> = writes[i..j].iter().map(|w| w.1).collect();
+            self.write(writes[i].0, &words)?;
+            i = j;
+        }
+        Ok(())
+    }
+
+    /// The status of EAPS domains 0..`domains` (at most the board's build).
+    pub fn eaps_status(&mut self, domains: usize) -> Result<Vec<EapsDomainStatus>, ControlError> {
+        (0..domains)
+            .map(|d| {
+                let w = self.read(reg::EAPS_STATUS + protocol::eaps::DOMAIN_STRIDE * d as u16, 7)?;
+                Ok(EapsDomainStatus::from_words(d, &w))
+            })
+            .collect()
+    }
+}
+
 /// The parent registers 0x010A..=0x010D for `parent` (docs/switch.md §6): IPv4, MAC bytes 0..2,
 /// MAC bytes 2..6, then enable (bit 31), rank (bits 20..16) and port; all zero without a parent,
 /// so that a job without one disables a former job's.

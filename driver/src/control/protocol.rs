@@ -198,6 +198,13 @@ pub mod reg {
     /// total, 2 lag max, in core clock cycles), from the last counter snapshot; only in a core
     /// built with them.
     pub const STRAGGLERS: u16 = 0x0600;
+    /// EAPS configuration (docs/control.md, docs/eaps.md §12): domain d's register r at
+    /// `EAPS_CONFIG + 16·d + r` ([`super::eaps`] gives r), the node's enable at
+    /// `EAPS_CONFIG + 0xF0`; write only, on a board built with EAPS.
+    pub const EAPS_CONFIG: u16 = 0x0700;
+    /// EAPS node status (read only): status word a of the node (`spotagg_hdl::eaps_node`'s
+    /// map: domain d at 16·d + 0..=13, the node's at 0xF0..=0xF3) at `EAPS_STATUS + a`.
+    pub const EAPS_STATUS: u16 = 0x0800;
     /// Registers per rank in the straggler region (the fourth reads 0).
     pub const STRAGGLER_WORDS_PER_RANK: u8 = 4;
 }
@@ -419,5 +426,150 @@ mod tests {
         let mut bad = r.clone();
         bad[4] ^= 0x10;
         assert!(matches!(parse_response(&bad), Err(ParseError::Malformed(_))));
+    }
+}
+
+/// The EAPS configuration registers of a domain (at `reg::EAPS_CONFIG + 16·d + r`) and how
+/// a domain's settings are written into them.
+pub mod eaps {
+    /// Bit 0 the domain exists, bit 1 master (else transit), bit 2 primary port 1 (else 0),
+    /// bit 3 fail action send-alert (else open-secondary).
+    pub const FLAGS: u16 = 0;
+    /// Control VLAN (bits 11..0).
+    pub const CONTROL_VLAN: u16 = 1;
+    /// Protected VLANs, one range: first in bits 11..0, last in bits 27..16 (empty: first >
+    /// last).
+    pub const PROTECTED: u16 = 2;
+    /// Hello period in the node's time units (1 µs on the board).
+    pub const HELLO: u16 = 3;
+    /// Fail period.
+    pub const FAIL: u16 = 4;
+    /// Pre-forwarding period.
+    pub const PRE_FORWARDING: u16 = 5;
+    /// The PDUs' hello timer field (ms, bits 15..0) and fail timer field (bits 31..16).
+    pub const TIMER_FIELDS: u16 = 6;
+    /// Registers per domain.
+    pub const DOMAIN_STRIDE: u16 = 16;
+    /// The node's enable (bit 0), after the domains' registers: written last.
+    pub const ENABLE: u16 = 0xF0;
+    /// Most domains a board is built with.
+    pub const MAX_DOMAINS: usize = 15;
+
+    /// One domain as the hardware node takes it (periods in its time unit).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct DomainSettings {
+        /// Master (else transit).
+        pub master: bool,
+        /// The primary port is port 1 (else port 0).
+        pub primary_port1: bool,
+        /// Fail action send-alert (else open-secondary).
+        pub send_alert: bool,
+        /// Control VLAN.
+        pub control_vlan: u16,
+        /// Protected VLANs, first and last (first > last: none).
+        pub protected: (u16, u16),
+        /// Hello period, time units.
+        pub hello: u32,
+        /// Fail period.
+        pub fail: u32,
+        /// Pre-forwarding period.
+        pub pre_forwarding: u32,
+        /// The PDUs' hello timer field (ms).
+        pub hello_field: u16,
+        /// Their fail timer field (ms).
+        pub fail_field: u16,
+    }
+
+    impl DomainSettings {
+        /// The seven register words, [`FLAGS`] first.
+        pub fn words(&self) -> [u32; 7] {
+            [
+                1 | (u32::from(self.master) << 1)
+                    | (u32::from(self.primary_port1) << 2)
+                    | (u32::from(self.send_alert) << 3),
+                u32::from(self.control_vlan & 0xfff),
+                u32::from(self.protected.0 & 0xfff) | (u32::from(self.protected.1 & 0xfff) << 16),
+                self.hello,
+                self.fail,
+                self.pre_forwarding,
+                u32::from(self.hello_field) | (u32::from(self.fail_field) << 16),
+            ]
+        }
+    }
+
+    /// Status words per domain the node answers (at `reg::EAPS_STATUS + 16·d + w`, w < 14).
+    pub const STATUS_WORDS: u16 = 14;
+    /// The node's own status words at `reg::EAPS_STATUS + 0xF0..=0xF3`: EDP sequence, link
+    /// state acted on | busy << 2, port 0 rejected | overruns << 16, port 1 the same.
+    pub const NODE_STATUS: u16 = 0xF0;
+
+    /// The state names of status word 0's low nibble (`spotagg_hdl::eaps_node::state_code`).
+    pub const STATE_NAMES: [&str; 7] =
+        ["Idle", "Init", "Complete", "Failed", "Links-Up", "Links-Down", "Pre-Forwarding"];
+
+    /// The causes of status word 6 (`spotagg_hdl::eaps_node::cause`).
+    pub const CAUSE_NAMES: [&str; 11] = [
+        "none",
+        "enabled",
+        "health returned",
+        "LINK-DOWN PDU",
+        "port 0 down",
+        "port 1 down",
+        "port 0 up",
+        "port 1 up",
+        "fail timer",
+        "RING-UP-FLUSH-FDB",
+        "pre-forwarding timer",
+    ];
+
+    /// The register writes (address, value) that configure `domains` (slot d: domain d, `None`
+    /// cleared) and then set the node's enable: every domain's registers first, the enable
+    /// last (the node reads its configuration as it is enabled).
+    pub fn writes(domains: &[Option<DomainSettings>], enable: bool) -> Vec<(u16, u32)> {
+        assert!(domains.len() <= MAX_DOMAINS, "{} EAPS domains: at most {MAX_DOMAINS}", domains.len());
+        let mut w = vec![(super::reg::EAPS_CONFIG + ENABLE, 0)];
+        for (d, s) in domains.iter().enumerate() {
+            let base = super::reg::EAPS_CONFIG + DOMAIN_STRIDE * d as u16;
+            match s {
+                Some(s) => w.extend(s.words().iter().enumerate().map(|(r, &v)| (base + r as u16, v))),
+                None => w.push((base + FLAGS, 0)),
+            }
+        }
+        if enable {
+            w.push((super::reg::EAPS_CONFIG + ENABLE, 1));
+        }
+        w
+    }
+
+    #[cfg(test)]
+    mod test {
+        use super::*;
+
+        #[test]
+        fn domain_words_and_write_order() {
+            let s = DomainSettings {
+                master: true,
+                primary_port1: false,
+                send_alert: true,
+                control_vlan: 4000,
+                protected: (100, 199),
+                hello: 1_000_000,
+                fail: 3_000_000,
+                pre_forwarding: 6_000_000,
+                hello_field: 1000,
+                fail_field: 3000,
+            };
+            assert_eq!(
+                s.words(),
+                [0b1011, 4000, 100 | (199 << 16), 1_000_000, 3_000_000, 6_000_000, 1000 | (3000 << 16)]
+            );
+            let w = writes(&[None, Some(s)], true);
+            assert_eq!(w[0], (0x07F0, 0));
+            assert_eq!(w[1], (0x0700, 0));
+            assert_eq!(w[2], (0x0710, 0b1011));
+            assert_eq!(w[8], (0x0716, 1000 | (3000 << 16)));
+            assert_eq!(w.last(), Some(&(0x07F0, 1)));
+            assert_eq!(w.len(), 10);
+        }
     }
 }
