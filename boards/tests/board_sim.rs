@@ -49,10 +49,14 @@ impl Bench {
         if !require_tool(Tool::Verilator) {
             return None;
         }
-        let mut f = SwitchFabric::new(core, job);
+        Some(Bench::of(SwitchFabric::new(core, job)))
+    }
+
+    /// The bench of fabric `f` (built with its settings, e.g. an EAPS power-up default).
+    fn of(mut f: SwitchFabric) -> Bench {
         f.connect_all();
         let ports = ports_of(&f);
-        let verilog = fabric_verilog(core, job);
+        let verilog = generate_verilog(&f);
         let opts = BuildOptions {
             config: Some(format!("{}{}", spotagg_sim::verilator_engine::WAIVERS, WAIVERS_EXTRA)),
             extra_args: vec!["-Wno-fatal".into()],
@@ -67,7 +71,7 @@ impl Bench {
             port_counter_address: p("port_counter_address"),
             port_counter_data: p("port_counter_data"),
         };
-        Some(Bench { m, id, ctr, cycles: 0 })
+        Bench { m, id, ctr, cycles: 0 }
     }
 
     fn edge(&mut self) {
@@ -489,4 +493,161 @@ fn fabric_verilog_lints_clean() {
         .filter(|l| !l.starts_with("%Warning-UNOPTFLAT"))
         .collect();
     assert!(warnings.is_empty(), "{} warnings:\n{}", warnings.len(), warnings.join("\n"));
+}
+
+/// EAPS on the board (docs/eaps.md §12): the fabric with a transit domain baked in (its port
+/// states after enable: both blocked, Pre-Forwarding), both links up, one unit of `now` a
+/// core clock. Into port 0: a master's HEALTH on the control VLAN, the same PDU damaged
+/// (another EDP frame, to be passed on unchanged), a PDU on a VLAN that is no domain's, and
+/// data frames tagged with a protected VLAN, an unprotected one and none. Out of port 1 must
+/// come exactly what the reference node (`spotagg_sim::eaps::EapsNode`, same configuration,
+/// same links) sends for the control frames, in order, and the bridged data frames but the
+/// protected one; nothing out of port 0; the node's status words agree with the reference's
+/// state, port states and counters.
+#[test]
+fn eaps_transit_on_the_board_matches_the_reference_node() {
+    use spotagg_driver::control::protocol::eaps::DomainSettings;
+    use spotagg_driver::wire::eaps::{emit_frame, EapsRepr, EapsState, EapsType};
+    use spotagg_driver::wire::MacAddr;
+    use spotagg_sim::eaps::{Action, DomainConfig, EapsNode, FailAction, Role};
+    if !require_tool(Tool::Verilator) {
+        return;
+    }
+    let core = CoreConfig::new(4, 4, 256, 32).unwrap();
+    let job = JobConfig::example(2, PayloadSize::B256, 4);
+    let (cvlan, lo, hi) = (4000u16, 100u16, 102u16);
+    // Periods far beyond the test (in core clocks): no timer fires.
+    let (hello, fail, pf) = (1u64 << 28, 3u64 << 28, 6u64 << 28);
+    let settings = DomainSettings {
+        master: false,
+        primary_port1: false,
+        send_alert: false,
+        control_vlan: cvlan,
+        protected: (lo, hi),
+        hello: hello as u32,
+        fail: fail as u32,
+        pre_forwarding: pf as u32,
+        hello_field: (hello / 1_000_000) as u16,
+        fail_field: (fail / 1_000_000) as u16,
+    };
+    let f = SwitchFabric::new(core, &job).with_eaps(&[Some(settings)], true).with_eaps_time_div(1);
+    let mut b = Bench::of(f);
+    let link = b.m.port("eaps_link_up");
+    b.m.set(link, 3);
+    let mut reference = EapsNode::new(
+        job.switch_mac,
+        vec![DomainConfig {
+            role: Role::Transit,
+            primary: 0,
+            control_vlan: cvlan,
+            protected: (lo..=hi).collect(),
+            hello,
+            fail,
+            pre_forwarding: pf,
+            fail_action: FailAction::OpenSecondary,
+        }],
+        [true, true],
+    );
+    let mut want_control: Vec<(usize, Vec<u8>)> = vec![];
+    let mut forwarding = [true, true];
+    let note = |actions: Vec<Action>, want: &mut Vec<(usize, Vec<u8>)>, fwd: &mut [bool; 2]| {
+        for a in actions {
+            match a {
+                Action::Send { port, frame } => want.push((port, frame)),
+                Action::PortState { domain: 0, port, forwarding } => fwd[port] = forwarding,
+                _ => {}
+            }
+        }
+    };
+    note(reference.enable(0), &mut want_control, &mut forwarding);
+    let master = MacAddr([0x02, 0, 0, 0, 0, 0x4d]);
+    let health = emit_frame(
+        &EapsRepr {
+            edp_sequence: 17,
+            eaps_type: EapsType::Health,
+            control_vlan: cvlan,
+            system_mac: master,
+            hello_timer: 1,
+            fail_timer: 3,
+            state: EapsState::Complete,
+            hello_seq: 5,
+        },
+        master,
+        6,
+    );
+    let mut damaged = health.clone();
+    damaged[90] ^= 0x40;
+    let mut stray = emit_frame(
+        &EapsRepr {
+            edp_sequence: 18,
+            eaps_type: EapsType::Health,
+            control_vlan: 77,
+            system_mac: master,
+            hello_timer: 1,
+            fail_timer: 3,
+            state: EapsState::Complete,
+            hello_seq: 6,
+        },
+        master,
+        0,
+    );
+    stray[15] = 77;
+    let data = |vlan: Option<u16>, seq: u8| {
+        let mut f = vec![0x02, 0, 0, 0, 0x99, seq, 0x02, 0, 0, 0, 0x98, seq];
+        if let Some(v) = vlan {
+            f.extend([0x81, 0x00, (v >> 8) as u8, v as u8]);
+        }
+        f.extend([0x88, 0xb5]);
+        f.extend((0..64).map(|i| i as u8 ^ seq));
+        f
+    };
+    let control = [health.clone(), damaged.clone(), stray.clone()];
+    for fr in &control {
+        if let Ok(a) = reference.handle_frame(0, 0, fr) {
+            note(a, &mut want_control, &mut forwarding);
+        }
+    }
+    let (blocked, open, untagged) = (data(Some(lo + 1), 1), data(Some(300), 2), data(None, 3));
+    let mut inputs: [Vec<Vec<u8>>; 2] = [vec![], vec![]];
+    for fr in control.iter().chain([&blocked, &open, &untagged]) {
+        inputs[0].push(wire(&padded(fr)));
+    }
+    let out = run(&mut b, &inputs, None);
+    let want1: Vec<Vec<u8>> = want_control
+        .iter()
+        .filter(|(p, _)| *p == 1)
+        .map(|(_, f)| padded(f))
+        .chain([padded(&open), padded(&untagged)])
+        .collect();
+    assert!(want_control.iter().all(|(p, _)| *p == 1), "{want_control:?}");
+    assert_eq!(want_control.len(), 2, "the reference forwards the HEALTH and passes the damaged PDU");
+    assert!(out.sent[0].is_empty(), "{} frames out of port 0", out.sent[0].len());
+    assert_eq!(out.sent[1].len(), want1.len(), "frames out of port 1: {:02x?}", out.sent[1]);
+    for (i, (g, w)) in out.sent[1].iter().zip(&want1).enumerate() {
+        assert_eq!(g, w, "frame {i} out of port 1");
+    }
+    // The status words: state, port states, counters.
+    let sa = b.m.port("eaps$status_address");
+    let sd = b.m.port("eaps$status_data");
+    let mut word = |a: u64| {
+        b.m.set(sa, a);
+        b.m.eval();
+        b.m.get(sd) as u32
+    };
+    let w0 = word(0);
+    let c = reference.counters(0);
+    let hw_state = spotagg_hdl::eaps_node::state_code(w0 & 0xf).expect("a state code").replace('-', "");
+    assert_eq!(hw_state, format!("{:?}", reference.state(0)), "state (status word 0 {w0:#x})");
+    assert_eq!([(w0 >> 4) & 1 == 1, (w0 >> 5) & 1 == 1], forwarding, "port states (status word 0 {w0:#x})");
+    assert_eq!(
+        [word(1), word(2), word(3), word(4)],
+        [c.tx as u32, c.rx as u32, c.forwarded as u32, c.dropped as u32],
+        "PDU counters tx, rx, forwarded, dropped"
+    );
+    eprintln!(
+        "EAPS transit on the board: state {:?} (hw code {}), forwarding {forwarding:?}, counters {c:?}, {} frames out of port 1",
+        reference.state(0),
+        w0 & 0xf,
+        out.sent[1].len()
+    );
 }

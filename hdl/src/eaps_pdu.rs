@@ -15,8 +15,9 @@
 //!
 //! [`EapsTx`] emits the 106 bytes of §1 from its fields (the machine MAC is the system MAC,
 //! the tag's VID the control VLAN, DEI 0, reserved bytes 0). It first runs through the bytes
-//! once without sending to sum the EDP checksum (106 clocks), then sends them on the port
-//! `port` selects, one a clock while `ready`. The fields must hold still from `start` to `done`.
+//! once without sending to sum the EDP checksum (107 clocks: the sum adds each byte a clock
+//! after it is chosen, so the byte select and the adder meet at a register), then sends them
+//! on the port `port` selects, one a clock while `ready`. The fields must hold still from `start` to `done`.
 
 use crate::byte_stream::{ByteSink, ByteSource};
 use rust_hdl::prelude::*;
@@ -337,6 +338,11 @@ pub struct EapsTx {
     idx: DFF<Bits<7>>,
     to1: DFF<Bit>,
     hi: DFF<Bits<8>>,
+    /// The byte of the previous clock (the sum adds from registers: the byte select and the
+    /// adder are a clock apart).
+    b_q: DFF<Bits<8>>,
+    /// `b_q` ends a 16-bit word of the checksum's range (bytes 26..106).
+    add_q: DFF<Bit>,
     sum: DFF<Bits<16>>,
     csum: DFF<Bits<16>>,
     out_byte: Signal<Local, Bits<8>>,
@@ -348,7 +354,7 @@ pub struct EapsTx {
 impl Logic for EapsTx {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, phase, idx, to1, hi, sum, csum);
+        dff_setup!(self, clock, phase, idx, to1, hi, b_q, add_q, sum, csum);
         match self.idx.q.val().index() {
             1 => {
                 self.out_byte.next = 0xe0.into();
@@ -521,7 +527,7 @@ impl Logic for EapsTx {
             self.ready.next = self.tx1.ready.val();
         }
         self.sum17.next = bit_cast::<17, 16>(self.sum.q.val())
-            + bit_cast::<17, 16>((bit_cast::<16, 8>(self.hi.q.val()) << 8) | bit_cast::<16, 8>(self.out_byte.val()));
+            + bit_cast::<17, 16>((bit_cast::<16, 8>(self.hi.q.val()) << 8) | bit_cast::<16, 8>(self.b_q.q.val()));
         self.sum_fold.next =
             self.sum17.val().get_bits::<16>(0) + bit_cast::<16, 1>(self.sum17.val().get_bit(16).into());
         match self.phase.q.val() {
@@ -532,15 +538,20 @@ impl Logic for EapsTx {
                     self.idx.d.next = 0.into();
                     self.sum.d.next = 0.into();
                     self.csum.d.next = 0.into();
+                    self.add_q.d.next = false;
                 }
             }
             TxPhase::Sum => {
-                self.hi.d.next = self.out_byte.val();
-                if (self.idx.q.val() >= 26) & self.idx.q.val().get_bit(0) {
+                // Byte idx into b_q, the one before into hi; the word (hi, b_q) is added a clock
+                // later, so the pass takes 107 clocks (idx 106 adds the last word).
+                self.b_q.d.next = self.out_byte.val();
+                self.hi.d.next = self.b_q.q.val();
+                self.add_q.d.next = (self.idx.q.val() >= 26) & self.idx.q.val().get_bit(0);
+                if self.add_q.q.val() {
                     self.sum.d.next = self.sum_fold.val();
                 }
                 self.idx.d.next = self.idx.q.val() + 1;
-                if self.idx.q.val() == 105 {
+                if self.idx.q.val() == 106 {
                     self.csum.d.next = !self.sum_fold.val();
                     self.idx.d.next = 0.into();
                     self.phase.d.next = TxPhase::Send;

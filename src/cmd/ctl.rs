@@ -1,5 +1,6 @@
 //! `spotagg ctl`: the control link to a board (or a simulated board on a pseudo-terminal):
-//! identity, status, counters, job configuration, counter reset, and a Prometheus exporter
+//! identity, status, counters, job configuration, counter reset, the EAPS node (`eaps
+//! configure RING.toml`, `eaps status`), and a Prometheus exporter
 //! (`metrics --listen ADDR`) that polls the link.
 //!
 //! Every command opens the port, reads the identity and refuses a design whose major version
@@ -9,7 +10,7 @@
 //! an error, not a hang.
 
 use anyhow::{bail, Context, Result};
-use spotagg_driver::control::{link_state_name, open_serial, Control, CounterSnapshot, DESIGN_VERSION};
+use spotagg_driver::control::{link_state_name, open_serial, protocol, Control, CounterSnapshot, DESIGN_VERSION};
 use spotagg_driver::metrics::{board_families, straggler_families, Family, Kind, RankLag};
 use spotagg_driver::JobConfig;
 use spotagg_sim::metrics_http::{serve_http, MetricsBoard};
@@ -68,6 +69,12 @@ enum What {
     },
     /// Zero the counters.
     ResetCounters,
+    /// The board's EAPS node (docs/eaps.md §12): configure it from a ring file, or read its
+    /// domains' status.
+    Eaps {
+        #[command(subcommand)]
+        what: EapsWhat,
+    },
     /// Serve the board's counters and status as Prometheus metrics on http://ADDR/metrics,
     /// polling the control link every `--every` seconds (the first poll before serving).
     Metrics {
@@ -78,6 +85,19 @@ enum What {
         #[arg(long, default_value_t = 1.0)]
         every: f64,
     },
+}
+
+#[derive(clap::Subcommand)]
+enum EapsWhat {
+    /// Write the domains of a ring file (the Linux daemon's format; ports "0"/"eth0" and
+    /// "1"/"eth1") into the node and enable it.
+    Configure {
+        /// The ring file.
+        ring: PathBuf,
+    },
+    /// Per domain: role, state, port states, PDU counters, time and cause of the last
+    /// transition.
+    Status,
 }
 
 /// One counter snapshot as a JSON object: the core's counters under the keys of
@@ -231,6 +251,52 @@ fn command(c: &mut Control<impl Read + Write + Send + 'static>, what: What, json
                 );
             } else {
                 println!("configured: n = {}, S = {}, payload {} bytes", j.n(), j.slots, j.payload.bytes());
+            }
+        }
+        What::Eaps { what: EapsWhat::Configure { ring } } => {
+            let r = crate::cmd::eaps::config::load(&ring)?;
+            let domains = crate::cmd::eaps::config::board_settings(&r, protocol::eaps::BOARD_DOMAINS)?;
+            c.configure_eaps(&domains, true).with_context(|| format!("EAPS configuration on {serial}"))?;
+            if !json {
+                for (d, s) in r.domains.iter().zip(&domains) {
+                    let s = s.as_ref().expect("configured");
+                    println!(
+                        "domain {} ({}): control VLAN {}, protected {}..={}",
+                        d.name,
+                        if s.master { "master" } else { "transit" },
+                        s.control_vlan,
+                        s.protected.0,
+                        s.protected.1
+                    );
+                }
+            }
+        }
+        What::Eaps { what: EapsWhat::Status } => {
+            let st = c.eaps_status(protocol::eaps::BOARD_DOMAINS)?;
+            if json {
+                println!("{}", serde_json::to_string(&st)?);
+            } else {
+                for d in &st {
+                    if !d.active {
+                        println!("domain {}       not configured", d.domain);
+                        continue;
+                    }
+                    let f = |b: bool| if b { "forwarding" } else { "blocking" };
+                    println!(
+                        "domain {}       {} (primary port {}), {}, port 0 {}, port 1 {}",
+                        d.domain,
+                        if d.master { "master" } else { "transit" },
+                        d.primary_port,
+                        d.state,
+                        f(d.forwarding[0]),
+                        f(d.forwarding[1])
+                    );
+                    println!(
+                        "  PDUs          sent {}, received {}, forwarded {}, dropped {}",
+                        d.tx, d.rx, d.forwarded, d.dropped
+                    );
+                    println!("  last change   {} µs: {}", d.transition_time, d.transition_cause);
+                }
             }
         }
         What::ResetCounters => {

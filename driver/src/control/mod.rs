@@ -549,11 +549,11 @@ impl EapsDomainStatus {
         let cause = protocol::eaps::CAUSE_NAMES.get((w[6] & 0xf) as usize).copied().unwrap_or("?");
         EapsDomainStatus {
             domain,
-            active: w[0] >> 10 & 1 == 1,
-            master: w[0] >> 8 & 1 == 1,
-            primary_port: (w[0] >> 9 & 1) as u8,
+            active: (w[0] >> 10) & 1 == 1,
+            master: (w[0] >> 8) & 1 == 1,
+            primary_port: ((w[0] >> 9) & 1) as u8,
             state,
-            forwarding: [w[0] >> 4 & 1 == 1, w[0] >> 5 & 1 == 1],
+            forwarding: [(w[0] >> 4) & 1 == 1, (w[0] >> 5) & 1 == 1],
             tx: w[1],
             rx: w[2],
             forwarded: w[3],

@@ -454,6 +454,8 @@ pub mod eaps {
     pub const ENABLE: u16 = 0xF0;
     /// Most domains a board is built with.
     pub const MAX_DOMAINS: usize = 15;
+    /// Domains of the board as `spotagg build` makes it (`SwitchFabric`'s default `D`).
+    pub const BOARD_DOMAINS: usize = 2;
 
     /// One domain as the hardware node takes it (periods in its time unit).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]

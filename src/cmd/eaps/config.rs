@@ -27,6 +27,7 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
+use spotagg_driver::control::protocol::eaps::DomainSettings;
 use spotagg_driver::wire::MacAddr;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -183,6 +184,71 @@ impl Ring {
         }
         out
     }
+}
+
+/// The board's EAPS node settings for `ring` (`spotagg ctl eaps configure`): the ring ports
+/// named `0`/`1`, `eth0`/`eth1` or `port0`/`port1`, at most `max_domains` domains, each
+/// protecting one contiguous VLAN range (the hardware's filter), periods in 1 µs units below
+/// 2^31, no shared port. Errors name the file, the key and the value.
+pub fn board_settings(ring: &Ring, max_domains: usize) -> Result<Vec<Option<DomainSettings>>> {
+    let file = ring.path.display();
+    let bad = |key: &str, value: &dyn std::fmt::Display, why: &str| anyhow!("{file}: {key} = {value}: {why}");
+    if let Some(sh) = &ring.shared {
+        return Err(bad("shared_port.port", &format!("{:?}", sh.port), "the board has no shared-port (ESL) mode"));
+    }
+    if ring.domains.len() > max_domains {
+        bail!("{file}: domain: {} domains given; the board is built with {max_domains}", ring.domains.len());
+    }
+    let port = |key: String, name: &str| -> Result<bool> {
+        match name {
+            "0" | "eth0" | "port0" => Ok(false),
+            "1" | "eth1" | "port1" => Ok(true),
+            _ => Err(bad(&key, &format!("{name:?}"), "a board ring port is \"0\"/\"eth0\" or \"1\"/\"eth1\"")),
+        }
+    };
+    let period = |key: String, ms: u64| -> Result<u32> {
+        let us = ms.saturating_mul(1000);
+        if us < 1 << 31 {
+            Ok(us as u32)
+        } else {
+            Err(bad(&key, &ms, "the board's timers take less than 2^31 µs (2,147,483 ms)"))
+        }
+    };
+    let mut out = vec![];
+    for (i, d) in ring.domains.iter().enumerate() {
+        let k = |f: &str| format!("domain[{i}].{f}");
+        let primary_port1 = port(k("primary"), &d.primary)?;
+        port(k("secondary"), &d.secondary)?;
+        let mut v = d.protected_vlans.clone();
+        v.sort_unstable();
+        let protected = match (v.first(), v.last()) {
+            (Some(&lo), Some(&hi)) => {
+                if usize::from(hi - lo) + 1 != v.len() {
+                    return Err(bad(
+                        &k("protected_vlans"),
+                        &format!("{:?}", d.protected_vlans),
+                        "the board protects one contiguous range of VLANs per domain",
+                    ));
+                }
+                (lo, hi)
+            }
+            _ => (1, 0),
+        };
+        let field = |ms: u64| ms.min(u64::from(u16::MAX)) as u16;
+        out.push(Some(DomainSettings {
+            master: d.role == Role::Master,
+            primary_port1,
+            send_alert: !d.open_secondary,
+            control_vlan: d.control_vlan,
+            protected,
+            hello: period(k("hello_ms"), d.hello_ms)?,
+            fail: period(k("fail_ms"), d.fail_ms)?,
+            pre_forwarding: period(k("pre_forwarding_ms"), d.pre_forwarding_ms)?,
+            hello_field: field(d.hello_ms),
+            fail_field: field(d.fail_ms),
+        }));
+    }
+    Ok(out)
 }
 
 /// The status file used when the ring file names none.
