@@ -542,6 +542,57 @@ fn control_link_through_a_pty() {
     }
     assert_eq!(k["ports"][0]["good"], frames[0].len(), "MAC counters are not reset");
 
+    // EAPS (docs/eaps.md §12): before configuration no domain exists.
+    let (ok, out, err) = ctl(&slave_name, &["eaps", "status", "--json"]);
+    assert!(ok, "{err}");
+    let st = json(&out);
+    assert_eq!((st[0]["active"].clone(), st[0]["state"].clone()), (false.into(), "Idle".into()), "{out}");
+    // A ring file of the Linux daemon's format with the board's port names: a master domain
+    // (primary port 0) and a transit domain; both PHYs report a link.
+    let dir = tempfile::tempdir().unwrap();
+    let ring = dir.path().join("ring.toml");
+    let text = "bridge = \"board\"\n\
+        [[domain]]\nname = \"a\"\nrole = \"master\"\nprimary = \"eth0\"\nsecondary = \"eth1\"\n\
+        control_vlan = 4000\nprotected_vlans = [100, 101, 102]\nhello_ms = 1000\nfail_ms = 3000\n\
+        [[domain]]\nname = \"b\"\nrole = \"transit\"\nprimary = \"1\"\nsecondary = \"0\"\n\
+        control_vlan = 4001\nprotected_vlans = [200]\n";
+    std::fs::write(&ring, text.replace("eth1", "r1")).unwrap();
+    let (ok, _, err) = ctl(&slave_name, &["eaps", "configure", ring.to_str().unwrap()]);
+    assert!(!ok && err.contains("ring.toml: domain[0].secondary = \"r1\""), "{err}");
+    std::fs::write(&ring, text).unwrap();
+    let (ok, out, err) = ctl(&slave_name, &["eaps", "configure", ring.to_str().unwrap()]);
+    assert!(ok, "spotagg ctl eaps configure failed: {err}");
+    assert!(out.contains("domain a (master): control VLAN 4000, protected 100..=102"), "{out}");
+    let (ok, out, err) = ctl(&slave_name, &["eaps", "status", "--json"]);
+    assert!(ok, "{err}");
+    let st = json(&out);
+    // The master: Init, its HEALTH sent, the secondary blocked; the transit: both ports up
+    // and waiting as after a link up (Pre-Forwarding, both blocked; docs/eaps.md §6.11).
+    let a = &st[0];
+    assert_eq!(
+        (a["active"].clone(), a["master"].clone(), a["primary_port"].clone()),
+        (true.into(), true.into(), 0.into()),
+        "{out}"
+    );
+    assert_eq!(a["state"], "Init", "{out}");
+    assert_eq!(a["forwarding"], serde_json::json!([true, false]), "{out}");
+    assert!(a["tx"].as_u64().unwrap() >= 1, "{out}");
+    assert_eq!(a["transition_cause"], "enabled", "{out}");
+    let b = &st[1];
+    assert_eq!(
+        (b["active"].clone(), b["master"].clone(), b["primary_port"].clone()),
+        (true.into(), false.into(), 1.into()),
+        "{out}"
+    );
+    assert_eq!(b["state"], "Pre-Forwarding", "{out}");
+    assert_eq!(b["forwarding"], serde_json::json!([false, false]), "{out}");
+    let (ok, out, err) = ctl(&slave_name, &["eaps", "status"]);
+    assert!(
+        ok && out.contains("domain 0       master (primary port 0), Init, port 0 forwarding, port 1 blocking"),
+        "{out}{err}"
+    );
+    eprintln!("ctl_pty: eaps status after configure:\n{out}");
+
     cmd_tx.send(Cmd::Stop).unwrap();
     sim.join().unwrap();
     eprintln!(
