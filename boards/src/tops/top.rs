@@ -205,11 +205,24 @@ pub fn board_verilog_jobs(board: &Board, core: CoreConfig, job: &JobConfig, buil
         top.connect_all();
         generate_verilog(&top)
     }
-    match jobs {
-        1 => v::<1>(board, core, job, build),
-        2 => v::<2>(board, core, job, build),
-        n => panic!("{n} jobs: the hardware is built for 1..={}", spotagg_hdl::job_router::MAX_JOBS),
-    }
+    assert!(
+        (1..=spotagg_hdl::job_router::MAX_JOBS).contains(&jobs),
+        "{jobs} jobs: the hardware is built for 1..={}",
+        spotagg_hdl::job_router::MAX_JOBS
+    );
+    // The board top with its EAPS node is deep enough to overflow a test thread's stack in
+    // rust-hdl's generation: it runs on a thread of its own with 256 MB.
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(256 << 20)
+            .spawn_scoped(
+                s,
+                || if jobs == 1 { v::<1>(board, core, job, build) } else { v::<2>(board, core, job, build) },
+            )
+            .expect("a thread for Verilog generation")
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e))
+    })
 }
 
 #[cfg(test)]
