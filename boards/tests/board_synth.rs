@@ -85,7 +85,7 @@ fn i9_two_jobs() {
     let core = CoreConfig::new(4, 36, 1024, 32).unwrap().with_stragglers(true);
     assert!(core.tree);
     let job = JobConfig::example(8, PayloadSize::B1024, 36);
-    let v = spotagg_boards::tops::top::board_verilog_jobs(&board, core, &job, Default::default(), 2);
+    let v = spotagg_boards::tops::top::board_verilog_jobs(&board, core, &job, Default::default(), 2, true);
     assert!(v.contains("router") && v.contains("cores$1"), "two cores behind the router in the Verilog");
     let start = std::time::Instant::now();
     let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("{e}"));

@@ -13,10 +13,13 @@
 //! what is held taken this clock), so the two hold the same frame.
 //!
 //! [`EslSeen`] has [`ESL_SEEN`] entries (domain, MAC, sequence, deadline); an entry is live
-//! while `now - deadline` is negative as a 32-bit number. `pass` (combinational) is high when
-//! the query's (domain, MAC) has a live entry whose sequence the query's is newer than (16-bit
-//! serial order), or when it has none and some entry is empty or not live; `write` then records
-//! the query in that entry (the first free one, in index order), deadline `now + age`.
+//! while `now - deadline` is negative as a 32-bit number. `pass` is high when the query's
+//! (domain, MAC) has a live entry whose sequence the query's is newer than (16-bit serial
+//! order), or when it has none and some entry is empty or not live; `write` then records the
+//! query in that entry (the first free one, in index order), deadline `now + age`. Each entry's
+//! three answers (live and the query's, newer, free) are registered: `pass` answers the query
+//! and `now` of the clock before, so the query and `now` must be held one clock before `pass`
+//! is used, and the table read a clock after a write (the node's `Settle` phase does both).
 
 use rust_hdl::prelude::*;
 
@@ -222,23 +225,25 @@ pub struct EslSeen {
     e_until: [DFF<Bits<32>>; ESL_SEEN],
     dt: [Signal<Local, Bits<32>>; ESL_SEEN],
     live: [Signal<Local, Bit>; ESL_SEEN],
+    diff: [Signal<Local, Bits<16>>; ESL_SEEN],
+    /// Entry i is live and holds the query's (domain, MAC) (registered).
+    is_query: [DFF<Bit>; ESL_SEEN],
+    /// The query's sequence is newer than entry i's (registered).
+    newer: [DFF<Bit>; ESL_SEEN],
+    /// Entry i is empty or lapsed (registered).
+    free_q: [DFF<Bit>; ESL_SEEN],
     hit: Signal<Local, Bit>,
-    hit_i: Signal<Local, Bits<3>>,
-    hit_seq: Signal<Local, Bits<16>>,
+    hit_newer: Signal<Local, Bit>,
     free: Signal<Local, Bit>,
     free_i: Signal<Local, Bits<3>>,
-    diff: Signal<Local, Bits<16>>,
+    hit_i: Signal<Local, Bits<3>>,
     slot: Signal<Local, Bits<3>>,
 }
 
 impl Logic for EslSeen {
     #[hdl_gen]
     fn update(&mut self) {
-        self.hit.next = false;
-        self.hit_i.next = 0.into();
-        self.hit_seq.next = 0.into();
-        self.free.next = false;
-        self.free_i.next = 0.into();
+        // Each entry against the query, registered.
         for i in 0..ESL_SEEN {
             self.e_valid[i].clock.next = self.clock.val();
             self.e_valid[i].d.next = self.e_valid[i].q.val();
@@ -250,28 +255,40 @@ impl Logic for EslSeen {
             self.e_seq[i].d.next = self.e_seq[i].q.val();
             self.e_until[i].clock.next = self.clock.val();
             self.e_until[i].d.next = self.e_until[i].q.val();
+            self.is_query[i].clock.next = self.clock.val();
+            self.newer[i].clock.next = self.clock.val();
+            self.free_q[i].clock.next = self.clock.val();
             self.dt[i].next = self.now.val() - self.e_until[i].q.val();
             self.live[i].next = self.e_valid[i].q.val() & self.dt[i].val().get_bit(31);
-            if !self.hit.val()
-                & self.live[i].val()
+            self.is_query[i].d.next = self.live[i].val()
                 & (self.e_dom[i].q.val() == self.dom.val())
-                & (self.e_mac[i].q.val() == self.mac.val())
-            {
+                & (self.e_mac[i].q.val() == self.mac.val());
+            // Newer in 16-bit serial order: (seq - last) as i16 > 0.
+            self.diff[i].next = self.seq.val() - self.e_seq[i].q.val();
+            self.newer[i].d.next = self.diff[i].val().any() & !self.diff[i].val().get_bit(15);
+            self.free_q[i].d.next = !self.live[i].val();
+        }
+        // The first entry holding the query, else the first free one.
+        self.hit.next = false;
+        self.hit_newer.next = false;
+        self.hit_i.next = 0.into();
+        self.free.next = false;
+        self.free_i.next = 0.into();
+        for i in 0..ESL_SEEN {
+            if !self.hit.val() & self.is_query[i].q.val() {
                 self.hit.next = true;
                 self.hit_i.next = i.to_bits();
-                self.hit_seq.next = self.e_seq[i].q.val();
+                self.hit_newer.next = self.newer[i].q.val();
             }
-            if !self.free.val() & !self.live[i].val() {
+            if !self.free.val() & self.free_q[i].q.val() {
                 self.free.next = true;
                 self.free_i.next = i.to_bits();
             }
         }
-        // Newer in 16-bit serial order: (seq - last) as i16 > 0.
-        self.diff.next = self.seq.val() - self.hit_seq.val();
         self.pass.next = self.free.val();
         self.slot.next = self.free_i.val();
         if self.hit.val() {
-            self.pass.next = self.diff.val().any() & !self.diff.val().get_bit(15);
+            self.pass.next = self.hit_newer.val();
             self.slot.next = self.hit_i.val();
         }
         for i in 0..ESL_SEEN {

@@ -139,34 +139,38 @@ pub fn state_code(code: u32) -> Option<&'static str> {
     ["Idle", "Init", "Complete", "Failed", "Links-Up", "Links-Down", "Pre-Forwarding"].get(code as usize).copied()
 }
 
-/// One domain's configuration, as the node reads it (quasi-static: change it only while
-/// `enable` is low).
-#[derive(LogicInterface, Default)]
-pub struct EapsDomainCfg {
-    /// The domain exists.
-    pub active: Signal<In, Bit>,
-    /// Master (else transit).
-    pub master: Signal<In, Bit>,
-    /// The primary port.
-    pub primary: Signal<In, Bit>,
-    /// Fail-timer action send-alert (else open-secondary).
-    pub send_alert: Signal<In, Bit>,
-    /// Control VLAN.
-    pub control_vlan: Signal<In, Bits<12>>,
-    /// First protected VLAN (the data plane's filter reads the range).
-    pub protected_lo: Signal<In, Bits<12>>,
-    /// Last protected VLAN.
-    pub protected_hi: Signal<In, Bits<12>>,
-    /// Hello period, time units.
-    pub hello: Signal<In, Bits<32>>,
-    /// Fail period.
-    pub fail: Signal<In, Bits<32>>,
-    /// Pre-forwarding period.
-    pub pre_forwarding: Signal<In, Bits<32>>,
-    /// The hello timer field of the PDUs (ms).
-    pub hello_field: Signal<In, Bits<16>>,
-    /// The fail timer field.
-    pub fail_field: Signal<In, Bits<16>>,
+interface_pair! {
+    /// One domain's configuration, as the node reads it (quasi-static: change it only while
+    /// `enable` is low).
+    pub struct EapsDomainCfg join "EapsDomainCfgSource";
+    /// The end that holds a domain's configuration (`crate::eaps_registers::EapsRegisters`).
+    pub struct EapsDomainCfgSource join "EapsDomainCfg";
+    {
+        /// The domain exists.
+        active: In Bit,
+        /// Master (else transit).
+        master: In Bit,
+        /// The primary port.
+        primary: In Bit,
+        /// Fail-timer action send-alert (else open-secondary).
+        send_alert: In Bit,
+        /// Control VLAN.
+        control_vlan: In Bits<12>,
+        /// First protected VLAN (the data plane's filter reads the range).
+        protected_lo: In Bits<12>,
+        /// Last protected VLAN.
+        protected_hi: In Bits<12>,
+        /// Hello period, time units.
+        hello: In Bits<32>,
+        /// Fail period.
+        fail: In Bits<32>,
+        /// Pre-forwarding period.
+        pre_forwarding: In Bits<32>,
+        /// The hello timer field of the PDUs (ms).
+        hello_field: In Bits<16>,
+        /// The fail timer field.
+        fail_field: In Bits<16>,
+    }
 }
 
 /// What the sequencer is doing.
@@ -174,6 +178,8 @@ pub struct EapsDomainCfg {
 pub enum NodePhase {
     /// Waiting for an event.
     Idle,
+    /// A PDU's first clock: its fields and domain held for the ESL table's registered answer.
+    Settle,
     /// One domain step: update its registers, plan its PDUs.
     Step,
     /// Start the next planned PDU.
@@ -951,7 +957,7 @@ impl<const D: usize> Logic for EapsNode<D> {
                     self.dom.d.next = self.fm_dom.val();
                     self.step.d.next = 0.into();
                     if self.fm_hit.val() {
-                        self.phase.d.next = NodePhase::Step;
+                        self.phase.d.next = NodePhase::Settle;
                     } else {
                         self.prx[0].take.next = !self.fsel.val();
                         self.prx[1].take.next = self.fsel.val();
@@ -982,6 +988,9 @@ impl<const D: usize> Logic for EapsNode<D> {
                     self.step.d.next = 0.into();
                     self.phase.d.next = NodePhase::Step;
                 }
+            }
+            NodePhase::Settle => {
+                self.phase.d.next = NodePhase::Step;
             }
             NodePhase::Step => {
                 self.write.next = true;

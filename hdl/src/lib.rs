@@ -49,6 +49,7 @@ pub mod eaps_esl;
 pub mod eaps_gate;
 pub mod eaps_node;
 pub mod eaps_pdu;
+pub mod eaps_registers;
 pub mod frame_parser;
 pub mod header_words;
 pub mod job_router;

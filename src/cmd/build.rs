@@ -80,6 +80,10 @@ pub struct Args {
     /// at power-up; the others are empty until `spotagg ctl configure --jobs` writes them.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
     jobs: u8,
+    /// Leave the EAPS node out of the board top (docs/eaps.md §12): the two ports are a
+    /// transparent bridge, as before EAPS, in fewer LUTs.
+    #[arg(long)]
+    no_eaps: bool,
 }
 
 /// Whether the core has the straggler counters.
@@ -120,7 +124,7 @@ pub fn core_config(
 }
 
 /// The design built for a board, a top and a core configuration (`job` for the board top).
-pub fn design(board: &Board, top: TopKind, config: &CoreConfig, job: &JobConfig, jobs: usize) -> Design {
+pub fn design(board: &Board, top: TopKind, config: &CoreConfig, job: &JobConfig, jobs: usize, eaps: bool) -> Design {
     match top {
         TopKind::Board => Design {
             top: "top".to_string(),
@@ -130,6 +134,7 @@ pub fn design(board: &Board, top: TopKind, config: &CoreConfig, job: &JobConfig,
                 job,
                 spotagg_boards::flow::source_stamp(Path::new(".")),
                 jobs,
+                eaps,
             ),
             lpf: spotagg_boards::board::lpf::lpf(board),
         },
@@ -178,7 +183,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let out = args.out.unwrap_or_else(|| PathBuf::from("build").join(board.id));
     eprintln!(
-        "building {} ({}, {} {}, speed {}): {}, width {} bytes, {}{} slots, straggler counters {}, {} job{}, {}",
+        "building {} ({}, {} {}, speed {}): {}, width {} bytes, {}{} slots, straggler counters {}, {} job{}, EAPS {}, {}",
         board.name,
         board.id,
         board.part.device,
@@ -194,6 +199,7 @@ pub fn run(args: Args) -> Result<()> {
         if config.stragglers { "on" } else { "off" },
         args.jobs,
         if args.jobs == 1 { "" } else { "s (a core each)" },
+        if args.no_eaps || args.top == TopKind::Core { "off" } else { "on" },
         if args.seeds > 1 {
             format!("seeds {}..={}", args.seed, args.seed + args.seeds - 1)
         } else {
@@ -215,6 +221,7 @@ pub fn run(args: Args) -> Result<()> {
         job: given_job,
         seeds: (args.seed..args.seed + args.seeds).collect(),
         jobs: usize::from(args.jobs),
+        eaps: !args.no_eaps,
     };
     let result = build(&flow, &target, config, args.slots.is_none(), args.allow_timing_fail);
     match result {
@@ -241,6 +248,7 @@ struct Target<'a> {
     job: Option<JobConfig>,
     seeds: Vec<u64>,
     jobs: usize,
+    eaps: bool,
 }
 
 /// Runs one step under a spinner.
@@ -282,7 +290,7 @@ fn build(
     let mut too_big: Option<usize> = None;
     let synth = loop {
         let job = job(target.job.as_ref(), &config);
-        let design = design(board, target.top, &config, &job, target.jobs);
+        let design = design(board, target.top, &config, &job, target.jobs, target.eaps);
         let t = Instant::now();
         step(Step::Write, || flow.write(&design))?;
         steps.push((Step::Write, t.elapsed()));

@@ -63,6 +63,10 @@ pub struct RxClassifier {
     first_group: DFF<Bit>,
     /// The first word is 00-E0-2B-00 (the EDP destination's first four bytes).
     first_edp: DFF<Bit>,
+    /// Bits 16..32 of the word in `r_data` are the switch MAC's bytes 4..6; are 00-04 (both
+    /// compared as the word enters `r_data`, so that the route is two gates from registers).
+    r_tail_eq: DFF<Bit>,
+    r_tail_edp: DFF<Bit>,
     o_data: DFF<Bits<WORD_BITS>>,
     o_enable: DFF<Bit>,
     o_commit: DFF<Bit>,
@@ -92,6 +96,8 @@ impl Logic for RxClassifier {
             first_eq,
             first_group,
             first_edp,
+            r_tail_eq,
+            r_tail_edp,
             o_data,
             o_enable,
             o_commit,
@@ -103,6 +109,8 @@ impl Logic for RxClassifier {
         self.r_last.d.next = self.up.last.val();
         self.r_bytes.d.next = self.up.bytes.val();
         self.r_good.d.next = self.up_good.val();
+        self.r_tail_eq.d.next = self.up.data.val().get_bits::<16>(16) == self.switch_mac.val().get_bits::<16>(0);
+        self.r_tail_edp.d.next = self.up.data.val().get_bits::<16>(16) == 0x0004;
         self.incoming.next = bit_cast::<WORD_BITS, 32>(self.r_data.q.val())
             | (bit_cast::<WORD_BITS, 3>(self.r_bytes.q.val()) << 32)
             | (bit_cast::<WORD_BITS, 1>(self.r_last.q.val().into()) << 35)
@@ -110,11 +118,9 @@ impl Logic for RxClassifier {
         // The destination compare in two steps: the first word's 32 bits when it comes (into
         // `first_eq`, in state 0), the second word's 16 with it.
         self.new_route.next = 2.into();
-        if self.first_edp.q.val() & (self.r_data.q.val().get_bits::<16>(16) == 0x0004) {
+        if self.first_edp.q.val() & self.r_tail_edp.q.val() {
             self.new_route.next = 0.into();
-        } else if self.first_eq.q.val()
-            & (self.r_data.q.val().get_bits::<16>(16) == self.switch_mac.val().get_bits::<16>(0))
-        {
+        } else if self.first_eq.q.val() & self.r_tail_eq.q.val() {
             self.new_route.next = 1.into();
         } else if self.first_group.q.val() {
             self.new_route.next = 3.into();

@@ -114,6 +114,16 @@ impl<const J: usize> BoardLogic<J> {
     }
 }
 
+impl<const J: usize> BoardLogic<J> {
+    /// The board logic without the EAPS node (`SwitchFabric::without_eaps`): the ports are a
+    /// transparent bridge, and the control link answers the EAPS registers as unknown.
+    pub fn without_eaps(mut self) -> Self {
+        self.fabric = self.fabric.without_eaps();
+        self.link = self.link.with_eaps(false);
+        self
+    }
+}
+
 impl<const J: usize> Logic for BoardLogic<J> {
     #[hdl_gen]
     fn update(&mut self) {

@@ -54,7 +54,8 @@ use spotagg_driver::JobConfig;
 use spotagg_hdl::byte_stream::ByteSource;
 use spotagg_hdl::control_link::EapsRegisterAccess;
 use spotagg_hdl::eaps_gate::{EapsTimebase, EapsVlanGate};
-use spotagg_hdl::eaps_node::EapsNode;
+use spotagg_hdl::eaps_node::{EapsDomainCfgSource, EapsNode};
+use spotagg_hdl::eaps_registers::EapsRegisters;
 use spotagg_hdl::multi_core::MultiCore;
 use spotagg_hdl::straggler::StragglerRead;
 use spotagg_hdl::stream_width::TxWidth;
@@ -157,15 +158,10 @@ pub struct SwitchFabric<const J: usize = 1, const D: usize = 2> {
     /// The dispatcher's gates: port 0, port 1.
     gate_res0: EapsVlanGate<D>,
     gate_res1: EapsVlanGate<D>,
-    e_flags: [DFFWithInit<Bits<4>>; D],
-    e_vlan: [DFFWithInit<Bits<12>>; D],
-    e_lo: [DFFWithInit<Bits<12>>; D],
-    e_hi: [DFFWithInit<Bits<12>>; D],
-    e_hello: [DFFWithInit<Bits<32>>; D],
-    e_fail: [DFFWithInit<Bits<32>>; D],
-    e_pf: [DFFWithInit<Bits<32>>; D],
-    e_fields: [DFFWithInit<Bits<32>>; D],
-    e_enable: DFFWithInit<Bit>,
+    eaps_regs: EapsRegisters<D>,
+    /// The EAPS node is built in (else the ports are a transparent bridge and synthesis
+    /// removes the node, its gates and registers).
+    eaps_built: Constant<Bit>,
 }
 
 impl SwitchFabric<1> {
@@ -237,15 +233,8 @@ impl<const J: usize, const D: usize> SwitchFabric<J, D> {
             gate_out: Default::default(),
             gate_res0: Default::default(),
             gate_res1: Default::default(),
-            e_flags: std::array::from_fn(|_| DFFWithInit::new(0.into())),
-            e_vlan: std::array::from_fn(|_| DFFWithInit::new(0.into())),
-            e_lo: std::array::from_fn(|_| DFFWithInit::new(1.into())),
-            e_hi: std::array::from_fn(|_| DFFWithInit::new(0.into())),
-            e_hello: std::array::from_fn(|_| DFFWithInit::new(0.into())),
-            e_fail: std::array::from_fn(|_| DFFWithInit::new(0.into())),
-            e_pf: std::array::from_fn(|_| DFFWithInit::new(0.into())),
-            e_fields: std::array::from_fn(|_| DFFWithInit::new(0.into())),
-            e_enable: DFFWithInit::new(false),
+            eaps_regs: Default::default(),
+            eaps_built: Constant::new(true),
         }
     }
 
@@ -254,18 +243,15 @@ impl<const J: usize, const D: usize> SwitchFabric<J, D> {
     /// control link's writes of `spotagg_driver::control::protocol::eaps::writes` give).
     pub fn with_eaps(mut self, domains: &[Option<DomainSettings>], enable: bool) -> Self {
         assert!(domains.len() <= D, "{} EAPS domains for a fabric built with {D}", domains.len());
-        for (d, s) in domains.iter().enumerate() {
-            let w = s.map(|s| s.words()).unwrap_or([0, 0, 1, 0, 0, 0, 0]);
-            self.e_flags[d] = DFFWithInit::new(u64::from(w[0] & 0xf).into());
-            self.e_vlan[d] = DFFWithInit::new(u64::from(w[1] & 0xfff).into());
-            self.e_lo[d] = DFFWithInit::new(u64::from(w[2] & 0xfff).into());
-            self.e_hi[d] = DFFWithInit::new(u64::from((w[2] >> 16) & 0xfff).into());
-            self.e_hello[d] = DFFWithInit::new(u64::from(w[3]).into());
-            self.e_fail[d] = DFFWithInit::new(u64::from(w[4]).into());
-            self.e_pf[d] = DFFWithInit::new(u64::from(w[5]).into());
-            self.e_fields[d] = DFFWithInit::new(u64::from(w[6]).into());
-        }
-        self.e_enable = DFFWithInit::new(enable);
+        let words: Vec<Option<[u32; 7]>> = domains.iter().map(|s| s.map(|s| s.words())).collect();
+        self.eaps_regs = EapsRegisters::with_defaults(&words, enable);
+        self
+    }
+
+    /// The fabric without the EAPS node: the two ports are a transparent bridge, the EAPS
+    /// registers read 0 and ignore writes, and synthesis leaves the node out.
+    pub fn without_eaps(mut self) -> Self {
+        self.eaps_built = Constant::new(false);
         self
     }
 
@@ -283,37 +269,7 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
             self, core_clock, rx_arbiter, router, dispatcher, loader, core, mac_table, to_core, from_core, node,
             timebase, node_rx
         );
-        dff_setup!(
-            self,
-            core_clock,
-            in_frame,
-            mac_hi,
-            mac_lo,
-            cfg_write_q,
-            cfg_address_q,
-            cfg_data_q,
-            done_q,
-            idle_q,
-            e_enable
-        );
-        for d in 0..D {
-            self.e_flags[d].clock.next = self.core_clock.val();
-            self.e_flags[d].d.next = self.e_flags[d].q.val();
-            self.e_vlan[d].clock.next = self.core_clock.val();
-            self.e_vlan[d].d.next = self.e_vlan[d].q.val();
-            self.e_lo[d].clock.next = self.core_clock.val();
-            self.e_lo[d].d.next = self.e_lo[d].q.val();
-            self.e_hi[d].clock.next = self.core_clock.val();
-            self.e_hi[d].d.next = self.e_hi[d].q.val();
-            self.e_hello[d].clock.next = self.core_clock.val();
-            self.e_hello[d].d.next = self.e_hello[d].q.val();
-            self.e_fail[d].clock.next = self.core_clock.val();
-            self.e_fail[d].d.next = self.e_fail[d].q.val();
-            self.e_pf[d].clock.next = self.core_clock.val();
-            self.e_pf[d].d.next = self.e_pf[d].q.val();
-            self.e_fields[d].clock.next = self.core_clock.val();
-            self.e_fields[d].d.next = self.e_fields[d].q.val();
-        }
+        dff_setup!(self, core_clock, in_frame, mac_hi, mac_lo, cfg_write_q, cfg_address_q, cfg_data_q, done_q, idle_q);
         self.switch_mac.next =
             (bit_cast::<48, 16>(self.mac_hi.q.val()) << 32) | bit_cast::<48, 32>(self.mac_lo.q.val());
         // Ports, merged into the router (the fuller receive FIFO first); the router's bridged
@@ -339,7 +295,7 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
         self.router.up_source.next = self.rx_arbiter.down_source.val();
         MacLearn::join(&mut self.router.learn, &mut self.mac_table.learn);
         // EAPS: the node's flushes (any domain's) flush the MAC table.
-        self.mac_table.flush.next = self.node.flush.val() != 0;
+        self.mac_table.flush.next = self.eaps_built.val() & (self.node.flush.val() != 0);
         self.status.merge_start.next = self.router.merge_start.val();
         self.status.merge_port.next = self.router.merge_port.val();
         // Core, behind register slices both ways (its `rx_ready` and `tx_valid` are logic of its
@@ -388,99 +344,31 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
         self.core.tx.ready.next = self.from_core.up.ready.val();
         StreamSource::<{ beat::BITS }>::join(&mut self.from_core.down, &mut self.dispatcher.up);
         MacLookup::join(&mut self.dispatcher.lookup, &mut self.mac_table.lookup);
-        // EAPS: the configuration registers (written through `eaps` once the job is loaded;
-        // domain d's register r at 16·d + r, the enable at 0xF0).
+        // EAPS: the configuration registers (domain d's register r at 16·d + r, the enable at
+        // 0xF0), read by the node and the four gates.
+        self.eaps_regs.clock.next = self.core_clock.val();
+        self.eaps_regs.write.next = self.eaps.write.val() & self.eaps_built.val();
+        self.eaps_regs.address.next = self.eaps.address.val();
+        self.eaps_regs.data.next = self.eaps.data.val();
         for d in 0..D {
-            if self.eaps.write.val() & (self.eaps.address.val().get_bits::<4>(4).index() == d) {
-                match self.eaps.address.val().get_bits::<4>(0).index() {
-                    0 => self.e_flags[d].d.next = self.eaps.data.val().get_bits::<4>(0),
-                    1 => self.e_vlan[d].d.next = self.eaps.data.val().get_bits::<12>(0),
-                    2 => {
-                        self.e_lo[d].d.next = self.eaps.data.val().get_bits::<12>(0);
-                        self.e_hi[d].d.next = self.eaps.data.val().get_bits::<12>(16);
-                    }
-                    3 => self.e_hello[d].d.next = self.eaps.data.val(),
-                    4 => self.e_fail[d].d.next = self.eaps.data.val(),
-                    5 => self.e_pf[d].d.next = self.eaps.data.val(),
-                    6 => self.e_fields[d].d.next = self.eaps.data.val(),
-                    _ => {}
-                }
-            }
-        }
-        if self.eaps.write.val() & (self.eaps.address.val() == 0xF0) {
-            self.e_enable.d.next = self.eaps.data.val().get_bit(0);
-        }
-        for d in 0..D {
-            self.node.cfg[d].active.next = self.e_flags[d].q.val().get_bit(0);
-            self.node.cfg[d].master.next = self.e_flags[d].q.val().get_bit(1);
-            self.node.cfg[d].primary.next = self.e_flags[d].q.val().get_bit(2);
-            self.node.cfg[d].send_alert.next = self.e_flags[d].q.val().get_bit(3);
-            self.node.cfg[d].control_vlan.next = self.e_vlan[d].q.val();
-            self.node.cfg[d].protected_lo.next = self.e_lo[d].q.val();
-            self.node.cfg[d].protected_hi.next = self.e_hi[d].q.val();
-            self.node.cfg[d].hello.next = self.e_hello[d].q.val();
-            self.node.cfg[d].fail.next = self.e_fail[d].q.val();
-            self.node.cfg[d].pre_forwarding.next = self.e_pf[d].q.val();
-            self.node.cfg[d].hello_field.next = self.e_fields[d].q.val().get_bits::<16>(0);
-            self.node.cfg[d].fail_field.next = self.e_fields[d].q.val().get_bits::<16>(16);
-            self.gate_in.cfg[d].active.next = self.e_flags[d].q.val().get_bit(0);
-            self.gate_in.cfg[d].master.next = self.e_flags[d].q.val().get_bit(1);
-            self.gate_in.cfg[d].primary.next = self.e_flags[d].q.val().get_bit(2);
-            self.gate_in.cfg[d].send_alert.next = self.e_flags[d].q.val().get_bit(3);
-            self.gate_in.cfg[d].control_vlan.next = self.e_vlan[d].q.val();
-            self.gate_in.cfg[d].protected_lo.next = self.e_lo[d].q.val();
-            self.gate_in.cfg[d].protected_hi.next = self.e_hi[d].q.val();
-            self.gate_in.cfg[d].hello.next = self.e_hello[d].q.val();
-            self.gate_in.cfg[d].fail.next = self.e_fail[d].q.val();
-            self.gate_in.cfg[d].pre_forwarding.next = self.e_pf[d].q.val();
-            self.gate_in.cfg[d].hello_field.next = self.e_fields[d].q.val().get_bits::<16>(0);
-            self.gate_in.cfg[d].fail_field.next = self.e_fields[d].q.val().get_bits::<16>(16);
-            self.gate_res0.cfg[d].active.next = self.e_flags[d].q.val().get_bit(0);
-            self.gate_res0.cfg[d].master.next = self.e_flags[d].q.val().get_bit(1);
-            self.gate_res0.cfg[d].primary.next = self.e_flags[d].q.val().get_bit(2);
-            self.gate_res0.cfg[d].send_alert.next = self.e_flags[d].q.val().get_bit(3);
-            self.gate_res0.cfg[d].control_vlan.next = self.e_vlan[d].q.val();
-            self.gate_res0.cfg[d].protected_lo.next = self.e_lo[d].q.val();
-            self.gate_res0.cfg[d].protected_hi.next = self.e_hi[d].q.val();
-            self.gate_res0.cfg[d].hello.next = self.e_hello[d].q.val();
-            self.gate_res0.cfg[d].fail.next = self.e_fail[d].q.val();
-            self.gate_res0.cfg[d].pre_forwarding.next = self.e_pf[d].q.val();
-            self.gate_res0.cfg[d].hello_field.next = self.e_fields[d].q.val().get_bits::<16>(0);
-            self.gate_res0.cfg[d].fail_field.next = self.e_fields[d].q.val().get_bits::<16>(16);
-            self.gate_out.cfg[d].active.next = self.e_flags[d].q.val().get_bit(0);
-            self.gate_out.cfg[d].master.next = self.e_flags[d].q.val().get_bit(1);
-            self.gate_out.cfg[d].primary.next = self.e_flags[d].q.val().get_bit(2);
-            self.gate_out.cfg[d].send_alert.next = self.e_flags[d].q.val().get_bit(3);
-            self.gate_out.cfg[d].control_vlan.next = self.e_vlan[d].q.val();
-            self.gate_out.cfg[d].protected_lo.next = self.e_lo[d].q.val();
-            self.gate_out.cfg[d].protected_hi.next = self.e_hi[d].q.val();
-            self.gate_out.cfg[d].hello.next = self.e_hello[d].q.val();
-            self.gate_out.cfg[d].fail.next = self.e_fail[d].q.val();
-            self.gate_out.cfg[d].pre_forwarding.next = self.e_pf[d].q.val();
-            self.gate_out.cfg[d].hello_field.next = self.e_fields[d].q.val().get_bits::<16>(0);
-            self.gate_out.cfg[d].fail_field.next = self.e_fields[d].q.val().get_bits::<16>(16);
-            self.gate_res1.cfg[d].active.next = self.e_flags[d].q.val().get_bit(0);
-            self.gate_res1.cfg[d].master.next = self.e_flags[d].q.val().get_bit(1);
-            self.gate_res1.cfg[d].primary.next = self.e_flags[d].q.val().get_bit(2);
-            self.gate_res1.cfg[d].send_alert.next = self.e_flags[d].q.val().get_bit(3);
-            self.gate_res1.cfg[d].control_vlan.next = self.e_vlan[d].q.val();
-            self.gate_res1.cfg[d].protected_lo.next = self.e_lo[d].q.val();
-            self.gate_res1.cfg[d].protected_hi.next = self.e_hi[d].q.val();
-            self.gate_res1.cfg[d].hello.next = self.e_hello[d].q.val();
-            self.gate_res1.cfg[d].fail.next = self.e_fail[d].q.val();
-            self.gate_res1.cfg[d].pre_forwarding.next = self.e_pf[d].q.val();
-            self.gate_res1.cfg[d].hello_field.next = self.e_fields[d].q.val().get_bits::<16>(0);
-            self.gate_res1.cfg[d].fail_field.next = self.e_fields[d].q.val().get_bits::<16>(16);
+            EapsDomainCfgSource::join(&mut self.eaps_regs.cfg[d], &mut self.node.cfg[d]);
+            EapsDomainCfgSource::join(&mut self.eaps_regs.cfg[d], &mut self.gate_in.cfg[d]);
+            EapsDomainCfgSource::join(&mut self.eaps_regs.cfg[d], &mut self.gate_out.cfg[d]);
+            EapsDomainCfgSource::join(&mut self.eaps_regs.cfg[d], &mut self.gate_res0.cfg[d]);
+            EapsDomainCfgSource::join(&mut self.eaps_regs.cfg[d], &mut self.gate_res1.cfg[d]);
         }
         // The node: enabled once the job is loaded, the switch MAC its system MAC.
         self.node.now.next = self.timebase.now.val();
         self.node.system_mac.next = self.switch_mac.val();
-        self.node.enable.next = self.e_enable.q.val() & self.done_q.q.val();
+        self.node.enable.next = self.eaps_built.val() & self.eaps_regs.enable.val() & self.done_q.q.val();
         self.node.link_up.next = self.eaps_link_up.val();
         self.node.status_address.next = self.eaps.status_address.val();
-        self.eaps.status_data.next = self.node.status_data.val();
+        self.eaps.status_data.next = 0.into();
+        if self.eaps_built.val() {
+            self.eaps.status_data.next = self.node.status_data.val();
+        }
         // Its frames, from the router as words, to its port's receive stream as bytes.
-        self.router.node_on.next = self.e_enable.q.val();
+        self.router.node_on.next = self.eaps_built.val() & self.eaps_regs.enable.val();
         self.node_rx.word.valid.next = self.router.node.valid.val();
         self.node_rx.word.data.next = self.router.node.data.val().get_bits::<32>(0);
         self.node_rx.word.last.next = self.router.node.data.val().get_bit(35);
@@ -499,9 +387,18 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
         }
         self.router.node_quiet.next = self.node.idle.val() & !self.node_rx.out_valid.val();
         self.router.node_pass.next = self.node.pass.val();
+        if !self.eaps_built.val() {
+            self.node_rx.out_ready.next = true;
+            self.router.node_quiet.next = true;
+            self.router.node_pass.next = 0.into();
+        }
         // Its PDUs into each port's result FIFO.
         ByteSource::join(&mut self.node.tx0, &mut self.pdu_merge[0].pdu);
         ByteSource::join(&mut self.node.tx1, &mut self.pdu_merge[1].pdu);
+        if !self.eaps_built.val() {
+            self.pdu_merge[0].pdu.valid.next = false;
+            self.pdu_merge[1].pdu.valid.next = false;
+        }
         // The VLAN gates: a bridged frame must pass its ingress and its egress port, a result
         // each port it is written to.
         self.gate_in.forwarding.next = self.node.forwarding.val();
@@ -518,11 +415,14 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
         self.gate_res1.vid.next = self.dispatcher.tag_vid.val();
         self.gate_in.port.next = self.rx_arbiter.down_source.val();
         self.gate_out.port.next = !self.rx_arbiter.down_source.val();
-        self.router.bridge_pass.next = self.gate_in.pass.val() & self.gate_out.pass.val();
+        self.router.bridge_pass.next = !self.eaps_built.val() | (self.gate_in.pass.val() & self.gate_out.pass.val());
         self.gate_res0.port.next = false;
         self.gate_res1.port.next = true;
         self.dispatcher.gate_pass.next = bit_cast::<2, 1>(self.gate_res0.pass.val().into())
             | (bit_cast::<2, 1>(self.gate_res1.pass.val().into()) << 1);
+        if !self.eaps_built.val() {
+            self.dispatcher.gate_pass.next = 3.into();
+        }
         // Port counters: port 0 at 0..=5, the dispatcher's floods at 6, port 1 at 8..=13.
         if self.port_counter_address.val() == 6 {
             self.port_counter_data.next = self.dispatcher.flooded.val();

@@ -146,6 +146,14 @@ impl<const J: usize> BoardTop<J> {
     }
 }
 
+impl<const J: usize> BoardTop<J> {
+    /// The top without the EAPS node (`BoardLogic::without_eaps`).
+    pub fn without_eaps(mut self) -> Self {
+        self.logic = self.logic.without_eaps();
+        self
+    }
+}
+
 impl<const J: usize> Logic for BoardTop<J> {
     #[hdl_gen]
     fn update(&mut self) {
@@ -194,14 +202,25 @@ pub fn board_verilog(board: &Board, core: CoreConfig, job: &JobConfig) -> String
 /// [`board_verilog`] with the build flow's `build` stamp in the control link's identity: what
 /// synthesis (`yosys synth_ecp5 -top top`) takes.
 pub fn board_verilog_stamped(board: &Board, core: CoreConfig, job: &JobConfig, build: BuildStamp) -> String {
-    board_verilog_jobs(board, core, job, build, 1)
+    board_verilog_jobs(board, core, job, build, 1, true)
 }
 
 /// [`board_verilog_stamped`] with a core for each of `jobs` (1..=2) jobs (docs/switch.md §8),
-/// `job` in the first one's ROM.
-pub fn board_verilog_jobs(board: &Board, core: CoreConfig, job: &JobConfig, build: BuildStamp, jobs: usize) -> String {
-    fn v<const J: usize>(board: &Board, core: CoreConfig, job: &JobConfig, build: BuildStamp) -> String {
+/// `job` in the first one's ROM, and the EAPS node if `eaps` (docs/eaps.md §12; else the
+/// ports are a transparent bridge).
+pub fn board_verilog_jobs(
+    board: &Board,
+    core: CoreConfig,
+    job: &JobConfig,
+    build: BuildStamp,
+    jobs: usize,
+    eaps: bool,
+) -> String {
+    fn v<const J: usize>(board: &Board, core: CoreConfig, job: &JobConfig, build: BuildStamp, eaps: bool) -> String {
         let mut top = BoardTop::<J>::new(board, core, job, build);
+        if !eaps {
+            top = top.without_eaps();
+        }
         top.connect_all();
         generate_verilog(&top)
     }
@@ -215,10 +234,13 @@ pub fn board_verilog_jobs(board: &Board, core: CoreConfig, job: &JobConfig, buil
     std::thread::scope(|s| {
         std::thread::Builder::new()
             .stack_size(256 << 20)
-            .spawn_scoped(
-                s,
-                || if jobs == 1 { v::<1>(board, core, job, build) } else { v::<2>(board, core, job, build) },
-            )
+            .spawn_scoped(s, || {
+                if jobs == 1 {
+                    v::<1>(board, core, job, build, eaps)
+                } else {
+                    v::<2>(board, core, job, build, eaps)
+                }
+            })
             .expect("a thread for Verilog generation")
             .join()
             .unwrap_or_else(|e| std::panic::resume_unwind(e))
