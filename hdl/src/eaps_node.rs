@@ -265,6 +265,9 @@ pub struct EapsNode<const D: usize> {
     phase: DFF<NodePhase>,
     job: DFF<Job>,
     jport: DFF<Bit>,
+    /// Take the held frame of port `jport` this clock (set by the step that finished with it: the
+    /// take, which loads the port's ~180 hold registers, then starts from flip-flops).
+    take_held: DFF<Bit>,
     dom: DFF<Bits<4>>,
     step: DFF<Bits<2>>,
     send_mask: DFF<Bits<2>>,
@@ -388,6 +391,7 @@ impl<const D: usize> Default for EapsNode<D> {
             phase: Default::default(),
             job: Default::default(),
             jport: Default::default(),
+            take_held: Default::default(),
             dom: Default::default(),
             step: Default::default(),
             send_mask: Default::default(),
@@ -476,6 +480,7 @@ impl<const D: usize> Logic for EapsNode<D> {
         dff_setup!(
             self,
             clock,
+            take_held,
             enabled,
             link_q,
             edp_seq,
@@ -524,8 +529,9 @@ impl<const D: usize> Logic for EapsNode<D> {
         ByteSink::link(&mut self.rx1, &mut self.prx[1].rx);
         ByteSource::link(&mut self.tx0, &mut self.etx.tx0);
         ByteSource::link(&mut self.tx1, &mut self.etx.tx1);
-        self.prx[0].take.next = false;
-        self.prx[1].take.next = false;
+        self.prx[0].take.next = self.take_held.q.val() & !self.jport.q.val();
+        self.prx[1].take.next = self.take_held.q.val() & self.jport.q.val();
+        self.take_held.d.next = false;
         self.etx.start.next = false;
         self.etx.port.next = !self.send_mask.q.val().get_bit(0);
         self.flush_q.d.next = 0.into();
@@ -945,7 +951,10 @@ impl<const D: usize> Logic for EapsNode<D> {
         self.n_dom.next = bit_cast::<5, 4>(self.dom.q.val()) + 1;
         match self.phase.q.val() {
             NodePhase::Idle => {
-                if self.enable.val() & !self.enabled.q.val() {
+                if self.take_held.q.val() {
+                    // The frame just handled is taken this clock: nothing else starts.
+                    self.phase.d.next = NodePhase::Idle;
+                } else if self.enable.val() & !self.enabled.q.val() {
                     self.enabled.d.next = true;
                     self.job.d.next = Job::Enable;
                     self.dom.d.next = 0.into();
@@ -959,8 +968,7 @@ impl<const D: usize> Logic for EapsNode<D> {
                     if self.fm_hit.val() {
                         self.phase.d.next = NodePhase::Settle;
                     } else {
-                        self.prx[0].take.next = !self.fsel.val();
-                        self.prx[1].take.next = self.fsel.val();
+                        self.take_held.d.next = true;
                     }
                 } else if self.link_up.val().get_bit(0) != self.link_q.q.val().get_bit(0) {
                     self.link_q.d.next = self.link_q.q.val().replace_bit(0, self.link_up.val().get_bit(0));
@@ -1001,8 +1009,7 @@ impl<const D: usize> Logic for EapsNode<D> {
                 if self.n_mask.val().any() {
                     self.phase.d.next = NodePhase::Send;
                 } else if self.job.q.val() == Job::Frame {
-                    self.prx[0].take.next = !self.jport.q.val();
-                    self.prx[1].take.next = self.jport.q.val();
+                    self.take_held.d.next = true;
                     self.phase.d.next = NodePhase::Idle;
                 } else if !self.last_step.val() {
                     self.step.d.next = self.step.q.val() + 1;
@@ -1027,8 +1034,7 @@ impl<const D: usize> Logic for EapsNode<D> {
                         self.send_mask.d.next = 2.into();
                         self.phase.d.next = NodePhase::Send;
                     } else if self.job.q.val() == Job::Frame {
-                        self.prx[0].take.next = !self.jport.q.val();
-                        self.prx[1].take.next = self.jport.q.val();
+                        self.take_held.d.next = true;
                         self.phase.d.next = NodePhase::Idle;
                     } else if !self.last_step.val() {
                         self.step.d.next = self.step.q.val() + 1;

@@ -80,10 +80,11 @@ pub struct Args {
     /// at power-up; the others are empty until `spotagg ctl configure --jobs` writes them.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
     jobs: u8,
-    /// Leave the EAPS node out of the board top (docs/eaps.md §12): the two ports are a
-    /// transparent bridge, as before EAPS, in fewer LUTs.
+    /// Build the EAPS node into the board top (docs/eaps.md §12): the two ports become ring
+    /// ports. Off by default: with it the core clock does not meet timing yet
+    /// (docs/performance.md); without it the two ports are a transparent bridge.
     #[arg(long)]
-    no_eaps: bool,
+    eaps: bool,
 }
 
 /// Whether the core has the straggler counters.
@@ -181,6 +182,9 @@ pub fn run(args: Args) -> Result<()> {
     if args.top == TopKind::Core && args.jobs > 1 {
         bail!("--jobs {}: several jobs are built into the board top, not --top core", args.jobs);
     }
+    if args.top == TopKind::Core && args.eaps {
+        bail!("--eaps: the EAPS node is built into the board top, not --top core");
+    }
     let out = args.out.unwrap_or_else(|| PathBuf::from("build").join(board.id));
     eprintln!(
         "building {} ({}, {} {}, speed {}): {}, width {} bytes, {}{} slots, straggler counters {}, {} job{}, EAPS {}, {}",
@@ -199,7 +203,7 @@ pub fn run(args: Args) -> Result<()> {
         if config.stragglers { "on" } else { "off" },
         args.jobs,
         if args.jobs == 1 { "" } else { "s (a core each)" },
-        if args.no_eaps || args.top == TopKind::Core { "off" } else { "on" },
+        if args.eaps && args.top == TopKind::Board { "on" } else { "off" },
         if args.seeds > 1 {
             format!("seeds {}..={}", args.seed, args.seed + args.seeds - 1)
         } else {
@@ -221,7 +225,7 @@ pub fn run(args: Args) -> Result<()> {
         job: given_job,
         seeds: (args.seed..args.seed + args.seeds).collect(),
         jobs: usize::from(args.jobs),
-        eaps: !args.no_eaps,
+        eaps: args.eaps,
     };
     let result = build(&flow, &target, config, args.slots.is_none(), args.allow_timing_fail);
     match result {
