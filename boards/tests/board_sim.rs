@@ -46,10 +46,17 @@ struct Bench {
 
 impl Bench {
     fn new(core: CoreConfig, job: &JobConfig) -> Option<Bench> {
+        Bench::built(core, job, true)
+    }
+
+    /// The fabric with the EAPS node built in or (`eaps` false, as `spotagg build` makes the
+    /// board by default) left out.
+    fn built(core: CoreConfig, job: &JobConfig, eaps: bool) -> Option<Bench> {
         if !require_tool(Tool::Verilator) {
             return None;
         }
-        Some(Bench::of(SwitchFabric::new(core, job)))
+        let f = SwitchFabric::new(core, job);
+        Some(Bench::of(if eaps { f } else { f.without_eaps() }))
     }
 
     /// The bench of fabric `f` (built with its settings, e.g. an EAPS power-up default).
@@ -299,9 +306,20 @@ fn check_trace(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged: usize)
 }
 
 fn check_trace_clocks(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged: usize, periods: Option<[u64; 4]>) {
+    check_trace_built(spec, core, bad_fcs, bridged, periods, true)
+}
+
+fn check_trace_built(
+    spec: TraceSpec,
+    core: CoreConfig,
+    bad_fcs: bool,
+    bridged: usize,
+    periods: Option<[u64; 4]>,
+    eaps: bool,
+) {
     let trace = generate(&spec);
     let job = trace.job.clone();
-    let Some(mut b) = Bench::new(core, &job) else { return };
+    let Some(mut b) = Bench::built(core, &job, eaps) else { return };
     let sw = job.switch_mac.0;
     let to_core = |f: &[u8]| f[0..6] == sw || f[0] & 1 == 1;
     let to_bridge = |f: &[u8]| f[0..6] != sw;
@@ -448,6 +466,15 @@ fn a_core_at_half_the_clock_drops_for_capacity() {
 fn troubled_trace_with_arp_ping_and_malformed_frames() {
     let core = CoreConfig::new(4, 8, 256, 32).unwrap();
     check_trace(TraceSpec::new(6, PayloadSize::B256, 8, 12, 11).troubled(0.08), core, false, 4);
+}
+
+/// The fabric as `spotagg build` makes the board by default, without the EAPS node: the same
+/// trace, the same reference, at the board's clocks.
+#[test]
+fn the_fabric_without_eaps_matches_the_reference() {
+    let core = CoreConfig::new(4, 8, 256, 32).unwrap();
+    let spec = TraceSpec::new(6, PayloadSize::B256, 8, 12, 11).troubled(0.08);
+    check_trace_built(spec, core, true, 4, Some(BOARD_PERIODS), false);
 }
 
 /// Four clocks of unrelated periods: core 9.007 ns (111 MHz), transmit 8.000 ns, port 0
