@@ -24,6 +24,26 @@ fn board_top_synthesizes_for_ecp5() {
     assert!(u.lut4 < board.part.luts as u64, "{u:?} does not fit");
 }
 
+/// The same with the EAPS node built in (`spotagg build --eaps`), and without it: the node
+/// and its gates cost LUTs and flip-flops, and leaving it out removes them.
+#[test]
+fn board_top_with_eaps_synthesizes_for_ecp5() {
+    if !require_tool(Tool::Yosys) {
+        return;
+    }
+    let board = spotagg_boards::board::colorlight_5a_75b_v8::board();
+    let job = JobConfig::example(4, PayloadSize::B256, 1);
+    let core = CoreConfig::new(4, 1, 256, 32).unwrap();
+    let synth = |eaps| {
+        let v = spotagg_boards::tops::top::board_verilog_jobs(&board, core, &job, Default::default(), 1, eaps);
+        synth_ecp5(&v).unwrap_or_else(|e| panic!("EAPS {eaps}: {e}"))
+    };
+    let (with, without) = (synth(true), synth(false));
+    eprintln!("board top, 1 slot of 256 B: with EAPS {with:?}, without {without:?}");
+    assert!(with.lut4 > without.lut4 + 2000, "the node costs LUTs: {with:?} vs {without:?}");
+    assert!(with.flip_flops > without.flip_flops + 1000, "{with:?} vs {without:?}");
+}
+
 /// The utilization of a full-size board top (16 slots of 1024 B, 32 workers); slow, run with
 /// `--ignored`.
 #[test]
@@ -85,7 +105,7 @@ fn i9_two_jobs() {
     let core = CoreConfig::new(4, 36, 1024, 32).unwrap().with_stragglers(true);
     assert!(core.tree);
     let job = JobConfig::example(8, PayloadSize::B1024, 36);
-    let v = spotagg_boards::tops::top::board_verilog_jobs(&board, core, &job, Default::default(), 2, true);
+    let v = spotagg_boards::tops::top::board_verilog_jobs(&board, core, &job, Default::default(), 2, false);
     assert!(v.contains("router") && v.contains("cores$1"), "two cores behind the router in the Verilog");
     let start = std::time::Instant::now();
     let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("{e}"));

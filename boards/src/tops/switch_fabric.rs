@@ -51,7 +51,6 @@ use crate::tops::config_loader::ConfigLoader;
 use rust_hdl::prelude::*;
 use spotagg_driver::control::protocol::eaps::DomainSettings;
 use spotagg_driver::JobConfig;
-use spotagg_hdl::byte_stream::ByteSource;
 use spotagg_hdl::control_link::EapsRegisterAccess;
 use spotagg_hdl::eaps_gate::{EapsTimebase, EapsVlanGate};
 use spotagg_hdl::eaps_node::{EapsDomainCfgSource, EapsNode};
@@ -393,12 +392,16 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
             self.router.node_pass.next = 0.into();
         }
         // Its PDUs into each port's result FIFO.
-        ByteSource::join(&mut self.node.tx0, &mut self.pdu_merge[0].pdu);
-        ByteSource::join(&mut self.node.tx1, &mut self.pdu_merge[1].pdu);
-        if !self.eaps_built.val() {
-            self.pdu_merge[0].pdu.valid.next = false;
-            self.pdu_merge[1].pdu.valid.next = false;
-        }
+        // (Wired, not joined: a join makes one net of both ends, which the build without the
+        // node must not drive.)
+        self.pdu_merge[0].pdu.valid.next = self.eaps_built.val() & self.node.tx0.valid.val();
+        self.pdu_merge[0].pdu.data.next = self.node.tx0.data.val();
+        self.pdu_merge[0].pdu.last.next = self.node.tx0.last.val();
+        self.node.tx0.ready.next = self.pdu_merge[0].pdu.ready.val();
+        self.pdu_merge[1].pdu.valid.next = self.eaps_built.val() & self.node.tx1.valid.val();
+        self.pdu_merge[1].pdu.data.next = self.node.tx1.data.val();
+        self.pdu_merge[1].pdu.last.next = self.node.tx1.last.val();
+        self.node.tx1.ready.next = self.pdu_merge[1].pdu.ready.val();
         // The VLAN gates: a bridged frame must pass its ingress and its egress port, a result
         // each port it is written to.
         self.gate_in.forwarding.next = self.node.forwarding.val();

@@ -200,9 +200,10 @@ pub fn board_verilog(board: &Board, core: CoreConfig, job: &JobConfig) -> String
 }
 
 /// [`board_verilog`] with the build flow's `build` stamp in the control link's identity: what
-/// synthesis (`yosys synth_ecp5 -top top`) takes.
+/// synthesis (`yosys synth_ecp5 -top top`) takes by default (`spotagg build` without `--eaps`:
+/// no EAPS node).
 pub fn board_verilog_stamped(board: &Board, core: CoreConfig, job: &JobConfig, build: BuildStamp) -> String {
-    board_verilog_jobs(board, core, job, build, 1, true)
+    board_verilog_jobs(board, core, job, build, 1, false)
 }
 
 /// [`board_verilog_stamped`] with a core for each of `jobs` (1..=2) jobs (docs/switch.md §8),
