@@ -523,8 +523,8 @@ fn fabric_verilog_lints_clean() {
 }
 
 /// EAPS on the board (docs/eaps.md §12): the fabric with a transit domain baked in (its port
-/// states after enable: both blocked, Pre-Forwarding), both links up, one unit of `now` a
-/// core clock. Into port 0: a master's HEALTH on the control VLAN, the same PDU damaged
+/// states after enable: both blocked, Pre-Forwarding), both links up, `eaps_now` held at 0
+/// (the reference's time too). Into port 0: a master's HEALTH on the control VLAN, the same PDU damaged
 /// (another EDP frame, to be passed on unchanged), a PDU on a VLAN that is no domain's, and
 /// data frames tagged with a protected VLAN, an unprotected one and none. Out of port 1 must
 /// come exactly what the reference node (`spotagg_sim::eaps::EapsNode`, same configuration,
@@ -557,7 +557,7 @@ fn eaps_transit_on_the_board_matches_the_reference_node() {
         hello_field: (hello / 1_000_000) as u16,
         fail_field: (fail / 1_000_000) as u16,
     };
-    let f = SwitchFabric::new(core, &job).with_eaps(&[Some(settings)], true).with_eaps_time_div(1);
+    let f = SwitchFabric::new(core, &job).with_eaps(&[Some(settings)], true);
     let mut b = Bench::of(f);
     let link = b.m.port("eaps_link_up");
     b.m.set(link, 3);

@@ -25,9 +25,14 @@ use rust_hdl::prelude::*;
 use spotagg_driver::control::protocol::reg;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::control_link::{ControlIdentity, ControlLink, EapsRegisterPort};
+use spotagg_hdl::eaps_gate::EapsTimebase;
 use spotagg_hdl::mdio::MdioMaster;
 use spotagg_hdl::straggler::StragglerRead;
 use spotagg_hdl::CoreConfig;
+
+/// Clocks of the core clock per EAPS time unit on the board: 1 µs at 100 MHz (the unit of
+/// the periods in the EAPS registers).
+pub const EAPS_TIME_DIV: u32 = 100;
 
 /// Build parameters of the control plane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +73,8 @@ pub struct BoardLogic<const J: usize = 1> {
     fabric: SwitchFabric<J>,
     link: ControlLink,
     mdio: MdioMaster,
+    /// The EAPS node's time: one unit every [`EAPS_TIME_DIV`] core clocks.
+    timebase: EapsTimebase,
     port_counter_q: DFF<Bits<32>>,
     high_q: DFF<Bit>,
 }
@@ -108,6 +115,7 @@ impl<const J: usize> BoardLogic<J> {
                 .with_jobs(J)
                 .with_eaps(true),
             mdio: MdioMaster::new(params.mdc_half_period, params.phy_addresses),
+            timebase: EapsTimebase::new(EAPS_TIME_DIV),
             port_counter_q: Default::default(),
             high_q: Default::default(),
         }
@@ -127,7 +135,7 @@ impl<const J: usize> BoardLogic<J> {
 impl<const J: usize> Logic for BoardLogic<J> {
     #[hdl_gen]
     fn update(&mut self) {
-        clock!(self, core_clock, link, mdio);
+        clock!(self, core_clock, link, mdio, timebase);
         dff_setup!(self, core_clock, port_counter_q, high_q);
         self.fabric.core_clock.next = self.core_clock.val();
         self.fabric.tx_clock.next = self.tx_clock.val();
@@ -169,6 +177,7 @@ impl<const J: usize> Logic for BoardLogic<J> {
                 | (bit_cast::<2, 1>(
                     (self.mdio.link_state.val().get_bit(9) | self.mdio.link_state.val().get_bit(10)).into(),
                 ) << 1);
+        self.fabric.eaps_now.next = self.timebase.now.val();
         // Its configuration and status registers over the control link (0x0700.., 0x0800..).
         EapsRegisterPort::join(&mut self.link.eaps, &mut self.fabric.eaps);
         StragglerRead::join(&mut self.fabric.straggler, &mut self.link.straggler);

@@ -52,7 +52,7 @@ use rust_hdl::prelude::*;
 use spotagg_driver::control::protocol::eaps::DomainSettings;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::control_link::EapsRegisterAccess;
-use spotagg_hdl::eaps_gate::{EapsTimebase, EapsVlanGate};
+use spotagg_hdl::eaps_gate::EapsVlanGate;
 use spotagg_hdl::eaps_node::{EapsDomainCfgSource, EapsNode};
 use spotagg_hdl::eaps_registers::EapsRegisters;
 use spotagg_hdl::multi_core::MultiCore;
@@ -74,8 +74,25 @@ pub struct FabricStatus {
     pub merge_port: Signal<Out, Bit>,
 }
 
-/// Clocks of the core clock per EAPS time unit on the board: 1 µs at 100 MHz.
-pub const EAPS_TIME_DIV: u32 = 100;
+/// What the fabric's EAPS node does besides its frames, for the layers above and the benches
+/// (the ring simulator's board node reads these as the node-level bench reads the node's pins).
+#[derive(LogicInterface, Default)]
+pub struct FabricEaps {
+    /// Forwarding of domain `d`'s protected VLANs on port `p`: bit `2d + p` (the VLAN gates').
+    pub forwarding: Signal<Out, Bits<32>>,
+    /// The node flushes domain `d`'s FDB (bit `d`, one clock): the MAC table is flushed.
+    pub flush: Signal<Out, Bits<16>>,
+    /// An alert (one clock): a second master if `alert_second_master`, else the fail timer.
+    pub alert: Signal<Out, Bit>,
+    /// The alert is a second master.
+    pub alert_second_master: Signal<Out, Bit>,
+    /// The alert's domain.
+    pub alert_domain: Signal<Out, Bits<4>>,
+    /// The second master's system MAC.
+    pub alert_mac: Signal<Out, Bits<48>>,
+    /// The node has nothing pending or in progress.
+    pub idle: Signal<Out, Bit>,
+}
 
 /// The board logic with width-4 cores, one for each of `J` jobs (docs/switch.md §8;
 /// `spotagg_hdl::multi_core::MultiCore`, which with one job is the core alone).
@@ -86,8 +103,8 @@ pub const EAPS_TIME_DIV: u32 = 100;
 /// PDUs join each port's result FIFO between the dispatcher's frames ([`PduMerge`]); the
 /// bridge and the dispatcher ask [`EapsVlanGate`]s whether a tagged frame of a protected VLAN
 /// may enter and leave a ring port; its flush pulses flush the MAC table; `eaps_link_up`
-/// drives its link state, [`EapsTimebase`] its time (one unit per `EAPS_TIME_DIV` clocks
-/// unless set). Its configuration registers start at the power-up default
+/// drives its link state, `eaps_now` its time (the board logic counts it in µs,
+/// `crate::tops::board_logic::EAPS_TIME_DIV`; a bench sets it). Its configuration registers start at the power-up default
 /// ([`SwitchFabric::with_eaps`]; none: no domain, disabled, a transparent bridge as before)
 /// and are written through `eaps`.
 #[derive(LogicBlock)]
@@ -129,6 +146,10 @@ pub struct SwitchFabric<const J: usize = 1, const D: usize = 2> {
     pub eaps: EapsRegisterAccess,
     /// Link state of ports 0 (bit 0) and 1, from the PHYs (MDIO): a loss sends LINK-DOWN.
     pub eaps_link_up: Signal<In, Bits<2>>,
+    /// The EAPS node's time, in the unit of its periods (`spotagg_hdl::eaps_node`).
+    pub eaps_now: Signal<In, Bits<32>>,
+    /// The EAPS node's port states, flushes, alerts and idle.
+    pub eaps_out: FabricEaps,
     port: [EthPort; 2],
     rx_arbiter: FrameArbiter,
     router: RxRouter,
@@ -148,7 +169,6 @@ pub struct SwitchFabric<const J: usize = 1, const D: usize = 2> {
     cfg_data_q: DFF<Bits<32>>,
     done_q: DFF<Bit>,
     node: EapsNode<D>,
-    timebase: EapsTimebase,
     node_rx: TxWidth<8>,
     pdu_merge: [PduMerge; 2],
     /// The bridge's gates: the frame's ingress port and its egress port.
@@ -206,6 +226,8 @@ impl<const J: usize, const D: usize> SwitchFabric<J, D> {
             straggler: Default::default(),
             eaps: Default::default(),
             eaps_link_up: Default::default(),
+            eaps_now: Default::default(),
+            eaps_out: Default::default(),
             port: Default::default(),
             rx_arbiter: Default::default(),
             router: Default::default(),
@@ -225,7 +247,6 @@ impl<const J: usize, const D: usize> SwitchFabric<J, D> {
             cfg_data_q: Default::default(),
             done_q: Default::default(),
             node: Default::default(),
-            timebase: EapsTimebase::new(EAPS_TIME_DIV),
             node_rx: TxWidth::new(),
             pdu_merge: Default::default(),
             gate_in: Default::default(),
@@ -253,12 +274,6 @@ impl<const J: usize, const D: usize> SwitchFabric<J, D> {
         self.eaps_built = Constant::new(false);
         self
     }
-
-    /// The EAPS time unit: `div` core clocks (1..=65536; [`EAPS_TIME_DIV`] unless set).
-    pub fn with_eaps_time_div(mut self, div: u32) -> Self {
-        self.timebase = EapsTimebase::new(div);
-        self
-    }
 }
 
 impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
@@ -266,7 +281,7 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
     fn update(&mut self) {
         clock!(
             self, core_clock, rx_arbiter, router, dispatcher, loader, core, mac_table, to_core, from_core, node,
-            timebase, node_rx
+            node_rx
         );
         dff_setup!(self, core_clock, in_frame, mac_hi, mac_lo, cfg_write_q, cfg_address_q, cfg_data_q, done_q, idle_q);
         self.switch_mac.next =
@@ -357,15 +372,26 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
             EapsDomainCfgSource::join(&mut self.eaps_regs.cfg[d], &mut self.gate_res1.cfg[d]);
         }
         // The node: enabled once the job is loaded, the switch MAC its system MAC.
-        self.node.now.next = self.timebase.now.val();
+        self.node.now.next = self.eaps_now.val();
         self.node.system_mac.next = self.switch_mac.val();
         self.node.enable.next = self.eaps_built.val() & self.eaps_regs.enable.val() & self.done_q.q.val();
         self.node.link_up.next = self.eaps_link_up.val();
         self.node.status_address.next = self.eaps.status_address.val();
         self.eaps.status_data.next = 0.into();
+        self.eaps_out.forwarding.next = 0.into();
+        self.eaps_out.flush.next = 0.into();
+        self.eaps_out.alert.next = false;
+        self.eaps_out.idle.next = true;
         if self.eaps_built.val() {
             self.eaps.status_data.next = self.node.status_data.val();
+            self.eaps_out.forwarding.next = self.node.forwarding.val();
+            self.eaps_out.flush.next = self.node.flush.val();
+            self.eaps_out.alert.next = self.node.alert.val();
+            self.eaps_out.idle.next = self.node.idle.val();
         }
+        self.eaps_out.alert_second_master.next = self.node.alert_second_master.val();
+        self.eaps_out.alert_domain.next = self.node.alert_domain.val();
+        self.eaps_out.alert_mac.next = self.node.alert_mac.val();
         // Its frames, from the router as words, to its port's receive stream as bytes.
         self.router.node_on.next = self.eaps_built.val() & self.eaps_regs.enable.val();
         self.node_rx.word.valid.next = self.router.node.valid.val();
