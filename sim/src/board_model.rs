@@ -113,6 +113,15 @@ impl FabricPins {
     }
 }
 
+/// How a switch fabric's Verilog is verilated (the waivers of its generated code).
+pub(crate) fn fabric_build_options() -> BuildOptions {
+    BuildOptions {
+        trace: false,
+        config: Some(format!("{}lint_off -rule UNOPTFLAT -file \"*top.v\"\n", crate::verilator_engine::WAIVERS)),
+        extra_args: vec!["-Wno-fatal".into()],
+    }
+}
+
 struct BoardPins {
     fabric: FabricPins,
     counter_address: u32,
@@ -137,12 +146,7 @@ impl BoardModel {
     /// pairs, as `crate::multi_job::MultiSwitch` counts them; [`BoardModel::job_counters`] gives
     /// each job's, read through the job select (0x0F) on the fabric's configuration inputs.
     pub fn build_jobs(verilog: &str, ports: &[PortSpec], jobs: usize) -> Result<BoardModel, BoardModelError> {
-        let opts = BuildOptions {
-            trace: false,
-            config: Some(format!("{}lint_off -rule UNOPTFLAT -file \"*top.v\"\n", crate::verilator_engine::WAIVERS)),
-            extra_args: vec!["-Wno-fatal".into()],
-        };
-        let mut m = VerilatedModel::build(verilog, ports, &opts)?;
+        let mut m = VerilatedModel::build(verilog, ports, &fabric_build_options())?;
         let p = BoardPins {
             fabric: FabricPins::of(&m),
             counter_address: m.port("counter_address"),

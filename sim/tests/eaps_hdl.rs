@@ -14,8 +14,9 @@ use spotagg_driver::wire::MacAddr;
 use spotagg_hdl::eaps_esl::EslCheck;
 use spotagg_hdl::eaps_pdu::{EapsRx, EapsTx};
 use spotagg_hdl::rust_hdl::prelude::*;
+use spotagg_sim::eaps::differential::{difference, reference, run_ring, scenarios};
 use spotagg_sim::eaps::hdl_node::HdlEapsNode;
-use spotagg_sim::eaps::ring::{LogKind, Ring, RingConfig, RingDomain, MS, US};
+use spotagg_sim::eaps::ring::{MS, US};
 use spotagg_sim::eaps::{
     other_edp_vlan, Action, Alert, Cause, DomainConfig, EapsEngine, EapsNode, FailAction, Nanos, Role, State,
 };
@@ -518,181 +519,28 @@ fn random_events_vs_reference<H: EapsEngine>(seeds: u64, make: impl Fn(MacAddr, 
     }
 }
 
-/// What a ring run produced, each list in time order (entries of one instant by node, then
-/// port or domain: the order within one call is not part of the contract).
-#[derive(Debug, PartialEq, Eq)]
-struct RingTrace {
-    frames: Vec<(Nanos, usize, usize, Vec<u8>)>,
-    ports: Vec<(Nanos, usize, usize, usize, bool)>,
-    log: Vec<(Nanos, usize, usize, String)>,
-    lost: u64,
-    looped: u64,
-}
-
-/// A ring scenario: its configuration, what happens to it, and how long it runs.
-struct Scenario {
-    name: &'static str,
-    cfg: RingConfig,
-    setup: Box<dyn Fn(&mut Ring)>,
-    end: Nanos,
-}
-
-fn run_ring(s: &Scenario, hardware: &[usize], verilated: &[usize]) -> (RingTrace, u64) {
-    let mut ring = Ring::with_nodes(s.cfg.clone(), MS, s.end - MS, |i, mac, domains| {
-        if verilated.contains(&i) {
-            Box::new(HdlEapsNode::verilated(mac, domains, [true, true]).expect("Verilator model of the EAPS node"))
-        } else if hardware.contains(&i) {
-            Box::new(HdlEapsNode::new(mac, domains, [true, true]))
-        } else {
-            Box::new(EapsNode::new(mac, domains, [true, true]))
-        }
-    });
-    (s.setup)(&mut ring);
-    ring.run_until(s.end);
-    let mut frames = ring.frames_out.clone();
-    frames.sort_by_key(|f| (f.0, f.1, f.2));
-    let mut ports = ring.port_states.clone();
-    ports.sort_by_key(|p| (p.0, p.1, p.2, p.3));
-    let mut log: Vec<_> = ring
-        .log
-        .iter()
-        .map(|l| {
-            let what = match l.what {
-                LogKind::Transition(s) => format!("{s:?}"),
-                LogKind::Alert(a) => format!("{a:?}"),
-            };
-            (l.at, l.node, l.domain, what)
-        })
-        .collect();
-    log.sort_by_key(|l| (l.0, l.1, l.2));
-    let r = ring.report(0, s.end);
-    (RingTrace { frames, ports, log, lost: r.lost, looped: r.looped }, ring.frames_out.len() as u64)
-}
-
-fn scenarios(n: usize) -> Vec<Scenario> {
-    let mut v = Vec::new();
-    let base = RingConfig::standard(n);
-    // Each link broken in turn and restored, 8 ms apart.
-    let links = n;
-    v.push(Scenario {
-        name: "each link broken in turn",
-        cfg: base.clone(),
-        setup: Box::new(move |r| {
-            for l in 0..links {
-                r.fail_link(l, 5 * MS + l as u64 * 12 * MS);
-                r.restore_link(l, 11 * MS + l as u64 * 12 * MS);
-            }
-        }),
-        end: 8 * MS + links as u64 * 12 * MS,
-    });
-    // LINK-DOWN lost: the master's fail timer finds the break.
-    v.push(Scenario {
-        name: "LINK-DOWN lost",
-        cfg: base.clone(),
-        setup: Box::new(move |r| {
-            r.drop_pdus(EapsType::LinkDown, None, 0, 30 * MS);
-            r.fail_link(n / 2, 5 * MS);
-            r.restore_link(n / 2, 15 * MS);
-        }),
-        end: 25 * MS,
-    });
-    // RING-UP flush lost everywhere: the restored ends open on their pre-forwarding timers.
-    v.push(Scenario {
-        name: "RING-UP lost at every node",
-        cfg: base.clone(),
-        setup: Box::new(move |r| {
-            r.fail_link(1, 5 * MS);
-            r.restore_link(1, 10 * MS);
-            r.drop_pdus(EapsType::RingUpFlushFdb, None, 10 * MS, 20 * MS);
-        }),
-        end: 25 * MS,
-    });
-    // Stray control frames (docs/eaps.md §2): a damaged PDU and ESL PDUs of a link with no end
-    // on the ring, injected on either side of the master; the same sequence again (dropped at
-    // the master), a newer one (passed), five senders at once (the fifth refused while four
-    // entries live), and the first again once its entry has lapsed (passed).
-    let esl_pdu = |k: u8, seq: u16| {
-        let mac = MacAddr([2, 0xee, 0, 0, 0, k]);
-        let r = EslRepr {
-            edp_sequence: seq,
-            control_vlan: 10,
-            system_mac: mac,
-            state: EslState::Blocking,
-            role: EslRole::Controller,
-            link_id: 99,
-            failed_link: 99,
-            rb_id: 0,
-        };
-        esl::emit_frame(&r, mac, 7)
-    };
-    v.push(Scenario {
-        name: "stray control frames",
-        cfg: base.clone(),
-        setup: Box::new(move |r| {
-            let stray = spotagg_sim::eaps::scenarios::stray_frames();
-            r.inject_control(2, 0, 5 * MS, stray[0].1.clone());
-            r.inject_control(n - 1, 0, 5 * MS + 500 * US, stray[0].1.clone());
-            r.inject_control(2, 0, 6 * MS, esl_pdu(0, 100));
-            r.inject_control(1, 1, 6 * MS + 500 * US, esl_pdu(0, 100));
-            r.inject_control(1, 1, 7 * MS, esl_pdu(0, 101));
-            for k in 1..=4 {
-                r.inject_control(2, 0, 8 * MS + u64::from(k) * 100 * US, esl_pdu(k, 7));
-            }
-            r.inject_control(2, 0, 13 * MS, esl_pdu(0, 100));
-        }),
-        end: 16 * MS,
-    });
-    // Two masters in one domain.
-    let mut two = base.clone();
-    two.domains[0].masters = vec![0, n / 2];
-    v.push(Scenario { name: "two masters", cfg: two, setup: Box::new(|_| {}), end: 12 * MS });
-    // Two domains, masters at 0 and n/2, and send-alert on the second.
-    let mut dd = base.clone();
-    dd.domains.push(RingDomain {
-        control_vlan: 20,
-        protected: vec![200, 201],
-        masters: vec![n / 2],
-        primary: 0,
-        hello: MS,
-        fail: 3 * MS,
-        pre_forwarding: 3 * MS,
-        fail_action: FailAction::SendAlert,
-    });
-    for f in base.flows.clone() {
-        dd.flows.push(spotagg_sim::eaps::ring::Flow { vlan: 200, ..f });
-    }
-    v.push(Scenario {
-        name: "two domains (one send-alert)",
-        cfg: dd,
-        setup: Box::new(move |r| {
-            r.fail_link(n - 1, 5 * MS);
-            r.restore_link(n - 1, 12 * MS);
-            r.drop_pdus(EapsType::LinkDown, Some(0), 20 * MS, 22 * MS);
-            r.fail_link(0, 20 * MS);
-            r.restore_link(0, 26 * MS);
-        }),
-        end: 32 * MS,
-    });
-    v
-}
-
 /// Rings of mixed nodes against all-reference rings: every control frame (time, node, port,
 /// bytes), every port-state change and every transition and alert identical.
 fn mixed_rings(n: usize, placements: &[(Vec<usize>, Vec<usize>)]) {
     let mut cases = 0;
     for s in scenarios(n) {
-        let (want, frames) = run_ring(&s, &[], &[]);
+        let (want, frames) = run_ring(&s, reference);
         assert_eq!(want.looped, 0, "{}: the reference loops", s.name);
         for (hw, vl) in placements {
-            let (got, _) = run_ring(&s, hw, vl);
-            let hw = (hw, vl);
-            assert_eq!(got.frames.len(), want.frames.len(), "{} nodes, {}: hardware at {hw:?}: frame count", n, s.name);
-            for (i, (g, w)) in got.frames.iter().zip(&want.frames).enumerate() {
-                assert_eq!(g, w, "{n} nodes, {}: hardware at {hw:?}: control frame {i}", s.name);
+            let (got, _) = run_ring(&s, |i, mac, domains| -> Box<dyn EapsEngine> {
+                if vl.contains(&i) {
+                    Box::new(
+                        HdlEapsNode::verilated(mac, domains, [true, true]).expect("Verilator model of the EAPS node"),
+                    )
+                } else if hw.contains(&i) {
+                    Box::new(HdlEapsNode::new(mac, domains, [true, true]))
+                } else {
+                    reference(i, mac, domains)
+                }
+            });
+            if let Some(d) = difference(&got, &want) {
+                panic!("{n} nodes, {}: hardware at {:?}: {d}", s.name, (hw, vl));
             }
-            assert_eq!(got.ports, want.ports, "{n} nodes, {}: hardware at {hw:?}: port states", s.name);
-            assert_eq!(got.log, want.log, "{n} nodes, {}: hardware at {hw:?}: transitions", s.name);
-            assert_eq!((got.lost, got.looped), (want.lost, want.looped), "{n} nodes, {}", s.name);
             cases += 1;
         }
         eprintln!(

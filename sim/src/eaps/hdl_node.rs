@@ -27,10 +27,13 @@ pub const DOMAINS: usize = 2;
 const MAX_CYCLES: usize = 100_000;
 
 /// The outputs of the node after a rising edge.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeOutputs {
     /// Transmit streams: (valid, data, last) per port.
     pub tx: [(bool, u8, bool); 2],
+    /// Whole frames that left a port at this edge (where the pins see frames rather than a
+    /// byte stream: the board's MACs, [`super::board_node::BoardNodePins`]).
+    pub frames: Vec<(Port, Vec<u8>)>,
     /// Forwarding bits (2d + p).
     pub forwarding: u32,
     /// Flush bits (d).
@@ -148,6 +151,7 @@ impl NodePins for RustHdlPins {
                 .then(|| (u.alert_second_master.val(), u.alert_domain.val().index(), u.alert_mac.val().to_u64())),
             pass: u.pass.val().to_u8(),
             idle: u.idle.val(),
+            frames: Vec::new(),
         }
     }
     fn status(&mut self, address: u8) -> u32 {
@@ -324,6 +328,9 @@ impl<P: NodePins> HdlEapsNode<P> {
                     out.push(Action::Send { port: p, frame: std::mem::take(&mut self.tx[p]) });
                 }
             }
+        }
+        for (port, frame) in &o.frames {
+            out.push(Action::Send { port: *port, frame: frame.clone() });
         }
         // Another EDP frame passed on: the bridge sends the received bytes out of the other port.
         for p in 0..2 {
@@ -617,6 +624,7 @@ impl NodePins for VerilatorPins {
             alert: (g(&self.m, a) != 0).then(|| (g(&self.m, sm) != 0, g(&self.m, dom) as usize, g(&self.m, mac))),
             pass: g(&self.m, self.pins.pass) as u8,
             idle: g(&self.m, self.pins.idle) != 0,
+            frames: Vec::new(),
         }
     }
     fn status(&mut self, address: u8) -> u32 {

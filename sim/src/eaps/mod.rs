@@ -12,6 +12,9 @@
 
 pub mod allreduce;
 #[cfg(feature = "hdl")]
+pub mod board_node;
+pub mod differential;
+#[cfg(feature = "hdl")]
 pub mod hdl_node;
 pub mod ring;
 pub mod scenarios;
