@@ -136,7 +136,13 @@ impl Logic for RxRouter {
             & self.to_node.val()
             & self.bridge_ready.val();
         self.node.data.next = self.up.data.val();
+        // The port of the frame whose bytes the node is taking: during its first word (which the
+        // node's byte adapter takes a byte a clock, so the word is held four clocks before
+        // `go`) `dport` still names the previous frame's port; the source is this frame's.
         self.node_port.next = self.dport.q.val();
+        if self.words.q.val() == 0 {
+            self.node_port.next = self.up_source.val();
+        }
         self.tag_tagged.next = self.tagged_q.q.val();
         self.tag_vid.next = self.vid_q.q.val();
         // The node's verdict on the held frame.
