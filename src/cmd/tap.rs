@@ -59,6 +59,23 @@ pub struct Args {
     /// `--engine`: frames go in and out through port 0's MAC with preamble and FCS.
     #[arg(long, conflicts_with = "engine")]
     board_model: bool,
+    /// Port 1 of the board model on this second TAP device: the board is then a two-port
+    /// node (a ring node, with `--eaps`), every frame from either device fed into its port's
+    /// GMII receive side and every frame a port's MAC sends written to that port's device.
+    #[arg(long, requires = "board_model", conflicts_with = "jobs")]
+    tap1: Option<String>,
+    /// Configure the board model's EAPS node from a ring file (the format of `spotagg eaps`,
+    /// ring ports "0"/"eth0" and "1"/"eth1"), as `spotagg ctl eaps configure` does a board,
+    /// and enable it. Its time is the wall clock in µs, the board's unit.
+    #[arg(long, requires = "tap1")]
+    eaps: Option<PathBuf>,
+    /// Port 0's link state is this interface's carrier (`/sys/class/net/IFACE/carrier`, read
+    /// every millisecond), as a board reads its PHY's: a loss sends LINK-DOWN. Default: up.
+    #[arg(long, requires = "tap1")]
+    carrier0: Option<String>,
+    /// Port 1's link state is this interface's carrier.
+    #[arg(long, requires = "tap1")]
+    carrier1: Option<String>,
 }
 
 /// The MAC-level board model for `job`: the switch fabric of `spotagg_boards` with a core of
@@ -71,6 +88,13 @@ pub fn board_model(job: &spotagg_driver::JobConfig) -> Result<BoardModel> {
 /// each, every core sized for the largest job's slots and payload), each job in its power-up
 /// ROM ([`BoardModel::build_jobs`]).
 pub fn board_model_jobs(jobs: &[spotagg_driver::JobConfig]) -> Result<BoardModel> {
+    let (verilog, ports) = fabric_of(jobs)?;
+    BoardModel::build_jobs(&verilog, &ports, jobs.len()).context("building the Verilator board model")
+}
+
+/// The switch fabric's Verilog and ports for `jobs` (the board model's hardware, with the
+/// EAPS node built in).
+fn fabric_of(jobs: &[spotagg_driver::JobConfig]) -> Result<(String, Vec<spotagg_sim::verilator::PortSpec>)> {
     use spotagg_boards::tops::switch_fabric::{fabric_verilog_jobs, SwitchFabric};
     use spotagg_hdl::rust_hdl::prelude::*;
     let max = spotagg_hdl::job_router::MAX_JOBS;
@@ -93,8 +117,7 @@ pub fn board_model_jobs(jobs: &[spotagg_driver::JobConfig]) -> Result<BoardModel
             spotagg_sim::verilator::ports_of(&f)
         }
     };
-    let verilog = fabric_verilog_jobs(core, jobs);
-    BoardModel::build_jobs(&verilog, &ports, jobs.len()).context("building the Verilator board model")
+    Ok((fabric_verilog_jobs(core, jobs), ports))
 }
 
 /// `_IOW('T', 202, int)` (linux/if_tun.h), the same on x86 and ARM.
@@ -243,6 +266,9 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    if args.tap1.is_some() {
+        return run_two_port(args);
+    }
     let (job, mut engine): (_, Box<dyn Engine>) = match (&args.jobs, &args.config) {
         (Some(path), _) => {
             let sw = spotagg_sim::multi_job::MultiSwitch::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -286,6 +312,193 @@ pub fn run(args: Args) -> Result<()> {
         st.seconds
     );
     print_summary("tap", args.json, &c, ("tap", &st), &line);
+    io::stdout().flush()?;
+    Ok(())
+}
+
+/// A link-state source: an interface's carrier, or always up.
+struct Carrier(Option<PathBuf>);
+
+impl Carrier {
+    fn new(ifc: &Option<String>) -> Result<Carrier> {
+        match ifc {
+            None => Ok(Carrier(None)),
+            Some(n) => {
+                let p = PathBuf::from(format!("/sys/class/net/{n}/carrier"));
+                if !PathBuf::from(format!("/sys/class/net/{n}")).exists() {
+                    bail!("--carrier {n:?}: no such interface in this network namespace");
+                }
+                Ok(Carrier(Some(p)))
+            }
+        }
+    }
+    /// Up unless the carrier file says 0 (reading it fails while the interface is down).
+    fn up(&self) -> bool {
+        match &self.0 {
+            None => true,
+            Some(p) => std::fs::read_to_string(p).map(|s| s.trim() == "1").unwrap_or(false),
+        }
+    }
+}
+
+/// What the two-port board model did, per port.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+struct PortStats {
+    frames_from_kernel: u64,
+    frames_to_kernel: u64,
+    write_errors: u64,
+    link_changes: u64,
+}
+
+/// `spotagg tap --board-model --tap A --tap1 B [--eaps RING.toml]`: the board model as a
+/// two-port node. Each turn waits up to 1 ms for a frame on either device, feeds what came,
+/// sets the EAPS node's time (µs since start) and link states, runs the model until it is
+/// idle (at least a few clocks, so that a due timer is seen), writes out what the ports sent
+/// and prints a line per EAPS transition.
+fn run_two_port(args: Args) -> Result<()> {
+    use spotagg_driver::control::protocol::eaps as peaps;
+    use spotagg_sim::eaps::board_node::BoardNodePins;
+    use spotagg_sim::eaps::hdl_node::NodePins;
+    let config = args.config.as_ref().context("--config is needed with --tap1")?;
+    let job = load_job(config)?;
+    let (verilog, ports) = fabric_of(std::slice::from_ref(&job))?;
+    let mut board = BoardNodePins::build(&verilog, &ports).context("building the Verilator board model")?;
+    let mut names = vec![];
+    if let Some(ring) = &args.eaps {
+        let r = crate::cmd::eaps::config::load(ring)?;
+        let domains = crate::cmd::eaps::config::board_settings(&r, peaps::BOARD_DOMAINS)?;
+        for (a, v) in peaps::writes(&domains, true) {
+            board.write_eaps((a - spotagg_driver::control::protocol::reg::EAPS_CONFIG) as u8, v);
+        }
+        names = r.domains.iter().map(|d| d.name.clone()).collect();
+    }
+    let carriers = [Carrier::new(&args.carrier0)?, Carrier::new(&args.carrier1)?];
+    let tap1 = args.tap1.clone().expect("two-port mode");
+    let mut taps = [Tap::open(&args.tap)?, Tap::open(&tap1)?];
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    let start = Instant::now();
+    let mut links = [carriers[0].up(), carriers[1].up()];
+    board.set_links(links);
+    board.set_now(0);
+    board.run(1, 1_000_000);
+    println!(
+        "spotagg tap: attached to {} (port 0) and {} (port 1) (verilator board model, switch {} {}, {} workers{})",
+        taps[0].name(),
+        taps[1].name(),
+        job.switch_ip,
+        job.switch_mac,
+        job.n(),
+        if names.is_empty() { String::new() } else { format!(", EAPS domains {}", names.join(", ")) }
+    );
+    io::stdout().flush()?;
+    let mut st = [PortStats::default(); 2];
+    let mut state: Vec<u32> = names.iter().enumerate().map(|(d, _)| board.status((16 * d) as u8)).collect();
+    let mut buf = vec![0u8; 65536];
+    let mut last_rx = Instant::now();
+    while !STOP.load(Ordering::Relaxed) {
+        let mut fds = [0, 1].map(|p| libc::pollfd { fd: taps[p].file.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        // SAFETY: two valid pollfds.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, 1) };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e).context("poll on the TAP devices");
+            }
+        }
+        let mut fed = false;
+        for p in 0..2 {
+            if rc > 0 && fds[p].revents & libc::POLLIN != 0 {
+                match taps[p].file.read(&mut buf) {
+                    Ok(n) if n > 0 => {
+                        board.feed(p, &buf[..n]);
+                        st[p].frames_from_kernel += 1;
+                        fed = true;
+                    }
+                    Ok(_) => {}
+                    Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock) => {}
+                    Err(e) => return Err(e).with_context(|| format!("reading {}", taps[p].name())),
+                }
+            }
+        }
+        if fed {
+            last_rx = Instant::now();
+        } else if args.exit_after_idle.is_some_and(|idle| last_rx.elapsed().as_secs_f64() >= idle) {
+            break;
+        }
+        let now = start.elapsed();
+        board.set_now(now.as_micros() as u32);
+        let l = [carriers[0].up(), carriers[1].up()];
+        for p in 0..2 {
+            if l[p] != links[p] {
+                st[p].link_changes += 1;
+                println!(
+                    "spotagg tap: port {p} link {} at {:.3} s",
+                    if l[p] { "up" } else { "down" },
+                    now.as_secs_f64()
+                );
+            }
+        }
+        links = l;
+        board.set_links(links);
+        for (p, f) in board.run(8, 5_000_000) {
+            match taps[p].file.write(&f) {
+                Ok(n) if n == f.len() => st[p].frames_to_kernel += 1,
+                _ => st[p].write_errors += 1,
+            }
+        }
+        for (d, name) in names.iter().enumerate() {
+            let w = board.status((16 * d) as u8);
+            if w & 0x3f != state[d] & 0x3f {
+                let cause = board.status((16 * d + 6) as u8) as usize;
+                let name_of = |w: u32| peaps::STATE_NAMES.get((w & 0xf) as usize).copied().unwrap_or("?");
+                let change = if w & 0xf == state[d] & 0xf {
+                    name_of(w).to_string()
+                } else {
+                    format!("{} -> {}", name_of(state[d]), name_of(w))
+                };
+                println!(
+                    "spotagg tap: eaps {name}: {change} ({}), forwarding port 0 {} port 1 {}, at {:.3} s",
+                    peaps::CAUSE_NAMES.get(cause).unwrap_or(&"?"),
+                    w >> 4 & 1,
+                    w >> 5 & 1,
+                    now.as_secs_f64()
+                );
+                io::stdout().flush()?;
+            }
+            state[d] = w;
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    for (d, name) in names.iter().enumerate() {
+        let mut s = |r: usize| board.status((16 * d + r) as u8);
+        println!(
+            "spotagg tap: eaps {name}: {}, PDUs sent {}, received {}, forwarded {}, dropped {}",
+            peaps::STATE_NAMES.get((s(0) & 0xf) as usize).unwrap_or(&"?"),
+            s(1),
+            s(2),
+            s(3),
+            s(4)
+        );
+    }
+    let line = format!(
+        "port 0: {} frames in, {} out; port 1: {} in, {} out; {} write errors, {} bad frames; {} clocks in {secs:.1} s",
+        st[0].frames_from_kernel,
+        st[0].frames_to_kernel,
+        st[1].frames_from_kernel,
+        st[1].frames_to_kernel,
+        st[0].write_errors + st[1].write_errors,
+        board.bad_frames,
+        board.cycles
+    );
+    if args.json {
+        println!("{}", serde_json::json!({ "ports": st, "cycles": board.cycles, "seconds": secs }));
+    } else {
+        println!("spotagg tap: {line}");
+    }
     io::stdout().flush()?;
     Ok(())
 }

@@ -116,6 +116,33 @@ impl BoardNodePins {
         }
         Ok(b)
     }
+
+    /// Hands a whole frame (without FCS) to port `port`'s receive side, behind any frame still
+    /// being fed there.
+    pub fn feed(&mut self, port: Port, frame: &[u8]) {
+        let wire = gmii::wrap(&gmii::padded(frame));
+        self.feed[port].extend(wire.into_iter().map(Some).chain(std::iter::repeat_n(None, GAP)));
+    }
+
+    /// A write to the EAPS configuration registers (`offset` in 0x0700..: `16·d + r`, 0xF0 the
+    /// enable), made at the next clock, as the control link makes it.
+    pub fn write_eaps(&mut self, offset: u8, value: u32) {
+        self.writes.push_back(Write::Eaps(offset, value));
+    }
+
+    /// Runs at least `min` clocks, then until the board is idle (at most `max` clocks in all):
+    /// the frames the ports sent, in order.
+    pub fn run(&mut self, min: usize, max: usize) -> Vec<(Port, Vec<u8>)> {
+        let mut out = Vec::new();
+        for i in 0..max {
+            let o = self.edge();
+            out.extend(o.frames);
+            if i + 1 >= min && o.idle {
+                break;
+            }
+        }
+        out
+    }
 }
 
 impl NodePins for BoardNodePins {
@@ -166,8 +193,7 @@ impl NodePins for BoardNodePins {
         self.incoming[port].push(data);
         if last {
             let frame = std::mem::take(&mut self.incoming[port]);
-            let wire = gmii::wrap(&gmii::padded(&frame));
-            self.feed[port].extend(wire.into_iter().map(Some).chain(std::iter::repeat_n(None, GAP)));
+            self.feed(port, &frame);
         }
     }
     fn edge(&mut self) -> NodeOutputs {
