@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# The simulated board as a node of a real EAPS ring in network namespaces: the board's own
+# EAPS logic (the switch fabric with its MACs in Verilator, `spotagg tap --board-model` with
+# both ports on TAP devices) between Linux bridge nodes run by `spotagg eaps`.
+#
+#   scripts/eaps_board_ring.sh                 (as root; SPOTAGG_BIN, default target/debug/spotagg)
+#
+# Ring (domain ring1, control VLAN 10, protected VLAN 100): n1 - B - n3 - n4 - n1, n1 the
+# master (primary towards B), n3 and n4 Linux transits, B the board, a transit. B's namespace
+# holds its two TAP devices t0 (port 0, towards n1) and t1 (port 1, towards n3), each bridged
+# to its veth (w0: t0 + pb1, w1: t1 + pb3, plain two-port bridges: wires); the board reads its
+# link state from the veths' carrier, as it reads its PHYs' over MDIO. Hosts h1 on n1, h3 on
+# n3 (10.78.0.N), untagged: this kernel has no bridge VLAN filtering, so the Linux nodes block
+# whole ports and the board's VLAN gates (tagged protected VLANs only) pass this traffic; the
+# loop guard is the master's secondary, as in scripts/eaps_ring.sh.
+#
+# Events, while h1 pings h3 every 20 ms (400-byte pings, 442-byte frames: data frames tell from
+# PDUs, 106 bytes, by size; the model runs about 230 k clocks/s, a fifth of a Gigabit port):
+# each ring link taken down for 1 s with `ip link` and brought back, from a Linux end and from
+# the board's own end (the board's port loses carrier: it sends LINK-DOWN itself), and the
+# board's process killed (the master's fail timer heals the ring round it) and restarted.
+# Per event: pings lost, time until they flow again, frames looped (per link direction, data
+# frames against the frames the hosts offered in the window). tshark decodes the PDUs on the
+# board's links: the master's through the board, and the board's own LINK-DOWN.
+#
+# Prints one line per event: `event <name> lost <n> flow_again_ms <t> looped <n> offered <n>`,
+# the board's EAPS lines, and a table.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${SPOTAGG_BIN:-$ROOT/target/debug/spotagg}
+die() { echo "eaps_board_ring: $*" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || die "needs root (network namespaces, veth, bridges, TAP devices)"
+[ -x "$BIN" ] || die "no spotagg binary at $BIN: cargo build (or set SPOTAGG_BIN)"
+P=eb$$
+WORK=$(mktemp -d /tmp/eaps-board-ring.XXXXXX)
+declare -A DPID
+PIDS=()
+BOARD=
+cleanup() {
+    for p in "${DPID[@]}" "${PIDS[@]}" $BOARD; do kill "$p" 2>/dev/null || true; done
+    sleep 0.3
+    for ns in $(ip netns list | awk '{print $1}' | grep "^$P-" || true); do ip netns del "$ns"; done
+    [ -n "${KEEP:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+HELLO=${EAPS_HELLO_MS:-20}
+FAIL=${EAPS_FAIL_MS:-300}
+PREFWD=${EAPS_PREFWD_MS:-150}
+ns() { echo "$P-$1"; }
+nx() { local n=$1; shift; ip netns exec "$(ns "$n")" "$@"; }
+
+for n in n1 n3 n4 nb h1 h3; do
+    ip netns add "$(ns $n)"
+    nx $n sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+done
+for n in n1 n3 n4; do
+    ip -n "$(ns $n)" link add br0 type bridge stp_state 0
+    ip -n "$(ns $n)" link set br0 up
+done
+# Linux-Linux links (n3-n4, n4-n1) and Linux-board links (n1-B, B-n3).
+veth() { ip link add "$2" netns "$(ns "$1")" type veth peer name "$4" netns "$(ns "$3")"; }
+veth n3 p34 n4 p43
+veth n4 p41 n1 p14
+veth n1 p1b nb pb1
+veth n3 p3b nb pb3
+for x in n1:p1b n1:p14 n3:p3b n3:p34 n4:p43 n4:p41; do
+    ip -n "$(ns ${x%:*})" link set "${x#*:}" master br0 up
+done
+for i in 0 1; do
+    peer=pb1
+    [ $i = 1 ] && peer=pb3
+    ip -n "$(ns nb)" tuntap add dev t$i mode tap
+    ip -n "$(ns nb)" link add w$i type bridge stp_state 0
+    ip -n "$(ns nb)" link set t$i master w$i up
+    ip -n "$(ns nb)" link set $peer master w$i up
+    ip -n "$(ns nb)" link set w$i up
+done
+for h in 1:n1 3:n3; do
+    id=${h%:*} n=${h#*:}
+    ip link add eth0 netns "$(ns h$id)" address "02:78:00:00:00:0$id" type veth peer name h$id netns "$(ns $n)"
+    ip -n "$(ns h$id)" addr add 10.78.0.$id/24 dev eth0
+    ip -n "$(ns h$id)" link set eth0 up
+    ip -n "$(ns $n)" link set h$id master br0 up
+done
+ip -n "$(ns h1)" neigh add 10.78.0.3 lladdr 02:78:00:00:00:03 dev eth0 nud permanent
+ip -n "$(ns h3)" neigh add 10.78.0.1 lladdr 02:78:00:00:00:01 dev eth0 nud permanent
+sleep 0.3
+for x in n1:p1b n1:p14 n3:p3b n3:p34 n4:p43 n4:p41; do nx ${x%:*} bridge link set dev "${x#*:}" state 0; done
+
+domain() { # role primary secondary
+    printf '\n[[domain]]\nname = "ring1"\nrole = "%s"\nprimary = "%s"\nsecondary = "%s"\ncontrol_vlan = 10\nprotected_vlans = [100]\nhello_ms = %s\nfail_ms = %s\npre_forwarding_ms = %s\n' \
+        "$1" "$2" "$3" "$HELLO" "$FAIL" "$PREFWD"
+}
+{ echo 'bridge = "br0"'; domain master p1b p14; } >"$WORK/n1.toml"
+{ echo 'bridge = "br0"'; domain transit p3b p34; } >"$WORK/n3.toml"
+{ echo 'bridge = "br0"'; domain transit p41 p43; } >"$WORK/n4.toml"
+{ echo 'bridge = "board"'; domain transit 0 1; } >"$WORK/nb.toml"
+{
+    echo 'switch_mac = "02:78:00:00:00:64"'
+    echo 'switch_ip = "10.78.0.100"'
+    echo 'payload_bytes = 256'
+    echo 'slots = 4'
+    for id in 1 3; do printf '\n[[worker]]\nip = "10.78.0.%d"\nmac = "02:78:00:00:00:%02x"\n' $id $id; done
+} >"$WORK/job.toml"
+
+start_daemon() {
+    ip netns exec "$(ns $1)" "$BIN" eaps --config "$WORK/$1.toml" >>"$WORK/$1.log" 2>&1 &
+    DPID[$1]=$!
+}
+start_board() {
+    # (ip netns exec itself, not a function in the background: $! is then the model's process.)
+    ip netns exec "$(ns nb)" "$BIN" tap --board-model --config "$WORK/job.toml" --tap t0 --tap1 t1 --eaps "$WORK/nb.toml" \
+        --carrier0 pb1 --carrier1 pb3 >>"$WORK/board.log" 2>&1 &
+    BOARD=$!
+    for _ in $(seq 1 600); do
+        grep -q "spotagg tap: attached" "$WORK/board.log" && return 0
+        kill -0 $BOARD 2>/dev/null || die "the board model exited: $(tail -5 "$WORK/board.log")"
+        sleep 0.1
+    done
+    die "the board model did not attach in 60 s"
+}
+stop_board() {
+    kill -TERM $BOARD
+    wait $BOARD || die "the board model exited with an error: $(tail -3 "$WORK/board.log")"
+    BOARD=
+}
+kill_board() {
+    kill -KILL $BOARD
+    wait $BOARD 2>/dev/null || true
+    BOARD=
+}
+state() { # node
+    "$BIN" eaps status --config "$WORK/$1.toml" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['domains'][0]['state'])" 2>/dev/null || echo none
+}
+wait_complete() {
+    for _ in $(seq 1 200); do
+        [ "$(state n1)" = Complete ] && return 0
+        sleep 0.05
+    done
+    die "the ring did not reach Complete: n1 $(state n1); board: $(tail -3 "$WORK/board.log")"
+}
+now() { date +%s.%N; }
+counters() { # -> "ns ifc tx_packets tx_bytes" for every ring link end and host eth0
+    python3 - "$P" <<'PY'
+import json, subprocess, sys
+p = sys.argv[1]
+for n, ifcs in [("n1", ["p1b", "p14"]), ("n3", ["p3b", "p34"]), ("n4", ["p43", "p41"]), ("nb", ["pb1", "pb3"]), ("h1", ["eth0"]), ("h3", ["eth0"])]:
+    for l in json.loads(subprocess.check_output(["ip", "-n", f"{p}-{n}", "-s", "-j", "link", "show"])):
+        if l["ifname"] in ifcs:
+            s = l["stats64"]["tx"]; print(n, l["ifname"], s["packets"], s["bytes"])
+PY
+}
+
+start_board
+for n in n1 n3 n4; do start_daemon $n; done
+wait_complete
+echo "eaps_board_ring: ring Complete (hello $HELLO ms, fail $FAIL ms, pre-forwarding $PREFWD ms)" >&2
+
+TSHARK_PID=
+TSHARK3_PID=
+if command -v tshark >/dev/null; then
+    nx n1 timeout 3 tshark -q -i p1b -w "$WORK/p1b.pcapng" -f "ether dst 00:e0:2b:00:00:04" >/dev/null 2>&1 &
+    TSHARK_PID=$!
+    # The board's own LINK-DOWN (when its port 0 loses carrier, the third event) leaves by its
+    # port 1, towards n3: captured there over the first events.
+    nx n3 timeout 15 tshark -q -i p3b -w "$WORK/p3b.pcapng" -f "ether dst 00:e0:2b:00:00:04" >/dev/null 2>&1 &
+    TSHARK3_PID=$!
+    sleep 1
+fi
+
+EVENTS=$WORK/events
+: >"$EVENTS"
+event() { # name action...
+    local name=$1; shift
+    counters >"$WORK/c0.$name"
+    local t0; t0=$(now)
+    "$@"
+    bcast
+    sleep 1
+    counters >"$WORK/c1.$name"
+    echo "$name $t0 $WORK/c0.$name $WORK/c1.$name" >>"$EVENTS"
+}
+# One broadcast ping from h1: crosses each link direction at most once without a loop.
+SIZE=400
+bcast() { nx h1 ping -b -c 1 -s $SIZE -W 0.05 10.78.0.255 >/dev/null 2>&1 || true; }
+down() { ip -n "$(ns $1)" link set "$2" down; }
+up() { ip -n "$(ns $1)" link set "$2" up; }
+
+DUR=120
+nx h1 ping -D -n -i 0.02 -s $SIZE -W 1 -w $DUR 10.78.0.3 >"$WORK/ping" 2>&1 &
+PING=$!
+PIDS+=($PING)
+sleep 1
+for x in n1:p1b nb:pb1 nb:pb3 n3:p3b n3:p34 n4:p41; do
+    event "down-${x#*:}" down ${x%:*} ${x#*:}
+    event "up-${x#*:}" up ${x%:*} ${x#*:}
+    sleep 0.5
+done
+event "board-killed" kill_board
+event "board-restarted" start_board
+sleep 1
+kill -INT $PING 2>/dev/null || true
+wait $PING 2>/dev/null || true
+[ -n "$TSHARK_PID" ] && wait "$TSHARK_PID" 2>/dev/null || true
+[ -n "$TSHARK3_PID" ] && wait "$TSHARK3_PID" 2>/dev/null || true
+stop_board
+echo "eaps_board_ring: the board's log:" >&2
+grep "spotagg tap:" "$WORK/board.log" | sed 's/^/  /' >&2
+
+python3 - "$EVENTS" "$WORK/ping" $((SIZE + 42)) <<'EOF'
+import re, sys
+events = [l.split() for l in open(sys.argv[1])]
+frame = int(sys.argv[3])
+rep = []
+for l in open(sys.argv[2]):
+    m = re.match(r"\[(\d+\.\d+)\] \d+ bytes from .* icmp_seq=(\d+)", l)
+    if m and "DUP!" not in l:
+        rep.append((float(m.group(1)), int(m.group(2))))
+def counters(path):
+    c = {}
+    for l in open(path):
+        ns, ifc, pk, by = l.split()
+        c[(ns, ifc)] = (int(pk), int(by))
+    return c
+print("| event | pings lost | flow again (ms) | frames looped |")
+print("|---|---|---|---|")
+for i, (name, t0, c0, c1) in enumerate(events):
+    t0 = float(t0)
+    t1 = float(events[i + 1][1]) if i + 1 < len(events) else 1e18
+    lost, gap = 0, 0.0
+    win = [(t, s) for t, s in rep if t0 - 0.5 <= t < t1]
+    for (ta, sa), (tb, sb) in zip(win, win[1:]):
+        if sb - sa > 1 and tb > t0:
+            lost += sb - sa - 1
+            gap = max(gap, (tb - ta) * 1000 - 20)
+    a, b = counters(c0), counters(c1)
+    offered = sum(b[k][0] - a[k][0] for k in b if k[1] == "eth0")
+    looped = 0
+    for k in b:
+        if k[1] == "eth0":
+            continue
+        dp, db = b[k][0] - a[k][0], b[k][1] - a[k][1]
+        data = max(0, round((db - 106 * dp) / (frame - 106)))
+        looped += max(0, data - offered)
+    print(f"| {name} | {lost} | {gap:.0f} | {looped} |")
+    print(f"event {name} lost {lost} flow_again_ms {gap:.0f} looped {looped} offered {offered}", file=sys.stderr)
+EOF
+
+if [ -f "$WORK/p1b.pcapng" ]; then
+    echo "tshark on n1's p1b (PDUs both ways, the board's among them):"
+    tshark -r "$WORK/p1b.pcapng" -Y edp.eaps -T fields -e eth.src -e vlan.id -e edp.eaps.type -e edp.eaps.vlanid -e edp.eaps.sysmac \
+        -e edp.checksum.status 2>/dev/null | sort | uniq -c | sed 's/^/tshark p1b: /'
+fi
+if [ -f "$WORK/p3b.pcapng" ]; then
+    echo "tshark on n3's p3b while the board's port 0 went down (source, VLAN, type, control VLAN, system MAC, checksum):"
+    tshark -r "$WORK/p3b.pcapng" -Y edp.eaps -T fields -e eth.src -e vlan.id -e edp.eaps.type -e edp.eaps.vlanid \
+        -e edp.eaps.sysmac -e edp.checksum.status 2>/dev/null | sort | uniq -c | sed 's/^/tshark p3b: /'
+fi
+echo "eaps_board_ring: done"
