@@ -169,6 +169,10 @@ pub struct SwitchFabric<const J: usize = 1, const D: usize = 2> {
     cfg_data_q: DFF<Bits<32>>,
     done_q: DFF<Bit>,
     node: EapsNode<D>,
+    /// The router's node frames, registered before the node's byte unpacker (route bits are 0
+    /// in a node frame's words: bit 36 carries the frame's port through the slice).
+    node_slice: StreamSlice<WORD_BITS>,
+    node_port_now: Signal<Local, Bit>,
     node_rx: TxWidth<8>,
     pdu_merge: [PduMerge; 2],
     /// The bridge's gates: the frame's ingress port and its egress port.
@@ -247,6 +251,8 @@ impl<const J: usize, const D: usize> SwitchFabric<J, D> {
             cfg_data_q: Default::default(),
             done_q: Default::default(),
             node: Default::default(),
+            node_slice: Default::default(),
+            node_port_now: Default::default(),
             node_rx: TxWidth::new(),
             pdu_merge: Default::default(),
             gate_in: Default::default(),
@@ -281,7 +287,7 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
     fn update(&mut self) {
         clock!(
             self, core_clock, rx_arbiter, router, dispatcher, loader, core, mac_table, to_core, from_core, node,
-            node_rx
+            node_slice, node_rx
         );
         dff_setup!(self, core_clock, in_frame, mac_hi, mac_lo, cfg_write_q, cfg_address_q, cfg_data_q, done_q, idle_q);
         self.switch_mac.next =
@@ -393,24 +399,31 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
         self.eaps_out.alert_domain.next = self.node.alert_domain.val();
         self.eaps_out.alert_mac.next = self.node.alert_mac.val();
         // Its frames, from the router as words, to its port's receive stream as bytes.
+        // (Through a register slice: the path from the receive FIFOs through the arbiter and the
+        // router into the node's capture registers was the core clock's longest.)
         self.router.node_on.next = self.eaps_built.val() & self.eaps_regs.enable.val();
-        self.node_rx.word.valid.next = self.router.node.valid.val();
-        self.node_rx.word.data.next = self.router.node.data.val().get_bits::<32>(0);
-        self.node_rx.word.last.next = self.router.node.data.val().get_bit(35);
-        self.node_rx.word.bytes.next = self.router.node.data.val().get_bits::<3>(32);
-        self.router.node.ready.next = self.node_rx.word.ready.val();
-        self.node.rx0.valid.next = self.node_rx.out_valid.val() & !self.router.node_port.val();
-        self.node.rx1.valid.next = self.node_rx.out_valid.val() & self.router.node_port.val();
+        self.node_slice.up.valid.next = self.router.node.valid.val();
+        self.node_slice.up.data.next = self.router.node.data.val().replace_bit(36, self.router.node_port.val());
+        self.router.node.ready.next = self.node_slice.up.ready.val();
+        self.node_rx.word.valid.next = self.node_slice.down.valid.val();
+        self.node_rx.word.data.next = self.node_slice.down.data.val().get_bits::<32>(0);
+        self.node_rx.word.last.next = self.node_slice.down.data.val().get_bit(35);
+        self.node_rx.word.bytes.next = self.node_slice.down.data.val().get_bits::<3>(32);
+        self.node_slice.down.ready.next = self.node_rx.word.ready.val();
+        self.node_port_now.next = self.node_slice.down.data.val().get_bit(36);
+        self.node.rx0.valid.next = self.node_rx.out_valid.val() & !self.node_port_now.val();
+        self.node.rx1.valid.next = self.node_rx.out_valid.val() & self.node_port_now.val();
         self.node.rx0.data.next = self.node_rx.out_data.val();
         self.node.rx1.data.next = self.node_rx.out_data.val();
         self.node.rx0.last.next = self.node_rx.out_last.val();
         self.node.rx1.last.next = self.node_rx.out_last.val();
-        if self.router.node_port.val() {
+        if self.node_port_now.val() {
             self.node_rx.out_ready.next = self.node.rx1.ready.val();
         } else {
             self.node_rx.out_ready.next = self.node.rx0.ready.val();
         }
-        self.router.node_quiet.next = self.node.idle.val() & !self.node_rx.out_valid.val();
+        self.router.node_quiet.next =
+            self.node.idle.val() & !self.node_rx.out_valid.val() & self.node_slice.empty.val();
         self.router.node_pass.next = self.node.pass.val();
         if !self.eaps_built.val() {
             self.node_rx.out_ready.next = true;
