@@ -178,8 +178,10 @@ interface_pair! {
 pub enum NodePhase {
     /// Waiting for an event.
     Idle,
-    /// A PDU's first clock: its fields and domain held for the ESL table's registered answer.
-    Settle,
+    /// Before each domain step: the domain's registers, counters, configuration and due
+    /// timers chosen by `dom` into registers (and, for a PDU, its fields held for the ESL
+    /// table's registered answer), so that the step starts from flip-flops.
+    Load,
     /// One domain step: update its registers, plan its PDUs.
     Step,
     /// Start the next planned PDU.
@@ -290,6 +292,17 @@ pub struct EapsNode<const D: usize> {
     pf1_at: [DFF<Bits<32>>; D],
     om_at: [DFF<Bits<32>>; D],
     counts: [DFF<DomCounts>; D],
+    // The domain `dom` names (chosen combinationally, registered in NodePhase::Load).
+    ks: Signal<Local, DomRegs>,
+    kns: Signal<Local, DomCounts>,
+    kcs: Signal<Local, DomCfg>,
+    k_dues: Signal<Local, Bits<4>>,
+    k_q: DFF<DomRegs>,
+    kn_q: DFF<DomCounts>,
+    kc_q: DFF<DomCfg>,
+    kdue_q: DFF<Bits<4>>,
+    /// The registered domain is `dom`'s (Step, Send, SendWait).
+    k_valid: Signal<Local, Bit>,
     // The current domain's registers, counters and configuration, and what the step makes of them.
     k: Signal<Local, DomRegs>,
     kn: Signal<Local, DomCounts>,
@@ -414,6 +427,15 @@ impl<const D: usize> Default for EapsNode<D> {
             pf1_at: std::array::from_fn(|_| Default::default()),
             om_at: std::array::from_fn(|_| Default::default()),
             counts: std::array::from_fn(|_| Default::default()),
+            ks: Default::default(),
+            kns: Default::default(),
+            kcs: Default::default(),
+            k_dues: Default::default(),
+            k_q: Default::default(),
+            kn_q: Default::default(),
+            kc_q: Default::default(),
+            kdue_q: Default::default(),
+            k_valid: Default::default(),
             k: Default::default(),
             kn: Default::default(),
             kc: Default::default(),
@@ -498,7 +520,11 @@ impl<const D: usize> Logic for EapsNode<D> {
             alert_sm_q,
             alert_dom_q,
             alert_mac_q,
-            pass_q
+            pass_q,
+            k_q,
+            kn_q,
+            kc_q,
+            kdue_q
         );
         for i in 0..D {
             self.st[i].clock.next = self.clock.val();
@@ -568,36 +594,49 @@ impl<const D: usize> Logic for EapsNode<D> {
             }
         }
 
-        // The current domain.
-        self.k.next = self.no_regs.val();
-        self.kn.next = self.no_counts.val();
-        self.kc.next = self.no_cfg.val();
-        self.k_due.next = 0.into();
+        // The domain `dom` names, chosen; the step reads it from the registers Load fills.
+        self.ks.next = self.no_regs.val();
+        self.kns.next = self.no_counts.val();
+        self.kcs.next = self.no_cfg.val();
+        self.k_dues.next = 0.into();
         for i in 0..D {
             if self.dom.q.val().index() == i {
-                self.k.next.st = self.st[i].q.val();
-                self.k.next.fwd = self.fwd[i].q.val();
-                self.k.next.hseq = self.hseq[i].q.val();
-                self.k.next.armed = self.armed[i].q.val();
-                self.k.next.hello_at = self.hello_at[i].q.val();
-                self.k.next.fail_at = self.fail_at[i].q.val();
-                self.k.next.pf0_at = self.pf0_at[i].q.val();
-                self.k.next.pf1_at = self.pf1_at[i].q.val();
-                self.k.next.om_at = self.om_at[i].q.val();
-                self.kn.next = self.counts[i].q.val();
-                self.k_due.next = self.due[i].val();
-                self.kc.next.active = self.cfg[i].active.val();
-                self.kc.next.master = self.cfg[i].master.val();
-                self.kc.next.primary = self.cfg[i].primary.val();
-                self.kc.next.send_alert = self.cfg[i].send_alert.val();
-                self.kc.next.control_vlan = self.cfg[i].control_vlan.val();
-                self.kc.next.hello = self.cfg[i].hello.val();
-                self.kc.next.fail = self.cfg[i].fail.val();
-                self.kc.next.pre_forwarding = self.cfg[i].pre_forwarding.val();
-                self.kc.next.hello_field = self.cfg[i].hello_field.val();
-                self.kc.next.fail_field = self.cfg[i].fail_field.val();
+                self.ks.next.st = self.st[i].q.val();
+                self.ks.next.fwd = self.fwd[i].q.val();
+                self.ks.next.hseq = self.hseq[i].q.val();
+                self.ks.next.armed = self.armed[i].q.val();
+                self.ks.next.hello_at = self.hello_at[i].q.val();
+                self.ks.next.fail_at = self.fail_at[i].q.val();
+                self.ks.next.pf0_at = self.pf0_at[i].q.val();
+                self.ks.next.pf1_at = self.pf1_at[i].q.val();
+                self.ks.next.om_at = self.om_at[i].q.val();
+                self.kns.next = self.counts[i].q.val();
+                self.k_dues.next = self.due[i].val();
+                self.kcs.next.active = self.cfg[i].active.val();
+                self.kcs.next.master = self.cfg[i].master.val();
+                self.kcs.next.primary = self.cfg[i].primary.val();
+                self.kcs.next.send_alert = self.cfg[i].send_alert.val();
+                self.kcs.next.control_vlan = self.cfg[i].control_vlan.val();
+                self.kcs.next.hello = self.cfg[i].hello.val();
+                self.kcs.next.fail = self.cfg[i].fail.val();
+                self.kcs.next.pre_forwarding = self.cfg[i].pre_forwarding.val();
+                self.kcs.next.hello_field = self.cfg[i].hello_field.val();
+                self.kcs.next.fail_field = self.cfg[i].fail_field.val();
             }
         }
+        self.k_valid.next = (self.phase.q.val() == NodePhase::Step)
+            | (self.phase.q.val() == NodePhase::Send)
+            | (self.phase.q.val() == NodePhase::SendWait);
+        if self.phase.q.val() == NodePhase::Load {
+            self.k_q.d.next = self.ks.val();
+            self.kn_q.d.next = self.kns.val();
+            self.kc_q.d.next = self.kcs.val();
+            self.kdue_q.d.next = self.k_dues.val();
+        }
+        self.k.next = self.k_q.q.val();
+        self.kn.next = self.kn_q.q.val();
+        self.kc.next = self.kc_q.q.val();
+        self.k_due.next = self.kdue_q.q.val();
         self.pm.next = 1.into();
         if self.kc.val().primary {
             self.pm.next = 2.into();
@@ -959,14 +998,14 @@ impl<const D: usize> Logic for EapsNode<D> {
                     self.job.d.next = Job::Enable;
                     self.dom.d.next = 0.into();
                     self.step.d.next = 0.into();
-                    self.phase.d.next = NodePhase::Step;
+                    self.phase.d.next = NodePhase::Load;
                 } else if self.prx[0].full.val() | self.prx[1].full.val() {
                     self.jport.d.next = self.fsel.val();
                     self.job.d.next = Job::Frame;
                     self.dom.d.next = self.fm_dom.val();
                     self.step.d.next = 0.into();
                     if self.fm_hit.val() {
-                        self.phase.d.next = NodePhase::Settle;
+                        self.phase.d.next = NodePhase::Load;
                     } else {
                         self.take_held.d.next = true;
                     }
@@ -979,7 +1018,7 @@ impl<const D: usize> Logic for EapsNode<D> {
                     }
                     self.dom.d.next = 0.into();
                     self.step.d.next = 0.into();
-                    self.phase.d.next = NodePhase::Step;
+                    self.phase.d.next = NodePhase::Load;
                 } else if self.link_up.val().get_bit(1) != self.link_q.q.val().get_bit(1) {
                     self.link_q.d.next = self.link_q.q.val().replace_bit(1, self.link_up.val().get_bit(1));
                     self.jport.d.next = true;
@@ -989,19 +1028,21 @@ impl<const D: usize> Logic for EapsNode<D> {
                     }
                     self.dom.d.next = 0.into();
                     self.step.d.next = 0.into();
-                    self.phase.d.next = NodePhase::Step;
+                    self.phase.d.next = NodePhase::Load;
                 } else if self.any_due.val() {
                     self.job.d.next = Job::Timers;
                     self.dom.d.next = 0.into();
                     self.step.d.next = 0.into();
-                    self.phase.d.next = NodePhase::Step;
+                    self.phase.d.next = NodePhase::Load;
                 }
             }
-            NodePhase::Settle => {
+            NodePhase::Load => {
                 self.phase.d.next = NodePhase::Step;
             }
             NodePhase::Step => {
                 self.write.next = true;
+                // The next step of this domain, and its PDUs, see what this one wrote.
+                self.k_q.d.next = self.n.val();
                 self.send_mask.d.next = self.n_mask.val();
                 self.send_fwd.d.next = self.n_fwdflag.val();
                 self.send_type.d.next = self.n_type.val();
@@ -1012,10 +1053,12 @@ impl<const D: usize> Logic for EapsNode<D> {
                     self.take_held.d.next = true;
                     self.phase.d.next = NodePhase::Idle;
                 } else if !self.last_step.val() {
+                    // The same domain's next timer: its registers are in k_q already.
                     self.step.d.next = self.step.q.val() + 1;
                 } else if self.n_dom.val() < self.domains.val() {
                     self.dom.d.next = self.dom.q.val() + 1;
                     self.step.d.next = 0.into();
+                    self.phase.d.next = NodePhase::Load;
                 } else {
                     self.phase.d.next = NodePhase::Idle;
                 }
@@ -1038,11 +1081,11 @@ impl<const D: usize> Logic for EapsNode<D> {
                         self.phase.d.next = NodePhase::Idle;
                     } else if !self.last_step.val() {
                         self.step.d.next = self.step.q.val() + 1;
-                        self.phase.d.next = NodePhase::Step;
+                        self.phase.d.next = NodePhase::Load;
                     } else if self.n_dom.val() < self.domains.val() {
                         self.dom.d.next = self.dom.q.val() + 1;
                         self.step.d.next = 0.into();
-                        self.phase.d.next = NodePhase::Step;
+                        self.phase.d.next = NodePhase::Load;
                     } else {
                         self.phase.d.next = NodePhase::Idle;
                     }
@@ -1085,8 +1128,13 @@ impl<const D: usize> Logic for EapsNode<D> {
                     self.om_at[i].d.next = self.n.val().om_at;
                     self.n_flush.next = self.n_flush.val().replace_bit(i, self.do_flush.val());
                 }
-                self.counts[i].d.next = self.nn.val();
+                if self.k_valid.val() {
+                    self.counts[i].d.next = self.nn.val();
+                }
             }
+        }
+        if self.k_valid.val() {
+            self.kn_q.d.next = self.nn.val();
         }
         self.flush_q.d.next = self.n_flush.val();
         if self.write.val() & self.do_pass.val() {
