@@ -14,7 +14,7 @@ use spotagg_driver::wire::MacAddr;
 use spotagg_hdl::eaps_esl::EslCheck;
 use spotagg_hdl::eaps_pdu::{EapsRx, EapsTx};
 use spotagg_hdl::rust_hdl::prelude::*;
-use spotagg_sim::eaps::differential::{difference, reference, run_ring, scenarios};
+use spotagg_sim::eaps::differential::{compare_placements, reference};
 use spotagg_sim::eaps::hdl_node::HdlEapsNode;
 use spotagg_sim::eaps::ring::{MS, US};
 use spotagg_sim::eaps::{
@@ -522,36 +522,15 @@ fn random_events_vs_reference<H: EapsEngine>(seeds: u64, make: impl Fn(MacAddr, 
 /// Rings of mixed nodes against all-reference rings: every control frame (time, node, port,
 /// bytes), every port-state change and every transition and alert identical.
 fn mixed_rings(n: usize, placements: &[(Vec<usize>, Vec<usize>)]) {
-    let mut cases = 0;
-    for s in scenarios(n) {
-        let (want, frames) = run_ring(&s, reference);
-        assert_eq!(want.looped, 0, "{}: the reference loops", s.name);
-        for (hw, vl) in placements {
-            let (got, _) = run_ring(&s, |i, mac, domains| -> Box<dyn EapsEngine> {
-                if vl.contains(&i) {
-                    Box::new(
-                        HdlEapsNode::verilated(mac, domains, [true, true]).expect("Verilator model of the EAPS node"),
-                    )
-                } else if hw.contains(&i) {
-                    Box::new(HdlEapsNode::new(mac, domains, [true, true]))
-                } else {
-                    reference(i, mac, domains)
-                }
-            });
-            if let Some(d) = difference(&got, &want) {
-                panic!("{n} nodes, {}: hardware at {:?}: {d}", s.name, (hw, vl));
-            }
-            cases += 1;
+    let (cases, _) = compare_placements(n, placements, |(hw, vl), i, mac, domains| -> Box<dyn EapsEngine> {
+        if vl.contains(&i) {
+            Box::new(HdlEapsNode::verilated(mac, domains, [true, true]).expect("Verilator model of the EAPS node"))
+        } else if hw.contains(&i) {
+            Box::new(HdlEapsNode::new(mac, domains, [true, true]))
+        } else {
+            reference(i, mac, domains)
         }
-        eprintln!(
-            "{n} nodes, {}: {frames} control frames, {} port-state changes, {} log entries; lost {}, looped {}",
-            s.name,
-            want.ports.len(),
-            want.log.len(),
-            want.lost,
-            want.looped
-        );
-    }
+    });
     eprintln!("{n} nodes: {cases} mixed rings identical to the reference ring (rust-hdl, Verilator) = {placements:?}");
 }
 

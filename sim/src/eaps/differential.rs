@@ -112,20 +112,7 @@ pub fn scenarios(n: usize) -> Vec<Scenario> {
     // on the ring, injected on either side of the master; the same sequence again (dropped at
     // the master), a newer one (passed), five senders at once (the fifth refused while four
     // entries live), and the first again once its entry has lapsed (passed).
-    let esl_pdu = |k: u8, seq: u16| {
-        let mac = MacAddr([2, 0xee, 0, 0, 0, k]);
-        let r = EslRepr {
-            edp_sequence: seq,
-            control_vlan: 10,
-            system_mac: mac,
-            state: EslState::Blocking,
-            role: EslRole::Controller,
-            link_id: 99,
-            failed_link: 99,
-            rb_id: 0,
-        };
-        esl::emit_frame(&r, mac, 7)
-    };
+    let esl_pdu = |k: u8, seq: u16| stray_esl(MacAddr([2, 0xee, 0, 0, 0, k]), seq);
     v.push(Scenario {
         name: "stray control frames",
         cfg: base.clone(),
@@ -220,4 +207,53 @@ pub fn difference(got: &RingTrace, want: &RingTrace) -> Option<String> {
         return Some(format!("lost, looped {:?} against {:?}", (got.lost, got.looped), (want.lost, want.looped)));
     }
     None
+}
+
+/// Every scenario on `n` nodes, run once all-reference and once for each placement with node
+/// `i` made by `make(placement, i, mac, domains)`: panics at the first difference, naming the
+/// scenario and the placement; prints a line per scenario. Returns the rings compared and the
+/// control frames of the reference runs.
+pub fn compare_placements<P: std::fmt::Debug>(
+    n: usize,
+    placements: &[P],
+    mut make: impl FnMut(&P, usize, MacAddr, Vec<DomainConfig>) -> Box<dyn EapsEngine>,
+) -> (usize, u64) {
+    let (mut cases, mut control) = (0, 0);
+    for s in scenarios(n) {
+        let (want, frames) = run_ring(&s, reference);
+        assert_eq!(want.looped, 0, "{}: the reference loops", s.name);
+        for p in placements {
+            let (got, _) = run_ring(&s, |i, mac, domains| make(p, i, mac, domains));
+            if let Some(d) = difference(&got, &want) {
+                panic!("{n} nodes, {}: placement {p:?}: {d}", s.name);
+            }
+            cases += 1;
+        }
+        control += frames;
+        eprintln!(
+            "{n} nodes, {}: {frames} control frames, {} port-state changes, {} log entries; lost {}, looped {}",
+            s.name,
+            want.ports.len(),
+            want.log.len(),
+            want.lost,
+            want.looped
+        );
+    }
+    (cases, control)
+}
+
+/// A control frame of a shared link's controller (ESL, docs/eaps.md §11) for link 99, from
+/// `mac` with EDP sequence `seq`: a link with no end on the simulated rings (stray).
+pub fn stray_esl(mac: MacAddr, seq: u16) -> Vec<u8> {
+    let r = EslRepr {
+        edp_sequence: seq,
+        control_vlan: 10,
+        system_mac: mac,
+        state: EslState::Blocking,
+        role: EslRole::Controller,
+        link_id: 99,
+        failed_link: 99,
+        rb_id: 0,
+    };
+    esl::emit_frame(&r, mac, 7)
 }

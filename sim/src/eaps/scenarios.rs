@@ -328,7 +328,6 @@ pub const STRAY_HEADER: &str =
 /// ESL PDU sent again with the same EDP sequence (a replay), all on control VLAN 10.
 pub fn stray_frames() -> Vec<(&'static str, Vec<u8>)> {
     use spotagg_driver::wire::eaps::{emit_frame, EapsRepr, EapsState};
-    use spotagg_driver::wire::esl::{self, EslRepr, EslRole, EslState};
     use spotagg_driver::wire::MacAddr;
     let mac = MacAddr([0x02, 0xee, 0, 0, 0, 0x99]);
     let mut damaged = emit_frame(
@@ -346,20 +345,7 @@ pub fn stray_frames() -> Vec<(&'static str, Vec<u8>)> {
         7,
     );
     damaged[70] ^= 0x10; // a reserved byte: the EDP checksum no longer verifies
-    let stray = esl::emit_frame(
-        &EslRepr {
-            edp_sequence: 0x1234,
-            control_vlan: 10,
-            system_mac: mac,
-            state: EslState::Blocking,
-            role: EslRole::Controller,
-            link_id: 99,
-            failed_link: 99,
-            rb_id: 0,
-        },
-        mac,
-        7,
-    );
+    let stray = super::differential::stray_esl(mac, 0x1234);
     vec![("damaged LINK-DOWN (bad EDP checksum)", damaged), ("ESL PDU of link 99 (no end on the ring)", stray)]
 }
 
