@@ -1166,6 +1166,8 @@ impl<const D: usize> Logic for EapsNode<D> {
         self.idle.next = (self.phase.q.val() == NodePhase::Idle)
             & !self.prx[0].full.val()
             & !self.prx[1].full.val()
+            & !self.prx[0].pending.val()
+            & !self.prx[1].pending.val()
             & (self.link_up.val() == self.link_q.q.val())
             & !(self.enable.val() & !self.enabled.q.val())
             & !self.any_due.val()

@@ -87,7 +87,18 @@ pub struct EapsRx {
     pub rejected: Signal<Out, Bits<16>>,
     /// Good PDUs dropped because one was still held.
     pub overruns: Signal<Out, Bits<16>>,
+    /// A frame has ended and its verdict is being made (this clock): `full` may rise next.
+    pub pending: Signal<Out, Bit>,
     count: DFF<Bits<11>>,
+    /// The verdict on the frame that ended last clock, from what was registered at its end (the
+    /// checksum, the count, the byte checks and whether there was room), so that the sums and
+    /// compares of the last byte and the ~180 capture enables meet at registers.
+    fin: DFF<Bit>,
+    fin_room: DFF<Bit>,
+    fin_sum: DFF<Bits<16>>,
+    fin_count: DFF<Bits<11>>,
+    fin_bad: DFF<Bit>,
+    fin_hdr_bad: DFF<Bit>,
     bad: DFF<Bit>,
     hdr_bad: DFF<Bit>,
     m_other: DFF<Bit>,
@@ -113,7 +124,30 @@ pub struct EapsRx {
 impl Logic for EapsRx {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, count, bad, hdr_bad, m_other, hi, sum, full_q, rejected_q, overruns_q, w, w_len, m);
+        dff_setup!(
+            self,
+            clock,
+            count,
+            bad,
+            hdr_bad,
+            m_other,
+            hi,
+            sum,
+            full_q,
+            rejected_q,
+            overruns_q,
+            w,
+            w_len,
+            m,
+            fin,
+            fin_room,
+            fin_sum,
+            fin_count,
+            fin_bad,
+            fin_hdr_bad
+        );
+        self.pending.next = self.fin.q.val();
+        self.fin.d.next = false;
         self.rx.ready.next = true;
         self.m_tci.next = self.m.q.val().tci;
         self.pdu.src.next = self.m.q.val().src;
@@ -224,7 +258,7 @@ impl Logic for EapsRx {
         }
         self.len_ok.next = (self.w_len.q.val() >= 88)
             & (self.w_len.q.val() <= 1500)
-            & (bit_cast::<16, 11>(self.count_next.val()) >= self.w_len.q.val() + 18);
+            & (bit_cast::<16, 11>(self.fin_count.q.val()) >= self.w_len.q.val() + 18);
 
         if self.rx.valid.val() {
             self.hi.d.next = self.rx.data.val();
@@ -272,31 +306,40 @@ impl Logic for EapsRx {
                 self.bad.d.next = false;
                 self.hdr_bad.d.next = false;
                 self.sum.d.next = 0.into();
-                if !self.bad.q.val()
-                    & self.byte_ok.val()
-                    & (self.count_next.val() >= 106)
-                    & self.len_ok.val()
-                    & (self.sum_next.val() == 0xffff)
-                {
-                    if self.full_q.q.val() & !self.take.val() {
+                self.fin.d.next = true;
+                self.fin_room.d.next = !self.full_q.q.val() | self.take.val();
+                self.fin_sum.d.next = self.sum_next.val();
+                self.fin_count.d.next = self.count_next.val();
+                self.fin_bad.d.next = self.bad.q.val() | !self.byte_ok.val();
+                self.fin_hdr_bad.d.next = self.hdr_bad.q.val();
+            }
+        }
+        // The verdict, a clock after the last byte (the next frame's fields start at byte 6, so
+        // `w` still holds this one's; nothing else fills or empties the hold meanwhile).
+        if self.fin.q.val() {
+            if !self.fin_bad.q.val()
+                & (self.fin_count.q.val() >= 106)
+                & self.len_ok.val()
+                & (self.fin_sum.q.val() == 0xffff)
+            {
+                if !self.fin_room.q.val() {
+                    self.overruns_q.d.next = self.overruns_q.q.val() + 1;
+                } else {
+                    self.full_q.d.next = true;
+                    self.m_other.d.next = false;
+                    self.m.d.next = self.w.q.val();
+                }
+            } else {
+                self.rejected_q.d.next = self.rejected_q.q.val() + 1;
+                // Another EDP frame (the header to the OUI intact, 26 bytes or more): held
+                // for the node to pass on, or counted as an overrun like a PDU.
+                if !self.fin_hdr_bad.q.val() & (self.fin_count.q.val() >= 26) {
+                    if !self.fin_room.q.val() {
                         self.overruns_q.d.next = self.overruns_q.q.val() + 1;
                     } else {
                         self.full_q.d.next = true;
-                        self.m_other.d.next = false;
-                        self.m.d.next = self.w.q.val();
-                    }
-                } else {
-                    self.rejected_q.d.next = self.rejected_q.q.val() + 1;
-                    // Another EDP frame (the header to the OUI intact, 26 bytes or more): held
-                    // for the node to pass on, or counted as an overrun like a PDU.
-                    if !self.hdr_bad.q.val() & (self.count_next.val() >= 26) {
-                        if self.full_q.q.val() & !self.take.val() {
-                            self.overruns_q.d.next = self.overruns_q.q.val() + 1;
-                        } else {
-                            self.full_q.d.next = true;
-                            self.m_other.d.next = true;
-                            self.m.d.next.tci = self.w.q.val().tci;
-                        }
+                        self.m_other.d.next = true;
+                        self.m.d.next.tci = self.w.q.val().tci;
                     }
                 }
             }
