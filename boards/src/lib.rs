@@ -4,6 +4,7 @@
 //!
 //! The modules by role:
 //! - [`board`](mod@board): the board definitions and the LPF generated from them;
+//! - [`cdc`]: the clock-domain crossings (synchronizers, handshakes);
 //! - [`ethernet`]: the Ethernet blocks (RGMII/GMII, MACs, FIFOs, merge, routing, dispatch);
 //! - [`ecp5`]: the ECP5 primitives (PLL, DDR registers, delays, the MDIO pad, FIFO RAM);
 //! - [`tops`]: the layers from the synthesized top down to the core (a table there says which
@@ -11,6 +12,7 @@
 //! - [`flow`]: the open toolchain flow (Yosys, nextpnr, ecppack).
 
 pub mod board;
+pub mod cdc;
 pub mod ecp5;
 pub mod ethernet;
 pub mod flow;
