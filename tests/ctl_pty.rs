@@ -82,7 +82,8 @@ enum Cmd {
 }
 
 struct Pins {
-    clocks: [u32; 4],
+    /// Core, transmit, both receive clocks and the EAPS node's, all from one clock.
+    clocks: [u32; 5],
     start: u32,
     rxd: [u32; 2],
     rx_dv: [u32; 2],
@@ -122,7 +123,7 @@ impl TxDecoder {
 fn board(mut m: VerilatedModel, mut pty: TTYPort, cmds: mpsc::Receiver<Cmd>, mut phys: [MdioPhyModel; 2]) {
     let p = |n: &str| m.port(n);
     let id = Pins {
-        clocks: [p("core_clock"), p("tx_clock"), p("eth$0$rx_clock"), p("eth$1$rx_clock")],
+        clocks: [p("core_clock"), p("tx_clock"), p("eth$0$rx_clock"), p("eth$1$rx_clock"), p("eaps_clock")],
         start: p("start"),
         rxd: [p("eth$0$rxd"), p("eth$1$rxd")],
         rx_dv: [p("eth$0$rx_dv"), p("eth$1$rx_dv")],

@@ -7,9 +7,9 @@
 //! the port its destination was seen on; nothing dropped for capacity; a bad-FCS frame is
 //! dropped and counted; bridged frames come out of the other port unchanged. The line-rate
 //! tests run the board's clocks at their own periods ([`BOARD_PERIODS`]: the core at 100 MHz,
-//! transmit and both receive clocks at 125 MHz), so they show that the 100 MHz core keeps up
-//! with two ports at line rate; the troubled trace runs every clock from one clock (the
-//! crossing structure is kept).
+//! transmit and both receive clocks at 125 MHz, the EAPS node at 50 MHz), so they show that the
+//! 100 MHz core keeps up with two ports at line rate; the troubled trace runs every clock from
+//! one clock (the crossing structure is kept).
 
 // Both ports are driven in step: loops index the per-port arrays by port number.
 #![allow(clippy::needless_range_loop)]
@@ -135,6 +135,22 @@ impl Bench {
         self.m.eval();
         self.m.get(self.ctr.counter_data) as u32
     }
+
+    /// An EAPS status word: it crosses from the node's clock on request, so the bench clocks
+    /// (every clock at once) until the fabric says the word of the address is there.
+    fn eaps_status(&mut self, address: u64) -> u32 {
+        let (sa, sd, sv) =
+            (self.m.port("eaps$status_address"), self.m.port("eaps$status_data"), self.m.port("eaps_out$status_valid"));
+        self.m.set(sa, address);
+        self.m.eval();
+        for _ in 0..1000 {
+            if self.m.get(sv) != 0 {
+                return self.m.get(sd) as u32;
+            }
+            self.edge();
+        }
+        panic!("EAPS status word {address:#x}: no answer in 1000 clocks");
+    }
 }
 
 /// Decodes GMII transmit bytes: strips preamble and SFD, checks and strips the FCS.
@@ -186,11 +202,11 @@ struct Outcome {
 /// Streams `inputs[p]` (wire bytes of each frame) into port p, both ports from the same
 /// clock, back to back with 12 idle clocks; runs until everything has been sent.
 ///
-/// With `periods` (core, transmit, port 0 receive, port 1 receive clock periods in ps), each
-/// clock runs at its own period from the first frame on: each port takes one GMII byte a clock
-/// of its receive clock, the transmit side is sampled on transmit clock edges, the merge on
-/// core clock edges; `cycles` counts transmit clocks.
-fn run(b: &mut Bench, inputs: &[Vec<Vec<u8>>; 2], periods: Option<[u64; 4]>) -> Outcome {
+/// With `periods` (core, transmit, port 0 receive, port 1 receive, EAPS node clock periods in
+/// ps), each clock runs at its own period from the first frame on: each port takes one GMII
+/// byte a clock of its receive clock, the transmit side is sampled on transmit clock edges, the
+/// merge on core clock edges; `cycles` counts transmit clocks.
+fn run(b: &mut Bench, inputs: &[Vec<Vec<u8>>; 2], periods: Option<[u64; 5]>) -> Outcome {
     b.m.set(b.id.start, 1);
     let mut guard = 0;
     while b.m.get(b.id.configured) == 0 || b.m.get(b.id.core_idle) == 0 {
@@ -218,12 +234,12 @@ fn run(b: &mut Bench, inputs: &[Vec<Vec<u8>>; 2], periods: Option<[u64; 4]>) -> 
     let mut t = 0usize;
     if let Some(periods) = periods {
         // Event-driven: the next edge of whichever clock comes first.
-        let (mut next, mut high, mut pos) = (periods.map(|p| p / 2), [false; 4], [0usize; 2]);
+        let (mut next, mut high, mut pos) = (periods.map(|p| p / 2), [false; 5], [0usize; 2]);
         loop {
-            let k = (0..4).min_by_key(|&k| next[k]).unwrap();
+            let k = (0..5).min_by_key(|&k| next[k]).unwrap();
             next[k] += periods[k] / 2;
             high[k] = !high[k];
-            if high[k] && k > 1 {
+            if high[k] && (k == 2 || k == 3) {
                 let p = k - 2;
                 b.receive(p, streams[p].get(pos[p]).cloned().unwrap_or((false, 0)));
                 pos[p] += 1;
@@ -305,7 +321,7 @@ fn check_trace(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged: usize)
     check_trace_clocks(spec, core, bad_fcs, bridged, None)
 }
 
-fn check_trace_clocks(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged: usize, periods: Option<[u64; 4]>) {
+fn check_trace_clocks(spec: TraceSpec, core: CoreConfig, bad_fcs: bool, bridged: usize, periods: Option<[u64; 5]>) {
     check_trace_built(spec, core, bad_fcs, bridged, periods, true)
 }
 
@@ -314,7 +330,7 @@ fn check_trace_built(
     core: CoreConfig,
     bad_fcs: bool,
     bridged: usize,
-    periods: Option<[u64; 4]>,
+    periods: Option<[u64; 5]>,
     eaps: bool,
 ) {
     let trace = generate(&spec);
@@ -429,8 +445,8 @@ fn check_trace_built(
 }
 
 /// The board top's clock periods in ps: core (100 MHz), transmit, port 0 and port 1 receive
-/// (125 MHz).
-const BOARD_PERIODS: [u64; 4] = [10_000, 8_000, 8_000, 8_000];
+/// (125 MHz), the EAPS node (50 MHz).
+const BOARD_PERIODS: [u64; 5] = [10_000, 8_000, 8_000, 8_000, 20_000];
 
 /// Both ports back to back at line rate for ~107 KB each (647 frames, 1.93 bytes a transmit
 /// clock offered over both ports), far more than the 8 KiB receive FIFOs hold: the 100 MHz
@@ -455,7 +471,7 @@ fn a_core_at_half_the_clock_drops_for_capacity() {
     let Some(mut b) = Bench::new(core, &trace.job) else { return };
     let frames = split_by_port(&trace.job, &trace.frames);
     let inputs = [0, 1].map(|p| frames[p].iter().map(|f| wire(f)).collect::<Vec<_>>());
-    let out = run(&mut b, &inputs, Some([20_000, 8_000, 8_000, 8_000]));
+    let out = run(&mut b, &inputs, Some([20_000, 8_000, 8_000, 8_000, 20_000]));
     let dropped = b.port_counter(4) + b.port_counter(12);
     eprintln!("core at 50 MHz: {} frames into the core, {dropped} dropped for capacity", out.merged.len());
     assert!(dropped > 0, "nothing dropped with the core at 50 MHz");
@@ -477,13 +493,19 @@ fn the_fabric_without_eaps_matches_the_reference() {
     check_trace_built(spec, core, true, 4, Some(BOARD_PERIODS), false);
 }
 
-/// Four clocks of unrelated periods: core 9.007 ns (111 MHz), transmit 8.000 ns, port 0
-/// receive 7.993 ns (875 ppm fast), port 1 receive 8.011 ns (1375 ppm slow): every FIFO's
-/// pointer crossings at unrelated rates.
+/// Five clocks of unrelated periods: core 9.007 ns (111 MHz), transmit 8.000 ns, port 0
+/// receive 7.993 ns (875 ppm fast), port 1 receive 8.011 ns (1375 ppm slow), EAPS node
+/// 20.011 ns: every FIFO's pointer crossings at unrelated rates.
 #[test]
 fn unrelated_clock_periods() {
     let core = CoreConfig::new(4, 8, 256, 32).unwrap();
-    check_trace_clocks(TraceSpec::new(4, PayloadSize::B256, 8, 12, 5), core, true, 4, Some([9007, 8000, 7993, 8011]));
+    check_trace_clocks(
+        TraceSpec::new(4, PayloadSize::B256, 8, 12, 5),
+        core,
+        true,
+        4,
+        Some([9007, 8000, 7993, 8011, 20_011]),
+    );
 }
 
 /// Port 0 must send 3% more than it receives (retransmitted results): its result FIFO fills
@@ -533,6 +555,18 @@ fn fabric_verilog_lints_clean() {
 /// state, port states and counters.
 #[test]
 fn eaps_transit_on_the_board_matches_the_reference_node() {
+    eaps_transit_matches_the_reference_node(None);
+}
+
+/// The same at the board's clock periods ([`BOARD_PERIODS`]: the node at 50 MHz, the core at
+/// 100 MHz, the ports at 125 MHz): the node's frames, verdicts, PDUs and status words cross
+/// between clocks of unrelated phases.
+#[test]
+fn eaps_transit_at_the_board_clocks_matches_the_reference_node() {
+    eaps_transit_matches_the_reference_node(Some(BOARD_PERIODS));
+}
+
+fn eaps_transit_matches_the_reference_node(periods: Option<[u64; 5]>) {
     use spotagg_driver::control::protocol::eaps::DomainSettings;
     use spotagg_driver::wire::eaps::{emit_frame, EapsRepr, EapsState, EapsType};
     use spotagg_driver::wire::MacAddr;
@@ -639,7 +673,7 @@ fn eaps_transit_on_the_board_matches_the_reference_node() {
     for fr in control.iter().chain([&blocked, &open, &untagged]) {
         inputs[0].push(wire(&padded(fr)));
     }
-    let out = run(&mut b, &inputs, None);
+    let out = run(&mut b, &inputs, periods);
     let want1: Vec<Vec<u8>> = want_control
         .iter()
         .filter(|(p, _)| *p == 1)
@@ -654,13 +688,7 @@ fn eaps_transit_on_the_board_matches_the_reference_node() {
         assert_eq!(g, w, "frame {i} out of port 1");
     }
     // The status words: state, port states, counters.
-    let sa = b.m.port("eaps$status_address");
-    let sd = b.m.port("eaps$status_data");
-    let mut word = |a: u64| {
-        b.m.set(sa, a);
-        b.m.eval();
-        b.m.get(sd) as u32
-    };
+    let mut word = |a: u64| b.eaps_status(a);
     let w0 = word(0);
     let c = reference.counters(0);
     let hw_state = spotagg_hdl::eaps_node::state_code(w0 & 0xf).expect("a state code").replace('-', "");

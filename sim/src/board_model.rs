@@ -55,8 +55,8 @@ pub struct BoardModel {
 /// fabric's status (`status$...`).
 #[derive(Debug, Clone, Copy)]
 pub struct FabricPins {
-    /// Core, transmit, port 0 receive, port 1 receive.
-    pub clocks: [u32; 4],
+    /// Core, transmit, port 0 receive, port 1 receive, the EAPS node's ([`FabricPins::CLOCKS`]).
+    pub clocks: [u32; 5],
     /// Start loading the power-up job.
     pub start: u32,
     /// GMII receive data, by port.
@@ -82,12 +82,14 @@ pub struct FabricPins {
 }
 
 impl FabricPins {
+    /// The fabric's clock inputs, in the order of [`FabricPins::clocks`].
+    pub const CLOCKS: [&'static str; 5] = ["core_clock", "tx_clock", "eth$0$rx_clock", "eth$1$rx_clock", "eaps_clock"];
+
     /// The ports of `m`; panics naming a port the model does not have.
     pub fn of(m: &VerilatedModel) -> FabricPins {
         let eth = |name: &str| [0, 1].map(|i| m.port(&format!("eth${i}${name}")));
-        let [rx0, rx1] = eth("rx_clock");
         FabricPins {
-            clocks: [m.port("core_clock"), m.port("tx_clock"), rx0, rx1],
+            clocks: FabricPins::CLOCKS.map(|c| m.port(c)),
             start: m.port("start"),
             rxd: eth("rxd"),
             rx_dv: eth("rx_dv"),

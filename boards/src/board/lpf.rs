@@ -2,23 +2,26 @@
 //! one `LOCATE` and one `IOBUF` per pin of the board top, then the user LED (`led_n`, for the
 //! core-only top; nextpnr ignores a constraint whose port a design does not have, and on the
 //! 5A-75B the LED's ball is the board top's `uart_tx`), a `FREQUENCY PORT` per input clock,
-//! and the internal clocks of the board top (the PLL's 125 MHz transmit clock and 100 MHz core
-//! clock) as `FREQUENCY NET`.
+//! and the internal clocks of the board top (the PLL's 125 MHz transmit clock, 100 MHz core
+//! clock and 50 MHz EAPS node clock) as `FREQUENCY NET`.
 
 use crate::{Board, Slew};
 use std::fmt::Write;
 
 /// Internal clock nets of the board top and their constraints in MHz: the PLL's outputs, the
-/// kept nets `clk125` and `clk100` of the board top's [`crate::ecp5::BoardPll`] instance `pll`
-/// (synthesis merges the top's own nets into other names, so a constraint on those would be
+/// kept nets `clk125`, `clk100` and `clk50` of the board top's [`crate::ecp5::BoardPll`] instance
+/// `pll` (synthesis merges the top's own nets into other names, so a constraint on those would be
 /// ignored).
-pub const INTERNAL_CLOCKS: &[(&str, f64)] = &[(PLL_CLOCK_NET, 125.0), (CORE_CLOCK_NET, 100.0)];
+pub const INTERNAL_CLOCKS: &[(&str, f64)] = &[(PLL_CLOCK_NET, 125.0), (CORE_CLOCK_NET, 100.0), (EAPS_CLOCK_NET, 50.0)];
 
 /// The board top's 125 MHz transmit clock net as synthesis leaves it.
 pub const PLL_CLOCK_NET: &str = "pll.clk125";
 
 /// The board top's 100 MHz core clock net as synthesis leaves it.
 pub const CORE_CLOCK_NET: &str = "pll.clk100";
+
+/// The board top's 50 MHz EAPS node clock net as synthesis leaves it.
+pub const EAPS_CLOCK_NET: &str = "pll.clk50";
 
 /// The constraint file of a board.
 pub fn lpf(board: &Board) -> String {

@@ -62,7 +62,7 @@ mod test {
                             }
                         }
                     }
-                } else if e.rising && rng.next() % 40 == 0 {
+                } else if e.rising && rng.one_in(40) {
                     let bit = (rng.next() % 2) as usize;
                     input ^= 1 << bit;
                     since[bit] = 0;

@@ -115,7 +115,7 @@ mod test {
                         hold_changed = clocks.now;
                     }
                     // A new value now and then, held at least a clock, the last for good.
-                    if src_edges < 3800 && rng.next() % 3 == 0 {
+                    if src_edges < 3800 && rng.one_in(3) {
                         let v = coded(rng.next() as u16);
                         held.push(v);
                         b.src_value.next = v.into();

@@ -83,6 +83,11 @@ pub(crate) mod two_clocks {
             self.0 ^= self.0 << 5;
             self.0
         }
+
+        /// True one time in `n`, about.
+        pub fn one_in(&mut self, n: u32) -> bool {
+            self.next().is_multiple_of(n)
+        }
     }
 
     /// The period pairs every block is tested with (ps): a fast source and a slow destination

@@ -73,7 +73,7 @@ mod test {
                         let mut p = 0u64;
                         if src_edges < 6000 {
                             for line in 0..3 {
-                                if src_edges - last[line] >= spacing && rng.next() % (2 + line as u32 * 3) == 0 {
+                                if src_edges - last[line] >= spacing && rng.one_in(2 + line as u32 * 3) {
                                     p |= 1 << line;
                                     sent[line] += 1;
                                     last[line] = src_edges;

@@ -135,7 +135,7 @@ mod test {
                             out = None;
                         }
                         b.start.next = false;
-                        if out.is_none() && !b.busy.val() && rng.next() % 3 != 0 {
+                        if out.is_none() && !b.busy.val() && !rng.one_in(3) {
                             asked += 1;
                             let q = asked & 0xfff;
                             b.start.next = true;

@@ -91,7 +91,7 @@ mod test {
             b.connect_all();
             let mut clocks = TwoClocks::new(periods);
             let mut rng = Rng(42);
-            let word = |i: u64| (i * 0x9e37_79b9_7f) & ((1 << 38) - 1);
+            let word = |i: u64| (i * 0x009e_3779_b97f) & ((1 << 38) - 1);
             let (mut sent, mut got) = (0u64, vec![]);
             let (mut hold_changed, mut hold) = (0u64, b.hold.q.val());
             while got.len() < 500 {
@@ -107,7 +107,7 @@ mod test {
                             hold = b.hold.q.val();
                             hold_changed = clocks.now;
                         }
-                        let offer = rng.next() % 4 != 0;
+                        let offer = !rng.one_in(4);
                         b.up.valid.next = offer;
                         b.up.data.next = word(sent).into();
                         assert!(simulate(&mut b, 100));
@@ -121,7 +121,7 @@ mod test {
                     b.dst_clock.next = e.rising.into();
                     assert!(simulate(&mut b, 100));
                     if e.rising {
-                        b.down.ready.next = rng.next() % 3 != 0;
+                        b.down.ready.next = !rng.one_in(3);
                         assert!(simulate(&mut b, 100));
                     }
                 }

@@ -4,8 +4,8 @@
 //! `ODDRX1F`, `DELAYG`), which Yosys `synth_ecp5` knows from its cell library; nothing of
 //! their insides is generated. Their `update` is a model for rust-hdl simulation:
 //!
-//! - [`BoardPll`]: both output clocks follow the input clock edge for edge, `lock` is high.
-//!   On the chip: 25 MHz in, 125 MHz and 100 MHz out (VCO 500 MHz).
+//! - [`BoardPll`]: the output clocks follow the input clock edge for edge, `lock` is high.
+//!   On the chip: 25 MHz in, 125 MHz, 100 MHz and 50 MHz out (VCO 500 MHz).
 //! - [`Iddrx1f`]: `q0` is `d` sampled at a rising edge of `sclk`, `q1` the sample at the
 //!   following falling edge; both are presented at the next rising edge.
 //! - [`Oddrx1f`]: `q` is `d0` (taken at a rising edge) while `sclk` is high, then `d1` (taken
@@ -26,8 +26,8 @@ pub(crate) fn primitive(code: impl Into<String>) -> Verilog {
 }
 
 /// An EHXPLLL setting: `CLKOP` = `clki_mhz` × `clkfb_div` (fed back from `CLKOP`), the VCO at
-/// `CLKOP` × `clkop_div`, and an optional second output `CLKOS` = VCO / `clkos_div` (`CLKI_DIV`
-/// is 1). Each output's phase is CPHASE = (DIV − 1) / 2 with FPHASE 0, the zero-phase setting of
+/// `CLKOP` × `clkop_div`, an optional second output `CLKOS` = VCO / `clkos_div` and an optional
+/// third `CLKOS2` = VCO / `clkos2_div` (`CLKI_DIV` is 1). Each output's phase is CPHASE = (DIV − 1) / 2 with FPHASE 0, the zero-phase setting of
 /// nextpnr-ecp5 and ecppll; the `FREQUENCY_PIN_*` attributes let nextpnr derive the output
 /// clocks' constraints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +40,8 @@ pub struct PllSetting {
     pub clkop_div: u32,
     /// `CLKOS`'s divider from the VCO, when `CLKOS` is used.
     pub clkos_div: Option<u32>,
+    /// `CLKOS2`'s divider from the VCO, when `CLKOS2` is used.
+    pub clkos2_div: Option<u32>,
 }
 
 /// The nets an [`PllSetting::instance`] connects.
@@ -51,6 +53,8 @@ pub struct PllNets<'a> {
     pub clkop: &'a str,
     /// `CLKOS`, when the setting has it.
     pub clkos: Option<&'a str>,
+    /// `CLKOS2`, when the setting has it.
+    pub clkos2: Option<&'a str>,
     /// `LOCK`.
     pub lock: &'a str,
 }
@@ -71,15 +75,22 @@ impl PllSetting {
         self.clkos_div.map(|d| self.vco_mhz() / d)
     }
 
+    /// `CLKOS2`'s frequency, MHz (when a whole number).
+    pub fn clkos2_mhz(&self) -> Option<u32> {
+        self.clkos2_div.map(|d| self.vco_mhz() / d)
+    }
+
     /// The Verilog instance `name` of this setting on `nets`, each line after `indent`.
     ///
     /// # Panics
     /// When the VCO is outside 400–800 MHz, an output frequency is not a whole number of MHz,
-    /// or `nets.clkos` is given without `clkos_div` (or the other way round).
+    /// or `nets.clkos` is given without `clkos_div` (or the other way round; the same for
+    /// `CLKOS2`).
     pub fn instance(&self, name: &str, nets: PllNets<'_>, indent: &str) -> String {
         let vco = self.vco_mhz();
         assert!((400..=800).contains(&vco), "{self:?}: VCO {vco} MHz outside 400-800 MHz");
         assert_eq!(self.clkos_div.is_some(), nets.clkos.is_some(), "{self:?}: CLKOS net {:?}", nets.clkos);
+        assert_eq!(self.clkos2_div.is_some(), nets.clkos2.is_some(), "{self:?}: CLKOS2 net {:?}", nets.clkos2);
         let phase = |div: u32| (div - 1) / 2;
         let mut attrs = vec![
             format!("(* FREQUENCY_PIN_CLKI=\"{}\" *)", self.clki_mhz),
@@ -118,6 +129,17 @@ impl PllSetting {
             ]);
             ports.push(format!("CLKOS({net})"));
         }
+        if let (Some(div), Some(net)) = (self.clkos2_div, nets.clkos2) {
+            assert_eq!(vco % div, 0, "{self:?}: CLKOS2 is not a whole number of MHz");
+            attrs.push(format!("(* FREQUENCY_PIN_CLKOS2=\"{}\" *)", vco / div));
+            params.extend([
+                "CLKOS2_ENABLE(\"ENABLED\")".to_string(),
+                format!("CLKOS2_DIV({div})"),
+                format!("CLKOS2_CPHASE({})", phase(div)),
+                "CLKOS2_FPHASE(0)".into(),
+            ]);
+            ports.push(format!("CLKOS2({net})"));
+        }
         params.push("FEEDBK_PATH(\"CLKOP\")".into());
         ports.extend([
             format!("CLKFB({})", nets.clkop),
@@ -132,6 +154,9 @@ impl PllSetting {
         ]);
         if nets.clkos.is_some() {
             ports.push("ENCLKOS(1'b0)".into());
+        }
+        if nets.clkos2.is_some() {
+            ports.push("ENCLKOS2(1'b0)".into());
         }
         ports.push(format!("LOCK({})", nets.lock));
         attrs.push(
@@ -149,16 +174,17 @@ impl PllSetting {
 }
 
 /// The board top's PLL: 125 MHz on `CLKOP` (the RGMII transmit clock), 100 MHz on `CLKOS` (the
-/// core clock) from 25 MHz; VCO 500 MHz.
-pub const BOARD_PLL: PllSetting = PllSetting { clki_mhz: 25, clkfb_div: 5, clkop_div: 4, clkos_div: Some(5) };
+/// core clock) and 50 MHz on `CLKOS2` (the EAPS node's clock) from 25 MHz; VCO 500 MHz.
+pub const BOARD_PLL: PllSetting =
+    PllSetting { clki_mhz: 25, clkfb_div: 5, clkop_div: 4, clkos_div: Some(5), clkos2_div: Some(10) };
 
-/// EHXPLLL of the board top, [`BOARD_PLL`]: 125 MHz (the RGMII transmit clock, `CLKOP`) and
-/// 100 MHz (the core clock, `CLKOS`) from 25 MHz. The two outputs meet only at FIFOs (their
-/// phase relation is not used). The output nets are kept wires
-/// `clk125` and `clk100` (after flattening `pll.clk125`, `pll.clk100`, the names the LPF
-/// constrains); `FREQUENCY_PIN_*` let nextpnr derive them too. The simulation model passes the
-/// input clock to both outputs (a simulation has no frequencies; tests that need two rates
-/// drive the board logic's clocks themselves).
+/// EHXPLLL of the board top, [`BOARD_PLL`]: 125 MHz (the RGMII transmit clock, `CLKOP`),
+/// 100 MHz (the core clock, `CLKOS`) and 50 MHz (the EAPS node's clock, `CLKOS2`) from 25 MHz.
+/// The outputs meet only at FIFOs and handshakes (their phase relation is not used). The output
+/// nets are kept wires `clk125`, `clk100` and `clk50` (after flattening `pll.clk125`,
+/// `pll.clk100`, `pll.clk50`, the names the LPF constrains); `FREQUENCY_PIN_*` let nextpnr derive
+/// them too. The simulation model passes the input clock to every output (a simulation has no
+/// frequencies; tests that need several rates drive the board logic's clocks themselves).
 #[derive(LogicBlock, Default)]
 pub struct BoardPll {
     /// 25 MHz input.
@@ -167,6 +193,8 @@ pub struct BoardPll {
     pub clk_tx: Signal<Out, Clock>,
     /// 100 MHz output (core clock).
     pub clk_core: Signal<Out, Clock>,
+    /// 50 MHz output (the EAPS node's clock).
+    pub clk_eaps: Signal<Out, Clock>,
     /// The PLL has locked.
     pub lock: Signal<Out, Bit>,
 }
@@ -175,19 +203,22 @@ impl Logic for BoardPll {
     fn update(&mut self) {
         self.clk_tx.next = self.clkin.val();
         self.clk_core.next = self.clkin.val();
+        self.clk_eaps.next = self.clkin.val();
         self.lock.next = true;
     }
     fn connect(&mut self) {
         self.clk_tx.connect();
         self.clk_core.connect();
+        self.clk_eaps.connect();
         self.lock.connect();
     }
     fn hdl(&self) -> Verilog {
         primitive(format!(
-            "(* keep *) wire clk125;\n(* keep *) wire clk100;\nassign clk_tx = clk125;\nassign clk_core = clk100;\n{}",
+            "(* keep *) wire clk125;\n(* keep *) wire clk100;\n(* keep *) wire clk50;\nassign clk_tx = clk125;\n\
+assign clk_core = clk100;\nassign clk_eaps = clk50;\n{}",
             BOARD_PLL.instance(
                 "pll",
-                PllNets { clki: "clkin", clkop: "clk125", clkos: Some("clk100"), lock: "lock" },
+                PllNets { clki: "clkin", clkop: "clk125", clkos: Some("clk100"), clkos2: Some("clk50"), lock: "lock" },
                 ""
             )
         ))
@@ -315,6 +346,11 @@ pub const fn fifo_ram_blocks(w: usize, a: usize) -> usize {
 /// register on: `read_data` is the word at the `read_address` presented two `read_clock`
 /// edges earlier. A read of a word being written in the same clock is undefined (a FIFO
 /// never does it). At most 16384 words.
+///
+/// [`FifoRam::in_lut_ram`] makes the same RAM (the same two read clocks of latency) in LUT RAM
+/// (`ram_style = "distributed"`: `DPR16X4`s written in the write clock and read without a
+/// clock, then the two registers of the read clock): for a small FIFO where no block RAM is
+/// left.
 #[derive(LogicBlock)]
 pub struct FifoRam<const W: usize, const A: usize> {
     /// Write clock.
@@ -333,6 +369,7 @@ pub struct FifoRam<const W: usize, const A: usize> {
     pub read_data: Signal<Out, Bits<W>>,
     _mem: Vec<Bits<W>>,
     _latch: Bits<W>,
+    _lut_ram: bool,
 }
 
 impl<const W: usize, const A: usize> Default for FifoRam<W, A> {
@@ -348,7 +385,16 @@ impl<const W: usize, const A: usize> Default for FifoRam<W, A> {
             read_data: Default::default(),
             _mem: vec![Bits::default(); 1 << A],
             _latch: Default::default(),
+            _lut_ram: false,
         }
+    }
+}
+
+impl<const W: usize, const A: usize> FifoRam<W, A> {
+    /// The RAM in LUT RAM rather than `DP16KD`s (at most 64 words: a LUT RAM a 16-word slice).
+    pub fn in_lut_ram() -> Self {
+        assert!(A <= 6, "FifoRam in LUT RAM: 2^{A} words, at most 64");
+        Self { _lut_ram: true, ..Default::default() }
     }
 }
 
@@ -366,6 +412,18 @@ impl<const W: usize, const A: usize> Logic for FifoRam<W, A> {
         self.read_data.connect();
     }
     fn hdl(&self) -> Verilog {
+        if self._lut_ram {
+            // The same two read clocks as the block RAM: an address-to-data read (LUT RAM),
+            // then the latch and the output register.
+            return primitive(format!(
+                "(* ram_style = \"distributed\" *) reg [{w}:0] mem [0:{d}];\nreg [{w}:0] latch;\nreg [{w}:0] out;\n\
+always @(posedge write_clock) if (write_enable) mem[write_address] <= write_data;\n\
+always @(posedge read_clock) begin latch <= mem[read_address]; out <= latch; end\n\
+assign read_data = out;\n",
+                w = W - 1,
+                d = (1usize << A) - 1
+            ));
+        }
         let dw = fifo_ram_width(A);
         // Word address on the high address pins; the low ones are byte enables (on for
         // writes) at 18 and 36 bits, zero at narrower widths.

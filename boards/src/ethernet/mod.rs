@@ -2,6 +2,7 @@
 //! GMII in the port's clocks, the MACs, the FIFOs between clock domains, and the frame merge,
 //! routing, bridge table and result dispatch between the two ports and the core.
 
+pub mod byte_packer;
 pub mod crc32;
 pub mod eth_port;
 pub mod frame_arbiter;

@@ -1,18 +1,21 @@
-//! Merges the EAPS node's PDUs for one port (bytes) into the writes of that port's result
-//! FIFO, between the result dispatcher's frames.
+//! Merges the EAPS node's PDUs for one port (whole frames of FIFO words, from the node's
+//! clock-crossing FIFO) into the writes of that port's result FIFO, between the result
+//! dispatcher's frames.
 //!
 //! In: the dispatcher's writes (`up`, a [`FrameWriteSink`]: it writes only while `ready`) and
-//! the node's bytes (`pdu`, a [`ByteSink`]). Out: the FIFO's writes (`down`). Whole frames
-//! only: the node's frame is taken at a boundary of the dispatcher's (`up.ready` is low from
-//! the clock a PDU byte waits with no dispatcher frame begun until the PDU's last word is
-//! written), and the dispatcher's frame, once begun, is never cut into. The node's bytes are
-//! packed four to a word ([`crate::ethernet::frame_fifo::word`] layout, the byte count on the
-//! last word); a word waits in a register for the FIFO's `ready`, and the node waits with it.
-//! A PDU takes a byte a clock, so its 106 bytes are 27 words.
+//! the PDU FIFO's words (`pdu`: a committed frame, [`crate::ethernet::frame_fifo::word`]
+//! layout, a word a clock once its first is valid). Out: the FIFO's writes (`down`). Whole
+//! frames only: a PDU is taken at a boundary of the dispatcher's frames (`up.ready` is low from
+//! the clock a PDU word waits with no dispatcher frame begun until the PDU's last word is
+//! written), and the dispatcher's frame, once begun, is never cut into. A PDU's 106 bytes are
+//! 27 words: the port is the node's for 28 clocks.
 
 use crate::ethernet::frame_fifo::{FrameWriteSink, FrameWriter, WORD_BITS};
+use crate::ethernet::stream::StreamSink;
 use rust_hdl::prelude::*;
-use spotagg_hdl::byte_stream::ByteSink;
+
+/// Width of the PDU FIFO's words (data, byte count, last; no routing bits).
+pub const PDU_WORD_BITS: usize = 36;
 
 /// The merge of one port's PDUs into its result FIFO.
 #[derive(LogicBlock, Default)]
@@ -21,28 +24,23 @@ pub struct PduMerge {
     pub clock: Signal<In, Clock>,
     /// The dispatcher's writes.
     pub up: FrameWriteSink,
-    /// The node's PDU bytes.
-    pub pdu: ByteSink,
+    /// The node's PDUs, whole frames of words.
+    pub pdu: StreamSink<PDU_WORD_BITS>,
     /// The FIFO's writes.
     pub down: FrameWriter,
-    /// The node owns the FIFO's write port (from its first byte to its last word).
+    /// The node owns the FIFO's write port (from the clock after its first word waits to its
+    /// last word).
     owner: DFF<Bit>,
     /// The dispatcher has begun a frame (a word written, no commit or drop yet).
     disp_mid: DFF<Bit>,
-    acc: DFF<Bits<32>>,
-    count: DFF<Bits<3>>,
-    pend: DFF<Bit>,
-    pend_last: DFF<Bit>,
-    pend_word: DFF<Bits<WORD_BITS>>,
     claim: Signal<Local, Bit>,
-    take: Signal<Local, Bit>,
-    shifted: Signal<Local, Bits<32>>,
+    move_word: Signal<Local, Bit>,
 }
 
 impl Logic for PduMerge {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, owner, disp_mid, acc, count, pend, pend_last, pend_word);
+        dff_setup!(self, clock, owner, disp_mid);
         // The node claims the port at a boundary of the dispatcher's frames.
         self.claim.next = !self.owner.q.val() & !self.disp_mid.q.val() & self.pdu.valid.val();
         if self.claim.val() {
@@ -55,48 +53,21 @@ impl Logic for PduMerge {
         if self.up.commit.val() | self.up.drop.val() {
             self.disp_mid.d.next = false;
         }
-        // Packing: a byte a clock while no word waits.
-        self.pdu.ready.next = self.owner.q.val() & !self.pend.q.val();
-        self.take.next = self.owner.q.val() & !self.pend.q.val() & self.pdu.valid.val();
-        self.shifted.next = (self.acc.q.val() << 8) | bit_cast::<32, 8>(self.pdu.data.val());
-        if self.take.val() {
-            self.acc.d.next = self.shifted.val();
-            self.count.d.next = self.count.q.val() + 1;
-            if (self.count.q.val() == 3) | self.pdu.last.val() {
-                self.pend.d.next = true;
-                self.pend_last.d.next = self.pdu.last.val();
-                self.count.d.next = 0.into();
-                self.acc.d.next = 0.into();
-                // First byte on top: a short last word is shifted up into place.
-                self.pend_word.d.next = bit_cast::<WORD_BITS, 32>(self.shifted.val())
-                    | (bit_cast::<WORD_BITS, 3>(self.count.q.val() + 1) << 32)
-                    | (bit_cast::<WORD_BITS, 1>(self.pdu.last.val().into()) << 35);
-                if self.pdu.last.val() & (self.count.q.val() == 0) {
-                    self.pend_word.d.next = (bit_cast::<WORD_BITS, 32>(self.shifted.val()) << 24) | 0x9_0000_0000_u64;
-                }
-                if self.pdu.last.val() & (self.count.q.val() == 1) {
-                    self.pend_word.d.next = (bit_cast::<WORD_BITS, 32>(self.shifted.val()) << 16) | 0xA_0000_0000_u64;
-                }
-                if self.pdu.last.val() & (self.count.q.val() == 2) {
-                    self.pend_word.d.next = (bit_cast::<WORD_BITS, 32>(self.shifted.val()) << 8) | 0xB_0000_0000_u64;
-                }
-            }
-        }
-        // The FIFO's writes: the node's waiting word while it owns the port, else the dispatcher's.
+        // The FIFO's writes: the node's words while it owns the port, else the dispatcher's (bit
+        // 35 of a word: its frame's last).
+        self.move_word.next = self.owner.q.val() & self.pdu.valid.val() & self.down.ready.val();
+        self.pdu.ready.next = self.owner.q.val() & self.down.ready.val();
         self.down.data.next = self.up.data.val();
         self.down.enable.next = self.up.enable.val();
         self.down.commit.next = self.up.commit.val();
         self.down.drop.next = self.up.drop.val();
         if self.owner.q.val() {
-            self.down.data.next = self.pend_word.q.val();
-            self.down.enable.next = self.pend.q.val() & self.down.ready.val();
-            self.down.commit.next = self.pend.q.val() & self.down.ready.val() & self.pend_last.q.val();
+            self.down.data.next = bit_cast::<WORD_BITS, PDU_WORD_BITS>(self.pdu.data.val());
+            self.down.enable.next = self.move_word.val();
+            self.down.commit.next = self.move_word.val() & self.pdu.data.val().get_bit(35);
             self.down.drop.next = false;
-            if self.pend.q.val() & self.down.ready.val() {
-                self.pend.d.next = false;
-                if self.pend_last.q.val() {
-                    self.owner.d.next = false;
-                }
+            if self.move_word.val() & self.pdu.data.val().get_bit(35) {
+                self.owner.d.next = false;
             }
         }
     }
@@ -105,6 +76,7 @@ impl Logic for PduMerge {
 #[cfg(test)]
 mod test {
     use super::*;
+    use crate::ethernet::frame_fifo::word;
 
     fn edge(m: &mut PduMerge) {
         m.clock.next = true.into();
@@ -113,35 +85,32 @@ mod test {
         assert!(simulate(m, 1000));
     }
 
-    /// A PDU of `len` bytes offered while the dispatcher writes a frame of words: the FIFO sees
-    /// the dispatcher's frame whole, then the PDU packed, first byte on top, the byte count on
-    /// its last word.
+    /// A PDU of `n` words offered while the dispatcher writes a frame, and the dispatcher's next
+    /// frame offered while the PDU goes in: the FIFO sees the first dispatcher frame whole, the
+    /// PDU whole, then the second dispatcher frame.
     #[test]
-    fn packs_a_pdu_between_whole_frames() {
-        for len in [5usize, 6, 7, 8, 106] {
+    fn a_pdu_between_whole_frames() {
+        for n in [1u64, 2, 27] {
             let mut m = PduMerge::default();
             m.connect_all();
-            m.down.ready.next = true;
-            assert!(simulate(&mut m, 1000));
-            let bytes: Vec<u8> = (0..len).map(|i| (i * 7 + 1) as u8).collect();
-            let mut sent = 0;
-            let mut disp = 0u64;
-            let mut words = vec![];
-            for cycle in 0..400 {
-                // The dispatcher writes a 3-word frame from clock 0 while ready; the PDU waits
-                // from clock 1.
+            let pdu: Vec<u64> =
+                (0..n).map(|i| (0xA000 + i) | (4 << word::BYTES) | (u64::from(i + 1 == n) << word::LAST)).collect();
+            let (mut disp, mut sent, mut writes) = (0u64, 0usize, vec![]);
+            for cycle in 0..200 {
+                // The FIFO is full now and then; the PDU waits from clock 1.
+                m.down.ready.next = cycle % 7 != 3;
+                m.pdu.valid.next = cycle >= 1 && sent < pdu.len();
+                m.pdu.data.next = pdu.get(sent).copied().unwrap_or(0).into();
                 m.up.enable.next = false;
                 m.up.commit.next = false;
-                if disp < 3 && m.up.ready.val() {
+                m.up.drop.next = false;
+                assert!(simulate(&mut m, 1000));
+                // The dispatcher writes two 3-word frames from clock 0 while ready.
+                if disp < 6 && m.up.ready.val() {
                     m.up.enable.next = true;
                     m.up.data.next = (0xD000 + disp).into();
-                    m.up.commit.next = disp == 2;
+                    m.up.commit.next = disp % 3 == 2;
                 }
-                m.pdu.valid.next = cycle >= 1 && sent < len;
-                m.pdu.data.next = u64::from(*bytes.get(sent).unwrap_or(&0)).into();
-                m.pdu.last.next = sent + 1 == len;
-                // The FIFO is full now and then.
-                m.down.ready.next = cycle % 7 != 3;
                 assert!(simulate(&mut m, 1000));
                 if m.up.enable.val() {
                     disp += 1;
@@ -149,27 +118,17 @@ mod test {
                 if m.pdu.valid.val() && m.pdu.ready.val() {
                     sent += 1;
                 }
-                if m.down.enable.val() {
-                    words.push((m.down.data.val().to_u64(), m.down.commit.val()));
+                if m.down.enable.val() || m.down.commit.val() {
+                    assert!(m.down.ready.val() || !m.down.enable.val(), "a write without room");
+                    writes.push((m.down.data.val().to_u64(), m.down.commit.val()));
                 }
                 edge(&mut m);
             }
-            assert_eq!(disp, 3);
-            assert_eq!(sent, len);
-            assert_eq!(words[..3], [(0xD000, false), (0xD001, false), (0xD002, true)], "len {len}");
-            let pdu = &words[3..];
-            assert_eq!(pdu.len(), len.div_ceil(4), "len {len}");
-            let mut got = vec![];
-            for (i, &(w, commit)) in pdu.iter().enumerate() {
-                let last = i + 1 == pdu.len();
-                assert_eq!(commit, last);
-                assert_eq!((w >> 35) & 1 == 1, last);
-                let n = if last { ((w >> 32) & 7) as usize } else { 4 };
-                for b in 0..n {
-                    got.push((w >> (24 - 8 * b)) as u8);
-                }
-            }
-            assert_eq!(got, bytes, "len {len}");
+            assert_eq!((disp, sent), (6, n as usize));
+            let d = |i: u64| (0xD000 + i, i % 3 == 2);
+            let expect: Vec<(u64, bool)> =
+                (0..3).map(d).chain(pdu.iter().map(|&w| (w, w >> word::LAST & 1 == 1))).chain((3..6).map(d)).collect();
+            assert_eq!(writes, expect, "{n} words");
         }
     }
 }

@@ -16,11 +16,13 @@
 //! EAPS (docs/eaps.md §12): a frame with route 0 (destination 00-E0-2B-00-00-04, the
 //! classifier's mark) goes, while `node_on`, to the EAPS node (`node`, with its port on
 //! `node_port`) and is written at the same time, uncommitted, into the other port's bridge
-//! FIFO; the router then waits (taking nothing) until the node has dealt with it
-//! (`node_quiet` on two clocks in a row, no sooner than [`DECIDE_CLOCKS`] after the last word)
-//! and commits it there if the node raised `node_pass` for its port meanwhile (another EDP
-//! frame to pass on unchanged), or drops it (a PDU, which the node forwards itself, or a
-//! frame it rejects). Without `node_on` such a frame is bridged like any other unicast.
+//! FIFO; the router then waits (taking nothing) for the node's verdict on that frame: the node
+//! (behind its clock crossing) asks for it when it takes the frame's last word and answers
+//! once it has dealt with the frame, `node_done` for a clock with `node_pass` (bit `p`: pass the
+//! frame that came in on port `p`). The router commits the frame there if the verdict passes
+//! it for its port (another EDP frame to pass on unchanged), or drops it (a PDU, which the
+//! node forwards itself, or a frame it rejects). Without `node_on` such a frame is bridged like
+//! any other unicast.
 //! A bridged frame is committed only if `bridge_pass` (the VLAN gate's verdict on the
 //! frame's 802.1Q tag, `tag_tagged`/`tag_vid`, taken from the fourth word) is high at its
 //! last word, and dropped otherwise. Learning skips route-0 frames.
@@ -29,11 +31,6 @@ use crate::ethernet::frame_fifo::{FrameWriter, WORD_BITS};
 use crate::ethernet::mac_table::MacLearn;
 use crate::ethernet::stream::{beat, StreamSink, StreamSource};
 use rust_hdl::prelude::*;
-
-/// Clocks after a node frame's last word before the router looks at `node_quiet` (the word
-/// is still being unpacked into bytes, the node has not seen the frame's end yet).
-/// (The logic compares with the literal 8.)
-pub const DECIDE_CLOCKS: u64 = 8;
 
 /// The receive router.
 #[derive(LogicBlock, Default)]
@@ -62,9 +59,9 @@ pub struct RxRouter {
     pub node: StreamSource<WORD_BITS>,
     /// The port of the node's frame.
     pub node_port: Signal<Out, Bit>,
-    /// The node is idle and has every byte of the frame.
-    pub node_quiet: Signal<In, Bit>,
-    /// The node passes the frame that last ended on port `p` (bit `p`).
+    /// The node's verdict on the frame last handed to it has arrived (one clock).
+    pub node_done: Signal<In, Bit>,
+    /// That verdict: pass the frame that came in on port `p` (bit `p`; with `node_done`).
     pub node_pass: Signal<In, Bits<2>>,
     /// The current frame has an 802.1Q tag (from its fourth word on).
     pub tag_tagged: Signal<Out, Bit>,
@@ -77,9 +74,6 @@ pub struct RxRouter {
     tagged_q: DFF<Bit>,
     vid_q: DFF<Bits<12>>,
     deciding: DFF<Bit>,
-    wait_count: DFF<Bits<4>>,
-    quiet_q: DFF<Bit>,
-    pass_seen: DFF<Bit>,
     dport: DFF<Bit>,
     to_core: Signal<Local, Bit>,
     to_bridge: Signal<Local, Bit>,
@@ -89,7 +83,6 @@ pub struct RxRouter {
     node_ready: Signal<Local, Bit>,
     go: Signal<Local, Bit>,
     last: Signal<Local, Bit>,
-    pass_now: Signal<Local, Bit>,
     decide: Signal<Local, Bit>,
     keep: Signal<Local, Bit>,
 }
@@ -97,7 +90,7 @@ pub struct RxRouter {
 impl Logic for RxRouter {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, words, src_hi, tagged_q, vid_q, deciding, wait_count, quiet_q, pass_seen, dport);
+        dff_setup!(self, clock, words, src_hi, tagged_q, vid_q, deciding, dport);
         self.is_edp.next = !self.up.data.val().get_bit(36) & !self.up.data.val().get_bit(37);
         self.to_node.next = self.is_edp.val() & self.node_on.val();
         self.to_core.next = self.up.data.val().get_bit(36);
@@ -146,25 +139,14 @@ impl Logic for RxRouter {
         self.tag_tagged.next = self.tagged_q.q.val();
         self.tag_vid.next = self.vid_q.q.val();
         // The node's verdict on the held frame.
-        self.quiet_q.d.next = self.node_quiet.val();
+        self.decide.next = self.deciding.q.val() & self.node_done.val();
         if self.dport.q.val() {
-            self.pass_now.next = self.node_pass.val().get_bit(1);
+            self.keep.next = self.node_pass.val().get_bit(1);
         } else {
-            self.pass_now.next = self.node_pass.val().get_bit(0);
+            self.keep.next = self.node_pass.val().get_bit(0);
         }
-        self.decide.next =
-            self.deciding.q.val() & (self.wait_count.q.val() == 8) & self.node_quiet.val() & self.quiet_q.q.val();
-        self.keep.next = self.pass_seen.q.val() | self.pass_now.val();
-        if self.deciding.q.val() {
-            if self.pass_now.val() {
-                self.pass_seen.d.next = true;
-            }
-            if self.wait_count.q.val() != 8 {
-                self.wait_count.d.next = self.wait_count.q.val() + 1;
-            }
-            if self.decide.val() {
-                self.deciding.d.next = false;
-            }
+        if self.decide.val() {
+            self.deciding.d.next = false;
         }
         self.bridge[0].data.next = self.up.data.val();
         self.bridge[1].data.next = self.up.data.val();
@@ -231,8 +213,6 @@ impl Logic for RxRouter {
             }
             if self.to_node.val() & self.last.val() {
                 self.deciding.d.next = true;
-                self.wait_count.d.next = 0.into();
-                self.pass_seen.d.next = false;
             }
         }
     }

@@ -30,9 +30,9 @@ use spotagg_hdl::mdio::MdioMaster;
 use spotagg_hdl::straggler::StragglerRead;
 use spotagg_hdl::CoreConfig;
 
-/// Clocks of the core clock per EAPS time unit on the board: 1 µs at 100 MHz (the unit of
-/// the periods in the EAPS registers).
-pub const EAPS_TIME_DIV: u32 = 100;
+/// Clocks of the EAPS node's clock per EAPS time unit on the board: 1 µs at 50 MHz (the unit
+/// of the periods in the EAPS registers).
+pub const EAPS_TIME_DIV: u32 = 50;
 
 /// Build parameters of the control plane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +52,8 @@ pub struct BoardLogic<const J: usize = 1> {
     pub core_clock: Signal<In, Clock>,
     /// Transmit clock of both ports (125 MHz).
     pub tx_clock: Signal<In, Clock>,
+    /// The EAPS node's clock (50 MHz on the board; also its time base's).
+    pub eaps_clock: Signal<In, Clock>,
     /// Start loading the configuration (the PLL has locked).
     pub start: Signal<In, Bit>,
     /// The two ports' GMII, port 0 first.
@@ -73,7 +75,7 @@ pub struct BoardLogic<const J: usize = 1> {
     fabric: SwitchFabric<J>,
     link: ControlLink,
     mdio: MdioMaster,
-    /// The EAPS node's time: one unit every [`EAPS_TIME_DIV`] core clocks.
+    /// The EAPS node's time: one unit every [`EAPS_TIME_DIV`] clocks of `eaps_clock`.
     timebase: EapsTimebase,
     port_counter_q: DFF<Bits<32>>,
     high_q: DFF<Bit>,
@@ -101,6 +103,7 @@ impl<const J: usize> BoardLogic<J> {
         Self {
             core_clock: Default::default(),
             tx_clock: Default::default(),
+            eaps_clock: Default::default(),
             start: Default::default(),
             eth: Default::default(),
             uart_rx: Default::default(),
@@ -135,10 +138,12 @@ impl<const J: usize> BoardLogic<J> {
 impl<const J: usize> Logic for BoardLogic<J> {
     #[hdl_gen]
     fn update(&mut self) {
-        clock!(self, core_clock, link, mdio, timebase);
+        clock!(self, core_clock, link, mdio);
+        self.timebase.clock.next = self.eaps_clock.val();
         dff_setup!(self, core_clock, port_counter_q, high_q);
         self.fabric.core_clock.next = self.core_clock.val();
         self.fabric.tx_clock.next = self.tx_clock.val();
+        self.fabric.eaps_clock.next = self.eaps_clock.val();
         self.fabric.start.next = self.start.val();
         for i in 0..2 {
             GmiiPort::link(&mut self.eth[i], &mut self.fabric.eth[i]);

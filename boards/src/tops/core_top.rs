@@ -26,11 +26,12 @@ pub const CORE_TOP_PORTS: &[&str] =
     &["clk25", "led_n", "phy_reset_n", "eth0_rx_ctl", "eth0_rxd", "eth0_tx_ctl", "eth0_txd"];
 
 /// The core-only top's PLL: 125 MHz on `CLKOP` from 25 MHz (VCO 625 MHz).
-pub const CORE_TOP_PLL: PllSetting = PllSetting { clki_mhz: 25, clkfb_div: 5, clkop_div: 5, clkos_div: None };
+pub const CORE_TOP_PLL: PllSetting =
+    PllSetting { clki_mhz: 25, clkfb_div: 5, clkop_div: 5, clkos_div: None, clkos2_div: None };
 
 /// The EHXPLLL instance ([`CORE_TOP_PLL`]) making 125 MHz on `clkout` from 25 MHz on `clkin`.
 pub fn pll_25_to_125(instance: &str, clkin: &str, clkout: &str, lock: &str) -> String {
-    CORE_TOP_PLL.instance(instance, PllNets { clki: clkin, clkop: clkout, clkos: None, lock }, "    ")
+    CORE_TOP_PLL.instance(instance, PllNets { clki: clkin, clkop: clkout, clkos: None, clkos2: None, lock }, "    ")
 }
 
 /// The Verilog of the core-only top around `core_verilog` (whose top module is `top`) built
@@ -148,8 +149,11 @@ pub fn core_top_lpf(board: &Board) -> String {
         });
         let keep = match port {
             Some(p) => CORE_TOP_PORTS.contains(&p.split('[').next().unwrap_or(p)),
-            // The board top's 100 MHz core clock is not here: this top runs everything on clk125.
-            None => !line.contains(crate::board::lpf::CORE_CLOCK_NET),
+            // The board top's 100 MHz core clock and 50 MHz EAPS clock are not here: this top runs
+            // everything on clk125.
+            None => {
+                !line.contains(crate::board::lpf::CORE_CLOCK_NET) && !line.contains(crate::board::lpf::EAPS_CLOCK_NET)
+            }
         };
         if keep {
             s += line;

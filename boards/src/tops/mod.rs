@@ -14,5 +14,6 @@
 pub mod board_logic;
 pub mod config_loader;
 pub mod core_top;
+pub mod eaps_node_crossing;
 pub mod switch_fabric;
 pub mod top;

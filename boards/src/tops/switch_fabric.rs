@@ -11,10 +11,13 @@
 //!
 //! Clocks: each port's receive side runs in its receive clock (`eth[i].rx_clock`), each
 //! port's transmit side (the transmit FIFOs' read ends, the merge of results and bridged
-//! frames, the MAC) in `tx_clock` (125 MHz, the RGMII transmit clock), the rest (merge, router,
-//! core, dispatcher, loader) in `core_clock`, which needs only to keep up with both ports on
-//! average (100 MHz on the board). The only crossings are the FIFOs (and the port counters,
-//! which are read as they are: quasi-static values for a control link that samples them twice).
+//! frames, the MAC) in `tx_clock` (125 MHz, the RGMII transmit clock), the EAPS node in
+//! `eaps_clock` (50 MHz on the board, [`EapsNodeCrossing`]), the rest (merge, router, core,
+//! dispatcher, loader, the VLAN gates, the EAPS registers) in `core_clock`, which needs only to
+//! keep up with both ports on average (100 MHz on the board). The only crossings are the FIFOs,
+//! the EAPS node's crossings (handshakes, synchronizers and FIFOs: [`EapsNodeCrossing`]), and
+//! the port counters, which are read as they are: quasi-static values for a control link that
+//! samples them twice.
 //!
 //! Timing: everything crossing into or out of the core meets a register on the fabric's side:
 //! the stream handshakes both ways through a [`StreamSlice`], the configuration bus and `idle`.
@@ -48,16 +51,16 @@ use crate::ethernet::rx_router::RxRouter;
 use crate::ethernet::stream::{beat, StreamSource};
 use crate::ethernet::stream_slice::StreamSlice;
 use crate::tops::config_loader::ConfigLoader;
+use crate::tops::eaps_node_crossing::EapsNodeCrossing;
 use rust_hdl::prelude::*;
 use spotagg_driver::control::protocol::eaps::DomainSettings;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::control_link::EapsRegisterAccess;
 use spotagg_hdl::eaps_gate::EapsVlanGate;
-use spotagg_hdl::eaps_node::{EapsDomainCfgSource, EapsNode};
+use spotagg_hdl::eaps_node::EapsDomainCfgSource;
 use spotagg_hdl::eaps_registers::EapsRegisters;
 use spotagg_hdl::multi_core::MultiCore;
 use spotagg_hdl::straggler::StragglerRead;
-use spotagg_hdl::stream_width::TxWidth;
 use spotagg_hdl::CoreConfig;
 
 /// What the fabric says of its state, to the layers above and the board tests.
@@ -75,7 +78,8 @@ pub struct FabricStatus {
 }
 
 /// What the fabric's EAPS node does besides its frames, for the layers above and the benches
-/// (the ring simulator's board node reads these as the node-level bench reads the node's pins).
+/// (the ring simulator's board node reads these as the node-level bench reads the node's pins),
+/// all in the core clock, as the node's crossing gives them ([`EapsNodeCrossing`]).
 #[derive(LogicInterface, Default)]
 pub struct FabricEaps {
     /// Forwarding of domain `d`'s protected VLANs on port `p`: bit `2d + p` (the VLAN gates').
@@ -90,20 +94,25 @@ pub struct FabricEaps {
     pub alert_domain: Signal<Out, Bits<4>>,
     /// The second master's system MAC.
     pub alert_mac: Signal<Out, Bits<48>>,
-    /// The node has nothing pending or in progress.
+    /// The node has nothing pending or in progress (a PDU it has just finished may appear a
+    /// few clocks later).
     pub idle: Signal<Out, Bit>,
+    /// The EAPS status word (`eaps.status_data`) is the word of `eaps.status_address` (it
+    /// crosses from the node's clock; the control link reads it long after it moves the
+    /// address).
+    pub status_valid: Signal<Out, Bit>,
 }
 
 /// The board logic with width-4 cores, one for each of `J` jobs (docs/switch.md §8;
 /// `spotagg_hdl::multi_core::MultiCore`, which with one job is the core alone).
 ///
-/// EAPS (docs/eaps.md §12): the two ports are the ring ports of an [`EapsNode`] of `D`
-/// domains (default 2) in the core clock. Frames to 00-E0-2B-00-00-04 go to the node as
+/// EAPS (docs/eaps.md §12): the two ports are the ring ports of an [`EapsNode`](spotagg_hdl::eaps_node::EapsNode) of `D`
+/// domains (default 2) in its own clock (`eaps_clock`), behind [`EapsNodeCrossing`]. Frames to 00-E0-2B-00-00-04 go to the node as
 /// bytes (not to the core; bridged only if the node passes them, while it is enabled); its
 /// PDUs join each port's result FIFO between the dispatcher's frames ([`PduMerge`]); the
 /// bridge and the dispatcher ask [`EapsVlanGate`]s whether a tagged frame of a protected VLAN
 /// may enter and leave a ring port; its flush pulses flush the MAC table; `eaps_link_up`
-/// drives its link state, `eaps_now` its time (the board logic counts it in µs,
+/// drives its link state, `eaps_now` its time (in `eaps_clock`: the board logic counts it in µs,
 /// `crate::tops::board_logic::EAPS_TIME_DIV`; a bench sets it). Its configuration registers start at the power-up default
 /// ([`SwitchFabric::with_eaps`]; none: no domain, disabled, a transparent bridge as before)
 /// and are written through `eaps`.
@@ -113,6 +122,8 @@ pub struct SwitchFabric<const J: usize = 1, const D: usize = 2> {
     pub core_clock: Signal<In, Clock>,
     /// Transmit clock of both ports (125 MHz).
     pub tx_clock: Signal<In, Clock>,
+    /// The EAPS node's clock (50 MHz on the board).
+    pub eaps_clock: Signal<In, Clock>,
     /// Start loading the configuration (the PLL has locked).
     pub start: Signal<In, Bit>,
     /// The two ports' GMII, port 0 first.
@@ -146,7 +157,8 @@ pub struct SwitchFabric<const J: usize = 1, const D: usize = 2> {
     pub eaps: EapsRegisterAccess,
     /// Link state of ports 0 (bit 0) and 1, from the PHYs (MDIO): a loss sends LINK-DOWN.
     pub eaps_link_up: Signal<In, Bits<2>>,
-    /// The EAPS node's time, in the unit of its periods (`spotagg_hdl::eaps_node`).
+    /// The EAPS node's time, in the unit of its periods (`spotagg_hdl::eaps_node`), in
+    /// `eaps_clock`.
     pub eaps_now: Signal<In, Bits<32>>,
     /// The EAPS node's port states, flushes, alerts and idle.
     pub eaps_out: FabricEaps,
@@ -168,12 +180,9 @@ pub struct SwitchFabric<const J: usize = 1, const D: usize = 2> {
     cfg_address_q: DFF<Bits<8>>,
     cfg_data_q: DFF<Bits<32>>,
     done_q: DFF<Bit>,
-    node: EapsNode<D>,
-    /// The router's node frames, registered before the node's byte unpacker (route bits are 0
-    /// in a node frame's words: bit 36 carries the frame's port through the slice).
-    node_slice: StreamSlice<WORD_BITS>,
-    node_port_now: Signal<Local, Bit>,
-    node_rx: TxWidth<8>,
+    /// The EAPS node in its clock, with its crossings (route bits are 0 in a node frame's
+    /// words: bit 36 carries the frame's port).
+    node: EapsNodeCrossing<D>,
     pdu_merge: [PduMerge; 2],
     /// The bridge's gates: the frame's ingress port and its egress port.
     gate_in: EapsVlanGate<D>,
@@ -215,6 +224,7 @@ impl<const J: usize, const D: usize> SwitchFabric<J, D> {
         Self {
             core_clock: Default::default(),
             tx_clock: Default::default(),
+            eaps_clock: Default::default(),
             start: Default::default(),
             eth: Default::default(),
             counter_address: Default::default(),
@@ -251,9 +261,6 @@ impl<const J: usize, const D: usize> SwitchFabric<J, D> {
             cfg_data_q: Default::default(),
             done_q: Default::default(),
             node: Default::default(),
-            node_slice: Default::default(),
-            node_port_now: Default::default(),
-            node_rx: TxWidth::new(),
             pdu_merge: Default::default(),
             gate_in: Default::default(),
             gate_out: Default::default(),
@@ -285,10 +292,9 @@ impl<const J: usize, const D: usize> SwitchFabric<J, D> {
 impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
     #[hdl_gen]
     fn update(&mut self) {
-        clock!(
-            self, core_clock, rx_arbiter, router, dispatcher, loader, core, mac_table, to_core, from_core, node,
-            node_slice, node_rx
-        );
+        clock!(self, core_clock, rx_arbiter, router, dispatcher, loader, core, mac_table, to_core, from_core);
+        self.node.core_clock.next = self.core_clock.val();
+        self.node.node_clock.next = self.eaps_clock.val();
         dff_setup!(self, core_clock, in_frame, mac_hi, mac_lo, cfg_write_q, cfg_address_q, cfg_data_q, done_q, idle_q);
         self.switch_mac.next =
             (bit_cast::<48, 16>(self.mac_hi.q.val()) << 32) | bit_cast::<48, 32>(self.mac_lo.q.val());
@@ -377,7 +383,8 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
             EapsDomainCfgSource::join(&mut self.eaps_regs.cfg[d], &mut self.gate_res0.cfg[d]);
             EapsDomainCfgSource::join(&mut self.eaps_regs.cfg[d], &mut self.gate_res1.cfg[d]);
         }
-        // The node: enabled once the job is loaded, the switch MAC its system MAC.
+        // The node: enabled once the job is loaded, the switch MAC its system MAC; its time in
+        // its own clock.
         self.node.now.next = self.eaps_now.val();
         self.node.system_mac.next = self.switch_mac.val();
         self.node.enable.next = self.eaps_built.val() & self.eaps_regs.enable.val() & self.done_q.q.val();
@@ -388,59 +395,34 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
         self.eaps_out.flush.next = 0.into();
         self.eaps_out.alert.next = false;
         self.eaps_out.idle.next = true;
+        self.eaps_out.status_valid.next = true;
         if self.eaps_built.val() {
             self.eaps.status_data.next = self.node.status_data.val();
             self.eaps_out.forwarding.next = self.node.forwarding.val();
             self.eaps_out.flush.next = self.node.flush.val();
             self.eaps_out.alert.next = self.node.alert.val();
             self.eaps_out.idle.next = self.node.idle.val();
+            self.eaps_out.status_valid.next = self.node.status_valid.val();
         }
         self.eaps_out.alert_second_master.next = self.node.alert_second_master.val();
         self.eaps_out.alert_domain.next = self.node.alert_domain.val();
         self.eaps_out.alert_mac.next = self.node.alert_mac.val();
-        // Its frames, from the router as words, to its port's receive stream as bytes.
-        // (Through a register slice: the path from the receive FIFOs through the arbiter and the
-        // router into the node's capture registers was the core clock's longest.)
+        // Its frames, from the router as words (the frame's port in bit 36), and its verdict on
+        // each, through the crossing.
         self.router.node_on.next = self.eaps_built.val() & self.eaps_regs.enable.val();
-        self.node_slice.up.valid.next = self.router.node.valid.val();
-        self.node_slice.up.data.next = self.router.node.data.val().replace_bit(36, self.router.node_port.val());
-        self.router.node.ready.next = self.node_slice.up.ready.val();
-        self.node_rx.word.valid.next = self.node_slice.down.valid.val();
-        self.node_rx.word.data.next = self.node_slice.down.data.val().get_bits::<32>(0);
-        self.node_rx.word.last.next = self.node_slice.down.data.val().get_bit(35);
-        self.node_rx.word.bytes.next = self.node_slice.down.data.val().get_bits::<3>(32);
-        self.node_slice.down.ready.next = self.node_rx.word.ready.val();
-        self.node_port_now.next = self.node_slice.down.data.val().get_bit(36);
-        self.node.rx0.valid.next = self.node_rx.out_valid.val() & !self.node_port_now.val();
-        self.node.rx1.valid.next = self.node_rx.out_valid.val() & self.node_port_now.val();
-        self.node.rx0.data.next = self.node_rx.out_data.val();
-        self.node.rx1.data.next = self.node_rx.out_data.val();
-        self.node.rx0.last.next = self.node_rx.out_last.val();
-        self.node.rx1.last.next = self.node_rx.out_last.val();
-        if self.node_port_now.val() {
-            self.node_rx.out_ready.next = self.node.rx1.ready.val();
-        } else {
-            self.node_rx.out_ready.next = self.node.rx0.ready.val();
-        }
-        self.router.node_quiet.next =
-            self.node.idle.val() & !self.node_rx.out_valid.val() & self.node_slice.empty.val();
-        self.router.node_pass.next = self.node.pass.val();
-        if !self.eaps_built.val() {
-            self.node_rx.out_ready.next = true;
-            self.router.node_quiet.next = true;
-            self.router.node_pass.next = 0.into();
-        }
+        self.node.frames.valid.next = self.router.node.valid.val();
+        self.node.frames.data.next = self.router.node.data.val().replace_bit(36, self.router.node_port.val());
+        self.router.node.ready.next = self.node.frames.ready.val();
+        self.router.node_done.next = self.eaps_built.val() & self.node.verdict_done.val();
+        self.router.node_pass.next = self.node.verdict_pass.val();
         // Its PDUs into each port's result FIFO.
         // (Wired, not joined: a join makes one net of both ends, which the build without the
         // node must not drive.)
-        self.pdu_merge[0].pdu.valid.next = self.eaps_built.val() & self.node.tx0.valid.val();
-        self.pdu_merge[0].pdu.data.next = self.node.tx0.data.val();
-        self.pdu_merge[0].pdu.last.next = self.node.tx0.last.val();
-        self.node.tx0.ready.next = self.pdu_merge[0].pdu.ready.val();
-        self.pdu_merge[1].pdu.valid.next = self.eaps_built.val() & self.node.tx1.valid.val();
-        self.pdu_merge[1].pdu.data.next = self.node.tx1.data.val();
-        self.pdu_merge[1].pdu.last.next = self.node.tx1.last.val();
-        self.node.tx1.ready.next = self.pdu_merge[1].pdu.ready.val();
+        for i in 0..2 {
+            self.pdu_merge[i].pdu.valid.next = self.eaps_built.val() & self.node.pdu[i].valid.val();
+            self.pdu_merge[i].pdu.data.next = self.node.pdu[i].data.val();
+            self.node.pdu[i].ready.next = self.pdu_merge[i].pdu.ready.val();
+        }
         // The VLAN gates: a bridged frame must pass its ingress and its egress port, a result
         // each port it is written to.
         self.gate_in.forwarding.next = self.node.forwarding.val();

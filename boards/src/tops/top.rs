@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! clk25 ─ EHXPLLL ─ clk125 ─ transmit clock of both ports (MACs, RGMII transmit)
-//!                 └ clk100 ─ core clock: merge, core, dispatch, bridge, control plane
+//!                 ├ clk100 ─ core clock: merge, core, dispatch, bridge, control plane
+//!                 └ clk50 ── the EAPS node's clock (and its time base)
 //! eth{i}_rxc/rx_ctl/rxd ─ Rgmii: IDDRX1F [+ DELAYG] ─ GMII ─┐
 //!                                                         BoardLogic ─ uart_tx, uart_rx
 //! eth{i}_txc/tx_ctl/txd ─ Rgmii: ODDRX1F [+ DELAYG] ─ GMII ─┘    └─ mdc, mdio (BB pad)
@@ -12,7 +13,7 @@
 //! Port names are the board definition's ([`Board::pins`]): `clk25`, `uart_tx`, `uart_rx`,
 //! `phy_reset_n`, `mdc`, `mdio`, `eth{0,1}_rxc`, `eth{i}_rx_ctl`, `eth{i}_rxd[3:0]`,
 //! `eth{i}_txc`, `eth{i}_tx_ctl`, `eth{i}_txd[3:0]`; the module is `top`; the PLL's output nets
-//! are `pll.clk125` and `pll.clk100`.
+//! are `pll.clk125`, `pll.clk100` and `pll.clk50`.
 //!
 //! Clocks: the 125 MHz clocks (both receive clocks, the transmit clock) carry only the MACs and
 //! the FIFOs' ends; the core runs at 100 MHz, which keeps up with both ports at line rate (the
@@ -53,6 +54,10 @@ pub const CORE_CLOCK_BAUD_DIVISOR: u32 = 868;
 
 /// Core clocks per half MDC period: 100 MHz / (2 × 20) = 2.5 MHz.
 pub const CORE_CLOCK_MDC_HALF_PERIOD: u32 = 20;
+
+/// The EAPS node's clock in MHz (the PLL's `CLKOS2`): the node handles a few control PDUs a
+/// hello period, and its long paths get 20 ns (docs/eaps.md §12).
+pub const EAPS_CLOCK_MHZ: u32 = 50;
 
 /// The board top.
 #[derive(LogicBlock)]
@@ -95,6 +100,7 @@ pub struct BoardTop<const J: usize = 1> {
     pub eth1_txd: Signal<Out, Bits<4>>,
     clk125: Signal<Local, Clock>,
     clk100: Signal<Local, Clock>,
+    clk50: Signal<Local, Clock>,
     pll: BoardPll,
     rgmii: [Rgmii; 2],
     logic: BoardLogic<J>,
@@ -138,6 +144,7 @@ impl<const J: usize> BoardTop<J> {
             eth1_txd: Default::default(),
             clk125: Default::default(),
             clk100: Default::default(),
+            clk50: Default::default(),
             pll: Default::default(),
             rgmii: std::array::from_fn(|_| Rgmii::new(board.phy_delays)),
             logic: BoardLogic::with_jobs(core, std::slice::from_ref(job), params),
@@ -160,6 +167,7 @@ impl<const J: usize> Logic for BoardTop<J> {
         self.pll.clkin.next = self.clk25.val();
         self.clk125.next = self.pll.clk_tx.val();
         self.clk100.next = self.pll.clk_core.val();
+        self.clk50.next = self.pll.clk_eaps.val();
         self.phy_reset_n.next = true;
         Signal::<InOut, Bit>::link(&mut self.mdio, &mut self.mdio_pad.b);
         self.mdc.next = self.logic.mdc.val();
@@ -170,6 +178,7 @@ impl<const J: usize> Logic for BoardTop<J> {
         self.uart_tx.next = self.logic.uart_tx.val();
         self.logic.core_clock.next = self.clk100.val();
         self.logic.tx_clock.next = self.clk125.val();
+        self.logic.eaps_clock.next = self.clk50.val();
         self.logic.start.next = self.pll.lock.val();
         // The ports: pins to RGMII adapters, their GMII to the board logic's.
         self.rgmii[0].rxc.next = self.eth0_rxc.val();
@@ -274,7 +283,8 @@ mod test {
 
     /// The PLL's dividers give the frequencies the LPF constrains and the control plane's
     /// divisors assume: VCO inside 400–800 MHz, CLKOP = the transmit clock, CLKOS = the core
-    /// clock; 115200 baud within 0.1 %, MDC at 2.5 MHz.
+    /// clock, CLKOS2 = the EAPS node's clock (1 µs its time unit); 115200 baud within 0.1 %,
+    /// MDC at 2.5 MHz.
     #[test]
     fn pll_dividers_match_the_constraints() {
         let mut pll = BoardPll::default();
@@ -291,6 +301,12 @@ mod test {
         assert_eq!(vco / param("CLKOS_DIV"), lpf_mhz(crate::board::lpf::CORE_CLOCK_NET));
         assert_eq!(vco / param("CLKOS_DIV"), f64::from(CORE_CLOCK_MHZ));
         assert!(w.code.contains(&format!("FREQUENCY_PIN_CLKOS=\"{CORE_CLOCK_MHZ}\"")));
+        // CLKOS2: the EAPS node's clock, and its time base one unit (1 µs) every EAPS_TIME_DIV.
+        assert_eq!(vco / param("CLKOS2_DIV"), lpf_mhz(crate::board::lpf::EAPS_CLOCK_NET));
+        assert_eq!(vco / param("CLKOS2_DIV"), f64::from(EAPS_CLOCK_MHZ));
+        assert!(w.code.contains(&format!("FREQUENCY_PIN_CLKOS2=\"{EAPS_CLOCK_MHZ}\"")));
+        assert!(w.code.contains(".CLKOS2_ENABLE(\"ENABLED\")") && w.code.contains(".CLKOS2(clk50)"));
+        assert_eq!(crate::tops::board_logic::EAPS_TIME_DIV, EAPS_CLOCK_MHZ, "1 µs a time unit");
         let baud = f64::from(CORE_CLOCK_MHZ) * 1e6 / f64::from(CORE_CLOCK_BAUD_DIVISOR);
         assert!((baud / 115_200.0 - 1.0).abs() < 1e-3, "{baud} baud");
         assert_eq!(f64::from(CORE_CLOCK_MHZ) / f64::from(2 * CORE_CLOCK_MDC_HALF_PERIOD), 2.5);

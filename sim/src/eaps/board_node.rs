@@ -13,7 +13,14 @@
 //! ring's virtual time drives the fabric's `eaps_now` (1 unit = 1 ns) and is held while an
 //! event runs through the MACs, as the bare node's bench holds it: the board's processing
 //! takes no virtual time, so that its PDUs and transitions carry the reference's instants.
-//! The adapter counts the board idle once nothing has moved for [`QUIET`] clocks.
+//! The adapter counts the board idle once nothing has moved for [`QUIET`] clocks. Every clock
+//! of the fabric (core, transmit, both receive clocks and the EAPS node's) runs from one clock.
+//!
+//! The node is behind a clock crossing (`spotagg_boards::tops::eaps_node_crossing`): its status
+//! words are read by request and acknowledge, so [`NodePins::status`] clocks the fabric until
+//! `eaps_out.status_valid` says the word of the address is there (what those clocks bring out is
+//! kept for the next edge), and the adapter reads the domains' states once an event is over
+//! ([`NodePins::status_is_live`] is false).
 //!
 //! [`HdlEapsNode`]: super::hdl_node::HdlEapsNode
 
@@ -51,6 +58,7 @@ struct Pins {
     flush: u32,
     alert: [u32; 4],
     idle: u32,
+    status_valid: u32,
 }
 
 /// [`NodePins`] over a Verilator model of the switch fabric ([`module docs`](self)).
@@ -65,6 +73,8 @@ pub struct BoardNodePins {
     /// What each port's MAC is sending.
     sending: [Vec<u8>; 2],
     quiet: usize,
+    /// What the clocks of status reads brought out, for the next edge.
+    carry: NodeOutputs,
     /// Frames a port sent with a bad preamble or FCS (0 for a correct MAC).
     pub bad_frames: u64,
     /// Clocks run.
@@ -94,6 +104,7 @@ impl BoardNodePins {
                 id("eaps_out$alert_mac"),
             ],
             idle: id("eaps_out$idle"),
+            status_valid: id("eaps_out$status_valid"),
         };
         m.set(p.fabric.start, 1);
         m.eval();
@@ -105,11 +116,12 @@ impl BoardNodePins {
             feed: Default::default(),
             sending: Default::default(),
             quiet: 0,
+            carry: NodeOutputs::default(),
             bad_frames: 0,
             cycles: 0,
         };
         while b.m.get(b.p.fabric.configured) == 0 || b.m.get(b.p.fabric.core_idle) == 0 {
-            b.edge();
+            b.step();
             if b.cycles > 100_000 {
                 return Err(BoardModelError::NotConfigured(b.cycles));
             }
@@ -177,11 +189,15 @@ impl NodePins for BoardNodePins {
         self.writes.push_back(Write::Cfg(0, (mac >> 32) as u32 & 0xffff));
         self.writes.push_back(Write::Cfg(1, mac as u32));
     }
+    // A new time or link state starts an event: the board counts as busy from it on (its
+    // `idle` reaches the pins a few clocks after the node sees the change).
     fn set_now(&mut self, now: u32) {
         self.m.set(self.p.now, u64::from(now));
+        self.quiet = 0;
     }
     fn set_links(&mut self, links: [bool; 2]) {
         self.m.set(self.p.link_up, u64::from(links[0]) | (u64::from(links[1]) << 1));
+        self.quiet = 0;
     }
     fn set_enable(&mut self, on: bool) {
         self.writes.push_back(Write::Eaps(eaps::ENABLE as u8, u32::from(on)));
@@ -197,6 +213,40 @@ impl NodePins for BoardNodePins {
         }
     }
     fn edge(&mut self) -> NodeOutputs {
+        let mut o = self.step();
+        let carry = std::mem::take(&mut self.carry);
+        let mut frames = carry.frames;
+        frames.append(&mut o.frames);
+        o.frames = frames;
+        o.flush |= carry.flush;
+        assert!(carry.alert.is_none() || o.alert.is_none(), "two alerts at one edge (one during a status read)");
+        o.alert = o.alert.or(carry.alert);
+        o
+    }
+    fn status(&mut self, address: u8) -> u32 {
+        self.m.set(self.p.status[0], u64::from(address));
+        self.m.eval();
+        for _ in 0..1000 {
+            if self.m.get(self.p.status_valid) != 0 {
+                return self.m.get(self.p.status[1]) as u32;
+            }
+            let o = self.step();
+            self.carry.frames.extend(o.frames);
+            self.carry.flush |= o.flush;
+            assert!(self.carry.alert.is_none() || o.alert.is_none(), "two alerts during status reads");
+            self.carry.alert = self.carry.alert.or(o.alert);
+        }
+        panic!("status word {address:#x}: no answer from the EAPS node's clock in 1000 clocks");
+    }
+    fn status_is_live(&self) -> bool {
+        false
+    }
+}
+
+impl BoardNodePins {
+    /// One edge of every clock with the next byte of each port's feed and the next write; what
+    /// the ports sent and the node's pins after it.
+    fn step(&mut self) -> NodeOutputs {
         let [cw, ca, cd] = self.p.cfg;
         let [ew, ea, ed] = self.p.eaps;
         self.m.set(cw, 0);
@@ -248,10 +298,5 @@ impl NodePins for BoardNodePins {
             && self.feed.iter().all(VecDeque::is_empty)
             && self.sending.iter().all(Vec::is_empty);
         NodeOutputs { tx: Default::default(), frames, forwarding, flush, alert, pass: 0, idle }
-    }
-    fn status(&mut self, address: u8) -> u32 {
-        self.m.set(self.p.status[0], u64::from(address));
-        self.m.eval();
-        self.m.get(self.p.status[1]) as u32
     }
 }

@@ -64,6 +64,13 @@ pub trait NodePins {
     fn edge(&mut self) -> NodeOutputs;
     /// Reads a status word.
     fn status(&mut self, address: u8) -> u32;
+    /// Whether a status word can be read at any edge without clocking (the bare node's status
+    /// port is combinational). Where a read takes clocks (the board, whose node is behind a
+    /// clock crossing), the adapter reads the domains' states once each event is over rather
+    /// than at every edge.
+    fn status_is_live(&self) -> bool {
+        true
+    }
 }
 
 /// [`NodePins`] over rust-hdl's simulation of the block.
@@ -314,6 +321,9 @@ impl<P: NodePins> HdlEapsNode<P> {
             self.cycles += 1;
             self.collect(&o, out);
             if o.idle && self.tx.iter().all(Vec::is_empty) {
+                if !self.pins.status_is_live() {
+                    self.transitions(out);
+                }
                 return;
             }
         }
@@ -360,6 +370,15 @@ impl<P: NodePins> HdlEapsNode<P> {
                     out.push(Action::PortState { domain: d, port: p, forwarding: f });
                 }
             }
+        }
+        if self.pins.status_is_live() {
+            self.transitions(out);
+        }
+    }
+
+    /// The domains' transitions since the last look, from their state and cause words.
+    fn transitions(&mut self, out: &mut Vec<Action>) {
+        for d in 0..self.cfgs.len() {
             let code = self.pins.status((16 * d) as u8) & 0xf;
             let to = state_of(code);
             let from = self.view[d].state.unwrap_or(State::Idle);
