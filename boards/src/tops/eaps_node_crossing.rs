@@ -478,3 +478,204 @@ impl<const D: usize> Logic for EapsNodeCrossing<D> {
         }
     }
 }
+
+#[cfg(test)]
+mod test {
+    use super::*;
+    use crate::cdc::two_clocks::TwoClocks;
+    use spotagg_driver::wire::eaps::{emit_frame, EapsRepr, EapsState, EapsType};
+    use spotagg_driver::wire::MacAddr;
+    use spotagg_sim::eaps::{Action, DomainConfig, EapsNode as RefNode, FailAction, Role};
+
+    /// A frame as the router hands it to the node: FIFO words, the port in bit 36.
+    fn words(frame: &[u8], port: usize) -> Vec<u64> {
+        let chunks: Vec<&[u8]> = frame.chunks(4).collect();
+        chunks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let data = c.iter().enumerate().fold(0u64, |a, (k, &b)| a | (u64::from(b) << (24 - 8 * k)));
+                let last = i + 1 == chunks.len();
+                data | ((c.len() as u64) << 32) * u64::from(last) | (u64::from(last) << 35) | ((port as u64) << 36)
+            })
+            .collect()
+    }
+
+    /// The bytes of a PDU FIFO's words.
+    fn bytes(words: &[u64]) -> Vec<u8> {
+        let mut out = vec![];
+        for &w in words {
+            let n = if w >> 35 & 1 == 1 { ((w >> 32) & 7) as usize } else { 4 };
+            for k in 0..n {
+                out.push((w >> (24 - 8 * k)) as u8);
+            }
+        }
+        out
+    }
+
+    /// A transit domain behind the crossing, the core clock and the node's of unrelated
+    /// periods. Four control frames in turn on alternating ports, the router's way (the next
+    /// only once the verdict on the last is back): two HEALTH PDUs, which the node forwards
+    /// itself out of the other port (verdict: no pass), and each damaged into another EDP frame
+    /// (verdict: pass on its own port). Each verdict is the one on its own frame, each PDU
+    /// crosses whole and equals the reference node's, and the status words read across the
+    /// crossing give the reference's counters and state.
+    #[test]
+    fn verdicts_pdus_and_status_cross_between_unrelated_clocks() {
+        let (cvlan, hello, fail, pf) = (4000u16, 1u32 << 28, 3u32 << 28, 6u32 << 28);
+        let mac = MacAddr([0x02, 0, 0, 0, 0, 0x01]);
+        let master = MacAddr([0x02, 0, 0, 0, 0, 0x4d]);
+        let health = |seq: u16| {
+            emit_frame(
+                &EapsRepr {
+                    edp_sequence: seq,
+                    eaps_type: EapsType::Health,
+                    control_vlan: cvlan,
+                    system_mac: master,
+                    hello_timer: 1,
+                    fail_timer: 3,
+                    state: EapsState::Complete,
+                    hello_seq: seq,
+                },
+                master,
+                6,
+            )
+        };
+        let damaged = |seq: u16| {
+            let mut f = health(seq);
+            f[90] ^= 0x40;
+            f
+        };
+        // (port, frame, other EDP frame)
+        let frames =
+            [(0usize, health(17), false), (1, damaged(18), true), (1, health(19), false), (0, damaged(20), true)];
+        for periods in [[10_000u64, 20_000], [9_007, 13_001]] {
+            let mut reference = RefNode::new(
+                mac,
+                vec![DomainConfig {
+                    role: Role::Transit,
+                    primary: 0,
+                    control_vlan: cvlan,
+                    protected: vec![],
+                    hello: hello.into(),
+                    fail: fail.into(),
+                    pre_forwarding: pf.into(),
+                    fail_action: FailAction::OpenSecondary,
+                }],
+                [true, true],
+            );
+            reference.enable(0);
+            let mut c = EapsNodeCrossing::<2>::default();
+            c.connect_all();
+            c.cfg[0].active.next = true;
+            c.cfg[0].control_vlan.next = u64::from(cvlan).into();
+            c.cfg[0].hello.next = u64::from(hello).into();
+            c.cfg[0].fail.next = u64::from(fail).into();
+            c.cfg[0].pre_forwarding.next = u64::from(pf).into();
+            c.cfg[0].hello_field.next = 1.into();
+            c.cfg[0].fail_field.next = 3.into();
+            c.system_mac.next = mac.to_u64().into();
+            c.link_up.next = 3.into();
+            c.enable.next = true;
+            c.pdu[0].ready.next = true;
+            c.pdu[1].ready.next = true;
+            assert!(simulate(&mut c, 1000));
+            let mut clocks = TwoClocks::new(periods);
+            let (mut frame, mut word, mut asked) = (0usize, 0usize, false);
+            let mut got: [Vec<u64>; 2] = Default::default();
+            let mut verdicts = vec![];
+            let mut core_edges = 0u64;
+            // Let the configuration cross and the node enable before the first frame.
+            while verdicts.len() < frames.len() || core_edges < 2000 {
+                let e = clocks.next_edge();
+                if e.clock == 0 && e.rising {
+                    core_edges += 1;
+                    if c.frames.valid.val() && c.frames.ready.val() {
+                        word += 1;
+                    }
+                    for p in 0..2 {
+                        if c.pdu[p].valid.val() && c.pdu[p].ready.val() {
+                            got[p].push(c.pdu[p].data.val().to_u64());
+                        }
+                    }
+                }
+                if e.clock == 0 {
+                    c.core_clock.next = e.rising.into();
+                } else {
+                    c.node_clock.next = e.rising.into();
+                }
+                assert!(simulate(&mut c, 1000));
+                if e.clock == 0 && e.rising {
+                    if c.verdict_done.val() {
+                        assert!(asked, "periods {periods:?}: a verdict nobody asked for");
+                        verdicts.push(c.verdict_pass.val().to_u64());
+                        asked = false;
+                        frame += 1;
+                        word = 0;
+                    }
+                    let w = frames.get(frame).map(|(p, f, _)| words(f, *p));
+                    let offer = core_edges > 300 && !asked && w.as_ref().is_some_and(|w| word < w.len());
+                    c.frames.valid.next = offer;
+                    c.frames.data.next = w.as_ref().map_or(0, |w| w.get(word).copied().unwrap_or(0)).into();
+                    if offer && word + 1 == w.as_ref().unwrap().len() && c.frames.ready.val() {
+                        asked = true;
+                    }
+                    assert!(simulate(&mut c, 1000));
+                }
+                assert!(clocks.now < 2_000_000_000, "periods {periods:?}: stuck at frame {frame}");
+            }
+            // The verdicts: a pass on its own port for each other EDP frame, none for a PDU.
+            let want_verdicts: Vec<u64> = frames.iter().map(|(p, _, other)| if *other { 1 << p } else { 0 }).collect();
+            assert_eq!(verdicts, want_verdicts, "periods {periods:?}");
+            // The PDUs: those the reference sends, whole, on their ports.
+            let mut want: [Vec<Vec<u8>>; 2] = Default::default();
+            for (p, f, other) in &frames {
+                for a in reference.handle_frame(0, *p, f).expect("a control frame") {
+                    if let Action::Send { port, frame } = a {
+                        if !other {
+                            want[port].push(frame);
+                        }
+                    }
+                }
+            }
+            for p in 0..2 {
+                let mut sent = vec![];
+                let mut cur = vec![];
+                for &w in &got[p] {
+                    cur.push(w);
+                    if w >> 35 & 1 == 1 {
+                        sent.push(bytes(&std::mem::take(&mut cur)));
+                    }
+                }
+                assert_eq!(sent, want[p], "periods {periods:?}: PDUs out of port {p}");
+            }
+            // Status words through the crossing: received, forwarded, dropped; the state.
+            let mut status = |c: &mut EapsNodeCrossing<2>, address: u64| {
+                c.status_address.next = address.into();
+                assert!(simulate(c, 1000));
+                for _ in 0..400 {
+                    if c.status_valid.val() {
+                        return c.status_data.val().to_u32();
+                    }
+                    let e = clocks.next_edge();
+                    if e.clock == 0 {
+                        c.core_clock.next = e.rising.into();
+                    } else {
+                        c.node_clock.next = e.rising.into();
+                    }
+                    assert!(simulate(c, 1000));
+                }
+                panic!("periods {periods:?}: status word {address} did not cross");
+            };
+            let counters = reference.counters(0);
+            let hw = [status(&mut c, 2), status(&mut c, 3), status(&mut c, 4)];
+            assert_eq!(
+                hw,
+                [counters.rx as u32, counters.forwarded as u32, counters.dropped as u32],
+                "periods {periods:?}"
+            );
+            let state = spotagg_hdl::eaps_node::state_code(status(&mut c, 0) & 0xf).unwrap().replace('-', "");
+            assert_eq!(state, format!("{:?}", reference.state(0)), "periods {periods:?}");
+        }
+    }
+}
