@@ -327,12 +327,12 @@ fn builds_a_small_core_to_a_bitstream() {
     }
 }
 
-/// The board top as it ships (PLL, RGMII, MACs, switch fabric, control link, MDIO, the core
-/// with the most slots that fit: 30 slots of 1024 bytes) through the whole flow with no
-/// `--allow-timing-fail`: `spotagg build --board colorlight-5a-75b-v8` gives a bitstream that
-/// meets every clock's constraint, and the target: at least 135 MHz on each 125 MHz
-/// clock (the transmit clock `pll.clk125` and both receive clocks); the core clock
-/// `pll.clk100` meets its 100 MHz. One seed (seed 1, the first of the default sweep and the one
+/// The board top as it ships (PLL, RGMII, MACs, switch fabric, the EAPS node in its own clock,
+/// control link, MDIO, the core with the most slots that fit: 30 slots of 1024 bytes) through
+/// the whole flow with no `--allow-timing-fail`: `spotagg build --board colorlight-5a-75b-v8`
+/// gives a bitstream that meets every clock's constraint, and the target: at least
+/// 135 MHz on each 125 MHz clock (the transmit clock `pll.clk125` and both receive clocks); the
+/// core clock `pll.clk100` meets its 100 MHz, the EAPS node's `pll.clk50` its 50 MHz. One seed (seed 1, the first of the default sweep and the one
 /// the sweep keeps) to save time: the netlist does not depend on the git hash or the date
 /// (they are block RAM contents), so it places alike on every clone of a commit, with the
 /// pinned nextpnr.
@@ -347,17 +347,20 @@ fn builds_the_board_top_to_a_bitstream_that_meets_timing() {
     // The slot search: the part's block RAM holds 30 slots and no more.
     assert!(stdout.contains("seed 1, 30 slots"), "{stdout}");
     assert!(stderr.contains("31 slots: "), "{stderr}");
+    assert!(stderr.contains("EAPS on"), "{stderr}");
     assert_eq!(report.usage("EHXPLLL").unwrap().used, 1);
     assert_eq!(report.usage("DP16KD").unwrap().used, 55);
-    for clock in ["eth0_rxc", "eth1_rxc", "pll.clk125", "pll.clk100"] {
+    for clock in ["eth0_rxc", "eth1_rxc", "pll.clk125", "pll.clk100", "pll.clk50"] {
         assert!(report.fmax.iter().any(|c| c.clock == clock), "{clock} missing: {:?}", report.fmax);
     }
-    assert_eq!(report.fmax.len(), 4, "{:?}", report.fmax);
+    assert_eq!(report.fmax.len(), 5, "{:?}", report.fmax);
     for c in &report.fmax {
         assert!(stdout.contains(&c.clock), "{stdout}");
         assert!(c.met(), "{} reaches {:.2} MHz, below its {} MHz\n{stderr}", c.clock, c.achieved_mhz, c.constraint_mhz);
         if c.clock.contains("clk100") {
             assert_eq!(c.constraint_mhz, 100.0, "{c:?}");
+        } else if c.clock.contains("clk50") {
+            assert_eq!(c.constraint_mhz, 50.0, "{c:?}");
         } else {
             assert_eq!(c.constraint_mhz, 125.0, "{c:?}");
             assert!(
@@ -397,7 +400,8 @@ fn builds_the_i9_board_top_to_a_bitstream_that_meets_timing() {
     assert_eq!(dp.available, 108, "nextpnr's DP16KD count of the --45k device");
     assert_eq!(report.usage("TRELLIS_COMB").unwrap().available, 43848, "nextpnr's LUT count of the --45k device");
     assert!(dp.used > 64 && dp.used <= 108, "{dp:?}");
-    assert_eq!(report.fmax.len(), 4, "{:?}", report.fmax);
+    // eth0_rxc, eth1_rxc, pll.clk125, pll.clk100 and the EAPS node's pll.clk50.
+    assert_eq!(report.fmax.len(), 5, "{:?}", report.fmax);
     for c in &report.fmax {
         assert!(c.met(), "{} reaches {:.2} MHz, below its {} MHz\n{stderr}", c.clock, c.achieved_mhz, c.constraint_mhz);
         println!("{}: {:.2} MHz (constraint {} MHz)", c.clock, c.achieved_mhz, c.constraint_mhz);

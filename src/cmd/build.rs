@@ -80,11 +80,14 @@ pub struct Args {
     /// at power-up; the others are empty until `spotagg ctl configure --jobs` writes them.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
     jobs: u8,
-    /// Build the EAPS node into the board top (docs/eaps.md §12): the two ports become ring
-    /// ports. Off by default: with it the core clock does not meet timing yet
-    /// (docs/performance.md); without it the two ports are a transparent bridge.
-    #[arg(long)]
+    /// Build the EAPS node into the board top (docs/eaps.md §12: the two ports are ring ports,
+    /// the node in its own 50 MHz clock). The default; the flag says so explicitly.
+    #[arg(long, overrides_with = "no_eaps")]
     eaps: bool,
+    /// Leave the EAPS node out of the board top: the two ports are a transparent bridge, the
+    /// EAPS registers answer unknown (docs/control.md).
+    #[arg(long = "no-eaps", overrides_with = "eaps")]
+    no_eaps: bool,
 }
 
 /// Whether the core has the straggler counters.
@@ -185,6 +188,8 @@ pub fn run(args: Args) -> Result<()> {
     if args.top == TopKind::Core && args.eaps {
         bail!("--eaps: the EAPS node is built into the board top, not --top core");
     }
+    // The board top has the node unless --no-eaps (the core-only top never has it).
+    let eaps = args.top == TopKind::Board && !args.no_eaps;
     let out = args.out.unwrap_or_else(|| PathBuf::from("build").join(board.id));
     eprintln!(
         "building {} ({}, {} {}, speed {}): {}, width {} bytes, {}{} slots, straggler counters {}, {} job{}, EAPS {}, {}",
@@ -203,7 +208,7 @@ pub fn run(args: Args) -> Result<()> {
         if config.stragglers { "on" } else { "off" },
         args.jobs,
         if args.jobs == 1 { "" } else { "s (a core each)" },
-        if args.eaps && args.top == TopKind::Board { "on" } else { "off" },
+        if eaps { "on" } else { "off" },
         if args.seeds > 1 {
             format!("seeds {}..={}", args.seed, args.seed + args.seeds - 1)
         } else {
@@ -225,7 +230,7 @@ pub fn run(args: Args) -> Result<()> {
         job: given_job,
         seeds: (args.seed..args.seed + args.seeds).collect(),
         jobs: usize::from(args.jobs),
-        eaps: args.eaps,
+        eaps,
     };
     let result = build(&flow, &target, config, args.slots.is_none(), args.allow_timing_fail);
     match result {

@@ -98,12 +98,19 @@ pub(crate) mod two_clocks {
     /// Verilator `-Wall` lint of a block's Verilog with rust-hdl's unavoidable waivers (one
     /// file; Rust integer literals as 32-bit constants).
     pub fn lint(what: &str, verilog: &str) {
+        lint_with(what, verilog, "");
+    }
+
+    /// [`lint`] with `extra` waivers (Verilator configuration lines).
+    pub fn lint_with(what: &str, verilog: &str, extra: &str) {
         if !spotagg_testkit::require_tool(spotagg_testkit::Tool::Verilator) {
             return;
         }
-        let waivers = "`verilator_config\nlint_off -rule DECLFILENAME -file \"*top.v\"\n\
-                       lint_off -rule WIDTH -file \"*top.v\"\n";
-        let (ok, log) = spotagg_testkit::verilator_lint(verilog, waivers, "-Wall");
+        let waivers = format!(
+            "`verilator_config\nlint_off -rule DECLFILENAME -file \"*top.v\"\n\
+             lint_off -rule WIDTH -file \"*top.v\"\n{extra}"
+        );
+        let (ok, log) = spotagg_testkit::verilator_lint(verilog, &waivers, "-Wall");
         assert!(ok, "{what}: verilator -Wall:\n{log}");
         let warnings: Vec<&str> = log.lines().filter(|l| l.starts_with("%Warning")).collect();
         assert!(warnings.is_empty(), "{what}: verilator -Wall:\n{log}");

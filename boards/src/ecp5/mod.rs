@@ -27,7 +27,8 @@ pub(crate) fn primitive(code: impl Into<String>) -> Verilog {
 
 /// An EHXPLLL setting: `CLKOP` = `clki_mhz` × `clkfb_div` (fed back from `CLKOP`), the VCO at
 /// `CLKOP` × `clkop_div`, an optional second output `CLKOS` = VCO / `clkos_div` and an optional
-/// third `CLKOS2` = VCO / `clkos2_div` (`CLKI_DIV` is 1). Each output's phase is CPHASE = (DIV − 1) / 2 with FPHASE 0, the zero-phase setting of
+/// third `CLKOS2` = VCO / `clkos2_div` (`CLKI_DIV` is 1). Each output's phase is
+/// CPHASE = (DIV − 1) / 2 with FPHASE 0, the zero-phase setting of
 /// nextpnr-ecp5 and ecppll; the `FREQUENCY_PIN_*` attributes let nextpnr derive the output
 /// clocks' constraints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -346,11 +347,7 @@ pub const fn fifo_ram_blocks(w: usize, a: usize) -> usize {
 /// register on: `read_data` is the word at the `read_address` presented two `read_clock`
 /// edges earlier. A read of a word being written in the same clock is undefined (a FIFO
 /// never does it). At most 16384 words.
-///
-/// [`FifoRam::in_lut_ram`] makes the same RAM (the same two read clocks of latency) in LUT RAM
-/// (`ram_style = "distributed"`: `DPR16X4`s written in the write clock and read without a
-/// clock, then the two registers of the read clock): for a small FIFO where no block RAM is
-/// left.
+
 #[derive(LogicBlock)]
 pub struct FifoRam<const W: usize, const A: usize> {
     /// Write clock.
@@ -369,7 +366,6 @@ pub struct FifoRam<const W: usize, const A: usize> {
     pub read_data: Signal<Out, Bits<W>>,
     _mem: Vec<Bits<W>>,
     _latch: Bits<W>,
-    _lut_ram: bool,
 }
 
 impl<const W: usize, const A: usize> Default for FifoRam<W, A> {
@@ -385,16 +381,7 @@ impl<const W: usize, const A: usize> Default for FifoRam<W, A> {
             read_data: Default::default(),
             _mem: vec![Bits::default(); 1 << A],
             _latch: Default::default(),
-            _lut_ram: false,
         }
-    }
-}
-
-impl<const W: usize, const A: usize> FifoRam<W, A> {
-    /// The RAM in LUT RAM rather than `DP16KD`s (at most 64 words: a LUT RAM a 16-word slice).
-    pub fn in_lut_ram() -> Self {
-        assert!(A <= 6, "FifoRam in LUT RAM: 2^{A} words, at most 64");
-        Self { _lut_ram: true, ..Default::default() }
     }
 }
 
@@ -412,18 +399,6 @@ impl<const W: usize, const A: usize> Logic for FifoRam<W, A> {
         self.read_data.connect();
     }
     fn hdl(&self) -> Verilog {
-        if self._lut_ram {
-            // The same two read clocks as the block RAM: an address-to-data read (LUT RAM),
-            // then the latch and the output register.
-            return primitive(format!(
-                "(* ram_style = \"distributed\" *) reg [{w}:0] mem [0:{d}];\nreg [{w}:0] latch;\nreg [{w}:0] out;\n\
-always @(posedge write_clock) if (write_enable) mem[write_address] <= write_data;\n\
-always @(posedge read_clock) begin latch <= mem[read_address]; out <= latch; end\n\
-assign read_data = out;\n",
-                w = W - 1,
-                d = (1usize << A) - 1
-            ));
-        }
         let dw = fifo_ram_width(A);
         // Word address on the high address pins; the low ones are byte enables (on for
         // writes) at 18 and 36 bits, zero at narrower widths.

@@ -26,8 +26,8 @@
 //!   A commit becomes readable about 8 read clocks later; freed room is seen by the writer
 //!   about 6 write clocks later. With one clock for both sides the structure is unchanged.
 //! - Capacity: `2^A` words in dual-clock `DP16KD`s ([`FifoRam`]: 512 words of 36 bits take
-//!   one, 1024 words of 38 bits three, 2048 words of 36 bits four), or up to 64 words in LUT
-//!   RAM ([`FrameFifo::in_lut_ram`]); a frame longer than the FIFO always overflows.
+//!   one, 1024 words of 38 bits three, 2048 words of 36 bits four); a frame longer than the
+//!   FIFO always overflows.
 
 use crate::ecp5::FifoRam;
 use crate::ethernet::stream::StreamSource;
@@ -239,14 +239,6 @@ impl<const W: usize, const A: usize, const P: usize> Default for FrameFifo<W, A,
             ready_margin: Constant::new(((1u64 << A) - 2).into()),
             out_words: Constant::new(OUT_WORDS.into()),
         }
-    }
-}
-
-impl<const W: usize, const A: usize, const P: usize> FrameFifo<W, A, P> {
-    /// The FIFO with its words in LUT RAM ([`FifoRam::in_lut_ram`]; at most 64 words), for a
-    /// small FIFO where no block RAM is left. Everything else is the same.
-    pub fn in_lut_ram() -> Self {
-        Self { ram: FifoRam::in_lut_ram(), ..Default::default() }
     }
 }
 

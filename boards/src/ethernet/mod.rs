@@ -8,6 +8,7 @@ pub mod eth_port;
 pub mod frame_arbiter;
 pub mod frame_fifo;
 pub mod gmii;
+pub mod lut_frame_fifo;
 pub mod mac_rx;
 pub mod mac_table;
 pub mod mac_tx;

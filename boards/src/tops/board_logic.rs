@@ -191,14 +191,18 @@ impl<const J: usize> Logic for BoardLogic<J> {
 
 /// The Verilog of the board logic (top module `top`), for simulation.
 pub fn board_logic_verilog(core: CoreConfig, job: &JobConfig, params: ControlParams) -> String {
-    let mut b = BoardLogic::new(core, job, params);
-    b.connect_all();
-    generate_verilog(&b)
+    crate::tops::on_big_stack(|| {
+        let mut b = BoardLogic::new(core, job, params);
+        b.connect_all();
+        generate_verilog(&b)
+    })
 }
 
 /// The Verilog of the board logic with `J` cores and `jobs` in its ROM (top module `top`).
 pub fn board_logic_verilog_jobs<const J: usize>(core: CoreConfig, jobs: &[JobConfig], params: ControlParams) -> String {
-    let mut b = BoardLogic::<J>::with_jobs(core, jobs, params);
-    b.connect_all();
-    generate_verilog(&b)
+    crate::tops::on_big_stack(|| {
+        let mut b = BoardLogic::<J>::with_jobs(core, jobs, params);
+        b.connect_all();
+        generate_verilog(&b)
+    })
 }

@@ -7,7 +7,7 @@
 //!  core clock                                    │ node clock
 //!  router ─ frames ─ StreamCrossing (a word) ────┼─ TxWidth<8> ─ rx0/rx1 ─┐
 //!  router ← verdict_done/pass ─ RequestAck ──────┼─ after the frame's last byte, node idle ─ EapsNode
-//!  PduMerge p ← pdu[p] ─ FrameFifo (LUT RAM) ────┼─ BytePacker ─ tx0/tx1 ────────────────┤
+//!  PduMerge p ← pdu[p] ─ LutFrameFifo ──────────┼─ BytePacker ─ tx0/tx1 ────────────────┤
 //!  EapsRegisters, system MAC, enable ─ Handshake ┼─ their copy (one value: atomic) ──────┤
 //!  link_up ─ register ─ BitSync ─────────────────┼───────────────────────────────────────┤
 //!  gates ← forwarding ─ BusSync ─────────────────┼───────────────────────────────────────┤
@@ -26,7 +26,7 @@
 //!   frame, never an earlier one: the router sends nothing more until it has it) comes back as
 //!   `verdict_done` for a clock with `verdict_pass` held.
 //! - **PDUs out**: each port's bytes are packed into words ([`BytePacker`]) and cross in a
-//!   32-word [`FrameFifo`] in LUT RAM (whole frames: the reader sees a PDU only once it is all
+//!   32-word [`LutFrameFifo`] (LUT RAM; whole frames: the reader sees a PDU only once it is all
 //!   there, then a word a clock).
 //! - **Configuration**: the domains' registers, the system MAC and the enable (the core
 //!   clock's [`EapsRegisters`](spotagg_hdl::eaps_registers::EapsRegisters), the switch MAC, the
@@ -53,7 +53,8 @@
 
 use crate::cdc::{BitSync, BusSync, Handshake, PulseSync, RequestAck, StreamCrossing};
 use crate::ethernet::byte_packer::BytePacker;
-use crate::ethernet::frame_fifo::{FrameFifo, FrameWriter, WORD_BITS};
+use crate::ethernet::frame_fifo::{FrameWriter, WORD_BITS};
+use crate::ethernet::lut_frame_fifo::LutFrameFifo;
 use crate::ethernet::pdu_merge::PDU_WORD_BITS;
 use crate::ethernet::stream::{StreamSink, StreamSource};
 use rust_hdl::prelude::*;
@@ -120,7 +121,7 @@ pub struct EapsNodeCrossing<const D: usize> {
     idle_q: DFF<Bit>,
     // PDUs out.
     packer: [BytePacker; 2],
-    pdu_fifo: [FrameFifo<PDU_WORD_BITS, 5, 6>; 2],
+    pdu_fifo: [LutFrameFifo<PDU_WORD_BITS, 5, 6>; 2],
     // Configuration: hold registers (core clock) and the node's copy.
     cfg_hs: Handshake,
     flags_in: [Signal<Local, Bits<4>>; D],
@@ -200,7 +201,7 @@ impl<const D: usize> Default for EapsNodeCrossing<D> {
             pass_acc: Default::default(),
             idle_q: Default::default(),
             packer: Default::default(),
-            pdu_fifo: std::array::from_fn(|_| FrameFifo::in_lut_ram()),
+            pdu_fifo: Default::default(),
             cfg_hs: Default::default(),
             flags_in: std::array::from_fn(|_| Default::default()),
             flags_h: std::array::from_fn(|_| Default::default()),
@@ -496,7 +497,8 @@ mod test {
             .map(|(i, c)| {
                 let data = c.iter().enumerate().fold(0u64, |a, (k, &b)| a | (u64::from(b) << (24 - 8 * k)));
                 let last = i + 1 == chunks.len();
-                data | ((c.len() as u64) << 32) * u64::from(last) | (u64::from(last) << 35) | ((port as u64) << 36)
+                let bytes = if last { (c.len() as u64) << 32 } else { 0 };
+                data | bytes | (u64::from(last) << 35) | ((port as u64) << 36)
             })
             .collect()
     }
@@ -585,6 +587,8 @@ mod test {
             let mut got: [Vec<u64>; 2] = Default::default();
             let mut verdicts = vec![];
             let mut core_edges = 0u64;
+            // Core clocks from each frame's first word offered to its verdict.
+            let (mut first_at, mut waits) = (None::<u64>, vec![]);
             // Let the configuration cross and the node enable before the first frame.
             while verdicts.len() < frames.len() || core_edges < 2000 {
                 let e = clocks.next_edge();
@@ -593,9 +597,9 @@ mod test {
                     if c.frames.valid.val() && c.frames.ready.val() {
                         word += 1;
                     }
-                    for p in 0..2 {
+                    for (p, words) in got.iter_mut().enumerate() {
                         if c.pdu[p].valid.val() && c.pdu[p].ready.val() {
-                            got[p].push(c.pdu[p].data.val().to_u64());
+                            words.push(c.pdu[p].data.val().to_u64());
                         }
                     }
                 }
@@ -609,6 +613,7 @@ mod test {
                     if c.verdict_done.val() {
                         assert!(asked, "periods {periods:?}: a verdict nobody asked for");
                         verdicts.push(c.verdict_pass.val().to_u64());
+                        waits.push(core_edges - first_at.take().unwrap_or(core_edges));
                         asked = false;
                         frame += 1;
                         word = 0;
@@ -616,6 +621,9 @@ mod test {
                     let w = frames.get(frame).map(|(p, f, _)| words(f, *p));
                     let offer = core_edges > 300 && !asked && w.as_ref().is_some_and(|w| word < w.len());
                     c.frames.valid.next = offer;
+                    if offer && first_at.is_none() {
+                        first_at = Some(core_edges);
+                    }
                     c.frames.data.next = w.as_ref().map_or(0, |w| w.get(word).copied().unwrap_or(0)).into();
                     if offer && word + 1 == w.as_ref().unwrap().len() && c.frames.ready.val() {
                         asked = true;
@@ -627,6 +635,10 @@ mod test {
             // The verdicts: a pass on its own port for each other EDP frame, none for a PDU.
             let want_verdicts: Vec<u64> = frames.iter().map(|(p, _, other)| if *other { 1 << p } else { 0 }).collect();
             assert_eq!(verdicts, want_verdicts, "periods {periods:?}");
+            eprintln!(
+                "periods {periods:?} ps (core, node): core clocks from a frame's first word to its verdict: {waits:?} \
+                 (PDU, other EDP frame, PDU, other EDP frame)"
+            );
             // The PDUs: those the reference sends, whole, on their ports.
             let mut want: [Vec<Vec<u8>>; 2] = Default::default();
             for (p, f, other) in &frames {

@@ -17,3 +17,17 @@ pub mod core_top;
 pub mod eaps_node_crossing;
 pub mod switch_fabric;
 pub mod top;
+
+/// Runs `f` (a rust-hdl Verilog generation of a board layer) on a thread with a 256 MB stack:
+/// rust-hdl generates a design by recursion, and the board's layers with the EAPS node and its
+/// clock crossing are deep enough to overflow a test thread's 2 MB.
+pub(crate) fn on_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .stack_size(256 << 20)
+            .spawn_scoped(s, f)
+            .expect("a thread for Verilog generation")
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e))
+    })
+}

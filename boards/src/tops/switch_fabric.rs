@@ -190,6 +190,10 @@ pub struct SwitchFabric<const J: usize = 1, const D: usize = 2> {
     /// The dispatcher's gates: port 0, port 1.
     gate_res0: EapsVlanGate<D>,
     gate_res1: EapsVlanGate<D>,
+    /// The gates' verdicts, registered (a frame's tag is taken from its fourth word, the verdict
+    /// used at its last, ten words later at the least).
+    bridge_pass_q: DFF<Bit>,
+    gate_pass_q: DFF<Bits<2>>,
     eaps_regs: EapsRegisters<D>,
     /// The EAPS node is built in (else the ports are a transparent bridge and synthesis
     /// removes the node, its gates and registers).
@@ -266,6 +270,8 @@ impl<const J: usize, const D: usize> SwitchFabric<J, D> {
             gate_out: Default::default(),
             gate_res0: Default::default(),
             gate_res1: Default::default(),
+            bridge_pass_q: Default::default(),
+            gate_pass_q: Default::default(),
             eaps_regs: Default::default(),
             eaps_built: Constant::new(true),
         }
@@ -295,7 +301,20 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
         clock!(self, core_clock, rx_arbiter, router, dispatcher, loader, core, mac_table, to_core, from_core);
         self.node.core_clock.next = self.core_clock.val();
         self.node.node_clock.next = self.eaps_clock.val();
-        dff_setup!(self, core_clock, in_frame, mac_hi, mac_lo, cfg_write_q, cfg_address_q, cfg_data_q, done_q, idle_q);
+        dff_setup!(
+            self,
+            core_clock,
+            in_frame,
+            mac_hi,
+            mac_lo,
+            cfg_write_q,
+            cfg_address_q,
+            cfg_data_q,
+            done_q,
+            idle_q,
+            bridge_pass_q,
+            gate_pass_q
+        );
         self.switch_mac.next =
             (bit_cast::<48, 16>(self.mac_hi.q.val()) << 32) | bit_cast::<48, 32>(self.mac_lo.q.val());
         // Ports, merged into the router (the fuller receive FIFO first); the router's bridged
@@ -439,14 +458,18 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
         self.gate_res1.vid.next = self.dispatcher.tag_vid.val();
         self.gate_in.port.next = self.rx_arbiter.down_source.val();
         self.gate_out.port.next = !self.rx_arbiter.down_source.val();
-        self.router.bridge_pass.next = !self.eaps_built.val() | (self.gate_in.pass.val() & self.gate_out.pass.val());
+        // (Registered: the path from the tag through the gates' range compares into the bridge
+        // FIFO's commit and drop was among the core clock's deepest.)
+        self.bridge_pass_q.d.next = !self.eaps_built.val() | (self.gate_in.pass.val() & self.gate_out.pass.val());
+        self.router.bridge_pass.next = self.bridge_pass_q.q.val();
         self.gate_res0.port.next = false;
         self.gate_res1.port.next = true;
-        self.dispatcher.gate_pass.next = bit_cast::<2, 1>(self.gate_res0.pass.val().into())
+        self.gate_pass_q.d.next = bit_cast::<2, 1>(self.gate_res0.pass.val().into())
             | (bit_cast::<2, 1>(self.gate_res1.pass.val().into()) << 1);
         if !self.eaps_built.val() {
-            self.dispatcher.gate_pass.next = 3.into();
+            self.gate_pass_q.d.next = 3.into();
         }
+        self.dispatcher.gate_pass.next = self.gate_pass_q.q.val();
         // Port counters: port 0 at 0..=5, the dispatcher's floods at 6, port 1 at 8..=13.
         if self.port_counter_address.val() == 6 {
             self.port_counter_data.next = self.dispatcher.flooded.val();
@@ -460,9 +483,11 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
 
 /// The Verilog of the board logic (top module `top`), for simulation.
 pub fn fabric_verilog(core: CoreConfig, job: &JobConfig) -> String {
-    let mut f = SwitchFabric::new(core, job);
-    f.connect_all();
-    generate_verilog(&f)
+    crate::tops::on_big_stack(|| {
+        let mut f = SwitchFabric::new(core, job);
+        f.connect_all();
+        generate_verilog(&f)
+    })
 }
 
 /// The Verilog of the board logic with one core for each of `jobs` (1 or 2; top module `top`),
@@ -473,9 +498,9 @@ pub fn fabric_verilog_jobs(core: CoreConfig, jobs: &[JobConfig]) -> String {
         f.connect_all();
         generate_verilog(&f)
     }
-    match jobs.len() {
+    crate::tops::on_big_stack(|| match jobs.len() {
         1 => v::<1>(core, jobs),
         2 => v::<2>(core, jobs),
         n => panic!("{n} jobs: the hardware is built for 1..={}", spotagg_hdl::job_router::MAX_JOBS),
-    }
+    })
 }

@@ -209,10 +209,10 @@ pub fn board_verilog(board: &Board, core: CoreConfig, job: &JobConfig) -> String
 }
 
 /// [`board_verilog`] with the build flow's `build` stamp in the control link's identity: what
-/// synthesis (`yosys synth_ecp5 -top top`) takes by default (`spotagg build` without `--eaps`:
-/// no EAPS node).
+/// synthesis (`yosys synth_ecp5 -top top`) takes by default (`spotagg build`: one job, the EAPS
+/// node built in).
 pub fn board_verilog_stamped(board: &Board, core: CoreConfig, job: &JobConfig, build: BuildStamp) -> String {
-    board_verilog_jobs(board, core, job, build, 1, false)
+    board_verilog_jobs(board, core, job, build, 1, true)
 }
 
 /// [`board_verilog_stamped`] with a core for each of `jobs` (1..=2) jobs (docs/switch.md §8),
@@ -240,20 +240,13 @@ pub fn board_verilog_jobs(
         spotagg_hdl::job_router::MAX_JOBS
     );
     // The board top with its EAPS node is deep enough to overflow a test thread's stack in
-    // rust-hdl's generation: it runs on a thread of its own with 256 MB.
-    std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .stack_size(256 << 20)
-            .spawn_scoped(s, || {
-                if jobs == 1 {
-                    v::<1>(board, core, job, build, eaps)
-                } else {
-                    v::<2>(board, core, job, build, eaps)
-                }
-            })
-            .expect("a thread for Verilog generation")
-            .join()
-            .unwrap_or_else(|e| std::panic::resume_unwind(e))
+    // rust-hdl's generation.
+    crate::tops::on_big_stack(|| {
+        if jobs == 1 {
+            v::<1>(board, core, job, build, eaps)
+        } else {
+            v::<2>(board, core, job, build, eaps)
+        }
     })
 }
 
