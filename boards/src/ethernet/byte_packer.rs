@@ -1,8 +1,11 @@
 //! Packs a byte stream into frame FIFO words: four bytes a word, first byte on top
 //! ([`crate::ethernet::frame_fifo::word`] layout, routing bits 0), the byte count on a frame's
-//! last word, which commits the frame. A word waits in a register for the FIFO's `ready`, and
-//! the bytes wait with it (a byte is taken in the clock the waiting word leaves). The EAPS
-//! node's PDUs go so into their clock-crossing FIFO (`crate::tops::eaps_node_crossing`).
+//! last word, which commits the frame. Each byte goes straight into its lane of the word
+//! register (no shifting: a short last word has its bytes in place, the lanes after them hold
+//! what they held); a full word waits there for the FIFO's `ready`, and the bytes wait with it
+//! (a byte is taken in the clock the waiting word leaves: the FIFO takes the word at the edge
+//! where the byte enters lane 0). The EAPS node's PDUs go so into their clock-crossing FIFO
+//! (`crate::tops::eaps_node_crossing`).
 
 use crate::ethernet::frame_fifo::{FrameWriter, WORD_BITS};
 use rust_hdl::prelude::*;
@@ -19,59 +22,57 @@ pub struct BytePacker {
     pub out: FrameWriter,
     /// Nothing begun: no byte of a frame taken whose last word has not been written.
     pub idle: Signal<Out, Bit>,
-    acc: DFF<Bits<32>>,
-    count: DFF<Bits<3>>,
-    pend: DFF<Bit>,
-    pend_last: DFF<Bit>,
-    pend_word: DFF<Bits<WORD_BITS>>,
+    lane0: DFF<Bits<8>>,
+    lane1: DFF<Bits<8>>,
+    lane2: DFF<Bits<8>>,
+    lane3: DFF<Bits<8>>,
+    count: DFF<Bits<2>>,
+    full: DFF<Bit>,
+    full_bytes: DFF<Bits<3>>,
+    full_last: DFF<Bit>,
     mid: DFF<Bit>,
     take: Signal<Local, Bit>,
     leave: Signal<Local, Bit>,
-    shifted: Signal<Local, Bits<32>>,
 }
 
 impl Logic for BytePacker {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, acc, count, pend, pend_last, pend_word, mid);
-        // The waiting word leaves while the FIFO has room.
-        self.leave.next = self.pend.q.val() & self.out.ready.val();
-        self.out.data.next = self.pend_word.q.val();
+        dff_setup!(self, clock, lane0, lane1, lane2, lane3, count, full, full_bytes, full_last, mid);
+        // The full word leaves while the FIFO has room.
+        self.leave.next = self.full.q.val() & self.out.ready.val();
+        self.out.data.next = (bit_cast::<WORD_BITS, 8>(self.lane0.q.val()) << 24)
+            | (bit_cast::<WORD_BITS, 8>(self.lane1.q.val()) << 16)
+            | (bit_cast::<WORD_BITS, 8>(self.lane2.q.val()) << 8)
+            | bit_cast::<WORD_BITS, 8>(self.lane3.q.val())
+            | (bit_cast::<WORD_BITS, 3>(self.full_bytes.q.val()) << 32)
+            | (bit_cast::<WORD_BITS, 1>(self.full_last.q.val().into()) << 35);
         self.out.enable.next = self.leave.val();
-        self.out.commit.next = self.leave.val() & self.pend_last.q.val();
+        self.out.commit.next = self.leave.val() & self.full_last.q.val();
         self.out.drop.next = false;
         if self.leave.val() {
-            self.pend.d.next = false;
+            self.full.d.next = false;
         }
-        // A byte a clock while no word waits (or the waiting one leaves now).
-        self.bytes.ready.next = !self.pend.q.val() | self.out.ready.val();
+        // A byte a clock into its lane while no word waits (or the waiting one leaves now).
+        self.bytes.ready.next = !self.full.q.val() | self.out.ready.val();
         self.take.next = self.bytes.valid.val() & self.bytes.ready.val();
-        self.shifted.next = (self.acc.q.val() << 8) | bit_cast::<32, 8>(self.bytes.data.val());
         if self.take.val() {
             self.mid.d.next = !self.bytes.last.val();
-            self.acc.d.next = self.shifted.val();
+            match self.count.q.val().index() {
+                0 => self.lane0.d.next = self.bytes.data.val(),
+                1 => self.lane1.d.next = self.bytes.data.val(),
+                2 => self.lane2.d.next = self.bytes.data.val(),
+                _ => self.lane3.d.next = self.bytes.data.val(),
+            }
             self.count.d.next = self.count.q.val() + 1;
             if (self.count.q.val() == 3) | self.bytes.last.val() {
-                self.pend.d.next = true;
-                self.pend_last.d.next = self.bytes.last.val();
+                self.full.d.next = true;
+                self.full_bytes.d.next = bit_cast::<3, 2>(self.count.q.val()) + 1;
+                self.full_last.d.next = self.bytes.last.val();
                 self.count.d.next = 0.into();
-                self.acc.d.next = 0.into();
-                // First byte on top: a short last word is shifted up into place.
-                self.pend_word.d.next = bit_cast::<WORD_BITS, 32>(self.shifted.val())
-                    | (bit_cast::<WORD_BITS, 3>(self.count.q.val() + 1) << 32)
-                    | (bit_cast::<WORD_BITS, 1>(self.bytes.last.val().into()) << 35);
-                if self.bytes.last.val() & (self.count.q.val() == 0) {
-                    self.pend_word.d.next = (bit_cast::<WORD_BITS, 32>(self.shifted.val()) << 24) | 0x9_0000_0000_u64;
-                }
-                if self.bytes.last.val() & (self.count.q.val() == 1) {
-                    self.pend_word.d.next = (bit_cast::<WORD_BITS, 32>(self.shifted.val()) << 16) | 0xA_0000_0000_u64;
-                }
-                if self.bytes.last.val() & (self.count.q.val() == 2) {
-                    self.pend_word.d.next = (bit_cast::<WORD_BITS, 32>(self.shifted.val()) << 8) | 0xB_0000_0000_u64;
-                }
             }
         }
-        self.idle.next = !self.mid.q.val() & !self.pend.q.val();
+        self.idle.next = !self.mid.q.val() & !self.full.q.val();
     }
 }
 
