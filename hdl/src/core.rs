@@ -217,6 +217,7 @@ impl<const D: usize> Logic for Core<D> {
         StragglerRead::link(&mut self.straggler, &mut self.stragglers.read);
         self.idle.next = self.idle_r.q.val();
         self.idle_r.d.next = !self.parser.busy.val()
+            & self.untag.empty.val()
             & self.aggregator.idle.val()
             & !self.result_builder.busy.val()
             & !self.scoreboard.lookup.clearing.val()

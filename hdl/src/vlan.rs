@@ -14,9 +14,12 @@
 //! | `short` | the frame ends before word 3 is whole (`L < 16`), or word 3 is its last word and carries the job's tag (so `L − 4 = 12`) | `truncated` (after the length and MAC checks) |
 //! | `mismatch` | word 3 is whole and is not 0x8100 with the job's VID | `wrong_vlan` (after the length and MAC checks) |
 //!
-//! PCP and DEI are ignored. Timing: both blocks are combinational on the stream (no added
-//! latency), with `ready` a function of the downstream `ready` and registers only (no path from
-//! data to `ready`); [`VlanTag`] holds its input for the one cycle in which it sends the tag word.
+//! PCP and DEI are ignored. Timing: [`VlanUntag`] puts each word it passes on, with the flags as
+//! they stand after it, into an output register (one clock of latency, a word a clock: the tag
+//! compare and the parser's receive logic meet only at that register, where together they were
+//! the core clock's deepest path on the board); [`VlanTag`] is combinational on the stream and
+//! holds its input for the one cycle in which it sends the tag word. Both have `ready` a
+//! function of the downstream `ready` and registers only (no path from data to `ready`).
 
 use crate::word_stream::{WordSink, WordSource};
 use rust_hdl::prelude::*;
@@ -38,6 +41,8 @@ pub struct VlanUntag {
     pub short: Signal<Out, Bit>,
     /// The frame's word 3 is not the job's tag.
     pub mismatch: Signal<Out, Bit>,
+    /// No word waits in the output register.
+    pub empty: Signal<Out, Bit>,
     /// Words of the frame taken so far, saturating at 4.
     index: DFF<Bits<3>>,
     held_stripped: DFF<Bit>,
@@ -50,12 +55,38 @@ pub struct VlanUntag {
     now_short: Signal<Local, Bit>,
     now_mismatch: Signal<Local, Bit>,
     in_frame: Signal<Local, Bit>,
+    f_stripped: Signal<Local, Bit>,
+    f_short: Signal<Local, Bit>,
+    f_mismatch: Signal<Local, Bit>,
+    /// The output register takes a word this clock (it is free, or its word leaves).
+    advance: Signal<Local, Bit>,
+    o_valid: DFF<Bit>,
+    o_data: DFF<Bits<32>>,
+    o_last: DFF<Bit>,
+    o_bytes: DFF<Bits<3>>,
+    o_stripped: DFF<Bit>,
+    o_short: DFF<Bit>,
+    o_mismatch: DFF<Bit>,
 }
 
 impl Logic for VlanUntag {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, index, held_stripped, held_short, held_mismatch);
+        dff_setup!(
+            self,
+            clock,
+            index,
+            held_stripped,
+            held_short,
+            held_mismatch,
+            o_valid,
+            o_data,
+            o_last,
+            o_bytes,
+            o_stripped,
+            o_short,
+            o_mismatch
+        );
         self.tagged_job.next = self.vid.val() != 0;
         self.at_tag.next = self.tagged_job.val() & self.word_in.valid.val() & (self.index.q.val() == 3);
         // 0x8100: the 802.1Q TPID (a literal: hdl_gen writes a Rust constant's name, not its value).
@@ -69,23 +100,37 @@ impl Logic for VlanUntag {
                 | ((self.index.q.val() == 3) & ((self.word_in.bytes.val() != 4) | self.vid_match.val())));
         self.now_mismatch.next =
             self.at_tag.val() & !(self.word_in.last.val() & (self.word_in.bytes.val() != 4)) & !self.vid_match.val();
-        // The stream: word 3 is dropped (taken without being passed on) when stripped.
-        self.word_out.valid.next = self.word_in.valid.val() & !self.now_stripped.val();
-        self.word_out.data.next = self.word_in.data.val();
-        self.word_out.last.next = self.word_in.last.val();
-        self.word_out.bytes.next = self.word_in.bytes.val();
-        // `ready` does not depend on the data (the upstream's data may depend on `ready`): a
-        // stripped word is taken when the downstream is ready, and not offered to it.
-        self.word_in.ready.next = self.word_out.ready.val();
         // The flags: what earlier words of this frame found (none at its first word), and this word.
         self.in_frame.next = self.index.q.val() != 0;
-        self.stripped.next = (self.in_frame.val() & self.held_stripped.q.val()) | self.now_stripped.val();
-        self.short.next = (self.in_frame.val() & self.held_short.q.val()) | self.now_short.val();
-        self.mismatch.next = (self.in_frame.val() & self.held_mismatch.q.val()) | self.now_mismatch.val();
+        self.f_stripped.next = (self.in_frame.val() & self.held_stripped.q.val()) | self.now_stripped.val();
+        self.f_short.next = (self.in_frame.val() & self.held_short.q.val()) | self.now_short.val();
+        self.f_mismatch.next = (self.in_frame.val() & self.held_mismatch.q.val()) | self.now_mismatch.val();
+        // The stream, through the output register: word 3 is dropped (taken without being passed
+        // on) when stripped. `ready` does not depend on the data (the upstream's data may depend
+        // on `ready`): the register takes a word when it is free or its word leaves.
+        self.advance.next = !self.o_valid.q.val() | self.word_out.ready.val();
+        self.word_in.ready.next = self.advance.val();
+        if self.advance.val() {
+            self.o_valid.d.next = self.word_in.valid.val() & !self.now_stripped.val();
+            self.o_data.d.next = self.word_in.data.val();
+            self.o_last.d.next = self.word_in.last.val();
+            self.o_bytes.d.next = self.word_in.bytes.val();
+        }
+        self.word_out.valid.next = self.o_valid.q.val();
+        self.word_out.data.next = self.o_data.q.val();
+        self.word_out.last.next = self.o_last.q.val();
+        self.word_out.bytes.next = self.o_bytes.q.val();
+        self.stripped.next = self.o_stripped.q.val();
+        self.short.next = self.o_short.q.val();
+        self.mismatch.next = self.o_mismatch.q.val();
+        self.empty.next = !self.o_valid.q.val();
         if self.word_in.valid.val() & self.word_in.ready.val() {
-            self.held_stripped.d.next = self.stripped.val();
-            self.held_short.d.next = self.short.val();
-            self.held_mismatch.d.next = self.mismatch.val();
+            self.o_stripped.d.next = self.f_stripped.val();
+            self.o_short.d.next = self.f_short.val();
+            self.o_mismatch.d.next = self.f_mismatch.val();
+            self.held_stripped.d.next = self.f_stripped.val();
+            self.held_short.d.next = self.f_short.val();
+            self.held_mismatch.d.next = self.f_mismatch.val();
             if self.word_in.last.val() {
                 self.index.d.next = 0.into();
             } else if self.index.q.val() != 4 {
@@ -209,6 +254,8 @@ mod tests {
         f
     }
 
+    /// The stream and the flags with the frame's last word out, as the model says, whatever the
+    /// stalls on either side.
     #[test]
     fn untag_passes_drops_and_flags_as_the_model() {
         let mut b = VlanUntag::default();
@@ -224,21 +271,25 @@ mod tests {
             let (want, flags) = model(vid, &f);
             b.vid.next = u64::from(vid).into();
             let input = frame_words(&f);
-            let mut out = Vec::new();
+            let mut out: Vec<(u64, bool, u64)> = Vec::new();
             let mut got_flags = None;
             let mut i = 0;
             let mut cycles = 0;
-            while i < input.len() {
+            // Until the frame's last word has left (the flags come with it).
+            while out.last().is_none_or(|w| !w.1) {
                 cycles += 1;
                 assert!(cycles < 400, "stuck");
-                b.word_in.offer(!rng.next().is_multiple_of(4), input[i]);
+                let beat = input.get(i).copied().unwrap_or((0, false, 4));
+                b.word_in.offer(i < input.len() && !rng.next().is_multiple_of(4), beat);
                 b.word_out.ready.next = !rng.next().is_multiple_of(3);
                 crate::step::settle(&mut b);
-                out.extend(b.word_out.taken());
-                let moved = b.word_in.moves();
-                if moved && input[i].1 {
-                    got_flags = Some([b.stripped.val(), b.short.val(), b.mismatch.val()]);
+                if let Some(w) = b.word_out.taken() {
+                    if w.1 {
+                        got_flags = Some([b.stripped.val(), b.short.val(), b.mismatch.val()]);
+                    }
+                    out.push(w);
                 }
+                let moved = b.word_in.moves();
                 tick!(&mut b);
                 if moved {
                     i += 1;
@@ -246,6 +297,7 @@ mod tests {
             }
             b.word_in.valid.next = false;
             tick!(&mut b);
+            assert!(b.empty.val());
             assert_eq!(word_bytes(&out), want, "case {case}: vid {vid}, {f:02x?}");
             assert!(out.last().is_some_and(|w| w.1), "case {case}: the last word ends the frame");
             assert_eq!(got_flags, Some(flags), "case {case}: vid {vid}, {f:02x?}");
