@@ -242,51 +242,7 @@ kill -INT $PING1 $PING2 2>/dev/null || true
 wait $PING1 $PING2 2>/dev/null || true
 [ -n "$TSHARK_PID" ] && wait "$TSHARK_PID" 2>/dev/null || true
 
-python3 - "$EVENTS" "$WORK/ping-1-6" "$WORK/ping-2-5" <<'EOF'
-import re, sys
-events = [l.split() for l in open(sys.argv[1])]
-def replies(path):
-    out, dups = [], 0
-    for l in open(path):
-        m = re.match(r"\[(\d+\.\d+)\] \d+ bytes from .* icmp_seq=(\d+)", l)
-        if m:
-            if "DUP!" in l:
-                dups += 1
-            else:
-                out.append((float(m.group(1)), int(m.group(2))))
-    return out, dups
-pings = [replies(p) for p in sys.argv[2:4]]
-def counters(path):
-    c = {}
-    for l in open(path):
-        ns, ifc, pk, by = l.split()
-        c[(ns, ifc)] = (int(pk), int(by))
-    return c
-print("| event | pings lost | flow again (ms) | frames looped | duplicate replies |")
-print("|---|---|---|---|---|")
-for i, (name, t0, c0, c1) in enumerate(events):
-    t0 = float(t0)
-    t1 = float(events[i + 1][1]) if i + 1 < len(events) else 1e18
-    lost, gap, dup = 0, 0.0, 0
-    for rep, d in pings:
-        win = [(t, s) for t, s in rep if t0 - 0.5 <= t < t1]
-        for (ta, sa), (tb, sb) in zip(win, win[1:]):
-            if sb - sa > 1 and tb > t0:
-                lost += sb - sa - 1
-                gap = max(gap, (tb - ta) * 1000 - 10)
-    a, b = counters(c0), counters(c1)
-    offered = sum(b[k][0] - a[k][0] for k in b if k[1] == "eth0")
-    looped = 0
-    for k in b:
-        if k[1] == "eth0":
-            continue
-        dp, db = b[k][0] - a[k][0], b[k][1] - a[k][1]
-        data = max(0, round((db - 106 * dp) / 936))
-        looped += max(0, data - offered)
-    print(f"| {name} | {lost} | {gap:.0f} | {looped} | - |")
-    print(f"event {name} lost {lost} flow_again_ms {gap:.0f} looped {looped} offered {offered}", file=sys.stderr)
-print(f"duplicate replies over the run: {sum(d for _, d in pings)}")
-EOF
+python3 "$ROOT/scripts/eaps_events.py" "$EVENTS" --frame 1042 --interval-ms 10 "$WORK/ping-1-6" "$WORK/ping-2-5"
 
 # Phase 3: all-reduce across a failure.
 JOB=$WORK/job.toml
