@@ -11,6 +11,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use spotagg_boards::flow::{BuildReport, Design, Flow, FlowError, Step, Toolchain};
+use spotagg_boards::tops::core_clock::CoreClock;
 use spotagg_boards::tops::core_top::{core_top_lpf, core_top_verilog, CORE_TOP};
 use spotagg_boards::Board;
 use spotagg_driver::wire::PayloadSize;
@@ -137,7 +138,7 @@ pub fn design(board: &Board, top: TopKind, config: &CoreConfig, job: &JobConfig,
                 jobs,
                 eaps,
             ),
-            lpf: spotagg_boards::board::lpf::lpf(board),
+            lpf: spotagg_boards::board::lpf::lpf_with_core_clock(board, CoreClock::for_jobs(jobs)),
         },
         TopKind::Core => Design {
             top: CORE_TOP.to_string(),
@@ -187,7 +188,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let out = args.out.unwrap_or_else(|| PathBuf::from("build").join(board.id));
     eprintln!(
-        "building {} ({}, {} {}, speed {}): {}, width {} bytes, {}{} slots, straggler counters {}, {} job{}, EAPS {}, {}",
+        "building {} ({}, {} {}, speed {}): {}, width {} bytes, {}{} slots, straggler counters {}, {} job{}, EAPS {}, {}, {}",
         board.name,
         board.id,
         board.part.device,
@@ -204,6 +205,10 @@ pub fn run(args: Args) -> Result<()> {
         args.jobs,
         if args.jobs == 1 { "" } else { "s (a core each)" },
         if args.eaps && args.top == TopKind::Board { "on" } else { "off" },
+        match args.top {
+            TopKind::Board => format!("core clock {} MHz", CoreClock::for_jobs(usize::from(args.jobs)).mhz_text()),
+            TopKind::Core => format!("core clock {} MHz", spotagg_boards::tops::core_top::CORE_TOP_PLL.clkop_mhz()),
+        },
         if args.seeds > 1 {
             format!("seeds {}..={}", args.seed, args.seed + args.seeds - 1)
         } else {
