@@ -78,7 +78,9 @@ pub struct Args {
     stragglers: Stragglers,
     /// Jobs the board serves at once (docs/switch.md §8): one core each, with `--slots` slots
     /// each, behind the job router (1 or 2; the board top only). The job of `--job` is job 0's
-    /// at power-up; the others are empty until `spotagg ctl configure --jobs` writes them.
+    /// at power-up; the others are empty until `spotagg ctl configure --jobs` writes them. With
+    /// two, the core clock is 83.33 MHz rather than 100 (docs/performance.md, "Two jobs on the
+    /// i9"; the board still takes both ports at line rate there).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
     jobs: u8,
     /// Build the EAPS node into the board top (docs/eaps.md §12): the two ports become ring
