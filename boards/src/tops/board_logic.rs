@@ -20,6 +20,7 @@
 
 use crate::ethernet::gmii::GmiiPort;
 use crate::tops::config_loader::config_writes;
+use crate::tops::core_clock::CoreClock;
 use crate::tops::switch_fabric::{FabricStatus, SwitchFabric};
 use rust_hdl::prelude::*;
 use spotagg_driver::control::protocol::reg;
@@ -30,9 +31,9 @@ use spotagg_hdl::mdio::MdioMaster;
 use spotagg_hdl::straggler::StragglerRead;
 use spotagg_hdl::CoreConfig;
 
-/// Clocks of the core clock per EAPS time unit on the board: 1 µs at 100 MHz (the unit of
-/// the periods in the EAPS registers).
-pub const EAPS_TIME_DIV: u32 = 100;
+/// Clocks of the 100 MHz core clock per EAPS time unit, 1 µs (the unit of the periods in the
+/// EAPS registers); a build's is [`ControlParams::eaps_time_div`], from its [`CoreClock`].
+pub const EAPS_TIME_DIV: u32 = CoreClock::MHZ_100.clocks_per_us();
 
 /// Build parameters of the control plane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +42,8 @@ pub struct ControlParams {
     pub identity: ControlIdentity,
     /// MDC half period in core clocks.
     pub mdc_half_period: u32,
+    /// Core clocks per EAPS time unit (1 µs on a board: [`CoreClock::clocks_per_us`]).
+    pub eaps_time_div: u32,
     /// The PHYs' MDIO addresses, port 0 first.
     pub phy_addresses: [u8; 2],
 }
@@ -48,7 +51,7 @@ pub struct ControlParams {
 /// Fabric (with a core for each of `J` jobs, docs/switch.md §8), control link and MDIO master.
 #[derive(LogicBlock)]
 pub struct BoardLogic<const J: usize = 1> {
-    /// Core clock (100 MHz on the board; also the control plane's).
+    /// Core clock (the build's [`CoreClock`] on the board; also the control plane's).
     pub core_clock: Signal<In, Clock>,
     /// Transmit clock of both ports (125 MHz).
     pub tx_clock: Signal<In, Clock>,
@@ -73,7 +76,7 @@ pub struct BoardLogic<const J: usize = 1> {
     fabric: SwitchFabric<J>,
     link: ControlLink,
     mdio: MdioMaster,
-    /// The EAPS node's time: one unit every [`EAPS_TIME_DIV`] core clocks.
+    /// The EAPS node's time: one unit every [`ControlParams::eaps_time_div`] core clocks.
     timebase: EapsTimebase,
     port_counter_q: DFF<Bits<32>>,
     high_q: DFF<Bit>,
@@ -115,7 +118,7 @@ impl<const J: usize> BoardLogic<J> {
                 .with_jobs(J)
                 .with_eaps(true),
             mdio: MdioMaster::new(params.mdc_half_period, params.phy_addresses),
-            timebase: EapsTimebase::new(EAPS_TIME_DIV),
+            timebase: EapsTimebase::new(params.eaps_time_div),
             port_counter_q: Default::default(),
             high_q: Default::default(),
         }
