@@ -118,12 +118,14 @@ start_board() {
     ip netns exec "$(ns nb)" nice -n -10 "$BIN" tap --board-model --config "$WORK/job.toml" --tap t0 --tap1 t1 --eaps "$WORK/nb.toml" \
         --carrier0 pb1 --carrier1 pb3 >>"$WORK/board.log" 2>&1 &
     BOARD=$!
-    for _ in $(seq 1 600); do
+    # The first start compiles the model with Verilator (a minute or two on an idle 2-core
+    # machine, several when it is loaded; on a fresh clone nothing is cached), a restart loads it.
+    for _ in $(seq 1 6000); do
         grep -q "spotagg tap: attached" "$WORK/board.log" && return 0
         kill -0 $BOARD 2>/dev/null || die "the board model exited: $(tail -5 "$WORK/board.log")"
         sleep 0.1
     done
-    die "the board model did not attach in 60 s"
+    die "the board model did not attach in 600 s"
 }
 stop_board() {
     kill -TERM $BOARD
