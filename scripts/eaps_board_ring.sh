@@ -31,6 +31,7 @@
 # the board's EAPS lines, and a table (scripts/eaps_events.py).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/scripts/capture.sh"
 BIN=${SPOTAGG_BIN:-$ROOT/target/debug/spotagg}
 die() { echo "eaps_board_ring: $*" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces, veth, bridges, TAP devices)"
@@ -164,17 +165,12 @@ for n in n1 n3 n4; do start_daemon $n; done
 wait_complete
 echo "eaps_board_ring: ring Complete (hello $HELLO ms, fail $FAIL ms, pre-forwarding $PREFWD ms)" >&2
 
-TSHARK_PID=
-TSHARK3_PID=
-if command -v tshark >/dev/null; then
-    nx n1 timeout 3 tshark -q -i p1b -w "$WORK/p1b.pcapng" -f "ether dst 00:e0:2b:00:00:04" >/dev/null 2>&1 &
-    TSHARK_PID=$!
-    # The board's own LINK-DOWN (when its port 0 loses carrier, the third event) leaves by its
-    # port 1, towards n3: captured there over the first events.
-    nx n3 timeout 15 tshark -q -i p3b -w "$WORK/p3b.pcapng" -f "ether dst 00:e0:2b:00:00:04" >/dev/null 2>&1 &
-    TSHARK3_PID=$!
-    sleep 1
-fi
+capture "$(ns n1)" p1b 3 "$WORK/p1b.pcapng"
+TSHARK_PID=$CAPTURE_PID
+# The board's own LINK-DOWN (when its port 0 loses carrier, the third event) leaves by its
+# port 1, towards n3: captured there over the first events.
+capture "$(ns n3)" p3b 15 "$WORK/p3b.pcapng"
+TSHARK3_PID=$CAPTURE_PID
 
 EVENTS=$WORK/events
 : >"$EVENTS"

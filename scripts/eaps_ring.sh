@@ -31,6 +31,7 @@
 # Prints one line per event: `event <name> lost <n> flow_again_ms <t> looped <n>` and a table.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/scripts/capture.sh"
 BIN=${SPOTAGG_BIN:-$ROOT/target/debug/spotagg}
 die() { echo "eaps_ring: $*" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces, veth, bridges)"
@@ -155,11 +156,8 @@ wait_complete
 echo "eaps_ring: both rings Complete (hello $HELLO ms, fail $FAIL ms, pre-forwarding $PREFWD ms)" >&2
 
 # tshark capture on n1's p12 during phase 1 (a few seconds suffice).
-TSHARK_PID=
-if command -v tshark >/dev/null; then
-    ip netns exec "$(ns n1)" timeout 3 tshark -q -i p12 -w "$WORK/p12.pcapng" -f "ether dst 00:e0:2b:00:00:04" >/dev/null 2>&1 &
-    TSHARK_PID=$!
-fi
+capture "$(ns n1)" p12 3 "$WORK/p12.pcapng"
+TSHARK_PID=$CAPTURE_PID
 
 EVENTS=$WORK/events
 : >"$EVENTS"
@@ -230,10 +228,8 @@ shared_port p43 partner >>"$WORK/n4.toml"
 start_daemon 3
 start_daemon 4
 wait_complete
-if command -v tshark >/dev/null; then
-    ip netns exec "$(ns n3)" timeout 2 tshark -q -i p35 -w "$WORK/p35.pcapng" -f "ether dst 00:e0:2b:00:00:04" >/dev/null 2>&1 &
-    TSHARK2_PID=$!
-fi
+capture "$(ns n3)" p35 2 "$WORK/p35.pcapng"
+TSHARK2_PID=$CAPTURE_PID
 sleep 0.5
 event "common-link-shared-ports" superloop
 [ -n "${TSHARK2_PID:-}" ] && wait "$TSHARK2_PID" 2>/dev/null || true
