@@ -23,10 +23,15 @@
 # frames against the frames the hosts offered in the window). tshark decodes the PDUs on the
 # board's links: the master's through the board, and the board's own LINK-DOWN.
 #
+# The Linux daemons run their protocol loop under SCHED_FIFO (`--rt-priority`,
+# EAPS_RT_PRIORITY, default 10), as in scripts/eaps_ring.sh, so that other load on the machine
+# does not stall their HEALTH.
+#
 # Prints one line per event: `event <name> lost <n> flow_again_ms <t> looped <n> offered <n>`,
-# the board's EAPS lines, and a table.
+# the board's EAPS lines, and a table (scripts/eaps_events.py).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/scripts/capture.sh"
 BIN=${SPOTAGG_BIN:-$ROOT/target/debug/spotagg}
 die() { echo "eaps_board_ring: $*" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces, veth, bridges, TAP devices)"
@@ -104,20 +109,24 @@ domain() { # role primary secondary
 } >"$WORK/job.toml"
 
 start_daemon() {
-    ip netns exec "$(ns $1)" "$BIN" eaps --config "$WORK/$1.toml" >>"$WORK/$1.log" 2>&1 &
+    ip netns exec "$(ns $1)" "$BIN" eaps --rt-priority "${EAPS_RT_PRIORITY:-10}" --config "$WORK/$1.toml" >>"$WORK/$1.log" 2>&1 &
     DPID[$1]=$!
 }
 start_board() {
     # (ip netns exec itself, not a function in the background: $! is then the model's process.)
-    ip netns exec "$(ns nb)" "$BIN" tap --board-model --config "$WORK/job.toml" --tap t0 --tap1 t1 --eaps "$WORK/nb.toml" \
+    # (At nice -10: the model is the board's hardware and must keep up with the wall clock
+    # whatever else the machine runs.)
+    ip netns exec "$(ns nb)" nice -n -10 "$BIN" tap --board-model --config "$WORK/job.toml" --tap t0 --tap1 t1 --eaps "$WORK/nb.toml" \
         --carrier0 pb1 --carrier1 pb3 >>"$WORK/board.log" 2>&1 &
     BOARD=$!
-    for _ in $(seq 1 600); do
+    # The first start compiles the model with Verilator (a minute or two on an idle 2-core
+    # machine, several when it is loaded; on a fresh clone nothing is cached), a restart loads it.
+    for _ in $(seq 1 6000); do
         grep -q "spotagg tap: attached" "$WORK/board.log" && return 0
         kill -0 $BOARD 2>/dev/null || die "the board model exited: $(tail -5 "$WORK/board.log")"
         sleep 0.1
     done
-    die "the board model did not attach in 60 s"
+    die "the board model did not attach in 600 s"
 }
 stop_board() {
     kill -TERM $BOARD
@@ -156,17 +165,12 @@ for n in n1 n3 n4; do start_daemon $n; done
 wait_complete
 echo "eaps_board_ring: ring Complete (hello $HELLO ms, fail $FAIL ms, pre-forwarding $PREFWD ms)" >&2
 
-TSHARK_PID=
-TSHARK3_PID=
-if command -v tshark >/dev/null; then
-    nx n1 timeout 3 tshark -q -i p1b -w "$WORK/p1b.pcapng" -f "ether dst 00:e0:2b:00:00:04" >/dev/null 2>&1 &
-    TSHARK_PID=$!
-    # The board's own LINK-DOWN (when its port 0 loses carrier, the third event) leaves by its
-    # port 1, towards n3: captured there over the first events.
-    nx n3 timeout 15 tshark -q -i p3b -w "$WORK/p3b.pcapng" -f "ether dst 00:e0:2b:00:00:04" >/dev/null 2>&1 &
-    TSHARK3_PID=$!
-    sleep 1
-fi
+capture "$(ns n1)" p1b 3 "$WORK/p1b.pcapng"
+TSHARK_PID=$CAPTURE_PID
+# The board's own LINK-DOWN (when its port 0 loses carrier, the third event) leaves by its
+# port 1, towards n3: captured there over the first events.
+capture "$(ns n3)" p3b 15 "$WORK/p3b.pcapng"
+TSHARK3_PID=$CAPTURE_PID
 
 EVENTS=$WORK/events
 : >"$EVENTS"
@@ -207,44 +211,7 @@ stop_board
 echo "eaps_board_ring: the board's log:" >&2
 grep "spotagg tap:" "$WORK/board.log" | sed 's/^/  /' >&2
 
-python3 - "$EVENTS" "$WORK/ping" $((SIZE + 42)) <<'EOF'
-import re, sys
-events = [l.split() for l in open(sys.argv[1])]
-frame = int(sys.argv[3])
-rep = []
-for l in open(sys.argv[2]):
-    m = re.match(r"\[(\d+\.\d+)\] \d+ bytes from .* icmp_seq=(\d+)", l)
-    if m and "DUP!" not in l:
-        rep.append((float(m.group(1)), int(m.group(2))))
-def counters(path):
-    c = {}
-    for l in open(path):
-        ns, ifc, pk, by = l.split()
-        c[(ns, ifc)] = (int(pk), int(by))
-    return c
-print("| event | pings lost | flow again (ms) | frames looped |")
-print("|---|---|---|---|")
-for i, (name, t0, c0, c1) in enumerate(events):
-    t0 = float(t0)
-    t1 = float(events[i + 1][1]) if i + 1 < len(events) else 1e18
-    lost, gap = 0, 0.0
-    win = [(t, s) for t, s in rep if t0 - 0.5 <= t < t1]
-    for (ta, sa), (tb, sb) in zip(win, win[1:]):
-        if sb - sa > 1 and tb > t0:
-            lost += sb - sa - 1
-            gap = max(gap, (tb - ta) * 1000 - 20)
-    a, b = counters(c0), counters(c1)
-    offered = sum(b[k][0] - a[k][0] for k in b if k[1] == "eth0")
-    looped = 0
-    for k in b:
-        if k[1] == "eth0":
-            continue
-        dp, db = b[k][0] - a[k][0], b[k][1] - a[k][1]
-        data = max(0, round((db - 106 * dp) / (frame - 106)))
-        looped += max(0, data - offered)
-    print(f"| {name} | {lost} | {gap:.0f} | {looped} |")
-    print(f"event {name} lost {lost} flow_again_ms {gap:.0f} looped {looped} offered {offered}", file=sys.stderr)
-EOF
+python3 "$ROOT/scripts/eaps_events.py" "$EVENTS" --frame $((SIZE + 42)) --interval-ms 20 "$WORK/ping"
 
 if [ -f "$WORK/p1b.pcapng" ]; then
     echo "tshark on n1's p1b (PDUs both ways, the board's among them):"

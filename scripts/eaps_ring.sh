@@ -31,6 +31,7 @@
 # Prints one line per event: `event <name> lost <n> flow_again_ms <t> looped <n>` and a table.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/scripts/capture.sh"
 BIN=${SPOTAGG_BIN:-$ROOT/target/debug/spotagg}
 die() { echo "eaps_ring: $*" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces, veth, bridges)"
@@ -155,11 +156,8 @@ wait_complete
 echo "eaps_ring: both rings Complete (hello $HELLO ms, fail $FAIL ms, pre-forwarding $PREFWD ms)" >&2
 
 # tshark capture on n1's p12 during phase 1 (a few seconds suffice).
-TSHARK_PID=
-if command -v tshark >/dev/null; then
-    ip netns exec "$(ns n1)" timeout 3 tshark -q -i p12 -w "$WORK/p12.pcapng" -f "ether dst 00:e0:2b:00:00:04" >/dev/null 2>&1 &
-    TSHARK_PID=$!
-fi
+capture "$(ns n1)" p12 3 "$WORK/p12.pcapng"
+TSHARK_PID=$CAPTURE_PID
 
 EVENTS=$WORK/events
 : >"$EVENTS"
@@ -230,10 +228,8 @@ shared_port p43 partner >>"$WORK/n4.toml"
 start_daemon 3
 start_daemon 4
 wait_complete
-if command -v tshark >/dev/null; then
-    ip netns exec "$(ns n3)" timeout 2 tshark -q -i p35 -w "$WORK/p35.pcapng" -f "ether dst 00:e0:2b:00:00:04" >/dev/null 2>&1 &
-    TSHARK2_PID=$!
-fi
+capture "$(ns n3)" p35 2 "$WORK/p35.pcapng"
+TSHARK2_PID=$CAPTURE_PID
 sleep 0.5
 event "common-link-shared-ports" superloop
 [ -n "${TSHARK2_PID:-}" ] && wait "$TSHARK2_PID" 2>/dev/null || true
@@ -242,51 +238,7 @@ kill -INT $PING1 $PING2 2>/dev/null || true
 wait $PING1 $PING2 2>/dev/null || true
 [ -n "$TSHARK_PID" ] && wait "$TSHARK_PID" 2>/dev/null || true
 
-python3 - "$EVENTS" "$WORK/ping-1-6" "$WORK/ping-2-5" <<'EOF'
-import re, sys
-events = [l.split() for l in open(sys.argv[1])]
-def replies(path):
-    out, dups = [], 0
-    for l in open(path):
-        m = re.match(r"\[(\d+\.\d+)\] \d+ bytes from .* icmp_seq=(\d+)", l)
-        if m:
-            if "DUP!" in l:
-                dups += 1
-            else:
-                out.append((float(m.group(1)), int(m.group(2))))
-    return out, dups
-pings = [replies(p) for p in sys.argv[2:4]]
-def counters(path):
-    c = {}
-    for l in open(path):
-        ns, ifc, pk, by = l.split()
-        c[(ns, ifc)] = (int(pk), int(by))
-    return c
-print("| event | pings lost | flow again (ms) | frames looped | duplicate replies |")
-print("|---|---|---|---|---|")
-for i, (name, t0, c0, c1) in enumerate(events):
-    t0 = float(t0)
-    t1 = float(events[i + 1][1]) if i + 1 < len(events) else 1e18
-    lost, gap, dup = 0, 0.0, 0
-    for rep, d in pings:
-        win = [(t, s) for t, s in rep if t0 - 0.5 <= t < t1]
-        for (ta, sa), (tb, sb) in zip(win, win[1:]):
-            if sb - sa > 1 and tb > t0:
-                lost += sb - sa - 1
-                gap = max(gap, (tb - ta) * 1000 - 10)
-    a, b = counters(c0), counters(c1)
-    offered = sum(b[k][0] - a[k][0] for k in b if k[1] == "eth0")
-    looped = 0
-    for k in b:
-        if k[1] == "eth0":
-            continue
-        dp, db = b[k][0] - a[k][0], b[k][1] - a[k][1]
-        data = max(0, round((db - 106 * dp) / 936))
-        looped += max(0, data - offered)
-    print(f"| {name} | {lost} | {gap:.0f} | {looped} | - |")
-    print(f"event {name} lost {lost} flow_again_ms {gap:.0f} looped {looped} offered {offered}", file=sys.stderr)
-print(f"duplicate replies over the run: {sum(d for _, d in pings)}")
-EOF
+python3 "$ROOT/scripts/eaps_events.py" "$EVENTS" --frame 1042 --interval-ms 10 "$WORK/ping-1-6" "$WORK/ping-2-5"
 
 # Phase 3: all-reduce across a failure.
 JOB=$WORK/job.toml

@@ -4,9 +4,10 @@
 # prometheus_client (its text parser checks spotagg.Stats.prometheus()), and the spotagg
 # package built from ./python by maturin through pip, offline (no build isolation:
 # the maturin of the venv builds it; cargo's crates come from crates.io as for every crate of
-# the workspace). pip's cache is target/pip-cache and cargo's target dir is target/, both in the
-# clone. Idempotent: a second run checks the installed versions and rebuilds spotagg only
-# incrementally. An exclusive lock (flock on .venv-torch.lock) keeps two runs from racing.
+# the workspace). pip keeps no wheel cache (its cache dir is target/pip-cache) and cargo's
+# target dir is target/, both in the clone. Idempotent: a second run checks the installed
+# versions and rebuilds spotagg only incrementally. An exclusive lock (flock on
+# .venv-torch.lock) keeps two runs from racing.
 # Prints the venv's python path on the last line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,9 @@ exec 9>"$root/.venv-torch.lock"
 flock 9
 
 export PIP_CACHE_DIR="$root/target/pip-cache"
+# No wheel cache: each wheel is installed once into the venv, and torch's cached wheel would
+# take another 2.5 GB of disk beside the installed copy.
+export PIP_NO_CACHE_DIR=1
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 export CARGO_TARGET_DIR="$root/target"
 venv="$root/.venv-torch"

@@ -63,6 +63,7 @@ fn params() -> ControlParams {
             baud_divisor: DIV,
         },
         mdc_half_period: MDC_HALF,
+        eaps_time_div: spotagg_boards::tops::board_logic::EAPS_TIME_DIV,
         phy_addresses: [0, 1],
     }
 }
@@ -517,8 +518,9 @@ fn control_link_through_a_pty() {
     assert_eq!(value("spotagg_switch_unknown_source_job_total", None), 0.0);
     assert_eq!(value("spotagg_board_job_enabled", None), 1.0);
     // The core's straggler counters over the link: which rank completed each round is the
-    // reference's over the same frames in the same order; the lags (cycles at the board's
-    // 100 MHz, the reference has no clock here) are positive exactly for a rank that was last.
+    // reference's over the same frames in the same order; the lags (cycles at the clock the
+    // identity's baud divisor gives at the link's baud rate, the reference has no clock here)
+    // are positive exactly for a rank that was last.
     let lags = reference.stragglers();
     assert_eq!(lags.len(), job.n());
     let mut rounds = 0.0;

@@ -215,7 +215,9 @@ fn through_tap(engine_args: &[&str], engine: &str, tag: &str, what: &str, vlan: 
     let switch =
         ns.cmd(&args).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("cannot start `spotagg tap`");
     ns.procs.push(switch);
-    let (first, rest) = first_line(&mut ns.procs[0], Duration::from_secs(180));
+    // (The first line comes once the model is built: Verilator compiles it on its first use,
+    // minutes on a loaded 2-core machine with nothing cached.)
+    let (first, rest) = first_line(&mut ns.procs[0], Duration::from_secs(600));
     assert!(first.contains(&format!("attached to {tap}")) && first.contains(engine), "unexpected first line {first:?}");
     eprintln!("tap_netns: {first} ({:.1} s after the start)", t0.elapsed().as_secs_f64());
 

@@ -8,26 +8,12 @@ use spotagg_hdl::verilog::synth_ecp5;
 use spotagg_hdl::CoreConfig;
 use spotagg_testkit::{require_tool, Tool};
 
+/// The board top with the smallest core (the check is about the board logic around it),
+/// with the EAPS node built in (`spotagg build --eaps`) and without it (as `spotagg build`
+/// makes it): each synthesizes, fits, and the node and its gates cost what leaving it out
+/// removes.
 #[test]
 fn board_top_synthesizes_for_ecp5() {
-    if !require_tool(Tool::Yosys) {
-        return;
-    }
-    let board = spotagg_boards::board::colorlight_5a_75b_v8::board();
-    // The smallest core: the check is about the board logic around it.
-    let job = JobConfig::example(4, PayloadSize::B256, 1);
-    let v = board_verilog(&board, CoreConfig::new(4, 1, 256, 32).unwrap(), &job);
-    let start = std::time::Instant::now();
-    let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("{e}"));
-    eprintln!("board top, 1 slot of 256 B: {u:?} in {:.0?}", start.elapsed());
-    assert!(u.lut4 > 1000 && u.flip_flops > 1000, "{u:?}");
-    assert!(u.lut4 < board.part.luts as u64, "{u:?} does not fit");
-}
-
-/// The same with the EAPS node built in (`spotagg build --eaps`), and without it: the node
-/// and its gates cost LUTs and flip-flops, and leaving it out removes them.
-#[test]
-fn board_top_with_eaps_synthesizes_for_ecp5() {
     if !require_tool(Tool::Yosys) {
         return;
     }
@@ -36,29 +22,16 @@ fn board_top_with_eaps_synthesizes_for_ecp5() {
     let core = CoreConfig::new(4, 1, 256, 32).unwrap();
     let synth = |eaps| {
         let v = spotagg_boards::tops::top::board_verilog_jobs(&board, core, &job, Default::default(), 1, eaps);
-        synth_ecp5(&v).unwrap_or_else(|e| panic!("EAPS {eaps}: {e}"))
+        let start = std::time::Instant::now();
+        let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("EAPS {eaps}: {e}"));
+        eprintln!("board top, 1 slot of 256 B, EAPS {eaps}: {u:?} in {:.0?}", start.elapsed());
+        assert!(u.lut4 > 1000 && u.flip_flops > 1000, "EAPS {eaps}: {u:?}");
+        assert!(u.lut4 < board.part.luts as u64, "EAPS {eaps}: {u:?} does not fit");
+        u
     };
     let (with, without) = (synth(true), synth(false));
-    eprintln!("board top, 1 slot of 256 B: with EAPS {with:?}, without {without:?}");
     assert!(with.lut4 > without.lut4 + 2000, "the node costs LUTs: {with:?} vs {without:?}");
     assert!(with.flip_flops > without.flip_flops + 1000, "{with:?} vs {without:?}");
-}
-
-/// The utilization of a full-size board top (16 slots of 1024 B, 32 workers); slow, run with
-/// `--ignored`.
-#[test]
-#[ignore = "slow tier: a full-size synthesis takes minutes (scripts/test.sh runs it)"]
-fn board_top_utilization_full_size() {
-    if !require_tool(Tool::Yosys) {
-        return;
-    }
-    let board = spotagg_boards::board::colorlight_5a_75b_v8::board();
-    let job = JobConfig::example(8, PayloadSize::B1024, 16);
-    let v = board_verilog(&board, CoreConfig::default(), &job);
-    let start = std::time::Instant::now();
-    let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("{e}"));
-    eprintln!("board top, 16 slots of 1024 B: {u:?} in {:.0?}", start.elapsed());
-    assert!(u.dp16kd <= board.part.dp16kd as u64, "{u:?} does not fit");
 }
 
 /// The Colorlight i9 (LFE5U-45F) board top as `spotagg build --board colorlight-i9` makes it:

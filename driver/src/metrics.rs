@@ -157,18 +157,23 @@ pub struct RankLag {
 }
 
 /// The clock of a hardware core, at which its straggler counters' cycles are converted to µs:
-/// the board top's core clock (`pll.clk100`), and the rust-hdl and Verilator engines' 10 ns
-/// cycle.
+/// the rust-hdl and Verilator engines' 10 ns cycle, and a board top's core clock with one job
+/// (`pll.clk100`; with two jobs it runs at 83.33 MHz: [`RankLag::from_core_words_at`]).
 pub const CORE_CLOCK_MHZ: f64 = 100.0;
 
 impl RankLag {
     /// A hardware core's straggler words of one rank (`4·rank + j`: rounds last, lag total and
     /// lag max, in cycles of [`CORE_CLOCK_MHZ`]), lags in µs.
     pub fn from_core_words(words: &[u32]) -> RankLag {
+        RankLag::from_core_words_at(words, CORE_CLOCK_MHZ)
+    }
+
+    /// The same words of a core clocked at `core_mhz`.
+    pub fn from_core_words_at(words: &[u32], core_mhz: f64) -> RankLag {
         RankLag {
             rounds_last: u64::from(words[0]),
-            behind_us_total: f64::from(words[1]) / CORE_CLOCK_MHZ,
-            behind_us_max: f64::from(words[2]) / CORE_CLOCK_MHZ,
+            behind_us_total: f64::from(words[1]) / core_mhz,
+            behind_us_max: f64::from(words[2]) / core_mhz,
         }
     }
 }

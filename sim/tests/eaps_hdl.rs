@@ -167,26 +167,10 @@ fn receiver_accepts_what_parse_frame_accepts() {
         let mut f = emit_frame(&r, src, pcp);
         match rng.gen_range(0..6) {
             0 | 1 => {}
-            2 => {
-                // One byte changed anywhere (a reserved byte is still a good PDU).
-                let i = rng.gen_range(0..f.len());
-                f[i] ^= 1 << rng.gen_range(0..8);
-            }
-            3 => {
-                let n = rng.gen_range(1..f.len());
-                f.truncate(n);
-            }
-            4 => {
-                // Trailing bytes, and sometimes a longer 802.3 length that covers some of them.
-                let extra = rng.gen_range(1..20);
-                f.extend((0..extra).map(|_| rng.gen::<u8>()));
-                if rng.gen_bool(0.5) {
-                    let len = 88 + rng.gen_range(0..extra + 4) as u16;
-                    f[16..18].copy_from_slice(&len.to_be_bytes());
-                }
-            }
+            k @ 2..=4 => damage(&mut rng, &mut f, k, 88),
             _ => {
-                // A damaged 16-bit word, checksum fixed up so only the field check can catch it.
+                // A damaged constant byte: the ones before byte 26 lie outside the EDP checksum, so only
+                // the field check can catch those.
                 let i = [12usize, 16, 18, 20, 24, 28, 42, 44, 46][rng.gen_range(0..9)];
                 f[i] = rng.gen();
             }
@@ -211,6 +195,32 @@ fn receiver_accepts_what_parse_frame_accepts() {
         "{good} good, {bad} bad frames ({other} other EDP frames): the cases do not cover all kinds"
     );
     assert_eq!(rx.rejected.val().to_u32(), bad);
+}
+
+/// The damages both PDU checkers are tested with (`kind` 2..=4, the cases' numbers), applied to
+/// a frame whose 802.3 length (bytes 16..18) is `len`: 2 one bit flipped anywhere (a reserved
+/// byte's is still a good PDU), 3 truncated, 4 trailing bytes, and sometimes a longer 802.3
+/// length that covers some of them.
+fn damage(rng: &mut ChaCha8Rng, f: &mut Vec<u8>, kind: u32, len: u16) {
+    match kind {
+        2 => {
+            let i = rng.gen_range(0..f.len());
+            f[i] ^= 1 << rng.gen_range(0..8);
+        }
+        3 => {
+            let n = rng.gen_range(1..f.len());
+            f.truncate(n);
+        }
+        4 => {
+            let extra = rng.gen_range(1..20);
+            f.extend((0..extra).map(|_| rng.gen::<u8>()));
+            if rng.gen_bool(0.5) {
+                let longer = len + rng.gen_range(0..extra + 4) as u16;
+                f[16..18].copy_from_slice(&longer.to_be_bytes());
+            }
+        }
+        k => panic!("damage kind {k}"),
+    }
 }
 
 /// An ESL PDU with random fields.
@@ -244,22 +254,7 @@ fn esl_check_accepts_what_esl_parse_frame_accepts() {
         let mut f = esl::emit_frame(&r, MacAddr::from_bytes(&rng.gen::<[u8; 6]>()), rng.gen_range(0..8));
         match rng.gen_range(0..7) {
             0 | 1 => {}
-            2 => {
-                let i = rng.gen_range(0..f.len());
-                f[i] ^= 1 << rng.gen_range(0..8);
-            }
-            3 => {
-                let n = rng.gen_range(1..f.len());
-                f.truncate(n);
-            }
-            4 => {
-                let extra = rng.gen_range(1..20);
-                f.extend((0..extra).map(|_| rng.gen::<u8>()));
-                if rng.gen_bool(0.5) {
-                    let len = 62 + rng.gen_range(0..extra + 4) as u16;
-                    f[16..18].copy_from_slice(&len.to_be_bytes());
-                }
-            }
+            k @ 2..=4 => damage(&mut rng, &mut f, k, 62),
             5 => {
                 // A damaged constant field, checksum fixed up so only the field check catches it.
                 let i = [0usize, 5, 12, 13, 16, 18, 20, 22, 24, 25, 26, 28, 29, 42, 43, 44, 45, 46, 47]

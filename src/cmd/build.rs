@@ -11,6 +11,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use spotagg_boards::flow::{BuildReport, Design, Flow, FlowError, Step, Toolchain};
+use spotagg_boards::tops::core_clock::CoreClock;
 use spotagg_boards::tops::core_top::{core_top_lpf, core_top_verilog, CORE_TOP};
 use spotagg_boards::Board;
 use spotagg_driver::wire::PayloadSize;
@@ -77,7 +78,9 @@ pub struct Args {
     stragglers: Stragglers,
     /// Jobs the board serves at once (docs/switch.md §8): one core each, with `--slots` slots
     /// each, behind the job router (1 or 2; the board top only). The job of `--job` is job 0's
-    /// at power-up; the others are empty until `spotagg ctl configure --jobs` writes them.
+    /// at power-up; the others are empty until `spotagg ctl configure --jobs` writes them. With
+    /// two, the core clock is 83.33 MHz rather than 100 (docs/performance.md, "Two jobs on the
+    /// i9"; the board still takes both ports at line rate there).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
     jobs: u8,
     /// Build the EAPS node into the board top (docs/eaps.md §12: the two ports are ring ports,
@@ -140,7 +143,7 @@ pub fn design(board: &Board, top: TopKind, config: &CoreConfig, job: &JobConfig,
                 jobs,
                 eaps,
             ),
-            lpf: spotagg_boards::board::lpf::lpf(board),
+            lpf: spotagg_boards::board::lpf::lpf_with_core_clock(board, CoreClock::for_jobs(jobs)),
         },
         TopKind::Core => Design {
             top: CORE_TOP.to_string(),
@@ -192,7 +195,7 @@ pub fn run(args: Args) -> Result<()> {
     let eaps = args.top == TopKind::Board && !args.no_eaps;
     let out = args.out.unwrap_or_else(|| PathBuf::from("build").join(board.id));
     eprintln!(
-        "building {} ({}, {} {}, speed {}): {}, width {} bytes, {}{} slots, straggler counters {}, {} job{}, EAPS {}, {}",
+        "building {} ({}, {} {}, speed {}): {}, width {} bytes, {}{} slots, straggler counters {}, {} job{}, EAPS {}, {}, {}",
         board.name,
         board.id,
         board.part.device,
@@ -209,6 +212,10 @@ pub fn run(args: Args) -> Result<()> {
         args.jobs,
         if args.jobs == 1 { "" } else { "s (a core each)" },
         if eaps { "on" } else { "off" },
+        match args.top {
+            TopKind::Board => format!("core clock {} MHz", CoreClock::for_jobs(usize::from(args.jobs)).mhz_text()),
+            TopKind::Core => format!("core clock {} MHz", spotagg_boards::tops::core_top::CORE_TOP_PLL.clkop_mhz()),
+        },
         if args.seeds > 1 {
             format!("seeds {}..={}", args.seed, args.seed + args.seeds - 1)
         } else {

@@ -128,7 +128,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     if let What::Metrics { listen, every } = args.what {
         // (With --job, the exporter polls that job's counters; job 0 stays unselected.)
-        return export(c, &args.serial, listen, Duration::from_secs_f64(every));
+        return export(c, &args.serial, args.baud, listen, Duration::from_secs_f64(every));
     }
     let result = command(&mut c, args.what, args.json, &args.serial);
     if args.select_job.is_some() {
@@ -342,9 +342,15 @@ fn exporter_families(up: bool, polls: u64, errors: u64, seconds: f64) -> Vec<Fam
 fn export<P: Read + Write + Send + 'static>(
     mut c: Control<P>,
     serial: &str,
+    baud: u32,
     listen: SocketAddr,
     every: Duration,
 ) -> Result<()> {
+    // The board's core clock, at which its straggler counters count: its UART's clocks per bit
+    // (an identity register) at the link's baud rate (100 MHz for a board of one job, 83.33 MHz
+    // for two; within the divisor's rounding, 0.05 %).
+    let id = c.identity().map_err(|e| anyhow::anyhow!("identity of the board on {serial}: {e}"))?;
+    let core_mhz = f64::from(id.baud_divisor) * f64::from(baud) / 1e6;
     let board = Arc::new(MetricsBoard::new(1));
     let (mut polls, mut errors) = (0u64, 0u64);
     let mut poll = move |board: &MetricsBoard| -> Result<(), String> {
@@ -378,7 +384,7 @@ fn export<P: Read + Write + Send + 'static>(
                     ));
                 }
                 if let Some(lags) = lags {
-                    let ranks: Vec<RankLag> = lags.iter().map(|w| RankLag::from_core_words(w)).collect();
+                    let ranks: Vec<RankLag> = lags.iter().map(|w| RankLag::from_core_words_at(w, core_mhz)).collect();
                     f.extend(straggler_families(&ranks, &[]));
                 }
                 f.extend(exporter_families(true, polls, errors, secs));

@@ -2,29 +2,43 @@
 //! one `LOCATE` and one `IOBUF` per pin of the board top, then the user LED (`led_n`, for the
 //! core-only top; nextpnr ignores a constraint whose port a design does not have, and on the
 //! 5A-75B the LED's ball is the board top's `uart_tx`), a `FREQUENCY PORT` per input clock,
-//! and the internal clocks of the board top (the PLL's 125 MHz transmit clock, 100 MHz core
-//! clock and 50 MHz EAPS node clock) as `FREQUENCY NET`.
+//! and the internal clocks of the board top (the PLL's 125 MHz transmit clock, the core clock,
+//! 100 MHz or the build's [`CoreClock`], and the 50 MHz EAPS node clock) as `FREQUENCY NET`.
 
+use crate::tops::core_clock::CoreClock;
 use crate::{Board, Slew};
 use std::fmt::Write;
 
-/// Internal clock nets of the board top and their constraints in MHz: the PLL's outputs, the
-/// kept nets `clk125`, `clk100` and `clk50` of the board top's [`crate::ecp5::BoardPll`] instance
-/// `pll` (synthesis merges the top's own nets into other names, so a constraint on those would be
-/// ignored).
-pub const INTERNAL_CLOCKS: &[(&str, f64)] = &[(PLL_CLOCK_NET, 125.0), (CORE_CLOCK_NET, 100.0), (EAPS_CLOCK_NET, 50.0)];
+/// Internal clock nets of the board top whose core clock is `core`, and their constraints in
+/// MHz as the LPF states them: the PLL's outputs, the kept nets `clk125`, `clk100` and `clk50`
+/// of the board top's [`crate::ecp5::BoardPll`] instance `pll` (synthesis merges the top's own
+/// nets into other names, so a constraint on those would be ignored).
+pub fn internal_clocks(core: CoreClock) -> Vec<(&'static str, String)> {
+    let pll = crate::ecp5::BOARD_PLL;
+    vec![
+        (PLL_CLOCK_NET, pll.clkop_mhz().to_string()),
+        (CORE_CLOCK_NET, core.mhz_text()),
+        (EAPS_CLOCK_NET, pll.clkos2_mhz().expect("the board PLL has CLKOS2").to_string()),
+    ]
+}
 
 /// The board top's 125 MHz transmit clock net as synthesis leaves it.
 pub const PLL_CLOCK_NET: &str = "pll.clk125";
 
-/// The board top's 100 MHz core clock net as synthesis leaves it.
+/// The board top's core clock net as synthesis leaves it (named for the 100 MHz of a board
+/// with one core; the frequency is the build's [`CoreClock`]).
 pub const CORE_CLOCK_NET: &str = "pll.clk100";
 
 /// The board top's 50 MHz EAPS node clock net as synthesis leaves it.
 pub const EAPS_CLOCK_NET: &str = "pll.clk50";
 
-/// The constraint file of a board.
+/// The constraint file of a board with the 100 MHz core clock (a board top of one job).
 pub fn lpf(board: &Board) -> String {
+    lpf_with_core_clock(board, CoreClock::MHZ_100)
+}
+
+/// The constraint file of a board whose core clock is `core`.
+pub fn lpf_with_core_clock(board: &Board, core: CoreClock) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -56,7 +70,7 @@ pub fn lpf(board: &Board) -> String {
     for c in board.clocks() {
         let _ = writeln!(s, "FREQUENCY PORT \"{}\" {} MHZ;", c.port, c.mhz);
     }
-    for (net, mhz) in INTERNAL_CLOCKS {
+    for (net, mhz) in internal_clocks(core) {
         let _ = writeln!(s, "FREQUENCY NET \"{net}\" {mhz} MHZ;");
     }
     s
@@ -79,5 +93,15 @@ mod test {
     #[test]
     fn colorlight_i9_lpf() {
         insta::assert_snapshot!(lpf(&crate::board::colorlight_i5::i9()));
+    }
+
+    /// The i9 built with two jobs: its core clock at 83.33 MHz, the rest as with one.
+    #[test]
+    fn colorlight_i9_two_jobs_lpf() {
+        let i9 = crate::board::colorlight_i5::i9();
+        let two = lpf_with_core_clock(&i9, CoreClock::for_jobs(2));
+        assert!(two.contains("FREQUENCY NET \"pll.clk100\" 83.333333 MHZ;"), "{two}");
+        assert!(two.contains("FREQUENCY NET \"pll.clk125\" 125 MHZ;"));
+        assert_eq!(two.replace("83.333333 MHZ", "100 MHZ"), lpf(&i9));
     }
 }

@@ -5,7 +5,8 @@
 //! their insides is generated. Their `update` is a model for rust-hdl simulation:
 //!
 //! - [`BoardPll`]: the output clocks follow the input clock edge for edge, `lock` is high.
-//!   On the chip: 25 MHz in, 125 MHz, 100 MHz and 50 MHz out (VCO 500 MHz).
+//!   On the chip: 25 MHz in, 125 MHz, the core clock and 50 MHz out (VCO 500 MHz; the core
+//!   clock 100 MHz, or 83.33 MHz on a board of two jobs: [`CoreClock`]; 50 MHz the EAPS node's).
 //! - [`Iddrx1f`]: `q0` is `d` sampled at a rising edge of `sclk`, `q1` the sample at the
 //!   following falling edge; both are presented at the next rising edge.
 //! - [`Oddrx1f`]: `q` is `d0` (taken at a rising edge) while `sclk` is high, then `d1` (taken
@@ -18,6 +19,7 @@
 
 pub mod mdio_pad;
 
+use crate::tops::core_clock::CoreClock;
 use rust_hdl::prelude::*;
 
 /// The Verilog of a black box: `code` instantiates the vendor primitive (no cores of its own).
@@ -71,9 +73,9 @@ impl PllSetting {
         self.clki_mhz * self.clkfb_div
     }
 
-    /// `CLKOS`'s frequency, MHz (when a whole number).
-    pub fn clkos_mhz(&self) -> Option<u32> {
-        self.clkos_div.map(|d| self.vco_mhz() / d)
+    /// `CLKOS`'s frequency, MHz.
+    pub fn clkos_mhz(&self) -> Option<f64> {
+        self.clkos_div.map(|d| f64::from(self.vco_mhz()) / f64::from(d))
     }
 
     /// `CLKOS2`'s frequency, MHz (when a whole number).
@@ -84,9 +86,9 @@ impl PllSetting {
     /// The Verilog instance `name` of this setting on `nets`, each line after `indent`.
     ///
     /// # Panics
-    /// When the VCO is outside 400–800 MHz, an output frequency is not a whole number of MHz,
-    /// or `nets.clkos` is given without `clkos_div` (or the other way round; the same for
-    /// `CLKOS2`).
+    /// When the VCO is outside 400–800 MHz, `CLKOS2` is not a whole number of MHz, or
+    /// `nets.clkos` is given without `clkos_div` (or the other way round; the same for `CLKOS2`).
+    /// `CLKOS` may be a fraction of a MHz (`FREQUENCY_PIN_CLKOS` with six decimals).
     pub fn instance(&self, name: &str, nets: PllNets<'_>, indent: &str) -> String {
         let vco = self.vco_mhz();
         assert!((400..=800).contains(&vco), "{self:?}: VCO {vco} MHz outside 400-800 MHz");
@@ -120,8 +122,12 @@ impl PllSetting {
             format!("CLKOP({})", nets.clkop),
         ];
         if let (Some(div), Some(net)) = (self.clkos_div, nets.clkos) {
-            assert_eq!(vco % div, 0, "{self:?}: CLKOS is not a whole number of MHz");
-            attrs.push(format!("(* FREQUENCY_PIN_CLKOS=\"{}\" *)", vco / div));
+            let mhz = if vco.is_multiple_of(div) {
+                (vco / div).to_string()
+            } else {
+                format!("{:.6}", f64::from(vco) / f64::from(div))
+            };
+            attrs.push(format!("(* FREQUENCY_PIN_CLKOS=\"{mhz}\" *)"));
             params.extend([
                 "CLKOS_ENABLE(\"ENABLED\")".to_string(),
                 format!("CLKOS_DIV({div})"),
@@ -176,28 +182,44 @@ impl PllSetting {
 
 /// The board top's PLL: 125 MHz on `CLKOP` (the RGMII transmit clock), 100 MHz on `CLKOS` (the
 /// core clock) and 50 MHz on `CLKOS2` (the EAPS node's clock) from 25 MHz; VCO 500 MHz.
+/// [`board_pll`] gives another core clock.
 pub const BOARD_PLL: PllSetting =
     PllSetting { clki_mhz: 25, clkfb_div: 5, clkop_div: 4, clkos_div: Some(5), clkos2_div: Some(10) };
 
-/// EHXPLLL of the board top, [`BOARD_PLL`]: 125 MHz (the RGMII transmit clock, `CLKOP`),
-/// 100 MHz (the core clock, `CLKOS`) and 50 MHz (the EAPS node's clock, `CLKOS2`) from 25 MHz.
-/// The outputs meet only at FIFOs and handshakes (their phase relation is not used). The output
-/// nets are kept wires `clk125`, `clk100` and `clk50` (after flattening `pll.clk125`,
-/// `pll.clk100`, `pll.clk50`, the names the LPF constrains); `FREQUENCY_PIN_*` let nextpnr derive
-/// them too. The simulation model passes the input clock to every output (a simulation has no
-/// frequencies; tests that need several rates drive the board logic's clocks themselves).
+/// [`BOARD_PLL`] with the core clock `core` on `CLKOS`.
+pub const fn board_pll(core: CoreClock) -> PllSetting {
+    PllSetting { clkos_div: Some(core.clkos_div), ..BOARD_PLL }
+}
+
+/// EHXPLLL of the board top, [`board_pll`]: 125 MHz (the RGMII transmit clock, `CLKOP`), the
+/// build's core clock (`CLKOS`, [`CoreClock`]: 100 MHz, or 83.33 MHz with two jobs) and 50 MHz
+/// (the EAPS node's clock, `CLKOS2`) from 25 MHz. The outputs meet only at FIFOs and handshakes
+/// (their phase relation is not used). The output nets are kept wires `clk125`, `clk100` and
+/// `clk50` (after flattening `pll.clk125`, `pll.clk100`, `pll.clk50`, the names the LPF
+/// constrains; `clk100` is the core clock's net whatever its frequency); `FREQUENCY_PIN_*` let
+/// nextpnr derive them too. The simulation model passes the input clock to every output (a
+/// simulation has no frequencies; tests that need several rates drive the board logic's clocks
+/// themselves).
 #[derive(LogicBlock, Default)]
 pub struct BoardPll {
     /// 25 MHz input.
     pub clkin: Signal<In, Clock>,
     /// 125 MHz output (transmit clock).
     pub clk_tx: Signal<Out, Clock>,
-    /// 100 MHz output (core clock).
+    /// Core clock output (100 MHz, or the build's [`CoreClock`]).
     pub clk_core: Signal<Out, Clock>,
     /// 50 MHz output (the EAPS node's clock).
     pub clk_eaps: Signal<Out, Clock>,
     /// The PLL has locked.
     pub lock: Signal<Out, Bit>,
+    _core: CoreClock,
+}
+
+impl BoardPll {
+    /// The PLL with the core clock `core` on `CLKOS`.
+    pub fn new(core: CoreClock) -> Self {
+        Self { _core: core, ..Default::default() }
+    }
 }
 
 impl Logic for BoardPll {
@@ -217,7 +239,7 @@ impl Logic for BoardPll {
         primitive(format!(
             "(* keep *) wire clk125;\n(* keep *) wire clk100;\n(* keep *) wire clk50;\nassign clk_tx = clk125;\n\
 assign clk_core = clk100;\nassign clk_eaps = clk50;\n{}",
-            BOARD_PLL.instance(
+            board_pll(self._core).instance(
                 "pll",
                 PllNets { clki: "clkin", clkop: "clk125", clkos: Some("clk100"), clkos2: Some("clk50"), lock: "lock" },
                 ""

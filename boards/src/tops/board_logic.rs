@@ -31,7 +31,7 @@ use spotagg_hdl::straggler::StragglerRead;
 use spotagg_hdl::CoreConfig;
 
 /// Clocks of the EAPS node's clock per EAPS time unit on the board: 1 µs at 50 MHz (the unit
-/// of the periods in the EAPS registers).
+/// of the periods in the EAPS registers), whatever the build's [`CoreClock`](crate::tops::core_clock::CoreClock).
 pub const EAPS_TIME_DIV: u32 = 50;
 
 /// Build parameters of the control plane.
@@ -41,6 +41,8 @@ pub struct ControlParams {
     pub identity: ControlIdentity,
     /// MDC half period in core clocks.
     pub mdc_half_period: u32,
+    /// Clocks of `eaps_clock` per EAPS time unit (1 µs on a board: [`EAPS_TIME_DIV`]).
+    pub eaps_time_div: u32,
     /// The PHYs' MDIO addresses, port 0 first.
     pub phy_addresses: [u8; 2],
 }
@@ -48,7 +50,7 @@ pub struct ControlParams {
 /// Fabric (with a core for each of `J` jobs, docs/switch.md §8), control link and MDIO master.
 #[derive(LogicBlock)]
 pub struct BoardLogic<const J: usize = 1> {
-    /// Core clock (100 MHz on the board; also the control plane's).
+    /// Core clock (the build's [`CoreClock`](crate::tops::core_clock::CoreClock) on the board; also the control plane's).
     pub core_clock: Signal<In, Clock>,
     /// Transmit clock of both ports (125 MHz).
     pub tx_clock: Signal<In, Clock>,
@@ -118,7 +120,7 @@ impl<const J: usize> BoardLogic<J> {
                 .with_jobs(J)
                 .with_eaps(true),
             mdio: MdioMaster::new(params.mdc_half_period, params.phy_addresses),
-            timebase: EapsTimebase::new(EAPS_TIME_DIV),
+            timebase: EapsTimebase::new(params.eaps_time_div),
             port_counter_q: Default::default(),
             high_q: Default::default(),
         }

@@ -13,6 +13,7 @@
 
 pub mod board_logic;
 pub mod config_loader;
+pub mod core_clock;
 pub mod core_top;
 pub mod eaps_node_crossing;
 pub mod switch_fabric;

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! clk25 ─ EHXPLLL ─ clk125 ─ transmit clock of both ports (MACs, RGMII transmit)
-//!                 ├ clk100 ─ core clock: merge, core, dispatch, bridge, control plane
+//!                 ├ clk100 ─ core clock (100 or 83.33 MHz): merge, core, dispatch, bridge, control plane
 //!                 └ clk50 ── the EAPS node's clock (and its time base)
 //! eth{i}_rxc/rx_ctl/rxd ─ Rgmii: IDDRX1F [+ DELAYG] ─ GMII ─┐
 //!                                                         BoardLogic ─ uart_tx, uart_rx
@@ -13,12 +13,12 @@
 //! Port names are the board definition's ([`Board::pins`]): `clk25`, `uart_tx`, `uart_rx`,
 //! `phy_reset_n`, `mdc`, `mdio`, `eth{0,1}_rxc`, `eth{i}_rx_ctl`, `eth{i}_rxd[3:0]`,
 //! `eth{i}_txc`, `eth{i}_tx_ctl`, `eth{i}_txd[3:0]`; the module is `top`; the PLL's output nets
-//! are `pll.clk125`, `pll.clk100` and `pll.clk50`.
+//! are `pll.clk125`, `pll.clk100` (the core clock, whatever its frequency) and `pll.clk50`.
 //!
 //! Clocks: the 125 MHz clocks (both receive clocks, the transmit clock) carry only the MACs and
-//! the FIFOs' ends; the core runs at 100 MHz, which keeps up with both ports at line rate (the
-//! board-level simulation runs the four clocks at their periods with back-to-back frames on
-//! both ports, nothing dropped). This is how LiteX and verilog-ethernet designs separate a
+//! the FIFOs' ends; the core runs at the build's [`CoreClock`] (100 MHz with one job, 83.33 MHz
+//! with two), which keeps up with both ports at line rate (the board-level simulation runs the
+//! four clocks at their periods with back-to-back frames on both ports, nothing dropped). This is how LiteX and verilog-ethernet designs separate a
 //! system clock from the PHY clocks; it lets the 125 MHz clocks meet their constraint with room
 //! to spare where a 125 MHz core did not.
 //!
@@ -39,21 +39,25 @@ use crate::ecp5::mdio_pad::BidirPad;
 use crate::ecp5::BoardPll;
 use crate::ethernet::gmii::GmiiPort;
 use crate::ethernet::rgmii::Rgmii;
-use crate::tops::board_logic::{BoardLogic, ControlParams};
+use crate::tops::board_logic::{BoardLogic, ControlParams, EAPS_TIME_DIV};
+use crate::tops::core_clock::CoreClock;
 use crate::Board;
 use rust_hdl::prelude::*;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::control_link::{BuildStamp, ControlIdentity};
 use spotagg_hdl::CoreConfig;
 
-/// The board top's core clock in MHz (the PLL's `CLKOS`).
-pub const CORE_CLOCK_MHZ: u32 = 100;
-
-/// Core clocks per UART bit at 115200 baud: 100 MHz / 115200 = 868.06.
-pub const CORE_CLOCK_BAUD_DIVISOR: u32 = 868;
-
-/// Core clocks per half MDC period: 100 MHz / (2 × 20) = 2.5 MHz.
-pub const CORE_CLOCK_MDC_HALF_PERIOD: u32 = 20;
+/// The control plane of `board` with the core clock `clock`: its identity (with the UART's
+/// clocks per bit and the flow's `build` stamp) and the MDC half period, counted in `clock`,
+/// and the EAPS time unit, counted in the node's 50 MHz clock.
+pub fn control_params(board: &Board, clock: CoreClock, build: BuildStamp) -> ControlParams {
+    ControlParams {
+        identity: ControlIdentity::stamp(u32::from(board.board_id), clock.baud_divisor(), build),
+        mdc_half_period: clock.mdc_half_period(),
+        eaps_time_div: EAPS_TIME_DIV,
+        phy_addresses: board.phy_addresses,
+    }
+}
 
 /// The EAPS node's clock in MHz (the PLL's `CLKOS2`): the node handles a few control PDUs a
 /// hello period, and its long paths get 20 ns (docs/eaps.md §12).
@@ -109,20 +113,24 @@ pub struct BoardTop<const J: usize = 1> {
 
 impl<const J: usize> BoardTop<J> {
     /// The top for `board`, `J` width-4 cores (one a job, docs/switch.md §8; the first loaded
-    /// with `job` at power-up, the others empty until the control link writes them), the control link at
-    /// 115200 baud (at the 100 MHz core clock), its identity with the flow's `build` stamp, MDC at
-    /// 2.5 MHz.
+    /// with `job` at power-up, the others empty until the control link writes them), the core
+    /// clock of `J` cores ([`CoreClock::for_jobs`]: 100 MHz for one, 83.33 MHz for two), the
+    /// control link at 115200 baud, its identity with the flow's `build` stamp, MDC at 2.5 MHz
+    /// at most, the EAPS time unit 1 µs, each counted in that clock.
     pub fn new(board: &Board, core: CoreConfig, job: &JobConfig, build: BuildStamp) -> Self {
-        let params = ControlParams {
-            identity: ControlIdentity::stamp(u32::from(board.board_id), CORE_CLOCK_BAUD_DIVISOR, build),
-            mdc_half_period: CORE_CLOCK_MDC_HALF_PERIOD,
-            phy_addresses: board.phy_addresses,
-        };
-        Self::with_control(board, core, job, params)
+        let clock = CoreClock::for_jobs(J);
+        Self::with_control(board, core, job, control_params(board, clock, build), clock)
     }
 
-    /// The top with the control plane of `params`.
-    pub fn with_control(board: &Board, core: CoreConfig, job: &JobConfig, params: ControlParams) -> Self {
+    /// The top with the control plane of `params` and the core clock `clock` on the PLL's
+    /// `CLKOS` (`params` counted in it).
+    pub fn with_control(
+        board: &Board,
+        core: CoreConfig,
+        job: &JobConfig,
+        params: ControlParams,
+        clock: CoreClock,
+    ) -> Self {
         Self {
             clk25: Default::default(),
             uart_tx: Default::default(),
@@ -145,7 +153,7 @@ impl<const J: usize> BoardTop<J> {
             clk125: Default::default(),
             clk100: Default::default(),
             clk50: Default::default(),
-            pll: Default::default(),
+            pll: BoardPll::new(clock),
             rgmii: std::array::from_fn(|_| Rgmii::new(board.phy_delays)),
             logic: BoardLogic::with_jobs(core, std::slice::from_ref(job), params),
             mdio_pad: Default::default(),
@@ -275,33 +283,45 @@ mod test {
     }
 
     /// The PLL's dividers give the frequencies the LPF constrains and the control plane's
-    /// divisors assume: VCO inside 400–800 MHz, CLKOP = the transmit clock, CLKOS = the core
-    /// clock, CLKOS2 = the EAPS node's clock (1 µs its time unit); 115200 baud within 0.1 %,
-    /// MDC at 2.5 MHz.
+    /// divisors assume, for each core clock a build has: VCO inside 400–800 MHz, CLKOP = the
+    /// transmit clock, CLKOS = the core clock, CLKOS2 = the EAPS node's
+    /// clock (1 µs its time unit, whatever the core clock); 115200 baud within 0.1 %, MDC at
+    /// most 2.5 MHz.
     #[test]
     fn pll_dividers_match_the_constraints() {
-        let mut pll = BoardPll::default();
-        pll.connect_all();
-        let Verilog::Wrapper(w) = pll.hdl() else { panic!("the PLL is a wrapper") };
-        let param = |name: &str| -> f64 {
-            let at = w.code.find(&format!(".{name}(")).unwrap_or_else(|| panic!("{name} missing")) + name.len() + 2;
-            w.code[at..at + w.code[at..].find(')').unwrap()].parse().unwrap()
-        };
-        let vco = 25.0 * param("CLKFB_DIV") * param("CLKOP_DIV") / param("CLKI_DIV");
-        assert!((400.0..=800.0).contains(&vco), "VCO {vco} MHz");
-        let lpf_mhz = |net: &str| crate::board::lpf::INTERNAL_CLOCKS.iter().find(|c| c.0 == net).unwrap().1;
-        assert_eq!(vco / param("CLKOP_DIV"), lpf_mhz(crate::board::lpf::PLL_CLOCK_NET));
-        assert_eq!(vco / param("CLKOS_DIV"), lpf_mhz(crate::board::lpf::CORE_CLOCK_NET));
-        assert_eq!(vco / param("CLKOS_DIV"), f64::from(CORE_CLOCK_MHZ));
-        assert!(w.code.contains(&format!("FREQUENCY_PIN_CLKOS=\"{CORE_CLOCK_MHZ}\"")));
-        // CLKOS2: the EAPS node's clock, and its time base one unit (1 µs) every EAPS_TIME_DIV.
-        assert_eq!(vco / param("CLKOS2_DIV"), lpf_mhz(crate::board::lpf::EAPS_CLOCK_NET));
-        assert_eq!(vco / param("CLKOS2_DIV"), f64::from(EAPS_CLOCK_MHZ));
-        assert!(w.code.contains(&format!("FREQUENCY_PIN_CLKOS2=\"{EAPS_CLOCK_MHZ}\"")));
-        assert!(w.code.contains(".CLKOS2_ENABLE(\"ENABLED\")") && w.code.contains(".CLKOS2(clk50)"));
-        assert_eq!(crate::tops::board_logic::EAPS_TIME_DIV, EAPS_CLOCK_MHZ, "1 µs a time unit");
-        let baud = f64::from(CORE_CLOCK_MHZ) * 1e6 / f64::from(CORE_CLOCK_BAUD_DIVISOR);
-        assert!((baud / 115_200.0 - 1.0).abs() < 1e-3, "{baud} baud");
-        assert_eq!(f64::from(CORE_CLOCK_MHZ) / f64::from(2 * CORE_CLOCK_MDC_HALF_PERIOD), 2.5);
+        let board = crate::board::colorlight_i5::i9();
+        for (jobs, clock) in [(1, CoreClock::for_jobs(1)), (2, CoreClock::for_jobs(2))] {
+            let mut pll = BoardPll::new(clock);
+            pll.connect_all();
+            let Verilog::Wrapper(w) = pll.hdl() else { panic!("the PLL is a wrapper") };
+            let param = |name: &str| -> f64 {
+                let at = w.code.find(&format!(".{name}(")).unwrap_or_else(|| panic!("{name} missing")) + name.len() + 2;
+                w.code[at..at + w.code[at..].find(')').unwrap()].parse().unwrap()
+            };
+            let vco = 25.0 * param("CLKFB_DIV") * param("CLKOP_DIV") / param("CLKI_DIV");
+            assert!((400.0..=800.0).contains(&vco), "VCO {vco} MHz");
+            let lpf = crate::board::lpf::lpf_with_core_clock(&board, clock);
+            let lpf_mhz = |net: &str| -> f64 {
+                let line = lpf.lines().find(|l| l.contains(&format!("NET \"{net}\""))).expect("the net's constraint");
+                line.split_whitespace().nth(3).unwrap().parse().unwrap()
+            };
+            let core_mhz = vco / param("CLKOS_DIV");
+            assert_eq!(vco / param("CLKOP_DIV"), lpf_mhz(crate::board::lpf::PLL_CLOCK_NET));
+            assert!((core_mhz - lpf_mhz(crate::board::lpf::CORE_CLOCK_NET)).abs() < 1e-5, "{jobs} jobs: {core_mhz}");
+            assert_eq!(core_mhz, clock.mhz());
+            assert!(w.code.contains(&format!("FREQUENCY_PIN_CLKOS=\"{}\"", clock.mhz_text())));
+            let p = control_params(&board, clock, BuildStamp::default());
+            let baud = core_mhz * 1e6 / f64::from(p.identity.baud_divisor);
+            assert!((baud / 115_200.0 - 1.0).abs() < 1e-3, "{jobs} jobs: {baud} baud");
+            let mdc = core_mhz / f64::from(2 * p.mdc_half_period);
+            assert!(mdc <= 2.5 && mdc > 2.4, "{jobs} jobs: MDC {mdc} MHz");
+            // CLKOS2: the EAPS node's clock, its time base one unit (1 µs) every eaps_time_div.
+            assert_eq!(vco / param("CLKOS2_DIV"), lpf_mhz(crate::board::lpf::EAPS_CLOCK_NET));
+            assert_eq!(vco / param("CLKOS2_DIV"), f64::from(EAPS_CLOCK_MHZ));
+            assert!(w.code.contains(&format!("FREQUENCY_PIN_CLKOS2=\"{EAPS_CLOCK_MHZ}\"")));
+            assert!(w.code.contains(".CLKOS2_ENABLE(\"ENABLED\")") && w.code.contains(".CLKOS2(clk50)"));
+            assert_eq!(p.eaps_time_div, EAPS_CLOCK_MHZ, "{jobs} jobs: 1 µs a time unit");
+        }
+        assert_eq!(CoreClock::for_jobs(1).mhz(), 100.0, "a board of one job keeps its 100 MHz core");
     }
 }

@@ -29,7 +29,7 @@ use super::{DomainConfig, Port};
 use crate::board_model::{fabric_build_options, BoardModelError, FabricPins};
 use crate::gmii;
 use crate::verilator::{PortSpec, VerilatedModel};
-use spotagg_driver::control::protocol::eaps::{self, DomainSettings};
+use spotagg_driver::control::protocol::eaps;
 use spotagg_driver::control::protocol::reg;
 use std::collections::VecDeque;
 
@@ -159,21 +159,7 @@ impl BoardNodePins {
 
 impl NodePins for BoardNodePins {
     fn set_domain(&mut self, d: usize, cfg: Option<&DomainConfig>) {
-        let s = cfg.map(|c| {
-            let h = hw_config(c);
-            DomainSettings {
-                master: h.master,
-                primary_port1: h.primary,
-                send_alert: h.send_alert,
-                control_vlan: h.control_vlan,
-                protected: h.protected,
-                hello: h.hello,
-                fail: h.fail,
-                pre_forwarding: h.pre_forwarding,
-                hello_field: h.hello_field,
-                fail_field: h.fail_field,
-            }
-        });
+        let s = cfg.map(hw_config);
         let mut slots = vec![None; d + 1];
         slots[d] = s;
         // One domain's words (the enable writes that `writes` puts around them are left out:

@@ -16,6 +16,7 @@
 use super::{
     Action, Alert, Cause, Counters, DomainConfig, EapsEngine, FailAction, FrameError, Nanos, Port, Role, State,
 };
+use spotagg_driver::control::protocol::eaps::DomainSettings;
 use spotagg_driver::wire::MacAddr;
 use spotagg_hdl::eaps_node::EapsNode as HdlNode;
 use spotagg_hdl::rust_hdl::prelude::*;
@@ -108,7 +109,7 @@ impl NodePins for RustHdlPins {
         if let Some(cfg) = cfg {
             let f = hw_config(cfg);
             c.master.next = f.master;
-            c.primary.next = f.primary;
+            c.primary.next = f.primary_port1;
             c.send_alert.next = f.send_alert;
             c.control_vlan.next = u64::from(f.control_vlan).into();
             c.protected_lo.next = u64::from(f.protected.0).into();
@@ -168,34 +169,10 @@ impl NodePins for RustHdlPins {
     }
 }
 
-/// A domain's configuration as the hardware takes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HwDomainConfig {
-    /// Master.
-    pub master: bool,
-    /// Primary port 1.
-    pub primary: bool,
-    /// Fail action send-alert.
-    pub send_alert: bool,
-    /// Control VLAN.
-    pub control_vlan: u16,
-    /// The protected VLANs as one range (first, last).
-    pub protected: (u16, u16),
-    /// Periods in ns.
-    pub hello: u32,
-    /// Fail period.
-    pub fail: u32,
-    /// Pre-forwarding period.
-    pub pre_forwarding: u32,
-    /// PDU timer fields (ms).
-    pub hello_field: u16,
-    /// Fail timer field.
-    pub fail_field: u16,
-}
-
-/// The hardware form of a reference domain configuration. Panics where the hardware cannot
-/// hold it: protected VLANs that are not one contiguous range, a period of 2^31 ns or more.
-pub fn hw_config(c: &DomainConfig) -> HwDomainConfig {
+/// The hardware form of a reference domain configuration (what the control link writes,
+/// periods in the node's time unit, here ns). Panics where the hardware cannot hold it:
+/// protected VLANs that are not one contiguous range, a period of 2^31 ns or more.
+pub fn hw_config(c: &DomainConfig) -> DomainSettings {
     let lo = c.protected.iter().copied().min().unwrap_or(1);
     let hi = c.protected.iter().copied().max().unwrap_or(0);
     assert!(
@@ -208,9 +185,9 @@ pub fn hw_config(c: &DomainConfig) -> HwDomainConfig {
         n as u32
     };
     let ms = |n: Nanos| (n / 1_000_000).min(u64::from(u16::MAX)) as u16;
-    HwDomainConfig {
+    DomainSettings {
         master: c.role == Role::Master,
-        primary: c.primary == 1,
+        primary_port1: c.primary == 1,
         send_alert: c.fail_action == FailAction::SendAlert,
         control_vlan: c.control_vlan,
         protected: (lo, hi),
@@ -597,7 +574,7 @@ impl NodePins for VerilatorPins {
             let fail_field = self.m.port(&format!("cfg${d}$fail_field"));
             for (pin, v) in p.iter().skip(1).zip([
                 u64::from(f.master),
-                u64::from(f.primary),
+                u64::from(f.primary_port1),
                 u64::from(f.send_alert),
                 u64::from(f.control_vlan),
                 u64::from(f.protected.0),
