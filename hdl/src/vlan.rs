@@ -19,7 +19,9 @@
 //! compare and the parser's receive logic meet only at that register, where together they were
 //! the core clock's deepest path on the board); [`VlanTag`] is combinational on the stream and
 //! holds its input for the one cycle in which it sends the tag word. Both have `ready` a
-//! function of the downstream `ready` and registers only (no path from data to `ready`).
+//! function of the downstream `ready` and registers only (no path from data to `ready`), and
+//! both compare the VID with 0 into a register (the configuration's compare is off the
+//! stream's paths), so a VID written takes effect one clock later.
 
 use crate::word_stream::{WordSink, WordSource};
 use rust_hdl::prelude::*;
@@ -48,7 +50,9 @@ pub struct VlanUntag {
     held_stripped: DFF<Bit>,
     held_short: DFF<Bit>,
     held_mismatch: DFF<Bit>,
-    tagged_job: Signal<Local, Bit>,
+    /// The job is tagged (VID ≠ 0), registered: the VID is a configuration register, and the
+    /// compare kept off the stream's paths (it takes effect a clock after the write).
+    tagged_job: DFF<Bit>,
     at_tag: Signal<Local, Bit>,
     vid_match: Signal<Local, Bit>,
     now_stripped: Signal<Local, Bit>,
@@ -79,6 +83,7 @@ impl Logic for VlanUntag {
             held_stripped,
             held_short,
             held_mismatch,
+            tagged_job,
             o_valid,
             o_data,
             o_last,
@@ -87,13 +92,13 @@ impl Logic for VlanUntag {
             o_short,
             o_mismatch
         );
-        self.tagged_job.next = self.vid.val() != 0;
-        self.at_tag.next = self.tagged_job.val() & self.word_in.valid.val() & (self.index.q.val() == 3);
+        self.tagged_job.d.next = self.vid.val() != 0;
+        self.at_tag.next = self.tagged_job.q.val() & self.word_in.valid.val() & (self.index.q.val() == 3);
         // 0x8100: the 802.1Q TPID (a literal: hdl_gen writes a Rust constant's name, not its value).
         self.vid_match.next = (self.word_in.data.val().get_bits::<16>(16) == 0x8100)
             & (self.word_in.data.val().get_bits::<12>(0) == self.vid.val());
         self.now_stripped.next = self.at_tag.val() & !self.word_in.last.val() & self.vid_match.val();
-        self.now_short.next = self.tagged_job.val()
+        self.now_short.next = self.tagged_job.q.val()
             & self.word_in.valid.val()
             & self.word_in.last.val()
             & ((self.index.q.val() < 3)
@@ -153,6 +158,11 @@ pub struct VlanTag {
     pub word_out: WordSource,
     /// Words of the frame sent so far, saturating at 4 (3: the tag is due).
     index: DFF<Bits<3>>,
+    /// The job is tagged (VID ≠ 0), registered (not named `tagged`: a SystemVerilog keyword
+    /// Verilator refuses): the TCI is a configuration register, and its
+    /// compare was on the core clock's deepest path on the board (through `ready` into the
+    /// result builder); it takes effect a clock after the write.
+    tag_on: DFF<Bit>,
     insert: Signal<Local, Bit>,
     /// The 802.1Q TPID in the tag word's top half.
     tpid_word: Constant<Bits<32>>,
@@ -166,6 +176,7 @@ impl Default for VlanTag {
             word_in: Default::default(),
             word_out: Default::default(),
             index: Default::default(),
+            tag_on: Default::default(),
             insert: Default::default(),
             tpid_word: Constant::new(0x8100_0000_u64.into()),
         }
@@ -175,8 +186,9 @@ impl Default for VlanTag {
 impl Logic for VlanTag {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, index);
-        self.insert.next = (self.tci.val().get_bits::<12>(0) != 0) & (self.index.q.val() == 3);
+        dff_setup!(self, clock, index, tag_on);
+        self.tag_on.d.next = self.tci.val().get_bits::<12>(0) != 0;
+        self.insert.next = self.tag_on.q.val() & (self.index.q.val() == 3);
         self.word_out.valid.next = self.word_in.valid.val();
         self.word_out.data.next = self.word_in.data.val();
         self.word_out.last.next = self.word_in.last.val();
@@ -270,6 +282,10 @@ mod tests {
             }
             let (want, flags) = model(vid, &f);
             b.vid.next = u64::from(vid).into();
+            // A VID written takes effect a clock later (the module doc).
+            b.word_in.valid.next = false;
+            b.word_out.ready.next = false;
+            tick!(&mut b);
             let input = frame_words(&f);
             let mut out: Vec<(u64, bool, u64)> = Vec::new();
             let mut got_flags = None;
@@ -322,6 +338,9 @@ mod tests {
                 [&f[..12], &[0x81, 0x00, (tci >> 8) as u8, tci as u8][..], &f[12..]].concat()
             };
             b.tci.next = u64::from(tci).into();
+            b.word_in.valid.next = false;
+            b.word_out.ready.next = false;
+            tick!(&mut b);
             let input = frame_words(&f);
             let (mut i, mut out, mut cycles) = (0, Vec::new(), 0);
             while out.last().is_none_or(|w: &(u64, bool, u64)| !w.1) {
