@@ -381,3 +381,211 @@ impl Logic for RequestParser {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::Rng;
+    use crate::register_range::tests::exists;
+    use spotagg_driver::control::protocol::{
+        parse_request, read_request, reg, write_request, Request, RequestError, OP_READ, OP_WRITE,
+    };
+
+    const TIMEOUT: u64 = 40;
+    const COUNTERS: u32 = 24;
+    const STRAGGLERS: u32 = 16;
+
+    /// The register map of a parser built `with_jobs(2)` and `with_eaps(true)`: does every
+    /// register of a request exist for its access?
+    fn registers_exist(request: &Request) -> bool {
+        let write = matches!(request, Request::Write { .. });
+        let (first, n) = (u32::from(request.address()), u32::from(request.count()));
+        let eaps = |a: u32| if write { (0x0700..=0x07FF).contains(&a) } else { (0x0800..=0x08FF).contains(&a) };
+        (write && first == u32::from(reg::JOB_SELECT) && n == 1)
+            || (first..first + n).all(|a| a <= 0xFFFF && (exists(a, write, COUNTERS, STRAGGLERS) || eaps(a)))
+    }
+
+    /// The contract's verdict on the bytes of one request: its status, and the length of its
+    /// frame when the header is good and the frame whole (the verdict follows its last byte;
+    /// any other waits for a quiet line).
+    fn model(frame: &[u8]) -> (Status, Option<usize>) {
+        let status = match parse_request(frame) {
+            Ok((r, _)) if registers_exist(&r) => Status::Ok,
+            Ok(_) => Status::UnknownRegister,
+            Err(RequestError::Incomplete) => Status::Timeout,
+            Err(e) => e.status().unwrap(),
+        };
+        if frame.len() < 5 || ![OP_READ, OP_WRITE].contains(&frame[1]) || !(1..=MAX_COUNT).contains(&frame[4]) {
+            return (status, None);
+        }
+        let len = 7 + if frame[1] == OP_WRITE { 4 * usize::from(frame[4]) } else { 0 };
+        (status, (len <= frame.len()).then_some(len))
+    }
+
+    /// A request near the edges of the register map, sometimes damaged: a bit flipped, cut
+    /// short, another opcode or a count out of range.
+    fn request(rng: &mut Rng) -> Vec<u8> {
+        let bases = [0x0000u16, 0x0100, 0x0109, 0x010A, 0x010F, 0x0180, 0x0200, 0x0300, 0x0400, 0x0600, 0x0700, 0x0800];
+        let address = match rng.below(8) {
+            0 => rng.next() as u16,
+            _ => {
+                let base = bases[rng.below(bases.len() as u64) as usize];
+                base.wrapping_add(rng.below(40) as u16).wrapping_sub(4)
+            }
+        };
+        let most = if rng.one_in(3) { MAX_COUNT } else { 4 };
+        let count = 1 + rng.below(u64::from(most)) as u8;
+        let mut v = if rng.one_in(2) {
+            read_request(address, count)
+        } else {
+            write_request(address, &(0..count).map(|_| rng.next() as u32).collect::<Vec<_>>())
+        };
+        match rng.below(12) {
+            0 => {
+                let i = 1 + rng.below(v.len() as u64 - 1) as usize;
+                v[i] ^= 1 << rng.below(8);
+            }
+            1 => v.truncate(1 + rng.below(v.len() as u64 - 1) as usize),
+            2 => v[1] = [0x00, 0x03, 0x81, REQUEST_SYNC][rng.below(4) as usize],
+            3 => v[4] = [0, MAX_COUNT + 1, 0x80, 0xFF][rng.below(4) as usize],
+            _ => {}
+        }
+        v
+    }
+
+    /// What the parser said in a cycle with `done` up.
+    #[derive(Debug, PartialEq)]
+    struct Verdict {
+        cycle: u64,
+        status: u8,
+        accepted: bool,
+    }
+
+    struct Bench {
+        uut: RequestParser,
+        cycle: u64,
+    }
+
+    impl Bench {
+        /// One clock cycle with these inputs; the verdict if `done` was up.
+        fn cycle(&mut self, byte: Option<u8>, line_error: bool, answered: bool) -> Option<Verdict> {
+            let b = &mut self.uut;
+            b.rx_valid.next = byte.is_some();
+            b.rx_byte.next = u64::from(byte.unwrap_or(0)).into();
+            b.line_error.next = line_error;
+            b.answered.next = answered;
+            crate::step::settle(b);
+            let v = b.done.val().then(|| Verdict {
+                cycle: self.cycle,
+                status: b.status.val().index() as u8,
+                accepted: b.accepted.val(),
+            });
+            assert!(!b.accepted.val() || b.done.val(), "cycle {}: accepted without done", self.cycle);
+            tick!(b);
+            self.cycle += 1;
+            v
+        }
+
+        /// `n` cycles of a quiet line; the verdicts.
+        fn quiet(&mut self, n: u64) -> Vec<Verdict> {
+            (0..n).filter_map(|_| self.cycle(None, false, false)).collect()
+        }
+    }
+
+    /// Requests of every kind, their bytes 4..=timeout + 1 cycles apart with low stop bits
+    /// between them, ignored bytes before SYNC, and bytes while the verdict is answered: one
+    /// verdict each, the model's, in the cycle the contract says, with the request held.
+    #[test]
+    fn one_verdict_per_request_as_the_model() {
+        let range =
+            RegisterRange::new(COUNTERS as usize).with_stragglers(STRAGGLERS as usize).with_jobs(2).with_eaps(true);
+        let mut b = Bench { uut: RequestParser::new(TIMEOUT as u32, range), cycle: 0 };
+        b.uut.connect_all();
+        let mut rng = Rng(0x9a55_e7e7);
+        let mut seen = [0usize; 6];
+        for case in 0..600 {
+            // Bytes other than SYNC before a request are ignored.
+            for _ in 0..rng.below(3) {
+                assert_eq!(b.quiet(3 + rng.below(60)), vec![], "case {case}: idle");
+                let junk = match rng.next() as u8 {
+                    REQUEST_SYNC => 0,
+                    x => x,
+                };
+                assert_eq!(b.cycle(Some(junk), false, false), None, "case {case}: idle");
+            }
+            assert_eq!(b.quiet(3 + rng.below(20)), vec![], "case {case}: idle");
+            let frame = request(&mut rng);
+            let (status, whole) = model(&frame);
+            seen[status as usize] += 1;
+            let (mut verdicts, mut byte_cycles, mut error_cycles) = (vec![], vec![], vec![]);
+            for (i, &byte) in frame.iter().enumerate() {
+                if i > 0 {
+                    let gap = if rng.one_in(8) { TIMEOUT } else { 3 + rng.below(8) };
+                    let error_at = rng.one_in(10).then(|| rng.below(gap));
+                    for g in 0..gap {
+                        if error_at == Some(g) {
+                            error_cycles.push(b.cycle);
+                        }
+                        verdicts.extend(b.cycle(None, error_at == Some(g), false));
+                    }
+                }
+                byte_cycles.push(b.cycle);
+                verdicts.extend(b.cycle(Some(byte), false, false));
+            }
+            let at = match whole {
+                Some(len) => {
+                    verdicts.extend(b.quiet(1));
+                    byte_cycles[len - 1] + 1
+                }
+                None => {
+                    if rng.one_in(4) {
+                        // A low stop bit after the last byte: the line was not quiet.
+                        verdicts.extend(b.quiet(1 + rng.below(TIMEOUT)));
+                        error_cycles.push(b.cycle);
+                        verdicts.extend(b.cycle(None, true, false));
+                    }
+                    verdicts.extend(b.quiet(TIMEOUT + 1));
+                    // A frame times out once the line has been quiet for `timeout` cycles and
+                    // no byte comes in the next; a discarded one (the header read) ends then
+                    // whatever comes.
+                    let discard = status != Status::Timeout;
+                    let quiet_before = |x: u64| {
+                        !byte_cycles.iter().chain(&error_cycles).any(|&e| e + TIMEOUT >= x && e < x)
+                            && (discard || !byte_cycles.contains(&x))
+                    };
+                    let from = if discard { byte_cycles[4] } else { byte_cycles[0] };
+                    (from + 1..).find(|&x| quiet_before(x)).unwrap()
+                }
+            };
+            let want = Verdict { cycle: at, status: status as u8, accepted: status == Status::Ok };
+            assert_eq!(verdicts, vec![want], "case {case}: {frame:02x?}");
+            // The request held, and the words of an accepted write.
+            if whole.is_some() {
+                let u = &b.uut;
+                let count = frame[4];
+                assert_eq!(u.address.val().index() as u16, u16::from_be_bytes([frame[2], frame[3]]), "case {case}");
+                assert_eq!((u.count.val().index() as u8, u.last_index.val().index() as u8), (count, count - 1));
+                assert_eq!(u.write.val(), frame[1] == OP_WRITE, "case {case}");
+                assert_eq!(u.snapshot.val(), frame[1] == OP_READ && frame[2..4] == [0x02, 0x00], "case {case}");
+            }
+            if let (Ok((Request::Write { words, .. }, _)), Status::Ok) = (parse_request(&frame), status) {
+                for (i, &w) in words.iter().enumerate() {
+                    b.uut.data_address.next = (i as u64).into();
+                    assert_eq!(b.quiet(1), vec![]);
+                    assert_eq!(b.uut.data_word.val().index() as u32, w, "case {case}: word {i}");
+                }
+            }
+            // Bytes until `answered` (a whole request among them) are dropped, and so is a byte
+            // in the cycle of `answered`.
+            let extra = if rng.one_in(2) { read_request(0x0000, 1) } else { vec![rng.next() as u8; 3] };
+            for &byte in &extra {
+                assert_eq!(b.quiet(3 + rng.below(8)), vec![], "case {case}: answering");
+                assert_eq!(b.cycle(Some(byte), false, false), None, "case {case}: answering");
+            }
+            assert_eq!(b.quiet(3), vec![], "case {case}: answering");
+            let sync = rng.one_in(2).then_some(REQUEST_SYNC);
+            assert_eq!(b.cycle(sync, false, true), None, "case {case}: answered");
+        }
+        assert!(seen.iter().all(|&n| n >= 15), "every status exercised: {seen:?}");
+    }
+}
