@@ -328,3 +328,135 @@ impl Logic for RegisterWriter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::Rng;
+
+    /// The job registers as the contract keeps them: each core register's mask, the control
+    /// register (6) not kept.
+    const MASKS: [u32; 10] = [0xFFFF, !0, !0, 0x3F, 0x7, 0xFFFF, 0, 0xFFFF, 0xFFFF, 0xFF];
+
+    /// The contract's effect of a write of `data` to register `address` on the job registers
+    /// and `enabled`.
+    fn apply(job: &mut [u32; 10], enabled: &mut bool, address: u16, data: u32) {
+        let r = usize::from(address & 0xFF);
+        match (address >> 8, r) {
+            (1, 6) => *enabled |= data & 1 == 1,
+            (1, 0..=13) => {
+                *enabled = false;
+                if r < 10 {
+                    job[r] = data & MASKS[r];
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The job registers as the writer shows them.
+    fn readback(b: &RegisterWriter) -> ([u32; 10], bool) {
+        let j = &b.job;
+        let v = |x: u64| x as u32;
+        let job = [
+            v(j.switch_mac_hi.val().index() as u64),
+            v(j.switch_mac_lo.val().index() as u64),
+            v(j.switch_ip.val().index() as u64),
+            v(j.workers.val().index() as u64),
+            v(j.size_code.val().index() as u64),
+            v(j.slots_in_use.val().index() as u64),
+            0,
+            v(j.vlan.val().index() as u64),
+            v(j.worker_port.val().index() as u64),
+            v(j.job_number.val().index() as u64),
+        ];
+        (job, j.enabled.val())
+    }
+
+    /// A write the request parser lets through: job and parent registers, the job select, the
+    /// worker table, the EAPS region; within one region.
+    fn request(rng: &mut Rng) -> (u16, Vec<u32>) {
+        let (first, room) = match rng.below(6) {
+            0 | 1 => (0x0100 + rng.below(10) as u16, 0x010E),
+            2 => (0x0106, 0x010E),
+            3 => (0x0180 + rng.below(0x70) as u16, 0x200),
+            4 => (0x0700 + rng.below(0x100) as u16, 0x800),
+            _ => (0x010F, 0x110),
+        };
+        let most = u64::from(room - first).min(32);
+        // A job enabled now and then (bit 0 of the control register).
+        let words = (0..1 + rng.below(most))
+            .map(|_| rng.next() as u32 | u32::from(first == 0x0106 && !rng.one_in(4)))
+            .collect();
+        (first, words)
+    }
+
+    /// Writes of 1..=32 words to every kind of register, with idle gaps between them: each
+    /// register written once, in order, one a clock from the third cycle after `start`, on the
+    /// configuration bus or the EAPS port; `done` in the cycle before the last; the job
+    /// registers and `enabled` read back as the model keeps them, in every cycle.
+    #[test]
+    fn writes_in_order_and_keeps_the_job_registers_as_the_model() {
+        let mut rng = Rng(0x3717_e5e5);
+        let mut job = [0u32; 10];
+        for (r, j) in job.iter_mut().enumerate() {
+            *j = rng.next() as u32 & MASKS[r];
+        }
+        let mut enabled = true;
+        let mut b = RegisterWriter::new(job, enabled);
+        b.connect_all();
+        let mut seen = [0usize; 3];
+        for case in 0..400 {
+            let (first, words) = request(&mut rng);
+            b.address.next = u64::from(first).into();
+            b.last_index.next = (words.len() as u64 - 1).into();
+            // The parser's word buffer: the word at `data_address` a cycle later (any value
+            // beyond the request's words).
+            let mut bus = vec![];
+            let mut done_at = vec![];
+            let start = 0;
+            for cycle in 0..words.len() + 8 {
+                b.start.next = cycle == start;
+                crate::step::settle(&mut b);
+                let read = b.data_address.val().index();
+                if b.done.val() {
+                    done_at.push(cycle);
+                }
+                if b.cfg.write.val() {
+                    bus.push((cycle, false, b.cfg.address.val().index() as u16, b.cfg.data.val().index() as u32));
+                }
+                if b.eaps_write.val() {
+                    bus.push((cycle, true, b.eaps_address.val().index() as u16, b.eaps_data.val().index() as u32));
+                }
+                if b.cfg.write.val() || b.eaps_write.val() {
+                    let (_, eaps, offset, data) = *bus.last().unwrap();
+                    let region = if eaps { 0x0700 } else { first & 0xFF00 };
+                    apply(&mut job, &mut enabled, region | offset, data);
+                }
+                assert_eq!(readback(&b), (job, enabled), "case {case}: cycle {cycle}");
+                tick!(&mut b);
+                let word = words.get(read).copied().unwrap_or(rng.next() as u32);
+                b.data_word.next = u64::from(word).into();
+            }
+            let eaps = first >> 8 == 7;
+            let want: Vec<_> = words
+                .iter()
+                .enumerate()
+                .map(|(i, &w)| (start + 3 + i, eaps, (first as usize + i) as u16 & 0xFF, w))
+                .collect();
+            assert_eq!(bus, want, "case {case}: {first:#06x} + {}", words.len());
+            assert_eq!(done_at, vec![start + 1 + words.len()], "case {case}");
+            seen[if eaps { 2 } else { usize::from(first < 0x0180) }] += 1;
+            for _ in 0..rng.below(4) {
+                tick!(&mut b);
+            }
+        }
+        assert!(seen.iter().all(|&n| n > 50), "every region written: {seen:?}");
+    }
+
+    #[test]
+    #[should_panic(expected = "does not fit its 6 bits")]
+    fn refuses_a_power_up_value_that_does_not_fit() {
+        let _ = RegisterWriter::new([0, 0, 0, 64, 0, 0, 0, 0, 0, 0], false);
+    }
+}
