@@ -244,3 +244,134 @@ impl Logic for CounterSnapshot {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::Rng;
+
+    /// A value that depends on `index` and on the frames a fake core has processed.
+    fn value(index: u64, frames: u64) -> u32 {
+        let x = (index << 40 ^ frames).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (x >> 32) as u32
+    }
+
+    /// A fake core and its owner: frames start at random unless the core's input is held (it
+    /// sees `pause` three cycles late, the most the contract allows: a frame may still start in
+    /// the third cycle of `pause`); each takes a few cycles (a test makes one take more than
+    /// 2^16); counter i reads `value(i, frames)`, the
+    /// straggler scan word j `value(0x100 + j, frames)`, one a cycle but one in seven.
+    struct Core {
+        rng: Rng,
+        in_flight: u64,
+        frames: u64,
+        /// `pause` of the two cycles before.
+        pause_seen: [bool; 2],
+        idle_q: bool,
+        scan: u64,
+    }
+
+    impl Core {
+        fn idle(&self) -> bool {
+            self.in_flight == 0
+        }
+
+        /// The core's next cycle, after one with `pause`.
+        fn step(&mut self, pause: bool) {
+            if self.in_flight > 0 {
+                self.in_flight -= 1;
+                self.frames += u64::from(self.in_flight == 0);
+            }
+            if !self.pause_seen[0] && self.rng.one_in(3) {
+                self.in_flight += 1 + self.rng.below(12);
+            }
+            self.pause_seen = [self.pause_seen[1], pause];
+        }
+    }
+
+    /// Snapshots of a core that keeps processing frames until its input is held, with and
+    /// without the owner's register on `core_idle`, with and without the straggler scan, some
+    /// of a core that does not become idle in time: the shadow holds every counter and scan
+    /// word as they were with the core held and idle (or, late, held), `pause` is up from the
+    /// cycle after `start` to the cycle of `done`, which comes with the last shadow write;
+    /// `late` says whether the core was idle.
+    #[test]
+    fn copies_a_quiescent_core_as_the_model() {
+        for (counters, stragglers, owner_register) in [(24usize, false, false), (46, true, true)] {
+            let mut b = CounterSnapshot::new(counters, stragglers);
+            b.connect_all();
+            let mut rng = Rng(0x5a_9507 + counters as u64);
+            let mut core =
+                Core { rng: Rng(rng.next()), in_flight: 0, frames: 0, pause_seen: [false; 2], idle_q: true, scan: 0 };
+            let mut shadow = [None::<u32>; 256];
+            let mut idle_before = false;
+            let mut lates = 0;
+            for case in 0..120 {
+                let late = case % 50 == 49;
+                let quiet_cycles = rng.below(40);
+                let mut start = None;
+                let mut done_at = None;
+                let mut cycle = 0u64;
+                let mut last_write = 0;
+                loop {
+                    b.start.next = cycle == quiet_cycles;
+                    if cycle == quiet_cycles {
+                        start = Some(cycle);
+                        if late {
+                            core.in_flight += 70_000;
+                        }
+                    }
+                    b.core_idle.next = if owner_register { core.idle_q } else { core.idle() };
+                    let valid = !rng.one_in(7);
+                    b.straggler.valid.next = valid;
+                    b.straggler.index.next = core.scan.into();
+                    b.straggler.data.next = u64::from(value(0x100 + core.scan, core.frames)).into();
+                    crate::step::settle(&mut b);
+                    let in_snapshot = start.is_some_and(|s| cycle > s) && done_at.is_none();
+                    assert_eq!(b.pause.val(), in_snapshot, "case {case}: cycle {cycle}");
+                    assert_eq!(b.idle_sampled.val(), idle_before, "case {case}: cycle {cycle}");
+                    idle_before = b.core_idle.val();
+                    if b.shadow.write.val() {
+                        let a = b.shadow.address.val().index();
+                        assert!(in_snapshot && (a < counters || (stragglers && a >= 0x80)), "case {case}: word {a:#x}");
+                        shadow[a] = Some(b.shadow.data.val().index() as u32);
+                        last_write = cycle;
+                    }
+                    if b.done.val() {
+                        assert_eq!(done_at, None, "case {case}: done once");
+                        done_at = Some(cycle);
+                    }
+                    let counter_address = b.counter.address.val().index() as u64;
+                    let pause = b.pause.val();
+                    tick!(&mut b);
+                    // The owner's register on the counter port and on idle, then the core's cycle.
+                    b.counter.data.next = u64::from(value(counter_address, core.frames)).into();
+                    core.idle_q = core.idle();
+                    core.step(pause);
+                    if valid {
+                        core.scan = (core.scan + 1) % 128;
+                    }
+                    cycle += 1;
+                    if done_at.is_some() && !b.pause.val() {
+                        break;
+                    }
+                    assert!(cycle < 80_000, "case {case}: no end");
+                }
+                assert_eq!(done_at, Some(last_write), "case {case}: done with the last write");
+                assert_eq!(b.late.val(), late, "case {case}");
+                lates += usize::from(b.late.val());
+                // The frames are those of the held core: the snapshot's values are today's.
+                let want = |i: u64| Some(value(i, core.frames));
+                for (i, &word) in shadow.iter().enumerate().take(counters) {
+                    assert_eq!(word, want(i as u64), "case {case}: counter {i}");
+                }
+                let scan = if stragglers { &shadow[0x80..] } else { &[] };
+                for (j, &word) in scan.iter().enumerate() {
+                    assert_eq!(word, want(0x100 + j as u64), "case {case}: scan word {j}");
+                }
+                shadow = [None; 256];
+            }
+            assert_eq!(lates, 2);
+        }
+    }
+}
