@@ -274,3 +274,150 @@ impl Logic for RegisterReader {
         self.read_value.d.next = self.selected.val();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::Rng;
+
+    const BUILT_SLOTS: u32 = 16;
+    const COUNTERS: u16 = 46;
+
+    /// What the registers hold: the sources of the read path.
+    struct Registers {
+        identity: [u32; 11],
+        job: [u32; 10],
+        enabled: bool,
+        counters: [u32; COUNTERS as usize],
+        stragglers: [u32; 128],
+        link_state: u32,
+        core_idle: bool,
+        late: bool,
+        eaps_seed: u64,
+    }
+
+    /// The EAPS node's status word `offset`.
+    fn eaps_status(seed: u64, offset: u64) -> u32 {
+        ((seed ^ offset).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32
+    }
+
+    /// docs/control.md's value of register `register` in cycle `cycle`.
+    fn model(r: &Registers, register: u16, cycle: u64) -> u32 {
+        let offset = usize::from(register & 0xFF);
+        match (register >> 8, offset) {
+            (0, _) => r.identity[offset],
+            (1, 6) => u32::from(r.enabled),
+            (1, _) => r.job[offset],
+            (2, _) => r.counters[offset],
+            (3, _) => (r.link_state >> (8 * offset)) & 0xFF,
+            (4, 0) => u32::from(r.core_idle) | u32::from(r.late) << 1,
+            (4, 1) => r.job[5].min(BUILT_SLOTS),
+            (4, _) => (cycle - 2) as u32,
+            (6, _) => r.stragglers[offset],
+            _ => eaps_status(r.eaps_seed, offset as u64),
+        }
+    }
+
+    /// The readable regions: first register and size.
+    const REGIONS: [(u16, u16); 7] =
+        [(0x0000, 11), (0x0100, 10), (0x0200, COUNTERS), (0x0300, 4), (0x0400, 3), (0x0600, 128), (0x0800, 256)];
+
+    /// A register a read may name.
+    fn register(rng: &mut Rng) -> u16 {
+        let (base, n) = REGIONS[rng.below(REGIONS.len() as u64) as usize];
+        base + rng.below(u64::from(n)) as u16
+    }
+
+    /// Drives the sources of `r` (the shadow RAM's words are written separately).
+    fn present(b: &mut RegisterReader, r: &Registers) {
+        let j = &mut b.job;
+        let v = |x: u32| Bits::<32>::from(u64::from(x));
+        j.switch_mac_hi.next = (r.job[0] as u64).into();
+        j.switch_mac_lo.next = v(r.job[1]);
+        j.switch_ip.next = v(r.job[2]);
+        j.workers.next = (r.job[3] as u64).into();
+        j.size_code.next = (r.job[4] as u64).into();
+        j.slots_in_use.next = (r.job[5] as u64).into();
+        j.enabled.next = r.enabled;
+        j.vlan.next = (r.job[7] as u64).into();
+        j.worker_port.next = (r.job[8] as u64).into();
+        j.job_number.next = (r.job[9] as u64).into();
+        b.link_state.next = v(r.link_state);
+        b.core_idle.next = r.core_idle;
+        b.snapshot_late.next = r.late;
+    }
+
+    /// Reads of every register the map has, the request's first register and word index split
+    /// at random, with the sources changed (and some shadow words written) between reads: from
+    /// the fourth cycle on, `value` is the model's value of the register (the uptime two cycles
+    /// late), and `eaps_status_address` its offset from the second.
+    #[test]
+    fn reads_every_register_as_the_model() {
+        let mut rng = Rng(0x4ead_e4e4);
+        let identity: [u32; 11] = std::array::from_fn(|_| rng.next() as u32);
+        let mut b = RegisterReader::new(BUILT_SLOTS as usize, &identity);
+        b.connect_all();
+        let mut r = Registers {
+            identity,
+            job: [0; 10],
+            enabled: false,
+            counters: [0; COUNTERS as usize],
+            stragglers: [0; 128],
+            link_state: 0,
+            core_idle: false,
+            late: false,
+            eaps_seed: 0,
+        };
+        let mut cycle = 0u64;
+        let mut step = |b: &mut RegisterReader, r: &Registers| {
+            crate::step::settle(b);
+            let status = eaps_status(r.eaps_seed, b.eaps_status_address.val().index() as u64);
+            b.eaps_status_data.next = u64::from(status).into();
+            tick!(b);
+            cycle += 1;
+            cycle
+        };
+        let mut seen = [0usize; 9];
+        for case in 0..3000 {
+            if case % 100 == 0 {
+                // A snapshot: every counter and scan word written, one a cycle.
+                r.counters = std::array::from_fn(|_| rng.next() as u32);
+                r.stragglers = std::array::from_fn(|_| rng.next() as u32);
+                let words = (0..).zip(r.counters).chain((STRAGGLER_BASE as u64..).zip(r.stragglers));
+                for (word, value) in words.collect::<Vec<_>>() {
+                    b.shadow.write.next = true;
+                    b.shadow.address.next = word.into();
+                    b.shadow.data.next = u64::from(value).into();
+                    step(&mut b, &r);
+                }
+                b.shadow.write.next = false;
+            }
+            // Sources changed now and then, with the register to read.
+            if rng.one_in(4) {
+                let masks = [0xFFFF, !0, !0, 0x3F, 0x7, 0xFFFF, 0, 0xFFFF, 0xFFFF, 0xFF];
+                r.job = std::array::from_fn(|i| rng.next() as u32 & masks[i]);
+                r.job[5] = rng.below(2 * u64::from(BUILT_SLOTS)) as u32;
+                r.enabled = rng.one_in(2);
+                r.link_state = rng.next() as u32;
+                r.core_idle = rng.one_in(2);
+                r.late = rng.one_in(2);
+                r.eaps_seed = rng.next();
+            }
+            present(&mut b, &r);
+            let reg = register(&mut rng);
+            let word = rng.below(u64::from((reg & 0xFF).min(31)) + 1) as u16;
+            b.address.next = u64::from(reg - word).into();
+            b.word_index.next = u64::from(word).into();
+            seen[usize::from(reg >> 8)] += 1;
+            for k in 1..=4 + rng.below(4) {
+                let now = step(&mut b, &r);
+                assert_eq!(b.eaps_status_address.val().index() as u16, reg & 0xFF, "case {case}: {reg:#06x}");
+                if k >= 4 {
+                    let got = b.value.val().index() as u32;
+                    assert_eq!(got, model(&r, reg, now), "case {case}: register {reg:#06x}, word {word}, cycle {k}");
+                }
+            }
+        }
+        assert!(seen.iter().enumerate().all(|(region, &n)| n > 200 || [5, 7].contains(&region)), "{seen:?}");
+    }
+}
