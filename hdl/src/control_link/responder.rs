@@ -226,3 +226,78 @@ impl Logic for Responder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::Rng;
+    use spotagg_driver::control::protocol::{response, Status};
+
+    /// Responses of 0..=32 words with every status, through a transmitter busy for 5..=12
+    /// cycles after each byte and a read path 0..=4 cycles behind `word_index` (the inputs
+    /// other than at `start` and the words not asked for are noise): the bytes handed over are
+    /// `protocol::response`, one in each cycle the transmitter is free from the cycle after
+    /// `start`, `done` with the last, none after it.
+    #[test]
+    fn hands_over_the_protocol_response() {
+        let mut b = Responder::default();
+        b.connect_all();
+        let mut rng = Rng(0x7e5_90d);
+        let statuses = [
+            Status::Ok,
+            Status::BadChecksum,
+            Status::BadLength,
+            Status::UnknownRegister,
+            Status::Timeout,
+            Status::BadOpcode,
+        ];
+        let mut busy = 0u64;
+        for case in 0..400 {
+            let status = statuses[rng.below(statuses.len() as u64) as usize];
+            let words: Vec<u32> = (0..rng.below(33)).map(|_| rng.next() as u32).collect();
+            let latency = rng.below(5) as usize;
+            let mut asked = vec![0usize; latency + 1];
+            let (mut sent, mut done_at) = (vec![], vec![]);
+            let mut last_byte = 0;
+            for cycle in 0..2_000 {
+                let start = cycle == 1;
+                b.start.next = start;
+                b.status.next = if start { u64::from(status as u8) } else { rng.below(256) }.into();
+                b.count.next = if start { words.len() as u64 } else { rng.below(256) }.into();
+                b.tx_busy.next = busy > 0;
+                asked.rotate_right(1);
+                crate::step::settle(&mut b);
+                asked[0] = b.word_index.val().index();
+                let value = words.get(asked[latency]).copied().unwrap_or(rng.next() as u32);
+                b.word_value.next = u64::from(value).into();
+                crate::step::settle(&mut b);
+                let under_way = cycle > 1 && done_at.is_empty();
+                let handed = b.tx_start.val();
+                assert_eq!(handed, under_way && busy == 0, "case {case}: cycle {cycle}");
+                if handed {
+                    sent.push(b.tx_data.val().index() as u8);
+                    last_byte = cycle;
+                }
+                if b.done.val() {
+                    done_at.push(cycle);
+                }
+                tick!(&mut b);
+                busy = match (handed, busy) {
+                    (true, _) => 5 + rng.below(8),
+                    (false, 0) => 0,
+                    (false, n) => n - 1,
+                };
+                if !done_at.is_empty() && cycle > last_byte + 20 {
+                    break;
+                }
+            }
+            assert_eq!(
+                sent,
+                response(status, &words),
+                "case {case}: {status:?}, {} words, latency {latency}",
+                words.len()
+            );
+            assert_eq!(done_at, vec![last_byte], "case {case}");
+        }
+    }
+}
