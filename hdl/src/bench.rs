@@ -4,6 +4,29 @@
 use crate::config_registers::{JobSettings, WorkerTableWrite};
 use crate::word_stream::{StreamSink, StreamSource};
 
+/// A seeded xorshift, so the benches need no RNG crate.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// True once in `n` draws.
+    pub fn one_in(&mut self, n: u64) -> bool {
+        self.below(n) == 0
+    }
+}
+
 /// One beat as a test bench sees it: data (first byte on top), last, valid bytes.
 pub type Beat = (u64, bool, u64);
 

@@ -218,12 +218,12 @@ impl Logic for RegisterRange {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use spotagg_driver::control::protocol::{reg, OP_READ, OP_WRITE};
 
     /// docs/control.md's register map: does `address` exist for a read (or a write)?
-    fn exists(address: u32, write: bool, counters: u32, stragglers: u32) -> bool {
+    pub(crate) fn exists(address: u32, write: bool, counters: u32, stragglers: u32) -> bool {
         let a = address;
         let job = (u32::from(reg::SWITCH_MAC_HI)..=u32::from(reg::JOB_NUMBER)).contains(&a);
         if write {

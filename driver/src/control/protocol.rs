@@ -327,6 +327,111 @@ pub fn response(status: Status, words: &[u32]) -> Vec<u8> {
     seal(v)
 }
 
+/// A request as the board takes it: what [`parse_request`] gives, [`Request::encode`] makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// Read `count` registers from `address`.
+    Read {
+        /// First register.
+        address: u16,
+        /// Registers, 1..=[`MAX_COUNT`].
+        count: u8,
+    },
+    /// Write `words` to consecutive registers from `address`.
+    Write {
+        /// First register.
+        address: u16,
+        /// The words, 1..=[`MAX_COUNT`] of them.
+        words: Vec<u32>,
+    },
+}
+
+impl Request {
+    /// The request's bytes ([`read_request`] or [`write_request`]).
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            Request::Read { address, count } => read_request(*address, *count),
+            Request::Write { address, words } => write_request(*address, words),
+        }
+    }
+
+    /// Its first register.
+    pub fn address(&self) -> u16 {
+        match self {
+            Request::Read { address, .. } | Request::Write { address, .. } => *address,
+        }
+    }
+
+    /// The number of registers it names.
+    pub fn count(&self) -> u8 {
+        match self {
+            Request::Read { count, .. } => *count,
+            Request::Write { words, .. } => words.len() as u8,
+        }
+    }
+}
+
+/// Why the bytes at the start of a buffer are not (yet) a request. Each but [`Incomplete`]
+/// is answered with the [`Status`] of the same name ([`RequestError::status`]).
+///
+/// [`Incomplete`]: RequestError::Incomplete
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestError {
+    /// More bytes are needed (a frame cut short by a quiet line is answered [`Status::Timeout`]).
+    Incomplete,
+    /// The opcode is neither read nor write; the frame's length is unknown.
+    BadOpcode,
+    /// The count is 0 or above [`MAX_COUNT`]; the frame's length is unknown.
+    BadLength,
+    /// The frame is whole and its CRC does not match.
+    BadChecksum,
+}
+
+impl RequestError {
+    /// The status of the answer, `None` for [`RequestError::Incomplete`].
+    pub fn status(self) -> Option<Status> {
+        match self {
+            RequestError::Incomplete => None,
+            RequestError::BadOpcode => Some(Status::BadOpcode),
+            RequestError::BadLength => Some(Status::BadLength),
+            RequestError::BadChecksum => Some(Status::BadChecksum),
+        }
+    }
+}
+
+/// Parses one request at the start of `buf` (which begins with [`REQUEST_SYNC`]) in the
+/// board's order: nothing is judged before the whole header (opcode, address, count) is
+/// there; then the opcode, then the count, then, once the frame is whole, its CRC. Returns the
+/// request and the bytes it took. Whether the registers it names exist is the register map's
+/// matter ([`Status::UnknownRegister`]), not the frame's.
+pub fn parse_request(buf: &[u8]) -> Result<(Request, usize), RequestError> {
+    if buf.len() < 5 {
+        return Err(RequestError::Incomplete);
+    }
+    let (op, address, count) = (buf[1], u16::from_be_bytes([buf[2], buf[3]]), buf[4]);
+    if op != OP_READ && op != OP_WRITE {
+        return Err(RequestError::BadOpcode);
+    }
+    if count == 0 || count > MAX_COUNT {
+        return Err(RequestError::BadLength);
+    }
+    let data = if op == OP_WRITE { 4 * usize::from(count) } else { 0 };
+    let len = 5 + data + 2;
+    if buf.len() < len {
+        return Err(RequestError::Incomplete);
+    }
+    if crc16(&buf[1..len - 2]) != u16::from_be_bytes([buf[len - 2], buf[len - 1]]) {
+        return Err(RequestError::BadChecksum);
+    }
+    let request = if op == OP_READ {
+        Request::Read { address, count }
+    } else {
+        let words = buf[5..5 + data].chunks(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]])).collect();
+        Request::Write { address, words }
+    };
+    Ok((request, len))
+}
+
 /// Why a response could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ParseError {
@@ -415,6 +520,30 @@ mod tests {
         assert_eq!(e.len(), 5);
         assert_eq!(&e[..3], &[0x5A, 0x01, 0x00]);
         assert_eq!(parse_response(&e).unwrap().0.status, Status::BadChecksum);
+    }
+
+    #[test]
+    fn requests_parsed_in_the_boards_order() {
+        let w = write_request(0x0103, &[4, 0x0102_0304]);
+        let want = Request::Write { address: 0x0103, words: vec![4, 0x0102_0304] };
+        assert_eq!(parse_request(&w), Ok((want.clone(), 15)));
+        assert_eq!(want.encode(), w);
+        let mut longer = read_request(0x0200, 21);
+        longer.extend_from_slice(&[0xA5, 0x01]);
+        assert_eq!(parse_request(&longer), Ok((Request::Read { address: 0x0200, count: 21 }, 7)));
+        for cut in 0..w.len() {
+            assert_eq!(parse_request(&w[..cut]), Err(RequestError::Incomplete), "cut at {cut}");
+        }
+        // The opcode first, then the count, each only once the header is whole.
+        assert_eq!(parse_request(&[0xA5, 0x07, 0x00, 0x00]), Err(RequestError::Incomplete));
+        assert_eq!(parse_request(&[0xA5, 0x07, 0x00, 0x00, 0x00]), Err(RequestError::BadOpcode));
+        assert_eq!(parse_request(&[0xA5, 0x01, 0x00, 0x00, 0x00]), Err(RequestError::BadLength));
+        assert_eq!(parse_request(&[0xA5, 0x02, 0x00, 0x00, 0x21]), Err(RequestError::BadLength));
+        let mut bad = w.clone();
+        bad[8] ^= 1;
+        assert_eq!(parse_request(&bad), Err(RequestError::BadChecksum));
+        assert_eq!(RequestError::BadChecksum.status(), Some(Status::BadChecksum));
+        assert_eq!(RequestError::Incomplete.status(), None);
     }
 
     #[test]
