@@ -21,8 +21,9 @@
 //! word is dropped. Words arrive at most one every clock here (one every four from a byte
 //! MAC), and the extra word written at the end of a frame uses a clock of the gap. There is
 //! no back-pressure: a full FIFO drops the frame and counts it. The inputs and the outputs are
-//! registered (two clocks of latency), so the destination compare starts and ends at
-//! flip-flops.
+//! registered (two clocks of latency). The destination's last two bytes are compared as their
+//! word enters the input registers, so `up` should come from flip-flops (`EthPort` registers
+//! the packer's words) for the compare to start and end at flip-flops.
 
 use crate::ethernet::frame_fifo::{word, WORD_BITS};
 use rust_hdl::prelude::*;
