@@ -9,8 +9,8 @@ use spotagg_hdl::CoreConfig;
 use spotagg_testkit::{require_tool, Tool};
 
 /// The board top with the smallest core (the check is about the board logic around it),
-/// with the EAPS node built in (`spotagg build --eaps`) and without it (as `spotagg build`
-/// makes it): each synthesizes, fits, and the node and its gates cost what leaving it out
+/// with the EAPS node built in (as `spotagg build` makes it) and without it (`spotagg build
+/// --no-eaps`): each synthesizes, fits, and the node and its gates cost what leaving it out
 /// removes.
 #[test]
 fn board_top_synthesizes_for_ecp5() {
@@ -61,8 +61,9 @@ fn i9_board_top_with_stragglers_fits_the_45f() {
 }
 
 /// The i9 with everything (issue 20): two jobs (a core each behind the job router,
-/// docs/switch.md §8), each core with 36 slots of 1024 B, the tree leaf and the straggler
-/// counters, synthesizes into the LFE5U-45F's block RAM and LUTs.
+/// docs/switch.md §8), each core with 36 slots of 1024 B, the tree leaf, the straggler
+/// counters and the EAPS node (the board top's default), synthesizes into the LFE5U-45F's
+/// block RAM and LUTs.
 #[test]
 #[ignore = "slow tier: a two-core synthesis takes minutes (scripts/test.sh runs it)"]
 fn i9_board_top_with_two_jobs_fits_the_45f() {
@@ -78,12 +79,12 @@ fn i9_two_jobs() {
     let core = CoreConfig::new(4, 36, 1024, 32).unwrap().with_stragglers(true);
     assert!(core.tree);
     let job = JobConfig::example(8, PayloadSize::B1024, 36);
-    let v = spotagg_boards::tops::top::board_verilog_jobs(&board, core, &job, Default::default(), 2, false);
+    let v = spotagg_boards::tops::top::board_verilog_jobs(&board, core, &job, Default::default(), 2, true);
     assert!(v.contains("router") && v.contains("cores$1"), "two cores behind the router in the Verilog");
     let start = std::time::Instant::now();
     let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("{e}"));
     eprintln!(
-        "i9 board top, 2 jobs x 36 slots of 1024 B, tree leaf, straggler counters: {u:?} in {:.0?}",
+        "i9 board top, 2 jobs x 36 slots of 1024 B, tree leaf, straggler counters, EAPS: {u:?} in {:.0?}",
         start.elapsed()
     );
     assert!(u.dp16kd <= board.part.dp16kd as u64, "{u:?} does not fit");
