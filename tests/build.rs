@@ -267,6 +267,37 @@ fn unknown_board_is_named() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown board \"nope\""));
 }
 
+/// `--eaps-config`: a ring file the board cannot take is refused before anything is built,
+/// naming the file, the key and the value (the checks of `spotagg ctl eaps configure`); the
+/// option goes with the board top's node only.
+#[test]
+fn a_bad_power_up_ring_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let ring = dir.path().join("ring.toml");
+    let out_dir = dir.path().join("out");
+    let run = |args: &[&str]| {
+        let out = spotagg().args(["build", "--out", out_dir.to_str().unwrap()]).args(args).output().unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let text =
+        "bridge = \"board\"\n[[domain]]\nname = \"a\"\nrole = \"master\"\nprimary = \"eth0\"\nsecondary = \"eth1\"\n\
+        control_vlan = 4000\nprotected_vlans = [100, 101, 102]\n";
+    std::fs::write(&ring, text.replace("[100, 101, 102]", "[100, 102]")).unwrap();
+    let err = run(&["--eaps-config", ring.to_str().unwrap()]);
+    assert!(err.contains("ring.toml: domain[0].protected_vlans = [100, 102]"), "{err}");
+    assert!(err.contains("contiguous"), "{err}");
+    std::fs::write(&ring, text.replace("\"eth1\"", "\"r1\"")).unwrap();
+    let err = run(&["--eaps-config", ring.to_str().unwrap()]);
+    assert!(err.contains("ring.toml: domain[0].secondary = \"r1\""), "{err}");
+    std::fs::write(&ring, text).unwrap();
+    let err = run(&["--no-eaps", "--eaps-config", ring.to_str().unwrap()]);
+    assert!(err.contains("--no-eaps") && err.contains("--eaps-config"), "{err}");
+    let err = run(&["--top", "core", "--eaps-config", ring.to_str().unwrap()]);
+    assert!(err.contains("not --top core"), "{err}");
+    assert!(!out_dir.join("top.v").exists(), "nothing is written for a refused build");
+}
+
 /// The whole flow on a small core (width 4, 4 slots) with a sweep of two placer seeds: a
 /// bitstream, and a report whose Fmax of `clk125` is checked against 125 MHz (written with
 /// `--allow-timing-fail`, so that the flow is tested while the core misses timing; a miss must

@@ -2,6 +2,7 @@
 //! library, so they stay black boxes): no error, no latch; prints the utilization.
 
 use spotagg_boards::tops::top::board_verilog;
+use spotagg_boards::tops::top::EapsBuild;
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::verilog::synth_ecp5;
@@ -21,7 +22,14 @@ fn board_top_synthesizes_for_ecp5() {
     let job = JobConfig::example(4, PayloadSize::B256, 1);
     let core = CoreConfig::new(4, 1, 256, 32).unwrap();
     let synth = |eaps| {
-        let v = spotagg_boards::tops::top::board_verilog_jobs(&board, core, &job, Default::default(), 1, eaps);
+        let v = spotagg_boards::tops::top::board_verilog_jobs(
+            &board,
+            core,
+            &job,
+            Default::default(),
+            1,
+            &if eaps { EapsBuild::On } else { EapsBuild::Off },
+        );
         let start = std::time::Instant::now();
         let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("EAPS {eaps}: {e}"));
         eprintln!("board top, 1 slot of 256 B, EAPS {eaps}: {u:?} in {:.0?}", start.elapsed());
@@ -79,7 +87,7 @@ fn i9_two_jobs() {
     let core = CoreConfig::new(4, 36, 1024, 32).unwrap().with_stragglers(true);
     assert!(core.tree);
     let job = JobConfig::example(8, PayloadSize::B1024, 36);
-    let v = spotagg_boards::tops::top::board_verilog_jobs(&board, core, &job, Default::default(), 2, true);
+    let v = spotagg_boards::tops::top::board_verilog_jobs(&board, core, &job, Default::default(), 2, &EapsBuild::On);
     assert!(v.contains("router") && v.contains("cores$1"), "two cores behind the router in the Verilog");
     let start = std::time::Instant::now();
     let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("{e}"));

@@ -13,7 +13,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use spotagg_boards::flow::{BuildReport, Design, Flow, FlowError, Step, Toolchain};
 use spotagg_boards::tops::core_clock::CoreClock;
 use spotagg_boards::tops::core_top::{core_top_lpf, core_top_verilog, CORE_TOP};
+use spotagg_boards::tops::top::EapsBuild;
 use spotagg_boards::Board;
+use spotagg_driver::control::protocol::eaps::{DomainSettings, BOARD_DOMAINS};
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::verilog::{core_verilog, slots_fitting};
@@ -91,6 +93,14 @@ pub struct Args {
     /// EAPS registers answer unknown (docs/control.md).
     #[arg(long = "no-eaps", overrides_with = "eaps")]
     no_eaps: bool,
+    /// Configure and enable the EAPS domains of this ring file at power-up (the format of
+    /// `spotagg eaps` and `spotagg ctl eaps configure`, whose checks it passes: the board's
+    /// ports `"0"`/`"eth0"` and `"1"`/`"eth1"`, at most 2 domains, one contiguous range of
+    /// protected VLANs each, no shared port), so that the board protects its ring from power-up
+    /// rather than bridging until the control link configures it. Without it the node starts
+    /// with no domain.
+    #[arg(long = "eaps-config", value_name = "RING.toml", conflicts_with = "no_eaps")]
+    eaps_config: Option<PathBuf>,
 }
 
 /// Whether the core has the straggler counters.
@@ -131,7 +141,14 @@ pub fn core_config(
 }
 
 /// The design built for a board, a top and a core configuration (`job` for the board top).
-pub fn design(board: &Board, top: TopKind, config: &CoreConfig, job: &JobConfig, jobs: usize, eaps: bool) -> Design {
+pub fn design(
+    board: &Board,
+    top: TopKind,
+    config: &CoreConfig,
+    job: &JobConfig,
+    jobs: usize,
+    eaps: &EapsBuild,
+) -> Design {
     match top {
         TopKind::Board => Design {
             top: "top".to_string(),
@@ -188,11 +205,16 @@ pub fn run(args: Args) -> Result<()> {
     if args.top == TopKind::Core && args.jobs > 1 {
         bail!("--jobs {}: several jobs are built into the board top, not --top core", args.jobs);
     }
-    if args.top == TopKind::Core && args.eaps {
-        bail!("--eaps: the EAPS node is built into the board top, not --top core");
+    if args.top == TopKind::Core && (args.eaps || args.eaps_config.is_some()) {
+        bail!("--eaps, --eaps-config: the EAPS node is built into the board top, not --top core");
     }
-    // The board top has the node unless --no-eaps (the core-only top never has it).
-    let eaps = args.top == TopKind::Board && !args.no_eaps;
+    // The board top has the node unless --no-eaps (the core-only top never has it), with the
+    // ring file's domains at power-up when one is given (read before anything is built).
+    let eaps = match (&args.eaps_config, args.top == TopKind::Board && !args.no_eaps) {
+        (_, false) => EapsBuild::Off,
+        (None, true) => EapsBuild::On,
+        (Some(path), true) => EapsBuild::Baked(power_up_domains(path)?),
+    };
     let out = args.out.unwrap_or_else(|| PathBuf::from("build").join(board.id));
     eprintln!(
         "building {} ({}, {} {}, speed {}): {}, width {} bytes, {}{} slots, straggler counters {}, {} job{}, EAPS {}, {}, {}",
@@ -211,7 +233,11 @@ pub fn run(args: Args) -> Result<()> {
         if config.stragglers { "on" } else { "off" },
         args.jobs,
         if args.jobs == 1 { "" } else { "s (a core each)" },
-        if eaps { "on" } else { "off" },
+        match &eaps {
+            EapsBuild::Off => "off".to_string(),
+            EapsBuild::On => "on".to_string(),
+            EapsBuild::Baked(d) => format!("on ({} domain{} at power-up)", d.len(), if d.len() == 1 { "" } else { "s" }),
+        },
         match args.top {
             TopKind::Board => format!("core clock {} MHz", CoreClock::for_jobs(usize::from(args.jobs)).mhz_text()),
             TopKind::Core => format!("core clock {} MHz", spotagg_boards::tops::core_top::CORE_TOP_PLL.clkop_mhz()),
@@ -264,7 +290,14 @@ struct Target<'a> {
     job: Option<JobConfig>,
     seeds: Vec<u64>,
     jobs: usize,
-    eaps: bool,
+    eaps: EapsBuild,
+}
+
+/// The board's power-up EAPS domains from a ring file, checked as `spotagg ctl eaps configure`
+/// checks it (errors name the file, the key and the value).
+pub fn power_up_domains(path: &Path) -> Result<Vec<Option<DomainSettings>>> {
+    let ring = crate::cmd::eaps::config::load(path)?;
+    crate::cmd::eaps::config::board_settings(&ring, BOARD_DOMAINS)
 }
 
 /// Runs one step under a spinner.
@@ -306,7 +339,7 @@ fn build(
     let mut too_big: Option<usize> = None;
     let synth = loop {
         let job = job(target.job.as_ref(), &config);
-        let design = design(board, target.top, &config, &job, target.jobs, target.eaps);
+        let design = design(board, target.top, &config, &job, target.jobs, &target.eaps);
         let t = Instant::now();
         step(Step::Write, || flow.write(&design))?;
         steps.push((Step::Write, t.elapsed()));
@@ -390,4 +423,42 @@ fn build(
     steps.push((Step::Pack, t.elapsed()));
     report.steps = steps;
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A ring file's domains become the board top's power-up EAPS registers: the settings
+    /// `ctl eaps configure` would write, as the reset values of the EAPS registers in the
+    /// Verilog the flow synthesizes.
+    #[test]
+    fn a_power_up_ring_reaches_the_board_top() {
+        let dir = tempfile::tempdir().unwrap();
+        let ring = dir.path().join("ring.toml");
+        std::fs::write(
+            &ring,
+            "bridge = \"board\"\n[[domain]]\nname = \"a\"\nrole = \"master\"\nprimary = \"eth1\"\nsecondary = \"eth0\"\n\
+             control_vlan = 4000\nprotected_vlans = [100, 101, 102]\nhello_ms = 1000\nfail_ms = 3000\n",
+        )
+        .unwrap();
+        let domains = power_up_domains(&ring).unwrap();
+        assert_eq!(domains.len(), 1);
+        let d = domains[0].unwrap();
+        assert!(d.master && d.primary_port1, "{d:?}");
+        assert_eq!((d.control_vlan, d.protected), (4000, (100, 102)), "{d:?}");
+        assert_eq!((d.hello, d.fail), (1_000_000, 3_000_000), "{d:?}: periods in µs");
+        let board = spotagg_boards::board("colorlight-5a-75b-v8").unwrap();
+        let config = CoreConfig::new(4, 1, 256, 32).unwrap();
+        let j = job(None, &config);
+        let on = design(&board, TopKind::Board, &config, &j, 1, &EapsBuild::On);
+        let baked = design(&board, TopKind::Board, &config, &j, 1, &EapsBuild::Baked(domains));
+        assert_ne!(on.verilog, baked.verilog, "the ring's domains are not in the Verilog");
+        // The registers' reset values: the hello and fail periods, the control VLAN and the
+        // protected range.
+        for lit in ["32'hf4240", "32'h2dc6c0", "12'hfa0", "12'h64", "12'h66"] {
+            let init = format!("localparam  init = {lit};");
+            assert!(baked.verilog.contains(&init) && !on.verilog.contains(&init), "{init}: the domain's reset value");
+        }
+    }
 }

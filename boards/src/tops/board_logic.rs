@@ -22,6 +22,7 @@ use crate::ethernet::gmii::GmiiPort;
 use crate::tops::config_loader::config_writes;
 use crate::tops::switch_fabric::{FabricStatus, SwitchFabric};
 use rust_hdl::prelude::*;
+use spotagg_driver::control::protocol::eaps::DomainSettings;
 use spotagg_driver::control::protocol::reg;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::control_link::{ControlIdentity, ControlLink, EapsRegisterPort};
@@ -133,6 +134,14 @@ impl<const J: usize> BoardLogic<J> {
     pub fn without_eaps(mut self) -> Self {
         self.fabric = self.fabric.without_eaps();
         self.link = self.link.with_eaps(false);
+        self
+    }
+
+    /// The board logic with these EAPS domains configured and enabled at power-up
+    /// (`SwitchFabric::with_eaps`): the board protects its ring from the first clock, before
+    /// anything is written over the control link.
+    pub fn with_eaps_domains(mut self, domains: &[Option<DomainSettings>]) -> Self {
+        self.fabric = self.fabric.with_eaps(domains, true);
         self
     }
 }

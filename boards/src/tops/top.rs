@@ -43,6 +43,7 @@ use crate::tops::board_logic::{BoardLogic, ControlParams, EAPS_TIME_DIV};
 use crate::tops::core_clock::CoreClock;
 use crate::Board;
 use rust_hdl::prelude::*;
+use spotagg_driver::control::protocol::eaps::DomainSettings;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::control_link::{BuildStamp, ControlIdentity};
 use spotagg_hdl::CoreConfig;
@@ -167,6 +168,34 @@ impl<const J: usize> BoardTop<J> {
         self.logic = self.logic.without_eaps();
         self
     }
+
+    /// The top with these EAPS domains configured and enabled at power-up
+    /// (`BoardLogic::with_eaps_domains`).
+    pub fn with_eaps_domains(mut self, domains: &[Option<DomainSettings>]) -> Self {
+        self.logic = self.logic.with_eaps_domains(domains);
+        self
+    }
+}
+
+/// The EAPS node of a board top (`spotagg build`: the default, `--no-eaps`, `--eaps-config`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum EapsBuild {
+    /// No node: the two ports are a transparent bridge and the EAPS registers answer unknown.
+    Off,
+    /// The node, with no domain until the control link configures one (a transparent bridge
+    /// until then).
+    #[default]
+    On,
+    /// The node with these domains configured and enabled at power-up, as `spotagg ctl eaps
+    /// configure` would write them (docs/control.md); the control link can still rewrite them.
+    Baked(Vec<Option<DomainSettings>>),
+}
+
+impl EapsBuild {
+    /// Whether the node is built in.
+    pub fn built(&self) -> bool {
+        *self != EapsBuild::Off
+    }
 }
 
 impl<const J: usize> Logic for BoardTop<J> {
@@ -220,7 +249,7 @@ pub fn board_verilog(board: &Board, core: CoreConfig, job: &JobConfig) -> String
 /// synthesis (`yosys synth_ecp5 -top top`) takes by default (`spotagg build`: one job, the EAPS
 /// node built in).
 pub fn board_verilog_stamped(board: &Board, core: CoreConfig, job: &JobConfig, build: BuildStamp) -> String {
-    board_verilog_jobs(board, core, job, build, 1, true)
+    board_verilog_jobs(board, core, job, build, 1, &EapsBuild::On)
 }
 
 /// [`board_verilog_stamped`] with a core for each of `jobs` (1..=2) jobs (docs/switch.md §8),
@@ -232,13 +261,21 @@ pub fn board_verilog_jobs(
     job: &JobConfig,
     build: BuildStamp,
     jobs: usize,
-    eaps: bool,
+    eaps: &EapsBuild,
 ) -> String {
-    fn v<const J: usize>(board: &Board, core: CoreConfig, job: &JobConfig, build: BuildStamp, eaps: bool) -> String {
+    fn v<const J: usize>(
+        board: &Board,
+        core: CoreConfig,
+        job: &JobConfig,
+        build: BuildStamp,
+        eaps: &EapsBuild,
+    ) -> String {
         let mut top = BoardTop::<J>::new(board, core, job, build);
-        if !eaps {
-            top = top.without_eaps();
-        }
+        top = match eaps {
+            EapsBuild::Off => top.without_eaps(),
+            EapsBuild::On => top,
+            EapsBuild::Baked(domains) => top.with_eaps_domains(domains),
+        };
         top.connect_all();
         generate_verilog(&top)
     }
