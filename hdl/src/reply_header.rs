@@ -287,6 +287,7 @@ impl Logic for ReplyHeader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::Rng;
     use crate::step::settle;
     use spotagg_driver::wire::{checksum, icmp};
 
@@ -353,16 +354,10 @@ mod tests {
         let mut b = ReplyHeader::default();
         b.connect_all();
         b.job.set_switch(MAC, IP);
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         for (round, k) in [(0, 64), (1, 1), (2, 256), (3, 7)] {
-            let q: Vec<u8> = (0..52).map(|_| next() as u8).collect();
-            let exponents = next() as u16;
+            let q: Vec<u8> = (0..52).map(|_| rng.next() as u8).collect();
+            let exponents = rng.next() as u16;
             let word = |j: usize| u64::from(u32::from_be_bytes(q[4 * j..4 * j + 4].try_into().unwrap()));
             for (j, h) in b.request.words_mut().into_iter().enumerate() {
                 h.next = word(j + 1).into();

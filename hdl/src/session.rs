@@ -114,6 +114,7 @@ impl Logic for Session {
 #[cfg(test)]
 mod test {
     use super::*;
+    use crate::bench::Rng;
     use crate::step::settle;
 
     /// The contract's model: docs/switch.md §2.1's state and verdict.
@@ -173,13 +174,8 @@ mod test {
     /// pulse, the epoch and the open flag are the model's, message after message.
     #[test]
     fn follows_the_model_of_its_contract() {
-        let mut seed = 0x5e55_1011_u64;
-        let mut rand = move |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
+        let mut rng = Rng(0x5e55_1011);
+        let mut rand = move |m: u64| rng.below(m);
         let (mut opened, mut counted, mut silent, mut answered) = (0, 0, 0, 0);
         for n in [1u32, 2, 3, 5, 8, 31, 32] {
             let mut b = Session::default();

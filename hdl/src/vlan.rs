@@ -214,6 +214,7 @@ impl Logic for VlanTag {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::Rng;
     use crate::bench::{frame_words, word_bytes};
 
     /// The contract of the module doc for one frame: the bytes passed on and the three flags.
@@ -229,17 +230,6 @@ mod tests {
             (true, false) => ([&f[..12], &f[16..]].concat(), [true, false, false]),
             (true, true) => (f.to_vec(), [false, true, false]),
             (false, _) => (f.to_vec(), [false, false, true]),
-        }
-    }
-
-    /// A seeded xorshift, so the test needs no RNG crate.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
         }
     }
 
