@@ -86,7 +86,9 @@ pub struct Args {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
     jobs: u8,
     /// Build the EAPS node into the board top (docs/eaps.md §12: the two ports are ring ports,
-    /// the node in its own 50 MHz clock). The default; the flag says so explicitly.
+    /// the node in its own 50 MHz clock). The default with one job; with `--jobs 2` the node
+    /// is built only with this flag (or `--eaps-config`): the i9's two-core top with it misses
+    /// its 83.33 MHz core clock at seeds 1-3 (docs/performance.md, "Two jobs on the i9").
     #[arg(long, overrides_with = "no_eaps")]
     eaps: bool,
     /// Leave the EAPS node out of the board top: the two ports are a transparent bridge, the
@@ -208,9 +210,18 @@ pub fn run(args: Args) -> Result<()> {
     if args.top == TopKind::Core && (args.eaps || args.eaps_config.is_some()) {
         bail!("--eaps, --eaps-config: the EAPS node is built into the board top, not --top core");
     }
-    // The board top has the node unless --no-eaps (the core-only top never has it), with the
-    // ring file's domains at power-up when one is given (read before anything is built).
-    let eaps = match (&args.eaps_config, args.top == TopKind::Board && !args.no_eaps) {
+    // The board top has the node unless --no-eaps, by default with one job and on request
+    // with two (the core-only top never has it), with the ring file's domains at power-up when
+    // one is given (read before anything is built).
+    let built = eaps_built(args.top, args.jobs, args.eaps || args.eaps_config.is_some(), args.no_eaps);
+    if args.top == TopKind::Board && args.jobs > 1 && !built && !args.no_eaps {
+        eprintln!(
+            "note: no EAPS node with --jobs {}: --eaps builds it in (the two-core top with it does not meet \
+             timing yet; docs/performance.md)",
+            args.jobs
+        );
+    }
+    let eaps = match (&args.eaps_config, built) {
         (_, false) => EapsBuild::Off,
         (None, true) => EapsBuild::On,
         (Some(path), true) => EapsBuild::Baked(power_up_domains(path)?),
@@ -291,6 +302,12 @@ struct Target<'a> {
     seeds: Vec<u64>,
     jobs: usize,
     eaps: EapsBuild,
+}
+
+/// Whether the EAPS node is built: into the board top only, unless `--no-eaps`; by default
+/// with one job, with two only when asked for (`requested`: `--eaps` or `--eaps-config`).
+fn eaps_built(top: TopKind, jobs: u8, requested: bool, no_eaps: bool) -> bool {
+    top == TopKind::Board && !no_eaps && (jobs == 1 || requested)
 }
 
 /// The board's power-up EAPS domains from a ring file, checked as `spotagg ctl eaps configure`
@@ -428,6 +445,17 @@ fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The node by default with one job, on request with two, never in the core-only top nor
+    /// with `--no-eaps`.
+    #[test]
+    fn the_node_is_built_by_default_with_one_job() {
+        assert!(eaps_built(TopKind::Board, 1, false, false));
+        assert!(!eaps_built(TopKind::Board, 2, false, false));
+        assert!(eaps_built(TopKind::Board, 2, true, false));
+        assert!(!eaps_built(TopKind::Board, 1, true, true));
+        assert!(!eaps_built(TopKind::Core, 1, false, false));
+    }
 
     /// A ring file's domains become the board top's power-up EAPS registers: the settings
     /// `ctl eaps configure` would write, as the reset values of the EAPS registers in the
