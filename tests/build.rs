@@ -412,8 +412,8 @@ fn builds_the_board_top_to_a_bitstream_that_meets_timing() {
 
 /// The Colorlight i9 (LFE5U-45F) board top as measured: two jobs (`--jobs 2`, a core each
 /// behind the job router, docs/switch.md §8), 36 slots each (103 of 108 DP16KD), the straggler
-/// counters (on by default on this part) and the tree leaf, without the EAPS node (`--no-eaps`:
-/// the i9 with the node has not been placed yet), the core clock at the two-job
+/// counters (on by default on this part) and the tree leaf, without the EAPS node (`--no-eaps`,
+/// as `--jobs 2` builds by default: with the node this top misses its core clock at seeds 1-3), the core clock at the two-job
 /// board's 83.33 MHz (`spotagg_boards::tops::core_clock::CoreClock::for_jobs`), placed and
 /// routed with seed 2 (the first of docs/performance.md's sweep that meets), no
 /// `--allow-timing-fail`: every clock must meet its constraint. Not in scripts/test.sh (it
