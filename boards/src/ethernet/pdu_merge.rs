@@ -6,9 +6,14 @@
 //! the PDU FIFO's words (`pdu`: a committed frame, [`crate::ethernet::frame_fifo::word`]
 //! layout, a word a clock once its first is valid). Out: the FIFO's writes (`down`). Whole
 //! frames only: a PDU is taken at a boundary of the dispatcher's frames (`up.ready` is low from
-//! the clock a PDU word waits with no dispatcher frame begun until the PDU's last word is
-//! written), and the dispatcher's frame, once begun, is never cut into. A PDU's 106 bytes are
-//! 27 words: the port is the node's for 28 clocks.
+//! the clock after a PDU word waits, once no dispatcher frame is begun, until the PDU's last
+//! word is written), and the dispatcher's frame, once begun, is never cut into. A PDU's 106
+//! bytes are 27 words: the port is the node's for 28 clocks.
+//!
+//! Timing: `up.ready` is a function of registers and `down.ready` only. The PDU FIFO's `valid`
+//! is registered (`waiting`) before it reaches `up.ready`, so no path runs from the node's
+//! FIFO through the dispatcher's room check into the result FIFO's write (that path was the
+//! core clock's worst on the 5A-75B, 13 LUTs).
 
 use crate::ethernet::frame_fifo::{FrameWriteSink, FrameWriter, WORD_BITS};
 use crate::ethernet::stream::StreamSink;
@@ -33,6 +38,10 @@ pub struct PduMerge {
     owner: DFF<Bit>,
     /// The dispatcher has begun a frame (a word written, no commit or drop yet).
     disp_mid: DFF<Bit>,
+    /// A PDU word waited in the clock before, with the port not the node's.
+    waiting: DFF<Bit>,
+    /// The dispatcher must wait: a PDU waits and no dispatcher frame is begun.
+    hold_up: Signal<Local, Bit>,
     claim: Signal<Local, Bit>,
     move_word: Signal<Local, Bit>,
 }
@@ -40,13 +49,16 @@ pub struct PduMerge {
 impl Logic for PduMerge {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, owner, disp_mid);
-        // The node claims the port at a boundary of the dispatcher's frames.
-        self.claim.next = !self.owner.q.val() & !self.disp_mid.q.val() & self.pdu.valid.val();
+        dff_setup!(self, clock, owner, disp_mid, waiting);
+        // The node claims the port at a boundary of the dispatcher's frames, a clock after its
+        // PDU waits: the dispatcher was held off (`hold_up`) in that clock, so none begins.
+        self.waiting.d.next = self.pdu.valid.val() & !self.owner.q.val();
+        self.hold_up.next = self.waiting.q.val() & !self.disp_mid.q.val();
+        self.claim.next = !self.owner.q.val() & self.hold_up.val() & self.pdu.valid.val();
         if self.claim.val() {
             self.owner.d.next = true;
         }
-        self.up.ready.next = self.down.ready.val() & !self.owner.q.val() & !self.claim.val();
+        self.up.ready.next = self.down.ready.val() & !self.owner.q.val() & !self.hold_up.val();
         if self.up.enable.val() {
             self.disp_mid.d.next = true;
         }
