@@ -4,18 +4,17 @@
 //!
 //! Timing contract and guarantees:
 //! - A dropped frame takes one cycle. A contribution takes 3 cycles of scoreboard lookup (RAM
-//!   read, registered lookup with the exponent maxima, commit), then
-//!   its elements are issued one a cycle and each is written 6 cycles after its issue: frame
-//!   buffer read (2 cycles, then 3 delay registers) and slot memory read (5 cycles) meet at the
-//!   registered lane adder (1 cycle), whose output register drives the slot memory and the
-//!   result builder's buffer. So k + 6 cycles of read-modify-write, and the pass ends only when
-//!   the pipeline is empty (no read of a later frame can overtake a write of this one). Issue
-//!   counters stop on an equality (they count up by one from below the end), not a comparison;
-//!   the equality is itself registered one count ahead (`issue_at_end`, `write_at_last`, against end - 1 and
-//!   end - 2 registers), and the frame buffer and result buffer addresses (`issue_index + 13`, `write_index + 13`)
-//!   come from their own counters (`issue_frame_word`, `write_frame_word`), not from an adder.
-//! - The sequencer's state is one-hot in flip-flops, and the issue counters' end indices are
-//!   registered at the transition into a pass (`issue_stop`, `write_stop`).
+//!   read, registered lookup with the exponent maxima, commit), then a pass of its elements
+//!   through the read-modify-write pipeline ([`ElementPass`]): they are issued one a cycle and
+//!   each is written 6 cycles after its issue (frame buffer read, 2 cycles, then 3 delay
+//!   registers, and slot memory read, 5 cycles, meet at the registered lane adder, whose output
+//!   register drives the slot memory and the result builder's buffer). So k + 6 cycles of
+//!   read-modify-write, and the pass ends only when the pipeline is empty (no read of a later
+//!   frame can overtake a write of this one).
+//! - The reply's header words are chosen and written by a [`HeaderWriter`]: with a result's
+//!   first 13 issues, word by word in Header for ARP and ICMP replies.
+//! - The sequencer's state is one-hot in flip-flops, and a pass's last element index is a
+//!   register (`k_minus_1`, `copy_last`) when the pass starts.
 //! - The exponent RAM's read data is registered (`ex_word`, and the descriptor's set's half in
 //!   `ex_half`) before the exponent maxima and the exponent write-back: the RAM is read from
 //!   Idle on (its address is the descriptor's slot), so the word reaches the compare in Decide
@@ -59,8 +58,10 @@
 use crate::block_ram::RamClient;
 use crate::config_registers::JobSettings;
 use crate::counters::{CounterEventSource, BUCKET_ARP_REPLY, BUCKET_CONTRIBUTION, BUCKET_DUPLICATE, BUCKET_ICMP_REPLY};
+use crate::element_pass::ElementPass;
 use crate::frame_parser::{DescriptorSink, KIND_ARP, KIND_CONTRIBUTION, KIND_PARENT, KIND_SESSION};
 use crate::header_words::HeaderWords;
+use crate::header_writer::HeaderWriter;
 use crate::lane_adders::LaneAdderClient;
 use crate::reply_header::ReplyHeader;
 use crate::result_builder::{ReplyKind, ReplyQueueClient};
@@ -138,24 +139,6 @@ pub struct Aggregator {
     s_sess_lookup: DFF<Bit>,
     s_sess_decide: DFF<Bit>,
     session_reply: DFF<Bit>,
-    issue_stop: DFF<Bits<10>>,
-    nwords_eq10: DFF<Bit>,
-    nwords_eq11: DFF<Bit>,
-    k_is_1: DFF<Bit>,
-    write_stop: DFF<Bits<10>>,
-    adder_first: DFF<Bit>,
-    issue_index: DFF<Bits<10>>,
-    write_index: DFF<Bits<10>>,
-    issue_at_end: DFF<Bit>,
-    write_at_last: DFF<Bit>,
-    issue_frame_word: DFF<Bits<10>>,
-    write_frame_word: DFF<Bits<10>>,
-    k_minus_2: DFF<Bits<10>>,
-    nwords_minus_2: DFF<Bits<10>>,
-    issued: DFF<Bits<6>>,
-    incoming_d1: DFF<Bits<32>>,
-    incoming_d2: DFF<Bits<32>>,
-    incoming_d3: DFF<Bits<32>>,
     first_of_round: DFF<Bit>,
     last_of_round: DFF<Bit>,
     retransmit: DFF<Bit>,
@@ -166,23 +149,19 @@ pub struct Aggregator {
     /// The descriptor's set's half of the exponent RAM's word, registered.
     ex_half: DFF<Bits<16>>,
     k_minus_1: DFF<Bits<10>>,
-    nwords_minus_1: DFF<Bits<10>>,
     slot_base: DFF<Bits<16>>,
     nwords: DFF<Bits<10>>,
     reply_kind: DFF<ReplyKind>,
-    header_address: DFF<Bits<5>>,
-    header_data: DFF<Bits<32>>,
-    header_enable: DFF<Bit>,
-    header_sum: DFF<Bits<32>>,
-    header_from_sum: DFF<Bit>,
     ex_write_pending: DFF<Bit>,
     ex_write_word: DFF<Bits<32>>,
-    header_address_d2: DFF<Bits<5>>,
-    header_enable_d2: DFF<Bit>,
     header: ReplyHeader,
+    /// The passes of elements through the read-modify-write pipeline.
+    pass: ElementPass,
+    /// The reply's header words into the header buffer.
+    words: HeaderWriter,
+    /// The last element of an echo reply's copy of the frame (word 10 is its first).
+    copy_last: DFF<Bits<10>>,
     exp_new: Signal<Local, Bits<16>>,
-    issue: Signal<Local, Bit>,
-    write: Signal<Local, Bit>,
 }
 
 impl Aggregator {
@@ -235,24 +214,6 @@ impl Aggregator {
             s_sess_lookup: Default::default(),
             s_sess_decide: Default::default(),
             session_reply: Default::default(),
-            issue_stop: Default::default(),
-            nwords_eq10: Default::default(),
-            nwords_eq11: Default::default(),
-            k_is_1: Default::default(),
-            write_stop: Default::default(),
-            adder_first: Default::default(),
-            issue_index: Default::default(),
-            write_index: Default::default(),
-            issue_at_end: Default::default(),
-            write_at_last: Default::default(),
-            issue_frame_word: Default::default(),
-            write_frame_word: Default::default(),
-            k_minus_2: Default::default(),
-            nwords_minus_2: Default::default(),
-            issued: Default::default(),
-            incoming_d1: Default::default(),
-            incoming_d2: Default::default(),
-            incoming_d3: Default::default(),
             first_of_round: Default::default(),
             last_of_round: Default::default(),
             retransmit: Default::default(),
@@ -261,23 +222,16 @@ impl Aggregator {
             ex_word: Default::default(),
             ex_half: Default::default(),
             k_minus_1: Default::default(),
-            nwords_minus_1: Default::default(),
             slot_base: Default::default(),
             nwords: Default::default(),
             reply_kind: Default::default(),
-            header_address: Default::default(),
-            header_data: Default::default(),
-            header_enable: Default::default(),
-            header_sum: Default::default(),
-            header_from_sum: Default::default(),
             ex_write_pending: Default::default(),
             ex_write_word: Default::default(),
-            header_address_d2: Default::default(),
-            header_enable_d2: Default::default(),
             header: Default::default(),
+            pass: Default::default(),
+            words: Default::default(),
+            copy_last: Default::default(),
             exp_new: Default::default(),
-            issue: Default::default(),
-            write: Default::default(),
         }
     }
 }
@@ -304,24 +258,6 @@ impl Logic for Aggregator {
             up,
             resend,
             down,
-            issue_stop,
-            nwords_eq10,
-            nwords_eq11,
-            k_is_1,
-            write_stop,
-            adder_first,
-            issue_index,
-            write_index,
-            issue_at_end,
-            write_at_last,
-            issue_frame_word,
-            write_frame_word,
-            k_minus_2,
-            nwords_minus_2,
-            issued,
-            incoming_d1,
-            incoming_d2,
-            incoming_d3,
             first_of_round,
             last_of_round,
             retransmit,
@@ -330,27 +266,16 @@ impl Logic for Aggregator {
             ex_word,
             ex_half,
             k_minus_1,
-            nwords_minus_1,
             slot_base,
             nwords,
             reply_kind,
-            header_address,
-            header_data,
-            header_enable,
-            header_sum,
-            header_from_sum,
             ex_write_pending,
             ex_write_word,
-            header_address_d2,
-            header_enable_d2
+            copy_last
         );
-        clock!(self, clock, header);
+        clock!(self, clock, header, pass, words);
         // Defaults.
         self.desc.done.next = false;
-        self.buf_read_address.next = bit_cast::<10, 10>(self.issue_index.q.val());
-        if self.desc.half.val() {
-            self.buf_read_address.next = bit_cast::<10, 10>(self.issue_index.q.val()) | 512;
-        }
         self.sb.slot.next = bit_cast::<6, 15>(self.desc.slot.val());
         self.sb.set.next = self.desc.set.val();
         self.sb.rank.next = self.desc.rank.val();
@@ -360,10 +285,6 @@ impl Logic for Aggregator {
         self.events.tree.next = false;
         self.events.tree_index.next = 0.into();
         self.replies.parent.next = false;
-        self.sm.read_address.next = self.slot_base.q.val() + bit_cast::<16, 10>(self.issue_index.q.val());
-        self.sm.write_address.next = self.slot_base.q.val() + bit_cast::<16, 10>(self.write_index.q.val());
-        self.sm.write_data.next = self.la.sum.val();
-        self.sm.write_enable.next = false;
         self.ex.read_address.next = bit_cast::<6, 15>(self.desc.slot.val());
         self.ex.write_address.next = bit_cast::<6, 15>(self.desc.slot.val());
         // The exponent write is registered: it lands one edge after Commit, long before the
@@ -379,52 +300,47 @@ impl Logic for Aggregator {
         if self.desc.set.val() {
             self.ex_half.d.next = self.ex.read_data.val().get_bits::<16>(16);
         }
-        // The element pipeline: frame buffer data (2 cycles) delayed 3 more to meet the slot
-        // memory data (5 cycles), then the registered lane adder: written 6 cycles after issue.
-        self.incoming_d1.d.next = self.buf_read_data.val();
-        self.incoming_d2.d.next = self.incoming_d1.q.val();
-        // A copy of the stored values adds nothing; the adder's controls are registered (the
-        // state they follow lasts the whole pass, and nothing is written in its first 6 cycles).
-        self.incoming_d3.d.next = self.incoming_d2.q.val();
-        if self.s_copy_slot.q.val() {
-            self.incoming_d3.d.next = 0.into();
-        }
-        self.adder_first.d.next = self.first_of_round.q.val();
-        if self.s_copy_slot.q.val() {
-            self.adder_first.d.next = false;
-        }
-        if self.s_copy_frame.q.val() {
-            self.adder_first.d.next = true;
-        }
-        self.la.stored.next = self.sm.read_data.val();
-        if self.session_reply.q.val() {
-            // A session reply carries no values.
-            self.la.stored.next = 0.into();
-        }
+        // The element passes (ElementPass): a contribution's read-modify-write (`s_rmw`), a copy
+        // of the stored values (`s_copy_slot`: a retransmission, a resent partial, a session
+        // reply with zeros) and an echo reply's copy of the frame (`s_copy_frame`, from word 10).
+        // A pass is started in the transition into its state; its modes follow the state, which
+        // holds for the whole pass.
+        self.pass.start.next = false;
+        self.pass.last.next = self.k_minus_1.q.val();
+        self.pass.offset.next = 13.into();
+        self.pass.advance.next = (self.s_rmw.q.val() & (!self.last_of_round.q.val() | self.replies.free.val()))
+            | (self.s_copy_slot.q.val() & self.replies.free.val())
+            | self.s_copy_frame.q.val();
+        // (`first_of_round` is cleared in Idle, so the exponent maxima in Decide are taken as not first.)
+        self.pass.overwrite.next =
+            (self.first_of_round.q.val() & !self.s_copy_slot.q.val()) | self.s_copy_frame.q.val();
+        self.pass.copy_stored.next = self.s_copy_slot.q.val();
+        // A session reply carries no values.
+        self.pass.zero_stored.next = self.session_reply.q.val();
+        self.pass.to_slot.next = self.s_rmw.q.val();
+        self.pass.to_reply.next =
+            (self.s_rmw.q.val() & self.last_of_round.q.val()) | self.s_copy_slot.q.val() | self.s_copy_frame.q.val();
+        self.pass.slot_base.next = self.slot_base.q.val();
+        self.pass.frame_half.next = self.desc.half.val();
+        self.pass.reply_half.next = self.replies.half.val();
+        self.buf_read_address.next = self.pass.frame_address.val();
+        self.pass.frame_data.next = self.buf_read_data.val();
+        RamClient::<16, 32>::link(&mut self.sm, &mut self.pass.sm);
+        self.la.stored.next = self.pass.adder_stored.val();
+        self.la.incoming.next = self.pass.adder_incoming.val();
+        self.la.first.next = self.pass.adder_first.val();
+        self.pass.adder_sum.next = self.la.sum.val();
+        self.replies.buf_write_address.next = self.pass.reply_address.val();
+        self.replies.buf_write_data.next = self.pass.reply_data.val();
+        self.replies.buf_write_enable.next = self.pass.reply_enable.val();
         self.ss_proposal.next = bit_cast::<8, 32>(self.desc.header.h10.val());
         self.ss_commit.next = false;
-        self.la.incoming.next = self.incoming_d3.q.val();
-        // (`first_of_round` is cleared in Idle, so the exponent maxima in Decide are taken as not first.)
-        self.la.first.next = self.adder_first.q.val();
-        self.nwords_eq10.d.next = self.nwords.q.val() == 10;
-        self.nwords_eq11.d.next = self.nwords.q.val() == 11;
-        self.k_is_1.d.next = self.k_minus_1.q.val() == 0;
         self.la.exp_stored.next = 0.into();
         self.la.exp_incoming.next = 0.into();
         self.la.exp_active.next = false;
-        self.issue.next = false;
-        self.write.next = self.issued.q.val().get_bit(5);
-        // Last element indices, registered (the pass ends on an equality, no adder before it).
+        // Last element indices, registered.
         self.k_minus_1.d.next = bit_cast::<10, 9>(self.job.payload_words.val()) - 1;
-        self.nwords_minus_1.d.next = self.nwords.q.val() - 1;
-        self.k_minus_2.d.next = bit_cast::<10, 9>(self.job.payload_words.val()) - 2;
-        self.nwords_minus_2.d.next = self.nwords.q.val() - 2;
-        self.replies.buf_write_address.next = bit_cast::<10, 10>(self.write_index.q.val());
-        if self.replies.half.val() {
-            self.replies.buf_write_address.next = bit_cast::<10, 10>(self.write_index.q.val()) | 512;
-        }
-        self.replies.buf_write_data.next = self.la.sum.val();
-        self.replies.buf_write_enable.next = false;
+        self.copy_last.d.next = self.nwords.q.val() - 11;
         self.replies.load.next = false;
         self.replies.kind.next = self.reply_kind.q.val();
         self.replies.first.next = 0.into();
@@ -437,12 +353,13 @@ impl Logic for Aggregator {
         self.events.retransmit.next = false;
         self.idle.next = !self.s_active.q.val();
         self.exp_new.next = 0.into();
-        // Header words of the reply, word `issue_index` (results: during the body pass, for indices below 13), in three
-        // register stages: the reply header block's candidates for its low 4 bits, then one of
-        // them or the adder's output (header_data, with the address and strobe delayed to match),
-        // then the header buffer write.
+        // Header words of the reply (HeaderWriter): a result's words 0..=12 step with its pass's
+        // first 13 issues; an ARP or echo reply's are stepped in Header (0..=10, 0..=9), and an echo
+        // reply's words 10..=12 are copied from the frame as its pass writes them. Each is
+        // written two register stages after it is chosen (the reply header block answers a word
+        // index a cycle after it is asked).
         self.header.kind.next = self.reply_kind.q.val();
-        self.header.index.next = bit_cast::<4, 10>(self.issue_index.q.val());
+        self.header.index.next = self.words.index.val();
         HeaderWords::link(&mut self.desc.header, &mut self.header.request);
         // A session reply: byte 43 (`job_number`) is the epoch after the update.
         self.header.session.next = self.session_reply.q.val();
@@ -454,26 +371,29 @@ impl Logic for Aggregator {
         if self.up.q.val() {
             self.header.dst_port.next = self.job.parent_port.val();
         }
-        self.replies.hdr_write_address.next = self.header_address_d2.q.val();
-        self.replies.hdr_write_data.next = self.header_data.q.val();
-        self.replies.hdr_write_enable.next = self.header_enable_d2.q.val();
-        self.header_address_d2.d.next = self.header_address.q.val();
-        self.header_enable_d2.d.next = self.header_enable.q.val();
-        self.header_data.d.next = self.header.word.val();
-        if self.header_from_sum.q.val() {
-            self.header_data.d.next = self.header_sum.q.val();
+        self.words.word.next = self.header.word.val();
+        self.words.half.next = self.replies.half.val();
+        self.words.restart.next = !self.s_active.q.val();
+        self.words.last.next = 12.into();
+        if self.s_header.q.val() {
+            // ARP: words 0..=10; ICMP: 0..=9, then 10..=12 copied from the frame.
+            self.words.last.next = 10.into();
+            if self.reply_kind.q.val() == ReplyKind::EchoReply {
+                self.words.last.next = 9.into();
+            }
         }
-        self.header_sum.d.next = self.la.sum.val();
-        self.header_from_sum.d.next = false;
-        self.header_address.d.next = bit_cast::<5, 10>(self.issue_index.q.val()) & 15;
-        if self.replies.half.val() {
-            self.header_address.d.next = (bit_cast::<5, 10>(self.issue_index.q.val()) & 15) | 16;
-        }
-        self.header_enable.d.next = false;
+        self.words.step.next = (self.pass.issue.val()
+            & ((self.s_rmw.q.val() & self.last_of_round.q.val()) | self.s_copy_slot.q.val()))
+            | (self.s_header.q.val() & self.replies.free.val());
+        self.words.copy.next = self.s_copy_frame.q.val() & self.pass.write.val();
+        self.words.copy_index.next = self.pass.write_word.val();
+        self.words.copy_data.next = self.la.sum.val();
+        self.replies.hdr_write_address.next = self.words.hdr_write_address.val();
+        self.replies.hdr_write_data.next = self.words.hdr_write_data.val();
+        self.replies.hdr_write_enable.next = self.words.hdr_write_enable.val();
         // The sequencer's state, one-hot in flip-flops (`s_active` low is Idle): every branch below
         // is entered on one registered flag, and a transition clears the current flag and sets
-        // the next one. The end index of the issue counter for the coming pass (`issue_stop`) is
-        // registered at the transition into it, so `issue_at_end` is an equality of two registers.
+        // the next one; a transition into a pass starts it (`pass.start`).
         if !self.s_active.q.val() {
             self.first_of_round.d.next = false;
             self.session_reply.d.next = false;
@@ -481,12 +401,6 @@ impl Logic for Aggregator {
             self.up.d.next = false;
             self.resend.d.next = false;
             self.down.d.next = false;
-            // Header's last index (ARP, an even kind: word 9; ICMP, odd: word 8); a contribution
-            // sets its own in Commit.
-            self.issue_stop.d.next = 9.into();
-            if self.desc.kind.val().get_bit(0) {
-                self.issue_stop.d.next = 8.into();
-            }
             // A reply's word count, chosen from the kind alone (used only after Header; a
             // contribution sets its own in Commit).
             self.nwords.d.next = 11.into();
@@ -497,9 +411,6 @@ impl Logic for Aggregator {
                     self.nwords.d.next = bit_cast::<10, 16>((self.desc.ip_len.val() + 17) >> 2);
                 }
             }
-            self.issue_index.d.next = 0.into();
-            self.issue_frame_word.d.next = 13.into();
-            self.issue_at_end.d.next = false;
             if self.desc.valid.val() & !self.sb.clearing.val() {
                 if self.desc.kind.val() < self.kind_contribution.val() {
                     self.events.bucket.next = true;
@@ -563,14 +474,6 @@ impl Logic for Aggregator {
             }
             self.la.exp_stored.next = self.ex_half.q.val();
             self.events.bucket.next = true;
-            self.issue_index.d.next = 0.into();
-            self.issue_frame_word.d.next = 13.into();
-            self.issue_at_end.d.next = false;
-            self.issue_stop.d.next = self.k_minus_1.q.val();
-            self.write_index.d.next = 0.into();
-            self.write_frame_word.d.next = 13.into();
-            self.write_at_last.d.next = self.k_is_1.q.val();
-            self.write_stop.d.next = self.k_minus_2.q.val();
             self.reply_kind.d.next = ReplyKind::Result;
             self.nwords.d.next = bit_cast::<10, 9>(self.job.payload_words.val()) + 13;
             self.s_commit.d.next = false;
@@ -594,6 +497,7 @@ impl Logic for Aggregator {
                     self.retransmit.d.next = false;
                     self.reply_exps.d.next = self.exp_new.val();
                     self.down.d.next = true;
+                    self.pass.start.next = true;
                     self.s_rmw.d.next = true;
                 } else {
                     self.events.tree_index.next = 3.into();
@@ -616,6 +520,7 @@ impl Logic for Aggregator {
                 self.last_of_round.d.next = self.sb.last.val();
                 self.retransmit.d.next = false;
                 self.reply_exps.d.next = self.exp_new.val();
+                self.pass.start.next = true;
                 self.s_rmw.d.next = true;
             } else {
                 self.events.bucket_index.next = self.bucket_duplicate.val();
@@ -625,6 +530,7 @@ impl Logic for Aggregator {
                     if self.desc.rank.val() == 0 {
                         self.up.d.next = true;
                         self.resend.d.next = true;
+                        self.pass.start.next = true;
                         self.s_copy_slot.d.next = true;
                     } else {
                         self.desc.done.next = true;
@@ -632,6 +538,7 @@ impl Logic for Aggregator {
                     }
                 } else if self.sb.complete.val() {
                     self.retransmit.d.next = true;
+                    self.pass.start.next = true;
                     self.s_copy_slot.d.next = true;
                 } else {
                     self.desc.done.next = true;
@@ -649,14 +556,6 @@ impl Logic for Aggregator {
             // of a retransmission with zeros for the values.
             self.events.bucket.next = true;
             self.events.bucket_index.next = self.bucket_duplicate.val();
-            self.issue_index.d.next = 0.into();
-            self.issue_frame_word.d.next = 13.into();
-            self.issue_at_end.d.next = false;
-            self.issue_stop.d.next = self.k_minus_1.q.val();
-            self.write_index.d.next = 0.into();
-            self.write_frame_word.d.next = 13.into();
-            self.write_at_last.d.next = self.k_is_1.q.val();
-            self.write_stop.d.next = self.k_minus_2.q.val();
             self.reply_kind.d.next = ReplyKind::Result;
             self.nwords.d.next = bit_cast::<10, 9>(self.job.payload_words.val()) + 13;
             self.reply_exps.d.next = 0.into();
@@ -669,125 +568,46 @@ impl Logic for Aggregator {
             if self.ss_opens.val() {
                 self.retransmit.d.next = false;
                 self.session_reply.d.next = true;
+                self.pass.start.next = true;
                 self.s_copy_slot.d.next = true;
             } else if self.ss_counted.val() | self.ss_silent.val() {
                 self.desc.done.next = true;
                 self.s_active.d.next = false;
             } else {
                 self.session_reply.d.next = true;
+                self.pass.start.next = true;
                 self.s_copy_slot.d.next = true;
             }
         }
-        if self.s_rmw.q.val() {
-            self.buf_read_address.next = self.issue_frame_word.q.val();
-            if self.desc.half.val() {
-                self.buf_read_address.next = self.issue_frame_word.q.val() | 512;
-            }
-            self.replies.buf_write_address.next = self.write_frame_word.q.val();
-            if self.replies.half.val() {
-                self.replies.buf_write_address.next = self.write_frame_word.q.val() | 512;
-            }
-            if (!self.last_of_round.q.val() | self.replies.free.val()) & !self.issue_at_end.q.val() {
-                self.issue.next = true;
-                self.issue_index.d.next = self.issue_index.q.val() + 1;
-                self.issue_frame_word.d.next = self.issue_frame_word.q.val() + 1;
-                self.issue_at_end.d.next = self.issue_index.q.val() == self.issue_stop.q.val();
-                self.header_enable.d.next = self.last_of_round.q.val() & (self.issue_index.q.val() < 13);
-            }
-            if self.write.val() {
-                self.sm.write_enable.next = true;
-                self.replies.buf_write_enable.next = self.last_of_round.q.val();
-                self.write_index.d.next = self.write_index.q.val() + 1;
-                self.write_frame_word.d.next = self.write_frame_word.q.val() + 1;
-                self.write_at_last.d.next = self.write_index.q.val() == self.write_stop.q.val();
-                if self.write_at_last.q.val() {
-                    // (`issue_index` is left as it is: Load does not use it and Idle resets it.)
-                    self.s_rmw.d.next = false;
-                    if self.last_of_round.q.val() {
-                        self.s_load.d.next = true;
-                    } else {
-                        self.desc.done.next = true;
-                        self.s_active.d.next = false;
-                    }
-                }
+        if self.s_rmw.q.val() & self.pass.done.val() {
+            self.s_rmw.d.next = false;
+            if self.last_of_round.q.val() {
+                self.s_load.d.next = true;
+            } else {
+                self.desc.done.next = true;
+                self.s_active.d.next = false;
             }
         }
-        if self.s_copy_slot.q.val() {
-            // The stored values through the adder unchanged (not first, nothing added).
-            self.replies.buf_write_address.next = self.write_frame_word.q.val();
-            if self.replies.half.val() {
-                self.replies.buf_write_address.next = self.write_frame_word.q.val() | 512;
-            }
-            if self.replies.free.val() & !self.issue_at_end.q.val() {
-                self.issue.next = true;
-                self.issue_index.d.next = self.issue_index.q.val() + 1;
-                self.issue_frame_word.d.next = self.issue_frame_word.q.val() + 1;
-                self.issue_at_end.d.next = self.issue_index.q.val() == self.issue_stop.q.val();
-                self.header_enable.d.next = self.issue_index.q.val() < 13;
-            }
-            if self.write.val() {
-                self.replies.buf_write_enable.next = true;
-                self.write_index.d.next = self.write_index.q.val() + 1;
-                self.write_frame_word.d.next = self.write_frame_word.q.val() + 1;
-                self.write_at_last.d.next = self.write_index.q.val() == self.write_stop.q.val();
-                if self.write_at_last.q.val() {
-                    // (`issue_index` is left as it is: Load does not use it and Idle resets it.)
-                    self.s_copy_slot.d.next = false;
-                    self.s_load.d.next = true;
-                }
+        if self.s_copy_slot.q.val() & self.pass.done.val() {
+            self.s_copy_slot.d.next = false;
+            self.s_load.d.next = true;
+        }
+        if self.s_header.q.val() & self.replies.free.val() & self.words.at_last.val() {
+            // ARP and ICMP replies (a result's header is written during its body pass); an
+            // echo reply's body is a copy of the frame's, words 10..nwords.
+            self.s_header.d.next = false;
+            if self.reply_kind.q.val() == ReplyKind::EchoReply {
+                self.pass.start.next = true;
+                self.pass.last.next = self.copy_last.q.val();
+                self.pass.offset.next = 10.into();
+                self.s_copy_frame.d.next = true;
+            } else {
+                self.s_load.d.next = true;
             }
         }
-        if self.s_header.q.val() {
-            // ARP and ICMP replies (a result's header is written during its body pass).
-            if self.replies.free.val() {
-                self.header_enable.d.next = true;
-                self.issue_index.d.next = self.issue_index.q.val() + 1;
-                self.issue_frame_word.d.next = self.issue_frame_word.q.val() + 1;
-                self.issue_at_end.d.next = self.issue_index.q.val() == self.issue_stop.q.val();
-                if self.issue_at_end.q.val() {
-                    self.s_header.d.next = false;
-                    if self.reply_kind.q.val() == ReplyKind::EchoReply {
-                        self.issue_index.d.next = 10.into();
-                        self.issue_frame_word.d.next = 23.into();
-                        self.issue_at_end.d.next = self.nwords_eq10.q.val();
-                        self.issue_stop.d.next = self.nwords_minus_1.q.val();
-                        self.write_index.d.next = 10.into();
-                        self.write_frame_word.d.next = 23.into();
-                        self.write_at_last.d.next = self.nwords_eq11.q.val();
-                        self.write_stop.d.next = self.nwords_minus_2.q.val();
-                        self.s_copy_frame.d.next = true;
-                    } else {
-                        self.s_load.d.next = true;
-                    }
-                }
-            }
-        }
-        if self.s_copy_frame.q.val() {
-            // The frame's words through the adder unchanged (first: written as they are).
-            if !self.issue_at_end.q.val() {
-                self.issue.next = true;
-                self.issue_index.d.next = self.issue_index.q.val() + 1;
-                self.issue_frame_word.d.next = self.issue_frame_word.q.val() + 1;
-                self.issue_at_end.d.next = self.issue_index.q.val() == self.issue_stop.q.val();
-            }
-            if self.write.val() {
-                self.replies.buf_write_enable.next = true;
-                if self.write_index.q.val() < 13 {
-                    self.header_address.d.next = bit_cast::<5, 10>(self.write_index.q.val()) & 15;
-                    if self.replies.half.val() {
-                        self.header_address.d.next = (bit_cast::<5, 10>(self.write_index.q.val()) & 15) | 16;
-                    }
-                    self.header_from_sum.d.next = true;
-                    self.header_enable.d.next = true;
-                }
-                self.write_index.d.next = self.write_index.q.val() + 1;
-                self.write_frame_word.d.next = self.write_frame_word.q.val() + 1;
-                self.write_at_last.d.next = self.write_index.q.val() == self.write_stop.q.val();
-                if self.write_at_last.q.val() {
-                    self.s_copy_frame.d.next = false;
-                    self.s_load.d.next = true;
-                }
-            }
+        if self.s_copy_frame.q.val() & self.pass.done.val() {
+            self.s_copy_frame.d.next = false;
+            self.s_load.d.next = true;
         }
         if self.s_load.q.val() {
             self.replies.load.next = true;
@@ -818,7 +638,6 @@ impl Logic for Aggregator {
                 self.replies.last_bytes.next = (bit_cast::<3, 16>(self.desc.ip_len.val() + 1) & 3) + 1;
             }
         }
-        self.issued.d.next = (self.issued.q.val() << 1) | bit_cast::<6, 1>(self.issue.val().into());
     }
 }
 
