@@ -42,6 +42,7 @@
 
 use crate::block_ram::PipelinedRam;
 use crate::config_registers::{JobSettings, WorkerTableWrite};
+use crate::frame_checks::FrameChecks;
 use crate::header_words::{HeaderWords, HeaderWordsSource};
 use crate::word_stream::WordSink;
 use crate::worker_search::WorkerSearch;
@@ -124,81 +125,18 @@ pub struct FrameParser {
     pub busy: Signal<Out, Bit>,
     rx_buf: PipelinedRam<10, 32>,
     search: WorkerSearch,
+    /// The checks of docs/switch.md §1 and their priority chains.
+    checks: FrameChecks,
     accept: Signal<Local, Bit>,
     cls: Signal<Local, Bits<5>>,
-    drop_truncated: Constant<Bits<5>>,
-    drop_wrong_dst_mac: Constant<Bits<5>>,
-    drop_wrong_vlan: Constant<Bits<5>>,
-    drop_not_ipv4_udp: Constant<Bits<5>>,
-    drop_ip_options: Constant<Bits<5>>,
     drop_ip_checksum: Constant<Bits<5>>,
-    drop_bad_length: Constant<Bits<5>>,
-    drop_ip_fragment: Constant<Bits<5>>,
-    drop_wrong_dst_ip: Constant<Bits<5>>,
-    drop_bad_port: Constant<Bits<5>>,
     drop_unknown_source: Constant<Bits<5>>,
-    drop_bad_msg_type: Constant<Bits<5>>,
-    drop_bad_size: Constant<Bits<5>>,
-    drop_bad_slot: Constant<Bits<5>>,
-    drop_wrong_src_port: Constant<Bits<5>>,
-    kind_contribution: Constant<Bits<5>>,
-    kind_arp: Constant<Bits<5>>,
-    kind_icmp: Constant<Bits<5>>,
-    kind_session: Constant<Bits<5>>,
-    kind_parent: Constant<Bits<5>>,
-    pip_hi_eq: DFF<Bit>,
-    pip_lo_eq: DFF<Bit>,
-    fl_from_parent: DFF<Bit>,
-    cls_parent: DFF<Bits<5>>,
     needs_rank: Signal<Local, Bit>,
     total_len: Signal<Local, Bits<16>>,
-    udp_len: Signal<Local, Bits<16>>,
-    tl_m20: DFF<Bits<16>>,
-    dst_eq_a: DFF<Bit>,
-    dst_eq_b: DFF<Bit>,
-    dst_bc_a: DFF<Bit>,
-    dst_bc_b: DFF<Bit>,
-    arp_ip_hi_ne: DFF<Bit>,
-    arp_ip_lo_ne: DFF<Bit>,
-    dip_hi_ne: DFF<Bit>,
-    dip_lo_ne: DFF<Bit>,
-    tl_p14: DFF<Bits<17>>,
-    reach_ck: DFF<Bit>,
-    cls_pre: DFF<Bits<5>>,
-    nr_pre: DFF<Bit>,
-    cls_rank: DFF<Bits<5>>,
-    fl_len14: DFF<Bit>,
     /// The tag flags of the frame being decided, taken with its last word.
     fl_tag_stripped: DFF<Bit>,
     fl_tag_short: DFF<Bit>,
     fl_tag_mismatch: DFF<Bit>,
-    fl_dst_ok: DFF<Bit>,
-    fl_arp: DFF<Bit>,
-    fl_len42: DFF<Bit>,
-    fl_arp_bad: DFF<Bit>,
-    fl_arp_ip_bad: DFF<Bit>,
-    fl_ipv4: DFF<Bit>,
-    fl_len34: DFF<Bit>,
-    fl_ver_bad: DFF<Bit>,
-    fl_ihl_bad: DFF<Bit>,
-    fl_tl_bad: DFF<Bit>,
-    fl_frag: DFF<Bit>,
-    fl_dip_bad: DFF<Bit>,
-    fl_icmp: DFF<Bit>,
-    fl_tl28: DFF<Bit>,
-    fl_icmp_bad: DFF<Bit>,
-    fl_udp: DFF<Bit>,
-    fl_udplen_bad: DFF<Bit>,
-    fl_port_bad: DFF<Bit>,
-    fl_ul18: DFF<Bit>,
-    fl_msg_bad: DFF<Bit>,
-    fl_msg_session: DFF<Bit>,
-    fl_size_bad: DFF<Bit>,
-    fl_pay_bad: DFF<Bit>,
-    fl_slot_bad: DFF<Bit>,
-    fl_sport_bad: DFF<Bit>,
-    ck_bad: DFF<Bit>,
-    fold1_r: DFF<Bits<17>>,
     dstage: DFF<Bits<2>>,
     deciding: DFF<Bit>,
     wr_half: DFF<Bit>,
@@ -208,7 +146,6 @@ pub struct FrameParser {
     j_ge512: DFF<Bit>,
     j_eq7: DFF<Bit>,
     len: DFF<Bits<16>>,
-    csum: DFF<Bits<20>>,
     csum_hi: DFF<Bits<20>>,
     csum_lo: DFF<Bits<20>>,
     /// Words 0..=12 of the frame as they come.
@@ -247,80 +184,16 @@ impl FrameParser {
             busy: Default::default(),
             rx_buf: PipelinedRam::new(1024),
             search: Default::default(),
+            checks: Default::default(),
             accept: Default::default(),
             cls: Default::default(),
-            drop_truncated: kind(DropReason::Truncated as u64),
-            drop_wrong_dst_mac: kind(DropReason::WrongDstMac as u64),
-            drop_wrong_vlan: kind(DropReason::WrongVlan as u64),
-            drop_not_ipv4_udp: kind(DropReason::NotIpv4Udp as u64),
-            drop_ip_options: kind(DropReason::IpOptions as u64),
             drop_ip_checksum: kind(DropReason::IpChecksum as u64),
-            drop_bad_length: kind(DropReason::BadLength as u64),
-            drop_ip_fragment: kind(DropReason::IpFragment as u64),
-            drop_wrong_dst_ip: kind(DropReason::WrongDstIp as u64),
-            drop_bad_port: kind(DropReason::BadPort as u64),
             drop_unknown_source: kind(DropReason::UnknownSource as u64),
-            drop_bad_msg_type: kind(DropReason::BadMsgType as u64),
-            drop_bad_size: kind(DropReason::BadSize as u64),
-            drop_bad_slot: kind(DropReason::BadSlot as u64),
-            drop_wrong_src_port: kind(DropReason::WrongSrcPort as u64),
-            kind_contribution: kind(KIND_CONTRIBUTION),
-            kind_arp: kind(KIND_ARP),
-            kind_icmp: kind(KIND_ICMP),
-            kind_session: kind(KIND_SESSION),
-            kind_parent: kind(KIND_PARENT),
-            pip_hi_eq: Default::default(),
-            pip_lo_eq: Default::default(),
-            fl_from_parent: Default::default(),
-            cls_parent: Default::default(),
             needs_rank: Default::default(),
             total_len: Default::default(),
-            udp_len: Default::default(),
-            tl_m20: Default::default(),
-            dst_eq_a: Default::default(),
-            dst_eq_b: Default::default(),
-            dst_bc_a: Default::default(),
-            dst_bc_b: Default::default(),
-            arp_ip_hi_ne: Default::default(),
-            arp_ip_lo_ne: Default::default(),
-            dip_hi_ne: Default::default(),
-            dip_lo_ne: Default::default(),
-            tl_p14: Default::default(),
-            reach_ck: Default::default(),
-            cls_pre: Default::default(),
-            nr_pre: Default::default(),
-            cls_rank: Default::default(),
-            fl_len14: Default::default(),
             fl_tag_stripped: Default::default(),
             fl_tag_short: Default::default(),
             fl_tag_mismatch: Default::default(),
-            fl_dst_ok: Default::default(),
-            fl_arp: Default::default(),
-            fl_len42: Default::default(),
-            fl_arp_bad: Default::default(),
-            fl_arp_ip_bad: Default::default(),
-            fl_ipv4: Default::default(),
-            fl_len34: Default::default(),
-            fl_ver_bad: Default::default(),
-            fl_ihl_bad: Default::default(),
-            fl_tl_bad: Default::default(),
-            fl_frag: Default::default(),
-            fl_dip_bad: Default::default(),
-            fl_icmp: Default::default(),
-            fl_tl28: Default::default(),
-            fl_icmp_bad: Default::default(),
-            fl_udp: Default::default(),
-            fl_udplen_bad: Default::default(),
-            fl_port_bad: Default::default(),
-            fl_ul18: Default::default(),
-            fl_msg_bad: Default::default(),
-            fl_msg_session: Default::default(),
-            fl_size_bad: Default::default(),
-            fl_pay_bad: Default::default(),
-            fl_slot_bad: Default::default(),
-            fl_sport_bad: Default::default(),
-            ck_bad: Default::default(),
-            fold1_r: Default::default(),
             dstage: Default::default(),
             deciding: Default::default(),
             wr_half: Default::default(),
@@ -330,7 +203,6 @@ impl FrameParser {
             j_ge512: Default::default(),
             j_eq7: Default::default(),
             len: Default::default(),
-            csum: Default::default(),
             csum_hi: Default::default(),
             csum_lo: Default::default(),
             h: Default::default(),
@@ -352,55 +224,9 @@ impl Logic for FrameParser {
         dff_setup!(
             self,
             clock,
-            tl_m20,
-            dst_eq_a,
-            dst_eq_b,
-            dst_bc_a,
-            dst_bc_b,
-            arp_ip_hi_ne,
-            arp_ip_lo_ne,
-            dip_hi_ne,
-            dip_lo_ne,
-            tl_p14,
-            reach_ck,
-            cls_pre,
-            nr_pre,
-            cls_rank,
-            pip_hi_eq,
-            pip_lo_eq,
-            fl_from_parent,
-            cls_parent,
-            fl_len14,
             fl_tag_stripped,
             fl_tag_short,
             fl_tag_mismatch,
-            fl_dst_ok,
-            fl_arp,
-            fl_len42,
-            fl_arp_bad,
-            fl_arp_ip_bad,
-            fl_ipv4,
-            fl_len34,
-            fl_ver_bad,
-            fl_ihl_bad,
-            fl_tl_bad,
-            fl_frag,
-            fl_dip_bad,
-            fl_icmp,
-            fl_tl28,
-            fl_icmp_bad,
-            fl_udp,
-            fl_udplen_bad,
-            fl_port_bad,
-            fl_ul18,
-            fl_msg_bad,
-            fl_msg_session,
-            fl_size_bad,
-            fl_pay_bad,
-            fl_slot_bad,
-            fl_sport_bad,
-            ck_bad,
-            fold1_r,
             dstage,
             deciding,
             wr_half,
@@ -410,7 +236,6 @@ impl Logic for FrameParser {
             j_ge512,
             j_eq7,
             len,
-            csum,
             csum_hi,
             csum_lo,
             d_valid,
@@ -429,7 +254,7 @@ impl Logic for FrameParser {
             self.d[i].clock.next = self.clock.val();
             self.d[i].d.next = self.d[i].q.val();
         }
-        clock!(self, clock, rx_buf, search);
+        clock!(self, clock, rx_buf, search, checks);
         // Worker table writes and the buffer read port.
         self.search.write_address.next = self.wt.address.val();
         self.search.write_data.next = self.wt.data.val();
@@ -509,66 +334,21 @@ impl Logic for FrameParser {
         self.search.source.next = (self.h[6].q.val() << 16) | (self.h[7].q.val() >> 16);
         self.search.start.next = self.accept.val() & self.j_eq7.q.val();
         self.search.stop.next = false;
-        // Decide (docs/switch.md §1, in order). Every check is a registered flag, computed each
-        // cycle from the header registers (stable while deciding), so the priority chain below
-        // reads flip-flops only; the header checksum is summed in two accumulators (high and low
-        // halves of the words) and takes three registered steps (sum, fold, verify). The decision
-        // is taken in the fourth deciding cycle, when every flag describes the frame.
+        // Decide (docs/switch.md §1, in order): the checks and their priority chains are
+        // FrameChecks; the decision is taken in the fourth deciding cycle, when every check
+        // describes the frame, and picks among its registers (the checksum's verdict and the
+        // worker search's result are the late inputs).
         self.total_len.next = self.h[4].q.val().get_bits::<16>(16);
-        self.udp_len.next = bit_cast::<16, 32>(self.h[9].q.val());
-        self.csum.d.next = self.csum_hi.q.val() + self.csum_lo.q.val();
-        self.fold1_r.d.next =
-            bit_cast::<17, 20>(self.csum.q.val() & 0xffff) + bit_cast::<17, 20>(self.csum.q.val() >> 16);
-        self.ck_bad.d.next =
-            (bit_cast::<16, 17>(self.fold1_r.q.val()) + bit_cast::<16, 17>(self.fold1_r.q.val() >> 16)) != 0xffff;
-        self.fl_len14.d.next = self.len.q.val() < 14;
-        // The destination compares registered in parts first (flag final in the third cycle).
-        self.dst_eq_a.d.next = self.h[0].q.val()
-            == ((bit_cast::<32, 16>(self.job.switch_mac_hi.val()) << 16) | (self.job.switch_mac_lo.val() >> 16));
-        self.dst_eq_b.d.next = self.h[1].q.val().get_bits::<16>(16) == bit_cast::<16, 32>(self.job.switch_mac_lo.val());
-        self.dst_bc_a.d.next = self.h[0].q.val() == 0xffff_ffff_u64;
-        self.dst_bc_b.d.next = self.h[1].q.val().get_bits::<16>(16) == 0xffff;
-        self.fl_dst_ok.d.next =
-            (self.dst_eq_a.q.val() & self.dst_eq_b.q.val()) | (self.dst_bc_a.q.val() & self.dst_bc_b.q.val());
-        self.fl_arp.d.next = self.h[3].q.val().get_bits::<16>(16) == 0x0806;
-        self.fl_len42.d.next = self.len.q.val() < 42;
-        self.fl_arp_bad.d.next = (bit_cast::<16, 32>(self.h[3].q.val()) != 1)
-            | (self.h[4].q.val() != 0x0800_0604)
-            | (self.h[5].q.val().get_bits::<16>(16) != 1);
-        // Address compares in two registered halves (flags final in the third deciding cycle).
-        self.arp_ip_hi_ne.d.next = bit_cast::<16, 32>(self.h[9].q.val()) != self.job.switch_ip.val().get_bits::<16>(16);
-        self.arp_ip_lo_ne.d.next =
-            self.h[10].q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.job.switch_ip.val());
-        self.fl_arp_ip_bad.d.next = self.arp_ip_hi_ne.q.val() | self.arp_ip_lo_ne.q.val();
-        self.fl_ipv4.d.next = self.h[3].q.val().get_bits::<16>(16) == 0x0800;
-        self.fl_len34.d.next = self.len.q.val() < 34;
-        self.fl_ver_bad.d.next = self.h[3].q.val().get_bits::<4>(12) != 4;
-        self.fl_ihl_bad.d.next = self.h[3].q.val().get_bits::<4>(8) != 5;
-        // Lengths precomputed one register stage earlier (T - 20, T + 14), so each flag below is a
-        // compare of two registers (ready in the third deciding cycle, read in the fourth).
-        self.tl_m20.d.next = self.total_len.val() - 20;
-        self.tl_p14.d.next = bit_cast::<17, 16>(self.total_len.val()) + 14;
-        self.fl_tl_bad.d.next =
-            (self.total_len.val() < 20) | (self.tl_p14.q.val() > bit_cast::<17, 16>(self.len.q.val()));
-        self.fl_frag.d.next = self.h[5].q.val().get_bits::<14>(16) != 0;
-        self.dip_hi_ne.d.next = bit_cast::<16, 32>(self.h[7].q.val()) != self.job.switch_ip.val().get_bits::<16>(16);
-        self.dip_lo_ne.d.next = self.h[8].q.val().get_bits::<16>(16) != bit_cast::<16, 32>(self.job.switch_ip.val());
-        self.fl_dip_bad.d.next = self.dip_hi_ne.q.val() | self.dip_lo_ne.q.val();
-        self.fl_icmp.d.next = bit_cast::<8, 32>(self.h[5].q.val()) == 1;
-        self.fl_tl28.d.next = self.total_len.val() < 28;
-        self.fl_icmp_bad.d.next = bit_cast::<16, 32>(self.h[8].q.val()) != 0x0800;
-        self.fl_udp.d.next = bit_cast::<8, 32>(self.h[5].q.val()) == 17;
-        self.fl_udplen_bad.d.next = self.udp_len.val() != self.tl_m20.q.val();
-        self.fl_port_bad.d.next = self.h[9].q.val().get_bits::<12>(20) != 0xBEE;
-        self.fl_sport_bad.d.next = bit_cast::<16, 32>(self.h[8].q.val()) != self.job.worker_port.val();
-        self.fl_ul18.d.next = self.udp_len.val() < 18;
-        self.fl_msg_session.d.next = self.h[10].q.val().get_bits::<4>(12) == 8;
-        self.fl_msg_bad.d.next =
-            (self.h[10].q.val().get_bits::<4>(12) != 1) & (self.h[10].q.val().get_bits::<4>(12) != 8);
-        self.fl_size_bad.d.next = self.h[10].q.val().get_bits::<3>(8) != self.job.size_code.val();
-        self.fl_pay_bad.d.next = self.udp_len.val() != (bit_cast::<16, 9>(self.job.payload_words.val()) << 2) + 18;
-        self.fl_slot_bad.d.next =
-            bit_cast::<16, 15>(self.h[12].q.val().get_bits::<15>(16)) >= self.job.slots_in_use.val();
+        for i in 0..13 {
+            self.checks.h[i].next = self.h[i].q.val();
+        }
+        self.checks.len.next = self.len.q.val();
+        self.checks.csum_hi.next = self.csum_hi.q.val();
+        self.checks.csum_lo.next = self.csum_lo.q.val();
+        self.checks.tag_stripped.next = self.fl_tag_stripped.q.val();
+        self.checks.tag_short.next = self.fl_tag_short.q.val();
+        self.checks.tag_mismatch.next = self.fl_tag_mismatch.q.val();
+        JobSettings::link(&mut self.job, &mut self.checks.job);
         self.cls.next = 0.into();
         self.needs_rank.next = false;
         if self.desc.done.val() {
@@ -577,126 +357,20 @@ impl Logic for FrameParser {
         if self.deciding.q.val() & (self.dstage.q.val() != 3) {
             self.dstage.d.next = self.dstage.q.val() + 1;
         }
-        // The priority chain over the flags, registered a cycle before the decision (every flag
-        // is final from the third deciding cycle on): `cls_pre` and `nr_pre` as if the header
-        // checksum were good, `reach_ck` when the chain gets as far as the checksum check, and
-        // `cls_rank` the kind after the worker search has found the sender. The decision then
-        // picks among registers only (`ck_bad` and the search result are the late inputs).
-        self.reach_ck.d.next = !self.fl_len14.q.val()
-            & self.fl_dst_ok.q.val()
-            & !self.fl_tag_short.q.val()
-            & !self.fl_tag_mismatch.q.val()
-            & !self.fl_arp.q.val()
-            & self.fl_ipv4.q.val()
-            & !self.fl_len34.q.val()
-            & !self.fl_ver_bad.q.val()
-            & !self.fl_ihl_bad.q.val();
-        self.nr_pre.d.next = false;
-        // A frame whose tag was taken out is 4 bytes shorter than it came: its length is checked
-        // (§1 step 1) as it came, and again without the tag after the tag check (step 3.3).
-        if self.fl_len14.q.val() & !self.fl_tag_stripped.q.val() {
-            self.cls_pre.d.next = self.drop_truncated.val();
-        } else if !self.fl_dst_ok.q.val() {
-            self.cls_pre.d.next = self.drop_wrong_dst_mac.val();
-        } else if self.fl_tag_short.q.val() {
-            self.cls_pre.d.next = self.drop_truncated.val();
-        } else if self.fl_tag_mismatch.q.val() {
-            self.cls_pre.d.next = self.drop_wrong_vlan.val();
-        } else if self.fl_len14.q.val() {
-            self.cls_pre.d.next = self.drop_truncated.val();
-        } else if self.fl_arp.q.val() {
-            if self.fl_len42.q.val() {
-                self.cls_pre.d.next = self.drop_truncated.val();
-            } else if self.fl_arp_bad.q.val() {
-                self.cls_pre.d.next = self.drop_not_ipv4_udp.val();
-            } else if self.fl_arp_ip_bad.q.val() {
-                self.cls_pre.d.next = self.drop_wrong_dst_ip.val();
-            } else {
-                self.cls_pre.d.next = self.kind_arp.val();
-            }
-        } else if !self.fl_ipv4.q.val() {
-            self.cls_pre.d.next = self.drop_not_ipv4_udp.val();
-        } else if self.fl_len34.q.val() {
-            self.cls_pre.d.next = self.drop_truncated.val();
-        } else if self.fl_ver_bad.q.val() {
-            self.cls_pre.d.next = self.drop_not_ipv4_udp.val();
-        } else if self.fl_ihl_bad.q.val() {
-            self.cls_pre.d.next = self.drop_ip_options.val();
-        } else if self.fl_tl_bad.q.val() {
-            self.cls_pre.d.next = self.drop_bad_length.val();
-        } else if self.fl_frag.q.val() {
-            self.cls_pre.d.next = self.drop_ip_fragment.val();
-        } else if self.fl_dip_bad.q.val() {
-            self.cls_pre.d.next = self.drop_wrong_dst_ip.val();
-        } else if self.fl_icmp.q.val() {
-            if self.fl_tl28.q.val() {
-                self.cls_pre.d.next = self.drop_truncated.val();
-            } else if self.fl_icmp_bad.q.val() {
-                self.cls_pre.d.next = self.drop_not_ipv4_udp.val();
-            } else {
-                self.cls_pre.d.next = self.kind_icmp.val();
-            }
-        } else if !self.fl_udp.q.val() {
-            self.cls_pre.d.next = self.drop_not_ipv4_udp.val();
-        } else if self.fl_tl28.q.val() {
-            self.cls_pre.d.next = self.drop_truncated.val();
-        } else if self.fl_udplen_bad.q.val() {
-            self.cls_pre.d.next = self.drop_bad_length.val();
-        } else if self.fl_port_bad.q.val() {
-            self.cls_pre.d.next = self.drop_bad_port.val();
-        } else {
-            self.nr_pre.d.next = true;
-            self.cls_pre.d.next = self.kind_contribution.val();
-        }
-        // A parent result (docs/switch.md §6): the source is the parent's address (compared in
-        // registered halves); the chain of 7.5 (no source port check) and 8.1–8.5.
-        self.pip_hi_eq.d.next = bit_cast::<16, 32>(self.h[6].q.val()) == self.job.parent_ip.val().get_bits::<16>(16);
-        self.pip_lo_eq.d.next = self.h[7].q.val().get_bits::<16>(16) == bit_cast::<16, 32>(self.job.parent_ip.val());
-        self.fl_from_parent.d.next = self.job.parent_on.val() & self.pip_hi_eq.q.val() & self.pip_lo_eq.q.val();
-        if self.fl_ul18.q.val() {
-            self.cls_parent.d.next = self.drop_truncated.val();
-        } else if self.fl_msg_bad.q.val() {
-            self.cls_parent.d.next = self.drop_bad_msg_type.val();
-        } else if self.fl_size_bad.q.val() {
-            self.cls_parent.d.next = self.drop_bad_size.val();
-        } else if self.fl_pay_bad.q.val() {
-            self.cls_parent.d.next = self.drop_bad_length.val();
-        } else if self.fl_slot_bad.q.val() {
-            self.cls_parent.d.next = self.drop_bad_slot.val();
-        } else {
-            self.cls_parent.d.next = self.kind_parent.val();
-        }
-        if self.fl_sport_bad.q.val() {
-            self.cls_rank.d.next = self.drop_wrong_src_port.val();
-        } else if self.fl_ul18.q.val() {
-            self.cls_rank.d.next = self.drop_truncated.val();
-        } else if self.fl_msg_bad.q.val() {
-            self.cls_rank.d.next = self.drop_bad_msg_type.val();
-        } else if self.fl_size_bad.q.val() {
-            self.cls_rank.d.next = self.drop_bad_size.val();
-        } else if self.fl_pay_bad.q.val() {
-            self.cls_rank.d.next = self.drop_bad_length.val();
-        } else if self.fl_slot_bad.q.val() {
-            self.cls_rank.d.next = self.drop_bad_slot.val();
-        } else if self.fl_msg_session.q.val() {
-            self.cls_rank.d.next = self.kind_session.val();
-        } else {
-            self.cls_rank.d.next = self.kind_contribution.val();
-        }
         if self.deciding.q.val() & (self.dstage.q.val() == 3) {
-            if self.reach_ck.q.val() & self.ck_bad.q.val() {
+            if self.checks.reaches_checksum.val() & self.checks.checksum_bad.val() {
                 self.cls.next = self.drop_ip_checksum.val();
-            } else if self.nr_pre.q.val() & self.fl_from_parent.q.val() {
-                self.cls.next = self.cls_parent.q.val();
-            } else if self.nr_pre.q.val() {
+            } else if self.checks.to_sender.val() & self.checks.from_parent.val() {
+                self.cls.next = self.checks.parent_kind.val();
+            } else if self.checks.to_sender.val() {
                 self.needs_rank.next = true;
                 if !self.search.found.val() {
                     self.cls.next = self.drop_unknown_source.val();
                 } else {
-                    self.cls.next = self.cls_rank.q.val();
+                    self.cls.next = self.checks.sender_kind.val();
                 }
             } else {
-                self.cls.next = self.cls_pre.q.val();
+                self.cls.next = self.checks.kind.val();
             }
             if (!self.needs_rank.val() | self.search.done.val()) & !self.d_valid.q.val() {
                 self.d_valid.d.next = true;

@@ -51,6 +51,7 @@ pub mod eaps_node;
 pub mod eaps_pdu;
 pub mod eaps_registers;
 pub mod element_pass;
+pub mod frame_checks;
 pub mod frame_parser;
 pub mod header_words;
 pub mod header_writer;
