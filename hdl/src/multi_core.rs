@@ -146,7 +146,9 @@ impl<const J: usize> Logic for MultiCore<J> {
                 self.pick.next = self.index[i].val();
             }
         }
-        if self.locked.q.val() {
+        // (One job: the pick is the constant 0, so no path runs from `cur` and `locked`
+        // through the core's `tx.ready` into its result builder.)
+        if self.locked.q.val() & !self.single.val() {
             self.pick.next = self.cur.q.val();
         }
         self.tx.valid.next = false;
