@@ -11,6 +11,11 @@
 //!   forward FIFO does); a missing byte is sent as a zero with `gmii_tx_er` high, which the
 //!   link partner drops.
 //! - `frames_sent` counts frames (wrapping, 32 bits).
+//!
+//! Timing: the CRC is updated a clock after its byte is sent, from registers (`crc_byte`,
+//! `crc_step`): no path runs from the stream's `valid` and the state through the byte's mux
+//! into the CRC. The FCS's first byte is taken from the update of the frame's last byte
+//! (`crc.out`), the others from `crc_reg`.
 
 use crate::ethernet::crc32::Crc32;
 use rust_hdl::prelude::*;
@@ -45,6 +50,11 @@ pub struct MacTx {
     length: DFF<Bits<7>>,
     long: DFF<Bit>,
     crc_reg: DFF<Bits<32>>,
+    /// The byte sent in the clock before, and whether it counts in the CRC (a data or pad byte).
+    crc_byte: DFF<Bits<8>>,
+    crc_step: DFF<Bit>,
+    /// The CRC of the frame so far, with the last byte sent.
+    crc_now: Signal<Local, Bits<32>>,
     txd: DFF<Bits<8>>,
     en: DFF<Bit>,
     er: DFF<Bit>,
@@ -56,7 +66,8 @@ impl Logic for MacTx {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, active, s_pre, s_data, s_pad, s_fcs, s_gap, count, length, long, crc_reg, txd, en, er, sent
+            self, clock, active, s_pre, s_data, s_pad, s_fcs, s_gap, count, length, long, crc_reg, crc_byte, crc_step,
+            txd, en, er, sent
         );
         self.gmii_txd.next = self.txd.q.val();
         self.gmii_tx_en.next = self.en.q.val();
@@ -67,7 +78,14 @@ impl Logic for MacTx {
         self.er.d.next = false;
         self.txd.d.next = 0.into();
         self.tx_byte.next = 0.into();
+        // The CRC runs a clock behind the bytes.
         self.crc.crc.next = self.crc_reg.q.val();
+        self.crc.data.next = self.crc_byte.q.val();
+        self.crc_now.next = self.crc_reg.q.val();
+        if self.crc_step.q.val() {
+            self.crc_now.next = self.crc.out.val();
+            self.crc_reg.d.next = self.crc.out.val();
+        }
         if !self.active.q.val() & self.up.valid.val() {
             self.active.d.next = true;
             self.s_pre.d.next = true;
@@ -92,7 +110,6 @@ impl Logic for MacTx {
             if self.up.valid.val() {
                 self.tx_byte.next = self.up.data.val();
                 self.txd.d.next = self.up.data.val();
-                self.crc_reg.d.next = self.crc.out.val();
                 if self.length.q.val() != 127 {
                     self.length.d.next = self.length.q.val() + 1;
                 }
@@ -112,7 +129,6 @@ impl Logic for MacTx {
         }
         if self.s_pad.q.val() {
             self.en.d.next = true;
-            self.crc_reg.d.next = self.crc.out.val();
             self.length.d.next = self.length.q.val() + 1;
             if self.length.q.val() == 58 {
                 self.long.d.next = true;
@@ -125,8 +141,8 @@ impl Logic for MacTx {
         }
         if self.s_fcs.q.val() {
             self.en.d.next = true;
-            self.txd.d.next = !self.crc_reg.q.val().get_bits::<8>(0);
-            self.crc_reg.d.next = self.crc_reg.q.val() >> 8;
+            self.txd.d.next = !self.crc_now.val().get_bits::<8>(0);
+            self.crc_reg.d.next = self.crc_now.val() >> 8;
             self.count.d.next = self.count.q.val() + 1;
             if self.count.q.val() == 3 {
                 self.s_fcs.d.next = false;
@@ -143,8 +159,9 @@ impl Logic for MacTx {
                 self.active.d.next = false;
             }
         }
-        // After the state machine has chosen the byte (blocking assignments).
-        self.crc.data.next = self.tx_byte.val();
+        // The byte chosen, into the CRC a clock later (a pad byte is a zero).
+        self.crc_byte.d.next = self.tx_byte.val();
+        self.crc_step.d.next = (self.s_data.q.val() & self.up.valid.val()) | self.s_pad.q.val();
     }
 }
 
