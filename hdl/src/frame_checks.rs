@@ -623,7 +623,7 @@ mod tests {
             b[42] = 0x10 | SIZE_CODE;
             b[48..50].copy_from_slice(&0x8002u16.to_be_bytes());
             let mut len = 14 + total;
-            let mut spoil = |rng: &mut Rng| rng.one_in(7);
+            let spoil = |rng: &mut Rng| rng.one_in(7);
             if spoil(rng) {
                 b[rng.below(6) as usize] ^= 1 << rng.below(8);
             }
