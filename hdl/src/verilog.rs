@@ -23,6 +23,7 @@ pub fn core_verilog(config: &CoreConfig) -> String {
 pub fn block_verilogs(config: &CoreConfig) -> Vec<(&'static str, String)> {
     use crate::*;
     let mut v = vec![
+        ("frame_checks", verilog_of(frame_checks::FrameChecks::default())),
         ("frame_parser", verilog_of(frame_parser::FrameParser::new())),
         ("scoreboard", verilog_of(scoreboard::Scoreboard::new(config.slots))),
         ("session", verilog_of(session::Session::default())),
