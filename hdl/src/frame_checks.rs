@@ -25,14 +25,9 @@
 //!   `classification_follows_the_order_of_the_checks` and, check by check, in this module's test.
 
 use crate::config_registers::JobSettings;
-use crate::frame_parser::{KIND_ARP, KIND_CONTRIBUTION, KIND_ICMP, KIND_PARENT, KIND_SESSION};
+use crate::frame_parser::{kind, KIND_ARP, KIND_CONTRIBUTION, KIND_ICMP, KIND_PARENT, KIND_SESSION};
 use rust_hdl::prelude::*;
 use spotagg_driver::DropReason;
-
-/// A descriptor kind as a 5-bit constant of the generated Verilog.
-fn kind(value: u64) -> Constant<Bits<5>> {
-    Constant::new(value.into())
-}
 
 /// The checks of a received frame's header and their priority chains.
 #[derive(LogicBlock)]

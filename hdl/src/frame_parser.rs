@@ -65,7 +65,7 @@ const _: () = assert!(KIND_SESSION < 32 && KIND_SESSION != KIND_ICMP);
 const _: () = assert!(KIND_PARENT < 32 && KIND_PARENT != KIND_ICMP && KIND_PARENT != KIND_ARP);
 
 /// A descriptor kind as a 5-bit constant of the generated Verilog.
-fn kind(value: u64) -> Constant<Bits<5>> {
+pub(crate) fn kind(value: u64) -> Constant<Bits<5>> {
     Constant::new(value.into())
 }
 
