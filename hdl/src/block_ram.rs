@@ -385,3 +385,149 @@ assign read_data = out;
         }]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::Rng;
+    use crate::step::settle;
+
+    /// The words of a RAM as the contract states them: a read past the end gives zero, a write
+    /// past the end is lost.
+    struct Words(Vec<u16>);
+
+    impl Words {
+        fn read(&self, address: usize) -> u16 {
+            self.0.get(address).copied().unwrap_or(0)
+        }
+
+        fn write(&mut self, write: Option<(usize, u16)>) {
+            if let Some(word) = write.and_then(|(a, _)| self.0.get_mut(a)) {
+                *word = write.unwrap().1;
+            }
+        }
+    }
+
+    /// Mostly one of 6 addresses (the first, the last, past the end), so that reads and writes
+    /// of one address meet often; sometimes any of the 2^A.
+    fn pick(rng: &mut Rng, depth: usize, bits: usize) -> usize {
+        let hot = [0, 1, 2, depth - 1, depth, (1 << bits) - 1];
+        if rng.one_in(6) {
+            rng.below(1 << bits) as usize
+        } else {
+            hot[rng.below(hot.len() as u64) as usize]
+        }
+    }
+
+    /// Random traffic: (read address, write address, data, write enable); a quarter of the
+    /// cycles write the address they read.
+    fn traffic(rng: &mut Rng, depth: usize, bits: usize) -> (usize, usize, u16, bool) {
+        let read = pick(rng, depth, bits);
+        let write = if rng.one_in(4) { read } else { pick(rng, depth, bits) };
+        (read, write, rng.next() as u16, rng.one_in(2))
+    }
+
+    /// A `BlockRam<4, 16>` of 12 words holding `initial` at power-up against a model of its
+    /// contract: 16 cycles reading every address with no write (the power-up contents, zero
+    /// past the end), then 3000 cycles of a random read and write (half enabled; strobe low,
+    /// the address and data still change): every cycle's `read_data` from cycle 1 on is the
+    /// word at the previous cycle's read address before that cycle's write (read-first), and
+    /// reads met a write of a new word to their address in their own cycle and the one before.
+    fn check_block_ram(mut b: BlockRam<4, 16>, initial: Vec<u16>, seed: u64, what: &str) {
+        b.connect_all();
+        assert_eq!(b.depth(), 12);
+        let mut rng = Rng(seed);
+        let mut words = Words(initial);
+        let mut pending: Option<(usize, u16)> = None;
+        let (mut same_cycle, mut cycle_after, mut checked) = (0, 0, 0);
+        let mut last_write = None;
+        for c in 0..3016u64 {
+            let (ra, wa, wd, we) = if c < 16 { (c as usize, 0, 0, false) } else { traffic(&mut rng, 12, 4) };
+            b.read_address.next = (ra as u64).into();
+            b.write_address.next = (wa as u64).into();
+            b.write_data.next = u64::from(wd).into();
+            b.write_enable.next = we;
+            settle(&mut b);
+            if let Some((a, word)) = pending {
+                let got = b.read_data.val().index() as u16;
+                assert_eq!(got, word, "{what}, cycle {c}: read data of address {a} (read in cycle {})", c - 1);
+                checked += 1;
+            }
+            let old = words.read(ra);
+            pending = Some((ra, old));
+            words.write(we.then_some((wa, wd)));
+            if we && wa == ra && ra < 12 && old != wd {
+                same_cycle += 1;
+            }
+            if last_write == Some(ra) {
+                cycle_after += 1;
+            }
+            last_write = we.then_some(wa).filter(|&a| a < 12 && words.read(a) != old);
+            tick!(&mut b);
+        }
+        assert!(
+            checked == 3015 && same_cycle > 200 && cycle_after > 100,
+            "{what}: {checked} {same_cycle} {cycle_after}"
+        );
+    }
+
+    /// [`check_block_ram`] on a plain RAM.
+    #[test]
+    fn block_ram_follows_the_model_of_the_contract() {
+        check_block_ram(BlockRam::new(12), vec![0; 12], 0x1357_9bdf_2468_ace0, "plain");
+    }
+
+    /// [`check_block_ram`] on a RAM with initial contents and on the distributed and
+    /// no-collision-check variants (the same cycle behaviour in simulation).
+    #[test]
+    fn block_ram_variants_follow_the_model_of_the_contract() {
+        let initial: Vec<u16> =
+            (0..12).map(|i| if (3..10).contains(&i) { 0x1111 * (i as u16 - 2) } else { 0 }).collect();
+        let contents: Vec<u64> = initial[3..10].iter().map(|&w| u64::from(w)).collect();
+        check_block_ram(BlockRam::new(12).with_contents(3, &contents), initial, 0x0f1e_2d3c_4b5a_6978, "with contents");
+        check_block_ram(BlockRam::new(12).distributed(), vec![0; 12], 0x7766_5544_3322_1100, "distributed");
+        check_block_ram(BlockRam::new(12).without_collision_check(), vec![0; 12], 0xa5a5_5a5a_c3c3_3c3c, "no rw check");
+    }
+
+    /// A `PipelinedRam<5, 16>` of 24 words, 4000 cycles of a random read and write (half
+    /// enabled) with `read_enable` high two cycles in three: from the second enabled edge on,
+    /// every cycle's `read_data` is the word that the read address of the second-to-last
+    /// enabled edge held before that edge's write (read-first), held through cycles with
+    /// `read_enable` low, while writes land whatever `read_enable` is.
+    #[test]
+    fn pipelined_ram_follows_the_model_of_the_contract() {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut b = PipelinedRam::<5, 16>::new(24);
+        b.connect_all();
+        let mut words = Words(vec![0; 24]);
+        // The reads of the last two enabled edges, older first: (cycle, address, word).
+        let mut reads: [Option<(u64, usize, u16)>; 2] = [None, None];
+        let (mut same_cycle, mut held, mut checked) = (0, 0, 0);
+        for c in 0..4000u64 {
+            let (ra, wa, wd, we) = traffic(&mut rng, 24, 5);
+            let re = !rng.one_in(3);
+            b.read_address.next = (ra as u64).into();
+            b.read_enable.next = re;
+            b.write_address.next = (wa as u64).into();
+            b.write_data.next = u64::from(wd).into();
+            b.write_enable.next = we;
+            settle(&mut b);
+            if let Some((rc, a, word)) = reads[0] {
+                let got = b.read_data.val().index() as u16;
+                assert_eq!(got, word, "cycle {c}: read data of address {a} (read in cycle {rc})");
+                checked += 1;
+                held += usize::from(!re);
+            }
+            if re {
+                let old = words.read(ra);
+                reads = [reads[1], Some((c, ra, old))];
+                if we && wa == ra && ra < 24 && old != wd {
+                    same_cycle += 1;
+                }
+            }
+            words.write(we.then_some((wa, wd)));
+            tick!(&mut b);
+        }
+        assert!(checked > 3990 && same_cycle > 200 && held > 1000, "{checked} {same_cycle} {held}");
+    }
+}

@@ -238,3 +238,143 @@ impl Logic for SlotMemory {
         self.exponent_ram.write_enable.next = self.exponents.write_enable.val();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::Rng;
+    use crate::step::settle;
+    use std::collections::VecDeque;
+
+    /// A RAM as the contract states it: `words` (a read past the end gives zero, a write past
+    /// the end is lost), each cycle's read taking the word as it is before that cycle's write
+    /// (read-first; every later read sees the write) and given `latency` cycles later.
+    struct Model {
+        words: Vec<u32>,
+        /// The reads in flight, oldest first: (cycle, address, word), `None` before the first.
+        pending: VecDeque<Option<(u64, usize, u32)>>,
+    }
+
+    impl Model {
+        fn new(depth: usize, latency: usize) -> Self {
+            Model { words: vec![0; depth], pending: std::iter::repeat_n(None, latency).collect() }
+        }
+
+        /// Cycle `c`: the read due now (presented `latency` cycles ago: cycle, address, word),
+        /// then this cycle's read of `read` and write.
+        fn cycle(&mut self, c: u64, read: usize, write: Option<(usize, u32)>) -> Option<(u64, usize, u32)> {
+            let due = self.pending.pop_front().flatten();
+            self.pending.push_back(Some((c, read, self.words.get(read).copied().unwrap_or(0))));
+            if let Some((a, w)) = write {
+                if let Some(word) = self.words.get_mut(a) {
+                    *word = w;
+                }
+            }
+            due
+        }
+    }
+
+    /// Mostly one of the `hot` addresses (so reads and writes of one address meet often),
+    /// sometimes any below `span`.
+    fn pick(rng: &mut Rng, hot: &[usize], span: usize) -> usize {
+        if rng.one_in(8) {
+            rng.below(span as u64) as usize
+        } else {
+            hot[rng.below(hot.len() as u64) as usize]
+        }
+    }
+
+    /// Random traffic on one port: (read address, write address, data, write enable); a
+    /// quarter of the cycles write the address they read.
+    fn traffic(rng: &mut Rng, hot: &[usize], span: usize) -> (usize, usize, u32, bool) {
+        let read = pick(rng, hot, span);
+        let write = if rng.one_in(4) { read } else { pick(rng, hot, span) };
+        (read, write, rng.next() as u32, rng.one_in(2))
+    }
+
+    /// 4 slots of 1024-byte payloads: 2048 value words (2 banks), 4 exponent words.
+    fn small() -> SlotMemory {
+        let mut b = SlotMemory::new(&CoreConfig::new(4, 4, 1024, 4).unwrap());
+        b.connect_all();
+        assert_eq!((b.value_banks.banks(), b.exponent_ram.depth()), (2, 4));
+        b
+    }
+
+    /// 4000 cycles of a read and a write (half of them enabled; strobe low, the address and
+    /// data still change) on the value port, mostly on 8 addresses of both banks and the first
+    /// past the end, sometimes anywhere in the 16-bit space; the exponent port busy at the same
+    /// time: every cycle's `read_data` from cycle 5 on is the model's (latency 5, read-first),
+    /// and many reads met a write of a new word to their address in their own cycle (old word)
+    /// or in the cycle before (new word).
+    #[test]
+    fn values_follow_the_model_of_the_contract() {
+        let mut rng = Rng(0x0123_4567_89ab_cdef);
+        let mut b = small();
+        let hot = [0, 1, 2, 1023, 1024, 1025, 2047, 2048];
+        let mut model = Model::new(2048, VALUE_READ_LATENCY);
+        let (mut same_cycle, mut cycle_after, mut checked) = (0, 0, 0);
+        let mut last_write = None;
+        for c in 0..4000u64 {
+            let (ra, wa, wd, we) = traffic(&mut rng, &hot, 1 << 16);
+            b.values.read_address.next = (ra as u64).into();
+            b.values.write_address.next = (wa as u64).into();
+            b.values.write_data.next = u64::from(wd).into();
+            b.values.write_enable.next = we;
+            let (era, ewa, ewd, ewe) = traffic(&mut rng, &[0, 1, 2, 3], 64);
+            b.exponents.read_address.next = (era as u64).into();
+            b.exponents.write_address.next = (ewa as u64).into();
+            b.exponents.write_data.next = u64::from(ewd).into();
+            b.exponents.write_enable.next = ewe;
+            settle(&mut b);
+            let old = model.words.get(ra).copied();
+            if let Some((rc, a, word)) = model.cycle(c, ra, we.then_some((wa, wd))) {
+                let got = b.values.read_data.val().index() as u32;
+                assert_eq!(got, word, "cycle {c}: read data of address {a} (read in cycle {rc})");
+                checked += 1;
+            }
+            if we && wa == ra && old.is_some_and(|w| w != wd) {
+                same_cycle += 1;
+            }
+            if last_write == Some(ra) {
+                cycle_after += 1;
+            }
+            last_write = we.then_some(wa).filter(|&a| a < 2048 && old != Some(wd));
+            tick!(&mut b);
+        }
+        assert!(checked == 3995 && same_cycle > 300 && cycle_after > 100, "{checked} {same_cycle} {cycle_after}");
+    }
+
+    /// 4000 cycles of a read and a write on the exponent port, on the 4 slots' words and two
+    /// past the end (4 and 63), the value port busy at the same time: every cycle's
+    /// `read_data` from cycle 1 on is the model's (latency 1, read-first, past the end zero).
+    #[test]
+    fn exponents_follow_the_model_of_the_contract() {
+        let mut rng = Rng(0xfedc_ba98_7654_3210);
+        let mut b = small();
+        let mut model = Model::new(4, 1);
+        let (mut same_cycle, mut checked) = (0, 0);
+        for c in 0..4000u64 {
+            let (ra, wa, wd, we) = traffic(&mut rng, &[0, 1, 2, 3, 4, 63], 64);
+            b.exponents.read_address.next = (ra as u64).into();
+            b.exponents.write_address.next = (wa as u64).into();
+            b.exponents.write_data.next = u64::from(wd).into();
+            b.exponents.write_enable.next = we;
+            let (vra, vwa, vwd, vwe) = traffic(&mut rng, &[0, 1, 2, 3], 1 << 16);
+            b.values.read_address.next = (vra as u64).into();
+            b.values.write_address.next = (vwa as u64).into();
+            b.values.write_data.next = u64::from(vwd).into();
+            b.values.write_enable.next = vwe;
+            settle(&mut b);
+            if we && wa == ra && ra < 4 {
+                same_cycle += 1;
+            }
+            if let Some((rc, a, word)) = model.cycle(c, ra, we.then_some((wa, wd))) {
+                let got = b.exponents.read_data.val().index() as u32;
+                assert_eq!(got, word, "cycle {c}: read data of address {a} (read in cycle {rc})");
+                checked += 1;
+            }
+            tick!(&mut b);
+        }
+        assert!(checked == 3999 && same_cycle > 300, "{checked} {same_cycle}");
+    }
+}
