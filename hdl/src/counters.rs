@@ -277,3 +277,161 @@ impl Logic for Counters {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::Rng;
+    use crate::step::settle;
+
+    /// One cycle's events: the bucket index filed, the multicast count, a retransmission, a
+    /// frame out, the tree index.
+    #[derive(Clone, Copy, Debug, Default)]
+    struct Events {
+        bucket: Option<usize>,
+        multicast: Option<u32>,
+        retransmit: bool,
+        frame_out: bool,
+        tree: Option<usize>,
+    }
+
+    impl Events {
+        /// Each event with probability 1 in `one_in`, indices and counts uniform.
+        fn random(rng: &mut Rng, one_in: u64) -> Self {
+            Events {
+                bucket: rng.one_in(one_in).then(|| rng.below(BUCKET_ICMP_REPLY + 1) as usize),
+                multicast: rng.one_in(one_in).then(|| rng.below(64) as u32),
+                retransmit: rng.one_in(one_in),
+                frame_out: rng.one_in(one_in),
+                tree: rng.one_in(one_in).then(|| rng.below(4) as usize),
+            }
+        }
+
+        fn any(&self) -> bool {
+            self.bucket.is_some()
+                || self.multicast.is_some()
+                || self.retransmit
+                || self.frame_out
+                || self.tree.is_some()
+        }
+
+        /// The contract's table: counts the events into `m`.
+        fn count(&self, m: &mut [u32; 28]) {
+            let mut add = |i: usize, n: u32| m[i] = m[i].wrapping_add(n);
+            if let Some(i) = self.bucket {
+                add(0, 1);
+                add(
+                    match i {
+                        0..=15 => 8 + i,
+                        16 => 2,
+                        17 => 3,
+                        18 => 6,
+                        19 => 7,
+                        _ => unreachable!(),
+                    },
+                    1,
+                );
+            }
+            if self.frame_out {
+                add(1, 1);
+            }
+            if let Some(n) = self.multicast {
+                add(4, n);
+            }
+            if self.retransmit {
+                add(5, 1);
+            }
+            if let Some(i) = self.tree {
+                add(24 + i, 1);
+            }
+        }
+
+        /// Presents the events (the index and count inputs of absent ones random).
+        fn drive(&self, b: &mut Counters, rng: &mut Rng) {
+            b.events.bucket.next = self.bucket.is_some();
+            b.events.bucket_index.next = self.bucket.map_or(rng.below(32), |i| i as u64).into();
+            b.events.multicast.next = self.multicast.is_some();
+            b.multicast_count.next = self.multicast.map_or(rng.below(64), u64::from).into();
+            b.events.retransmit.next = self.retransmit;
+            b.frame_out.next = self.frame_out;
+            b.events.tree.next = self.tree.is_some();
+            b.events.tree_index.next = self.tree.map_or(rng.below(4), |i| i as u64).into();
+        }
+    }
+
+    /// The model's counter at read address `a` (addresses above 27 read 0).
+    fn model_read(m: &[u32; 28], a: usize) -> u32 {
+        m.get(a).copied().unwrap_or(0)
+    }
+
+    /// Runs `cycles` cycles of random events (each with probability 1 in `one_in`) and a
+    /// `clear` one cycle in `clear_one_in` (0: never) from counters holding `preload`, reading
+    /// a random address every cycle, then two quiet cycles and every address. Each cycle
+    /// `read.data` (combinational) must be the model's counter and `pending` high iff the
+    /// previous cycle had an event: the model counts a cycle's events at the second rising
+    /// edge after them, and a clear zeroes every counter at its edge (the events counted at
+    /// that edge with them). Returns the model's counters at the end and how many events each
+    /// counted in all.
+    fn run(seed: u64, cycles: u64, one_in: u64, clear_one_in: u64, preload: [u32; 28]) -> ([u32; 28], [u32; 28]) {
+        let mut rng = Rng(seed);
+        let mut b = Counters::default();
+        b.connect_all();
+        for (c, &v) in b.c.iter_mut().zip(&preload) {
+            c.q.next = u64::from(v).into();
+        }
+        // The counters as read this cycle, and the events registered at the last edge.
+        let mut m = preload;
+        let mut registered = Events::default();
+        let mut events = [0; 28];
+        let quiet = Events::default();
+        let mut clears = 0;
+        for c in 0..cycles + 2 + 32 {
+            let e = if c < cycles { Events::random(&mut rng, one_in) } else { quiet };
+            let clear = c < cycles && clear_one_in > 0 && rng.one_in(clear_one_in);
+            let address = if c < cycles + 2 { rng.below(32) as usize } else { (c - cycles - 2) as usize };
+            e.drive(&mut b, &mut rng);
+            b.clear.next = clear;
+            b.read.address.next = (address as u64).into();
+            settle(&mut b);
+            assert_eq!(
+                b.read.data.val().index() as u32,
+                model_read(&m, address),
+                "cycle {c}: counter {address} (events registered {registered:?})"
+            );
+            assert_eq!(b.pending.val(), registered.any(), "cycle {c}: pending (events registered {registered:?})");
+            tick!(&mut b);
+            if clear {
+                m = [0; 28];
+                clears += 1;
+            } else {
+                registered.count(&mut m);
+            }
+            Events { multicast: e.multicast.map(|_| 1), ..e }.count(&mut events);
+            registered = e;
+        }
+        assert!(clear_one_in == 0 || clears > 2, "{clears} clears");
+        (m, events)
+    }
+
+    /// 20000 cycles of random events (each kind in half the cycles, so usually several in one
+    /// cycle) and a clear every 2000 cycles or so, from power-up: every counter read each cycle
+    /// at random and all at the end is the contract's.
+    #[test]
+    fn counts_follow_the_model_of_the_contract() {
+        let (_, events) = run(0x0c0f_fee0_1234_5678, 20_000, 2, 2000, [0; 28]);
+        assert!(events.iter().all(|&n| n > 100), "a counter counted few events: {events:?}");
+    }
+
+    /// Counters preloaded (through their registers) a few counts below 2^32, then 1000 cycles of
+    /// random events: every one wraps to the contract's value (32 bits, wrapping; the multicast
+    /// count adds up to 63 at a time).
+    #[test]
+    fn counters_wrap_at_32_bits() {
+        let mut rng = Rng(0x7777_0000_abcd_0001);
+        let preload: [u32; 28] = std::array::from_fn(|i| u32::MAX - rng.below(if i == 4 { 200 } else { 3 }) as u32);
+        let (m, _) = run(0x5eed_0000_0000_0042, 1000, 2, 0, preload);
+        for (i, (&v, &p)) in m.iter().zip(&preload).enumerate() {
+            assert!(v < p, "counter {i} did not wrap: {p:#x} then {v:#x}");
+        }
+    }
+}

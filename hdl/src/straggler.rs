@@ -251,3 +251,250 @@ impl Logic for Stragglers {
             self.s1.q.val() | self.s2.q.val() | self.s3.q.val() | self.s4.q.val() | self.s5.q.val() | self.clr.q.val();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::Rng;
+    use crate::step::settle;
+    use std::collections::VecDeque;
+
+    /// The contract (docs/switch.md §7) in plain Rust: the first contribution's time per
+    /// `2·slot + set`, the rank words per `4·rank + j`.
+    #[derive(Clone)]
+    struct Model {
+        first: [u32; 128],
+        words: [u32; 128],
+        /// Additions to a rounds count or a total that wrapped.
+        wraps: usize,
+    }
+
+    impl Model {
+        /// A new contribution of `rank` to `pair` (`2·slot + set`) committed at time `t`.
+        fn contribute(&mut self, t: u32, rank: usize, pair: usize, first: bool, last: bool) {
+            if first {
+                self.first[pair] = t;
+            }
+            if last && !first {
+                let lag = t.wrapping_sub(self.first[pair]);
+                let w = &mut self.words[WORDS_PER_RANK * rank..];
+                self.wraps += usize::from(w[0].checked_add(1).is_none()) + usize::from(w[1].checked_add(lag).is_none());
+                w[0] = w[0].wrapping_add(1);
+                w[1] = w[1].wrapping_add(lag);
+                w[2] = w[2].max(lag);
+            }
+        }
+    }
+
+    /// An open round: its `2·slot + set`, its members in the order they contribute, how many
+    /// have.
+    struct Round {
+        pair: usize,
+        members: Vec<usize>,
+        done: usize,
+    }
+
+    /// One cycle as the model sees it: `reading` (the RAM's read port is the update's or the
+    /// clear's, so no scan read), the scan's word, the rank words before the cycle's edge.
+    struct Cycle {
+        reading: bool,
+        scan: usize,
+        words: [u32; 128],
+    }
+
+    /// Runs `cycles` cycles of rounds from the block's state `m` (at time `t0`, with `open`
+    /// rounds already begun), then a quiet stretch in which the scan shows every word. Commits
+    /// come at most one every 6 cycles and never while `busy` (the aggregator's k + 6): a new
+    /// contribution to an open round (the first when none has, the last when all members
+    /// have), a new round of 1 to 8 ranks on a free slot and set, or a duplicate (`is_new` low)
+    /// with random flags; the event inputs are random when `commit` is low. `clear` comes one
+    /// cycle in `clear_one_in` (0: never) when not busy and not with a commit.
+    ///
+    /// Each cycle: `busy` is high in the five cycles after a last contribution's commit and the
+    /// 128 after a clear; `read.valid` is high two cycles after each cycle that is neither a
+    /// last one's commit nor busy, and then `read.index` is the scan's word (one further after
+    /// each such cycle, from 0) and `read.data` that word in the model as it was in that cycle.
+    /// Returns how many last contributions updated the counters, and the model.
+    fn run(
+        b: &mut Stragglers,
+        rng: &mut Rng,
+        t0: u32,
+        mut m: Model,
+        mut open: Vec<Round>,
+        cycles: u64,
+        clear_one_in: u64,
+    ) -> (usize, Model) {
+        let mut history: VecDeque<Cycle> = VecDeque::new();
+        let mut scan = 0usize;
+        // Busy cycles: `busy_from..=busy_to`; the next cycle a commit may come in.
+        let (mut busy_from, mut busy_to, mut next_commit) = (1u64, 0u64, 0u64);
+        let (mut updates, mut clears, mut checked) = (0, 0, [0u32; 128]);
+        let quiet = cycles + 200;
+        for c in 0..quiet {
+            let t = t0.wrapping_add(c as u32);
+            let busy = (busy_from..=busy_to).contains(&c);
+            let free = c < cycles && !busy && c >= next_commit;
+            // Noise: the event inputs random, commit low.
+            b.events.commit.next = false;
+            b.events.is_new.next = rng.one_in(2);
+            b.events.first.next = rng.one_in(2);
+            b.events.last.next = rng.one_in(2);
+            b.events.rank.next = rng.below(32).into();
+            b.events.slot.next = rng.below(64).into();
+            b.events.set.next = rng.one_in(2);
+            b.clear.next = false;
+            let mut start = false;
+            let mut contribution = None;
+            let (mut commit, mut clear) = (false, false);
+            if free && rng.one_in(3) {
+                let choice = rng.below(8);
+                if choice == 0 {
+                    // A duplicate: the flags random, ignored.
+                    commit = true;
+                    b.events.commit.next = true;
+                    b.events.is_new.next = false;
+                } else if choice < 3 && open.len() < 8 {
+                    // A new round on a free slot and set.
+                    let pair = loop {
+                        let p = rng.below(128) as usize;
+                        if open.iter().all(|r| r.pair != p) {
+                            break p;
+                        }
+                    };
+                    let mut members: Vec<usize> = (0..32).collect();
+                    for i in 0..31 {
+                        members.swap(i, i + rng.below(32 - i as u64) as usize);
+                    }
+                    members.truncate(1 + rng.below(8) as usize);
+                    open.push(Round { pair, members, done: 0 });
+                    contribution = Some(open.len() - 1);
+                } else if !open.is_empty() {
+                    contribution = Some(rng.below(open.len() as u64) as usize);
+                }
+                if let Some(i) = contribution {
+                    let r = &mut open[i];
+                    let (rank, first, last) = (r.members[r.done], r.done == 0, r.done + 1 == r.members.len());
+                    r.done += 1;
+                    let pair = r.pair;
+                    if last {
+                        open.swap_remove(i);
+                    }
+                    commit = true;
+                    b.events.commit.next = true;
+                    b.events.is_new.next = true;
+                    b.events.first.next = first;
+                    b.events.last.next = last;
+                    b.events.rank.next = (rank as u64).into();
+                    b.events.slot.next = (pair as u64 >> 1).into();
+                    b.events.set.next = pair & 1 == 1;
+                    m.contribute(t, rank, pair, first, last);
+                    if last && !first {
+                        start = true;
+                        updates += 1;
+                        (busy_from, busy_to) = (c + 1, c + 5);
+                    }
+                }
+                if commit {
+                    next_commit = c + 6;
+                }
+            } else if free && clear_one_in > 0 && rng.one_in(clear_one_in) {
+                clear = true;
+                b.clear.next = true;
+                (busy_from, busy_to) = (c + 1, c + 128);
+                next_commit = c + 129;
+                clears += 1;
+            }
+            settle(&mut *b);
+            assert_eq!(b.busy.val(), busy, "cycle {c}: busy");
+            // The scan word read two cycles ago, if any.
+            if c >= 2 {
+                let h = history.pop_front().unwrap();
+                assert_eq!(b.read.valid.val(), !h.reading, "cycle {c}: read.valid");
+                if !h.reading {
+                    let i = b.read.index.val().index();
+                    assert_eq!(i, h.scan, "cycle {c}: read.index");
+                    let (rank, j) = (i / WORDS_PER_RANK, i % WORDS_PER_RANK);
+                    assert_eq!(
+                        b.read.data.val().index() as u32,
+                        h.words[i],
+                        "cycle {c}: word {i} (rank {rank}, j {j}) read in cycle {}",
+                        c - 2
+                    );
+                    if c >= cycles + 2 {
+                        checked[i] += 1;
+                    }
+                }
+            } else {
+                assert!(!b.read.valid.val(), "cycle {c}: read.valid before any scan read");
+            }
+            let reading = start || busy;
+            history.push_back(Cycle { reading, scan, words: m.words });
+            if !reading {
+                scan = (scan + 1) % 128;
+            }
+            if clear {
+                m.words = [0; 128];
+            }
+            tick!(&mut *b);
+        }
+        assert!(checked.iter().all(|&n| n > 0), "words not scanned at the end: {checked:?}");
+        assert!(clear_one_in == 0 || clears > 1, "{clears} clears");
+        (updates, m)
+    }
+
+    /// From power-up (every word zero, time 0): 10000 cycles of rounds of 1 to 8 ranks on random
+    /// slots and sets, up to 8 open at once, duplicates, a clear every 1000 cycles or so:
+    /// `busy`, the scan's timing and order and every word it shows (each cycle, and all 128 at
+    /// the end) are the contract's.
+    #[test]
+    fn counters_follow_the_model_of_the_contract() {
+        let mut rng = Rng(0x5a5a_1234_9876_0001);
+        let mut b = Stragglers::new(true);
+        b.connect_all();
+        let m = Model { first: [0; 128], words: [0; 128], wraps: 0 };
+        let (updates, _) = run(&mut b, &mut rng, 0, m, vec![], 10_000, 200);
+        assert!(updates > 150, "{updates} updates");
+    }
+
+    /// Large lags and wrapping: the time counter starts (through its register) 1000 cycles
+    /// before it wraps, the RAM (through its initial contents) holds random first times for
+    /// every slot and set and random rank words, the rounds counts a few below 2^32, and 16
+    /// rounds are open with their first contribution at those times: lags of any 32 bits,
+    /// totals and rounds that wrap, maxima compared unsigned, as the contract says.
+    #[test]
+    fn counters_wrap_at_32_bits() {
+        let mut rng = Rng(0x0bad_cafe_0000_7777);
+        let t0 = u32::MAX - 1000;
+        let m = Model {
+            first: std::array::from_fn(|_| rng.next() as u32),
+            words: std::array::from_fn(|i| {
+                if i % WORDS_PER_RANK == 0 {
+                    u32::MAX - rng.below(3) as u32
+                } else {
+                    rng.next() as u32
+                }
+            }),
+            wraps: 0,
+        };
+        let mut init: Vec<u64> = m.words.iter().map(|&w| u64::from(w)).collect();
+        init.extend(m.first.iter().map(|&w| u64::from(w)));
+        let mut b = Stragglers::new(true);
+        b.mem = BlockRam::new(256).without_collision_check().with_contents(0, &init);
+        b.connect_all();
+        b.now.q.next = u64::from(t0).into();
+        let mut open = vec![];
+        while open.len() < 16 {
+            let pair = rng.below(128) as usize;
+            if open.iter().any(|r: &Round| r.pair == pair) {
+                continue;
+            }
+            let members: Vec<usize> = (0..2 + rng.below(3)).map(|_| rng.below(32) as usize).collect();
+            if (1..members.len()).any(|i| members[..i].contains(&members[i])) {
+                continue;
+            }
+            open.push(Round { pair, members, done: 1 });
+        }
+        let (updates, m) = run(&mut b, &mut rng, t0, m, open, 3000, 0);
+        assert!(updates > 40 && m.wraps > 20, "{updates} updates, {} wrapping", m.wraps);
+    }
+}
