@@ -183,7 +183,8 @@ impl MultiSwitch {
     fn route(&self, frame: &[u8]) -> Option<Result<usize, ()>> {
         let eth = EthernetFrame::new_checked(frame).ok()?;
         // One 802.1Q tag is looked past (each job checks its own VLAN, docs/switch.md §1 step 3).
-        let t = if eth.ethertype() == vlan::TPID && frame.len() >= TAG_OFFSET + TAG_LEN {
+        // (The inner EtherType is bytes 16..18: a tagged frame shorter than that is no job's.)
+        let t = if eth.ethertype() == vlan::TPID && frame.len() >= TAG_OFFSET + TAG_LEN + 2 {
             let inner = u16::from_be_bytes([frame[TAG_OFFSET + 2 + 2], frame[TAG_OFFSET + 2 + 3]]);
             if EtherType(inner) != EtherType::IPV4 {
                 return None;
@@ -265,5 +266,34 @@ impl Engine for MultiSwitch {
             self.unknown_source_job as f64,
         ));
         f
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spotagg_driver::wire::PayloadSize;
+
+    /// Tagged runts of 14 to 18 bytes (an 802.1Q TPID, then the frame ends inside the tag or
+    /// its inner EtherType): each goes to job 0's switch, which counts it truncated, and none
+    /// panics (a 16- or 17-byte one read past its end before).
+    #[test]
+    fn tagged_runts_go_to_job_0_and_are_counted() {
+        let job = JobConfig::example(2, PayloadSize::B256, 4);
+        let mut sw = MultiSwitch::new(vec![JobPlacement { job, slot_base: 0 }], 4).unwrap();
+        let full: [u8; 18] = [
+            0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, // destination
+            0x02, 0x00, 0x5a, 0x00, 0x01, 0x01, // source
+            0x81, 0x00, 0x00, 0x64, // 802.1Q, VID 100
+            0x08, 0x00, // IPv4
+        ];
+        for len in 14..=18 {
+            assert_eq!(sw.route(&full[..len]), None, "{len} bytes");
+            let mut out = vec![];
+            sw.process(&full[..len], &mut out);
+            assert!(out.is_empty(), "{len} bytes: {out:?}");
+        }
+        assert_eq!(sw.counters().frames_in, 5);
+        assert_eq!(sw.counters().drops.iter().sum::<u64>(), 5);
     }
 }
