@@ -35,7 +35,8 @@
 //! high (`pending` is high meanwhile); several different events may come in one cycle. `bucket` files a received frame under `bucket_index`
 //! (0..=15 the drop reasons, 16 contributions, 17 duplicates, 18 ARP replies, 19 ICMP replies)
 //! and counts it in `frames_in`. `tree` counts the tree counter 24 + `tree_index` (no `frames_in`). `read.data` is combinational from `read.address`.
-//! `clear` zeroes every counter.
+//! `clear` zeroes every counter at its rising edge, the events of the cycle before it included
+//! (they would be counted at that edge).
 
 use rust_hdl::prelude::*;
 use spotagg_driver::counters::{Counters as CounterWords, DropReason};
