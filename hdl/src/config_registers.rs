@@ -359,3 +359,233 @@ pub fn job_writes(job: &spotagg_driver::JobConfig) -> Vec<(u8, u32)> {
 pub fn parent_writes(parent: Option<&spotagg_driver::config::ParentConfig>) -> Vec<(u8, u32)> {
     (0x0A..).zip(spotagg_driver::control::parent_registers(parent)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::Rng;
+    use crate::step::settle;
+
+    /// The worker-table field a write strobes.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Field {
+        Ip,
+        MacHi,
+        MacLo,
+    }
+
+    /// The register map of the module doc (and docs/control.md) in plain Rust: what every output
+    /// reads between two rising edges.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    struct Model {
+        switch_mac_hi: u16,
+        switch_mac_lo: u32,
+        switch_ip: u32,
+        workers: u8,
+        size_code: u8,
+        slots_in_use: u16,
+        vlan_tci: u16,
+        worker_port: u16,
+        job_number: u8,
+        parent_on: bool,
+        parent_ip: u32,
+        parent_mac_hi: u16,
+        parent_mac_lo: u32,
+        parent_port: u16,
+        clear: bool,
+        clear_counters: bool,
+        /// The worker-table write presented: entry, data, field.
+        wt: Option<(u8, u32, Field)>,
+    }
+
+    impl Model {
+        /// After reset: everything 0 except the two UDP ports, 0xBEE0.
+        fn reset() -> Self {
+            Model {
+                switch_mac_hi: 0,
+                switch_mac_lo: 0,
+                switch_ip: 0,
+                workers: 0,
+                size_code: 0,
+                slots_in_use: 0,
+                vlan_tci: 0,
+                worker_port: 0xBEE0,
+                job_number: 0,
+                parent_on: false,
+                parent_ip: 0,
+                parent_mac_hi: 0,
+                parent_mac_lo: 0,
+                parent_port: 0xBEE0,
+                clear: false,
+                clear_counters: false,
+                wt: None,
+            }
+        }
+
+        /// One rising edge, with `write` (address, data) if the strobe is high at it, in a core
+        /// built with `slots` slots and the tree leaf if `tree`. The pulses and the worker-table
+        /// strobes last the one cycle after their write.
+        fn edge(&mut self, write: Option<(u8, u32)>, slots: u32, tree: bool) {
+            self.clear = false;
+            self.clear_counters = false;
+            self.wt = None;
+            let Some((a, d)) = write else { return };
+            match a {
+                0x00 => self.switch_mac_hi = d as u16,
+                0x01 => self.switch_mac_lo = d,
+                0x02 => self.switch_ip = d,
+                0x03 => self.workers = (d & 0x3f) as u8,
+                0x04 => self.size_code = (d & 7) as u8,
+                0x05 => self.slots_in_use = d.min(slots) as u16,
+                0x06 => {
+                    self.clear = d & 1 != 0;
+                    self.clear_counters = d & 2 != 0;
+                }
+                0x07 => self.vlan_tci = d as u16,
+                0x08 => self.worker_port = d as u16,
+                0x09 => self.job_number = d as u8,
+                0x0A => self.parent_ip = d,
+                0x0B => self.parent_mac_hi = d as u16,
+                0x0C => self.parent_mac_lo = d,
+                0x0D => {
+                    self.parent_on = tree && d >> 31 != 0;
+                    self.parent_port = d as u16;
+                }
+                0x80..=0xFF => {
+                    let field = [Some(Field::Ip), Some(Field::MacHi), Some(Field::MacLo), None][usize::from(a & 3)];
+                    self.wt = field.map(|f| ((a - 0x80) / 4, d, f));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Every output of `b` against `m`; `at` names the write.
+    fn check(b: &ConfigRegisters, m: &Model, at: &str) {
+        let j = &b.job;
+        let v = |x: usize| x as u64;
+        let outputs = [
+            ("switch_mac_hi", v(j.switch_mac_hi.val().index()), u64::from(m.switch_mac_hi)),
+            ("switch_mac_lo", v(j.switch_mac_lo.val().index()), u64::from(m.switch_mac_lo)),
+            ("switch_ip", v(j.switch_ip.val().index()), u64::from(m.switch_ip)),
+            ("workers", v(j.workers.val().index()), u64::from(m.workers)),
+            ("size_code", v(j.size_code.val().index()), u64::from(m.size_code)),
+            ("slots_in_use", v(j.slots_in_use.val().index()), u64::from(m.slots_in_use)),
+            ("vlan_tci", v(b.vlan_tci.val().index()), u64::from(m.vlan_tci)),
+            ("worker_port", v(j.worker_port.val().index()), u64::from(m.worker_port)),
+            ("job_number", v(j.job_number.val().index()), u64::from(m.job_number)),
+            ("parent_on", u64::from(j.parent_on.val()), u64::from(m.parent_on)),
+            ("parent_ip", v(j.parent_ip.val().index()), u64::from(m.parent_ip)),
+            ("parent_mac_hi", v(j.parent_mac_hi.val().index()), u64::from(m.parent_mac_hi)),
+            ("parent_mac_lo", v(j.parent_mac_lo.val().index()), u64::from(m.parent_mac_lo)),
+            ("parent_port", v(j.parent_port.val().index()), u64::from(m.parent_port)),
+            ("clear", u64::from(b.clear.val()), u64::from(m.clear)),
+            ("clear_counters", u64::from(b.clear_counters.val()), u64::from(m.clear_counters)),
+            ("wt.write_ip", u64::from(b.wt.write_ip.val()), u64::from(m.wt.is_some_and(|w| w.2 == Field::Ip))),
+            (
+                "wt.write_mac_hi",
+                u64::from(b.wt.write_mac_hi.val()),
+                u64::from(m.wt.is_some_and(|w| w.2 == Field::MacHi)),
+            ),
+            (
+                "wt.write_mac_lo",
+                u64::from(b.wt.write_mac_lo.val()),
+                u64::from(m.wt.is_some_and(|w| w.2 == Field::MacLo)),
+            ),
+        ];
+        for (name, got, want) in outputs {
+            assert_eq!(got, want, "{at}: {name} is {got:#x}, the register map says {want:#x}");
+        }
+        // k = 32 << size; the map defines codes 0..=3 only, so a larger code must still give
+        // one of the four payload sizes.
+        let k = j.payload_words.val().index();
+        if m.size_code <= 3 {
+            assert_eq!(k, 32 << m.size_code, "{at}: payload_words for size code {}", m.size_code);
+        } else {
+            assert!([32, 64, 128, 256].contains(&k), "{at}: payload_words {k} for size code {}", m.size_code);
+        }
+        // A table write's entry and data (MAC bytes 0..2: the low 16 bits are the field).
+        if let Some((entry, data, field)) = m.wt {
+            let mask = if field == Field::MacHi { 0xFFFF } else { u32::MAX };
+            assert_eq!(b.wt.address.val().index(), usize::from(entry), "{at}: wt.address");
+            let got = b.wt.data.val().index() as u32 & mask;
+            assert_eq!(got, data & mask, "{at}: wt.data ({field:?})");
+        }
+    }
+
+    /// Data for a write to `a`: all 32 bits random, a small value, or an edge of a field (the
+    /// slot count, the 16- and 31-bit boundaries, register 0x0D's layout).
+    fn data(rng: &mut Rng, a: u8, slots: u32) -> u32 {
+        match rng.below(3) {
+            0 => rng.next() as u32,
+            1 => rng.below(u64::from(slots) + 3) as u32,
+            _ => match rng.below(7) {
+                0 => 0,
+                1 => u32::MAX,
+                2 => slots,
+                3 => slots + 1,
+                4 => 0x1_0000 | rng.below(u64::from(slots)) as u32,
+                5 if a == 0x0D => (rng.next() as u32 & 0x001F_FFFF) | ((rng.one_in(2) as u32) << 31),
+                _ => (rng.next() as u32) | 1 << rng.below(32),
+            },
+        }
+    }
+
+    /// Sets the bus, checks that nothing changed before the edge (every output comes from a
+    /// flip-flop), clocks, steps the model and checks every output after the edge.
+    fn cycle(b: &mut ConfigRegisters, m: &mut Model, write: bool, a: u8, d: u32, built: (u32, bool), at: &str) {
+        b.bus.write.next = write;
+        b.bus.address.next = u64::from(a).into();
+        b.bus.data.next = u64::from(d).into();
+        settle(b);
+        check(b, m, &format!("{at}, before its edge"));
+        tick!(&mut *b);
+        m.edge(write.then_some((a, d)), built.0, built.1);
+        check(b, m, at);
+    }
+
+    /// A core built with `slots` slots (the tree leaf if `tree`): the reset values, then every
+    /// address 0x00..=0xFF written once, then `writes` random writes (documented registers,
+    /// undocumented 0x0E..=0x7F, the worker table 0x80..=0xFF with the unused 0x83 + 4r), each
+    /// followed by 0..=2 cycles with the strobe low and random address and data. Every output
+    /// is checked against the model before and after every edge.
+    fn run(seed: u64, slots: u32, tree: bool, writes: usize) {
+        let mut rng = Rng(seed);
+        let mut b = ConfigRegisters::new(slots as usize, tree);
+        b.connect_all();
+        settle(&mut b);
+        let mut m = Model::reset();
+        check(&b, &m, "reset, before any edge");
+        let built = (slots, tree);
+        cycle(&mut b, &mut m, false, 0x03, u32::MAX, built, "reset, an edge without write");
+        let mut hits = [0usize; 256];
+        for w in 0..256 + writes {
+            let a = if w < 256 {
+                w as u8
+            } else {
+                match rng.below(20) {
+                    0..=10 => rng.below(0x0E) as u8,
+                    11..=13 => 0x0E + rng.below(0x80 - 0x0E) as u8,
+                    _ => 0x80 + rng.below(0x80) as u8,
+                }
+            };
+            hits[usize::from(a)] += 1;
+            let d = data(&mut rng, a, slots);
+            let at = format!("write {w} of {:#04x} = {d:#010x} (slots {slots}, tree {tree})", a);
+            cycle(&mut b, &mut m, true, a, d, built, &at);
+            for i in 0..rng.below(3) {
+                let (qa, qd) = (rng.below(256) as u8, rng.next() as u32);
+                cycle(&mut b, &mut m, false, qa, qd, built, &format!("{at}, idle cycle {} after it", i + 1));
+            }
+        }
+        assert!(hits[..0x0E].iter().all(|&n| n > writes / 40), "few writes of a register: {:?}", &hits[..0x0E]);
+    }
+
+    /// The register map against its model in two builds: 512 slots with the tree leaf, and 100
+    /// slots without it (the parent enable always low), 1500 random writes each.
+    #[test]
+    fn register_writes_follow_the_model_of_the_register_map() {
+        run(0xc0f1_9000_5eed_0001, 512, true, 1500);
+        run(0xc0f1_9000_5eed_0002, 100, false, 1500);
+    }
+}
