@@ -487,7 +487,7 @@ mod tests {
 
     impl Case {
         fn be16(&self, i: usize) -> u16 {
-            u16::from_be_bytes([self.b[i], self.b[i + 1]])
+            spotagg_driver::wire::be16(&self.b[i..])
         }
 
         /// The IPv4 header's 16-bit words (bytes 14..34) sum to 0xffff in ones' complement.
