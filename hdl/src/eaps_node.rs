@@ -29,6 +29,7 @@
 use crate::byte_stream::{ByteSink, ByteSource};
 use crate::eaps_esl::{EslCheck, EslSeen};
 use crate::eaps_pdu::{EapsRx, EapsTx};
+use crate::eaps_step::DomainStep;
 use rust_hdl::prelude::*;
 
 /// The causes of a transition as status word 6 carries them.
@@ -76,8 +77,7 @@ pub enum DomState {
     PreForwarding,
 }
 
-/// A domain's protocol registers, as one step reads and writes them back (the node keeps one
-/// array a field: the timers are compared domain by domain).
+/// A domain's protocol registers, as one step reads and writes them back.
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
 pub struct DomRegs {
     /// The state.
@@ -117,19 +117,30 @@ pub struct DomCounts {
     pub transition_cause: Bits<4>,
 }
 
-/// The configuration of the domain being stepped, as [`EapsDomainCfg`] holds it.
+/// The configuration of the domain being stepped, as [`EapsDomainCfg`] holds it (the fields
+/// the step and the emitter read).
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
-struct DomCfg {
-    active: Bit,
-    master: Bit,
-    primary: Bit,
-    send_alert: Bit,
-    control_vlan: Bits<12>,
-    hello: Bits<32>,
-    fail: Bits<32>,
-    pre_forwarding: Bits<32>,
-    hello_field: Bits<16>,
-    fail_field: Bits<16>,
+pub struct DomCfg {
+    /// The domain exists.
+    pub active: Bit,
+    /// Master (else transit).
+    pub master: Bit,
+    /// The primary port.
+    pub primary: Bit,
+    /// Fail-timer action send-alert.
+    pub send_alert: Bit,
+    /// Control VLAN.
+    pub control_vlan: Bits<12>,
+    /// Hello period.
+    pub hello: Bits<32>,
+    /// Fail period.
+    pub fail: Bits<32>,
+    /// Pre-forwarding period.
+    pub pre_forwarding: Bits<32>,
+    /// The PDUs' hello timer field.
+    pub hello_field: Bits<16>,
+    /// Their fail timer field.
+    pub fail_field: Bits<16>,
 }
 
 /// The numeric state in status word 0 (0 Idle, 1 Init, 2 Complete, 3 Failed, 4 Links-Up,
@@ -260,7 +271,6 @@ pub struct EapsNode<const D: usize> {
     f_esl_ok: Signal<Local, Bit>,
     f_esl_mac: Signal<Local, Bits<48>>,
     f_esl_seq: Signal<Local, Bits<16>>,
-    esl_write: Signal<Local, Bit>,
     enabled: DFF<Bit>,
     link_q: DFF<Bits<2>>,
     edp_seq: DFF<Bits<16>>,
@@ -282,6 +292,9 @@ pub struct EapsNode<const D: usize> {
     alert_dom_q: DFF<Bits<4>>,
     alert_mac_q: DFF<Bits<48>>,
     pass_q: DFF<Bits<2>>,
+    // Each domain's protocol registers, one array a field ([`DomRegs`]): rust-hdl cannot take
+    // a field of an array element's value inside a loop, and the timers are compared domain by
+    // domain.
     st: [DFF<DomState>; D],
     fwd: [DFFWithInit<Bits<2>>; D],
     hseq: [DFF<Bits<16>>; D],
@@ -292,6 +305,8 @@ pub struct EapsNode<const D: usize> {
     pf1_at: [DFF<Bits<32>>; D],
     om_at: [DFF<Bits<32>>; D],
     counts: [DFF<DomCounts>; D],
+    /// The domain step, on the registered domain.
+    dstep: DomainStep,
     // The domain `dom` names (chosen combinationally, registered in NodePhase::Load).
     ks: Signal<Local, DomRegs>,
     kns: Signal<Local, DomCounts>,
@@ -307,16 +322,9 @@ pub struct EapsNode<const D: usize> {
     k: Signal<Local, DomRegs>,
     kn: Signal<Local, DomCounts>,
     kc: Signal<Local, DomCfg>,
-    n: Signal<Local, DomRegs>,
     nn: Signal<Local, DomCounts>,
-    // Derived.
-    pm: Signal<Local, Bits<2>>,
-    sm: Signal<Local, Bits<2>>,
+    /// The event's port, as a mask.
     jm: Signal<Local, Bits<2>>,
-    om: Signal<Local, Bits<2>>,
-    d_om: Signal<Local, Bits<32>>,
-    om_active: Signal<Local, Bit>,
-    may_fail: Signal<Local, Bit>,
     any_due: Signal<Local, Bit>,
     // The frame at the port being handled.
     f_vid: Signal<Local, Bits<12>>,
@@ -326,22 +334,7 @@ pub struct EapsNode<const D: usize> {
     f_other: Signal<Local, Bit>,
     fm_hit: Signal<Local, Bit>,
     fm_dom: Signal<Local, Bits<4>>,
-    // The step's results besides the registers.
-    n_cause: Signal<Local, Bits<4>>,
-    derive: Signal<Local, Bit>,
-    inc_rx: Signal<Local, Bit>,
-    inc_fwd: Signal<Local, Bit>,
-    inc_drop: Signal<Local, Bit>,
-    do_pass: Signal<Local, Bit>,
-    do_flush: Signal<Local, Bit>,
-    fail_ring: Signal<Local, Bit>,
-    n_mask: Signal<Local, Bits<2>>,
-    n_fwdflag: Signal<Local, Bit>,
-    n_type: Signal<Local, Bits<8>>,
-    n_state: Signal<Local, Bits<8>>,
-    n_wire: Signal<Local, Bits<8>>,
     write: Signal<Local, Bit>,
-    last_step: Signal<Local, Bit>,
     st_code: Signal<Local, Bits<32>>,
     n_dom: Signal<Local, Bits<5>>,
     domains: Constant<Bits<5>>,
@@ -352,7 +345,6 @@ pub struct EapsNode<const D: usize> {
     tx_inc: Signal<Local, Bit>,
     fsel: Signal<Local, Bit>,
     fmask: Signal<Local, Bits<2>>,
-    opened: Signal<Local, Bit>,
     due: [Signal<Local, Bits<4>>; D],
     k_due: Signal<Local, Bits<4>>,
     dh: [Signal<Local, Bits<32>>; D],
@@ -397,7 +389,6 @@ impl<const D: usize> Default for EapsNode<D> {
             f_esl_ok: Default::default(),
             f_esl_mac: Default::default(),
             f_esl_seq: Default::default(),
-            esl_write: Default::default(),
             enabled: Default::default(),
             link_q: Default::default(),
             edp_seq: Default::default(),
@@ -427,6 +418,7 @@ impl<const D: usize> Default for EapsNode<D> {
             pf1_at: std::array::from_fn(|_| Default::default()),
             om_at: std::array::from_fn(|_| Default::default()),
             counts: std::array::from_fn(|_| Default::default()),
+            dstep: Default::default(),
             ks: Default::default(),
             kns: Default::default(),
             kcs: Default::default(),
@@ -439,15 +431,8 @@ impl<const D: usize> Default for EapsNode<D> {
             k: Default::default(),
             kn: Default::default(),
             kc: Default::default(),
-            n: Default::default(),
             nn: Default::default(),
-            pm: Default::default(),
-            sm: Default::default(),
             jm: Default::default(),
-            om: Default::default(),
-            d_om: Default::default(),
-            om_active: Default::default(),
-            may_fail: Default::default(),
             any_due: Default::default(),
             f_vid: Default::default(),
             f_type: Default::default(),
@@ -456,21 +441,7 @@ impl<const D: usize> Default for EapsNode<D> {
             f_other: Default::default(),
             fm_hit: Default::default(),
             fm_dom: Default::default(),
-            n_cause: Default::default(),
-            derive: Default::default(),
-            inc_rx: Default::default(),
-            inc_fwd: Default::default(),
-            inc_drop: Default::default(),
-            do_pass: Default::default(),
-            do_flush: Default::default(),
-            fail_ring: Default::default(),
-            n_mask: Default::default(),
-            n_fwdflag: Default::default(),
-            n_type: Default::default(),
-            n_state: Default::default(),
-            n_wire: Default::default(),
             write: Default::default(),
-            last_step: Default::default(),
             st_code: Default::default(),
             n_dom: Default::default(),
             domains: Constant::new((D as u64).into()),
@@ -481,7 +452,6 @@ impl<const D: usize> Default for EapsNode<D> {
             tx_inc: Default::default(),
             fsel: Default::default(),
             fmask: Default::default(),
-            opened: Default::default(),
             due: std::array::from_fn(|_| Default::default()),
             k_due: Default::default(),
             dh: std::array::from_fn(|_| Default::default()),
@@ -637,31 +607,9 @@ impl<const D: usize> Logic for EapsNode<D> {
         self.kn.next = self.kn_q.q.val();
         self.kc.next = self.kc_q.q.val();
         self.k_due.next = self.kdue_q.q.val();
-        self.pm.next = 1.into();
-        if self.kc.val().primary {
-            self.pm.next = 2.into();
-        }
-        self.sm.next = !self.pm.val();
         self.jm.next = 1.into();
         if self.jport.q.val() {
             self.jm.next = 2.into();
-        }
-        self.om.next = !self.jm.val();
-        self.d_om.next = self.k.val().om_at - self.now.val();
-        self.om_active.next = (self.k.val().armed & 16).any() & !self.d_om.val().get_bit(31) & self.d_om.val().any();
-        // Master: a reported failure opens the ring in Init and Complete, and in Failed while the
-        // secondary is held blocked and up.
-        self.may_fail.next = (self.k.val().st == DomState::Init)
-            | (self.k.val().st == DomState::Complete)
-            | ((self.k.val().st == DomState::Failed)
-                & !(self.k.val().fwd & self.sm.val()).any()
-                & (self.link_q.q.val() & self.sm.val()).any());
-        self.n_wire.next = 0.into();
-        if self.k.val().st == DomState::Complete {
-            self.n_wire.next = 1.into();
-        }
-        if self.k.val().st == DomState::Failed {
-            self.n_wire.next = 2.into();
         }
 
         // The PDU at the port being (or about to be) handled, and its domain.
@@ -732,255 +680,29 @@ impl<const D: usize> Logic for EapsNode<D> {
             }
         }
 
-        // One domain step (used in NodePhase::Step).
-        self.n.next = self.k.val();
-        self.n.next.fwd = self.k.val().fwd;
-        self.n_cause.next = 0.into();
-        self.derive.next = false;
-        self.inc_rx.next = false;
-        self.inc_fwd.next = false;
-        self.inc_drop.next = false;
-        self.do_pass.next = false;
-        self.esl_write.next = false;
-        self.do_flush.next = false;
-        self.fail_ring.next = false;
-        self.opened.next = false;
-        self.n_mask.next = 0.into();
-        self.n_fwdflag.next = false;
-        self.n_type.next = 0.into();
-        self.n_state.next = 0.into();
-        self.last_step.next = true;
-        if self.job.q.val() == Job::Timers {
-            self.last_step.next = self.step.q.val() == 3;
-        }
-        match self.job.q.val() {
-            Job::Enable => {
-                if self.kc.val().active {
-                    self.n_cause.next = 1.into(); // cause::ENABLED
-                    if self.kc.val().master {
-                        self.n.next.fwd = self.pm.val();
-                        self.n.next.st = DomState::Init;
-                        self.n.next.fail_at = self.now.val() + self.kc.val().fail;
-                        self.n.next.hello_at = self.now.val() + self.kc.val().hello;
-                        self.n.next.armed = self.k.val().armed | 3;
-                        self.n.next.hseq = self.k.val().hseq + 1;
-                        if (self.link_q.q.val() & self.pm.val()).any() {
-                            self.n_mask.next = self.pm.val();
-                            self.n_type.next = 5.into();
-                        }
-                    } else {
-                        // Every port blocked; one that is up waits as after a link up (§6.11).
-                        self.n.next.fwd = 0.into();
-                        if self.link_q.q.val().get_bit(0) {
-                            self.n.next.pf0_at = self.now.val() + self.kc.val().pre_forwarding;
-                        }
-                        if self.link_q.q.val().get_bit(1) {
-                            self.n.next.pf1_at = self.now.val() + self.kc.val().pre_forwarding;
-                        }
-                        self.n.next.armed = self.k.val().armed | (bit_cast::<5, 2>(self.link_q.q.val()) << 2);
-                        self.derive.next = true;
-                    }
-                }
-            }
-            Job::LinkDown => {
-                if self.k.val().st != DomState::Idle {
-                    self.n.next.fwd = self.k.val().fwd & self.om.val();
-                    if self.jport.q.val() {
-                        self.n.next.armed = self.k.val().armed & 0x17;
-                    } else {
-                        self.n.next.armed = self.k.val().armed & 0x1b;
-                    }
-                    if self.kc.val().master {
-                        // may_fail with this port already down and blocked.
-                        if (self.k.val().st == DomState::Init)
-                            | (self.k.val().st == DomState::Complete)
-                            | ((self.k.val().st == DomState::Failed)
-                                & !(self.n.val().fwd & self.sm.val()).any()
-                                & (self.link_q.q.val() & self.sm.val()).any())
-                        {
-                            self.fail_ring.next = true;
-                            self.n_cause.next = 4.into(); // cause::LOCAL_LINK_DOWN0, port 1: 5
-                            if self.jport.q.val() {
-                                self.n_cause.next = 5.into();
-                            }
-                        }
-                    } else {
-                        if (self.link_q.q.val() & self.om.val()).any() {
-                            self.n_mask.next = self.om.val();
-                            self.n_type.next = 8.into();
-                            self.n_state.next = 4.into();
-                        }
-                        self.n.next.st = DomState::LinksDown;
-                        self.n_cause.next = 4.into(); // cause::LOCAL_LINK_DOWN0, port 1: 5
-                        if self.jport.q.val() {
-                            self.n_cause.next = 5.into();
-                        }
-                    }
-                }
-            }
-            Job::LinkUp => {
-                if self.k.val().st != DomState::Idle {
-                    self.n.next.fwd = self.k.val().fwd & self.om.val();
-                    if !self.kc.val().master {
-                        if self.jport.q.val() {
-                            self.n.next.pf1_at = self.now.val() + self.kc.val().pre_forwarding;
-                            self.n.next.armed = self.k.val().armed | 8;
-                        } else {
-                            self.n.next.pf0_at = self.now.val() + self.kc.val().pre_forwarding;
-                            self.n.next.armed = self.k.val().armed | 4;
-                        }
-                        self.derive.next = true;
-                        self.n_cause.next = 6.into(); // cause::LOCAL_LINK_UP0, port 1: 7
-                        if self.jport.q.val() {
-                            self.n_cause.next = 7.into();
-                        }
-                    }
-                }
-            }
-            Job::Frame => {
-                if (self.k.val().st != DomState::Idle) & self.f_other.val() {
-                    // Another EDP frame: passed on unchanged, whatever the port states; by a
-                    // master only a valid ESL PDU newer than its sender's last (§2).
-                    if (self.link_q.q.val() & self.om.val()).any() {
-                        if self.kc.val().master & !(self.f_esl_ok.val() & self.seen.pass.val()) {
-                            self.inc_drop.next = true;
-                        } else {
-                            self.inc_fwd.next = true;
-                            self.do_pass.next = true;
-                            self.esl_write.next = self.kc.val().master;
-                        }
-                    }
-                } else if self.k.val().st != DomState::Idle {
-                    self.inc_rx.next = true;
-                    if self.f_cvlan.val() != bit_cast::<16, 12>(self.f_vid.val()) {
-                        self.inc_drop.next = true;
-                    } else if self.kc.val().master {
-                        if ((self.f_type.val() == 5) | (self.f_type.val() == 6) | (self.f_type.val() == 7))
-                            & (self.f_sysmac.val() != self.system_mac.val())
-                        {
-                            self.inc_drop.next = true;
-                            if !self.om_active.val() {
-                                self.alert_q.d.next = true;
-                                self.alert_sm_q.d.next = true;
-                                self.alert_dom_q.d.next = self.dom.q.val();
-                                self.alert_mac_q.d.next = self.f_sysmac.val();
-                            }
-                            self.n.next.om_at = self.now.val() + self.kc.val().fail;
-                            self.n.next.armed = self.k.val().armed | 16;
-                        } else if (self.f_type.val() == 5) & (self.jm.val() == self.sm.val()) {
-                            self.n.next.fail_at = self.now.val() + self.kc.val().fail;
-                            self.n.next.armed = self.k.val().armed | 2;
-                            if (self.k.val().st == DomState::Init) | (self.k.val().st == DomState::Failed) {
-                                self.n.next.fwd = self.pm.val();
-                                self.do_flush.next = true;
-                                self.n.next.st = DomState::Complete;
-                                self.n_cause.next = 2.into(); // cause::HEALTH_RETURNED
-                                self.n_mask.next = self.link_q.q.val();
-                                self.n_type.next = 6.into();
-                                self.n_state.next = 1.into();
-                            }
-                        } else if (self.f_type.val() == 8) & self.may_fail.val() {
-                            self.fail_ring.next = true;
-                            self.n_cause.next = 3.into(); // cause::LINK_DOWN_PDU
-                        }
-                    } else {
-                        if (self.link_q.q.val() & self.om.val()).any() {
-                            self.inc_fwd.next = true;
-                            self.n_mask.next = self.om.val();
-                            self.n_fwdflag.next = true;
-                        }
-                        if self.f_type.val() == 6 {
-                            self.do_flush.next = true;
-                            // Only a port waiting on the other side opens (docs/eaps.md §6.10).
-                            if self.jport.q.val() {
-                                if (self.k.val().armed & 4).any() {
-                                    self.opened.next = true;
-                                    self.n.next.armed = self.k.val().armed & 0x1b;
-                                    self.n.next.fwd = self.k.val().fwd | 1;
-                                }
-                            } else if (self.k.val().armed & 8).any() {
-                                self.opened.next = true;
-                                self.n.next.armed = self.k.val().armed & 0x17;
-                                self.n.next.fwd = self.k.val().fwd | 2;
-                            }
-                            if self.opened.val() {
-                                self.derive.next = true;
-                                self.n_cause.next = 9.into(); // cause::RING_UP_FLUSH
-                            }
-                        }
-                        if self.f_type.val() == 7 {
-                            self.do_flush.next = true;
-                        }
-                    }
-                }
-            }
-            Job::Timers => match self.step.q.val().index() {
-                0 => {
-                    if self.k_due.val().get_bit(0) {
-                        self.n.next.hello_at = self.now.val() + self.kc.val().hello;
-                        self.n.next.hseq = self.k.val().hseq + 1;
-                        if (self.link_q.q.val() & self.pm.val()).any() {
-                            self.n_mask.next = self.pm.val();
-                            self.n_type.next = 5.into();
-                            self.n_state.next = self.n_wire.val();
-                        }
-                    }
-                }
-                1 => {
-                    if self.k_due.val().get_bit(1) {
-                        self.n.next.armed = self.k.val().armed & 0x1d;
-                        if (self.k.val().st == DomState::Init) | (self.k.val().st == DomState::Complete) {
-                            self.alert_q.d.next = true;
-                            self.alert_sm_q.d.next = false;
-                            self.alert_dom_q.d.next = self.dom.q.val();
-                            self.n_cause.next = 8.into(); // cause::FAIL_TIMER
-                            if !self.kc.val().send_alert & !self.om_active.val() {
-                                self.fail_ring.next = true;
-                            } else {
-                                self.n.next.st = DomState::Failed;
-                            }
-                        }
-                    }
-                }
-                2 => {
-                    if self.k_due.val().get_bit(2) {
-                        self.n.next.armed = self.k.val().armed & 0x1b;
-                        self.n.next.fwd = self.k.val().fwd | 1;
-                        self.do_flush.next = true;
-                        self.derive.next = true;
-                        self.n_cause.next = 10.into(); // cause::PRE_FORWARDING_TIMER
-                    }
-                }
-                _ => {
-                    if self.k_due.val().get_bit(3) {
-                        self.n.next.armed = self.k.val().armed & 0x17;
-                        self.n.next.fwd = self.k.val().fwd | 2;
-                        self.do_flush.next = true;
-                        self.derive.next = true;
-                        self.n_cause.next = 10.into(); // cause::PRE_FORWARDING_TIMER
-                    }
-                }
-            },
-        }
-        // Master: Failed, secondary open where its link is up, flush, RING-DOWN out of the
-        // ports that are up.
-        if self.fail_ring.val() {
-            self.n.next.armed = self.n.val().armed & 0x1d;
-            self.n.next.fwd = self.n.val().fwd | (self.link_q.q.val() & self.sm.val());
-            self.do_flush.next = true;
-            self.n.next.st = DomState::Failed;
-            self.n_mask.next = self.link_q.q.val();
-            self.n_type.next = 7.into();
-            self.n_state.next = 2.into();
-        }
-        // Transit: the state follows from the links and the port states.
-        if self.derive.val() {
-            if self.link_q.q.val() != 3 {
-                self.n.next.st = DomState::LinksDown;
-            } else if (self.n.val().armed & 12).any() | (self.n.val().fwd != 3) {
-                self.n.next.st = DomState::PreForwarding;
-            } else {
-                self.n.next.st = DomState::LinksUp;
+        // One domain step (written back in NodePhase::Step).
+        self.dstep.job.next = self.job.q.val();
+        self.dstep.step.next = self.step.q.val();
+        self.dstep.port.next = self.jport.q.val();
+        self.dstep.link.next = self.link_q.q.val();
+        self.dstep.now.next = self.now.val();
+        self.dstep.system_mac.next = self.system_mac.val();
+        self.dstep.k.next = self.k.val();
+        self.dstep.cfg.next = self.kc.val();
+        self.dstep.due.next = self.k_due.val();
+        self.dstep.f_vid.next = self.f_vid.val();
+        self.dstep.f_type.next = self.f_type.val();
+        self.dstep.f_cvlan.next = self.f_cvlan.val();
+        self.dstep.f_sysmac.next = self.f_sysmac.val();
+        self.dstep.f_other.next = self.f_other.val();
+        self.dstep.esl_ok.next = self.f_esl_ok.val();
+        self.dstep.esl_pass.next = self.seen.pass.val();
+        // Its alert registers follow it in every phase; the pulse only when it is written.
+        if self.dstep.alert.val() {
+            self.alert_sm_q.d.next = self.dstep.alert_second_master.val();
+            self.alert_dom_q.d.next = self.dom.q.val();
+            if self.dstep.alert_second_master.val() {
+                self.alert_mac_q.d.next = self.f_sysmac.val();
             }
         }
 
@@ -1042,17 +764,17 @@ impl<const D: usize> Logic for EapsNode<D> {
             NodePhase::Step => {
                 self.write.next = true;
                 // The next step of this domain, and its PDUs, see what this one wrote.
-                self.k_q.d.next = self.n.val();
-                self.send_mask.d.next = self.n_mask.val();
-                self.send_fwd.d.next = self.n_fwdflag.val();
-                self.send_type.d.next = self.n_type.val();
-                self.send_state.d.next = self.n_state.val();
-                if self.n_mask.val().any() {
+                self.k_q.d.next = self.dstep.n.val();
+                self.send_mask.d.next = self.dstep.mask.val();
+                self.send_fwd.d.next = self.dstep.forward.val();
+                self.send_type.d.next = self.dstep.pdu_type.val();
+                self.send_state.d.next = self.dstep.pdu_state.val();
+                if self.dstep.mask.val().any() {
                     self.phase.d.next = NodePhase::Send;
                 } else if self.job.q.val() == Job::Frame {
                     self.take_held.d.next = true;
                     self.phase.d.next = NodePhase::Idle;
-                } else if !self.last_step.val() {
+                } else if !self.dstep.last_step.val() {
                     // The same domain's next timer: its registers are in k_q already.
                     self.step.d.next = self.step.q.val() + 1;
                 } else if self.n_dom.val() < self.domains.val() {
@@ -1079,7 +801,7 @@ impl<const D: usize> Logic for EapsNode<D> {
                     } else if self.job.q.val() == Job::Frame {
                         self.take_held.d.next = true;
                         self.phase.d.next = NodePhase::Idle;
-                    } else if !self.last_step.val() {
+                    } else if !self.dstep.last_step.val() {
                         self.step.d.next = self.step.q.val() + 1;
                         self.phase.d.next = NodePhase::Load;
                     } else if self.n_dom.val() < self.domains.val() {
@@ -1096,18 +818,18 @@ impl<const D: usize> Logic for EapsNode<D> {
         // Write the step back, and the outputs it pulses.
         self.nn.next = self.kn.val();
         if self.write.val() {
-            if self.inc_rx.val() {
+            if self.dstep.inc_rx.val() {
                 self.nn.next.rx = self.kn.val().rx + 1;
             }
-            if self.inc_fwd.val() {
+            if self.dstep.inc_fwd.val() {
                 self.nn.next.forwarded = self.kn.val().forwarded + 1;
             }
-            if self.inc_drop.val() {
+            if self.dstep.inc_drop.val() {
                 self.nn.next.dropped = self.kn.val().dropped + 1;
             }
-            if self.n.val().st != self.k.val().st {
+            if self.dstep.n.val().st != self.k.val().st {
                 self.nn.next.transition_time = self.now.val();
-                self.nn.next.transition_cause = self.n_cause.val();
+                self.nn.next.transition_cause = self.dstep.cause.val();
             }
         }
         if self.tx_inc.val() {
@@ -1117,16 +839,16 @@ impl<const D: usize> Logic for EapsNode<D> {
         for i in 0..D {
             if self.dom.q.val().index() == i {
                 if self.write.val() {
-                    self.st[i].d.next = self.n.val().st;
-                    self.fwd[i].d.next = self.n.val().fwd;
-                    self.hseq[i].d.next = self.n.val().hseq;
-                    self.armed[i].d.next = self.n.val().armed;
-                    self.hello_at[i].d.next = self.n.val().hello_at;
-                    self.fail_at[i].d.next = self.n.val().fail_at;
-                    self.pf0_at[i].d.next = self.n.val().pf0_at;
-                    self.pf1_at[i].d.next = self.n.val().pf1_at;
-                    self.om_at[i].d.next = self.n.val().om_at;
-                    self.n_flush.next = self.n_flush.val().replace_bit(i, self.do_flush.val());
+                    self.st[i].d.next = self.dstep.n.val().st;
+                    self.fwd[i].d.next = self.dstep.n.val().fwd;
+                    self.hseq[i].d.next = self.dstep.n.val().hseq;
+                    self.armed[i].d.next = self.dstep.n.val().armed;
+                    self.hello_at[i].d.next = self.dstep.n.val().hello_at;
+                    self.fail_at[i].d.next = self.dstep.n.val().fail_at;
+                    self.pf0_at[i].d.next = self.dstep.n.val().pf0_at;
+                    self.pf1_at[i].d.next = self.dstep.n.val().pf1_at;
+                    self.om_at[i].d.next = self.dstep.n.val().om_at;
+                    self.n_flush.next = self.n_flush.val().replace_bit(i, self.dstep.flush.val());
                 }
                 if self.k_valid.val() {
                     self.counts[i].d.next = self.nn.val();
@@ -1137,7 +859,7 @@ impl<const D: usize> Logic for EapsNode<D> {
             self.kn_q.d.next = self.nn.val();
         }
         self.flush_q.d.next = self.n_flush.val();
-        if self.write.val() & self.do_pass.val() {
+        if self.write.val() & self.dstep.pass.val() {
             self.pass_q.d.next = self.jm.val();
         }
         // The master's pass rule: the ESL checks hold the frame EapsRx holds (loaded when
@@ -1148,7 +870,7 @@ impl<const D: usize> Logic for EapsNode<D> {
         self.seen.mac.next = self.f_esl_mac.val();
         self.seen.seq.next = self.f_esl_seq.val();
         self.seen.age.next = self.kc.val().fail;
-        self.seen.write.next = self.write.val() & self.esl_write.val();
+        self.seen.write.next = self.write.val() & self.dstep.esl_write.val();
         self.esl[0].clock.next = self.clock.val();
         self.esl[0].data.next = self.rx0.data.val();
         self.esl[0].valid.next = self.rx0.valid.val();
@@ -1159,9 +881,7 @@ impl<const D: usize> Logic for EapsNode<D> {
         self.esl[1].valid.next = self.rx1.valid.val();
         self.esl[1].last.next = self.rx1.last.val();
         self.esl[1].load.next = !self.prx[1].full.val() | self.prx[1].take.val();
-        if !self.write.val() {
-            self.alert_q.d.next = false;
-        }
+        self.alert_q.d.next = self.write.val() & self.dstep.alert.val();
 
         self.idle.next = (self.phase.q.val() == NodePhase::Idle)
             & !self.prx[0].full.val()

@@ -50,6 +50,7 @@ pub mod eaps_gate;
 pub mod eaps_node;
 pub mod eaps_pdu;
 pub mod eaps_registers;
+pub mod eaps_step;
 pub mod element_pass;
 pub mod frame_checks;
 pub mod frame_parser;

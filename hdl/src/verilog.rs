@@ -55,7 +55,8 @@ pub fn block_verilogs(config: &CoreConfig) -> Vec<(&'static str, String)> {
 }
 
 /// The Verilog of the EAPS node with `domains` domains (1, 2, 4 or 8), of its PDU receiver and
-/// emitter, its VLAN gate and its time base (1 µs at 125 MHz), by block name (top module `top`).
+/// emitter, its domain step, its VLAN gate and its time base (1 µs at 125 MHz), by block name
+/// (top module `top`).
 pub fn eaps_verilogs(domains: usize) -> Vec<(&'static str, String)> {
     use crate::eaps_node::EapsNode;
     use crate::eaps_pdu::{EapsRx, EapsTx};
@@ -77,6 +78,7 @@ pub fn eaps_verilogs(domains: usize) -> Vec<(&'static str, String)> {
         ("eaps_tx", verilog_of(EapsTx::default())),
         ("eaps_esl_check", verilog_of(crate::eaps_esl::EslCheck::default())),
         ("eaps_esl_seen", verilog_of(crate::eaps_esl::EslSeen::default())),
+        ("eaps_domain_step", verilog_of(crate::eaps_step::DomainStep::default())),
         ("eaps_node", node),
         ("eaps_vlan_gate", gate),
         ("eaps_timebase", verilog_of(crate::eaps_gate::EapsTimebase::new(125))),

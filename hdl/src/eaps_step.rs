@@ -1,0 +1,912 @@
+//! One EAPS domain step (docs/eaps.md §3–§6): what one event does to one domain's registers,
+//! which PDU it sends and what the node counts, passes, flushes and alerts. Combinational; the
+//! [`crate::eaps_node::EapsNode`]'s sequencer loads the domain's registers and configuration
+//! into flip-flops first, applies `n` and the pulses when it writes the step back, and emits the
+//! planned PDU through its emitter.
+//!
+//! Contract (the reference is `spotagg_sim::eaps::EapsNode`, whose calls the node replays):
+//! - In: the event (`job`; for `Job::Timers`, which of the four timers `step` is: hello, fail,
+//!   pre-forwarding 0, 1), the port it concerns (`port`), the links as the node acts on them
+//!   (`link`), the time, the node's MAC, the domain's registers (`k`), configuration (`cfg`) and
+//!   due timers (`due`: bits hello, fail, pre-forwarding 0, 1), and for `Job::Frame` the held
+//!   PDU's fields and the ESL check's verdicts.
+//! - Out: the registers after the step (`n`), the transition's cause (`cause`, [`cause`]: the
+//!   node records it when `n.st` differs from `k.st`), the counters to increment, whether the
+//!   frame is passed (`pass`) and the ESL table written (`esl_write`), a flush, an alert, and the
+//!   PDU to send: `mask` (ports, none for no PDU), `forward` (re-emit the held PDU's own
+//!   fields, else this node's with `pdu_type` and `pdu_state`). `last_step`: the event has no
+//!   further step for this domain.
+//!
+//! [`cause`]: crate::eaps_node::cause
+
+use crate::eaps_node::{DomCfg, DomRegs, DomState, Job};
+use rust_hdl::prelude::*;
+
+/// One domain's step for one event.
+#[derive(LogicBlock, Default)]
+pub struct DomainStep {
+    /// The event.
+    pub job: Signal<In, Job>,
+    /// The timer a `Job::Timers` step looks at: 0 hello, 1 fail, 2 and 3 pre-forwarding.
+    pub step: Signal<In, Bits<2>>,
+    /// The port of a link event or a PDU.
+    pub port: Signal<In, Bit>,
+    /// The links as the node acts on them (bit `p`).
+    pub link: Signal<In, Bits<2>>,
+    /// Time.
+    pub now: Signal<In, Bits<32>>,
+    /// The node's system MAC.
+    pub system_mac: Signal<In, Bits<48>>,
+    /// The domain's registers.
+    pub k: Signal<In, DomRegs>,
+    /// Its configuration.
+    pub cfg: Signal<In, DomCfg>,
+    /// Its due timers: hello, fail, pre-forwarding 0, 1.
+    pub due: Signal<In, Bits<4>>,
+    /// The held PDU's VLAN.
+    pub f_vid: Signal<In, Bits<12>>,
+    /// Its EAPS type.
+    pub f_type: Signal<In, Bits<8>>,
+    /// Its control VLAN field.
+    pub f_cvlan: Signal<In, Bits<16>>,
+    /// Its system MAC field.
+    pub f_sysmac: Signal<In, Bits<48>>,
+    /// It is another EDP frame on the control VLAN (docs/eaps.md §11).
+    pub f_other: Signal<In, Bit>,
+    /// It is a valid ESL PDU.
+    pub esl_ok: Signal<In, Bit>,
+    /// The ESL table lets it through (newer than its sender's last).
+    pub esl_pass: Signal<In, Bit>,
+    /// The registers after the step.
+    pub n: Signal<Out, DomRegs>,
+    /// The cause of a transition.
+    pub cause: Signal<Out, Bits<4>>,
+    /// Count a received PDU.
+    pub inc_rx: Signal<Out, Bit>,
+    /// Count a forwarded one.
+    pub inc_fwd: Signal<Out, Bit>,
+    /// Count a dropped one.
+    pub inc_drop: Signal<Out, Bit>,
+    /// Pass the frame out of the other ring port.
+    pub pass: Signal<Out, Bit>,
+    /// Record the passed ESL PDU's sender.
+    pub esl_write: Signal<Out, Bit>,
+    /// Flush the domain's FDB.
+    pub flush: Signal<Out, Bit>,
+    /// Raise an alert.
+    pub alert: Signal<Out, Bit>,
+    /// The alert is a second master (else the fail timer).
+    pub alert_second_master: Signal<Out, Bit>,
+    /// The ports to send a PDU out of.
+    pub mask: Signal<Out, Bits<2>>,
+    /// The PDU is the held one, re-emitted from its fields.
+    pub forward: Signal<Out, Bit>,
+    /// Else its type.
+    pub pdu_type: Signal<Out, Bits<8>>,
+    /// And its state field.
+    pub pdu_state: Signal<Out, Bits<8>>,
+    /// The event has no further step for this domain.
+    pub last_step: Signal<Out, Bit>,
+    // The primary and secondary ports' masks, the event's port and the other one.
+    pm: Signal<Local, Bits<2>>,
+    sm: Signal<Local, Bits<2>>,
+    jm: Signal<Local, Bits<2>>,
+    om: Signal<Local, Bits<2>>,
+    // Another master was heard within the fail period.
+    d_om: Signal<Local, Bits<32>>,
+    om_active: Signal<Local, Bit>,
+    may_fail: Signal<Local, Bit>,
+    // The state field of this master's HEALTH.
+    wire_state: Signal<Local, Bits<8>>,
+    derive: Signal<Local, Bit>,
+    fail_ring: Signal<Local, Bit>,
+    opened: Signal<Local, Bit>,
+}
+
+impl Logic for DomainStep {
+    #[hdl_gen]
+    fn update(&mut self) {
+        self.pm.next = 1.into();
+        if self.cfg.val().primary {
+            self.pm.next = 2.into();
+        }
+        self.sm.next = !self.pm.val();
+        self.jm.next = 1.into();
+        if self.port.val() {
+            self.jm.next = 2.into();
+        }
+        self.om.next = !self.jm.val();
+        self.d_om.next = self.k.val().om_at - self.now.val();
+        self.om_active.next = (self.k.val().armed & 16).any() & !self.d_om.val().get_bit(31) & self.d_om.val().any();
+        // Master: a reported failure opens the ring in Init and Complete, and in Failed while the
+        // secondary is held blocked and up.
+        self.may_fail.next = (self.k.val().st == DomState::Init)
+            | (self.k.val().st == DomState::Complete)
+            | ((self.k.val().st == DomState::Failed)
+                & !(self.k.val().fwd & self.sm.val()).any()
+                & (self.link.val() & self.sm.val()).any());
+        self.wire_state.next = 0.into();
+        if self.k.val().st == DomState::Complete {
+            self.wire_state.next = 1.into();
+        }
+        if self.k.val().st == DomState::Failed {
+            self.wire_state.next = 2.into();
+        }
+
+        self.n.next = self.k.val();
+        self.cause.next = 0.into();
+        self.derive.next = false;
+        self.inc_rx.next = false;
+        self.inc_fwd.next = false;
+        self.inc_drop.next = false;
+        self.pass.next = false;
+        self.esl_write.next = false;
+        self.flush.next = false;
+        self.alert.next = false;
+        self.alert_second_master.next = false;
+        self.fail_ring.next = false;
+        self.opened.next = false;
+        self.mask.next = 0.into();
+        self.forward.next = false;
+        self.pdu_type.next = 0.into();
+        self.pdu_state.next = 0.into();
+        self.last_step.next = true;
+        if self.job.val() == Job::Timers {
+            self.last_step.next = self.step.val() == 3;
+        }
+        match self.job.val() {
+            Job::Enable => {
+                if self.cfg.val().active {
+                    self.cause.next = 1.into(); // cause::ENABLED
+                    if self.cfg.val().master {
+                        self.n.next.fwd = self.pm.val();
+                        self.n.next.st = DomState::Init;
+                        self.n.next.fail_at = self.now.val() + self.cfg.val().fail;
+                        self.n.next.hello_at = self.now.val() + self.cfg.val().hello;
+                        self.n.next.armed = self.k.val().armed | 3;
+                        self.n.next.hseq = self.k.val().hseq + 1;
+                        if (self.link.val() & self.pm.val()).any() {
+                            self.mask.next = self.pm.val();
+                            self.pdu_type.next = 5.into();
+                        }
+                    } else {
+                        // Every port blocked; one that is up waits as after a link up (§6.11).
+                        self.n.next.fwd = 0.into();
+                        if self.link.val().get_bit(0) {
+                            self.n.next.pf0_at = self.now.val() + self.cfg.val().pre_forwarding;
+                        }
+                        if self.link.val().get_bit(1) {
+                            self.n.next.pf1_at = self.now.val() + self.cfg.val().pre_forwarding;
+                        }
+                        self.n.next.armed = self.k.val().armed | (bit_cast::<5, 2>(self.link.val()) << 2);
+                        self.derive.next = true;
+                    }
+                }
+            }
+            Job::LinkDown => {
+                if self.k.val().st != DomState::Idle {
+                    self.n.next.fwd = self.k.val().fwd & self.om.val();
+                    if self.port.val() {
+                        self.n.next.armed = self.k.val().armed & 0x17;
+                    } else {
+                        self.n.next.armed = self.k.val().armed & 0x1b;
+                    }
+                    if self.cfg.val().master {
+                        // may_fail with this port already down and blocked.
+                        if (self.k.val().st == DomState::Init)
+                            | (self.k.val().st == DomState::Complete)
+                            | ((self.k.val().st == DomState::Failed)
+                                & !(self.n.val().fwd & self.sm.val()).any()
+                                & (self.link.val() & self.sm.val()).any())
+                        {
+                            self.fail_ring.next = true;
+                            self.cause.next = 4.into(); // cause::LOCAL_LINK_DOWN0, port 1: 5
+                            if self.port.val() {
+                                self.cause.next = 5.into();
+                            }
+                        }
+                    } else {
+                        if (self.link.val() & self.om.val()).any() {
+                            self.mask.next = self.om.val();
+                            self.pdu_type.next = 8.into();
+                            self.pdu_state.next = 4.into();
+                        }
+                        self.n.next.st = DomState::LinksDown;
+                        self.cause.next = 4.into(); // cause::LOCAL_LINK_DOWN0, port 1: 5
+                        if self.port.val() {
+                            self.cause.next = 5.into();
+                        }
+                    }
+                }
+            }
+            Job::LinkUp => {
+                if self.k.val().st != DomState::Idle {
+                    self.n.next.fwd = self.k.val().fwd & self.om.val();
+                    if !self.cfg.val().master {
+                        if self.port.val() {
+                            self.n.next.pf1_at = self.now.val() + self.cfg.val().pre_forwarding;
+                            self.n.next.armed = self.k.val().armed | 8;
+                        } else {
+                            self.n.next.pf0_at = self.now.val() + self.cfg.val().pre_forwarding;
+                            self.n.next.armed = self.k.val().armed | 4;
+                        }
+                        self.derive.next = true;
+                        self.cause.next = 6.into(); // cause::LOCAL_LINK_UP0, port 1: 7
+                        if self.port.val() {
+                            self.cause.next = 7.into();
+                        }
+                    }
+                }
+            }
+            Job::Frame => {
+                if (self.k.val().st != DomState::Idle) & self.f_other.val() {
+                    // Another EDP frame: passed on unchanged, whatever the port states; by a
+                    // master only a valid ESL PDU newer than its sender's last (§2).
+                    if (self.link.val() & self.om.val()).any() {
+                        if self.cfg.val().master & !(self.esl_ok.val() & self.esl_pass.val()) {
+                            self.inc_drop.next = true;
+                        } else {
+                            self.inc_fwd.next = true;
+                            self.pass.next = true;
+                            self.esl_write.next = self.cfg.val().master;
+                        }
+                    }
+                } else if self.k.val().st != DomState::Idle {
+                    self.inc_rx.next = true;
+                    if self.f_cvlan.val() != bit_cast::<16, 12>(self.f_vid.val()) {
+                        self.inc_drop.next = true;
+                    } else if self.cfg.val().master {
+                        if ((self.f_type.val() == 5) | (self.f_type.val() == 6) | (self.f_type.val() == 7))
+                            & (self.f_sysmac.val() != self.system_mac.val())
+                        {
+                            self.inc_drop.next = true;
+                            if !self.om_active.val() {
+                                self.alert.next = true;
+                                self.alert_second_master.next = true;
+                            }
+                            self.n.next.om_at = self.now.val() + self.cfg.val().fail;
+                            self.n.next.armed = self.k.val().armed | 16;
+                        } else if (self.f_type.val() == 5) & (self.jm.val() == self.sm.val()) {
+                            self.n.next.fail_at = self.now.val() + self.cfg.val().fail;
+                            self.n.next.armed = self.k.val().armed | 2;
+                            if (self.k.val().st == DomState::Init) | (self.k.val().st == DomState::Failed) {
+                                self.n.next.fwd = self.pm.val();
+                                self.flush.next = true;
+                                self.n.next.st = DomState::Complete;
+                                self.cause.next = 2.into(); // cause::HEALTH_RETURNED
+                                self.mask.next = self.link.val();
+                                self.pdu_type.next = 6.into();
+                                self.pdu_state.next = 1.into();
+                            }
+                        } else if (self.f_type.val() == 8) & self.may_fail.val() {
+                            self.fail_ring.next = true;
+                            self.cause.next = 3.into(); // cause::LINK_DOWN_PDU
+                        }
+                    } else {
+                        if (self.link.val() & self.om.val()).any() {
+                            self.inc_fwd.next = true;
+                            self.mask.next = self.om.val();
+                            self.forward.next = true;
+                        }
+                        if self.f_type.val() == 6 {
+                            self.flush.next = true;
+                            // Only a port waiting on the other side opens (docs/eaps.md §6.10).
+                            if self.port.val() {
+                                if (self.k.val().armed & 4).any() {
+                                    self.opened.next = true;
+                                    self.n.next.armed = self.k.val().armed & 0x1b;
+                                    self.n.next.fwd = self.k.val().fwd | 1;
+                                }
+                            } else if (self.k.val().armed & 8).any() {
+                                self.opened.next = true;
+                                self.n.next.armed = self.k.val().armed & 0x17;
+                                self.n.next.fwd = self.k.val().fwd | 2;
+                            }
+                            if self.opened.val() {
+                                self.derive.next = true;
+                                self.cause.next = 9.into(); // cause::RING_UP_FLUSH
+                            }
+                        }
+                        if self.f_type.val() == 7 {
+                            self.flush.next = true;
+                        }
+                    }
+                }
+            }
+            Job::Timers => match self.step.val().index() {
+                0 => {
+                    if self.due.val().get_bit(0) {
+                        self.n.next.hello_at = self.now.val() + self.cfg.val().hello;
+                        self.n.next.hseq = self.k.val().hseq + 1;
+                        if (self.link.val() & self.pm.val()).any() {
+                            self.mask.next = self.pm.val();
+                            self.pdu_type.next = 5.into();
+                            self.pdu_state.next = self.wire_state.val();
+                        }
+                    }
+                }
+                1 => {
+                    if self.due.val().get_bit(1) {
+                        self.n.next.armed = self.k.val().armed & 0x1d;
+                        if (self.k.val().st == DomState::Init) | (self.k.val().st == DomState::Complete) {
+                            self.alert.next = true;
+                            self.cause.next = 8.into(); // cause::FAIL_TIMER
+                            if !self.cfg.val().send_alert & !self.om_active.val() {
+                                self.fail_ring.next = true;
+                            } else {
+                                self.n.next.st = DomState::Failed;
+                            }
+                        }
+                    }
+                }
+                2 => {
+                    if self.due.val().get_bit(2) {
+                        self.n.next.armed = self.k.val().armed & 0x1b;
+                        self.n.next.fwd = self.k.val().fwd | 1;
+                        self.flush.next = true;
+                        self.derive.next = true;
+                        self.cause.next = 10.into(); // cause::PRE_FORWARDING_TIMER
+                    }
+                }
+                _ => {
+                    if self.due.val().get_bit(3) {
+                        self.n.next.armed = self.k.val().armed & 0x17;
+                        self.n.next.fwd = self.k.val().fwd | 2;
+                        self.flush.next = true;
+                        self.derive.next = true;
+                        self.cause.next = 10.into(); // cause::PRE_FORWARDING_TIMER
+                    }
+                }
+            },
+        }
+        // Master: Failed, secondary open where its link is up, flush, RING-DOWN out of the
+        // ports that are up.
+        if self.fail_ring.val() {
+            self.n.next.armed = self.n.val().armed & 0x1d;
+            self.n.next.fwd = self.n.val().fwd | (self.link.val() & self.sm.val());
+            self.flush.next = true;
+            self.n.next.st = DomState::Failed;
+            self.mask.next = self.link.val();
+            self.pdu_type.next = 7.into();
+            self.pdu_state.next = 2.into();
+        }
+        // Transit: the state follows from the links and the port states.
+        if self.derive.val() {
+            if self.link.val() != 3 {
+                self.n.next.st = DomState::LinksDown;
+            } else if (self.n.val().armed & 12).any() | (self.n.val().fwd != 3) {
+                self.n.next.st = DomState::PreForwarding;
+            } else {
+                self.n.next.st = DomState::LinksUp;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The block against the transition tables of docs/eaps.md §3 (master), §4 (transit) and
+    //! §5 (timers), with the choices of §6, row by row: one domain, one event, every output.
+    use super::*;
+    use crate::eaps_node::cause;
+    use spotagg_driver::wire::eaps::EapsType;
+
+    const MAC: u64 = 0x0200_5a00_0001;
+    const OTHER_MAC: u64 = 0x0200_5a00_0009;
+    const NOW: u64 = 1_000;
+    const HELLO: u64 = 10;
+    const FAIL: u64 = 30;
+    const PRE: u64 = 40;
+    const VLAN: u64 = 100;
+    // Armed bits.
+    const A_HELLO: u64 = 1;
+    const A_FAIL: u64 = 2;
+    const A_PF0: u64 = 4;
+    const A_PF1: u64 = 8;
+    const A_OM: u64 = 16;
+
+    fn c(cause: u32) -> Bits<4> {
+        (cause as u64).into()
+    }
+
+    type Setup = Box<dyn FnOnce(&mut DomainStep)>;
+
+    fn ty(t: EapsType) -> Bits<8> {
+        (u8::from(t) as u64).into()
+    }
+
+    /// Everything the block says.
+    #[derive(Debug, PartialEq)]
+    struct Out {
+        n: DomRegs,
+        cause: Bits<4>,
+        inc_rx: bool,
+        inc_fwd: bool,
+        inc_drop: bool,
+        pass: bool,
+        esl_write: bool,
+        flush: bool,
+        alert: bool,
+        alert_second_master: bool,
+        mask: Bits<2>,
+        forward: bool,
+        pdu_type: Bits<8>,
+        pdu_state: Bits<8>,
+        last_step: bool,
+    }
+
+    impl Out {
+        /// Nothing happens: the registers stay `k`.
+        fn quiet(k: DomRegs) -> Self {
+            Out {
+                n: k,
+                cause: 0.into(),
+                inc_rx: false,
+                inc_fwd: false,
+                inc_drop: false,
+                pass: false,
+                esl_write: false,
+                flush: false,
+                alert: false,
+                alert_second_master: false,
+                mask: 0.into(),
+                forward: false,
+                pdu_type: 0.into(),
+                pdu_state: 0.into(),
+                last_step: true,
+            }
+        }
+
+        /// A PDU of this node's out of `mask`.
+        fn send(mut self, mask: u64, t: EapsType, state: u64) -> Self {
+            self.mask = mask.into();
+            self.pdu_type = ty(t);
+            self.pdu_state = state.into();
+            self
+        }
+    }
+
+    /// A domain's registers: `st`, forwarding `fwd`, armed `armed`; the deadlines in the
+    /// future, the hello sequence 7.
+    fn regs(st: DomState, fwd: u64, armed: u64) -> DomRegs {
+        DomRegs {
+            st,
+            fwd: fwd.into(),
+            hseq: 7.into(),
+            armed: armed.into(),
+            hello_at: (NOW + 5).into(),
+            fail_at: (NOW + 20).into(),
+            pf0_at: (NOW + 25).into(),
+            pf1_at: (NOW + 26).into(),
+            om_at: (NOW + 27).into(),
+        }
+    }
+
+    /// The event `job` on port `port` to a domain (master or transit, primary port 0) with
+    /// registers `k` and links `link`; `f` sets anything else (the frame, the due timers).
+    fn step(master: bool, job: Job, port: bool, link: u64, k: DomRegs, f: impl FnOnce(&mut DomainStep)) -> Out {
+        let mut b = DomainStep::default();
+        b.connect_all();
+        b.job.next = job;
+        b.step.next = 0.into();
+        b.port.next = port;
+        b.link.next = link.into();
+        b.now.next = NOW.into();
+        b.system_mac.next = MAC.into();
+        b.k.next = k;
+        b.cfg.next = DomCfg {
+            active: true,
+            master,
+            primary: false,
+            send_alert: false,
+            control_vlan: VLAN.into(),
+            hello: HELLO.into(),
+            fail: FAIL.into(),
+            pre_forwarding: PRE.into(),
+            hello_field: 1.into(),
+            fail_field: 3.into(),
+        };
+        b.due.next = 0.into();
+        b.f_vid.next = VLAN.into();
+        b.f_type.next = 0.into();
+        b.f_cvlan.next = VLAN.into();
+        b.f_sysmac.next = MAC.into();
+        b.f_other.next = false;
+        b.esl_ok.next = false;
+        b.esl_pass.next = false;
+        f(&mut b);
+        crate::step::settle(&mut b);
+        Out {
+            n: b.n.val(),
+            cause: b.cause.val(),
+            inc_rx: b.inc_rx.val(),
+            inc_fwd: b.inc_fwd.val(),
+            inc_drop: b.inc_drop.val(),
+            pass: b.pass.val(),
+            esl_write: b.esl_write.val(),
+            flush: b.flush.val(),
+            alert: b.alert.val(),
+            alert_second_master: b.alert_second_master.val(),
+            mask: b.mask.val(),
+            forward: b.forward.val(),
+            pdu_type: b.pdu_type.val(),
+            pdu_state: b.pdu_state.val(),
+            last_step: b.last_step.val(),
+        }
+    }
+
+    /// A PDU of type `t` from system MAC `mac`.
+    fn pdu(t: EapsType, mac: u64) -> impl FnOnce(&mut DomainStep) {
+        move |b| {
+            b.f_type.next = ty(t);
+            b.f_sysmac.next = mac.into();
+        }
+    }
+
+    /// Timer `which` (0 hello, 1 fail, 2 and 3 pre-forwarding) due.
+    fn timer(b: &mut DomainStep, which: u64) {
+        b.step.next = which.into();
+        b.due.next = (1u64 << which).into();
+    }
+
+    #[test]
+    fn master_follows_section_3() {
+        use DomState::*;
+        let m = |job, port, link, k, f: Setup| step(true, job, port, link, k, f);
+        let none = |_: &mut DomainStep| {};
+
+        // Idle, enable: Init, primary forwarding, HEALTH out of it, hello and fail started.
+        let k = regs(Idle, 0, 0);
+        let mut e = Out::quiet(k).send(1, EapsType::Health, 0);
+        e.n.st = Init;
+        e.n.fwd = 1.into();
+        e.n.armed = (A_HELLO | A_FAIL).into();
+        e.n.hseq = 8.into();
+        e.n.hello_at = (NOW + HELLO).into();
+        e.n.fail_at = (NOW + FAIL).into();
+        e.cause = c(cause::ENABLED);
+        assert_eq!(m(Job::Enable, false, 3, k, Box::new(none)), e, "enable");
+        // With the primary down: no HEALTH.
+        let mut e2 = e;
+        e2.mask = 0.into();
+        e2.pdu_type = 0.into();
+        assert_eq!(m(Job::Enable, false, 2, k, Box::new(none)), e2, "enable, primary down");
+
+        // Init or Failed, own HEALTH on the secondary: Complete, flush, RING-UP out of both.
+        for from in [Init, Failed] {
+            let k = regs(from, 3, A_HELLO | A_FAIL);
+            let mut e = Out::quiet(k).send(3, EapsType::RingUpFlushFdb, 1);
+            e.n.st = Complete;
+            e.n.fwd = 1.into();
+            e.n.fail_at = (NOW + FAIL).into();
+            e.inc_rx = true;
+            e.flush = true;
+            e.cause = c(cause::HEALTH_RETURNED);
+            assert_eq!(m(Job::Frame, true, 3, k, Box::new(pdu(EapsType::Health, MAC))), e, "{from:?}, HEALTH back");
+        }
+        // Complete, own HEALTH: the fail timer restarts, nothing else.
+        let k = regs(Complete, 1, A_HELLO | A_FAIL);
+        let mut e = Out::quiet(k);
+        e.n.fail_at = (NOW + FAIL).into();
+        e.inc_rx = true;
+        assert_eq!(m(Job::Frame, true, 3, k, Box::new(pdu(EapsType::Health, MAC))), e, "Complete, HEALTH back");
+        // Own HEALTH on the primary: received, nothing done.
+        let mut e = Out::quiet(k);
+        e.inc_rx = true;
+        assert_eq!(m(Job::Frame, false, 3, k, Box::new(pdu(EapsType::Health, MAC))), e, "HEALTH on the primary");
+
+        // Complete, the primary's link down (the node acts on links = secondary only): Failed,
+        // secondary open, flush, RING-DOWN out of the port that is up.
+        // (Entering Failed stops the fail timer: the ring is known broken.)
+        let mut e = Out::quiet(k).send(2, EapsType::RingDownFlushFdb, 2);
+        e.n.st = Failed;
+        e.n.fwd = 2.into();
+        e.n.armed = A_HELLO.into();
+        e.flush = true;
+        e.cause = c(cause::LOCAL_LINK_DOWN0);
+        assert_eq!(m(Job::LinkDown, false, 2, k, Box::new(none)), e, "Complete, port 0 down");
+        // The secondary's link down: Failed, nothing to open; RING-DOWN out of the primary.
+        let mut e = Out::quiet(k).send(1, EapsType::RingDownFlushFdb, 2);
+        e.n.st = Failed;
+        e.n.armed = A_HELLO.into();
+        e.flush = true;
+        e.cause = c(cause::LOCAL_LINK_DOWN1);
+        assert_eq!(m(Job::LinkDown, true, 1, k, Box::new(none)), e, "Complete, port 1 down");
+        // LINK-DOWN received: as a local failure.
+        let mut e = Out::quiet(k).send(3, EapsType::RingDownFlushFdb, 2);
+        e.n.st = Failed;
+        e.n.fwd = 3.into();
+        e.n.armed = A_HELLO.into();
+        e.inc_rx = true;
+        e.flush = true;
+        e.cause = c(cause::LINK_DOWN_PDU);
+        assert_eq!(m(Job::Frame, false, 3, k, Box::new(pdu(EapsType::LinkDown, OTHER_MAC))), e, "LINK-DOWN");
+        // In Failed with the secondary already open, LINK-DOWN does nothing more (§3 "same").
+        let kf = regs(Failed, 3, A_HELLO);
+        let mut e = Out::quiet(kf);
+        e.inc_rx = true;
+        assert_eq!(m(Job::Frame, false, 3, kf, Box::new(pdu(EapsType::LinkDown, OTHER_MAC))), e, "Failed, open");
+
+        // The fail timer, open-secondary, no other master: Failed, alert, secondary open.
+        for from in [Init, Complete] {
+            let k = regs(from, 1, A_HELLO | A_FAIL);
+            let mut e = Out::quiet(k).send(3, EapsType::RingDownFlushFdb, 2);
+            e.n.st = Failed;
+            e.n.fwd = 3.into();
+            e.n.armed = A_HELLO.into();
+            e.flush = true;
+            e.alert = true;
+            e.cause = c(cause::FAIL_TIMER);
+            e.last_step = false;
+            assert_eq!(
+                m(Job::Timers, false, 3, k, Box::new(|b: &mut DomainStep| timer(b, 1))),
+                e,
+                "{from:?}, fail timer"
+            );
+        }
+        // The same with send-alert, or with another master heard: Failed, secondary blocked.
+        let k = regs(Complete, 1, A_HELLO | A_FAIL);
+        let mut e = Out::quiet(k);
+        e.n.st = Failed;
+        e.n.armed = A_HELLO.into();
+        e.alert = true;
+        e.cause = c(cause::FAIL_TIMER);
+        e.last_step = false;
+        let send_alert = |b: &mut DomainStep| {
+            timer(b, 1);
+            let mut c = b.cfg.val();
+            c.send_alert = true;
+            b.cfg.next = c;
+        };
+        assert_eq!(m(Job::Timers, false, 3, k, Box::new(send_alert)), e, "fail timer, send-alert");
+        let k_om = regs(Complete, 1, A_HELLO | A_FAIL | A_OM);
+        let mut e = Out::quiet(k_om);
+        e.n.st = Failed;
+        e.n.armed = (A_HELLO | A_OM).into();
+        e.alert = true;
+        e.cause = c(cause::FAIL_TIMER);
+        e.last_step = false;
+        assert_eq!(
+            m(Job::Timers, false, 3, k_om, Box::new(|b: &mut DomainStep| timer(b, 1))),
+            e,
+            "fail timer, other master"
+        );
+
+        // Another master's HEALTH, RING-UP or RING-DOWN: dropped, alert once per fail period.
+        for t in [EapsType::Health, EapsType::RingUpFlushFdb, EapsType::RingDownFlushFdb] {
+            let mut e = Out::quiet(k);
+            e.n.om_at = (NOW + FAIL).into();
+            e.n.armed = (A_HELLO | A_FAIL | A_OM).into();
+            e.inc_rx = true;
+            e.inc_drop = true;
+            e.alert = true;
+            e.alert_second_master = true;
+            assert_eq!(m(Job::Frame, true, 3, k, Box::new(pdu(t, OTHER_MAC))), e, "second master, {t:?}");
+            // Heard within the fail period: no second alert.
+            e.alert = false;
+            e.alert_second_master = false;
+            assert_eq!(m(Job::Frame, true, 3, k_om, Box::new(pdu(t, OTHER_MAC))), e, "second master again, {t:?}");
+        }
+
+        // Link up: that port stays blocked.
+        let k = regs(Failed, 1, A_HELLO);
+        assert_eq!(m(Job::LinkUp, true, 3, k, Box::new(none)), Out::quiet(k), "link up");
+
+        // The hello timer: HEALTH out of the primary with the state, the sequence +1.
+        for (st, wire) in [(Init, 0), (Complete, 1), (Failed, 2)] {
+            let k = regs(st, 1, A_HELLO | A_FAIL);
+            let mut e = Out::quiet(k).send(1, EapsType::Health, wire);
+            e.n.hello_at = (NOW + HELLO).into();
+            e.n.hseq = 8.into();
+            e.last_step = false;
+            assert_eq!(m(Job::Timers, false, 3, k, Box::new(|b: &mut DomainStep| timer(b, 0))), e, "hello, {st:?}");
+            // The primary down: the sequence still counts, nothing is sent (§6.7).
+            let mut e2 = Out::quiet(k);
+            e2.n = e.n;
+            e2.last_step = false;
+            assert_eq!(
+                m(Job::Timers, false, 2, k, Box::new(|b: &mut DomainStep| timer(b, 0))),
+                e2,
+                "hello, primary down"
+            );
+        }
+
+        // A PDU whose control VLAN field is not the VLAN it came on: received, dropped.
+        let k = regs(Complete, 1, A_HELLO | A_FAIL);
+        let mut e = Out::quiet(k);
+        e.inc_rx = true;
+        e.inc_drop = true;
+        let wrong_vlan = |b: &mut DomainStep| {
+            b.f_type.next = ty(EapsType::Health);
+            b.f_cvlan.next = (VLAN + 1).into();
+        };
+        assert_eq!(m(Job::Frame, true, 3, k, Box::new(wrong_vlan)), e, "control VLAN mismatch");
+
+        // Another EDP frame (§2, §11): passed only as a valid ESL PDU newer than the last.
+        for (ok, newer) in [(false, false), (true, false), (false, true), (true, true)] {
+            let mut e = Out::quiet(k);
+            e.inc_drop = !(ok && newer);
+            e.inc_fwd = ok && newer;
+            e.pass = ok && newer;
+            e.esl_write = ok && newer;
+            let other = move |b: &mut DomainStep| {
+                b.f_other.next = true;
+                b.esl_ok.next = ok;
+                b.esl_pass.next = newer;
+            };
+            assert_eq!(m(Job::Frame, false, 3, k, Box::new(other)), e, "master, ESL ok {ok}, newer {newer}");
+        }
+    }
+
+    #[test]
+    fn transit_follows_section_4() {
+        use DomState::*;
+        let t = |job, port, link, k, f: Setup| step(false, job, port, link, k, f);
+        let none = |_: &mut DomainStep| {};
+
+        // Idle, enable (§6.11): every port blocked, the ports that are up wait.
+        let k = regs(Idle, 3, 0);
+        for (link, st, armed) in [(3, PreForwarding, A_PF0 | A_PF1), (1, LinksDown, A_PF0), (0, LinksDown, 0)] {
+            let mut e = Out::quiet(k);
+            e.n.st = st;
+            e.n.fwd = 0.into();
+            e.n.armed = armed.into();
+            if link & 1 != 0 {
+                e.n.pf0_at = (NOW + PRE).into();
+            }
+            if link & 2 != 0 {
+                e.n.pf1_at = (NOW + PRE).into();
+            }
+            e.cause = c(cause::ENABLED);
+            assert_eq!(t(Job::Enable, false, link, k, Box::new(none)), e, "enable, links {link}");
+        }
+
+        // Links-Up, port 1 down: Links-Down, port 1 blocked, LINK-DOWN out of port 0.
+        let up = regs(LinksUp, 3, 0);
+        let mut e = Out::quiet(up).send(1, EapsType::LinkDown, 4);
+        e.n.st = LinksDown;
+        e.n.fwd = 1.into();
+        e.cause = c(cause::LOCAL_LINK_DOWN1);
+        assert_eq!(t(Job::LinkDown, true, 1, up, Box::new(none)), e, "port 1 down");
+        // Both down: nothing to send it out of; a waiting port's timer is cancelled.
+        let k = regs(LinksDown, 0, A_PF0);
+        let mut e = Out::quiet(k);
+        e.n.armed = 0.into();
+        e.cause = c(cause::LOCAL_LINK_DOWN0);
+        assert_eq!(t(Job::LinkDown, false, 0, k, Box::new(none)), e, "port 0 down too");
+
+        // Links-Down, port 1 comes up: it stays blocked, its timer starts.
+        let k = regs(LinksDown, 1, 0);
+        let mut e = Out::quiet(k);
+        e.n.st = PreForwarding;
+        e.n.armed = A_PF1.into();
+        e.n.pf1_at = (NOW + PRE).into();
+        e.cause = c(cause::LOCAL_LINK_UP1);
+        assert_eq!(t(Job::LinkUp, true, 3, k, Box::new(none)), e, "port 1 up");
+        // With port 0 still down: Links-Down.
+        let k0 = regs(LinksDown, 0, 0);
+        let mut e = Out::quiet(k0);
+        e.n.armed = A_PF1.into();
+        e.n.pf1_at = (NOW + PRE).into();
+        e.cause = c(cause::LOCAL_LINK_UP1);
+        assert_eq!(t(Job::LinkUp, true, 2, k0, Box::new(none)), e, "port 1 up, port 0 down");
+
+        // Port 1 waiting; RING-UP on port 0 (the other port, §6.10): port 1 opens, flush,
+        // Links-Up; the PDU goes on out of port 1.
+        let waiting = regs(PreForwarding, 1, A_PF1);
+        let mut e = Out::quiet(waiting);
+        e.n.st = LinksUp;
+        e.n.fwd = 3.into();
+        e.n.armed = 0.into();
+        e.inc_rx = true;
+        e.inc_fwd = true;
+        e.flush = true;
+        e.mask = 2.into();
+        e.forward = true;
+        e.cause = c(cause::RING_UP_FLUSH);
+        assert_eq!(
+            t(Job::Frame, false, 3, waiting, Box::new(pdu(EapsType::RingUpFlushFdb, OTHER_MAC))),
+            e,
+            "RING-UP, other port"
+        );
+        // RING-UP on port 1 itself: flush and forward, the port keeps waiting.
+        let mut e = Out::quiet(waiting);
+        e.inc_rx = true;
+        e.inc_fwd = true;
+        e.flush = true;
+        e.mask = 1.into();
+        e.forward = true;
+        assert_eq!(
+            t(Job::Frame, true, 3, waiting, Box::new(pdu(EapsType::RingUpFlushFdb, OTHER_MAC))),
+            e,
+            "RING-UP, same port"
+        );
+
+        // RING-DOWN: flush, forwarded. HEALTH and LINK-DOWN: forwarded only.
+        for (ty_, flush) in [(EapsType::RingDownFlushFdb, true), (EapsType::Health, false), (EapsType::LinkDown, false)]
+        {
+            let mut e = Out::quiet(up);
+            e.inc_rx = true;
+            e.inc_fwd = true;
+            e.flush = flush;
+            e.mask = 2.into();
+            e.forward = true;
+            assert_eq!(t(Job::Frame, false, 3, up, Box::new(pdu(ty_, OTHER_MAC))), e, "{ty_:?}");
+            // The other port down: received, not forwarded.
+            let mut e2 = Out::quiet(up);
+            e2.inc_rx = true;
+            e2.flush = flush;
+            assert_eq!(t(Job::Frame, false, 1, up, Box::new(pdu(ty_, OTHER_MAC))), e2, "{ty_:?}, other port down");
+        }
+
+        // A port's pre-forwarding timer: it opens, flush; the state is derived.
+        for (which, fwd, st) in [(2u64, 3u64, LinksUp), (3, 3, LinksUp)] {
+            let k = regs(PreForwarding, 3 ^ (1 << (which - 2)), A_PF0 << (which - 2));
+            let mut e = Out::quiet(k);
+            e.n.st = st;
+            e.n.fwd = fwd.into();
+            e.n.armed = 0.into();
+            e.flush = true;
+            e.cause = c(cause::PRE_FORWARDING_TIMER);
+            e.last_step = which == 3;
+            assert_eq!(
+                t(Job::Timers, false, 3, k, Box::new(move |b: &mut DomainStep| timer(b, which))),
+                e,
+                "timer {which}"
+            );
+        }
+        // Both waiting, one expires: still Pre-Forwarding.
+        let k = regs(PreForwarding, 0, A_PF0 | A_PF1);
+        let mut e = Out::quiet(k);
+        e.n.fwd = 1.into();
+        e.n.armed = A_PF1.into();
+        e.flush = true;
+        e.cause = c(cause::PRE_FORWARDING_TIMER);
+        e.last_step = false;
+        assert_eq!(t(Job::Timers, false, 3, k, Box::new(|b: &mut DomainStep| timer(b, 2))), e, "timer 2 of two");
+
+        // Another EDP frame: passed whenever the other port is up, whatever the ESL check.
+        let mut e = Out::quiet(up);
+        e.inc_fwd = true;
+        e.pass = true;
+        assert_eq!(t(Job::Frame, true, 3, up, Box::new(|b: &mut DomainStep| b.f_other.next = true)), e, "other EDP");
+        let e2 = Out::quiet(up);
+        assert_eq!(
+            t(Job::Frame, true, 2, up, Box::new(|b: &mut DomainStep| b.f_other.next = true)),
+            e2,
+            "other EDP, port 0 down"
+        );
+    }
+
+    #[test]
+    fn idle_domain_and_timers_not_due_do_nothing() {
+        for master in [false, true] {
+            let idle = regs(DomState::Idle, 3, 0);
+            for job in [Job::LinkDown, Job::LinkUp, Job::Frame] {
+                let f = |b: &mut DomainStep| {
+                    b.f_type.next = ty(EapsType::Health);
+                    b.f_other.next = true;
+                };
+                assert_eq!(step(master, job, false, 3, idle, f), Out::quiet(idle), "{job:?} on Idle");
+            }
+            // An inactive domain ignores enable.
+            let off = |b: &mut DomainStep| {
+                let mut c = b.cfg.val();
+                c.active = false;
+                b.cfg.next = c;
+            };
+            assert_eq!(step(master, Job::Enable, false, 3, idle, off), Out::quiet(idle), "enable, inactive");
+            // A timer step whose timer is not due.
+            let k = regs(if master { DomState::Complete } else { DomState::PreForwarding }, 1, 0x1f);
+            for which in 0..4u64 {
+                let mut e = Out::quiet(k);
+                e.last_step = which == 3;
+                let f = move |b: &mut DomainStep| {
+                    b.step.next = which.into();
+                    b.due.next = (0xf ^ (1u64 << which)).into();
+                };
+                assert_eq!(step(master, Job::Timers, false, 3, k, f), e, "timer {which} not due");
+            }
+        }
+    }
+}
