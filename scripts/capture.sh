@@ -1,5 +1,11 @@
 # Sourced by the namespace ring scripts (scripts/eaps_ring.sh, scripts/eaps_board_ring.sh).
 #
+# now: the time in seconds since the epoch, with nanoseconds.
+#
+# event NAME ACTION...: runs ACTION between two snapshots of the caller's `counters` (into
+# $WORK/c0.NAME and $WORK/c1.NAME), then the caller's `bcast` and a second's wait, and appends
+# "NAME START C0 C1" to $EVENTS for scripts/eaps_events.py.
+#
 # capture NS IFACE SECONDS FILE: tshark captures the EDP frames (to 00-E0-2B-00-00-04) on
 # IFACE in network namespace NS for SECONDS counted from the moment the capture has started
 # (tshark's `-a duration`, not a timeout that its start-up would eat into: tshark takes seconds
@@ -20,4 +26,17 @@ capture() {
     done
     echo "tshark on $1 $2 did not start capturing in 60 s" >&2
     return 1
+}
+
+now() { date +%s.%N; }
+
+event() {
+    local name=$1; shift
+    counters >"$WORK/c0.$name"
+    local t0; t0=$(now)
+    "$@"
+    bcast
+    sleep 1
+    counters >"$WORK/c1.$name"
+    echo "$name $t0 $WORK/c0.$name $WORK/c1.$name" >>"$EVENTS"
 }

@@ -148,7 +148,6 @@ wait_complete() {
     done
     die "the ring did not reach Complete: n1 $(state n1); board: $(tail -3 "$WORK/board.log")"
 }
-now() { date +%s.%N; }
 counters() { # -> "ns ifc tx_packets tx_bytes" for every ring link end and host eth0
     python3 - "$P" <<'PY'
 import json, subprocess, sys
@@ -174,16 +173,6 @@ TSHARK3_PID=$CAPTURE_PID
 
 EVENTS=$WORK/events
 : >"$EVENTS"
-event() { # name action...
-    local name=$1; shift
-    counters >"$WORK/c0.$name"
-    local t0; t0=$(now)
-    "$@"
-    bcast
-    sleep 1
-    counters >"$WORK/c1.$name"
-    echo "$name $t0 $WORK/c0.$name $WORK/c1.$name" >>"$EVENTS"
-}
 # One broadcast ping from h1: crosses each link direction at most once without a loop.
 SIZE=400
 bcast() { nx h1 ping -b -c 1 -s $SIZE -W 0.05 10.78.0.255 >/dev/null 2>&1 || true; }

@@ -133,7 +133,6 @@ wait_complete() {
     done
     die "the rings did not reach Complete: n1 $(state 1 ring1), n5 $(state 5 ring2)"
 }
-now() { date +%s.%N; }
 counters() { # -> "ns ifc tx_packets tx_bytes" for every ring port and host eth0
     python3 - "$P" $NODES -- $HOSTS <<'PY'
 import json, subprocess, sys
@@ -161,18 +160,6 @@ TSHARK_PID=$CAPTURE_PID
 
 EVENTS=$WORK/events
 : >"$EVENTS"
-event() { # name action...
-    local name=$1; shift
-    counters >"$WORK/c0"
-    local t0; t0=$(now)
-    "$@"
-    bcast
-    sleep 1
-    counters >"$WORK/c1"
-    echo "$name $t0 $WORK/c0 $WORK/c1" >>"$EVENTS"
-    cp "$WORK/c0" "$WORK/c0.$name"; cp "$WORK/c1" "$WORK/c1.$name"
-    sed -i "s#$WORK/c0 $WORK/c1#$WORK/c0.$name $WORK/c1.$name#" "$EVENTS"
-}
 # One broadcast (a 1042-byte ICMP echo to 10.77.0.255, which hosts ignore) from h1: without a
 # loop it crosses each link direction at most once; in a loop it circulates until the loop breaks.
 bcast() { ip netns exec "$(ns h1)" ping -b -c 1 -s 1000 -W 0.05 10.77.0.255 >/dev/null 2>&1 || true; }

@@ -20,24 +20,9 @@
 //! Without namespaces (not root, no `ip`), or without tshark, the test fails with `NOT RUN:`
 //! unless `SPOTAGG_SKIP_NETNS=1` (or `SPOTAGG_SKIP_TSHARK=1`) says that skipping is intended.
 
-use spotagg_testkit::{require_tool, Tool};
-use std::process::Command;
-use std::time::Instant;
+use spotagg_testkit::{require_tool, ring_script, Tool};
 
 const BIN: &str = env!("CARGO_BIN_EXE_spotagg");
-
-struct Event {
-    name: String,
-    lost: u64,
-    flow_again_ms: u64,
-    looped: u64,
-    offered: u64,
-}
-
-fn field(words: &[&str], key: &str) -> u64 {
-    let i = words.iter().position(|w| *w == key).unwrap_or_else(|| panic!("no {key} in {words:?}"));
-    words[i + 1].parse().unwrap()
-}
 
 #[test]
 fn eaps_ring_in_namespaces() {
@@ -45,41 +30,14 @@ fn eaps_ring_in_namespaces() {
         return;
     }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/eaps_ring.sh");
-    let t0 = Instant::now();
-    let out = Command::new("timeout")
-        .args(["-k", "5", "170", "bash", script])
-        .env("SPOTAGG_BIN", BIN)
-        .output()
-        .expect("cannot run bash scripts/eaps_ring.sh");
-    let secs = t0.elapsed().as_secs_f64();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("{stdout}");
-    eprintln!("{stderr}");
-    assert!(out.status.success(), "scripts/eaps_ring.sh failed ({}) after {secs:.1} s", out.status);
-    assert!(stdout.contains("eaps_ring: done"), "the script did not finish");
-    println!("eaps_netns: the script took {secs:.1} s");
-
-    let events: Vec<Event> = stderr
-        .lines()
-        .filter(|l| l.starts_with("event "))
-        .map(|l| {
-            let w: Vec<&str> = l.split_whitespace().collect();
-            Event {
-                name: w[1].to_string(),
-                lost: field(&w, "lost"),
-                flow_again_ms: field(&w, "flow_again_ms"),
-                looped: field(&w, "looped"),
-                offered: field(&w, "offered"),
-            }
-        })
-        .collect();
+    let run = ring_script::run(BIN, script, 170, "eaps_ring: done");
+    let events = &run.events;
     assert_eq!(
         events.len(),
         16,
         "expected 12 link events, the daemon stop and start, the common link without and with shared ports"
     );
-    for e in &events {
+    for e in events {
         assert!(e.offered > 0, "{}: no traffic offered", e.name);
         if e.name == "common-link-shared-ports" {
             // The controller blocks ring 2's segment port: no loop.
@@ -105,7 +63,8 @@ fn eaps_ring_in_namespaces() {
         }
     }
 
-    let allreduce: Vec<(f64, bool)> = stdout
+    let allreduce: Vec<(f64, bool)> = run
+        .stdout
         .lines()
         .filter(|l| l.starts_with("allreduce "))
         .map(|l| {
@@ -123,19 +82,14 @@ fn eaps_ring_in_namespaces() {
         (allreduce[1].0 - allreduce[0].0) * 1e3
     );
 
-    let tshark: Vec<Vec<&str>> =
-        stdout.lines().filter_map(|l| l.strip_prefix("tshark p12:")).map(|l| l.split_whitespace().collect()).collect();
+    let tshark = run.lines_after("tshark p12:");
     // count, VLAN, EAPS type, control VLAN, system MAC, checksum status
     let has =
         |ty: &str| tshark.iter().any(|w| w.len() == 6 && w[1] == "10" && w[2] == ty && w[3] == "10" && w[5] == "1");
     assert!(has("5"), "tshark saw no HEALTH on VLAN 10 with a good checksum: {tshark:?}");
     assert!(tshark.iter().all(|w| w.len() == 6 && w[5] == "1"), "a PDU with a bad checksum: {tshark:?}");
     // count, VLAN, system MAC, state, role, link ID, failed link ID, checksum status
-    let esl: Vec<Vec<&str>> = stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("tshark esl p35:"))
-        .map(|l| l.split_whitespace().collect())
-        .collect();
+    let esl = run.lines_after("tshark esl p35:");
     let role = |r: &str| esl.iter().any(|w| w.len() == 8 && w[1] == "20" && w[4] == r && w[5] == "34" && w[7] == "1");
     assert!(role("1") && role("2"), "tshark saw no ESL from both the controller and the partner on p35: {esl:?}");
     assert!(

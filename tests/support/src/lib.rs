@@ -1,5 +1,6 @@
-//! Test support shared by every spotagg crate: the one rule for tests that need a tool, and
-//! ([`procs`]) the processes and ports of the tests that start `spotagg` processes.
+//! Test support shared by every spotagg crate: the one rule for tests that need a tool;
+//! ([`procs`]) the processes and ports of the tests that start `spotagg` processes;
+//! ([`ring_script`]) the namespace ring scripts as the tests run them.
 //!
 //! A test that needs Verilator, Yosys, tshark, openFPGALoader, network namespaces (root) or the
 //! YoWASP flow calls [`require_tool`] first. Where the tool is there, the test runs. Where it is
@@ -21,6 +22,7 @@
 use std::process::{Command, Stdio};
 
 pub mod procs;
+pub mod ring_script;
 
 /// A tool, or a permission, that a test needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
