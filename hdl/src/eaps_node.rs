@@ -29,7 +29,7 @@
 use crate::byte_stream::{ByteSink, ByteSource};
 use crate::eaps_esl::{EslCheck, EslSeen};
 use crate::eaps_pdu::{EapsRx, EapsTx};
-use crate::eaps_step::DomainStep;
+use crate::eaps_step::{DomainStep, HeldPdu, PduPlan};
 use rust_hdl::prelude::*;
 
 /// The causes of a transition as status word 6 carries them.
@@ -268,7 +268,6 @@ pub struct EapsNode<const D: usize> {
     // the table of senders passed.
     esl: [EslCheck; 2],
     seen: EslSeen,
-    f_esl_ok: Signal<Local, Bit>,
     f_esl_mac: Signal<Local, Bits<48>>,
     f_esl_seq: Signal<Local, Bits<16>>,
     enabled: DFF<Bit>,
@@ -282,10 +281,8 @@ pub struct EapsNode<const D: usize> {
     take_held: DFF<Bit>,
     dom: DFF<Bits<4>>,
     step: DFF<Bits<2>>,
-    send_mask: DFF<Bits<2>>,
-    send_fwd: DFF<Bit>,
-    send_type: DFF<Bits<8>>,
-    send_state: DFF<Bits<8>>,
+    /// The PDU the step planned, while the emitter sends it.
+    send: DFF<PduPlan>,
     flush_q: DFF<Bits<16>>,
     alert_q: DFF<Bit>,
     alert_sm_q: DFF<Bit>,
@@ -327,11 +324,7 @@ pub struct EapsNode<const D: usize> {
     jm: Signal<Local, Bits<2>>,
     any_due: Signal<Local, Bit>,
     // The frame at the port being handled.
-    f_vid: Signal<Local, Bits<12>>,
-    f_type: Signal<Local, Bits<8>>,
-    f_cvlan: Signal<Local, Bits<16>>,
-    f_sysmac: Signal<Local, Bits<48>>,
-    f_other: Signal<Local, Bit>,
+    f: Signal<Local, HeldPdu>,
     fm_hit: Signal<Local, Bit>,
     fm_dom: Signal<Local, Bits<4>>,
     write: Signal<Local, Bit>,
@@ -386,7 +379,6 @@ impl<const D: usize> Default for EapsNode<D> {
             etx: Default::default(),
             esl: Default::default(),
             seen: Default::default(),
-            f_esl_ok: Default::default(),
             f_esl_mac: Default::default(),
             f_esl_seq: Default::default(),
             enabled: Default::default(),
@@ -398,10 +390,7 @@ impl<const D: usize> Default for EapsNode<D> {
             take_held: Default::default(),
             dom: Default::default(),
             step: Default::default(),
-            send_mask: Default::default(),
-            send_fwd: Default::default(),
-            send_type: Default::default(),
-            send_state: Default::default(),
+            send: Default::default(),
             flush_q: Default::default(),
             alert_q: Default::default(),
             alert_sm_q: Default::default(),
@@ -434,11 +423,7 @@ impl<const D: usize> Default for EapsNode<D> {
             nn: Default::default(),
             jm: Default::default(),
             any_due: Default::default(),
-            f_vid: Default::default(),
-            f_type: Default::default(),
-            f_cvlan: Default::default(),
-            f_sysmac: Default::default(),
-            f_other: Default::default(),
+            f: Default::default(),
             fm_hit: Default::default(),
             fm_dom: Default::default(),
             write: Default::default(),
@@ -481,10 +466,7 @@ impl<const D: usize> Logic for EapsNode<D> {
             jport,
             dom,
             step,
-            send_mask,
-            send_fwd,
-            send_type,
-            send_state,
+            send,
             flush_q,
             alert_q,
             alert_sm_q,
@@ -529,7 +511,9 @@ impl<const D: usize> Logic for EapsNode<D> {
         self.prx[1].take.next = self.take_held.q.val() & self.jport.q.val();
         self.take_held.d.next = false;
         self.etx.start.next = false;
-        self.etx.port.next = !self.send_mask.q.val().get_bit(0);
+        // (Port 1 unless the plan's mask has port 0; a field's bit is not selectable in rust-hdl's
+        // Verilog, hence the mask compare.)
+        self.etx.port.next = (self.send.q.val().mask & 1) == 0;
         self.flush_q.d.next = 0.into();
         self.alert_q.d.next = false;
         self.pass_q.d.next = 0.into();
@@ -621,26 +605,26 @@ impl<const D: usize> Logic for EapsNode<D> {
         if self.fsel.val() {
             self.fmask.next = 2.into();
         }
-        self.f_vid.next = 0.into();
-        self.f_type.next = 0.into();
-        self.f_cvlan.next = 0.into();
-        self.f_sysmac.next = 0.into();
-        self.f_other.next = false;
+        self.f.next.vid = 0.into();
+        self.f.next.eaps_type = 0.into();
+        self.f.next.control_vlan = 0.into();
+        self.f.next.system_mac = 0.into();
+        self.f.next.other = false;
         for p in 0..2 {
             if self.fmask.val().get_bit(p) {
-                self.f_vid.next = self.prx[p].vid.val();
-                self.f_type.next = self.prx[p].pdu.eaps_type.val();
-                self.f_cvlan.next = self.prx[p].pdu.control_vlan.val();
-                self.f_sysmac.next = self.prx[p].pdu.system_mac.val();
-                self.f_other.next = self.prx[p].other.val();
+                self.f.next.vid = self.prx[p].vid.val();
+                self.f.next.eaps_type = self.prx[p].pdu.eaps_type.val();
+                self.f.next.control_vlan = self.prx[p].pdu.control_vlan.val();
+                self.f.next.system_mac = self.prx[p].pdu.system_mac.val();
+                self.f.next.other = self.prx[p].other.val();
             }
         }
-        self.f_esl_ok.next = false;
+        self.f.next.esl_ok = false;
         self.f_esl_mac.next = 0.into();
         self.f_esl_seq.next = 0.into();
         for p in 0..2 {
             if self.fmask.val().get_bit(p) {
-                self.f_esl_ok.next = self.esl[p].ok.val();
+                self.f.next.esl_ok = self.esl[p].ok.val();
                 self.f_esl_mac.next = self.esl[p].mac.val();
                 self.f_esl_seq.next = self.esl[p].seq.val();
             }
@@ -648,7 +632,7 @@ impl<const D: usize> Logic for EapsNode<D> {
         self.fm_hit.next = false;
         self.fm_dom.next = 0.into();
         for i in 0..D {
-            if !self.fm_hit.val() & self.cfg[i].active.val() & (self.cfg[i].control_vlan.val() == self.f_vid.val()) {
+            if !self.fm_hit.val() & self.cfg[i].active.val() & (self.cfg[i].control_vlan.val() == self.f.val().vid) {
                 self.fm_hit.next = true;
                 self.fm_dom.next = i.to_bits();
             }
@@ -658,15 +642,15 @@ impl<const D: usize> Logic for EapsNode<D> {
         self.etx.pdu.src.next = self.system_mac.val();
         self.etx.pdu.pcp.next = 7.into();
         self.etx.pdu.edp_seq.next = self.edp_seq.q.val();
-        self.etx.pdu.eaps_type.next = self.send_type.q.val();
+        self.etx.pdu.eaps_type.next = self.send.q.val().eaps_type;
         self.etx.pdu.control_vlan.next = bit_cast::<16, 12>(self.kc.val().control_vlan);
         self.etx.pdu.system_mac.next = self.system_mac.val();
         self.etx.pdu.hello_timer.next = self.kc.val().hello_field;
         self.etx.pdu.fail_timer.next = self.kc.val().fail_field;
-        self.etx.pdu.state.next = self.send_state.q.val();
+        self.etx.pdu.state.next = self.send.q.val().state;
         self.etx.pdu.hello_seq.next = self.k.val().hseq;
         for p in 0..2 {
-            if self.send_fwd.q.val() & self.jm.val().get_bit(p) {
+            if self.send.q.val().forward & self.jm.val().get_bit(p) {
                 self.etx.pdu.src.next = self.prx[p].pdu.src.val();
                 self.etx.pdu.pcp.next = self.prx[p].pdu.pcp.val();
                 self.etx.pdu.edp_seq.next = self.prx[p].pdu.edp_seq.val();
@@ -690,19 +674,14 @@ impl<const D: usize> Logic for EapsNode<D> {
         self.dstep.k.next = self.k.val();
         self.dstep.cfg.next = self.kc.val();
         self.dstep.due.next = self.k_due.val();
-        self.dstep.f_vid.next = self.f_vid.val();
-        self.dstep.f_type.next = self.f_type.val();
-        self.dstep.f_cvlan.next = self.f_cvlan.val();
-        self.dstep.f_sysmac.next = self.f_sysmac.val();
-        self.dstep.f_other.next = self.f_other.val();
-        self.dstep.esl_ok.next = self.f_esl_ok.val();
+        self.dstep.pdu.next = self.f.val();
         self.dstep.esl_pass.next = self.seen.pass.val();
         // Its alert registers follow it in every phase; the pulse only when it is written.
         if self.dstep.alert.val() {
             self.alert_sm_q.d.next = self.dstep.alert_second_master.val();
             self.alert_dom_q.d.next = self.dom.q.val();
             if self.dstep.alert_second_master.val() {
-                self.alert_mac_q.d.next = self.f_sysmac.val();
+                self.alert_mac_q.d.next = self.f.val().system_mac;
             }
         }
 
@@ -765,11 +744,8 @@ impl<const D: usize> Logic for EapsNode<D> {
                 self.write.next = true;
                 // The next step of this domain, and its PDUs, see what this one wrote.
                 self.k_q.d.next = self.dstep.n.val();
-                self.send_mask.d.next = self.dstep.mask.val();
-                self.send_fwd.d.next = self.dstep.forward.val();
-                self.send_type.d.next = self.dstep.pdu_type.val();
-                self.send_state.d.next = self.dstep.pdu_state.val();
-                if self.dstep.mask.val().any() {
+                self.send.d.next = self.dstep.send.val();
+                if self.dstep.send.val().mask.any() {
                     self.phase.d.next = NodePhase::Send;
                 } else if self.job.q.val() == Job::Frame {
                     self.take_held.d.next = true;
@@ -791,12 +767,12 @@ impl<const D: usize> Logic for EapsNode<D> {
             }
             NodePhase::SendWait => {
                 if self.etx.done.val() {
-                    if !self.send_fwd.q.val() {
+                    if !self.send.q.val().forward {
                         self.edp_seq.d.next = self.edp_seq.q.val() + 1;
                         self.tx_inc.next = true;
                     }
-                    if self.send_mask.q.val() == 3 {
-                        self.send_mask.d.next = 2.into();
+                    if self.send.q.val().mask == 3 {
+                        self.send.d.next.mask = 2.into();
                         self.phase.d.next = NodePhase::Send;
                     } else if self.job.q.val() == Job::Frame {
                         self.take_held.d.next = true;

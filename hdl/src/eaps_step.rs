@@ -22,6 +22,37 @@
 use crate::eaps_node::{DomCfg, DomRegs, DomState, Job};
 use rust_hdl::prelude::*;
 
+/// The PDU the node holds, as a step reads it (the node gathers it from the port's `EapsRx`
+/// and `EslCheck`).
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct HeldPdu {
+    /// The VLAN it came on.
+    pub vid: Bits<12>,
+    /// Its EAPS type.
+    pub eaps_type: Bits<8>,
+    /// Its control VLAN field.
+    pub control_vlan: Bits<16>,
+    /// Its system MAC field.
+    pub system_mac: Bits<48>,
+    /// It is another EDP frame on the control VLAN (docs/eaps.md §11), not a PDU.
+    pub other: Bit,
+    /// It is a valid ESL PDU.
+    pub esl_ok: Bit,
+}
+
+/// The PDU a step sends, as the node holds it while its emitter sends it.
+#[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
+pub struct PduPlan {
+    /// The ports to send it out of (none: no PDU).
+    pub mask: Bits<2>,
+    /// It is the held PDU, re-emitted from its fields (§6.12).
+    pub forward: Bit,
+    /// Else this node's, of this type.
+    pub eaps_type: Bits<8>,
+    /// And this state field.
+    pub state: Bits<8>,
+}
+
 /// One domain's step for one event.
 #[derive(LogicBlock, Default)]
 pub struct DomainStep {
@@ -43,18 +74,8 @@ pub struct DomainStep {
     pub cfg: Signal<In, DomCfg>,
     /// Its due timers: hello, fail, pre-forwarding 0, 1.
     pub due: Signal<In, Bits<4>>,
-    /// The held PDU's VLAN.
-    pub f_vid: Signal<In, Bits<12>>,
-    /// Its EAPS type.
-    pub f_type: Signal<In, Bits<8>>,
-    /// Its control VLAN field.
-    pub f_cvlan: Signal<In, Bits<16>>,
-    /// Its system MAC field.
-    pub f_sysmac: Signal<In, Bits<48>>,
-    /// It is another EDP frame on the control VLAN (docs/eaps.md §11).
-    pub f_other: Signal<In, Bit>,
-    /// It is a valid ESL PDU.
-    pub esl_ok: Signal<In, Bit>,
+    /// The held PDU (`Job::Frame`).
+    pub pdu: Signal<In, HeldPdu>,
     /// The ESL table lets it through (newer than its sender's last).
     pub esl_pass: Signal<In, Bit>,
     /// The registers after the step.
@@ -77,14 +98,8 @@ pub struct DomainStep {
     pub alert: Signal<Out, Bit>,
     /// The alert is a second master (else the fail timer).
     pub alert_second_master: Signal<Out, Bit>,
-    /// The ports to send a PDU out of.
-    pub mask: Signal<Out, Bits<2>>,
-    /// The PDU is the held one, re-emitted from its fields.
-    pub forward: Signal<Out, Bit>,
-    /// Else its type.
-    pub pdu_type: Signal<Out, Bits<8>>,
-    /// And its state field.
-    pub pdu_state: Signal<Out, Bits<8>>,
+    /// The PDU to send.
+    pub send: Signal<Out, PduPlan>,
     /// The event has no further step for this domain.
     pub last_step: Signal<Out, Bit>,
     // The primary and secondary ports' masks, the event's port and the other one.
@@ -146,10 +161,10 @@ impl Logic for DomainStep {
         self.alert_second_master.next = false;
         self.fail_ring.next = false;
         self.opened.next = false;
-        self.mask.next = 0.into();
-        self.forward.next = false;
-        self.pdu_type.next = 0.into();
-        self.pdu_state.next = 0.into();
+        self.send.next.mask = 0.into();
+        self.send.next.forward = false;
+        self.send.next.eaps_type = 0.into();
+        self.send.next.state = 0.into();
         self.last_step.next = true;
         if self.job.val() == Job::Timers {
             self.last_step.next = self.step.val() == 3;
@@ -166,8 +181,8 @@ impl Logic for DomainStep {
                         self.n.next.armed = self.k.val().armed | 3;
                         self.n.next.hseq = self.k.val().hseq + 1;
                         if (self.link.val() & self.pm.val()).any() {
-                            self.mask.next = self.pm.val();
-                            self.pdu_type.next = 5.into();
+                            self.send.next.mask = self.pm.val();
+                            self.send.next.eaps_type = 5.into();
                         }
                     } else {
                         // Every port blocked; one that is up waits as after a link up (§6.11).
@@ -207,9 +222,9 @@ impl Logic for DomainStep {
                         }
                     } else {
                         if (self.link.val() & self.om.val()).any() {
-                            self.mask.next = self.om.val();
-                            self.pdu_type.next = 8.into();
-                            self.pdu_state.next = 4.into();
+                            self.send.next.mask = self.om.val();
+                            self.send.next.eaps_type = 8.into();
+                            self.send.next.state = 4.into();
                         }
                         self.n.next.st = DomState::LinksDown;
                         self.cause.next = 4.into(); // cause::LOCAL_LINK_DOWN0, port 1: 5
@@ -239,11 +254,11 @@ impl Logic for DomainStep {
                 }
             }
             Job::Frame => {
-                if (self.k.val().st != DomState::Idle) & self.f_other.val() {
+                if (self.k.val().st != DomState::Idle) & self.pdu.val().other {
                     // Another EDP frame: passed on unchanged, whatever the port states; by a
                     // master only a valid ESL PDU newer than its sender's last (§2).
                     if (self.link.val() & self.om.val()).any() {
-                        if self.cfg.val().master & !(self.esl_ok.val() & self.esl_pass.val()) {
+                        if self.cfg.val().master & !(self.pdu.val().esl_ok & self.esl_pass.val()) {
                             self.inc_drop.next = true;
                         } else {
                             self.inc_fwd.next = true;
@@ -253,11 +268,13 @@ impl Logic for DomainStep {
                     }
                 } else if self.k.val().st != DomState::Idle {
                     self.inc_rx.next = true;
-                    if self.f_cvlan.val() != bit_cast::<16, 12>(self.f_vid.val()) {
+                    if self.pdu.val().control_vlan != bit_cast::<16, 12>(self.pdu.val().vid) {
                         self.inc_drop.next = true;
                     } else if self.cfg.val().master {
-                        if ((self.f_type.val() == 5) | (self.f_type.val() == 6) | (self.f_type.val() == 7))
-                            & (self.f_sysmac.val() != self.system_mac.val())
+                        if ((self.pdu.val().eaps_type == 5)
+                            | (self.pdu.val().eaps_type == 6)
+                            | (self.pdu.val().eaps_type == 7))
+                            & (self.pdu.val().system_mac != self.system_mac.val())
                         {
                             self.inc_drop.next = true;
                             if !self.om_active.val() {
@@ -266,7 +283,7 @@ impl Logic for DomainStep {
                             }
                             self.n.next.om_at = self.now.val() + self.cfg.val().fail;
                             self.n.next.armed = self.k.val().armed | 16;
-                        } else if (self.f_type.val() == 5) & (self.jm.val() == self.sm.val()) {
+                        } else if (self.pdu.val().eaps_type == 5) & (self.jm.val() == self.sm.val()) {
                             self.n.next.fail_at = self.now.val() + self.cfg.val().fail;
                             self.n.next.armed = self.k.val().armed | 2;
                             if (self.k.val().st == DomState::Init) | (self.k.val().st == DomState::Failed) {
@@ -274,21 +291,21 @@ impl Logic for DomainStep {
                                 self.flush.next = true;
                                 self.n.next.st = DomState::Complete;
                                 self.cause.next = 2.into(); // cause::HEALTH_RETURNED
-                                self.mask.next = self.link.val();
-                                self.pdu_type.next = 6.into();
-                                self.pdu_state.next = 1.into();
+                                self.send.next.mask = self.link.val();
+                                self.send.next.eaps_type = 6.into();
+                                self.send.next.state = 1.into();
                             }
-                        } else if (self.f_type.val() == 8) & self.may_fail.val() {
+                        } else if (self.pdu.val().eaps_type == 8) & self.may_fail.val() {
                             self.fail_ring.next = true;
                             self.cause.next = 3.into(); // cause::LINK_DOWN_PDU
                         }
                     } else {
                         if (self.link.val() & self.om.val()).any() {
                             self.inc_fwd.next = true;
-                            self.mask.next = self.om.val();
-                            self.forward.next = true;
+                            self.send.next.mask = self.om.val();
+                            self.send.next.forward = true;
                         }
-                        if self.f_type.val() == 6 {
+                        if self.pdu.val().eaps_type == 6 {
                             self.flush.next = true;
                             // Only a port waiting on the other side opens (docs/eaps.md §6.10).
                             if self.port.val() {
@@ -307,7 +324,7 @@ impl Logic for DomainStep {
                                 self.cause.next = 9.into(); // cause::RING_UP_FLUSH
                             }
                         }
-                        if self.f_type.val() == 7 {
+                        if self.pdu.val().eaps_type == 7 {
                             self.flush.next = true;
                         }
                     }
@@ -319,9 +336,9 @@ impl Logic for DomainStep {
                         self.n.next.hello_at = self.now.val() + self.cfg.val().hello;
                         self.n.next.hseq = self.k.val().hseq + 1;
                         if (self.link.val() & self.pm.val()).any() {
-                            self.mask.next = self.pm.val();
-                            self.pdu_type.next = 5.into();
-                            self.pdu_state.next = self.wire_state.val();
+                            self.send.next.mask = self.pm.val();
+                            self.send.next.eaps_type = 5.into();
+                            self.send.next.state = self.wire_state.val();
                         }
                     }
                 }
@@ -366,9 +383,9 @@ impl Logic for DomainStep {
             self.n.next.fwd = self.n.val().fwd | (self.link.val() & self.sm.val());
             self.flush.next = true;
             self.n.next.st = DomState::Failed;
-            self.mask.next = self.link.val();
-            self.pdu_type.next = 7.into();
-            self.pdu_state.next = 2.into();
+            self.send.next.mask = self.link.val();
+            self.send.next.eaps_type = 7.into();
+            self.send.next.state = 2.into();
         }
         // Transit: the state follows from the links and the port states.
         if self.derive.val() {
@@ -428,10 +445,7 @@ mod tests {
         flush: bool,
         alert: bool,
         alert_second_master: bool,
-        mask: Bits<2>,
-        forward: bool,
-        pdu_type: Bits<8>,
-        pdu_state: Bits<8>,
+        send: PduPlan,
         last_step: bool,
     }
 
@@ -449,19 +463,16 @@ mod tests {
                 flush: false,
                 alert: false,
                 alert_second_master: false,
-                mask: 0.into(),
-                forward: false,
-                pdu_type: 0.into(),
-                pdu_state: 0.into(),
+                send: PduPlan::default(),
                 last_step: true,
             }
         }
 
         /// A PDU of this node's out of `mask`.
         fn send(mut self, mask: u64, t: EapsType, state: u64) -> Self {
-            self.mask = mask.into();
-            self.pdu_type = ty(t);
-            self.pdu_state = state.into();
+            self.send.mask = mask.into();
+            self.send.eaps_type = ty(t);
+            self.send.state = state.into();
             self
         }
     }
@@ -507,12 +518,8 @@ mod tests {
             fail_field: 3.into(),
         };
         b.due.next = 0.into();
-        b.f_vid.next = VLAN.into();
-        b.f_type.next = 0.into();
-        b.f_cvlan.next = VLAN.into();
-        b.f_sysmac.next = MAC.into();
-        b.f_other.next = false;
-        b.esl_ok.next = false;
+        b.pdu.next =
+            HeldPdu { vid: VLAN.into(), control_vlan: VLAN.into(), system_mac: MAC.into(), ..Default::default() };
         b.esl_pass.next = false;
         f(&mut b);
         crate::step::settle(&mut b);
@@ -527,10 +534,7 @@ mod tests {
             flush: b.flush.val(),
             alert: b.alert.val(),
             alert_second_master: b.alert_second_master.val(),
-            mask: b.mask.val(),
-            forward: b.forward.val(),
-            pdu_type: b.pdu_type.val(),
-            pdu_state: b.pdu_state.val(),
+            send: b.send.val(),
             last_step: b.last_step.val(),
         }
     }
@@ -538,9 +542,18 @@ mod tests {
     /// A PDU of type `t` from system MAC `mac`.
     fn pdu(t: EapsType, mac: u64) -> impl FnOnce(&mut DomainStep) {
         move |b| {
-            b.f_type.next = ty(t);
-            b.f_sysmac.next = mac.into();
+            held(b, |p| {
+                p.eaps_type = ty(t);
+                p.system_mac = mac.into();
+            });
         }
+    }
+
+    /// Changes the held PDU.
+    fn held(b: &mut DomainStep, f: impl FnOnce(&mut HeldPdu)) {
+        let mut p = b.pdu.val();
+        f(&mut p);
+        b.pdu.next = p;
     }
 
     /// Timer `which` (0 hello, 1 fail, 2 and 3 pre-forwarding) due.
@@ -568,8 +581,7 @@ mod tests {
         assert_eq!(m(Job::Enable, false, 3, k, Box::new(none)), e, "enable");
         // With the primary down: no HEALTH.
         let mut e2 = e;
-        e2.mask = 0.into();
-        e2.pdu_type = 0.into();
+        e2.send = PduPlan::default();
         assert_eq!(m(Job::Enable, false, 2, k, Box::new(none)), e2, "enable, primary down");
 
         // Init or Failed, own HEALTH on the secondary: Complete, flush, RING-UP out of both.
@@ -717,8 +729,10 @@ mod tests {
         e.inc_rx = true;
         e.inc_drop = true;
         let wrong_vlan = |b: &mut DomainStep| {
-            b.f_type.next = ty(EapsType::Health);
-            b.f_cvlan.next = (VLAN + 1).into();
+            held(b, |p| {
+                p.eaps_type = ty(EapsType::Health);
+                p.control_vlan = (VLAN + 1).into();
+            });
         };
         assert_eq!(m(Job::Frame, true, 3, k, Box::new(wrong_vlan)), e, "control VLAN mismatch");
 
@@ -730,8 +744,10 @@ mod tests {
             e.pass = ok && newer;
             e.esl_write = ok && newer;
             let other = move |b: &mut DomainStep| {
-                b.f_other.next = true;
-                b.esl_ok.next = ok;
+                held(b, |p| {
+                    p.other = true;
+                    p.esl_ok = ok;
+                });
                 b.esl_pass.next = newer;
             };
             assert_eq!(m(Job::Frame, false, 3, k, Box::new(other)), e, "master, ESL ok {ok}, newer {newer}");
@@ -801,8 +817,8 @@ mod tests {
         e.inc_rx = true;
         e.inc_fwd = true;
         e.flush = true;
-        e.mask = 2.into();
-        e.forward = true;
+        e.send.mask = 2.into();
+        e.send.forward = true;
         e.cause = c(cause::RING_UP_FLUSH);
         assert_eq!(
             t(Job::Frame, false, 3, waiting, Box::new(pdu(EapsType::RingUpFlushFdb, OTHER_MAC))),
@@ -814,8 +830,8 @@ mod tests {
         e.inc_rx = true;
         e.inc_fwd = true;
         e.flush = true;
-        e.mask = 1.into();
-        e.forward = true;
+        e.send.mask = 1.into();
+        e.send.forward = true;
         assert_eq!(
             t(Job::Frame, true, 3, waiting, Box::new(pdu(EapsType::RingUpFlushFdb, OTHER_MAC))),
             e,
@@ -829,8 +845,8 @@ mod tests {
             e.inc_rx = true;
             e.inc_fwd = true;
             e.flush = flush;
-            e.mask = 2.into();
-            e.forward = true;
+            e.send.mask = 2.into();
+            e.send.forward = true;
             assert_eq!(t(Job::Frame, false, 3, up, Box::new(pdu(ty_, OTHER_MAC))), e, "{ty_:?}");
             // The other port down: received, not forwarded.
             let mut e2 = Out::quiet(up);
@@ -869,10 +885,14 @@ mod tests {
         let mut e = Out::quiet(up);
         e.inc_fwd = true;
         e.pass = true;
-        assert_eq!(t(Job::Frame, true, 3, up, Box::new(|b: &mut DomainStep| b.f_other.next = true)), e, "other EDP");
+        assert_eq!(
+            t(Job::Frame, true, 3, up, Box::new(|b: &mut DomainStep| held(b, |p| p.other = true))),
+            e,
+            "other EDP"
+        );
         let e2 = Out::quiet(up);
         assert_eq!(
-            t(Job::Frame, true, 2, up, Box::new(|b: &mut DomainStep| b.f_other.next = true)),
+            t(Job::Frame, true, 2, up, Box::new(|b: &mut DomainStep| held(b, |p| p.other = true))),
             e2,
             "other EDP, port 0 down"
         );
@@ -884,8 +904,10 @@ mod tests {
             let idle = regs(DomState::Idle, 3, 0);
             for job in [Job::LinkDown, Job::LinkUp, Job::Frame] {
                 let f = |b: &mut DomainStep| {
-                    b.f_type.next = ty(EapsType::Health);
-                    b.f_other.next = true;
+                    held(b, |p| {
+                        p.eaps_type = ty(EapsType::Health);
+                        p.other = true;
+                    });
                 };
                 assert_eq!(step(master, job, false, 3, idle, f), Out::quiet(idle), "{job:?} on Idle");
             }
