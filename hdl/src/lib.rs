@@ -15,6 +15,15 @@
 //! Its kernels evaluate like a Verilog `always @(*)` block with blocking assignments — a
 //! local or output read before it is assigned in the same kernel gives its default — so each
 //! kernel assigns defaults first and computes values before using them.
+//!
+//! Two limits of its `#[hdl_gen]` that the blocks work around (found splitting the EAPS node):
+//! - a field of an array element's value (`self.regs[i].q.val().hello_at`) inside a `for`
+//!   loop does not compile (the generated width and offset code names `i`): such registers are
+//!   kept one array a field (`eaps_node`'s `hello_at`, `fail_at`, …);
+//! - a bit of a struct field (`self.send.q.val().mask.get_bit(0)`) is written as a bit select
+//!   of a part select, which Verilator accepts and Yosys refuses: compare the field with a mask
+//!   instead (`(… .mask & 1) == 0`). `hdl/tests/verilog.rs` synthesizes every block, which
+//!   catches it.
 
 /// One rising and one falling edge of a block's `clock`, settled before and after each (the
 /// blocks' own tests).
