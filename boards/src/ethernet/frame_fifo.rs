@@ -48,6 +48,12 @@ pub mod word {
     pub const TO_CORE: usize = 36;
     /// Bit 37: the frame goes to the other port (bridged).
     pub const TO_BRIDGE: usize = 37;
+
+    /// A full word of `data` (four valid bytes), the frame's last if `last` (the FIFOs' tests).
+    #[cfg(test)]
+    pub(crate) fn full(data: u32, last: bool) -> u64 {
+        u64::from(data) | (4 << BYTES) | (u64::from(last) << LAST)
+    }
 }
 
 /// Carries an `N`-bit value from one clock domain to another by request/acknowledge.
@@ -360,10 +366,7 @@ impl<const W: usize, const A: usize, const P: usize> Logic for FrameFifo<W, A, P
 #[cfg(test)]
 mod test {
     use super::*;
-
-    fn w(data: u32, last: bool) -> u64 {
-        u64::from(data) | (4 << word::BYTES) | (u64::from(last) << word::LAST)
-    }
+    use word::full as w;
 
     /// Writes frames (one clock for both sides), some dropped, one too long; reads them back.
     #[test]

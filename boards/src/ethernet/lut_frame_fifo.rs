@@ -163,10 +163,7 @@ mod test {
     use super::*;
     use crate::cdc::two_clocks::{lint_with, Rng, TwoClocks, PERIODS};
     use crate::ethernet::frame_fifo::word;
-
-    fn w(data: u32, last: bool) -> u64 {
-        u64::from(data) | (4 << word::BYTES) | (u64::from(last) << word::LAST)
-    }
+    use crate::ethernet::frame_fifo::word::full as w;
 
     /// Frames of 1..=27 words (a PDU is 27) from a writer that waits on `ready`, read by a
     /// reader that stalls, at unrelated periods: every frame comes out whole and in order, and
