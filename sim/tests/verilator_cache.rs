@@ -119,11 +119,14 @@ fn two_processes_build_the_same_model_at_once() {
     assert_only_published(root.path());
 }
 
-/// After the builds, the cache holds the published model and its lock file, and no build folder.
+/// After the builds, the cache holds the published model, the Verilator runtime that every model
+/// links (`runtime-KEY`, built once too) and their lock files, and no build folder.
 fn assert_only_published(root: &Path) {
     let mut names: Vec<_> =
         std::fs::read_dir(root).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
-    assert_eq!(names.len(), 2, "{names:?}");
+    assert_eq!(names.len(), 4, "{names:?}");
     assert!(names[1].ends_with(".lock") && names[1].starts_with(&names[0]), "{names:?}");
+    assert!(names[2].starts_with("runtime-") && names[3] == format!("{}.lock", names[2]), "{names:?}");
+    assert!(root.join(&names[2]).join("libverilated.a").is_file(), "{names:?}");
 }
