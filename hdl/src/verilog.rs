@@ -86,7 +86,7 @@ pub fn eaps_verilogs(domains: usize) -> Vec<(&'static str, String)> {
 }
 
 /// Cells of a Yosys `synth_ecp5` run (the `stat` of the top module, hierarchy flattened).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Utilization {
     /// 4-input LUTs.
     pub lut4: u64,
@@ -100,12 +100,19 @@ pub struct Utilization {
     pub lut_ram: u64,
 }
 
+impl Utilization {
+    /// LUT4s the cells take: LUT4s, two per carry cell, two per distributed RAM cell.
+    pub fn luts(&self) -> u64 {
+        self.lut4 + 2 * self.ccu2c + 2 * self.lut_ram
+    }
+}
+
 /// Why a synthesis check failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SynthError {
-    /// `yosys` is not on PATH.
+    /// Yosys cannot be run (the program [`yosys_program`] names).
     NoYosys,
-    /// Yosys reported an error (the log's tail).
+    /// Yosys reported an error (the log's tail, or its `ERROR:` line).
     Failed(String),
     /// A latch was inferred (the signals).
     Latches(Vec<String>),
@@ -114,7 +121,7 @@ pub enum SynthError {
 impl std::fmt::Display for SynthError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SynthError::NoYosys => f.write_str("yosys is not on PATH"),
+            SynthError::NoYosys => write!(f, "{} cannot be run", yosys_program()),
             SynthError::Failed(log) => write!(f, "yosys failed:\n{log}"),
             SynthError::Latches(s) => write!(f, "latches inferred for {}", s.join(", ")),
         }
@@ -123,9 +130,35 @@ impl std::fmt::Display for SynthError {
 
 impl std::error::Error for SynthError {}
 
-/// True when `yosys` can be run.
+/// The variable that names the Yosys program of [`synth_ecp5`].
+pub const YOSYS_VAR: &str = "SPOTAGG_YOSYS";
+
+/// The Yosys that [`synth_ecp5`] runs: `$SPOTAGG_YOSYS` (a path or a command), else `yosys` on
+/// PATH. `scripts/test.sh` points it at the flow's pinned YoWASP Yosys in `.venv`, which is
+/// the Yosys that builds the bitstream and twice as fast here as Debian's 0.23.
+pub fn yosys_program() -> String {
+    std::env::var(YOSYS_VAR).ok().filter(|p| !p.is_empty()).unwrap_or_else(|| "yosys".into())
+}
+
+/// The command for [`yosys_program`]; a YoWASP one keeps its compiled-code cache beside its
+/// virtual environment (`VENV/yowasp-cache`, as the board flow does), not in the home folder.
+fn yosys_command() -> std::process::Command {
+    let program = yosys_program();
+    let mut cmd = std::process::Command::new(&program);
+    let path = std::path::Path::new(&program);
+    if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("yowasp-")) {
+        if let Some(venv) = path.parent().and_then(|bin| bin.parent()) {
+            if std::env::var_os("YOWASP_CACHE_DIR").is_none() {
+                cmd.env("YOWASP_CACHE_DIR", venv.join("yowasp-cache"));
+            }
+        }
+    }
+    cmd
+}
+
+/// True when [`yosys_program`] can be run.
 pub fn yosys_available() -> bool {
-    std::process::Command::new("yosys").arg("-V").output().map(|o| o.status.success()).unwrap_or(false)
+    yosys_command().arg("-V").output().map(|o| o.status.success()).unwrap_or(false)
 }
 
 /// Runs Yosys `synth_ecp5` on Verilog whose top module is `top`; fails on any error or latch.
@@ -142,30 +175,49 @@ pub fn synth_ecp5(verilog: &str) -> Result<Utilization, SynthError> {
     ));
     std::fs::create_dir_all(&dir).map_err(|e| SynthError::Failed(e.to_string()))?;
     std::fs::write(dir.join("top.v"), verilog).map_err(|e| SynthError::Failed(e.to_string()))?;
-    let out = std::process::Command::new("yosys")
+    // The complete log goes to a file (-l): YoWASP's standard output may lose its end.
+    let out = yosys_command()
         .current_dir(&dir)
-        .arg("-p")
-        .arg("read_verilog top.v; synth_ecp5 -top top; stat")
+        .args(["-q", "-l", "yosys.log", "-p", "read_verilog top.v; synth_ecp5 -top top; stat"])
         .output()
         .map_err(|e| SynthError::Failed(e.to_string()))?;
+    let log = std::fs::read_to_string(dir.join("yosys.log")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
-    let log = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() || log.contains("ERROR") {
-        let tail: Vec<&str> = log.lines().rev().take(30).collect();
+    if !out.status.success() {
+        let all = log + &String::from_utf8_lossy(&out.stdout) + &String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = all.lines().rev().take(30).collect();
         return Err(SynthError::Failed(tail.into_iter().rev().collect::<Vec<_>>().join("\n")));
     }
-    let latches: Vec<String> =
-        log.lines().filter(|l| l.starts_with("Latch inferred for signal")).map(|l| l.to_string()).collect();
-    // The last `stat` block is the top's.
-    let stat = &log[log.rfind("Number of cells").unwrap_or(0)..];
-    if !latches.is_empty() || stat.contains("LATCH") {
+    parse_synth_log(&log)
+}
+
+/// Reads Yosys' log of a `synth_ecp5` run: fails on `ERROR:` lines and on inferred latches,
+/// else counts the cells of the last statistics block. Reads both `stat` layouts (`LUT4 12` of
+/// older Yosys, Debian's 0.23, and `12   LUT4` of newer, the YoWASP 0.70 of the board flow).
+pub fn parse_synth_log(log: &str) -> Result<Utilization, SynthError> {
+    if let Some(line) = log.lines().find(|l| l.starts_with("ERROR:")) {
+        return Err(SynthError::Failed(line.to_string()));
+    }
+    let start = ["Printing statistics", "Number of cells"].iter().filter_map(|m| log.rfind(m)).max();
+    let Some(stat) = start.map(|i| &log[i..]) else {
+        return Err(SynthError::Failed("no statistics in the Yosys log".into()));
+    };
+    // Latches: reported while processes are lowered, or left as cells in the netlist (the
+    // techmap libraries that Yosys reads also name `$_DLATCH_*`, so only the statistics count).
+    let latches: Vec<String> = log
+        .lines()
+        .filter(|l| l.contains("Latch inferred for signal"))
+        .chain(stat.lines().filter(|l| l.contains("LATCH")))
+        .map(|l| l.trim().to_string())
+        .collect();
+    if !latches.is_empty() {
         return Err(SynthError::Latches(latches));
     }
     let count = |cell: &str| -> u64 {
         stat.lines()
-            .find_map(|l| {
-                let mut it = l.split_whitespace();
-                (it.next() == Some(cell)).then(|| it.next().and_then(|n| n.parse().ok())).flatten()
+            .find_map(|l| match l.split_whitespace().collect::<Vec<_>>().as_slice() {
+                [n, c] | [c, n] if *c == cell => n.parse().ok(),
+                _ => None,
             })
             .unwrap_or(0)
     };
@@ -187,4 +239,65 @@ pub fn core_utilization(config: &CoreConfig) -> Result<Utilization, SynthError> 
 /// one DP16KD per slot (2 sets × 256 words × 32 bits) plus 4 for the frame and reply buffers.
 pub fn slots_fitting(dp16kd: usize) -> usize {
     dp16kd.saturating_sub(4).min(crate::config::MAX_SLOTS)
+}
+
+#[cfg(test)]
+mod test {
+    use super::*;
+
+    /// The end of a Yosys 0.70 `synth_ecp5` log (counts first).
+    const YOSYS_NEW: &str = "2.53. Executing JSON backend.
+
+3. Printing statistics.
+
+=== spotagg_core_top ===
+
+        +----------Local Count, excluding submodules.
+        | 
+     2874 wires
+    30512 wire bits
+     5843 cells
+     3901   LUT4
+      212   CCU2C
+     1655   TRELLIS_FF
+       20   DP16KD
+       16   TRELLIS_DPR16X4
+        1   EHXPLLL
+
+End of script.
+";
+
+    /// The same from an older Yosys (names first).
+    const YOSYS_OLD: &str = "2.50. Printing statistics.
+
+=== top ===
+
+   Number of wires:               2874
+   Number of cells:               5843
+     CCU2C                         212
+     DP16KD                         20
+     EHXPLLL                         1
+     LUT4                         3901
+     TRELLIS_DPR16X4                16
+     TRELLIS_FF                   1655
+";
+
+    #[test]
+    fn yosys_utilization_is_extracted() {
+        let want = Utilization { lut4: 3901, ccu2c: 212, flip_flops: 1655, dp16kd: 20, lut_ram: 16 };
+        assert_eq!(parse_synth_log(YOSYS_NEW).unwrap(), want);
+        assert_eq!(parse_synth_log(YOSYS_OLD).unwrap(), want);
+        // Only the last statistics block counts.
+        let twice = format!("Printing statistics.\n 9 LUT4\n{YOSYS_NEW}");
+        assert_eq!(parse_synth_log(&twice).unwrap().lut4, 3901);
+    }
+
+    #[test]
+    fn yosys_errors_and_latches_fail() {
+        let latch = format!("Latch inferred for signal `\\top.\\q' from process `\\top.$proc$t.v:3$1'.\n{YOSYS_NEW}");
+        assert!(matches!(parse_synth_log(&latch), Err(SynthError::Latches(l)) if l.len() == 1));
+        let error = "ERROR: Module `nope' referenced in module `top' in cell `x' is not part of the design.\n";
+        assert!(matches!(parse_synth_log(error), Err(SynthError::Failed(e)) if e.contains("Module `nope'")));
+        assert!(parse_synth_log("no stat here").is_err());
+    }
 }

@@ -367,7 +367,7 @@ fn build(
             "      {} slots: {} LUT4, {} CCU2C, {} flip-flops, {} DP16KD (of {})",
             config.slots, synth.lut4, synth.ccu2c, synth.flip_flops, synth.dp16kd, board.part.dp16kd
         );
-        let next = match synth.check_fits(&board.part) {
+        let next = match spotagg_boards::flow::check_fits(&synth, &board.part) {
             Ok(()) => {
                 fitting = Some(config.slots);
                 let spare = board.part.dp16kd as u64 - synth.dp16kd;

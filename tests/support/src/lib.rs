@@ -29,7 +29,8 @@ pub mod ring_script;
 pub enum Tool {
     /// Verilator (`verilator --version`).
     Verilator,
-    /// Yosys (`yosys -V`).
+    /// Yosys (`yosys -V`, or the program `$SPOTAGG_YOSYS` names: `scripts/test.sh` points it at
+    /// the board flow's YoWASP Yosys).
     Yosys,
     /// tshark, Wireshark's command-line decoder.
     Tshark,
@@ -90,7 +91,10 @@ impl Tool {
         let ok = |b: bool, what: &str| if b { None } else { Some(what.to_string()) };
         match self {
             Tool::Verilator => ok(runs("verilator", "--version"), "`verilator` is not on PATH"),
-            Tool::Yosys => ok(runs("yosys", "-V"), "`yosys` is not on PATH"),
+            Tool::Yosys => match std::env::var("SPOTAGG_YOSYS").ok().filter(|p| !p.is_empty()) {
+                Some(p) => ok(runs(&p, "-V"), &format!("SPOTAGG_YOSYS={p} does not run")),
+                None => ok(runs("yosys", "-V"), "`yosys` is not on PATH"),
+            },
             Tool::Tshark => ok(runs("tshark", "--version"), "`tshark` is not on PATH"),
             // openFPGALoader exits non-zero on --help with some versions: being found is enough.
             Tool::OpenFpgaLoader => ok(
