@@ -3,8 +3,15 @@
 # now: the time in seconds since the epoch, with nanoseconds.
 #
 # event NAME ACTION...: runs ACTION between two snapshots of the caller's `counters` (into
-# $WORK/c0.NAME and $WORK/c1.NAME), then the caller's `bcast` and a second's wait, and appends
-# "NAME START C0 C1" to $EVENTS for scripts/eaps_events.py.
+# $WORK/c0.NAME and $WORK/c1.NAME); then waits until the pings flow again (`flowing`), sends
+# the caller's `bcast` and watches a second for loops; appends "NAME START C0 C1" to $EVENTS
+# for scripts/eaps_events.py.
+#
+# flowing SINCE: waits until every ping log of $FLOW_LOGS (default $PING_LOGS; ping -D output)
+# holds a reply stamped 0.2 s or more after SINCE (seconds since the epoch), 60 s at most: an
+# event, not a fixed sleep, so that a loaded machine only makes the run longer. Returns 1 if
+# they did not. An event whose action cuts a host off names the pings that must flow:
+# `FLOW_LOGS=... event NAME ACTION...`.
 #
 # capture NS IFACE SECONDS FILE: tshark captures the EDP frames (to 00-E0-2B-00-00-04) on
 # IFACE in network namespace NS for SECONDS counted from the moment the capture has started
@@ -30,11 +37,27 @@ capture() {
 
 now() { date +%s.%N; }
 
+flowing() {
+    local since=$1 f last
+    for _ in $(seq 1 1200); do
+        local all=1
+        for f in ${FLOW_LOGS:-$PING_LOGS}; do
+            last=$(sed -n 's/^\[\([0-9.]*\)\] [0-9]* bytes from .*/\1/p' "$f" | tail -n 1)
+            awk -v a="${last:-0}" -v b="$since" 'BEGIN { exit !(a >= b + 0.2) }' || all=0
+        done
+        [ $all = 1 ] && return 0
+        sleep 0.05
+    done
+    echo "the pings did not flow again within 60 s of $since" >&2
+    return 1
+}
+
 event() {
     local name=$1; shift
     counters >"$WORK/c0.$name"
     local t0; t0=$(now)
     "$@"
+    flowing "$(now)" || true
     bcast
     sleep 1
     counters >"$WORK/c1.$name"

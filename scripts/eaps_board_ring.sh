@@ -141,8 +141,8 @@ kill_board() {
 state() { # node
     "$BIN" eaps status --config "$WORK/$1.toml" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['domains'][0]['state'])" 2>/dev/null || echo none
 }
-wait_complete() {
-    for _ in $(seq 1 200); do
+wait_complete() { # 60 s at most: a loaded machine starts the daemons slowly
+    for _ in $(seq 1 1200); do
         [ "$(state n1)" = Complete ] && return 0
         sleep 0.05
     done
@@ -179,8 +179,11 @@ bcast() { nx h1 ping -b -c 1 -s $SIZE -W 0.05 10.78.0.255 >/dev/null 2>&1 || tru
 down() { ip -n "$(ns $1)" link set "$2" down; }
 up() { ip -n "$(ns $1)" link set "$2" up; }
 
-DUR=120
-nx h1 ping -D -n -i 0.02 -s $SIZE -W 1 -w $DUR 10.78.0.3 >"$WORK/ping" 2>&1 &
+# (The pings' deadline is only a bound: they are stopped after the last event.)
+DUR=900
+PING_LOGS=$WORK/ping
+# (ip netns exec itself, not nx in the background: $! is then ping's process, which the end stops.)
+ip netns exec "$(ns h1)" ping -D -n -i 0.02 -s $SIZE -W 1 -w $DUR 10.78.0.3 >"$WORK/ping" 2>&1 &
 PING=$!
 PIDS+=($PING)
 sleep 1

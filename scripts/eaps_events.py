@@ -13,10 +13,12 @@ Per event, from its start to the next event's:
 - flow again (ms): the longest gap between two replies, less the ping interval (0: none lost);
 - frames looped: per ring link direction, the data frames sent (bytes less 106 per PDU, over the
   data frame's size less 106) beyond the frames every host sent in the window, summed;
+- flowing: per ping log, in the order given, 1 when it holds a reply in the window stamped
+  0.2 s or more after the event's start (the pings flow again, however long it took), else 0;
 - duplicate replies (DUP! lines of ping) are counted over the whole run.
 
 Prints a Markdown table on stdout and, on stderr, a line per event that the tests parse:
-`event NAME lost N flow_again_ms N looped N offered N`.
+`event NAME lost N flow_again_ms N looped N offered N flowing F`, F a digit per ping log.
 """
 import argparse
 import re
@@ -54,14 +56,15 @@ def main():
     a = ap.parse_args()
     events = [line.split() for line in open(a.events)]
     pings = [replies(p) for p in a.pings]
-    print("| event | pings lost | flow again (ms) | frames looped |")
-    print("|---|---|---|---|")
+    print("| event | pings lost | flow again (ms) | frames looped | flowing |")
+    print("|---|---|---|---|---|")
     for i, (name, t0, c0, c1) in enumerate(events):
         t0 = float(t0)
         t1 = float(events[i + 1][1]) if i + 1 < len(events) else 1e18
-        lost, gap = 0, 0.0
+        lost, gap, flowing = 0, 0.0, ""
         for rep, _ in pings:
             win = [(t, s) for t, s in rep if t0 - 0.5 <= t < t1]
+            flowing += "1" if any(t >= t0 + 0.2 for t, _ in win) else "0"
             for (ta, sa), (tb, sb) in zip(win, win[1:]):
                 if sb - sa > 1 and tb > t0:
                     lost += sb - sa - 1
@@ -75,8 +78,11 @@ def main():
             dp, db = after[k][0] - before[k][0], after[k][1] - before[k][1]
             data = max(0, round((db - PDU_BYTES * dp) / (a.frame - PDU_BYTES)))
             looped += max(0, data - offered)
-        print(f"| {name} | {lost} | {gap:.0f} | {looped} |")
-        print(f"event {name} lost {lost} flow_again_ms {gap:.0f} looped {looped} offered {offered}", file=sys.stderr)
+        print(f"| {name} | {lost} | {gap:.0f} | {looped} | {flowing} |")
+        print(
+            f"event {name} lost {lost} flow_again_ms {gap:.0f} looped {looped} offered {offered} flowing {flowing}",
+            file=sys.stderr,
+        )
     print(f"duplicate replies over the run: {sum(d for _, d in pings)}")
 
 

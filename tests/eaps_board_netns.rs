@@ -13,8 +13,8 @@
 //! - tshark decodes the board's own LINK-DOWN on its port 1 link (source and system MAC the
 //!   board's switch MAC, a good EDP checksum).
 //!
-//! Figures are printed, not asserted against targets (timing on a shared 2-core machine, with
-//! the board in Verilator at about 230 k clocks/s). Without namespaces (not root, no `ip`), or
+//! Figures (pings lost, time until they flow again) are printed, not asserted: they are wall-clock
+//! times on a shared 2-core machine, with the board in Verilator at about 230 k clocks/s. Without namespaces (not root, no `ip`), or
 //! without tshark or Verilator, the test fails with `NOT RUN:` unless the matching
 //! `SPOTAGG_SKIP_*` says that skipping is intended.
 
@@ -36,13 +36,10 @@ fn the_board_model_as_a_transit_of_a_namespace_ring() {
     for e in events {
         assert!(e.offered > 0, "{}: no traffic offered", e.name);
         assert_eq!(e.looped, 0, "{}: {} frames looped", e.name, e.looped);
-        assert!(
-            e.flow_again_ms < 2000 && e.lost < 100,
-            "{}: {} lost, flowing again after {} ms",
-            e.name,
-            e.lost,
-            e.flow_again_ms
-        );
+        // (The pings lost and the time until they flow again are printed, not bounded: a loaded
+        // machine stretches them; the timers' figures are checked in virtual time by the ring
+        // simulator, sim/tests/eaps_ring.rs.)
+        assert!(e.flowing.iter().all(|f| *f), "{}: the pings did not flow again ({} lost)", e.name, e.lost);
     }
     let killed = events.iter().find(|e| e.name == "board-killed").expect("the board-killed event");
     assert!(killed.lost > 0, "killing the board lost nothing: was the board on the pings' path?");

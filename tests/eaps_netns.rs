@@ -16,7 +16,8 @@
 //! - tshark decodes the PDUs captured on n1's ring port as EAPS HEALTH and RING-UP on control
 //!   VLAN 10 with a good EDP checksum.
 //!
-//! Figures are printed, not asserted against targets (timing on a shared 2-core machine).
+//! Figures (pings lost, time until they flow again, the all-reduce's stall) are printed, not
+//! asserted: they are wall-clock times on a shared 2-core machine.
 //! Without namespaces (not root, no `ip`), or without tshark, the test fails with `NOT RUN:`
 //! unless `SPOTAGG_SKIP_NETNS=1` (or `SPOTAGG_SKIP_TSHARK=1`) says that skipping is intended.
 
@@ -50,17 +51,16 @@ fn eaps_ring_in_namespaces() {
             continue;
         }
         assert_eq!(e.looped, 0, "{}: {} frames looped", e.name, e.looped);
-        assert!(
-            e.flow_again_ms < 2000 && e.lost < 200,
-            "{}: {} lost, flowing again after {} ms",
-            e.name,
-            e.lost,
-            e.flow_again_ms
-        );
+        // (Pings lost and the time until they flow again are printed, not bounded: a loaded
+        // machine stretches them; sim/tests/eaps_ring.rs checks the timers in virtual time.)
         if e.name == "stop-n2-daemon" {
-            // The stopped node puts its ports back to disabled: the master heals round it on its fail timer.
+            // The stopped node puts its ports back to disabled: the master heals round it on its
+            // fail timer, so h1's pings flow again; h2 hangs off n2 and is cut off.
+            assert_eq!(e.flowing, [true, false], "{}: h1's pings flow round n2, h2's do not", e.name);
             assert!(e.lost > 0, "stopping n2's daemon lost nothing: was n2 on the pings' path?");
+            continue;
         }
+        assert_eq!(e.flowing, [true, true], "{}: the pings did not flow again ({} lost)", e.name, e.lost);
     }
 
     let allreduce: Vec<(f64, bool)> = run

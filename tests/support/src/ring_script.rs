@@ -5,7 +5,9 @@
 use std::process::Command;
 use std::time::Instant;
 
-/// One event window of a ring script (`event NAME ... lost N flow_again_ms N looped N offered N`).
+/// One event window of a ring script (`event NAME lost N flow_again_ms N looped N offered N
+/// flowing F`, F a digit 0 or 1 per ping). The times are figures to print: a loaded machine stretches them. What a test
+/// asserts is the outcome: [`RingEvent::flowing`] and [`RingEvent::looped`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RingEvent {
     /// The event's name.
@@ -18,6 +20,9 @@ pub struct RingEvent {
     pub looped: u64,
     /// Data frames the hosts offered.
     pub offered: u64,
+    /// Per ping of the script, in its order: it flowed again after the event (a reply 0.2 s or
+    /// more after the event's start, in its window).
+    pub flowing: Vec<bool>,
 }
 
 /// A finished, successful run of a ring script.
@@ -38,9 +43,13 @@ impl RingRun {
     }
 }
 
-fn field(words: &[&str], key: &str) -> u64 {
+fn word<'a>(words: &[&'a str], key: &str) -> &'a str {
     let i = words.iter().position(|w| *w == key).unwrap_or_else(|| panic!("no {key} in {words:?}"));
-    words[i + 1].parse().unwrap_or_else(|e| panic!("{key} in {words:?}: {e}"))
+    words.get(i + 1).unwrap_or_else(|| panic!("no value of {key} in {words:?}"))
+}
+
+fn field(words: &[&str], key: &str) -> u64 {
+    word(words, key).parse().unwrap_or_else(|e| panic!("{key} in {words:?}: {e}"))
 }
 
 /// Parses the `event` lines of a script's stderr.
@@ -56,6 +65,7 @@ pub fn events(stderr: &str) -> Vec<RingEvent> {
                 flow_again_ms: field(&w, "flow_again_ms"),
                 looped: field(&w, "looped"),
                 offered: field(&w, "offered"),
+                flowing: word(&w, "flowing").chars().map(|c| c == '1').collect(),
             }
         })
         .collect()
@@ -88,13 +98,27 @@ mod tests {
 
     #[test]
     fn parses_event_lines() {
-        let stderr = "eaps_ring: up\nevent p12-down lost 7 flow_again_ms 120 looped 0 offered 40\n\
-                      event x lost 0 flow_again_ms 0 looped 3 offered 9 extra 1\n";
+        let stderr = "eaps_ring: up\nevent p12-down lost 7 flow_again_ms 120 looped 0 offered 40 flowing 1\n\
+                      event x lost 0 flow_again_ms 0 looped 3 offered 9 flowing 10 extra 1\n";
         assert_eq!(
             events(stderr),
             vec![
-                RingEvent { name: "p12-down".into(), lost: 7, flow_again_ms: 120, looped: 0, offered: 40 },
-                RingEvent { name: "x".into(), lost: 0, flow_again_ms: 0, looped: 3, offered: 9 },
+                RingEvent {
+                    name: "p12-down".into(),
+                    lost: 7,
+                    flow_again_ms: 120,
+                    looped: 0,
+                    offered: 40,
+                    flowing: vec![true]
+                },
+                RingEvent {
+                    name: "x".into(),
+                    lost: 0,
+                    flow_again_ms: 0,
+                    looped: 3,
+                    offered: 9,
+                    flowing: vec![true, false]
+                },
             ]
         );
     }
@@ -102,6 +126,6 @@ mod tests {
     #[test]
     #[should_panic(expected = "no looped")]
     fn a_missing_field_is_an_error() {
-        events("event y lost 1 flow_again_ms 2 offered 3\n");
+        events("event y lost 1 flow_again_ms 2 offered 3 flowing 1\n");
     }
 }
