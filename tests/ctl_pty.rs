@@ -626,7 +626,8 @@ fn ctl_errors_without_a_board() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("no response"), "{err}");
-    assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
+    // A hang, not a figure: the 300 ms timeout ends it, however loaded the machine.
+    assert!(t.elapsed() < Duration::from_secs(60), "took {:?}", t.elapsed());
     // The exporter: a silent board is an error naming the port (before anything is served); a
     // bad period is refused.
     let out = Command::new(env!("CARGO_BIN_EXE_spotagg"))

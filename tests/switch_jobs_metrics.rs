@@ -73,14 +73,6 @@ fn two_jobs_on_one_switch_process_with_metrics() {
         let (status, out) = (f.status, f.stdout);
         assert!(status.success() && out.contains("\"ok\":true"), "worker {i}: {status} {out}");
     }
-    // The serve thread publishes every 200 ms.
-    std::thread::sleep(Duration::from_millis(500));
-    let mut c = TcpStream::connect(&metrics).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
-    let mut text = String::new();
-    c.read_to_string(&mut text).unwrap();
-    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
     // f32: each worker sends its chunks plus one priming packet for each of the 8 slots, and its
     // session join (docs/switch.md §2.1).
     let want = [
@@ -89,6 +81,23 @@ fn two_jobs_on_one_switch_process_with_metrics() {
         "# TYPE spotagg_switch_straggler_rounds_last_total counter".to_string(),
         "spotagg_switch_unknown_source_job_total 0".to_string(),
     ];
+    // The serve thread publishes every 200 ms: read until the counts are the final ones (60 s
+    // at most), then check every line.
+    let scrape = || {
+        let mut c = TcpStream::connect(&metrics).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        let mut text = String::new();
+        c.read_to_string(&mut text).unwrap();
+        assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+        text
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut text = scrape();
+    while !text.lines().any(|l| l.starts_with(want[1].as_str())) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        text = scrape();
+    }
     for w in &want {
         assert!(text.lines().any(|l| l.starts_with(w.as_str())), "no line {w:?} in\n{text}");
     }

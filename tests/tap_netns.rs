@@ -300,9 +300,9 @@ fn through_tap(engine_args: &[&str], engine: &str, tag: &str, what: &str, vlan: 
     // Stop the switch and check its counters against the traffic.
     // SAFETY: kill of a child process of ours that has not been reaped.
     unsafe { libc::kill(ns.procs[0].id() as libc::pid_t, libc::SIGTERM) };
-    let limit = Instant::now() + Duration::from_secs(10);
+    let limit = Instant::now() + Duration::from_secs(60);
     while ns.procs[0].try_wait().unwrap().is_none() {
-        assert!(Instant::now() < limit, "`spotagg tap` did not exit on SIGTERM");
+        assert!(Instant::now() < limit, "`spotagg tap` did not exit on SIGTERM in 60 s");
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(ns.procs[0].wait().unwrap().success(), "`spotagg tap` failed");
