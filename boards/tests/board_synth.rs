@@ -12,7 +12,9 @@ use spotagg_testkit::{require_tool, Tool};
 /// The board top with the smallest core (the check is about the board logic around it),
 /// with the EAPS node built in (as `spotagg build` makes it) and without it (`spotagg build
 /// --no-eaps`): each synthesizes, fits, and the node and its gates cost what leaving it out
-/// removes.
+/// removes, in LUTs and flip-flops, and no block RAM. Every block of the core but the
+/// straggler counters and the other widths' stream adapters (`hdl/tests/verilog.rs`), and every
+/// EAPS block, synthesizes here.
 #[test]
 fn board_top_synthesizes_for_ecp5() {
     if !require_tool(Tool::Yosys) {
@@ -40,6 +42,8 @@ fn board_top_synthesizes_for_ecp5() {
     let (with, without) = (synth(true), synth(false));
     assert!(with.lut4 > without.lut4 + 2000, "the node costs LUTs: {with:?} vs {without:?}");
     assert!(with.flip_flops > without.flip_flops + 1000, "{with:?} vs {without:?}");
+    // The board's block RAM is taken by the slots and FIFOs (55 of 56 DP16KD at 30 slots).
+    assert_eq!(with.dp16kd, without.dp16kd, "the EAPS node must take no block RAM: {with:?} vs {without:?}");
 }
 
 /// The Colorlight i9 (LFE5U-45F) board top as `spotagg build --board colorlight-i9` makes it:

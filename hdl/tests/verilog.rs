@@ -2,10 +2,11 @@
 //! block and of the core (no latches, no errors). Without `yosys` on PATH the Yosys tests fail
 //! with `NOT RUN` (`spotagg_testkit::require_tool`) unless `SPOTAGG_SKIP_YOSYS=1`.
 //!
-//! Tiers: the plain tests synthesize each block once and the core once (the inner loop); the
-//! `slow tier` ones synthesize full-size and other-width cores (`scripts/test.sh` runs them);
-//! the `manual` one measures what optional features cost, for docs/performance.md (run it by
-//! name with `--ignored`; nothing else depends on it).
+//! Tiers: the plain tests synthesize the core once and the blocks that the board top of
+//! `boards/tests/board_synth.rs` lacks (the inner loop); the `slow tier` ones synthesize
+//! full-size and other-width cores (`scripts/test.sh` runs them); the `manual` ones measure what
+//! blocks and optional features cost, for docs/performance.md and docs/eaps.md (run them by
+//! name with `--ignored`; nothing else depends on them).
 
 use spotagg_hdl::verilog::{block_verilogs, core_verilog, eaps_verilogs, synth_ecp5};
 use spotagg_hdl::CoreConfig;
@@ -35,8 +36,31 @@ fn skip() -> bool {
     !spotagg_testkit::require_tool(spotagg_testkit::Tool::Yosys)
 }
 
+/// The blocks that the fast tier's board top (`boards/tests/board_synth.rs`: a width-4 core with
+/// the tree leaf, no straggler counters, and the EAPS node) does not hold: the straggler
+/// counters and the width-1 and width-8 stream adapters. Every other block synthesizes inside
+/// that board top, where a latch or an error would name it; `block_costs` prints each block's
+/// cells for docs/performance.md.
 #[test]
-fn every_block_synthesizes_for_ecp5() {
+fn blocks_the_board_top_lacks_synthesize_for_ecp5() {
+    if skip() {
+        return;
+    }
+    for w in [1, 8] {
+        let config = CoreConfig::new(w, 4, 256, 32).unwrap();
+        let blocks = block_verilogs(&config).into_iter().filter(|(n, _)| n.ends_with("_width") || *n == "stragglers");
+        for (name, v) in blocks.filter(|(n, _)| w == 1 || *n != "stragglers") {
+            let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("{name} width {w}: {e}"));
+            println!("{name} width {w}: {u:?}");
+        }
+    }
+}
+
+/// Every block of the core on its own, at widths 1, 4 and 8 (the stream adapters): the cells of
+/// each, for docs/performance.md ("Per block").
+#[test]
+#[ignore = "manual: every block's cells on its own (docs/performance.md)"]
+fn block_costs() {
     if skip() {
         return;
     }
@@ -47,11 +71,11 @@ fn every_block_synthesizes_for_ecp5() {
             Err(e) => panic!("{name}: {e}"),
         }
     }
-    // The width-4 and width-8 stream adapters too.
     for w in [4, 8] {
         let config = CoreConfig::new(w, 4, 256, 32).unwrap();
         for (name, v) in block_verilogs(&config).into_iter().filter(|(n, _)| n.ends_with("_width")) {
-            synth_ecp5(&v).unwrap_or_else(|e| panic!("{name} width {w}: {e}"));
+            let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("{name} width {w}: {e}"));
+            println!("{name} width {w}: {u:?}");
         }
     }
 }
@@ -69,7 +93,7 @@ fn core_synthesizes_for_ecp5() {
 
 /// What the optional features cost in the core (the straggler counters, the tree leaf): two
 /// more syntheses of the core, for the figures in docs/performance.md. Each feature's block
-/// is synthesized on its own by `every_block_synthesizes_for_ecp5`, and the i9 builds of the
+/// is synthesized on its own by `block_costs` (`blocks_the_board_top_lacks_synthesize_for_ecp5` in the fast tier), and the i9 builds of the
 /// slow tier synthesize the core with both.
 #[test]
 #[ignore = "manual: what the straggler counters and the tree leaf cost in the core (docs/performance.md)"]
@@ -129,29 +153,20 @@ fn core_synthesizes_at_widths_1_and_8() {
     }
 }
 
-/// The EAPS blocks synthesize (no latches, no block RAM) with the board's 2 domains; prints
-/// the cells of each (what EAPS costs on the board: docs/eaps.md §12).
+/// What the EAPS blocks cost: every block with the board's 2 domains, and the node and the VLAN
+/// gate with 1 and 4 (docs/eaps.md §12). (The fast tier synthesizes the node and its blocks
+/// inside the board top, `boards/tests/board_synth.rs`, which also checks that they take no
+/// block RAM.)
 #[test]
-fn eaps_blocks_synthesize_for_ecp5() {
-    if skip() {
-        return;
-    }
-    for (name, v) in eaps_verilogs(2) {
-        let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("{name} (2 domains): {e}"));
-        println!("{name} (2 domains): {u:?}");
-        assert_eq!(u.dp16kd, 0, "{name}: EAPS must not take a block RAM (55 of 56 are in use)");
-    }
-}
-
-/// What the node and the VLAN gate cost with 1 and 4 domains (docs/eaps.md §12).
-#[test]
-#[ignore = "manual: what the EAPS node costs with 1 and 4 domains (docs/eaps.md)"]
+#[ignore = "manual: what the EAPS blocks cost with 1, 2 and 4 domains (docs/eaps.md)"]
 fn eaps_domain_costs() {
     if skip() {
         return;
     }
-    for d in [1, 4] {
-        for (name, v) in eaps_verilogs(d).into_iter().filter(|(n, _)| *n == "eaps_node" || *n == "eaps_vlan_gate") {
+    for d in [2, 1, 4] {
+        let blocks =
+            eaps_verilogs(d).into_iter().filter(|(n, _)| d == 2 || *n == "eaps_node" || *n == "eaps_vlan_gate");
+        for (name, v) in blocks {
             let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("{name} ({d} domains): {e}"));
             println!("{name} ({d} domains): {u:?}");
             assert_eq!(u.dp16kd, 0, "{name}: EAPS must not take a block RAM");
