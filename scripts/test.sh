@@ -139,7 +139,7 @@ build() {
     cargo test --workspace --locked --no-run
 }
 # The manual tests (run by name only): the i9's place and route, the cost measurements.
-manual='test(=builds_the_i9_board_top_to_a_bitstream_that_meets_timing) | test(=core_feature_costs) | test(=eaps_domain_costs) | test(=every_board_block_reaches_135_mhz_out_of_context) | test(=child_builds_the_model)'
+manual='test(=builds_the_i9_board_top_to_a_bitstream_that_meets_timing) | test(=core_feature_costs) | test(=eaps_domain_costs) | test(=block_costs) | test(=bench_report_prints) | test(=every_board_block_reaches_135_mhz_out_of_context) | test(=child_builds_the_model)'
 fast() {
     stage "fast tier: cargo nextest run --workspace"
     cargo nextest run --workspace --locked "$@"

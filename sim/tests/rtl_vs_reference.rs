@@ -200,7 +200,10 @@ fn sessions_back_to_back_match_the_reference() {
     }
 }
 
+/// The core's cycles per element and per contribution, for docs/performance.md (a figure, not a
+/// check: run it by name).
 #[test]
+#[ignore = "manual: prints the core's cycle figures (docs/performance.md)"]
 fn bench_report_prints() {
     let r = spotagg_sim::rtl::bench_report();
     println!("{r}");
@@ -226,10 +229,13 @@ fn slot_counts_and_payloads() {
     }
 }
 
-/// Many small seeded traces, every parameter drawn from the seed.
+/// Many small seeded traces, every parameter drawn from the seed. 8 seeds (24 until 2026-12-05):
+/// they draw n 1-5, both payloads, slots 1-6, any reordering and width 1, and the planted faults
+/// of tests/faults/ that this test catches fail by the third seed (docs/performance.md, "Test
+/// suite").
 #[test]
 fn seed_sweep() {
-    for seed in 100..124u64 {
+    for seed in 100..108u64 {
         let n = 1 + (seed % 5) as usize;
         let payload = if seed % 3 == 0 { PayloadSize::B1024 } else { PayloadSize::B256 };
         let slots = 1 + (seed % 6) as u16;
