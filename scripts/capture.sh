@@ -8,7 +8,8 @@
 # for scripts/eaps_events.py.
 #
 # flowing SINCE: waits until every ping log of $FLOW_LOGS (default $PING_LOGS; ping -D output)
-# holds a reply stamped 0.2 s or more after SINCE (seconds since the epoch), 60 s at most: an
+# holds a reply stamped 0.2 s or more after SINCE (seconds since the epoch; the scripts run ping
+# under `stdbuf -oL`, else its lines reach the file 4 KiB at a time), 60 s at most: an
 # event, not a fixed sleep, so that a loaded machine only makes the run longer. Returns 1 if
 # they did not. An event whose action cuts a host off names the pings that must flow:
 # `FLOW_LOGS=... event NAME ACTION...`.

@@ -183,7 +183,7 @@ up() { ip -n "$(ns $1)" link set "$2" up; }
 DUR=900
 PING_LOGS=$WORK/ping
 # (ip netns exec itself, not nx in the background: $! is then ping's process, which the end stops.)
-ip netns exec "$(ns h1)" ping -D -n -i 0.02 -s $SIZE -W 1 -w $DUR 10.78.0.3 >"$WORK/ping" 2>&1 &
+ip netns exec "$(ns h1)" stdbuf -oL ping -D -n -i 0.02 -s $SIZE -W 1 -w $DUR 10.78.0.3 >"$WORK/ping" 2>&1 &
 PING=$!
 PIDS+=($PING)
 sleep 1

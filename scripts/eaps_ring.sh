@@ -169,9 +169,9 @@ link_up() { ip -n "$(ns n${1%-*})" link set p${1%-*}${1#*-} up; }
 # (The pings' deadline is only a bound: they are stopped after the last event.)
 DUR=900
 PING_LOGS="$WORK/ping-1-6 $WORK/ping-2-5"
-ip netns exec "$(ns h1)" ping -D -n -i 0.01 -s 1000 -W 1 -w $DUR 10.77.0.6 >"$WORK/ping-1-6" 2>&1 &
+ip netns exec "$(ns h1)" stdbuf -oL ping -D -n -i 0.01 -s 1000 -W 1 -w $DUR 10.77.0.6 >"$WORK/ping-1-6" 2>&1 &
 PING1=$!
-ip netns exec "$(ns h2)" ping -D -n -i 0.01 -s 1000 -W 1 -w $DUR 10.77.0.5 >"$WORK/ping-2-5" 2>&1 &
+ip netns exec "$(ns h2)" stdbuf -oL ping -D -n -i 0.01 -s 1000 -W 1 -w $DUR 10.77.0.5 >"$WORK/ping-2-5" 2>&1 &
 PING2=$!
 PIDS+=($PING1 $PING2)
 sleep 1
