@@ -1,26 +1,19 @@
 //! The wire layout the blocks are written against, checked at compile time against the one
-//! definition in `spotagg_driver::wire`.
+//! definition in `spotagg_driver::wire` (its field tables, and `spotagg_driver::wire::layout`
+//! for where each header begins).
 //!
 //! rust-hdl kernels (`#[hdl_gen]`) cannot name Rust constants, so the parser, the aggregator
 //! and the result builder use numbers: word `J` of a frame holds bytes `4J..4J+4`. Every
-//! number they rely on is derived here from the driver's field tables and asserted equal to
-//! the literal the kernels use; a change of the wire format fails the build of this crate.
+//! number they rely on is asserted here equal to the literal the kernels use; a change of the
+//! wire format fails the build of this crate. What only the HDL needs (a count of 32-bit
+//! words) is derived here.
 
 use spotagg_driver::counters::DropReason;
-use spotagg_driver::wire::{arp, ethernet, icmp, ipv4, switchml, udp, EtherType, IpProtocol};
+use spotagg_driver::wire::layout::{ARP_FRAME_LEN, L4_OFFSET, PAYLOAD_OFFSET, SWITCHML_OFFSET};
+use spotagg_driver::wire::{arp, icmp, ipv4, switchml, EtherType, IpProtocol};
 
-/// Byte offset of the IPv4 header (and of ARP).
-pub const IP_OFFSET: usize = ethernet::HEADER_LEN;
-/// Byte offset of the UDP / ICMP header.
-pub const L4_OFFSET: usize = IP_OFFSET + ipv4::HEADER_LEN;
-/// Byte offset of the SwitchML header.
-pub const SWITCHML_OFFSET: usize = L4_OFFSET + udp::HEADER_LEN;
-/// Byte offset of the payload.
-pub const PAYLOAD_OFFSET: usize = SWITCHML_OFFSET + switchml::PREAMBLE_LEN;
 /// 32-bit words before the payload (captured header words h0..h12).
 pub const HEADER_WORDS: usize = PAYLOAD_OFFSET / 4;
-/// Bytes of an ARP reply.
-pub const ARP_FRAME_LEN: usize = IP_OFFSET + arp::PACKET_LEN;
 
 const fn check(ok: bool) {
     assert!(ok, "the HDL's wire layout no longer matches spotagg_driver::wire");

@@ -27,10 +27,11 @@
 //! slot_base = 16
 //! ```
 
-use crate::reference::{RefSwitch, IP_OFFSET, L4_OFFSET, SWITCHML_OFFSET, TAG_LEN, TAG_OFFSET};
+use crate::reference::RefSwitch;
 use spotagg_driver::counters::{Counters, DropReason};
 use spotagg_driver::engine::Engine;
 use spotagg_driver::metrics::{counter_families, merge, Family, Kind};
+use spotagg_driver::wire::layout::{IP_OFFSET, L4_OFFSET, SWITCHML_OFFSET, TAG_LEN, TAG_OFFSET};
 use spotagg_driver::wire::{switchml, udp, vlan, EtherType, EthernetFrame, IpProtocol, Ipv4Packet};
 use spotagg_driver::JobConfig;
 

@@ -12,44 +12,22 @@
 //!   ([`Counters::is_consistent`] holds after every frame);
 //! - no allocation per frame beyond the frames emitted.
 //!
-//! Offsets of every field come from `spotagg_driver::wire`:
-//!
-//! | frame bytes | header |
-//! |-------------|--------|
-//! | 0..14       | Ethernet II |
-//! | 14..42      | ARP (Ethernet/IPv4) |
-//! | 14..34      | IPv4, IHL 5 |
-//! | 34..42      | ICMP echo header / UDP header |
-//! | 42..50      | SwitchML header |
-//! | 50, 51      | exponents `e0`, `e1` |
-//! | 52..52+P    | payload, k int32 big-endian |
+//! Offsets of every field come from `spotagg_driver::wire`, where each header begins from
+//! `spotagg_driver::wire::layout` (its table: Ethernet 0..14, IPv4 or ARP from 14, UDP or ICMP
+//! from 34, SwitchML from 42, the payload from 52).
 
 use spotagg_driver::counters::{Counters, DropReason};
 use spotagg_driver::engine::Engine;
 use spotagg_driver::metrics::{counter_families, Family, Kind};
+use spotagg_driver::wire::layout::{
+    ARP_FRAME_LEN, IP_OFFSET, L4_OFFSET, PAYLOAD_OFFSET, SWITCHML_MIN_UDP_LEN, SWITCHML_OFFSET, TAG_LEN, TAG_OFFSET,
+};
 use spotagg_driver::wire::{
-    arp, be16, ethernet, icmp, ipv4, switchml, udp, vlan, vlan::VlanPacket, ArpOperation, ArpPacket, ArpRepr,
-    EtherType, EthernetFrame, EthernetRepr, IpProtocol, Ipv4Addr, Ipv4Packet, Ipv4Repr, MacAddr, PoolIndex,
-    SwitchmlPacket, UdpPacket, UdpRepr,
+    be16, icmp, ipv4, switchml, udp, vlan, vlan::VlanPacket, ArpOperation, ArpPacket, ArpRepr, EtherType,
+    EthernetFrame, EthernetRepr, IpProtocol, Ipv4Addr, Ipv4Packet, Ipv4Repr, MacAddr, PoolIndex, SwitchmlPacket,
+    UdpPacket, UdpRepr,
 };
 use spotagg_driver::JobConfig;
-
-/// Offset of a tagged frame's 802.1Q tag (its TPID takes the place of the EtherType).
-pub const TAG_OFFSET: usize = ethernet::field::ETHERTYPE.start;
-/// Length of the tag: TPID and TCI.
-pub const TAG_LEN: usize = 4;
-/// Offset of the IPv4 (or ARP) header in a frame.
-pub const IP_OFFSET: usize = ethernet::HEADER_LEN;
-/// Offset of the UDP (or ICMP) header in a frame.
-pub const L4_OFFSET: usize = IP_OFFSET + ipv4::HEADER_LEN;
-/// Offset of the SwitchML header in a frame.
-pub const SWITCHML_OFFSET: usize = L4_OFFSET + udp::HEADER_LEN;
-/// Offset of the payload in a contribution or result frame.
-pub const PAYLOAD_OFFSET: usize = SWITCHML_OFFSET + switchml::PREAMBLE_LEN;
-/// Length of an ARP frame without link padding.
-pub const ARP_FRAME_LEN: usize = IP_OFFSET + arp::PACKET_LEN;
-/// UDP length of a SwitchML message without payload (UDP header, SwitchML header, exponents).
-pub const SWITCHML_MIN_UDP_LEN: usize = udp::HEADER_LEN + switchml::PREAMBLE_LEN;
 
 /// What the switch makes of a received frame (docs/switch.md §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,15 +22,13 @@
 //!
 //! The same [`TraceSpec`] always gives the same trace (ChaCha8 seeded from `seed`).
 
-use crate::reference::{
-    classify, untag, Classification, RefSwitch, IP_OFFSET, L4_OFFSET, PAYLOAD_OFFSET, SWITCHML_OFFSET, TAG_LEN,
-    TAG_OFFSET,
-};
+use crate::reference::{classify, untag, Classification, RefSwitch};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spotagg_driver::counters::DropReason;
 use spotagg_driver::engine::Engine;
+use spotagg_driver::wire::layout::{IP_OFFSET, L4_OFFSET, PAYLOAD_OFFSET, SWITCHML_OFFSET, TAG_LEN, TAG_OFFSET};
 use spotagg_driver::wire::{
     arp, checksum, ethernet, icmp, ipv4, switchml, udp, vlan, ArpOperation, ArpPacket, ArpRepr, EtherType,
     EthernetFrame, EthernetRepr, IpProtocol, Ipv4Addr, Ipv4Packet, Ipv4Repr, MacAddr, PayloadSize, PoolIndex,

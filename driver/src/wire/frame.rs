@@ -17,8 +17,8 @@ pub struct Endpoint {
     pub port: u16,
 }
 
-/// Bytes of Ethernet, IPv4 and UDP headers.
-pub const HEADERS_LEN: usize = ethernet::HEADER_LEN + ipv4::HEADER_LEN + udp::HEADER_LEN;
+/// Bytes of Ethernet, IPv4 and UDP headers: where the UDP payload begins.
+pub const HEADERS_LEN: usize = super::layout::SWITCHML_OFFSET;
 
 /// Writes into `out` (cleared first) the frame carrying `payload` from `src` to `dst`:
 /// IPv4 TTL 64 with its header checksum, UDP checksum 0.

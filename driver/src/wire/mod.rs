@@ -8,6 +8,8 @@
 //!   accessors never panic afterwards) and setters when `T: AsMut<[u8]>`;
 //! - a `Repr` (the meaning) with `parse` from a view and `emit` into one.
 //!
+//! [`layout`] composes the headers into the switch's frame: where each one begins.
+//!
 //! Unknown values (an EtherType, an ARP operation, an IP protocol, a SwitchML message
 //! type) are kept as numbers and reported, never panicked on.
 
@@ -61,6 +63,7 @@ pub mod fcs;
 pub mod frame;
 pub mod icmp;
 pub mod ipv4;
+pub mod layout;
 pub mod switchml;
 pub mod udp;
 pub mod vlan;
