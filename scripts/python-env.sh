@@ -41,7 +41,7 @@ fi
 stamp="$venv/.spotagg-stamp"
 if [ ! -f "$stamp" ] || ! "$py" -c 'import spotagg' >/dev/null 2>&1 \
     || [ -n "$(find python/src python/python python/Cargo.toml python/pyproject.toml driver/src driver/Cargo.toml \
-        sim/src sim/Cargo.toml Cargo.lock -newer "$stamp" \
+        spec/src spec/Cargo.toml Cargo.lock -newer "$stamp" \
         -not -path '*/__pycache__*' -print -quit)" ]; then
     echo "== python-env: pip install ./python (maturin, release build)" >&2
     "$py" -m pip install -q --no-build-isolation --no-deps --force-reinstall ./python >&2

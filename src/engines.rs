@@ -27,7 +27,7 @@ impl EngineKind {
     /// Builds the engine, writing a VCD waveform to `vcd` (simulated engines only).
     pub fn build_traced(self, job: &JobConfig, vcd: Option<&Path>) -> Result<Box<dyn Engine>> {
         match (self, vcd) {
-            (EngineKind::Model, None) => Ok(Box::new(spotagg_sim::reference::RefSwitch::new(job.clone()))),
+            (EngineKind::Model, None) => Ok(Box::new(spotagg_spec::reference::RefSwitch::new(job.clone()))),
             (EngineKind::Rtl, None) => Ok(Box::new(
                 spotagg_sim::rtl::RtlEngine::for_job(job, SIM_WIDTH_BYTES)
                     .context("building the rust-hdl core for the job")?,

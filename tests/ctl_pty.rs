@@ -33,10 +33,10 @@ use spotagg_hdl::rust_hdl::prelude::*;
 use spotagg_hdl::uart::SerialModel;
 use spotagg_hdl::CoreConfig;
 use spotagg_sim::gmii::{self, padded, wrap as wire};
-use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::trace::{generate, TraceSpec};
 use spotagg_sim::verilator::{ports_of, BuildOptions, VerilatedModel};
 use spotagg_sim::verilator_engine::WAIVERS;
+use spotagg_spec::reference::RefSwitch;
 use std::io::{Read, Write};
 use std::process::Command;
 use std::sync::mpsc;
@@ -658,7 +658,7 @@ fn two_jobs_configured_and_counted_over_the_control_link() {
 }
 
 fn two_jobs_run() {
-    use spotagg_sim::multi_job::MultiSwitch;
+    use spotagg_spec::multi_job::MultiSwitch;
     let core = CoreConfig::new(4, 4, 1024, 32).unwrap().with_stragglers(true);
     let lossy = |s: TraceSpec| TraceSpec { loss: 0.05, duplication: 0.05, ..s };
     let a = lossy(TraceSpec::new(3, PayloadSize::B256, 4, 8, 21));

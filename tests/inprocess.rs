@@ -9,7 +9,7 @@ use spotagg_driver::fixedpoint;
 use spotagg_driver::transport::{FaultInjector, Faults, InProcessSwitch};
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::{Error, JobConfig, Worker};
-use spotagg_sim::reference::RefSwitch;
+use spotagg_spec::reference::RefSwitch;
 use std::time::Duration;
 
 fn job(n: usize, payload: PayloadSize, slots: u16) -> JobConfig {

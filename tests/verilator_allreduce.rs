@@ -12,8 +12,8 @@ use spotagg_driver::fixedpoint::{error_bound, exponent};
 use spotagg_driver::transport::{allreduce_f32, InProcessSwitch};
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::{Engine, JobConfig};
-use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::verilator_engine::verilator_engine_for_job;
+use spotagg_spec::reference::RefSwitch;
 use std::time::{Duration, Instant};
 
 const N: usize = 4;

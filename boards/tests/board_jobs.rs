@@ -13,9 +13,9 @@ use spotagg_hdl::rust_hdl::prelude::*;
 use spotagg_hdl::CoreConfig;
 use spotagg_sim::board_model::BoardModel;
 use spotagg_sim::gmii::padded;
-use spotagg_sim::multi_job::{JobPlacement, MultiSwitch};
 use spotagg_sim::trace::{self, TraceSpec};
 use spotagg_sim::verilator::ports_of;
+use spotagg_spec::multi_job::{JobPlacement, MultiSwitch};
 use spotagg_testkit::{require_tool, Tool};
 
 #[test]

@@ -24,10 +24,10 @@ use spotagg_hdl::rust_hdl::prelude::*;
 use spotagg_hdl::CoreConfig;
 use spotagg_sim::board_model::FabricPins;
 use spotagg_sim::gmii::{self, padded, wrap as wire};
-use spotagg_sim::multi_job::{JobPlacement, MultiSwitch};
-use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::trace::{generate, TraceSpec};
 use spotagg_sim::verilator::{ports_of, BuildOptions, VerilatedModel};
+use spotagg_spec::multi_job::{JobPlacement, MultiSwitch};
+use spotagg_spec::reference::RefSwitch;
 use spotagg_testkit::{require_tool, Tool};
 
 const WAIVERS_EXTRA: &str = "lint_off -rule UNOPTFLAT -file \"*top.v\"\n";
@@ -674,7 +674,7 @@ fn fabric_verilog_lints_clean() {
 /// (the reference's time too). Into port 0: a master's HEALTH on the control VLAN, the same PDU damaged
 /// (another EDP frame, to be passed on unchanged), a PDU on a VLAN that is no domain's, and
 /// data frames tagged with a protected VLAN, an unprotected one and none. Out of port 1 must
-/// come exactly what the reference node (`spotagg_sim::eaps::EapsNode`, same configuration,
+/// come exactly what the reference node (`spotagg_spec::eaps::EapsNode`, same configuration,
 /// same links) sends for the control frames, in order, and the bridged data frames but the
 /// protected one; nothing out of port 0; the node's status words agree with the reference's
 /// state, port states and counters.
@@ -695,7 +695,7 @@ fn eaps_transit_matches_the_reference_node(periods: Option<[u64; 5]>) {
     use spotagg_driver::control::protocol::eaps::DomainSettings;
     use spotagg_driver::wire::eaps::{emit_frame, EapsRepr, EapsState, EapsType};
     use spotagg_driver::wire::MacAddr;
-    use spotagg_sim::eaps::{Action, DomainConfig, EapsNode, FailAction, Role};
+    use spotagg_spec::eaps::{Action, DomainConfig, EapsNode, FailAction, Role};
     if !require_tool(Tool::Verilator) {
         return;
     }

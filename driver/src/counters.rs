@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 /// sessions come last so that the counter addresses of the others stay: a frame with several
 /// faults is counted under the first check that fails, in the order of docs/switch.md §1
 /// (`wrong_src_port` right after `unknown_source`, `stale_session` after `bad_slot`; see
-/// `sim::reference` for the exact decision procedure).
+/// `spotagg_spec::reference` for the exact decision procedure).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DropReason {

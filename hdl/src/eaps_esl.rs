@@ -23,7 +23,7 @@
 
 use rust_hdl::prelude::*;
 
-/// Entries of [`EslSeen`]: the reference's `spotagg_sim::eaps::ESL_SEEN`.
+/// Entries of [`EslSeen`]: the reference's `spotagg_spec::eaps::ESL_SEEN`.
 pub const ESL_SEEN: usize = 4;
 
 /// Checks a port's received frames as ESL PDUs (docs/eaps.md §2, §11).

@@ -1,5 +1,5 @@
 //! The EAPS node in hardware: docs/eaps.md §2–§5 for `D` domains on two ring ports, the same
-//! transitions, PDUs and timers as the reference node `spotagg_sim::eaps::EapsNode`, which the
+//! transitions, PDUs and timers as the reference node `spotagg_spec::eaps::EapsNode`, which the
 //! tests here and `sim/tests/eaps_hdl.rs` hold it to, frame for frame.
 //!
 //! One sequencer handles one event at a time, domain by domain in index order, exactly as the

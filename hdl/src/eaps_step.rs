@@ -4,7 +4,7 @@
 //! into flip-flops first, applies `n` and the pulses when it writes the step back, and emits the
 //! planned PDU through its emitter.
 //!
-//! Contract (the reference is `spotagg_sim::eaps::EapsNode`, whose calls the node replays):
+//! Contract (the reference is `spotagg_spec::eaps::EapsNode`, whose calls the node replays):
 //! - In: the event (`job`; for `Job::Timers`, which of the four timers `step` is: hello, fail,
 //!   pre-forwarding 0, 1), the port it concerns (`port`), the links as the node acts on them
 //!   (`link`), the time, the node's MAC, the domain's registers (`k`), configuration (`cfg`) and

@@ -1,5 +1,5 @@
 //! `spotagg._native`: the worker library ([`spotagg_driver`]) and the software switch
-//! ([`spotagg_sim::udp_switch`]) for Python. Bindings only: every protocol decision stays in the
+//! ([`spotagg_spec::udp_switch`]) for Python. Bindings only: every protocol decision stays in the
 //! driver crate.
 //!
 //! - [`PyWorker`] (`spotagg.Worker`): one rank of a job over UDP; `allreduce` sums a float32
@@ -22,8 +22,8 @@ use spotagg_driver::transport::{enlarge_buffers, UdpTransport, SOCKET_BUFFER};
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::worker::{Error as DriverError, Stats, Worker};
 use spotagg_driver::{Counters, Engine};
-use spotagg_sim::reference::RefSwitch;
-use spotagg_sim::udp_switch::{self, ServeOptions, ServeStats};
+use spotagg_spec::reference::RefSwitch;
+use spotagg_spec::udp_switch::{self, ServeOptions, ServeStats};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -145,7 +145,7 @@ impl BoardModel {
 
     /// [`BoardModel::build`] for a fabric of `jobs` cores (`SwitchFabric::<J>::with_jobs`,
     /// docs/switch.md §8): the counters are then the jobs' sum and the unknown (source, job)
-    /// pairs, as `crate::multi_job::MultiSwitch` counts them; [`BoardModel::job_counters`] gives
+    /// pairs, as `spotagg_spec::multi_job::MultiSwitch` counts them; [`BoardModel::job_counters`] gives
     /// each job's, read through the job select (0x0F) on the fabric's configuration inputs.
     pub fn build_jobs(verilog: &str, ports: &[PortSpec], jobs: usize) -> Result<BoardModel, BoardModelError> {
         let mut m = VerilatedModel::build(verilog, ports, &fabric_build_options())?;

@@ -442,7 +442,7 @@ impl RtlEngine {
     /// from the core (`spotagg_hdl::straggler`); `None` when the core was built without them or
     /// this model of the core has no read-out. Reading clocks the idle core until its scan has
     /// shown every word (at most 1024 cycles, not counted in [`RtlEngine::cycles`]).
-    pub fn stragglers(&mut self, n: usize) -> Option<Vec<crate::reference::StragglerCounters>> {
+    pub fn stragglers(&mut self, n: usize) -> Option<Vec<spotagg_spec::reference::StragglerCounters>> {
         if !self.config.stragglers {
             return None;
         }
@@ -450,7 +450,7 @@ impl RtlEngine {
         let w = |r: usize, j: usize| u64::from(words[r * spotagg_hdl::straggler::WORDS_PER_RANK + j]);
         Some(
             (0..n.min(32))
-                .map(|r| crate::reference::StragglerCounters {
+                .map(|r| spotagg_spec::reference::StragglerCounters {
                     rounds_last: w(r, 0),
                     behind_us_total: w(r, 1),
                     behind_us_max: w(r, 2),
@@ -461,7 +461,7 @@ impl RtlEngine {
 
     /// The tree counters (docs/switch.md §6), read from the core's counters 24..=27
     /// (`spotagg_hdl::counters`); `None` when the core was built without `tree`.
-    pub fn tree_counters(&self) -> Option<crate::reference::TreeCounters> {
+    pub fn tree_counters(&self) -> Option<spotagg_spec::reference::TreeCounters> {
         if !self.config.tree {
             return None;
         }
@@ -470,7 +470,7 @@ impl RtlEngine {
         for (i, x) in w.iter_mut().enumerate() {
             *x = u64::from(d.read_counter(TREE_COUNTER_BASE + i as u8));
         }
-        Some(crate::reference::TreeCounters {
+        Some(spotagg_spec::reference::TreeCounters {
             partials_up: w[0],
             partials_resent: w[1],
             parent_results: w[2],
@@ -597,7 +597,7 @@ impl Engine for RtlEngine {
     }
 
     /// The counters; of several jobs, their sum and the router's unknown (source, job) drops,
-    /// as `sim::multi_job::MultiSwitch` counts them.
+    /// as `spotagg_spec::multi_job::MultiSwitch` counts them.
     fn counters(&self) -> Counters {
         if self.jobs == 1 {
             return self.job_counters(0);
@@ -620,7 +620,7 @@ impl Engine for RtlEngine {
     fn metrics(&self) -> Vec<spotagg_driver::metrics::Family> {
         let mut f = spotagg_driver::metrics::counter_families(&self.counters(), &[]);
         if let Some(t) = self.tree_counters() {
-            f.extend(crate::reference::tree_families(&t, &[]));
+            f.extend(spotagg_spec::reference::tree_families(&t, &[]));
         }
         if self.config.stragglers {
             let words = self.driver.lock().expect("core driver poisoned").read_straggler_words();

@@ -22,7 +22,6 @@
 //!
 //! The same [`TraceSpec`] always gives the same trace (ChaCha8 seeded from `seed`).
 
-use crate::reference::{classify, untag, Classification, RefSwitch};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -35,6 +34,7 @@ use spotagg_driver::wire::{
     SwitchmlPacket, SwitchmlRepr, UdpPacket, UdpRepr,
 };
 use spotagg_driver::{JobConfig, JobVlan};
+use spotagg_spec::reference::{classify, untag, Classification, RefSwitch};
 use std::collections::BinaryHeap;
 
 /// How the channel from the workers to the switch may reorder frames.

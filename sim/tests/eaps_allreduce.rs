@@ -3,7 +3,7 @@
 //! exact, nothing may loop; the stall is the extra time over the same run without the failure.
 
 use spotagg_sim::eaps::allreduce::run;
-use spotagg_sim::eaps::ring::MS;
+use spotagg_spec::eaps::MS;
 
 #[test]
 fn allreduce_survives_a_ring_failure() {

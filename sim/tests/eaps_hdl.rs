@@ -1,5 +1,5 @@
 //! The hardware EAPS blocks (`spotagg_hdl::eaps_pdu`, `spotagg_hdl::eaps_node`) against the
-//! wire format and the reference node (`spotagg_sim::eaps::EapsNode`), in rust-hdl's
+//! wire format and the reference node (`spotagg_spec::eaps::EapsNode`), in rust-hdl's
 //! simulation: the PDU receiver and emitter against `parse_frame`/`emit_frame` on seeded
 //! random and damaged frames; one node against the reference on seeded random event
 //! sequences (every action compared after every event); and rings of mixed reference and
@@ -16,9 +16,9 @@ use spotagg_hdl::eaps_pdu::{EapsRx, EapsTx};
 use spotagg_hdl::rust_hdl::prelude::*;
 use spotagg_sim::eaps::differential::{compare_placements, reference};
 use spotagg_sim::eaps::hdl_node::HdlEapsNode;
-use spotagg_sim::eaps::ring::{MS, US};
-use spotagg_sim::eaps::{
-    other_edp_vlan, Action, Alert, Cause, DomainConfig, EapsEngine, EapsNode, FailAction, Nanos, Role, State,
+use spotagg_sim::eaps::EapsEngine;
+use spotagg_spec::eaps::{
+    other_edp_vlan, Action, Alert, Cause, DomainConfig, EapsNode, FailAction, Nanos, Role, State, MS, US,
 };
 use std::collections::BTreeMap;
 

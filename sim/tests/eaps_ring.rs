@@ -1,8 +1,9 @@
 //! The ring simulator's scenarios at 4, 16 and 50 nodes: the states each one must reach (checked
 //! inside `scenarios`), no frame ever looped, and the convergence figures the timers imply.
 
-use spotagg_sim::eaps::ring::{Flow, Ring, RingConfig, MS};
+use spotagg_sim::eaps::ring::{Flow, Ring, RingConfig};
 use spotagg_sim::eaps::scenarios::{self, Row};
+use spotagg_spec::eaps::MS;
 
 fn row<'a>(rows: &'a [Row], scenario: &str, event: &str) -> &'a Row {
     rows.iter().find(|r| r.scenario == scenario && r.event == event).unwrap_or_else(|| panic!("no row {scenario}"))

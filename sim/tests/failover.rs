@@ -14,7 +14,7 @@ use spotagg_driver::wire::frame::{self, Endpoint};
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::worker::{AllReduce, Stats, Worker};
 use spotagg_driver::{Engine, JobConfig};
-use spotagg_sim::reference::RefSwitch;
+use spotagg_spec::reference::RefSwitch;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -13,8 +13,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, RngSeed};
 use spotagg_driver::wire::{ArpOperation, EtherType, Ipv4Addr, MacAddr, PayloadSize};
 use spotagg_driver::{Counters, DropReason, Engine, JobConfig, JobVlan};
-use spotagg_sim::reference::{classify, Classification, RefSwitch};
 use spotagg_sim::trace::{arp_frame, echo_request, generate, malformed_frames, Reorder, TraceSpec};
+use spotagg_spec::reference::{classify, Classification, RefSwitch};
 
 fn config(cases: u32) -> Config {
     Config {

@@ -8,9 +8,9 @@ use spotagg_driver::engine::Engine;
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::{DropReason, JobVlan};
 use spotagg_hdl::CoreConfig;
-use spotagg_sim::multi_job::{JobPlacement, MultiSwitch};
 use spotagg_sim::rtl::RtlEngine;
 use spotagg_sim::trace::{self, TraceSpec};
+use spotagg_spec::multi_job::{JobPlacement, MultiSwitch};
 
 fn hex(f: &[u8]) -> String {
     f.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join("")

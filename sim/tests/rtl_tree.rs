@@ -8,8 +8,8 @@ use spotagg_driver::engine::Engine;
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::JobConfig;
 use spotagg_sim::cluster::{tree_allreduce_with, LinkParams, RunResult, Topology, TreeConfig};
-use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::rtl::RtlEngine;
+use spotagg_spec::reference::RefSwitch;
 use std::time::Duration;
 
 /// A tree counter from an engine's metrics (the reference switch's names).

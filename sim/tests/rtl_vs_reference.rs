@@ -5,9 +5,9 @@
 use spotagg_driver::engine::Engine;
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::{DropReason, JobConfig, JobVlan};
-use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::rtl::RtlEngine;
 use spotagg_sim::trace::{self, Reorder, TraceSpec};
+use spotagg_spec::reference::RefSwitch;
 
 #[path = "common/tree_trace.rs"]
 mod tree_trace;
@@ -342,7 +342,7 @@ fn a_slowed_worker_shows_in_the_straggler_counters() {
 /// same counters, the same tree counters, and every tree path taken.
 #[test]
 fn tree_leaf_matches_the_reference() {
-    let mut total = spotagg_sim::reference::TreeCounters::default();
+    let mut total = spotagg_spec::reference::TreeCounters::default();
     for (n, payload, slots, seed, width) in [
         (3, PayloadSize::B256, 2, 61u64, 4),
         (4, PayloadSize::B256, 3, 62, 1),

@@ -9,10 +9,10 @@ use spotagg_driver::engine::Engine;
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::{JobConfig, JobVlan};
 use spotagg_hdl::CoreConfig;
-use spotagg_sim::reference::RefSwitch;
 use spotagg_sim::rtl::RtlEngine;
 use spotagg_sim::trace::{self, Reorder, TraceSpec};
 use spotagg_sim::verilator_engine::verilator_engine;
+use spotagg_spec::reference::RefSwitch;
 
 #[path = "common/tree_trace.rs"]
 mod tree_trace;

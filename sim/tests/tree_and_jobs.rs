@@ -7,8 +7,8 @@ use spotagg_driver::counters::DropReason;
 use spotagg_driver::wire::frame::{decapsulate, encapsulate, Endpoint};
 use spotagg_driver::wire::{Ipv4Addr, MacAddr, PayloadSize, PoolIndex, SwitchmlPacket, SwitchmlRepr};
 use spotagg_driver::{Engine, JobConfig};
-use spotagg_sim::multi_job::{JobPlacement, MultiSwitch};
-use spotagg_sim::reference::RefSwitch;
+use spotagg_spec::multi_job::{JobPlacement, MultiSwitch};
+use spotagg_spec::reference::RefSwitch;
 
 const PARENT_IP: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 100);
 const PARENT_MAC: MacAddr = MacAddr([0x02, 0x00, 0x5a, 0x00, 0x00, 0x64]);

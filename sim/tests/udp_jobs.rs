@@ -5,8 +5,8 @@
 use spotagg_driver::transport::{free_worker_port, UdpTransport};
 use spotagg_driver::wire::{Ipv4Addr, PoolIndex, SwitchmlPacket, SwitchmlRepr};
 use spotagg_driver::{Engine, JobConfig, Worker};
-use spotagg_sim::multi_job::MultiSwitch;
-use spotagg_sim::udp_switch::{serve, ServeOptions};
+use spotagg_spec::multi_job::MultiSwitch;
+use spotagg_spec::udp_switch::{serve, ServeOptions};
 use std::net::UdpSocket;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

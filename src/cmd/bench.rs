@@ -209,7 +209,7 @@ fn bench_loopback(elements: usize) -> Result<()> {
         let job = job.clone();
         let stop = Arc::clone(&stop);
         std::thread::spawn(move || {
-            let mut engine = spotagg_sim::reference::RefSwitch::new(job.clone());
+            let mut engine = spotagg_spec::reference::RefSwitch::new(job.clone());
             serve(&socket, &job, &mut engine, &ServeOptions::default(), &stop).map(|st| (st, engine.counters()))
         })
     };
@@ -274,10 +274,10 @@ fn switch_alone_once(threads: u16, plain: bool, seconds: f64) -> Result<String> 
         let (job, stop) = (job.clone(), Arc::clone(&stop));
         std::thread::spawn(move || {
             let mut engines: Vec<Box<dyn Engine>> = (0..threads)
-                .map(|_| Box::new(spotagg_sim::reference::RefSwitch::new(job.clone())) as Box<dyn Engine>)
+                .map(|_| Box::new(spotagg_spec::reference::RefSwitch::new(job.clone())) as Box<dyn Engine>)
                 .collect();
             let opts = ServeOptions { plain_io: plain, ..ServeOptions::default() };
-            spotagg_sim::udp_switch::serve_threads(&sockets, &job, &mut engines, &opts, &stop)
+            spotagg_spec::udp_switch::serve_threads(&sockets, &job, &mut engines, &opts, &stop)
         })
     };
     let exe = std::env::current_exe().context("finding the spotagg executable")?;
@@ -373,7 +373,7 @@ mod test {
         use spotagg_driver::Engine;
         let job = spotagg_driver::JobConfig::example(4, spotagg_driver::wire::PayloadSize::B256, 16);
         let frames = super::contribution_frames(&job, 4);
-        let mut e = spotagg_sim::reference::RefSwitch::new(job);
+        let mut e = spotagg_spec::reference::RefSwitch::new(job);
         let mut out = Vec::new();
         for _ in 0..2 {
             for f in &frames {

@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use spotagg_driver::control::{link_state_name, open_serial, protocol, Control, CounterSnapshot, DESIGN_VERSION};
 use spotagg_driver::metrics::{board_families, straggler_families, Family, Kind, RankLag};
 use spotagg_driver::JobConfig;
-use spotagg_sim::metrics_http::{serve_http, MetricsBoard};
+use spotagg_spec::metrics_http::{serve_http, MetricsBoard};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -221,7 +221,7 @@ fn command(c: &mut Control<impl Read + Write + Send + 'static>, what: What, json
             }
         },
         What::Configure { jobs: Some(path), .. } => {
-            let sw = spotagg_sim::multi_job::MultiSwitch::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let sw = spotagg_spec::multi_job::MultiSwitch::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
             let jobs: Vec<JobConfig> = sw.jobs().map(|(p, _)| p.job.clone()).collect();
             c.configure_jobs(&jobs).with_context(|| format!("configuring {} on {serial}", path.display()))?;
             if json {
@@ -367,13 +367,13 @@ fn export<P: Read + Write + Send + 'static>(
             Ok((k, lags, s)) => {
                 let mut f = board_families(&k, &s);
                 if let Some([up, resent, results, stale]) = k.tree {
-                    let t = spotagg_sim::reference::TreeCounters {
+                    let t = spotagg_spec::reference::TreeCounters {
                         partials_up: up,
                         partials_resent: resent,
                         parent_results: results,
                         parent_results_stale: stale,
                     };
-                    f.extend(spotagg_sim::reference::tree_families(&t, &[]));
+                    f.extend(spotagg_spec::reference::tree_families(&t, &[]));
                 }
                 if let Some(u) = k.unknown_source_job {
                     f.push(Family::single(

@@ -1,7 +1,7 @@
 //! `spotagg switch`: an engine (the reference switch by default) served over a UDP socket, for
 //! hosts without an FPGA and for tests.
 //!
-//! The serve loop is [`spotagg_sim::udp_switch::serve_threads`]: with `--threads T` (default:
+//! The serve loop is [`spotagg_spec::udp_switch::serve_threads`]: with `--threads T` (default:
 //! the job's `switch_ports`), thread t listens on the bound port + t and owns the slots s with
 //! s mod T = t; workers of a job with `switch_ports = T` send slot s there.
 //!
@@ -15,9 +15,9 @@ use crate::engines::{load_job, EngineKind};
 use anyhow::{Context, Result};
 use spotagg_driver::transport::{enlarge_buffers, SOCKET_BUFFER};
 use spotagg_driver::Counters;
-use spotagg_sim::metrics_http::{serve_http, MetricsBoard};
-use spotagg_sim::multi_job::MultiSwitch;
-pub use spotagg_sim::udp_switch::{counters_line, serve, serve_threads, ServeOptions};
+use spotagg_spec::metrics_http::{serve_http, MetricsBoard};
+use spotagg_spec::multi_job::MultiSwitch;
+pub use spotagg_spec::udp_switch::{counters_line, serve, serve_threads, ServeOptions};
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::PathBuf;
@@ -33,7 +33,7 @@ pub struct Args {
     #[arg(long, required_unless_present = "jobs", conflicts_with = "jobs")]
     config: Option<PathBuf>,
     /// Several jobs on one switch (docs/switch.md §8): a TOML file of `[[job]]` entries, each a
-    /// job file (`config`) and its `slot_base` (sim::multi_job). Reference engine, one thread.
+    /// job file (`config`) and its `slot_base` (spotagg_spec::multi_job). Reference engine, one thread.
     #[arg(long)]
     jobs: Option<PathBuf>,
     /// Address to listen on, e.g. 0.0.0.0:48864 or 127.0.0.1:0.

@@ -271,7 +271,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let (job, mut engine): (_, Box<dyn Engine>) = match (&args.jobs, &args.config) {
         (Some(path), _) => {
-            let sw = spotagg_sim::multi_job::MultiSwitch::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let sw = spotagg_spec::multi_job::MultiSwitch::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
             let jobs: Vec<_> = sw.jobs().map(|(p, _)| p.job.clone()).collect();
             (sw.addressing_job(), Box::new(board_model_jobs(&jobs)?))
         }

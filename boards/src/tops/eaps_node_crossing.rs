@@ -486,7 +486,7 @@ mod test {
     use crate::cdc::two_clocks::TwoClocks;
     use spotagg_driver::wire::eaps::{emit_frame, EapsRepr, EapsState, EapsType};
     use spotagg_driver::wire::MacAddr;
-    use spotagg_sim::eaps::{Action, DomainConfig, EapsNode as RefNode, FailAction, Role};
+    use spotagg_spec::eaps::{Action, DomainConfig, EapsNode as RefNode, FailAction, Role};
 
     /// A frame as the router hands it to the node: FIFO words, the port in bit 36.
     fn words(frame: &[u8], port: usize) -> Vec<u64> {

@@ -30,8 +30,6 @@
 //!
 //! Everything is seeded: a run is a pure function of its configuration.
 
-use crate::multi_job::{JobPlacement, MultiSwitch};
-use crate::reference::RefSwitch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spotagg_driver::config::{JobConfig, ParentConfig, WorkerEntry};
@@ -40,6 +38,8 @@ use spotagg_driver::fixedpoint;
 use spotagg_driver::wire::frame::{self, Endpoint};
 use spotagg_driver::wire::{switchml, Ipv4Addr, MacAddr, PayloadSize};
 use spotagg_driver::worker::{self, AllReduce, Worker};
+use spotagg_spec::multi_job::{JobPlacement, MultiSwitch};
+use spotagg_spec::reference::RefSwitch;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};

@@ -1,5 +1,5 @@
 //! An all-reduce across a ring failure (issue 17 item 7): workers on several ring nodes run an
-//! i32 all-reduce through the reference switch (`crate::reference::RefSwitch`) attached to
+//! i32 all-reduce through the reference switch (`spotagg_spec::reference::RefSwitch`) attached to
 //! another node, over the ring simulator, while a ring link fails and is restored. The workers
 //! are the driver's sans-I/O [`spotagg_driver::AllReduce`]; their SwitchML messages travel as
 //! Ethernet/IPv4/UDP frames on protected VLAN 100 through the simulated bridges.
@@ -8,12 +8,12 @@
 //! hosts go to the switch or the workers, whose answers enter the ring at the step's end (so
 //! each host adds at most one step of latency), and due worker timers run.
 
-use super::ring::{Ring, RingConfig, MS, US};
-use super::Nanos;
-use crate::reference::RefSwitch;
+use super::ring::{Ring, RingConfig};
 use spotagg_driver::transport::frame::{decapsulate, encapsulate, Endpoint};
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::{Engine, JobConfig, Worker};
+use spotagg_spec::eaps::{Nanos, MS, US};
+use spotagg_spec::reference::RefSwitch;
 use std::time::{Duration, Instant};
 
 /// The co-simulation step.

@@ -25,12 +25,12 @@
 //! [`HdlEapsNode`]: super::hdl_node::HdlEapsNode
 
 use super::hdl_node::{hw_config, NodeOutputs, NodePins};
-use super::{DomainConfig, Port};
 use crate::board_model::{fabric_build_options, BoardModelError, FabricPins};
 use crate::gmii;
 use crate::verilator::{PortSpec, VerilatedModel};
 use spotagg_driver::control::protocol::eaps;
 use spotagg_driver::control::protocol::reg;
+use spotagg_spec::eaps::{DomainConfig, Port};
 use std::collections::VecDeque;
 
 /// Clocks without a byte received or sent, a register write, or the node busy, after which

@@ -4,11 +4,12 @@
 //! the all-reference run: every control frame (time, node, port, bytes), every port-state
 //! change, every transition and alert, and the frames lost and looped.
 
-use super::ring::{LogKind, Ring, RingConfig, RingDomain, MS, US};
-use super::{DomainConfig, EapsEngine, EapsNode, FailAction, Nanos};
+use super::ring::{LogKind, Ring, RingConfig, RingDomain};
+use super::EapsEngine;
 use spotagg_driver::wire::eaps::EapsType;
 use spotagg_driver::wire::esl::{self, EslRepr, EslRole, EslState};
 use spotagg_driver::wire::MacAddr;
+use spotagg_spec::eaps::{DomainConfig, EapsNode, FailAction, Nanos, MS, US};
 
 /// What a ring run produced, each list in time order (entries of one instant by node, then
 /// port or domain: the order within one call is not part of the contract).

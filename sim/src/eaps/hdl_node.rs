@@ -13,13 +13,14 @@
 //! over rust-hdl's simulation, [`VerilatorPins`] over a Verilator model of the block's
 //! generated Verilog.
 
-use super::{
-    Action, Alert, Cause, Counters, DomainConfig, EapsEngine, FailAction, FrameError, Nanos, Port, Role, State,
-};
+use super::EapsEngine;
 use spotagg_driver::control::protocol::eaps::DomainSettings;
 use spotagg_driver::wire::MacAddr;
 use spotagg_hdl::eaps_node::EapsNode as HdlNode;
 use spotagg_hdl::rust_hdl::prelude::*;
+use spotagg_spec::eaps::{
+    Action, Alert, Cause, Counters, DomainConfig, FailAction, FrameError, Nanos, Port, Role, State,
+};
 
 /// Domains of the simulated node (the board's default build).
 pub const DOMAINS: usize = 2;

@@ -14,16 +14,12 @@
 //! turns that into the figures of an event: the time until traffic flows again, the frames
 //! lost, looped and the FDB entries flushed.
 
-use super::{Action, DomainConfig, EapsEngine, EapsNode, FailAction, Nanos, Port, Role, State};
+use super::EapsEngine;
 use spotagg_driver::wire::eaps::{parse_frame, EapsType};
 use spotagg_driver::wire::MacAddr;
+use spotagg_spec::eaps::{Action, DomainConfig, EapsNode, FailAction, Nanos, Port, Role, State, MS, US};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
-
-/// One millisecond.
-pub const MS: Nanos = 1_000_000;
-/// One microsecond.
-pub const US: Nanos = 1_000;
 
 /// A domain on the ring.
 #[derive(Debug, Clone)]
@@ -161,7 +157,7 @@ pub enum LogKind {
     /// A transition to this state.
     Transition(State),
     /// An alert.
-    Alert(super::Alert),
+    Alert(spotagg_spec::eaps::Alert),
 }
 
 /// The figures of one event.

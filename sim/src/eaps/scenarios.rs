@@ -4,9 +4,9 @@
 //! must reach (an `Err` names the node, domain and state that differ) and returns a row per
 //! event with the figures of [`EventReport`].
 
-use super::ring::{Flow, LogKind, Ring, RingConfig, RingDomain, MS};
-use super::{Alert, Cause, State};
+use super::ring::{Flow, LogKind, Ring, RingConfig, RingDomain};
 use spotagg_driver::wire::eaps::EapsType;
+use spotagg_spec::eaps::{Alert, Cause, State, MS};
 use std::fmt;
 
 /// One event's figures.
@@ -356,7 +356,7 @@ pub fn stray_frames() -> Vec<(&'static str, Vec<u8>)> {
 pub fn stray_control_frames(n: usize, rule: bool) -> Result<Vec<StrayRow>, String> {
     let cfg = RingConfig::standard(n);
     let mut ring = Ring::with_nodes(cfg, 4 * MS, 15 * MS, |_, mac, domains| {
-        let mut node = super::EapsNode::new(mac, domains, [true, true]);
+        let mut node = spotagg_spec::eaps::EapsNode::new(mac, domains, [true, true]);
         node.set_master_pass_rule(rule);
         Box::new(node)
     });

@@ -22,9 +22,9 @@
 //! crosses the same link in the same direction twice is counted as looped (every crossing after
 //! the first), and dropped after [`HOP_LIMIT`] hops, so that a loop stays bounded.
 
-use super::shared::{SegmentTimeoutAction, SharedAction, SharedConfig, SharedPort, SharedRole, Where};
-use super::{Action, DomainConfig, EapsNode, FailAction, Nanos, Role};
 use spotagg_driver::wire::MacAddr;
+use spotagg_spec::eaps::shared::{SegmentTimeoutAction, SharedAction, SharedConfig, SharedPort, SharedRole, Where};
+use spotagg_spec::eaps::{Action, DomainConfig, EapsNode, FailAction, Nanos, Role, MS};
 use std::collections::HashSet;
 
 /// Simulation step (and link latency).
@@ -33,7 +33,6 @@ pub const STEP: Nanos = 10_000;
 pub const DETECT: Nanos = 100_000;
 /// Hops after which a data frame is dropped.
 pub const HOP_LIMIT: u32 = 64;
-const MS: Nanos = 1_000_000;
 
 /// The links of [`Topology::two_rings`] (the first seven of [`Topology::three_rings`]).
 pub const LINKS: [(usize, usize); 7] = [(1, 2), (2, 3), (3, 4), (4, 1), (3, 5), (5, 6), (6, 4)];

@@ -16,8 +16,8 @@ use spotagg_driver::config::ParentConfig;
 use spotagg_driver::engine::Engine;
 use spotagg_driver::wire::{MacAddr, PayloadSize};
 use spotagg_driver::JobConfig;
-use spotagg_sim::reference::{classify, Classification, RefSwitch};
 use spotagg_sim::trace::{self, TraceSpec};
+use spotagg_spec::reference::{classify, Classification, RefSwitch};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 

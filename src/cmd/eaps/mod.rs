@@ -1,7 +1,7 @@
 //! `spotagg eaps --config RING.toml`: an EAPS node daemon for a Linux bridge.
 //!
-//! Every protocol decision is the reference node's ([`spotagg_sim::eaps::EapsNode`]) or, with a
-//! `[shared_port]`, the shared port's ([`spotagg_sim::eaps::shared::SharedPort`]); this module
+//! Every protocol decision is the reference node's ([`spotagg_spec::eaps::EapsNode`]) or, with a
+//! `[shared_port]`, the shared port's ([`spotagg_spec::eaps::shared::SharedPort`]); this module
 //! only carries out their actions and feeds them events (docs/eaps.md §9):
 //! - link up and down from rtnetlink (RTNLGRP_LINK: IFF_UP and IFF_LOWER_UP);
 //! - PDUs received on AF_PACKET sockets, one per ring port, and sent out of them;
@@ -27,8 +27,8 @@ use os::{LinkEvents, PduSocket, Rtnl, Signals};
 use report::Report;
 use serde_json::json;
 use spotagg_driver::wire::MacAddr;
-use spotagg_sim::eaps::shared::{SegmentTimeoutAction, SharedAction, SharedConfig, SharedPort, SharedRole, Where};
-use spotagg_sim::eaps::{Action, DomainConfig, EapsNode, FailAction, Role as NodeRole};
+use spotagg_spec::eaps::shared::{SegmentTimeoutAction, SharedAction, SharedConfig, SharedPort, SharedRole, Where};
+use spotagg_spec::eaps::{Action, DomainConfig, EapsNode, FailAction, Role as NodeRole};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -541,7 +541,7 @@ impl Daemon {
             let Some(local) = self.groups[g].ports.iter().position(|&x| x == p) else { continue };
             match self.groups[g].node.handle_frame(now, local, frame) {
                 Ok(a) => return self.apply(g, a),
-                Err(spotagg_sim::eaps::FrameError::UnknownDomain(_)) => continue,
+                Err(spotagg_spec::eaps::FrameError::UnknownDomain(_)) => continue,
                 Err(_) => return Ok(()),
             }
         }

@@ -533,7 +533,7 @@ impl SharedPort {
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::eaps::ring::MS;
+    use crate::eaps::MS;
 
     fn cfg(role: SharedRole) -> SharedConfig {
         SharedConfig {

@@ -8,24 +8,21 @@
 //! VLANs), FDB flushes, state transitions and alerts. Time is virtual, in nanoseconds.
 //!
 //! A node has two ring ports (0 and 1) and any number of domains on them, each with its own
-//! role, control VLAN, protected VLANs and timers (spatial reuse). [`ring`] runs N of them.
+//! role, control VLAN, protected VLANs and timers (spatial reuse). [`shared`] is the shared
+//! port of docs/eaps.md §11. The ring simulators that run N of them, and the hardware nodes
+//! checked against them, are `spotagg_sim::eaps`'s; the Linux daemon (`spotagg eaps`) runs one.
 
-pub mod allreduce;
-#[cfg(feature = "hdl")]
-pub mod board_node;
-pub mod differential;
-#[cfg(feature = "hdl")]
-pub mod hdl_node;
-pub mod ring;
-pub mod scenarios;
 pub mod shared;
-pub mod shared_ring;
 
 use spotagg_driver::wire::eaps::{emit_frame, parse_frame, EapsRepr, EapsState, EapsType};
 use spotagg_driver::wire::{esl, Error as WireError, MacAddr};
 
 /// Virtual time in nanoseconds.
 pub type Nanos = u64;
+/// One millisecond.
+pub const MS: Nanos = 1_000_000;
+/// One microsecond.
+pub const US: Nanos = 1_000;
 /// A ring port: 0 or 1.
 pub type Port = usize;
 
@@ -719,89 +716,9 @@ pub fn forwarded_frame(frame: &[u8], pdu: &EapsRepr) -> Vec<u8> {
     emit_frame(pdu, src, pcp)
 }
 
-/// What the ring simulator needs of a node: the reference [`EapsNode`], or a hardware node
-/// (`hdl_node`) stepped behind the same calls. Every call that changes the node returns the
-/// [`Action`]s to carry out, as [`EapsNode`]'s do.
-pub trait EapsEngine {
-    /// System MAC.
-    fn mac(&self) -> MacAddr;
-    /// A domain's configuration.
-    fn config(&self, d: usize) -> &DomainConfig;
-    /// A domain's state.
-    fn state(&self, d: usize) -> State;
-    /// Whether the domain's protected VLANs forward on `port`.
-    fn forwarding(&self, d: usize, port: Port) -> bool;
-    /// A domain's PDU counters.
-    fn counters(&self, d: usize) -> Counters;
-    /// Time and cause of the domain's last transition.
-    fn last_transition(&self, d: usize) -> Option<(Nanos, Cause)>;
-    /// Link state of a ring port as the node last acted on it.
-    fn link(&self, port: Port) -> bool;
-    /// The domain protecting `vlan`.
-    fn domain_of_vlan(&self, vlan: u16) -> Option<usize>;
-    /// Enables every domain.
-    fn enable(&mut self, now: Nanos) -> Vec<Action>;
-    /// The earliest time at which [`EapsEngine::handle_timeout`] has work.
-    fn poll_timeout(&self) -> Option<Nanos>;
-    /// Runs every timer due at `now`.
-    fn handle_timeout(&mut self, now: Nanos) -> Vec<Action>;
-    /// A ring port lost its link.
-    fn link_down(&mut self, now: Nanos, port: Port) -> Vec<Action>;
-    /// A ring port regained its link.
-    fn link_up(&mut self, now: Nanos, port: Port) -> Vec<Action>;
-    /// A frame received on a ring port on some domain's control VLAN.
-    fn handle_frame(&mut self, now: Nanos, port: Port, frame: &[u8]) -> Result<Vec<Action>, FrameError>;
-}
-
-impl EapsEngine for EapsNode {
-    fn mac(&self) -> MacAddr {
-        EapsNode::mac(self)
-    }
-    fn config(&self, d: usize) -> &DomainConfig {
-        EapsNode::config(self, d)
-    }
-    fn state(&self, d: usize) -> State {
-        EapsNode::state(self, d)
-    }
-    fn forwarding(&self, d: usize, port: Port) -> bool {
-        EapsNode::forwarding(self, d, port)
-    }
-    fn counters(&self, d: usize) -> Counters {
-        EapsNode::counters(self, d)
-    }
-    fn last_transition(&self, d: usize) -> Option<(Nanos, Cause)> {
-        EapsNode::last_transition(self, d)
-    }
-    fn link(&self, port: Port) -> bool {
-        EapsNode::link(self, port)
-    }
-    fn domain_of_vlan(&self, vlan: u16) -> Option<usize> {
-        EapsNode::domain_of_vlan(self, vlan)
-    }
-    fn enable(&mut self, now: Nanos) -> Vec<Action> {
-        EapsNode::enable(self, now)
-    }
-    fn poll_timeout(&self) -> Option<Nanos> {
-        EapsNode::poll_timeout(self)
-    }
-    fn handle_timeout(&mut self, now: Nanos) -> Vec<Action> {
-        EapsNode::handle_timeout(self, now)
-    }
-    fn link_down(&mut self, now: Nanos, port: Port) -> Vec<Action> {
-        EapsNode::link_down(self, now, port)
-    }
-    fn link_up(&mut self, now: Nanos, port: Port) -> Vec<Action> {
-        EapsNode::link_up(self, now, port)
-    }
-    fn handle_frame(&mut self, now: Nanos, port: Port, frame: &[u8]) -> Result<Vec<Action>, FrameError> {
-        EapsNode::handle_frame(self, now, port, frame)
-    }
-}
-
 #[cfg(test)]
 mod test {
     use super::*;
-    use crate::eaps::ring::MS;
 
     fn cfg(role: Role) -> DomainConfig {
         DomainConfig {
