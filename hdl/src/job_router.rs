@@ -5,7 +5,7 @@
 //! (job 0's register 0x02), to a SwitchML port, with an IPv4 total length of at least 30 and at
 //! least 44 bytes (48 tagged: the SwitchML header's first two bytes), and
 //! its source IPv4 address is one of the job's n workers' with the job's `worker_port` as UDP
-//! source port, or its parent's address and port (`sim::multi_job::MultiSwitch::route`, the
+//! source port, or its parent's address and port (`spotagg_spec::multi_job::route`, the
 //! specification). Such a frame goes to that job's core only. A frame that passes those checks
 //! but is no job's is dropped whole and counted (`unknown`); every other frame (ARP, ICMP, a
 //! runt) goes to job 0's core, which answers or counts it. So a job's frames
@@ -475,6 +475,10 @@ mod tests {
     use super::*;
     use crate::bench::{frame_words, Beat, Rng};
     use crate::step::settle;
+    use spotagg_driver::config::{ParentConfig, WorkerEntry};
+    use spotagg_driver::wire::{Ipv4Addr, MacAddr, PayloadSize};
+    use spotagg_driver::JobConfig;
+    use spotagg_spec::multi_job::{route, Route};
     use std::collections::VecDeque;
 
     /// Where the contract sends a frame.
@@ -494,8 +498,30 @@ mod tests {
         parent_ctl: u32,
     }
 
-    /// The module doc's contract in plain Rust: what the configuration writes leave, where a
-    /// frame goes.
+    impl JobModel {
+        /// The job the registers describe, as far as routing goes (the workers' addresses,
+        /// `worker_port`, the parent where the router is built with the tree leaf and bit 31 of
+        /// 0x0D is set); the rest is an example job's.
+        fn config(&self, tree: bool) -> JobConfig {
+            let mut job = JobConfig::example(1, PayloadSize::B256, 1);
+            job.workers = self.ips[..self.n]
+                .iter()
+                .map(|&ip| WorkerEntry { ip: Ipv4Addr::from(ip), mac: MacAddr([0x02, 0, 0, 0, 0, 1]) })
+                .collect();
+            job.worker_port = self.port;
+            job.parent = (tree && self.parent_ctl >> 31 == 1).then(|| ParentConfig {
+                ip: Ipv4Addr::from(self.parent_ip),
+                mac: MacAddr([0x02, 0, 0, 0, 0, 2]),
+                port: self.parent_ctl as u16,
+                rank: 0,
+            });
+            job
+        }
+    }
+
+    /// What the configuration writes leave in the router (the module doc's registers); where a
+    /// frame goes is the specification's ([`spotagg_spec::multi_job::route`]) for the jobs they
+    /// describe.
     struct Model {
         tree: bool,
         si: u32,
@@ -526,27 +552,11 @@ mod tests {
         }
 
         fn route(&self, f: &[u8]) -> Dest {
-            let be16 = |at: usize| u16::from_be_bytes([f[at], f[at + 1]]);
-            let be32 = |at: usize| u32::from_be_bytes([f[at], f[at + 1], f[at + 2], f[at + 3]]);
-            let t = if f.len() >= 14 && be16(12) == 0x8100 { 4 } else { 0 };
-            let switchml = f.len() >= 44 + t
-                && be16(12 + t) == 0x0800
-                && f[14 + t] == 0x45
-                && be16(16 + t) >= 30
-                && f[23 + t] == 17
-                && be32(30 + t) == self.si
-                && be16(36 + t) & 0xFFF0 == 0xBEE0;
-            if !switchml {
-                return Dest::Core(0);
-            }
-            let (src, port) = (be32(26 + t), be16(34 + t));
-            let mine = |job: &JobModel| {
-                (job.ips[..job.n].contains(&src) && job.port == port)
-                    || (self.tree && job.parent_ctl >> 31 == 1 && job.parent_ip == src && job.parent_ctl as u16 == port)
-            };
-            match self.jobs.iter().position(mine) {
-                Some(j) => Dest::Core(j),
-                None => Dest::Dropped,
+            let jobs = self.jobs.clone().map(|j| j.config(self.tree));
+            match route(Ipv4Addr::from(self.si), &jobs, f) {
+                Route::Job(j) => Dest::Core(j),
+                Route::NoJob => Dest::Dropped,
+                Route::FirstJob => Dest::Core(0),
             }
         }
     }

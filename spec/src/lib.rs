@@ -3,8 +3,8 @@
 //!
 //! - [`reference`]: the reference switch, the executable specification of docs/switch.md
 //!   (classification of a received frame, the slot algorithm, the frames the switch sends);
-//! - [`multi_job`]: several jobs on one switch (docs/switch.md §8): which job a frame is for,
-//!   and one reference switch per job;
+//! - [`multi_job`]: several jobs on one switch (docs/switch.md §8): which job a frame is for
+//!   ([`multi_job::route`]) and one reference switch per job;
 //! - [`eaps`]: the reference EAPS node (RFC 3619) and the shared port ([`eaps::shared`]), the
 //!   executable specification of docs/eaps.md.
 //!

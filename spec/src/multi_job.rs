@@ -9,7 +9,7 @@
 //! switch's total counters, and [`MultiSwitch::unknown_source_job`]); it reaches no job, so no
 //! job's slots or counters change. Every other frame (ARP, ICMP, frames that fail a check before
 //! the source, such as a wrong MAC) is the first job's to answer or count: all jobs share the
-//! switch's MAC and IPv4 address.
+//! switch's MAC and IPv4 address. [`route`] is that rule as a function of the jobs and the frame.
 //!
 //! A switch of several jobs is read from a TOML file ([`MultiSwitch::load`]) that names each
 //! job's own file (the job format of `spotagg_driver::config`, relative paths from the switch
@@ -32,7 +32,7 @@ use spotagg_driver::counters::{Counters, DropReason};
 use spotagg_driver::engine::Engine;
 use spotagg_driver::metrics::{counter_families, merge, Family, Kind};
 use spotagg_driver::wire::layout::{IP_OFFSET, L4_OFFSET, SWITCHML_OFFSET, TAG_LEN, TAG_OFFSET};
-use spotagg_driver::wire::{switchml, udp, vlan, EtherType, EthernetFrame, IpProtocol, Ipv4Packet};
+use spotagg_driver::wire::{switchml, udp, vlan, EtherType, EthernetFrame, IpProtocol, Ipv4Addr, Ipv4Packet};
 use spotagg_driver::JobConfig;
 
 /// One job of a [`MultiSwitch`] and where its slots live in the switch's slot memory.
@@ -179,58 +179,94 @@ impl MultiSwitch {
         self.unknown_source_job
     }
 
-    /// Which job a frame is for: `Some(Ok(i))` job i's; `Some(Err(()))` a SwitchML frame to the
-    /// switch of an unknown (source, job); `None` not a SwitchML frame (the first job's).
-    fn route(&self, frame: &[u8]) -> Option<Result<usize, ()>> {
-        let eth = EthernetFrame::new_checked(frame).ok()?;
-        // One 802.1Q tag is looked past (each job checks its own VLAN, docs/switch.md §1 step 3).
-        // (The inner EtherType is bytes 16..18: a tagged frame shorter than that is no job's.)
-        let t = if eth.ethertype() == vlan::TPID && frame.len() >= TAG_OFFSET + TAG_LEN + 2 {
-            let inner = u16::from_be_bytes([frame[TAG_OFFSET + 2 + 2], frame[TAG_OFFSET + 2 + 3]]);
-            if EtherType(inner) != EtherType::IPV4 {
-                return None;
-            }
-            TAG_LEN
-        } else if eth.ethertype() == EtherType::IPV4 {
-            0
-        } else {
-            return None;
-        };
-        if frame.len() < SWITCHML_OFFSET + t + 2 {
-            return None;
-        }
-        let (ip_at, l4) = (IP_OFFSET + t, L4_OFFSET + t);
-        let ip = Ipv4Packet::new_unchecked(&frame[ip_at..l4]);
-        let dst_port = u16::from_be_bytes([frame[l4 + 2], frame[l4 + 3]]);
-        if ip.version() != 4
-            || ip.header_len() != 20
-            || ip.protocol() != IpProtocol::UDP
-            || ip.dst_addr() != self.jobs[0].0.job.switch_ip
-            || !switchml::is_switchml_port(dst_port)
-            || usize::from(ip.total_len()) < 20 + udp::HEADER_LEN + 2
-        {
-            return None;
-        }
-        let src = ip.src_addr();
-        let src_port = u16::from_be_bytes([frame[l4], frame[l4 + 1]]);
-        let found = self.jobs.iter().position(|(p, _)| {
-            (p.job.rank_of(src).is_some() && p.job.worker_port == src_port)
-                || p.job.parent.is_some_and(|q| q.ip == src && q.port == src_port)
-        });
-        Some(found.ok_or(()))
+    /// Which job a frame is for ([`route`] over the jobs, with job 0's switch address).
+    fn route(&self, frame: &[u8]) -> Route {
+        route(self.jobs[0].0.job.switch_ip, self.jobs.iter().map(|(p, _)| &p.job), frame)
     }
+}
+
+/// Where a received frame goes on a switch of several jobs (the module doc's rule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// A SwitchML frame to the switch from job `i`'s worker (its address and the job's
+    /// `worker_port`) or parent (address and port): job `i`'s only.
+    Job(usize),
+    /// A SwitchML frame to the switch from no job's (source address, source port): dropped and
+    /// counted; no job sees it.
+    NoJob,
+    /// Any other frame (ARP, ICMP, not IPv4/UDP, not to the switch or to a SwitchML port, a
+    /// runt): the first job's, to answer or count.
+    FirstJob,
+}
+
+/// Which of `jobs` (in configuration order; the first that claims the source wins) a frame is
+/// for, on a switch whose IPv4 address is `switch_ip`. A SwitchML frame to the switch is, after
+/// at most one 802.1Q tag (whose VID only the job's switch checks): IPv4 with version 4 and IHL
+/// 5, UDP, to `switch_ip`, to a SwitchML port, an IPv4 total length of at least 30 (the UDP
+/// header and the SwitchML header's first two bytes) and a frame long enough for those two
+/// bytes. Nothing else of the frame is looked at: the job's switch classifies it then.
+///
+/// [`MultiSwitch`] routes by it; the hardware job router (`spotagg_hdl::job_router`) is tested
+/// against it.
+pub fn route<'a>(switch_ip: Ipv4Addr, jobs: impl IntoIterator<Item = &'a JobConfig>, frame: &[u8]) -> Route {
+    let Some((src, src_port)) = switchml_source(switch_ip, frame) else {
+        return Route::FirstJob;
+    };
+    let mine = |job: &JobConfig| {
+        (job.rank_of(src).is_some() && job.worker_port == src_port)
+            || job.parent.is_some_and(|q| q.ip == src && q.port == src_port)
+    };
+    match jobs.into_iter().position(mine) {
+        Some(i) => Route::Job(i),
+        None => Route::NoJob,
+    }
+}
+
+/// The source (IPv4 address, UDP port) of a SwitchML frame to the switch ([`route`]'s
+/// conditions); `None` for any other frame.
+fn switchml_source(switch_ip: Ipv4Addr, frame: &[u8]) -> Option<(Ipv4Addr, u16)> {
+    let eth = EthernetFrame::new_checked(frame).ok()?;
+    // One 802.1Q tag is looked past (each job checks its own VLAN, docs/switch.md §1 step 3).
+    // (The inner EtherType is bytes 16..18: a tagged frame shorter than that is no job's.)
+    let t = if eth.ethertype() == vlan::TPID && frame.len() >= TAG_OFFSET + TAG_LEN + 2 {
+        let inner = u16::from_be_bytes([frame[TAG_OFFSET + 2 + 2], frame[TAG_OFFSET + 2 + 3]]);
+        if EtherType(inner) != EtherType::IPV4 {
+            return None;
+        }
+        TAG_LEN
+    } else if eth.ethertype() == EtherType::IPV4 {
+        0
+    } else {
+        return None;
+    };
+    if frame.len() < SWITCHML_OFFSET + t + 2 {
+        return None;
+    }
+    let (ip_at, l4) = (IP_OFFSET + t, L4_OFFSET + t);
+    let ip = Ipv4Packet::new_unchecked(&frame[ip_at..l4]);
+    let dst_port = u16::from_be_bytes([frame[l4 + 2], frame[l4 + 3]]);
+    if ip.version() != 4
+        || ip.header_len() != 20
+        || ip.protocol() != IpProtocol::UDP
+        || ip.dst_addr() != switch_ip
+        || !switchml::is_switchml_port(dst_port)
+        || usize::from(ip.total_len()) < 20 + udp::HEADER_LEN + 2
+    {
+        return None;
+    }
+    Some((ip.src_addr(), u16::from_be_bytes([frame[l4], frame[l4 + 1]])))
 }
 
 impl Engine for MultiSwitch {
     fn process(&mut self, frame: &[u8], out: &mut Vec<Vec<u8>>) {
         match self.route(frame) {
-            Some(Ok(i)) => self.jobs[i].1.process(frame, out),
-            Some(Err(())) => {
+            Route::Job(i) => self.jobs[i].1.process(frame, out),
+            Route::NoJob => {
                 self.unknown.frames_in += 1;
                 self.unknown.drops[DropReason::UnknownSource.index()] += 1;
                 self.unknown_source_job += 1;
             }
-            None => self.jobs[0].1.process(frame, out),
+            Route::FirstJob => self.jobs[0].1.process(frame, out),
         }
     }
     /// The switch's total: every job's counters and the unknown (source, job) drops.
@@ -289,7 +325,7 @@ mod tests {
             0x08, 0x00, // IPv4
         ];
         for len in 14..=18 {
-            assert_eq!(sw.route(&full[..len]), None, "{len} bytes");
+            assert_eq!(sw.route(&full[..len]), Route::FirstJob, "{len} bytes");
             let mut out = vec![];
             sw.process(&full[..len], &mut out);
             assert!(out.is_empty(), "{len} bytes: {out:?}");
