@@ -405,6 +405,7 @@ mod tests {
     use super::*;
     use crate::bench::frame_words;
     use crate::step::settle;
+    use spotagg_driver::wire::checksum;
     use DropReason::*;
 
     const SWITCH_MAC: [u8; 6] = [0x02, 0x00, 0x5a, 0x00, 0x00, 0x01];
@@ -419,14 +420,6 @@ mod tests {
 
     fn worker_ip(rank: u8) -> [u8; 4] {
         [192, 0, 2, 10 + rank]
-    }
-
-    fn ip_checksum(header: &[u8]) -> u16 {
-        let mut sum: u32 = header.chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
-        while sum > 0xffff {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        !(sum as u16)
     }
 
     /// A valid contribution from rank 1 to slot 2, set 1 (no preamble, no FCS).
@@ -453,11 +446,11 @@ mod tests {
         f
     }
 
-    /// The IPv4 header checksum made right.
+    /// The IPv4 header checksum made right (over 20 bytes, whatever the IHL says).
     fn seal(f: &mut [u8]) {
         f[24] = 0;
         f[25] = 0;
-        let c = ip_checksum(&f[14..34]);
+        let c = checksum::compute(&f[14..34]);
         f[24..26].copy_from_slice(&c.to_be_bytes());
     }
 

@@ -573,6 +573,7 @@ mod tests {
     use super::*;
     use crate::bench::frame_words;
     use crate::step::settle;
+    use spotagg_driver::wire::checksum;
 
     const SWITCH_IP: [u8; 4] = [192, 0, 2, 1];
     const K: usize = 8;
@@ -583,14 +584,6 @@ mod tests {
 
     fn ip(rank: u8) -> [u8; 4] {
         [192, 0, 2, 10 + rank]
-    }
-
-    fn checksum_ok(header: &[u8]) -> bool {
-        let mut sum: u32 = header.chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
-        while sum > 0xffff {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        sum == 0xffff
     }
 
     /// A result frame image as the aggregator writes it: destination MAC, checksum and
@@ -714,7 +707,7 @@ mod tests {
             want[30..34].copy_from_slice(&ip(rank));
             want[24..26].copy_from_slice(&f[24..26]);
             assert_eq!(f, &want, "rank {rank}");
-            assert!(checksum_ok(&f[14..34]), "rank {rank}: header checksum {:02x?}", &f[24..26]);
+            assert!(checksum::verify(&f[14..34]), "rank {rank}: header checksum {:02x?}", &f[24..26]);
         }
         assert_eq!(frames[3], reply);
     }

@@ -14,7 +14,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spotagg_driver::config::ParentConfig;
 use spotagg_driver::engine::Engine;
-use spotagg_driver::wire::{MacAddr, PayloadSize};
+use spotagg_driver::wire::layout::{IP_OFFSET, L4_OFFSET};
+use spotagg_driver::wire::{Ipv4Packet, MacAddr, PayloadSize};
 use spotagg_driver::JobConfig;
 use spotagg_sim::trace::{self, TraceSpec};
 use spotagg_spec::reference::{classify, Classification, RefSwitch};
@@ -44,16 +45,6 @@ pub struct TreeMix {
     pub parent_malformed: usize,
 }
 
-fn ip_checksum(f: &mut [u8]) {
-    f[24] = 0;
-    f[25] = 0;
-    let mut sum: u32 = f[14..34].chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
-}
-
 /// The parent's result for the partial frame `partial`: to the leaf from the parent, the leaf's
 /// port as destination, the partial's SwitchML header, other exponents and a larger sum.
 fn parent_result(job: &JobConfig, partial: &[u8], rng: &mut ChaCha8Rng, from_port: u16) -> Vec<u8> {
@@ -63,7 +54,7 @@ fn parent_result(job: &JobConfig, partial: &[u8], rng: &mut ChaCha8Rng, from_por
     f[6..12].copy_from_slice(&p.mac.0);
     f[26..30].copy_from_slice(&p.ip.octets());
     f[30..34].copy_from_slice(&job.switch_ip.octets());
-    ip_checksum(&mut f);
+    Ipv4Packet::new_unchecked(&mut f[IP_OFFSET..L4_OFFSET]).fill_checksum();
     let leaf_port = [partial[34], partial[35]];
     f[34..36].copy_from_slice(&from_port.to_be_bytes());
     f[36..38].copy_from_slice(&leaf_port);
