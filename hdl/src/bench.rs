@@ -3,6 +3,10 @@
 
 use crate::config_registers::{JobSettings, WorkerTableWrite};
 use crate::word_stream::{StreamSink, StreamSource};
+use rand::Rng as _;
+use rand_chacha::ChaCha8Rng;
+use spotagg_driver::wire::eaps::{EapsRepr, EapsState, EapsType};
+use spotagg_driver::wire::MacAddr;
 
 /// A seeded xorshift, so the benches need no RNG crate.
 pub struct Rng(pub u64);
@@ -89,5 +93,48 @@ impl WorkerTableWrite {
         self.write_ip.next = ip;
         self.write_mac_hi.next = mac_hi;
         self.write_mac_lo.next = mac_lo;
+    }
+}
+
+/// An EAPS PDU with random fields (an unknown type one time in ten), for the EAPS blocks'
+/// tests, which draw from ChaCha8 as the node's tests in `spotagg-sim` do.
+pub fn random_eaps_repr(rng: &mut ChaCha8Rng) -> EapsRepr {
+    let types = [EapsType::Health, EapsType::RingUpFlushFdb, EapsType::RingDownFlushFdb, EapsType::LinkDown];
+    let states = [EapsState::Idle, EapsState::Complete, EapsState::Failed, EapsState::LinksUp, EapsState::LinksDown];
+    EapsRepr {
+        edp_sequence: rng.gen(),
+        eaps_type: if rng.gen_bool(0.1) { EapsType::Unknown(rng.gen()) } else { types[rng.gen_range(0..4)] },
+        control_vlan: rng.gen_range(1..4095),
+        system_mac: MacAddr::from_bytes(&rng.gen::<[u8; 6]>()),
+        hello_timer: rng.gen(),
+        fail_timer: rng.gen(),
+        state: states[rng.gen_range(0..states.len())],
+        hello_seq: rng.gen(),
+    }
+}
+
+/// The damages both PDU checkers are tested with (`kind` 2..=4, the cases' numbers), applied to
+/// a frame whose 802.3 length (bytes 16..18) is `len`: 2 one bit flipped anywhere (a reserved
+/// byte's is still a good PDU), 3 truncated, 4 trailing bytes, and sometimes a longer 802.3
+/// length that covers some of them.
+pub fn damage_edp_frame(rng: &mut ChaCha8Rng, f: &mut Vec<u8>, kind: u32, len: u16) {
+    match kind {
+        2 => {
+            let i = rng.gen_range(0..f.len());
+            f[i] ^= 1 << rng.gen_range(0..8);
+        }
+        3 => {
+            let n = rng.gen_range(1..f.len());
+            f.truncate(n);
+        }
+        4 => {
+            let extra = rng.gen_range(1..20);
+            f.extend((0..extra).map(|_| rng.gen::<u8>()));
+            if rng.gen_bool(0.5) {
+                let longer = len + rng.gen_range(0..extra + 4) as u16;
+                f[16..18].copy_from_slice(&longer.to_be_bytes());
+            }
+        }
+        k => panic!("damage kind {k}"),
     }
 }

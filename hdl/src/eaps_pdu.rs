@@ -615,3 +615,168 @@ impl Logic for EapsTx {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::{damage_edp_frame, random_eaps_repr};
+    use crate::step::settle;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use spotagg_driver::wire::eaps::{emit_frame, parse_frame, EapsRepr, EapsState, EapsType};
+    use spotagg_driver::wire::MacAddr;
+    use spotagg_spec::eaps::other_edp_vlan;
+
+    /// `EapsTx` emits what `emit_frame` emits, byte for byte, for 40 random PDUs under random
+    /// back-pressure, on the port asked for only.
+    #[test]
+    fn emitter_matches_emit_frame() {
+        let mut rng = ChaCha8Rng::seed_from_u64(17);
+        let mut tx = EapsTx::default();
+        tx.connect_all();
+        for case in 0..40 {
+            let r = random_eaps_repr(&mut rng);
+            let src = MacAddr::from_bytes(&rng.gen::<[u8; 6]>());
+            let pcp: u8 = rng.gen_range(0..8);
+            let port = rng.gen_bool(0.5);
+            tx.pdu.src.next = src.to_u64().into();
+            tx.pdu.pcp.next = u64::from(pcp).into();
+            tx.pdu.edp_seq.next = u64::from(r.edp_sequence).into();
+            tx.pdu.eaps_type.next = u64::from(u8::from(r.eaps_type)).into();
+            tx.pdu.control_vlan.next = u64::from(r.control_vlan).into();
+            tx.pdu.system_mac.next = r.system_mac.to_u64().into();
+            tx.pdu.hello_timer.next = u64::from(r.hello_timer).into();
+            tx.pdu.fail_timer.next = u64::from(r.fail_timer).into();
+            tx.pdu.state.next = u64::from(u8::from(r.state)).into();
+            tx.pdu.hello_seq.next = u64::from(r.hello_seq).into();
+            tx.port.next = port;
+            tx.start.next = true;
+            let mut out = Vec::new();
+            let mut stalls = 0;
+            for _ in 0..2000 {
+                // Back-pressure now and then.
+                let ready = rng.gen_bool(0.8);
+                tx.tx0.ready.next = ready;
+                tx.tx1.ready.next = ready;
+                settle(&mut tx);
+                let (v, d, l) = if port {
+                    (tx.tx1.valid.val(), tx.tx1.data.val().to_u8(), tx.tx1.last.val())
+                } else {
+                    (tx.tx0.valid.val(), tx.tx0.data.val().to_u8(), tx.tx0.last.val())
+                };
+                let other = if port { tx.tx0.valid.val() } else { tx.tx1.valid.val() };
+                assert!(!other, "case {case}: a byte on the other port");
+                let done = tx.done.val();
+                tick!(&mut tx);
+                tx.start.next = false;
+                if v && ready {
+                    out.push(d);
+                    if l {
+                        assert!(done);
+                        break;
+                    }
+                } else if v {
+                    stalls += 1;
+                }
+            }
+            assert_eq!(out, emit_frame(&r, src, pcp), "case {case}: {r:?} ({stalls} stalls)");
+        }
+    }
+
+    /// What a receiver holds after a frame.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Held {
+        /// A PDU: tag VID, source, priority, fields.
+        Pdu(u16, MacAddr, u8, EapsRepr),
+        /// Another EDP frame: its tag's VID.
+        OtherEdp(u16),
+    }
+
+    /// Feeds `frame` to a receiver; returns what it holds after (and takes it).
+    fn receive(rx: &mut EapsRx, frame: &[u8]) -> Option<Held> {
+        for (i, &b) in frame.iter().enumerate() {
+            rx.rx.valid.next = true;
+            rx.rx.data.next = u64::from(b).into();
+            rx.rx.last.next = i + 1 == frame.len();
+            tick!(&mut *rx);
+        }
+        rx.rx.valid.next = false;
+        tick!(&mut *rx);
+        if !rx.full.val() {
+            return None;
+        }
+        if rx.other.val() {
+            let vid = rx.vid.val().to_u32() as u16;
+            rx.take.next = true;
+            tick!(&mut *rx);
+            rx.take.next = false;
+            return Some(Held::OtherEdp(vid));
+        }
+        let p = &rx.pdu;
+        let got = Held::Pdu(
+            rx.vid.val().to_u32() as u16,
+            MacAddr::from_bytes(&p.src.val().to_u64().to_be_bytes()[2..]),
+            p.pcp.val().to_u8(),
+            EapsRepr {
+                edp_sequence: p.edp_seq.val().to_u32() as u16,
+                eaps_type: EapsType::from(p.eaps_type.val().to_u8()),
+                control_vlan: p.control_vlan.val().to_u32() as u16,
+                system_mac: MacAddr::from_bytes(&p.system_mac.val().to_u64().to_be_bytes()[2..]),
+                hello_timer: p.hello_timer.val().to_u32() as u16,
+                fail_timer: p.fail_timer.val().to_u32() as u16,
+                state: EapsState::from(p.state.val().to_u8()),
+                hello_seq: p.hello_seq.val().to_u32() as u16,
+            },
+        );
+        rx.take.next = true;
+        tick!(&mut *rx);
+        rx.take.next = false;
+        Some(got)
+    }
+
+    /// `EapsRx` accepts what `parse_frame` accepts and holds its fields, on 300 random frames (good,
+    /// damaged as [`damage_edp_frame`] does, a damaged constant byte), and holds as another EDP
+    /// frame exactly those the reference node's `other_edp_vlan` takes.
+    #[test]
+    fn receiver_accepts_what_parse_frame_accepts() {
+        let mut rng = ChaCha8Rng::seed_from_u64(18);
+        let mut rx = EapsRx::default();
+        rx.connect_all();
+        let (mut good, mut bad, mut other) = (0, 0, 0);
+        for case in 0..300 {
+            let r = random_eaps_repr(&mut rng);
+            let src = MacAddr::from_bytes(&rng.gen::<[u8; 6]>());
+            let pcp: u8 = rng.gen_range(0..8);
+            let mut f = emit_frame(&r, src, pcp);
+            match rng.gen_range(0..6) {
+                0 | 1 => {}
+                k @ 2..=4 => damage_edp_frame(&mut rng, &mut f, k, 88),
+                _ => {
+                    // A damaged constant byte: the ones before byte 26 lie outside the EDP checksum, so only
+                    // the field check can catch those.
+                    let i = [12usize, 16, 18, 20, 24, 28, 42, 44, 46][rng.gen_range(0..9)];
+                    f[i] = rng.gen();
+                }
+            }
+            let want = match parse_frame(&f) {
+                Ok((vid, src, repr)) => Some(Held::Pdu(vid, src, f[14] >> 5, repr)),
+                Err(_) => other_edp_vlan(&f).map(Held::OtherEdp),
+            };
+            let got = receive(&mut rx, &f);
+            assert_eq!(got, want, "case {case}: {:02x?}", f);
+            match want {
+                Some(Held::Pdu(..)) => good += 1,
+                Some(Held::OtherEdp(_)) => {
+                    bad += 1;
+                    other += 1;
+                }
+                None => bad += 1,
+            }
+        }
+        assert!(
+            good > 100 && bad > 100 && other > 30 && bad - other > 30,
+            "{good} good, {bad} bad frames ({other} other EDP frames): the cases do not cover all kinds"
+        );
+        assert_eq!(rx.rejected.val().to_u32(), bad);
+    }
+}
