@@ -313,6 +313,12 @@ mod tests {
     use spotagg_driver::wire::esl::{self, EslRepr, EslRole, EslState};
     use spotagg_driver::wire::MacAddr;
 
+    /// [`EslSeen`] has as many entries as the reference node's table.
+    #[test]
+    fn table_has_the_reference_nodes_size() {
+        assert_eq!(ESL_SEEN, spotagg_spec::eaps::ESL_SEEN);
+    }
+
     /// An ESL PDU with random fields.
     fn random_esl(rng: &mut ChaCha8Rng) -> EslRepr {
         EslRepr {
