@@ -1,7 +1,7 @@
 //! spotagg's executable specifications: plain Rust, frame in and frames (or actions) out, no
 //! I/O and no clock of their own. Each is the reference implementation of a specification page:
 //!
-//! - [`reference`]: the reference switch, the executable specification of docs/switch.md
+//! - [`reference`](mod@reference): the reference switch, the executable specification of docs/switch.md
 //!   (classification of a received frame, the slot algorithm, the frames the switch sends);
 //! - [`multi_job`]: several jobs on one switch (docs/switch.md §8): which job a frame is for
 //!   ([`multi_job::route`]) and one reference switch per job;
