@@ -200,7 +200,14 @@ fn finish(pb: &ProgressBar, step: Step, t: Instant) {
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let board = spotagg_boards::board(&args.board).map_err(|e| anyhow!(e))?;
-    let config = core_config(&board, args.width, args.slots, args.max_payload, args.max_workers, args.stragglers)?;
+    // The slot search's first try for the board top: the block RAM it leaves to its cores
+    // (`BOARD_TOP_DP16KD`), shared by the jobs. A wrong first try costs one more synthesis, not
+    // a wrong answer: the search settles on the largest count that fits.
+    let slots = args.slots.or_else(|| {
+        let left = board.part.dp16kd.saturating_sub(spotagg_boards::tops::top::BOARD_TOP_DP16KD);
+        (args.top == TopKind::Board).then(|| slots_fitting(left / usize::from(args.jobs.max(1))).max(1))
+    });
+    let config = core_config(&board, args.width, slots, args.max_payload, args.max_workers, args.stragglers)?;
     if args.top == TopKind::Board && config.width_bytes != 4 {
         bail!("the board top takes a width-4 core; --width {} is for --top core", config.width_bytes);
     }

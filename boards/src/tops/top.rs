@@ -64,6 +64,13 @@ pub fn control_params(board: &Board, clock: CoreClock, build: BuildStamp) -> Con
 /// hello period, and its long paths get 20 ns (docs/eaps.md §12).
 pub const EAPS_CLOCK_MHZ: u32 = 50;
 
+/// DP16KD block RAMs the board top takes besides its cores' slots and their frame and reply
+/// buffers: the ports' receive and transmit FIFOs and the fabric's other buffers. Measured on the
+/// 5A-75B at 30 slots (55 of 56 DP16KD: 30 slots, 4 buffers, 21 here; docs/performance.md, "The
+/// board"). `spotagg build` starts its slot search from it, so that the search's first synthesis
+/// is not one that cannot fit.
+pub const BOARD_TOP_DP16KD: usize = 21;
+
 /// The board top.
 #[derive(LogicBlock)]
 pub struct BoardTop<const J: usize = 1> {
