@@ -236,14 +236,29 @@ pub fn core_utilization(config: &CoreConfig) -> Result<Utilization, SynthError> 
 }
 
 /// Slots of the largest width-4, 1024-byte core whose block RAM fits in `dp16kd` DP16KD:
-/// one DP16KD per slot (2 sets × 256 words × 32 bits) plus 4 for the frame and reply buffers.
+/// one DP16KD per slot (2 sets × 256 words × 32 bits) in banks of two slots (1024 words, two
+/// DP16KD side by side: `slot_memory`), so an even count, plus 4 for the frame and reply buffers.
 pub fn slots_fitting(dp16kd: usize) -> usize {
-    dp16kd.saturating_sub(4).min(crate::config::MAX_SLOTS)
+    (dp16kd.saturating_sub(4) / 2 * 2).min(crate::config::MAX_SLOTS)
 }
 
 #[cfg(test)]
 mod test {
     use super::*;
+
+    /// Whole banks of two slots: the 5A-75B's board top leaves 35 DP16KD to its core (56 less
+    /// 21), which hold 30 slots (55 of 56 placed; 31 slots took 57); the i9's 108 hold the
+    /// core's maximum; half the 25F's, 24.
+    #[test]
+    fn slots_fitting_counts_whole_banks() {
+        assert_eq!(slots_fitting(35), 30);
+        assert_eq!(slots_fitting(34), 30);
+        assert_eq!(slots_fitting(28), 24);
+        assert_eq!(slots_fitting(108), crate::config::MAX_SLOTS);
+        assert_eq!(slots_fitting(6), 2);
+        assert_eq!(slots_fitting(5), 0);
+        assert_eq!(slots_fitting(3), 0);
+    }
 
     /// The end of a Yosys 0.70 `synth_ecp5` log (counts first).
     const YOSYS_NEW: &str = "2.53. Executing JSON backend.
