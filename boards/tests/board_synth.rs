@@ -5,41 +5,54 @@ use spotagg_boards::tops::top::board_verilog;
 use spotagg_boards::tops::top::EapsBuild;
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::JobConfig;
-use spotagg_hdl::verilog::synth_ecp5;
+use spotagg_hdl::verilog::{synth_ecp5, Utilization};
 use spotagg_hdl::CoreConfig;
 use spotagg_testkit::{require_tool, Tool};
 
 /// The board top with the smallest core (the check is about the board logic around it),
-/// with the EAPS node built in (as `spotagg build` makes it) and without it (`spotagg build
-/// --no-eaps`): each synthesizes, fits, and the node and its gates cost what leaving it out
-/// removes, in LUTs and flip-flops, and no block RAM. Every block of the core but the
-/// straggler counters and the other widths' stream adapters (`hdl/tests/verilog.rs`), and every
-/// EAPS block, synthesizes here.
+/// synthesized as `spotagg build` makes it (the EAPS node built in) or, `eaps` false, as
+/// `spotagg build --no-eaps` does: no error, no latch, and it fits the 5A-75B.
+fn synth_board_top(eaps: bool) -> Utilization {
+    let board = spotagg_boards::board::colorlight_5a_75b_v8::board();
+    let job = JobConfig::example(4, PayloadSize::B256, 1);
+    let core = CoreConfig::new(4, 1, 256, 32).unwrap();
+    let v = spotagg_boards::tops::top::board_verilog_jobs(
+        &board,
+        core,
+        &job,
+        Default::default(),
+        1,
+        &if eaps { EapsBuild::On } else { EapsBuild::Off },
+    );
+    let start = std::time::Instant::now();
+    let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("EAPS {eaps}: {e}"));
+    eprintln!("board top, 1 slot of 256 B, EAPS {eaps}: {u:?} in {:.0?}", start.elapsed());
+    assert!(u.lut4 > 1000 && u.flip_flops > 1000, "EAPS {eaps}: {u:?}");
+    assert!(u.lut4 < board.part.luts as u64, "EAPS {eaps}: {u:?} does not fit");
+    u
+}
+
+/// The board top as it ships, with the smallest core: every block of the core but the straggler
+/// counters and the other widths' stream adapters (`hdl/tests/verilog.rs`), and every EAPS
+/// block, synthesizes here. (The slow tier places and routes it with the slots that fit.)
 #[test]
 fn board_top_synthesizes_for_ecp5() {
     if !require_tool(Tool::Yosys) {
         return;
     }
-    let board = spotagg_boards::board::colorlight_5a_75b_v8::board();
-    let job = JobConfig::example(4, PayloadSize::B256, 1);
-    let core = CoreConfig::new(4, 1, 256, 32).unwrap();
-    let synth = |eaps| {
-        let v = spotagg_boards::tops::top::board_verilog_jobs(
-            &board,
-            core,
-            &job,
-            Default::default(),
-            1,
-            &if eaps { EapsBuild::On } else { EapsBuild::Off },
-        );
-        let start = std::time::Instant::now();
-        let u = synth_ecp5(&v).unwrap_or_else(|e| panic!("EAPS {eaps}: {e}"));
-        eprintln!("board top, 1 slot of 256 B, EAPS {eaps}: {u:?} in {:.0?}", start.elapsed());
-        assert!(u.lut4 > 1000 && u.flip_flops > 1000, "EAPS {eaps}: {u:?}");
-        assert!(u.lut4 < board.part.luts as u64, "EAPS {eaps}: {u:?} does not fit");
-        u
-    };
-    let (with, without) = (synth(true), synth(false));
+    synth_board_top(true);
+}
+
+/// The board top without the EAPS node (`spotagg build --no-eaps`) synthesizes and fits too,
+/// and the node and its gates cost what leaving it out removes, in LUTs and flip-flops, and no
+/// block RAM.
+#[test]
+#[ignore = "slow tier: two syntheses of the board top (scripts/test.sh runs it)"]
+fn board_top_without_eaps_saves_the_node() {
+    if !require_tool(Tool::Yosys) {
+        return;
+    }
+    let (with, without) = (synth_board_top(true), synth_board_top(false));
     assert!(with.lut4 > without.lut4 + 2000, "the node costs LUTs: {with:?} vs {without:?}");
     assert!(with.flip_flops > without.flip_flops + 1000, "{with:?} vs {without:?}");
     // The board's block RAM is taken by the slots and FIFOs (55 of 56 DP16KD at 30 slots).
