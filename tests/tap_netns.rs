@@ -195,7 +195,7 @@ fn through_tap(engine_args: &[&str], engine: &str, tag: &str, what: &str, vlan: 
     }
 
     let mut toml = format!(
-        "switch_mac = \"{SWITCH_MAC}\"\nswitch_ip = \"{SWITCH_IP}\"\npayload_bytes = 256\nslots = 16\ntimeout_ms = 200\nmax_retries = 20\n"
+        "switch_mac = \"{SWITCH_MAC}\"\nswitch_ip = \"{SWITCH_IP}\"\npayload_bytes = 256\nslots = 8\ntimeout_ms = 200\nmax_retries = 20\n"
     );
     if let Some(v) = vlan {
         toml += &format!("vlan = {v}\nvlan_priority = 4\n");

@@ -7,9 +7,7 @@
 //! every transition and alert, and the data frames lost and looped must be those of the
 //! all-reference ring.
 
-use spotagg_boards::tops::switch_fabric::SwitchFabric;
-use spotagg_driver::wire::PayloadSize;
-use spotagg_driver::JobConfig;
+use spotagg_boards::tops::switch_fabric::{placeholder_job, SwitchFabric};
 use spotagg_hdl::rust_hdl::prelude::*;
 use spotagg_hdl::CoreConfig;
 use spotagg_sim::eaps::board_node::BoardNodePins;
@@ -19,12 +17,12 @@ use spotagg_sim::eaps::EapsEngine;
 use spotagg_sim::verilator::{ports_of, PortSpec};
 use spotagg_testkit::{require_tool, Tool};
 
-/// The fabric's Verilog and ports: a width-4 core of 4 slots, the EAPS node built in with no
-/// domain at power-up (the bench writes them as the control link would).
+/// The fabric's Verilog and ports: a width-4 core of 4 slots with the placeholder job (no job
+/// is needed here: the model is the one `spotagg tap` builds for a job of 4 slots), the EAPS
+/// node built in with no domain at power-up (the bench writes them as the control link would).
 fn fabric() -> (String, Vec<PortSpec>) {
     let core = CoreConfig::new(4, 4, 256, 32).unwrap();
-    let job = JobConfig::example(2, PayloadSize::B256, 4);
-    let mut f = SwitchFabric::new(core, &job);
+    let mut f = SwitchFabric::new(core, &placeholder_job(core));
     f.connect_all();
     (generate_verilog(&f), ports_of(&f))
 }

@@ -15,8 +15,9 @@
 // Both ports are driven in step: loops index the per-port arrays by port number.
 #![allow(clippy::needless_range_loop)]
 
+use spotagg_boards::tops::config_loader::jobs_writes;
 use spotagg_boards::tops::core_clock::CoreClock;
-use spotagg_boards::tops::switch_fabric::{fabric_verilog, SwitchFabric};
+use spotagg_boards::tops::switch_fabric::{fabric_verilog, placeholder_job, SwitchFabric};
 use spotagg_driver::engine::Engine;
 use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::JobConfig;
@@ -45,6 +46,9 @@ struct Bench {
     id: FabricPins,
     ctr: CounterIds,
     cycles: u64,
+    /// The job's configuration writes, made once the power-up job is loaded (none: the job is
+    /// the power-up ROM's).
+    job_writes: Vec<(u8, u32)>,
 }
 
 impl Bench {
@@ -52,14 +56,19 @@ impl Bench {
         Bench::built(core, job, true)
     }
 
-    /// The fabric with the EAPS node built in or (`eaps` false, as `spotagg build` makes the
-    /// board by default) left out.
+    /// The fabric with the EAPS node built in or (`eaps` false, as `spotagg build --no-eaps`
+    /// makes the board) left out. It is built with the core's placeholder job and takes `job`
+    /// over its configuration inputs once the placeholder is loaded (as a control link writes
+    /// it), so that the tests of one core share one Verilator model whatever their traces' jobs
+    /// (the power-up ROM's own path: the two-job and EAPS benches, `board_jobs`).
     fn built(core: CoreConfig, job: &JobConfig, eaps: bool) -> Option<Bench> {
         if !require_tool(Tool::Verilator) {
             return None;
         }
-        let f = SwitchFabric::new(core, job);
-        Some(Bench::of(if eaps { f } else { f.without_eaps() }))
+        let f = SwitchFabric::new(core, &placeholder_job(core));
+        let mut b = Bench::of(if eaps { f } else { f.without_eaps() });
+        b.job_writes = jobs_writes(std::slice::from_ref(job));
+        Some(b)
     }
 
     /// The bench of fabric `f` (built with its settings, e.g. an EAPS power-up default; `J`
@@ -82,7 +91,7 @@ impl Bench {
             port_counter_address: p("port_counter_address"),
             port_counter_data: p("port_counter_data"),
         };
-        Bench { m, id, ctr, cycles: 0 }
+        Bench { m, id, ctr, cycles: 0, job_writes: vec![] }
     }
 
     fn edge(&mut self) {
@@ -230,6 +239,20 @@ fn run(b: &mut Bench, inputs: &[Vec<Vec<u8>>; 2], periods: Option<[u64; 5]>) -> 
         b.edge();
         guard += 1;
         assert!(guard < 100_000, "configuration did not finish");
+    }
+    if !b.job_writes.is_empty() {
+        for (a, d) in std::mem::take(&mut b.job_writes) {
+            b.write_reg(a, d);
+        }
+        // The last write reaches the core (the slot state's clear), which is idle again after.
+        for _ in 0..8 {
+            b.edge();
+        }
+        while b.m.get(b.id.core_idle) == 0 {
+            b.edge();
+            guard += 1;
+            assert!(guard < 200_000, "the job's configuration did not finish");
+        }
     }
     let streams: Vec<Vec<(bool, u8)>> = inputs
         .iter()

@@ -181,6 +181,29 @@ impl BoardModel {
         Ok(b)
     }
 
+    /// Writes `writes` (register address, data) on the fabric's configuration inputs, one after
+    /// another, as a control link does once the power-up job is loaded: a fabric built with
+    /// `spotagg_boards::tops::switch_fabric::placeholder_job` takes its real job this way
+    /// (`config_loader::jobs_writes`), so that one model serves every job of its core. Runs
+    /// until the core is idle again.
+    pub fn configure(&mut self, writes: &[(u8, u32)]) -> Result<(), BoardModelError> {
+        for &(address, data) in writes {
+            self.write_reg(address, data);
+        }
+        // A few clocks for the last write to reach the core before its idle is read.
+        for _ in 0..8 {
+            self.clock(false, 0, &mut vec![]);
+        }
+        let start = self.cycles;
+        while self.m.get(self.p.fabric.core_idle) == 0 {
+            self.clock(false, 0, &mut vec![]);
+            if self.cycles - start > 100_000 {
+                return Err(BoardModelError::NotConfigured(self.cycles));
+            }
+        }
+        Ok(())
+    }
+
     /// Each job's counters as read after the last frame.
     pub fn job_counters(&self, job: usize) -> &Counters {
         &self.job_counters[job]

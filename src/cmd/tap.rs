@@ -85,17 +85,25 @@ pub fn board_model(job: &spotagg_driver::JobConfig) -> Result<BoardModel> {
 }
 
 /// The MAC-level board model of a switch of several jobs (docs/switch.md §8; 1 or 2, one core
-/// each, every core sized for the largest job's slots and payload), each job in its power-up
-/// ROM ([`BoardModel::build_jobs`]).
+/// each, every core sized for the largest job's slots and payload). One job is written over the
+/// fabric's configuration inputs after power-up ([`BoardModel::configure`]), so that the model,
+/// built for the core alone, is compiled once for every job file of its size; two jobs are in
+/// the fabric's power-up ROM ([`BoardModel::build_jobs`]).
 pub fn board_model_jobs(jobs: &[spotagg_driver::JobConfig]) -> Result<BoardModel> {
-    let (verilog, ports) = fabric_of(jobs)?;
-    BoardModel::build_jobs(&verilog, &ports, jobs.len()).context("building the Verilator board model")
+    let (verilog, ports, rom) = fabric_of(jobs)?;
+    let mut m = BoardModel::build_jobs(&verilog, &ports, jobs.len()).context("building the Verilator board model")?;
+    if !rom {
+        m.configure(&spotagg_boards::tops::config_loader::jobs_writes(jobs))
+            .context("writing the job to the Verilator board model")?;
+    }
+    Ok(m)
 }
 
 /// The switch fabric's Verilog and ports for `jobs` (the board model's hardware, with the
-/// EAPS node built in).
-fn fabric_of(jobs: &[spotagg_driver::JobConfig]) -> Result<(String, Vec<spotagg_sim::verilator::PortSpec>)> {
-    use spotagg_boards::tops::switch_fabric::{fabric_verilog_jobs, SwitchFabric};
+/// EAPS node built in), and whether the jobs are in its ROM (else the fabric is built with
+/// `placeholder_job` and the jobs are to be written after power-up).
+fn fabric_of(jobs: &[spotagg_driver::JobConfig]) -> Result<(String, Vec<spotagg_sim::verilator::PortSpec>, bool)> {
+    use spotagg_boards::tops::switch_fabric::{fabric_verilog_jobs, placeholder_job, SwitchFabric};
     use spotagg_hdl::rust_hdl::prelude::*;
     let max = spotagg_hdl::job_router::MAX_JOBS;
     if !(1..=max).contains(&jobs.len()) {
@@ -105,19 +113,19 @@ fn fabric_of(jobs: &[spotagg_driver::JobConfig]) -> Result<(String, Vec<spotagg_
     let payload = jobs.iter().map(|j| j.payload.bytes()).max().unwrap_or(256).max(256);
     let core = spotagg_hdl::CoreConfig::new(4, slots, payload, 32)
         .map_err(|e| anyhow::anyhow!("core for the board model: {e}"))?;
-    let ports = match jobs.len() {
+    Ok(match jobs.len() {
         1 => {
-            let mut f = SwitchFabric::<1>::with_jobs(core, jobs);
+            let placeholder = [placeholder_job(core)];
+            let mut f = SwitchFabric::<1>::with_jobs(core, &placeholder);
             f.connect_all();
-            spotagg_sim::verilator::ports_of(&f)
+            (fabric_verilog_jobs(core, &placeholder), spotagg_sim::verilator::ports_of(&f), false)
         }
         _ => {
             let mut f = SwitchFabric::<2>::with_jobs(core, jobs);
             f.connect_all();
-            spotagg_sim::verilator::ports_of(&f)
+            (fabric_verilog_jobs(core, jobs), spotagg_sim::verilator::ports_of(&f), true)
         }
-    };
-    Ok((fabric_verilog_jobs(core, jobs), ports))
+    })
 }
 
 /// `_IOW('T', 202, int)` (linux/if_tun.h), the same on x86 and ARM.
@@ -361,8 +369,13 @@ fn run_two_port(args: Args) -> Result<()> {
     use spotagg_sim::eaps::hdl_node::NodePins;
     let config = args.config.as_ref().context("--config is needed with --tap1")?;
     let job = load_job(config)?;
-    let (verilog, ports) = fabric_of(std::slice::from_ref(&job))?;
+    let (verilog, ports, rom) = fabric_of(std::slice::from_ref(&job))?;
     let mut board = BoardNodePins::build(&verilog, &ports).context("building the Verilator board model")?;
+    if !rom {
+        board
+            .configure(&spotagg_boards::tops::config_loader::jobs_writes(std::slice::from_ref(&job)))
+            .context("writing the job to the Verilator board model")?;
+    }
     let mut names = vec![];
     if let Some(ring) = &args.eaps {
         let r = crate::cmd::eaps::config::load(ring)?;

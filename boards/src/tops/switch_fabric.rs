@@ -54,6 +54,7 @@ use crate::tops::config_loader::ConfigLoader;
 use crate::tops::eaps_node_crossing::EapsNodeCrossing;
 use rust_hdl::prelude::*;
 use spotagg_driver::control::protocol::eaps::DomainSettings;
+use spotagg_driver::wire::PayloadSize;
 use spotagg_driver::JobConfig;
 use spotagg_hdl::control_link::EapsRegisterAccess;
 use spotagg_hdl::eaps_gate::EapsVlanGate;
@@ -479,6 +480,18 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
             self.port_counter_data.next = self.port[0].counter_data.val();
         }
     }
+}
+
+/// The job a fabric is built with when its job is written after power-up over the fabric's
+/// configuration inputs (the writes of `config_loader::jobs_writes`, as a control link makes
+/// them) rather than played from its ROM: one worker, one slot, the core's payload size. A
+/// fabric's Verilog then depends on its core alone, so one Verilator model serves every job
+/// that fits the core (the benches, `spotagg tap`), and the job's writes end with the slot
+/// state's clear, as the ROM's do. (With one job only: the fabric takes its switch MAC from
+/// any write of registers 0 and 1, whichever job is selected.)
+pub fn placeholder_job(core: CoreConfig) -> JobConfig {
+    let payload = PayloadSize::from_bytes(core.max_payload).unwrap_or(PayloadSize::B256);
+    JobConfig::example(1, payload, 1)
 }
 
 /// The Verilog of the board logic (top module `top`), for simulation.

@@ -136,6 +136,29 @@ impl BoardNodePins {
         self.feed[port].extend(wire.into_iter().map(Some).chain(std::iter::repeat_n(None, GAP)));
     }
 
+    /// Writes `writes` to the fabric's configuration registers (`config_loader`'s: the job's),
+    /// one a clock, as the control link makes them, and runs until the core is idle again: how a
+    /// fabric built with `spotagg_boards::tops::switch_fabric::placeholder_job` takes its job.
+    pub fn configure(&mut self, writes: &[(u8, u32)]) -> Result<(), BoardModelError> {
+        self.writes.extend(writes.iter().map(|&(a, v)| Write::Cfg(a, v)));
+        // The writes, then a few clocks for the last to reach the core (the fabric registers its
+        // configuration inputs) before its idle is read.
+        while !self.writes.is_empty() {
+            self.step();
+        }
+        for _ in 0..8 {
+            self.step();
+        }
+        let start = self.cycles;
+        while self.m.get(self.p.fabric.core_idle) == 0 {
+            self.step();
+            if self.cycles - start > 100_000 {
+                return Err(BoardModelError::NotConfigured(self.cycles));
+            }
+        }
+        Ok(())
+    }
+
     /// A write to the EAPS configuration registers (`offset` in 0x0700..: `16·d + r`, 0xF0 the
     /// enable), made at the next clock, as the control link makes it.
     pub fn write_eaps(&mut self, offset: u8, value: u32) {
