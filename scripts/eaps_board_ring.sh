@@ -113,6 +113,9 @@ start_daemon() {
     DPID[$1]=$!
 }
 start_board() {
+    local attached
+    attached=$(grep -c "spotagg tap: attached" "$WORK/board.log" 2>/dev/null || true)
+    attached=${attached:-0}
     # (ip netns exec itself, not a function in the background: $! is then the model's process.)
     # (At nice -10: the model is the board's hardware and must keep up with the wall clock
     # whatever else the machine runs.)
@@ -121,8 +124,10 @@ start_board() {
     BOARD=$!
     # The first start compiles the model with Verilator (a minute or two on an idle 2-core
     # machine, several when it is loaded; on a fresh clone nothing is cached), a restart loads it.
+    # It has attached (and handles SIGTERM) once the log has one more "attached" line than
+    # before: a restart appends to the first start's log.
     for _ in $(seq 1 6000); do
-        grep -q "spotagg tap: attached" "$WORK/board.log" && return 0
+        [ "$(grep -c "spotagg tap: attached" "$WORK/board.log")" -gt "$attached" ] && return 0
         kill -0 $BOARD 2>/dev/null || die "the board model exited: $(tail -5 "$WORK/board.log")"
         sleep 0.1
     done
@@ -130,7 +135,9 @@ start_board() {
 }
 stop_board() {
     kill -TERM $BOARD
-    wait $BOARD || die "the board model exited with an error: $(tail -3 "$WORK/board.log")"
+    local rc=0
+    wait $BOARD || rc=$?
+    [ $rc = 0 ] || die "the board model exited with status $rc (128 + a signal's number: killed by it) on SIGTERM: $(tail -8 "$WORK/board.log")"
     BOARD=
 }
 kill_board() {
