@@ -17,11 +17,12 @@ use spotagg_sim::eaps::EapsEngine;
 use spotagg_sim::verilator::{ports_of, PortSpec};
 use spotagg_testkit::{require_tool, Tool};
 
-/// The fabric's Verilog and ports: a width-4 core of 4 slots with the placeholder job (no job
-/// is needed here: the model is the one `spotagg tap` builds for a job of 4 slots), the EAPS
-/// node built in with no domain at power-up (the bench writes them as the control link would).
+/// The fabric's Verilog and ports: a width-4 core of 8 slots of up to 1024 B with the
+/// placeholder job (no job is needed here: the model is the one `spotagg tap` and the board
+/// benches build), the EAPS node built in with no domain at power-up (the bench writes them as
+/// the control link would).
 fn fabric() -> (String, Vec<PortSpec>) {
-    let core = CoreConfig::new(4, 4, 256, 32).unwrap();
+    let core = CoreConfig::new(4, 8, 1024, 32).unwrap();
     let mut f = SwitchFabric::new(core, &placeholder_job(core));
     f.connect_all();
     (generate_verilog(&f), ports_of(&f))

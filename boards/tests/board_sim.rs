@@ -507,7 +507,7 @@ fn line_rate_periods(jobs: usize) -> [u64; 5] {
 /// core keeps up (nothing dropped) and its results equal the reference's.
 #[test]
 fn both_ports_at_line_rate_match_the_reference() {
-    let core = CoreConfig::new(4, 8, 256, 32).unwrap();
+    let core = CoreConfig::new(4, 8, 1024, 32).unwrap();
     check_trace_clocks(line_rate_trace(), core, true, 6, Some(line_rate_periods(1)));
 }
 
@@ -614,7 +614,7 @@ fn line_rate_trace() -> TraceSpec {
 /// clock, below the ~62 MHz two ports need) overflows the receive FIFOs.
 #[test]
 fn a_core_at_half_the_clock_drops_for_capacity() {
-    let core = CoreConfig::new(4, 8, 256, 32).unwrap();
+    let core = CoreConfig::new(4, 8, 1024, 32).unwrap();
     let trace = generate(&line_rate_trace());
     let Some(mut b) = Bench::new(core, &trace.job) else { return };
     let frames = split_by_port(&trace.job, &trace.frames);
@@ -628,7 +628,7 @@ fn a_core_at_half_the_clock_drops_for_capacity() {
 
 #[test]
 fn troubled_trace_with_arp_ping_and_malformed_frames() {
-    let core = CoreConfig::new(4, 8, 256, 32).unwrap();
+    let core = CoreConfig::new(4, 8, 1024, 32).unwrap();
     check_trace(TraceSpec::new(6, PayloadSize::B256, 8, 12, 11).troubled(0.08), core, false, 4);
 }
 
@@ -636,7 +636,7 @@ fn troubled_trace_with_arp_ping_and_malformed_frames() {
 /// trace, the same reference, at the board's clocks.
 #[test]
 fn the_fabric_without_eaps_matches_the_reference() {
-    let core = CoreConfig::new(4, 8, 256, 32).unwrap();
+    let core = CoreConfig::new(4, 8, 1024, 32).unwrap();
     let spec = TraceSpec::new(6, PayloadSize::B256, 8, 12, 11).troubled(0.08);
     check_trace_built(spec, core, true, 4, Some(BOARD_PERIODS), false);
 }
@@ -646,7 +646,7 @@ fn the_fabric_without_eaps_matches_the_reference() {
 /// 20.011 ns: every FIFO's pointer crossings at unrelated rates.
 #[test]
 fn unrelated_clock_periods() {
-    let core = CoreConfig::new(4, 8, 256, 32).unwrap();
+    let core = CoreConfig::new(4, 8, 1024, 32).unwrap();
     check_trace_clocks(
         TraceSpec::new(4, PayloadSize::B256, 8, 12, 5),
         core,

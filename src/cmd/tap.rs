@@ -85,7 +85,7 @@ pub fn board_model(job: &spotagg_driver::JobConfig) -> Result<BoardModel> {
 }
 
 /// The MAC-level board model of a switch of several jobs (docs/switch.md §8; 1 or 2, one core
-/// each, every core sized for the largest job's slots and payload). One job is written over the
+/// each, every core with the largest job's slots, at least 8, and payloads up to 1024 B). One job is written over the
 /// fabric's configuration inputs after power-up ([`BoardModel::configure`]), so that the model,
 /// built for the core alone, is compiled once for every job file of its size; two jobs are in
 /// the fabric's power-up ROM ([`BoardModel::build_jobs`]).
@@ -109,8 +109,10 @@ fn fabric_of(jobs: &[spotagg_driver::JobConfig]) -> Result<(String, Vec<spotagg_
     if !(1..=max).contains(&jobs.len()) {
         bail!("{} jobs: the board model's hardware is built for 1..={max}", jobs.len());
     }
-    let slots = jobs.iter().map(|j| usize::from(j.slots)).max().unwrap_or(1).max(4).next_power_of_two();
-    let payload = jobs.iter().map(|j| j.payload.bytes()).max().unwrap_or(256).max(256);
+    // The board's core as it ships takes payloads up to 1024 B; at least 8 slots: a job of up to 8
+    // slots and one payload size or another runs on one model (built once, then cached).
+    let slots = jobs.iter().map(|j| usize::from(j.slots)).max().unwrap_or(1).max(8).next_power_of_two();
+    let payload = 1024;
     let core = spotagg_hdl::CoreConfig::new(4, slots, payload, 32)
         .map_err(|e| anyhow::anyhow!("core for the board model: {e}"))?;
     Ok(match jobs.len() {
