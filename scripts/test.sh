@@ -196,7 +196,8 @@ all)
         # (/proc/sys/kernel/sched_autogroup_enabled), and nice values only weigh processes of
         # one autogroup against each other: the session's own group is niced too, else it takes
         # as much CPU as the fast tier's whole group.
-        setsid -w bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' background "$@" \
+        # (And in the idle I/O class: pip's unpacking of torch must not slow the build's writes.)
+        setsid -w bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 ionice -c 3 "$@"' background "$@" \
             >"$logs/$name.log" 2>&1 &
         bg_pids+=($!)
         bg_names+=("$name")
