@@ -15,7 +15,7 @@
 # loop guard is the master's secondary, as in scripts/eaps_ring.sh.
 #
 # Events, while h1 pings h3 every 20 ms (400-byte pings, 442-byte frames: data frames tell from
-# PDUs, 106 bytes, by size; the model runs about 230 k clocks/s, a fifth of a Gigabit port):
+# PDUs, 110 bytes, by size; the model runs about 230 k clocks/s, a fifth of a Gigabit port):
 # each ring link taken down for 1 s with `ip link` and brought back, from a Linux end and from
 # the board's own end (the board's port loses carrier: it sends LINK-DOWN itself), and the
 # board's process killed (the master's fail timer heals the ring round it) and restarted.

@@ -11,8 +11,8 @@ packets, tx bytes (the hosts' interfaces are named eth0). Each PING_LOG is the o
 Per event, from its start to the next event's:
 - pings lost: replies missing from the sequence, counted where the gap ends after the event;
 - flow again (ms): the longest gap between two replies, less the ping interval (0: none lost);
-- frames looped: per ring link direction, the data frames sent (bytes less 106 per PDU, over the
-  data frame's size less 106) beyond the frames every host sent in the window, summed;
+- frames looped: per ring link direction, the data frames sent (bytes less 110 per PDU, over the
+  data frame's size less 110) beyond the frames every host sent in the window, summed;
 - flowing: per ping log, in the order given, 1 when it holds a reply in the window stamped
   0.2 s or more after the event's start (the pings flow again, however long it took), else 0;
 - duplicate replies (DUP! lines of ping) are counted over the whole run.
@@ -24,7 +24,7 @@ import argparse
 import re
 import sys
 
-PDU_BYTES = 106
+PDU_BYTES = 110
 
 
 def replies(path):

@@ -10,13 +10,13 @@
 # Node i's port towards node j is `pIJ`. Hosts, each in its own namespace: h1 on n1, h2 on n2,
 # h5 on n5, h6 on n6 (10.77.0.N), hs on n3 (the aggregation switch, 10.77.0.100). Hosts have
 # static neighbours and no IPv6, so the only frames on the ring are pings (1042 B), PDUs
-# (106 B) and, in the all-reduce phase, SwitchML datagrams.
+# (110 B) and, in the all-reduce phase, SwitchML datagrams.
 #
 # Phase 1 (both rings, allow_superloop: no shared port): ping h1->h6 and h2->h5 every 10 ms
 # while each ring link but the common one is taken down for 1 s and brought back, and while
 # n2's daemon is stopped (SIGTERM: its ports go back to blocked, as they were before it
 # started) and restarted. Per event: pings lost, time until the pings flow again, frames looped
-# (per link direction, data frames = (tx_bytes - 106 tx_packets) / 936 against the frames the
+# (per link direction, data frames = (tx_bytes - 110 tx_packets) / 932 against the frames the
 # hosts offered in the window; any excess is a frame that crossed that link twice).
 # Phase 2: the common link n3-n4 down for 0.3 s without shared ports: both masters open, the
 # VLAN loops round both rings (a superloop); bounded by bringing the link back (and, if the

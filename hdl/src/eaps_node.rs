@@ -23,7 +23,8 @@
 //! active << 10, 1 PDUs sent, 2 received, 3 forwarded, 4 dropped, 5 time of the last
 //! transition, 6 its cause ([`cause`]), 7..=10 the hello, fail, pre-forwarding 0 and 1
 //! deadlines, 11 armed bits (hello, fail, pre-forwarding 0, 1, other master), 12 hello
-//! sequence, 13 other-master deadline; 0xf0 EDP sequence, 0xf1 link state as acted on | busy
+//! sequence, 13 other-master deadline, 14 malformed frames (docs/eaps.md §1.1) of bad length |
+//! unsupported version << 16, 15 of bad checksum | bad TLV list << 16; 0xf0 EDP sequence, 0xf1 link state as acted on | busy
 //! << 2, 0xf2 port 0 rejected | overruns << 16, 0xf3 the same for port 1.
 
 use crate::byte_stream::{ByteSink, ByteSource};
@@ -54,8 +55,9 @@ pub mod cause {
     pub const FAIL_TIMER: u32 = 8;
     /// RING-UP-FLUSH-FDB arrived.
     pub const RING_UP_FLUSH: u32 = 9;
-    /// The pre-forwarding timer expired.
-    pub const PRE_FORWARDING_TIMER: u32 = 10;
+    /// A HEALTH carrying the master's Complete state opened a port whose hold had run out
+    /// (docs/eaps.md §4).
+    pub const HEALTH_COMPLETE: u32 = 10;
 }
 
 /// A domain's state.
@@ -111,6 +113,15 @@ pub struct DomCounts {
     pub forwarded: Bits<32>,
     /// Dropped.
     pub dropped: Bits<32>,
+    /// Malformed EDP frames by reason (docs/eaps.md §1.1): length, version, checksum, TLV list
+    /// (16 bits each, wrapping).
+    pub malformed_length: Bits<16>,
+    /// Of an unsupported EDP or EAPS version.
+    pub malformed_version: Bits<16>,
+    /// With a bad EDP checksum.
+    pub malformed_checksum: Bits<16>,
+    /// With a bad TLV list.
+    pub malformed_tlv: Bits<16>,
     /// Time of the last transition.
     pub transition_time: Bits<32>,
     /// Its cause ([`cause`]).
@@ -610,8 +621,12 @@ impl<const D: usize> Logic for EapsNode<D> {
         self.f.next.control_vlan = 0.into();
         self.f.next.system_mac = 0.into();
         self.f.next.other = false;
+        self.f.next.state = 0.into();
+        self.f.next.malformed = 0.into();
         for p in 0..2 {
             if self.fmask.val().get_bit(p) {
+                self.f.next.state = self.prx[p].pdu.state.val();
+                self.f.next.malformed = self.prx[p].malformed.val();
                 self.f.next.vid = self.prx[p].vid.val();
                 self.f.next.eaps_type = self.prx[p].pdu.eaps_type.val();
                 self.f.next.control_vlan = self.prx[p].pdu.control_vlan.val();
@@ -803,6 +818,21 @@ impl<const D: usize> Logic for EapsNode<D> {
             if self.dstep.inc_drop.val() {
                 self.nn.next.dropped = self.kn.val().dropped + 1;
             }
+            match self.dstep.inc_malformed.val().index() {
+                1 => {
+                    self.nn.next.malformed_length = self.kn.val().malformed_length + 1;
+                }
+                2 => {
+                    self.nn.next.malformed_version = self.kn.val().malformed_version + 1;
+                }
+                3 => {
+                    self.nn.next.malformed_checksum = self.kn.val().malformed_checksum + 1;
+                }
+                4 => {
+                    self.nn.next.malformed_tlv = self.kn.val().malformed_tlv + 1;
+                }
+                _ => {}
+            }
             if self.dstep.n.val().st != self.k.val().st {
                 self.nn.next.transition_time = self.now.val();
                 self.nn.next.transition_cause = self.dstep.cause.val();
@@ -962,6 +992,14 @@ impl<const D: usize> Logic for EapsNode<D> {
                 }
                 13 => {
                     self.status_data.next = self.s.val().om_at;
+                }
+                14 => {
+                    self.status_data.next = bit_cast::<32, 16>(self.sn.val().malformed_length)
+                        | (bit_cast::<32, 16>(self.sn.val().malformed_version) << 16);
+                }
+                15 => {
+                    self.status_data.next = bit_cast::<32, 16>(self.sn.val().malformed_checksum)
+                        | (bit_cast::<32, 16>(self.sn.val().malformed_tlv) << 16);
                 }
                 _ => {}
             }

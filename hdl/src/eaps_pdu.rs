@@ -2,20 +2,22 @@
 //! frame on the fly, [`EapsTx`] emits one from its fields. The fields travel between blocks as
 //! an [`EapsPduSource`]/[`EapsPduSink`] interface.
 //!
-//! [`EapsRx`] accepts exactly what `spotagg_driver::wire::eaps::parse_frame` accepts: the
-//! destination 00-E0-2B-00-00-04, TPID 0x8100, an 802.3 length of 88..=1500 that the frame
-//! holds, LLC/SNAP AA-AA-03 00-E0-2B 00BB, EDP length 80, TLV marker 0x99 type 0x0B length 64,
-//! EAPS version 1 and a good EDP checksum (the one's-complement sum of bytes 26..106 is
-//! 0xffff). It takes a byte every clock (no back-pressure: `ready` is always high) and holds
-//! the last good PDU for its owner until `take`; a good PDU arriving while one is held is
-//! dropped and counted (`overruns`), as is every bad frame (`rejected`). A rejected frame that
-//! is still another EDP frame (docs/eaps.md §11: 26 bytes or more, destination, tag and
-//! LLC/SNAP header up to the OUI as a PDU's) is held too, with `other` high and only its tag's
-//! VID, so that the node can pass it on (the reference's `other_edp_vlan`).
+//! [`EapsRx`] reads a frame by the receiver rules of docs/eaps.md §1.1, as
+//! `spotagg_driver::wire::eaps::parse_edp` does: the destination 00-E0-2B-00-00-04, TPID
+//! 0x8100 and LLC/SNAP up to the OUI make an EDP frame; a PID other than 0x00BB or an 802.3
+//! length over 1500 another frame; then the 802.3 and EDP lengths, the EDP version, the
+//! checksum over the EDP length, the TLV walk (marker 0x99, lengths, the null TLV, one EAPS TLV
+//! of 64 bytes or more) and the EAPS TLV's version. Its fields are gathered at their offsets
+//! from the EAPS TLV's marker, wherever it is in the list. It takes a byte every clock (no
+//! back-pressure: `ready` is always high) and holds the last PDU for its owner until `take`,
+//! or, with `other` high, another EDP frame (only its tag's VID, so that the node can pass it
+//! on), or, with `malformed` set to the reason, a malformed EDP frame (its VID, so that the
+//! node counts it in its domain); one arriving while one is held is dropped and counted
+//! (`overruns`). Every frame that is not a PDU is counted in `rejected`.
 //!
-//! [`EapsTx`] emits the 106 bytes of §1 from its fields (the machine MAC is the system MAC,
-//! the tag's VID the control VLAN, DEI 0, reserved bytes 0). It first runs through the bytes
-//! once without sending to sum the EDP checksum (107 clocks: the sum adds each byte a clock
+//! [`EapsTx`] emits the 110 bytes of §1 from its fields (the machine MAC is the system MAC,
+//! the tag's VID the control VLAN, DEI 0, reserved bytes 0, the null TLV last). It first runs
+//! through the bytes once without sending to sum the EDP checksum (111 clocks: the sum adds each byte a clock
 //! after it is chosen, so the byte select and the adder meet at a register), then sends them
 //! on the port `port` selects, one a clock while `ready`. The fields must hold still from `start` to `done`.
 
@@ -77,31 +79,64 @@ pub struct EapsRx {
     pub pdu: EapsPduSource,
     /// The held PDU's tag VID.
     pub vid: Signal<Out, Bits<12>>,
-    /// A PDU is held (or another EDP frame, with `other`).
+    /// A PDU is held (or another EDP frame, with `other`, or a malformed one, with `malformed`).
     pub full: Signal<Out, Bit>,
     /// What is held is another EDP frame, not an EAPS PDU: only `vid` is meaningful.
     pub other: Signal<Out, Bit>,
+    /// What is held is a malformed EDP frame (docs/eaps.md §1.1): its reason, the index in
+    /// `spotagg_driver::wire::eaps::Malformed::ALL` + 1 (1 length, 2 version, 3 checksum, 4 TLV
+    /// list); 0 for a PDU or another EDP frame. Only `vid` is meaningful with it.
+    pub malformed: Signal<Out, Bits<3>>,
     /// Release the held PDU (one clock).
     pub take: Signal<In, Bit>,
-    /// Frames rejected (not an EAPS PDU, or damaged).
+    /// Frames rejected (not an EAPS PDU: another EDP frame, a malformed one, or not EDP).
     pub rejected: Signal<Out, Bits<16>>,
-    /// Good PDUs dropped because one was still held.
+    /// Good PDUs (and frames to hold) dropped because one was still held.
     pub overruns: Signal<Out, Bits<16>>,
     /// A frame has ended and its verdict is being made (this clock): `full` may rise next.
     pub pending: Signal<Out, Bit>,
     count: DFF<Bits<11>>,
     /// The verdict on the frame that ended last clock, from what was registered at its end (the
-    /// checksum, the count, the byte checks and whether there was room), so that the sums and
-    /// compares of the last byte and the ~180 capture enables meet at registers.
+    /// checksum, the count, the byte checks, the TLV walk and whether there was room), so that
+    /// the sums and compares of the last byte and the ~180 capture enables meet at registers.
     fin: DFF<Bit>,
     fin_room: DFF<Bit>,
     fin_sum: DFF<Bits<16>>,
     fin_count: DFF<Bits<11>>,
-    fin_bad: DFF<Bit>,
     fin_hdr_bad: DFF<Bit>,
-    bad: DFF<Bit>,
+    fin_pid_bad: DFF<Bit>,
+    fin_ver_bad: DFF<Bit>,
+    fin_edp_len: DFF<Bits<16>>,
+    fin_tlv_bad: DFF<Bit>,
+    fin_eaps_seen: DFF<Bit>,
+    fin_eaps_ver_bad: DFF<Bit>,
+    /// A byte of the header up to the OUI (destination, TPID, LLC/SNAP) was wrong: not EDP.
     hdr_bad: DFF<Bit>,
+    /// The SNAP PID is not EDP's.
+    pid_bad: DFF<Bit>,
+    /// The EDP version is not 1.
+    ver_bad: DFF<Bit>,
+    /// The EDP length, as it comes in (frame bytes 28..30).
+    edp_len: DFF<Bits<16>>,
+    /// The TLV walk: the next TLV header's offset from the list's start (frame byte 42).
+    tlv_rel: DFF<Bits<17>>,
+    /// The byte of that header being read (0: the marker is due at `tlv_rel`).
+    tlv_phase: DFF<Bits<2>>,
+    /// The TLV's type and the high byte of its length.
+    tlv_type: DFF<Bits<8>>,
+    tlv_len_hi: DFF<Bits<8>>,
+    /// The walk has ended (a null TLV, or the EDP length reached).
+    walk_done: DFF<Bit>,
+    /// The walk found the TLV list malformed.
+    tlv_bad: DFF<Bit>,
+    /// An EAPS TLV was found; its bytes are being read (`in_eaps`, at offset `eaps_rel`).
+    eaps_seen: DFF<Bit>,
+    in_eaps: DFF<Bit>,
+    eaps_rel: DFF<Bits<6>>,
+    /// The EAPS TLV's version is not 1.
+    eaps_ver_bad: DFF<Bit>,
     m_other: DFF<Bit>,
+    m_malformed: DFF<Bits<3>>,
     hi: DFF<Bits<8>>,
     sum: DFF<Bits<16>>,
     full_q: DFF<Bit>,
@@ -117,8 +152,25 @@ pub struct EapsRx {
     byte_ok: Signal<Local, Bit>,
     sum17: Signal<Local, Bits<17>>,
     sum_next: Signal<Local, Bits<16>>,
+    sum_lo: Signal<Local, Bits<8>>,
+    /// The sum with this byte as the high byte of a last word padded with 0 (an odd EDP length
+    /// whose last byte ends the frame).
+    sum_pad17: Signal<Local, Bits<17>>,
+    sum_pad: Signal<Local, Bits<16>>,
     count_next: Signal<Local, Bits<11>>,
-    len_ok: Signal<Local, Bit>,
+    c17: Signal<Local, Bits<17>>,
+    edp_end: Signal<Local, Bits<17>>,
+    /// Bytes left in the list from the TLV header at `tlv_rel`.
+    tlv_left: Signal<Local, Bits<17>>,
+    tlv_len: Signal<Local, Bits<17>>,
+    tlv_next: Signal<Local, Bits<17>>,
+    // The walk's registers after this byte (also what `fin_*` takes at a frame's last byte).
+    walk_done_n: Signal<Local, Bit>,
+    tlv_bad_n: Signal<Local, Bit>,
+    eaps_seen_n: Signal<Local, Bit>,
+    eaps_ver_bad_n: Signal<Local, Bit>,
+    len_bad: Signal<Local, Bit>,
+    verdict: Signal<Local, Bits<3>>,
 }
 
 impl Logic for EapsRx {
@@ -128,9 +180,22 @@ impl Logic for EapsRx {
             self,
             clock,
             count,
-            bad,
             hdr_bad,
+            pid_bad,
+            ver_bad,
+            edp_len,
+            tlv_rel,
+            tlv_phase,
+            tlv_type,
+            tlv_len_hi,
+            walk_done,
+            tlv_bad,
+            eaps_seen,
+            in_eaps,
+            eaps_rel,
+            eaps_ver_bad,
             m_other,
+            m_malformed,
             hi,
             sum,
             full_q,
@@ -143,8 +208,13 @@ impl Logic for EapsRx {
             fin_room,
             fin_sum,
             fin_count,
-            fin_bad,
-            fin_hdr_bad
+            fin_hdr_bad,
+            fin_pid_bad,
+            fin_ver_bad,
+            fin_edp_len,
+            fin_tlv_bad,
+            fin_eaps_seen,
+            fin_eaps_ver_bad
         );
         self.pending.next = self.fin.q.val();
         self.fin.d.next = false;
@@ -163,13 +233,14 @@ impl Logic for EapsRx {
         self.vid.next = self.m_tci.val().get_bits::<12>(0);
         self.full.next = self.full_q.q.val();
         self.other.next = self.m_other.q.val();
+        self.malformed.next = self.m_malformed.q.val();
         self.rejected.next = self.rejected_q.q.val();
         self.overruns.next = self.overruns_q.q.val();
         if self.take.val() {
             self.full_q.d.next = false;
         }
 
-        // The expected constant bytes.
+        // The header's constant bytes up to the OUI (an EDP frame at all).
         match self.count.q.val().index() {
             0 => {
                 self.byte_ok.next = self.rx.data.val() == 0x00;
@@ -213,60 +284,138 @@ impl Logic for EapsRx {
             23 => {
                 self.byte_ok.next = self.rx.data.val() == 0x2b;
             }
-            24 => {
-                self.byte_ok.next = self.rx.data.val() == 0x00;
-            }
-            25 => {
-                self.byte_ok.next = self.rx.data.val() == 0xbb;
-            }
-            28 => {
-                self.byte_ok.next = self.rx.data.val() == 0x00;
-            }
-            29 => {
-                self.byte_ok.next = self.rx.data.val() == 0x50;
-            }
-            42 => {
-                self.byte_ok.next = self.rx.data.val() == 0x99;
-            }
-            43 => {
-                self.byte_ok.next = self.rx.data.val() == 0x0b;
-            }
-            44 => {
-                self.byte_ok.next = self.rx.data.val() == 0x00;
-            }
-            45 => {
-                self.byte_ok.next = self.rx.data.val() == 0x40;
-            }
-            46 => {
-                self.byte_ok.next = self.rx.data.val() == 0x01;
-            }
             _ => {
                 self.byte_ok.next = true;
             }
         }
-        // The EDP checksum over bytes 26..106, one 16-bit word at every odd byte.
+        self.c17.next = bit_cast::<17, 11>(self.count.q.val());
+        self.edp_end.next = bit_cast::<17, 16>(self.edp_len.q.val()) + 26;
+        // The EDP checksum over bytes 26..26 + EDP length, one 16-bit word at every odd byte; an
+        // odd length's last byte is the high byte of a word whose low byte is 0. Before byte 30
+        // the EDP length is not in yet, and every EDP length taken covers those words.
+        self.sum_lo.next = self.rx.data.val();
+        if (self.count.q.val() >= 30) & (self.c17.val() >= self.edp_end.val()) {
+            self.sum_lo.next = 0.into();
+        }
         self.sum17.next = bit_cast::<17, 16>(self.sum.q.val())
-            + bit_cast::<17, 16>((bit_cast::<16, 8>(self.hi.q.val()) << 8) | bit_cast::<16, 8>(self.rx.data.val()));
+            + bit_cast::<17, 16>((bit_cast::<16, 8>(self.hi.q.val()) << 8) | bit_cast::<16, 8>(self.sum_lo.val()));
         self.sum_next.next = self.sum.q.val();
-        if (self.count.q.val() >= 26) & (self.count.q.val() < 106) & self.count.q.val().get_bit(0) {
+        if (self.count.q.val() >= 26)
+            & self.count.q.val().get_bit(0)
+            & ((self.count.q.val() < 30) | (self.c17.val() <= self.edp_end.val()))
+        {
             self.sum_next.next =
                 self.sum17.val().get_bits::<16>(0) + bit_cast::<16, 1>(self.sum17.val().get_bit(16).into());
+        }
+        self.sum_pad17.next = bit_cast::<17, 16>(self.sum.q.val()) + (bit_cast::<17, 8>(self.rx.data.val()) << 8);
+        self.sum_pad.next = self.sum.q.val();
+        if (self.count.q.val() >= 30) & !self.count.q.val().get_bit(0) & (self.c17.val() < self.edp_end.val()) {
+            self.sum_pad.next =
+                self.sum_pad17.val().get_bits::<16>(0) + bit_cast::<16, 1>(self.sum_pad17.val().get_bit(16).into());
         }
         self.count_next.next = self.count.q.val();
         if self.count.q.val() != 2047 {
             self.count_next.next = self.count.q.val() + 1;
         }
-        self.len_ok.next = (self.w_len.q.val() >= 88)
-            & (self.w_len.q.val() <= 1500)
-            & (bit_cast::<16, 11>(self.fin_count.q.val()) >= self.w_len.q.val() + 18);
+
+        // The TLV walk (docs/eaps.md §1.1 step 5), from frame byte 42 while below the EDP length.
+        self.tlv_left.next = bit_cast::<17, 16>(self.edp_len.q.val()) - 16 - self.tlv_rel.q.val();
+        self.tlv_len.next = (bit_cast::<17, 8>(self.tlv_len_hi.q.val()) << 8) | bit_cast::<17, 8>(self.rx.data.val());
+        self.tlv_next.next = self.tlv_rel.q.val() + self.tlv_len.val();
+        self.walk_done_n.next = self.walk_done.q.val();
+        self.tlv_bad_n.next = self.tlv_bad.q.val();
+        self.eaps_seen_n.next = self.eaps_seen.q.val();
+        self.eaps_ver_bad_n.next = self.eaps_ver_bad.q.val();
+        if self.in_eaps.q.val() & (self.eaps_rel.q.val() == 4) & (self.rx.data.val() != 1) {
+            self.eaps_ver_bad_n.next = true;
+        }
+        if !self.walk_done.q.val() & !self.tlv_bad.q.val() & (self.count.q.val() >= 42) {
+            match self.tlv_phase.q.val().index() {
+                0 => {
+                    if (self.c17.val() == self.tlv_rel.q.val() + 42)
+                        & ((self.tlv_left.val() < 4) | (self.rx.data.val() != 0x99))
+                    {
+                        self.tlv_bad_n.next = true;
+                    }
+                }
+                3 => {
+                    if (self.tlv_len.val() < 4) | (self.tlv_len.val() > self.tlv_left.val()) {
+                        self.tlv_bad_n.next = true;
+                    } else if self.tlv_type.q.val() == 0 {
+                        self.walk_done_n.next = true;
+                    } else if self.tlv_type.q.val() == 0x0b {
+                        if self.eaps_seen.q.val() | (self.tlv_len.val() < 64) {
+                            self.tlv_bad_n.next = true;
+                        } else {
+                            self.eaps_seen_n.next = true;
+                        }
+                    }
+                    if self.tlv_next.val() >= bit_cast::<17, 16>(self.edp_len.q.val()) - 16 {
+                        self.walk_done_n.next = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        // The header check before the verdict: the 802.3 length and EDP length (step 2).
+        self.len_bad.next = (self.w_len.q.val() < 24)
+            | (bit_cast::<16, 11>(self.fin_count.q.val()) < self.w_len.q.val() + 18)
+            | (self.fin_edp_len.q.val() < 20)
+            | (bit_cast::<17, 16>(self.fin_edp_len.q.val()) + 8 > bit_cast::<17, 16>(self.w_len.q.val()));
 
         if self.rx.valid.val() {
             self.hi.d.next = self.rx.data.val();
             self.sum.d.next = self.sum_next.val();
             self.count.d.next = self.count_next.val();
-            self.bad.d.next = self.bad.q.val() | !self.byte_ok.val();
+            self.walk_done.d.next = self.walk_done_n.val();
+            self.tlv_bad.d.next = self.tlv_bad_n.val();
+            self.eaps_seen.d.next = self.eaps_seen_n.val();
+            self.eaps_ver_bad.d.next = self.eaps_ver_bad_n.val();
             if self.count.q.val() < 24 {
                 self.hdr_bad.d.next = self.hdr_bad.q.val() | !self.byte_ok.val();
+            }
+            if ((self.count.q.val() == 24) & (self.rx.data.val() != 0x00))
+                | ((self.count.q.val() == 25) & (self.rx.data.val() != 0xbb))
+            {
+                self.pid_bad.d.next = true;
+            }
+            if (self.count.q.val() == 26) & (self.rx.data.val() != 0x01) {
+                self.ver_bad.d.next = true;
+            }
+            if (self.count.q.val() >= 28) & (self.count.q.val() < 30) {
+                self.edp_len.d.next = (self.edp_len.q.val() << 8) | bit_cast::<16, 8>(self.rx.data.val());
+            }
+            // The TLV header's bytes, one a clock from its marker.
+            if !self.walk_done.q.val() & !self.tlv_bad.q.val() & (self.count.q.val() >= 42) {
+                match self.tlv_phase.q.val().index() {
+                    0 => {
+                        if self.c17.val() == self.tlv_rel.q.val() + 42 {
+                            self.tlv_phase.d.next = 1.into();
+                        }
+                    }
+                    1 => {
+                        self.tlv_type.d.next = self.rx.data.val();
+                        self.tlv_phase.d.next = 2.into();
+                    }
+                    2 => {
+                        self.tlv_len_hi.d.next = self.rx.data.val();
+                        self.tlv_phase.d.next = 3.into();
+                    }
+                    _ => {
+                        self.tlv_phase.d.next = 0.into();
+                        self.tlv_rel.d.next = self.tlv_next.val();
+                        if !self.eaps_seen.q.val() & self.eaps_seen_n.val() {
+                            self.in_eaps.d.next = true;
+                            self.eaps_rel.d.next = 4.into();
+                        }
+                    }
+                }
+            }
+            if self.in_eaps.q.val() {
+                self.eaps_rel.d.next = self.eaps_rel.q.val() + 1;
+                if self.eaps_rel.q.val() == 63 {
+                    self.in_eaps.d.next = false;
+                }
             }
             if (self.count.q.val() >= 6) & (self.count.q.val() < 12) {
                 self.w.d.next.src = (self.w.q.val().src << 8) | bit_cast::<48, 8>(self.rx.data.val());
@@ -280,65 +429,108 @@ impl Logic for EapsRx {
             if (self.count.q.val() >= 32) & (self.count.q.val() < 34) {
                 self.w.d.next.edp_seq = (self.w.q.val().edp_seq << 8) | bit_cast::<16, 8>(self.rx.data.val());
             }
-            if (self.count.q.val() >= 47) & (self.count.q.val() < 48) {
-                self.w.d.next.eaps_type = (self.w.q.val().eaps_type << 8) | bit_cast::<8, 8>(self.rx.data.val());
-            }
-            if (self.count.q.val() >= 48) & (self.count.q.val() < 50) {
-                self.w.d.next.control_vlan = (self.w.q.val().control_vlan << 8) | bit_cast::<16, 8>(self.rx.data.val());
-            }
-            if (self.count.q.val() >= 54) & (self.count.q.val() < 60) {
-                self.w.d.next.system_mac = (self.w.q.val().system_mac << 8) | bit_cast::<48, 8>(self.rx.data.val());
-            }
-            if (self.count.q.val() >= 60) & (self.count.q.val() < 62) {
-                self.w.d.next.hello_timer = (self.w.q.val().hello_timer << 8) | bit_cast::<16, 8>(self.rx.data.val());
-            }
-            if (self.count.q.val() >= 62) & (self.count.q.val() < 64) {
-                self.w.d.next.fail_timer = (self.w.q.val().fail_timer << 8) | bit_cast::<16, 8>(self.rx.data.val());
-            }
-            if (self.count.q.val() >= 64) & (self.count.q.val() < 65) {
-                self.w.d.next.state = (self.w.q.val().state << 8) | bit_cast::<8, 8>(self.rx.data.val());
-            }
-            if (self.count.q.val() >= 66) & (self.count.q.val() < 68) {
-                self.w.d.next.hello_seq = (self.w.q.val().hello_seq << 8) | bit_cast::<16, 8>(self.rx.data.val());
+            // The EAPS TLV's fields, at their offsets from its marker.
+            if self.in_eaps.q.val() {
+                if self.eaps_rel.q.val() == 5 {
+                    self.w.d.next.eaps_type = self.rx.data.val();
+                }
+                if (self.eaps_rel.q.val() >= 6) & (self.eaps_rel.q.val() < 8) {
+                    self.w.d.next.control_vlan =
+                        (self.w.q.val().control_vlan << 8) | bit_cast::<16, 8>(self.rx.data.val());
+                }
+                if (self.eaps_rel.q.val() >= 12) & (self.eaps_rel.q.val() < 18) {
+                    self.w.d.next.system_mac = (self.w.q.val().system_mac << 8) | bit_cast::<48, 8>(self.rx.data.val());
+                }
+                if (self.eaps_rel.q.val() >= 18) & (self.eaps_rel.q.val() < 20) {
+                    self.w.d.next.hello_timer =
+                        (self.w.q.val().hello_timer << 8) | bit_cast::<16, 8>(self.rx.data.val());
+                }
+                if (self.eaps_rel.q.val() >= 20) & (self.eaps_rel.q.val() < 22) {
+                    self.w.d.next.fail_timer = (self.w.q.val().fail_timer << 8) | bit_cast::<16, 8>(self.rx.data.val());
+                }
+                if self.eaps_rel.q.val() == 22 {
+                    self.w.d.next.state = self.rx.data.val();
+                }
+                if (self.eaps_rel.q.val() >= 24) & (self.eaps_rel.q.val() < 26) {
+                    self.w.d.next.hello_seq = (self.w.q.val().hello_seq << 8) | bit_cast::<16, 8>(self.rx.data.val());
+                }
             }
             if self.rx.last.val() {
                 self.count.d.next = 0.into();
-                self.bad.d.next = false;
                 self.hdr_bad.d.next = false;
+                self.pid_bad.d.next = false;
+                self.ver_bad.d.next = false;
+                self.edp_len.d.next = 0.into();
+                self.tlv_rel.d.next = 0.into();
+                self.tlv_phase.d.next = 0.into();
+                self.walk_done.d.next = false;
+                self.tlv_bad.d.next = false;
+                self.eaps_seen.d.next = false;
+                self.in_eaps.d.next = false;
+                self.eaps_rel.d.next = 0.into();
+                self.eaps_ver_bad.d.next = false;
                 self.sum.d.next = 0.into();
                 self.fin.d.next = true;
                 self.fin_room.d.next = !self.full_q.q.val() | self.take.val();
                 self.fin_sum.d.next = self.sum_next.val();
+                if !self.count.q.val().get_bit(0) {
+                    self.fin_sum.d.next = self.sum_pad.val();
+                }
                 self.fin_count.d.next = self.count_next.val();
-                self.fin_bad.d.next = self.bad.q.val() | !self.byte_ok.val();
-                self.fin_hdr_bad.d.next = self.hdr_bad.q.val();
+                self.fin_hdr_bad.d.next = self.hdr_bad.q.val() | ((self.count.q.val() < 24) & !self.byte_ok.val());
+                self.fin_pid_bad.d.next = self.pid_bad.q.val()
+                    | ((self.count.q.val() == 24) & (self.rx.data.val() != 0x00))
+                    | ((self.count.q.val() == 25) & (self.rx.data.val() != 0xbb));
+                self.fin_ver_bad.d.next = self.ver_bad.q.val();
+                self.fin_edp_len.d.next = self.edp_len.q.val();
+                if (self.count.q.val() >= 28) & (self.count.q.val() < 30) {
+                    self.fin_edp_len.d.next = (self.edp_len.q.val() << 8) | bit_cast::<16, 8>(self.rx.data.val());
+                }
+                self.fin_tlv_bad.d.next = self.tlv_bad_n.val();
+                self.fin_eaps_seen.d.next = self.eaps_seen_n.val();
+                self.fin_eaps_ver_bad.d.next = self.eaps_ver_bad_n.val();
             }
         }
         // The verdict, a clock after the last byte (the next frame's fields start at byte 6, so
-        // `w` still holds this one's; nothing else fills or empties the hold meanwhile).
+        // `w` still holds this one's; nothing else fills or empties the hold meanwhile):
+        // 0 not EDP, 1..=4 malformed by reason, 5 another EDP frame, 6 a PDU (docs/eaps.md §1.1).
+        self.verdict.next = 0.into();
+        if self.fin_hdr_bad.q.val() | (self.fin_count.q.val() < 26) {
+            self.verdict.next = 0.into();
+        } else if (self.w_len.q.val() > 1500) | self.fin_pid_bad.q.val() {
+            self.verdict.next = 5.into();
+        } else if self.len_bad.val() {
+            self.verdict.next = 1.into();
+        } else if self.fin_ver_bad.q.val() {
+            self.verdict.next = 2.into();
+        } else if self.fin_sum.q.val() != 0xffff {
+            self.verdict.next = 3.into();
+        } else if self.fin_tlv_bad.q.val() {
+            self.verdict.next = 4.into();
+        } else if !self.fin_eaps_seen.q.val() {
+            self.verdict.next = 5.into();
+        } else if self.fin_eaps_ver_bad.q.val() {
+            self.verdict.next = 2.into();
+        } else {
+            self.verdict.next = 6.into();
+        }
         if self.fin.q.val() {
-            if !self.fin_bad.q.val()
-                & (self.fin_count.q.val() >= 106)
-                & self.len_ok.val()
-                & (self.fin_sum.q.val() == 0xffff)
-            {
+            if self.verdict.val() != 6 {
+                self.rejected_q.d.next = self.rejected_q.q.val() + 1;
+            }
+            if self.verdict.val() != 0 {
                 if !self.fin_room.q.val() {
                     self.overruns_q.d.next = self.overruns_q.q.val() + 1;
                 } else {
                     self.full_q.d.next = true;
-                    self.m_other.d.next = false;
-                    self.m.d.next = self.w.q.val();
-                }
-            } else {
-                self.rejected_q.d.next = self.rejected_q.q.val() + 1;
-                // Another EDP frame (the header to the OUI intact, 26 bytes or more): held
-                // for the node to pass on, or counted as an overrun like a PDU.
-                if !self.fin_hdr_bad.q.val() & (self.fin_count.q.val() >= 26) {
-                    if !self.fin_room.q.val() {
-                        self.overruns_q.d.next = self.overruns_q.q.val() + 1;
+                    self.m_other.d.next = self.verdict.val() == 5;
+                    self.m_malformed.d.next = 0.into();
+                    if self.verdict.val() < 5 {
+                        self.m_malformed.d.next = self.verdict.val();
+                    }
+                    if self.verdict.val() == 6 {
+                        self.m.d.next = self.w.q.val();
                     } else {
-                        self.full_q.d.next = true;
-                        self.m_other.d.next = true;
                         self.m.d.next.tci = self.w.q.val().tci;
                     }
                 }
@@ -384,7 +576,7 @@ pub struct EapsTx {
     /// The byte of the previous clock (the sum adds from registers: the byte select and the
     /// adder are a clock apart).
     b_q: DFF<Bits<8>>,
-    /// `b_q` ends a 16-bit word of the checksum's range (bytes 26..106).
+    /// `b_q` ends a 16-bit word of the checksum's range (bytes 26..110).
     add_q: DFF<Bit>,
     sum: DFF<Bits<16>>,
     csum: DFF<Bits<16>>,
@@ -437,7 +629,7 @@ impl Logic for EapsTx {
                 self.out_byte.next = self.pdu.control_vlan.val().get_bits::<8>(0);
             }
             17 => {
-                self.out_byte.next = 0x58.into();
+                self.out_byte.next = 0x5c.into();
             }
             18 => {
                 self.out_byte.next = 0xaa.into();
@@ -461,7 +653,7 @@ impl Logic for EapsTx {
                 self.out_byte.next = 0x01.into();
             }
             29 => {
-                self.out_byte.next = 0x50.into();
+                self.out_byte.next = 0x54.into();
             }
             30 => {
                 self.out_byte.next = self.csum.q.val().get_bits::<8>(8);
@@ -553,6 +745,12 @@ impl Logic for EapsTx {
             67 => {
                 self.out_byte.next = self.pdu.hello_seq.val().get_bits::<8>(0);
             }
+            106 => {
+                self.out_byte.next = 0x99.into();
+            }
+            109 => {
+                self.out_byte.next = 0x04.into();
+            }
             _ => {
                 self.out_byte.next = 0.into();
             }
@@ -563,8 +761,8 @@ impl Logic for EapsTx {
         self.tx1.valid.next = false;
         self.tx0.data.next = self.out_byte.val();
         self.tx1.data.next = self.out_byte.val();
-        self.tx0.last.next = self.idx.q.val() == 105;
-        self.tx1.last.next = self.idx.q.val() == 105;
+        self.tx0.last.next = self.idx.q.val() == 109;
+        self.tx1.last.next = self.idx.q.val() == 109;
         self.ready.next = self.tx0.ready.val();
         if self.to1.q.val() {
             self.ready.next = self.tx1.ready.val();
@@ -586,7 +784,7 @@ impl Logic for EapsTx {
             }
             TxPhase::Sum => {
                 // Byte idx into b_q, the one before into hi; the word (hi, b_q) is added a clock
-                // later, so the pass takes 107 clocks (idx 106 adds the last word).
+                // later, so the pass takes 111 clocks (idx 110 adds the last word).
                 self.b_q.d.next = self.out_byte.val();
                 self.hi.d.next = self.b_q.q.val();
                 self.add_q.d.next = (self.idx.q.val() >= 26) & self.idx.q.val().get_bit(0);
@@ -594,7 +792,7 @@ impl Logic for EapsTx {
                     self.sum.d.next = self.sum_fold.val();
                 }
                 self.idx.d.next = self.idx.q.val() + 1;
-                if self.idx.q.val() == 106 {
+                if self.idx.q.val() == 110 {
                     self.csum.d.next = !self.sum_fold.val();
                     self.idx.d.next = 0.into();
                     self.phase.d.next = TxPhase::Send;
@@ -605,7 +803,7 @@ impl Logic for EapsTx {
                 self.tx1.valid.next = self.to1.q.val();
                 if self.ready.val() {
                     self.idx.d.next = self.idx.q.val() + 1;
-                    if self.idx.q.val() == 105 {
+                    if self.idx.q.val() == 109 {
                         self.idx.d.next = 0.into();
                         self.phase.d.next = TxPhase::Idle;
                         self.done.next = true;
@@ -623,9 +821,8 @@ mod tests {
     use crate::step::settle;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
-    use spotagg_driver::wire::eaps::{emit_frame, parse_frame, EapsRepr, EapsState, EapsType};
-    use spotagg_driver::wire::MacAddr;
-    use spotagg_spec::eaps::other_edp_vlan;
+    use spotagg_driver::wire::eaps::{emit_frame, parse_edp, EapsRepr, EapsState, EapsType, Edp, Malformed, NULL_TLV};
+    use spotagg_driver::wire::{checksum, MacAddr};
 
     /// `EapsTx` emits what `emit_frame` emits, byte for byte, for 40 random PDUs under random
     /// back-pressure, on the port asked for only.
@@ -690,6 +887,8 @@ mod tests {
         Pdu(u16, MacAddr, u8, EapsRepr),
         /// Another EDP frame: its tag's VID.
         OtherEdp(u16),
+        /// A malformed EDP frame: its tag's VID and the reason.
+        Malformed(u16, Malformed),
     }
 
     /// Feeds `frame` to a receiver; returns what it holds after (and takes it).
@@ -705,12 +904,13 @@ mod tests {
         if !rx.full.val() {
             return None;
         }
-        if rx.other.val() {
-            let vid = rx.vid.val().to_u32() as u16;
+        let vid = rx.vid.val().to_u32() as u16;
+        let code = rx.malformed.val().index();
+        if rx.other.val() || code != 0 {
             rx.take.next = true;
             tick!(&mut *rx);
             rx.take.next = false;
-            return Some(Held::OtherEdp(vid));
+            return Some(if code != 0 { Held::Malformed(vid, Malformed::ALL[code - 1]) } else { Held::OtherEdp(vid) });
         }
         let p = &rx.pdu;
         let got = Held::Pdu(
@@ -734,33 +934,111 @@ mod tests {
         Some(got)
     }
 
-    /// `EapsRx` accepts what `parse_frame` accepts and holds its fields, on 300 random frames (good,
-    /// damaged as [`damage_edp_frame`] does, a damaged constant byte), and holds as another EDP
-    /// frame exactly those the reference node's `other_edp_vlan` takes.
+    /// The EDP part of `f` (from byte 26) replaced by `edp`, the EDP length, checksum and
+    /// 802.3 length made to agree (a well-formed frame with another TLV list).
+    fn with_edp(f: &[u8], mut edp: Vec<u8>) -> Vec<u8> {
+        let n = edp.len() as u16;
+        edp[2..4].copy_from_slice(&n.to_be_bytes());
+        edp[4..6].fill(0);
+        let c = checksum::compute(&edp);
+        edp[4..6].copy_from_slice(&c.to_be_bytes());
+        let mut g = f[..26].to_vec();
+        g[16..18].copy_from_slice(&(8 + n).to_be_bytes());
+        g.extend_from_slice(&edp);
+        g
+    }
+
+    /// A random TLV list around the EAPS TLV of `f` (docs/eaps.md §1.1): unknown TLVs before
+    /// and after, with or without the null TLV, bytes after the null TLV, sometimes a broken
+    /// list (a short TLV, a wrong marker, a second EAPS TLV, a short EAPS TLV, an EAPS TLV of
+    /// version 2, an EAPS TLV after the null TLV, odd EDP lengths).
+    fn random_tlv_list(rng: &mut ChaCha8Rng, f: &[u8]) -> Vec<u8> {
+        let edp = &f[26..];
+        let tlv = |rng: &mut ChaCha8Rng| {
+            let t = [1u8, 2, 5, 0x0e, 0x15][rng.gen_range(0..5)];
+            let n = rng.gen_range(0..9);
+            let mut v = vec![0x99, t, 0, 4 + n as u8];
+            v.extend((0..n).map(|_| rng.gen::<u8>()));
+            v
+        };
+        let mut list = edp[..16].to_vec();
+        for _ in 0..rng.gen_range(0..3) {
+            list.extend(tlv(rng));
+        }
+        let mut eaps = edp[16..80].to_vec();
+        match rng.gen_range(0..12) {
+            0 => eaps[3] = rng.gen_range(0..64),
+            1 => eaps[0] = rng.gen(),
+            2 => eaps[4] = 2,
+            3 => {
+                eaps[3] = 70;
+                eaps.extend((0..6).map(|_| rng.gen::<u8>()));
+            }
+            _ => {}
+        }
+        list.extend(&eaps);
+        if rng.gen_range(0..8) == 0 {
+            list.extend(&edp[16..80]);
+        }
+        for _ in 0..rng.gen_range(0..3) {
+            list.extend(tlv(rng));
+        }
+        match rng.gen_range(0..6) {
+            0 => {}
+            1 => {
+                list.extend(NULL_TLV);
+                list.extend((0..rng.gen_range(1..6)).map(|_| rng.gen::<u8>()));
+            }
+            2 => list.extend((0..rng.gen_range(1..4)).map(|_| rng.gen::<u8>())),
+            _ => list.extend(NULL_TLV),
+        }
+        if rng.gen_range(0..10) == 0 {
+            // The EAPS TLV after the null TLV: no EAPS TLV in the list.
+            let mut l = edp[..16].to_vec();
+            l.extend(NULL_TLV);
+            l.extend(&edp[16..80]);
+            list = l;
+        }
+        with_edp(f, list)
+    }
+
+    /// `EapsRx` holds what `parse_edp` says, on 600 random frames (good; damaged as
+    /// [`damage_edp_frame`] does; a damaged constant byte; other TLV lists, well-formed or not,
+    /// some of them then damaged): a PDU with its fields, another EDP frame or a malformed one
+    /// with its reason.
     #[test]
-    fn receiver_accepts_what_parse_frame_accepts() {
+    fn receiver_holds_what_parse_edp_says() {
         let mut rng = ChaCha8Rng::seed_from_u64(18);
         let mut rx = EapsRx::default();
         rx.connect_all();
-        let (mut good, mut bad, mut other) = (0, 0, 0);
-        for case in 0..300 {
+        let (mut good, mut bad, mut other, mut malformed) = (0, 0, 0, [0; 4]);
+        for case in 0..600 {
             let r = random_eaps_repr(&mut rng);
             let src = MacAddr::from_bytes(&rng.gen::<[u8; 6]>());
             let pcp: u8 = rng.gen_range(0..8);
             let mut f = emit_frame(&r, src, pcp);
-            match rng.gen_range(0..6) {
-                0 | 1 => {}
-                k @ 2..=4 => damage_edp_frame(&mut rng, &mut f, k, 88),
-                _ => {
+            match rng.gen_range(0..8) {
+                0 => {}
+                k @ 2..=4 => damage_edp_frame(&mut rng, &mut f, k, 92),
+                5 => {
                     // A damaged constant byte: the ones before byte 26 lie outside the EDP checksum, so only
                     // the field check can catch those.
-                    let i = [12usize, 16, 18, 20, 24, 28, 42, 44, 46][rng.gen_range(0..9)];
+                    let i = [12usize, 16, 18, 20, 24, 26, 28, 42, 44, 46, 106, 109][rng.gen_range(0..12)];
                     f[i] = rng.gen();
                 }
+                6 => {
+                    f = random_tlv_list(&mut rng, &f);
+                    let k = rng.gen_range(2..=4);
+                    let len = u16::from_be_bytes([f[16], f[17]]);
+                    damage_edp_frame(&mut rng, &mut f, k, len);
+                }
+                _ => f = random_tlv_list(&mut rng, &f),
             }
-            let want = match parse_frame(&f) {
-                Ok((vid, src, repr)) => Some(Held::Pdu(vid, src, f[14] >> 5, repr)),
-                Err(_) => other_edp_vlan(&f).map(Held::OtherEdp),
+            let want = match parse_edp(&f) {
+                Some(Edp::Eaps { vid, src, pdu }) => Some(Held::Pdu(vid, src, f[14] >> 5, pdu)),
+                Some(Edp::Other { vid }) => Some(Held::OtherEdp(vid)),
+                Some(Edp::Malformed { vid, reason }) => Some(Held::Malformed(vid, reason)),
+                None => None,
             };
             let got = receive(&mut rx, &f);
             assert_eq!(got, want, "case {case}: {:02x?}", f);
@@ -770,12 +1048,16 @@ mod tests {
                     bad += 1;
                     other += 1;
                 }
+                Some(Held::Malformed(_, reason)) => {
+                    bad += 1;
+                    malformed[reason.index()] += 1;
+                }
                 None => bad += 1,
             }
         }
         assert!(
-            good > 100 && bad > 100 && other > 30 && bad - other > 30,
-            "{good} good, {bad} bad frames ({other} other EDP frames): the cases do not cover all kinds"
+            good > 150 && bad > 150 && other > 20 && malformed.iter().all(|&n| n > 10),
+            "{good} good, {bad} bad frames ({other} other EDP frames, malformed {malformed:?}): the cases do not cover all kinds"
         );
         assert_eq!(rx.rejected.val().to_u32(), bad);
     }

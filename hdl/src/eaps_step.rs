@@ -34,8 +34,12 @@ pub struct HeldPdu {
     pub control_vlan: Bits<16>,
     /// Its system MAC field.
     pub system_mac: Bits<48>,
+    /// Its state field.
+    pub state: Bits<8>,
     /// It is another EDP frame on the control VLAN (docs/eaps.md §11), not a PDU.
     pub other: Bit,
+    /// It is a malformed EDP frame (docs/eaps.md §1.1): its reason, 1..=4 (0: it is not).
+    pub malformed: Bits<3>,
     /// It is a valid ESL PDU.
     pub esl_ok: Bit,
 }
@@ -88,6 +92,8 @@ pub struct DomainStep {
     pub inc_fwd: Signal<Out, Bit>,
     /// Count a dropped one.
     pub inc_drop: Signal<Out, Bit>,
+    /// Count a malformed frame of this reason (1..=4; 0 none).
+    pub inc_malformed: Signal<Out, Bits<3>>,
     /// Pass the frame out of the other ring port.
     pub pass: Signal<Out, Bit>,
     /// Record the passed ESL PDU's sender.
@@ -116,6 +122,10 @@ pub struct DomainStep {
     derive: Signal<Local, Bit>,
     fail_ring: Signal<Local, Bit>,
     opened: Signal<Local, Bit>,
+    // A transit's ports that wait for evidence (docs/eaps.md §4): up and blocked; of them the
+    // armed ones, whose hold has run out.
+    waiting: Signal<Local, Bits<2>>,
+    ready: Signal<Local, Bits<2>>,
 }
 
 impl Logic for DomainStep {
@@ -148,12 +158,16 @@ impl Logic for DomainStep {
             self.wire_state.next = 2.into();
         }
 
+        self.waiting.next = self.link.val() & !self.k.val().fwd;
+        self.ready.next = self.waiting.val() & !bit_cast::<2, 5>(self.k.val().armed >> 2);
+
         self.n.next = self.k.val();
         self.cause.next = 0.into();
         self.derive.next = false;
         self.inc_rx.next = false;
         self.inc_fwd.next = false;
         self.inc_drop.next = false;
+        self.inc_malformed.next = 0.into();
         self.pass.next = false;
         self.esl_write.next = false;
         self.flush.next = false;
@@ -254,7 +268,10 @@ impl Logic for DomainStep {
                 }
             }
             Job::Frame => {
-                if (self.k.val().st != DomState::Idle) & self.pdu.val().other {
+                if (self.k.val().st != DomState::Idle) & self.pdu.val().malformed.any() {
+                    // Malformed: dropped at the first node, counted by reason (§1.1).
+                    self.inc_malformed.next = self.pdu.val().malformed;
+                } else if (self.k.val().st != DomState::Idle) & self.pdu.val().other {
                     // Another EDP frame: passed on unchanged, whatever the port states; by a
                     // master only a valid ESL PDU newer than its sender's last (§2).
                     if (self.link.val() & self.om.val()).any() {
@@ -307,22 +324,24 @@ impl Logic for DomainStep {
                         }
                         if self.pdu.val().eaps_type == 6 {
                             self.flush.next = true;
-                            // Only a port waiting on the other side opens (docs/eaps.md §6.10).
-                            if self.port.val() {
-                                if (self.k.val().armed & 4).any() {
-                                    self.opened.next = true;
-                                    self.n.next.armed = self.k.val().armed & 0x1b;
-                                    self.n.next.fwd = self.k.val().fwd | 1;
-                                }
-                            } else if (self.k.val().armed & 8).any() {
+                            // Only a port waiting (held or armed) on the other side opens
+                            // (docs/eaps.md §6.10).
+                            if (self.waiting.val() & self.om.val()).any() {
                                 self.opened.next = true;
-                                self.n.next.armed = self.k.val().armed & 0x17;
-                                self.n.next.fwd = self.k.val().fwd | 2;
+                                self.n.next.armed = self.k.val().armed & !(bit_cast::<5, 2>(self.om.val()) << 2);
+                                self.n.next.fwd = self.k.val().fwd | self.om.val();
                             }
                             if self.opened.val() {
                                 self.derive.next = true;
                                 self.cause.next = 9.into(); // cause::RING_UP_FLUSH
                             }
+                        }
+                        // HEALTH carrying the master's Complete state: every armed port opens (§4).
+                        if (self.pdu.val().eaps_type == 5) & (self.pdu.val().state == 1) & self.ready.val().any() {
+                            self.flush.next = true;
+                            self.n.next.fwd = self.k.val().fwd | self.ready.val();
+                            self.derive.next = true;
+                            self.cause.next = 10.into(); // cause::HEALTH_COMPLETE
                         }
                         if self.pdu.val().eaps_type == 7 {
                             self.flush.next = true;
@@ -356,22 +375,15 @@ impl Logic for DomainStep {
                         }
                     }
                 }
+                // A port's hold runs out: it is armed (its timer bit clears), still blocked (§4).
                 2 => {
                     if self.due.val().get_bit(2) {
                         self.n.next.armed = self.k.val().armed & 0x1b;
-                        self.n.next.fwd = self.k.val().fwd | 1;
-                        self.flush.next = true;
-                        self.derive.next = true;
-                        self.cause.next = 10.into(); // cause::PRE_FORWARDING_TIMER
                     }
                 }
                 _ => {
                     if self.due.val().get_bit(3) {
                         self.n.next.armed = self.k.val().armed & 0x17;
-                        self.n.next.fwd = self.k.val().fwd | 2;
-                        self.flush.next = true;
-                        self.derive.next = true;
-                        self.cause.next = 10.into(); // cause::PRE_FORWARDING_TIMER
                     }
                 }
             },
@@ -440,6 +452,7 @@ mod tests {
         inc_rx: bool,
         inc_fwd: bool,
         inc_drop: bool,
+        inc_malformed: Bits<3>,
         pass: bool,
         esl_write: bool,
         flush: bool,
@@ -458,6 +471,7 @@ mod tests {
                 inc_rx: false,
                 inc_fwd: false,
                 inc_drop: false,
+                inc_malformed: 0.into(),
                 pass: false,
                 esl_write: false,
                 flush: false,
@@ -529,6 +543,7 @@ mod tests {
             inc_rx: b.inc_rx.val(),
             inc_fwd: b.inc_fwd.val(),
             inc_drop: b.inc_drop.val(),
+            inc_malformed: b.inc_malformed.val(),
             pass: b.pass.val(),
             esl_write: b.esl_write.val(),
             flush: b.flush.val(),
@@ -855,15 +870,12 @@ mod tests {
             assert_eq!(t(Job::Frame, false, 1, up, Box::new(pdu(ty_, OTHER_MAC))), e2, "{ty_:?}, other port down");
         }
 
-        // A port's pre-forwarding timer: it opens, flush; the state is derived.
-        for (which, fwd, st) in [(2u64, 3u64, LinksUp), (3, 3, LinksUp)] {
+        // A port's pre-forwarding hold runs out: it is armed (its timer bit clears), still blocked,
+        // nothing else (§4: the hold alone opens nothing).
+        for which in [2u64, 3] {
             let k = regs(PreForwarding, 3 ^ (1 << (which - 2)), A_PF0 << (which - 2));
             let mut e = Out::quiet(k);
-            e.n.st = st;
-            e.n.fwd = fwd.into();
             e.n.armed = 0.into();
-            e.flush = true;
-            e.cause = c(cause::PRE_FORWARDING_TIMER);
             e.last_step = which == 3;
             assert_eq!(
                 t(Job::Timers, false, 3, k, Box::new(move |b: &mut DomainStep| timer(b, which))),
@@ -871,15 +883,66 @@ mod tests {
                 "timer {which}"
             );
         }
-        // Both waiting, one expires: still Pre-Forwarding.
-        let k = regs(PreForwarding, 0, A_PF0 | A_PF1);
+        // HEALTH-Complete: every armed port (up, blocked, hold over) opens, flush, derived state;
+        // a held port keeps waiting; a Failed master's HEALTH opens nothing.
+        let health = |state: u64| {
+            move |b: &mut DomainStep| {
+                held(b, |p| {
+                    p.eaps_type = ty(EapsType::Health);
+                    p.system_mac = OTHER_MAC.into();
+                    p.state = state.into();
+                })
+            }
+        };
+        for (fwd, armed, open, st) in [(2u64, 0u64, 3u64, LinksUp), (0, 0, 3, LinksUp), (0, A_PF1, 1, PreForwarding)] {
+            let k = regs(PreForwarding, fwd, armed);
+            let mut e = Out::quiet(k);
+            e.inc_rx = true;
+            e.inc_fwd = true;
+            e.send.mask = 2.into();
+            e.send.forward = true;
+            e.flush = true;
+            e.n.fwd = open.into();
+            e.n.st = st;
+            e.cause = c(cause::HEALTH_COMPLETE);
+            assert_eq!(t(Job::Frame, false, 3, k, Box::new(health(1))), e, "HEALTH-Complete, fwd {fwd}, armed {armed}");
+            let mut e = Out::quiet(k);
+            e.inc_rx = true;
+            e.inc_fwd = true;
+            e.send.mask = 2.into();
+            e.send.forward = true;
+            assert_eq!(t(Job::Frame, false, 3, k, Box::new(health(2))), e, "HEALTH-Failed, fwd {fwd}, armed {armed}");
+        }
+        // Only held ports: HEALTH-Complete opens nothing.
+        let k = regs(PreForwarding, 2, A_PF0);
         let mut e = Out::quiet(k);
-        e.n.fwd = 1.into();
-        e.n.armed = A_PF1.into();
+        e.inc_rx = true;
+        e.inc_fwd = true;
+        e.send.mask = 2.into();
+        e.send.forward = true;
+        assert_eq!(t(Job::Frame, false, 3, k, Box::new(health(1))), e, "HEALTH-Complete, port held");
+        // RING-UP on the other port opens an armed port too.
+        let k = regs(PreForwarding, 1, 0);
+        let mut e = Out::quiet(k);
+        e.n.st = LinksUp;
+        e.n.fwd = 3.into();
+        e.inc_rx = true;
+        e.inc_fwd = true;
         e.flush = true;
-        e.cause = c(cause::PRE_FORWARDING_TIMER);
-        e.last_step = false;
-        assert_eq!(t(Job::Timers, false, 3, k, Box::new(|b: &mut DomainStep| timer(b, 2))), e, "timer 2 of two");
+        e.send.mask = 2.into();
+        e.send.forward = true;
+        e.cause = c(cause::RING_UP_FLUSH);
+        assert_eq!(t(Job::Frame, false, 3, k, Box::new(pdu(EapsType::RingUpFlushFdb, OTHER_MAC))), e, "RING-UP, armed");
+        // A malformed frame: counted by reason, nothing else; in Idle not even that.
+        for code in 1..=4u64 {
+            let bad = move |b: &mut DomainStep| held(b, |p| p.malformed = code.into());
+            let mut e = Out::quiet(up);
+            e.inc_malformed = code.into();
+            assert_eq!(t(Job::Frame, false, 3, up, Box::new(bad)), e, "malformed {code}");
+        }
+        let idle = regs(Idle, 3, 0);
+        let bad = |b: &mut DomainStep| held(b, |p| p.malformed = 3.into());
+        assert_eq!(t(Job::Frame, false, 3, idle, Box::new(bad)), Out::quiet(idle), "malformed, Idle");
 
         // Another EDP frame: passed whenever the other port is up, whatever the ESL check.
         let mut e = Out::quiet(up);

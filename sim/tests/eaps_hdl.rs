@@ -8,7 +8,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use spotagg_driver::wire::eaps::{emit_frame, parse_frame, EapsRepr, EapsState, EapsType};
+use spotagg_driver::wire::eaps::{emit_frame, parse_edp, parse_frame, EapsRepr, EapsState, EapsType, Edp};
 use spotagg_driver::wire::esl::{self, EslRepr, EslRole, EslState};
 use spotagg_driver::wire::MacAddr;
 use spotagg_hdl::rust_hdl::prelude::*;
@@ -115,12 +115,51 @@ fn peer_pdu(rng: &mut ChaCha8Rng, me: MacAddr, vlans: &[u16]) -> Vec<u8> {
         // Tag VID and control VLAN field disagree.
         f[15] ^= 1;
         f[30..32].copy_from_slice(&[0, 0]);
-        let c = spotagg_driver::wire::checksum::compute(&f[26..106]);
+        let c = spotagg_driver::wire::checksum::compute(&f[26..110]);
         f[30..32].copy_from_slice(&c.to_be_bytes());
     } else if rng.gen_bool(0.05) {
         f[50] ^= 0x40; // damaged: bad checksum
+    } else if rng.gen_bool(0.15) {
+        f = other_tlv_list(rng, &f);
     }
     f
+}
+
+/// The PDU of `f` in another TLV list, as other equipment may send it, or malformed
+/// (docs/eaps.md §1.1): 80 bytes without the null TLV, an unknown TLV before the EAPS TLV,
+/// bytes after the null TLV; truncated, EAPS version 2, zeros in place of the null TLV, a
+/// second EAPS TLV, an EDP length past the frame; or another EDP frame (no EAPS TLV).
+fn other_tlv_list(rng: &mut ChaCha8Rng, f: &[u8]) -> Vec<u8> {
+    let mut edp = f[26..110].to_vec();
+    match rng.gen_range(0..10) {
+        0 => edp.truncate(80),
+        8 | 9 => edp[17] = 0x0d, // no EAPS TLV (an ELRP one): another EDP frame
+        1 => {
+            edp.splice(16..16, [0x99, 0x15, 0, 8, 1, 2, 3, 4]);
+        }
+        2 => edp.extend_from_slice(&[0xde, 0xad]),
+        3 => return f[..rng.gen_range(26..f.len())].to_vec(),
+        4 => edp[20] = 2,
+        5 => edp[80..84].fill(0),
+        6 => {
+            let tlv = edp[16..80].to_vec();
+            edp.splice(80..80, tlv);
+        }
+        _ => {
+            let mut g = f.to_vec();
+            g[29] = g[29].wrapping_add(rng.gen_range(1..9));
+            return g;
+        }
+    }
+    let n = edp.len() as u16;
+    edp[2..4].copy_from_slice(&n.to_be_bytes());
+    edp[4..6].fill(0);
+    let c = spotagg_driver::wire::checksum::compute(&edp);
+    edp[4..6].copy_from_slice(&c.to_be_bytes());
+    let mut g = f[..26].to_vec();
+    g[16..18].copy_from_slice(&(8 + n).to_be_bytes());
+    g.extend_from_slice(&edp);
+    g
 }
 
 /// Counts the kinds of action in `a`.
@@ -177,6 +216,15 @@ fn node_vs_reference<H: EapsEngine>(
             1 => (r.link_up(now, port), h.link_up(now, port)),
             _ => {
                 let f = peer_pdu(&mut rng, me, &vlans);
+                match parse_edp(&f) {
+                    Some(Edp::Malformed { reason, .. }) => {
+                        *seen.entry(format!("malformed {reason:?}")).or_default() += 1
+                    }
+                    Some(Edp::Eaps { .. }) if f.len() != 110 => {
+                        *seen.entry("PDU in another TLV list".into()).or_default() += 1
+                    }
+                    _ => {}
+                }
                 let dropped: u64 = (0..domains.len()).map(|d| r.counters(d).dropped).sum();
                 let a = r.handle_frame(now, port, &f).unwrap_or_default();
                 if parse_frame(&f).is_err() && (0..domains.len()).map(|d| r.counters(d).dropped).sum::<u64>() > dropped
@@ -245,7 +293,7 @@ fn random_events_vs_reference<H: EapsEngine>(seeds: u64, make: impl Fn(MacAddr, 
         "LinksDown by LocalLinkDown(0)",
         "PreForwarding by LocalLinkUp(1)",
         "LinksUp by RingUpFlush",
-        "LinksUp by PreForwardingTimer",
+        "LinksUp by HealthComplete",
         "second master",
         "fail timer alert",
         "send Health",
@@ -256,6 +304,11 @@ fn random_events_vs_reference<H: EapsEngine>(seeds: u64, make: impl Fn(MacAddr, 
         "pass other EDP",
         "master drops other EDP",
         "master drops valid ESL",
+        "malformed Length",
+        "malformed Version",
+        "malformed Checksum",
+        "malformed TlvList",
+        "PDU in another TLV list",
     ] {
         assert!(seen.contains_key(key), "no {key} in the random events: {seen:?}");
     }

@@ -295,6 +295,10 @@ fn command(c: &mut Control<impl Read + Write + Send + 'static>, what: What, json
                         "  PDUs          sent {}, received {}, forwarded {}, dropped {}",
                         d.tx, d.rx, d.forwarded, d.dropped
                     );
+                    println!(
+                        "  malformed     length {}, version {}, checksum {}, TLV list {}",
+                        d.malformed[0], d.malformed[1], d.malformed[2], d.malformed[3]
+                    );
                     println!("  last change   {} µs: {}", d.transition_time, d.transition_cause);
                 }
             }

@@ -540,11 +540,20 @@ pub struct EapsDomainStatus {
     pub transition_time: u32,
     /// Its cause.
     pub transition_cause: &'static str,
+    /// Malformed EDP frames dropped (docs/eaps.md §1.1), by reason: length, version, checksum,
+    /// TLV list (16-bit counters, wrapping; words 14 and 15).
+    pub malformed: [u16; 4],
 }
 
 impl EapsDomainStatus {
-    /// Decodes domain `domain`'s first seven status words.
+    /// Decodes domain `domain`'s status words (the first seven, and the malformed counters
+    /// where `w` holds all 16).
     pub fn from_words(domain: usize, w: &[u32]) -> Self {
+        let malformed = if w.len() >= 16 {
+            [w[14] as u16, (w[14] >> 16) as u16, w[15] as u16, (w[15] >> 16) as u16]
+        } else {
+            [0; 4]
+        };
         let state = protocol::eaps::STATE_NAMES.get((w[0] & 0xf) as usize).copied().unwrap_or("?");
         let cause = protocol::eaps::CAUSE_NAMES.get((w[6] & 0xf) as usize).copied().unwrap_or("?");
         EapsDomainStatus {
@@ -560,6 +569,7 @@ impl EapsDomainStatus {
             dropped: w[4],
             transition_time: w[5],
             transition_cause: cause,
+            malformed,
         }
     }
 }
@@ -591,7 +601,7 @@ impl<P: Read + Write> Control<P> {
     pub fn eaps_status(&mut self, domains: usize) -> Result<Vec<EapsDomainStatus>, ControlError> {
         (0..domains)
             .map(|d| {
-                let w = self.read(reg::EAPS_STATUS + protocol::eaps::DOMAIN_STRIDE * d as u16, 7)?;
+                let w = self.read(reg::EAPS_STATUS + protocol::eaps::DOMAIN_STRIDE * d as u16, 16)?;
                 Ok(EapsDomainStatus::from_words(d, &w))
             })
             .collect()

@@ -650,7 +650,7 @@ pub mod eaps {
         "port 1 up",
         "fail timer",
         "RING-UP-FLUSH-FDB",
-        "pre-forwarding timer",
+        "HEALTH-Complete",
     ];
 
     /// The register writes (address, value) that configure `domains` (slot d: domain d, `None`

@@ -1,6 +1,13 @@
 //! EAPS PDUs (RFC 3619), as Extreme devices send them and Wireshark's EDP dissector decodes
 //! them: an 802.3 frame to [`DESTINATION`] tagged with the domain's control VLAN, carrying
-//! LLC/SNAP (OUI 00-E0-2B, PID 0x00BB), the Extreme Discovery Protocol header and one EAPS TLV.
+//! LLC/SNAP (OUI 00-E0-2B, PID 0x00BB), the Extreme Discovery Protocol header and a list of
+//! TLVs holding one EAPS TLV (docs/eaps.md §1).
+//!
+//! What we emit is what Allied Telesis EPSR and Extreme equipment emit: the EAPS TLV, then the
+//! null TLV `99 00 00 04` that ends the list, EDP length 84 (the layout below; [`EapsPacket`]
+//! is a view of it). What we accept is any TLV list that holds one EAPS TLV, with the receiver
+//! rules of docs/eaps.md §1.1 ([`parse_edp`], which every engine follows: the reference node,
+//! the daemon and the hardware's `EapsRx`).
 //!
 //! The view [`EapsPacket`] covers the 802.3 payload (LLC first); [`emit_frame`] and
 //! [`parse_frame`] add and check the Ethernet header and the 802.1Q tag. Offsets below count
@@ -15,8 +22,8 @@
 //! | 6..8   | PID 0x00BB (EDP) |
 //! | 8      | EDP version (1) |
 //! | 9      | EDP reserved (0) |
-//! | 10..12 | EDP length: EDP header and TLVs, 80 |
-//! | 12..14 | EDP checksum: Internet checksum (RFC 1071) of the 80 EDP bytes |
+//! | 10..12 | EDP length: EDP header and TLVs, 84 |
+//! | 12..14 | EDP checksum: Internet checksum (RFC 1071) of the 84 EDP bytes |
 //! | 14..16 | EDP sequence number |
 //! | 16..18 | machine ID type (0: a MAC follows) |
 //! | 18..24 | machine MAC (the system MAC) |
@@ -34,6 +41,7 @@
 //! | 47     | reserved (0) |
 //! | 48..50 | hello sequence number |
 //! | 50..88 | reserved (0), 38 bytes |
+//! | 88..92 | null TLV: marker 0x99, type 0, length 4 |
 
 use super::vlan::{self, VlanPacket, VlanRepr};
 use super::{be16, checksum, ethernet, Error, EtherType, MacAddr, Result};
@@ -48,6 +56,16 @@ pub const PID_EDP: u16 = 0x00bb;
 pub const TLV_MARKER: u8 = 0x99;
 /// The EDP TLV type of EAPS.
 pub const TLV_TYPE_EAPS: u8 = 0x0b;
+/// The EDP TLV type that ends the list.
+pub const TLV_TYPE_NULL: u8 = 0;
+/// The null TLV as sent.
+pub const NULL_TLV: [u8; 4] = [TLV_MARKER, TLV_TYPE_NULL, 0, 4];
+/// Length of the EDP header (version to machine MAC): the TLV list starts here.
+pub const EDP_HEADER_LEN: usize = 16;
+/// Length of the EAPS TLV, header included (a longer one is read to this length).
+pub const EAPS_TLV_LEN: usize = 64;
+/// The shortest EDP length taken (the header and one TLV header).
+pub const EDP_LEN_MIN: u16 = EDP_HEADER_LEN as u16 + 4;
 /// EDP version sent.
 pub const EDP_VERSION: u8 = 1;
 /// EAPS version sent (RFC 3619 is version 1).
@@ -108,17 +126,19 @@ pub mod field {
     pub const HELLO_SEQ: Range<usize> = 48..50;
     /// Reserved, to the end of the TLV.
     pub const RESERVED2: Range<usize> = 50..88;
+    /// The null TLV.
+    pub const NULL_TLV: Range<usize> = 88..92;
     /// The bytes the EDP length and checksum cover.
-    pub const EDP: Range<usize> = 8..88;
+    pub const EDP: Range<usize> = 8..92;
 }
 
-/// Length of the PDU from DSAP to the end of the EAPS TLV.
-pub const PDU_LEN: usize = field::RESERVED2.end;
+/// Length of the PDU from DSAP to the end of the null TLV (92).
+pub const PDU_LEN: usize = field::NULL_TLV.end;
 /// The EDP length field's value.
 pub const EDP_LEN: u16 = (field::EDP.end - field::EDP.start) as u16;
 /// The TLV length field's value.
 pub const TLV_LEN: u16 = (field::RESERVED2.end - field::TLV_MARKER) as u16;
-/// Length of a whole tagged EAPS frame (no FCS).
+/// Length of a whole tagged EAPS frame (no FCS): 110.
 pub const FRAME_LEN: usize = ethernet::HEADER_LEN + vlan::HEADER_LEN + PDU_LEN;
 
 /// The EAPS message type.
@@ -213,8 +233,9 @@ packet_view!(
 );
 
 impl<T: AsRef<[u8]>> EapsPacket<T> {
-    /// Wraps a buffer that holds at least the PDU and whose EDP and TLV lengths are ours
-    /// (more bytes, e.g. padding, may follow and are ignored).
+    /// Wraps a buffer that holds at least the PDU as we emit it and whose EDP and TLV lengths
+    /// are ours (more bytes, e.g. padding, may follow and are ignored). Frames from other
+    /// senders go through [`parse_edp`], which takes any TLV list.
     pub fn new_checked(buffer: T) -> Result<Self> {
         let p = Self::with_len(buffer, PDU_LEN)?;
         if p.edp_length() != EDP_LEN || p.tlv_length() != TLV_LEN {
@@ -334,6 +355,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> EapsPacket<T> {
         b[field::RESERVED0].fill(0);
         b[field::RESERVED1] = 0;
         b[field::RESERVED2].fill(0);
+        b[field::NULL_TLV].copy_from_slice(&NULL_TLV);
         self.put16(field::PID, PID_EDP);
         self.put16(field::EDP_LENGTH, EDP_LEN);
         self.put16(field::MACHINE_ID_TYPE, 0);
@@ -456,14 +478,158 @@ pub fn emit_frame(repr: &EapsRepr, src: MacAddr, pcp: u8) -> Vec<u8> {
     f
 }
 
-/// Reads a whole frame as an EAPS PDU: destination [`DESTINATION`], one 802.1Q tag, an 802.3
-/// length covering at least the PDU. Returns the tag's VID, the source MAC and the PDU.
-/// A frame that is not EAPS at all (other destination, no tag, an EtherType) is
-/// [`Error::Unsupported`].
+/// Reads a whole frame as an EAPS PDU by the rules of [`parse_edp`]. Returns the tag's VID,
+/// the source MAC and the PDU. A frame that is not an EDP frame, or an EDP frame without an
+/// EAPS TLV, is [`Error::Unsupported`]; a malformed one is the error its [`Malformed`] reason
+/// maps to ([`Malformed::error`]).
 pub fn parse_frame(frame: &[u8]) -> Result<(u16, MacAddr, EapsRepr)> {
-    let (vid, src, pdu) = parse_edp_frame(frame, PDU_LEN)?;
-    let p = EapsPacket::new_checked(pdu)?;
-    Ok((vid, src, EapsRepr::parse(&p)?))
+    match parse_edp(frame) {
+        Some(Edp::Eaps { vid, src, pdu }) => Ok((vid, src, pdu)),
+        Some(Edp::Malformed { reason, .. }) => Err(reason.error()),
+        Some(Edp::Other { .. }) | None => Err(Error::Unsupported),
+    }
+}
+
+/// Why an EDP frame is malformed (docs/eaps.md §1.1): each is a counter of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Malformed {
+    /// The 802.3 length is under 24 or more than the frame holds (a truncated frame), or the
+    /// EDP length is outside 20..=802.3 length − 8.
+    Length,
+    /// The EDP version, or the EAPS TLV's version, is not 1.
+    Version,
+    /// The EDP checksum over the EDP length does not verify.
+    Checksum,
+    /// The TLV list: a TLV header cut short, a marker other than 0x99, a TLV length under 4 or
+    /// past the EDP length, a second EAPS TLV, or an EAPS TLV under 64 bytes.
+    TlvList,
+}
+
+impl Malformed {
+    /// Every reason, in counter order.
+    pub const ALL: [Malformed; 4] = [Malformed::Length, Malformed::Version, Malformed::Checksum, Malformed::TlvList];
+    /// The counter's name (status JSON, metrics label).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Malformed::Length => "length",
+            Malformed::Version => "version",
+            Malformed::Checksum => "checksum",
+            Malformed::TlvList => "tlv",
+        }
+    }
+    /// The counter's index (in [`Malformed::ALL`], and the hardware's reason code − 1).
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+    /// The wire-layer error it reads as.
+    pub const fn error(self) -> Error {
+        match self {
+            Malformed::Length | Malformed::TlvList => Error::BadLength,
+            Malformed::Version => Error::Unsupported,
+            Malformed::Checksum => Error::Checksum,
+        }
+    }
+}
+
+/// What a frame to the EAPS address is, by the receiver rules of docs/eaps.md §1.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edp {
+    /// A well-formed EDP frame holding one EAPS TLV.
+    Eaps {
+        /// The tag's VID.
+        vid: u16,
+        /// The source MAC.
+        src: MacAddr,
+        /// The EAPS TLV's fields (and the EDP sequence).
+        pdu: EapsRepr,
+    },
+    /// Another frame a transit passes on unchanged: a well-formed EDP frame without an EAPS TLV
+    /// (an ESL PDU, an unknown TLV), or an LLC/SNAP frame of another PID or an EtherType.
+    Other {
+        /// The tag's VID.
+        vid: u16,
+    },
+    /// A malformed EDP frame: dropped at the first node and counted.
+    Malformed {
+        /// The tag's VID.
+        vid: u16,
+        /// Why.
+        reason: Malformed,
+    },
+}
+
+/// Offset of the 802.3 length in a tagged frame.
+const LEN_AT: usize = ethernet::HEADER_LEN + 2;
+
+/// Reads a frame by the receiver rules of docs/eaps.md §1.1. `None`: not an EDP frame at all
+/// (under 26 bytes, another destination, no 802.1Q tag, or LLC/SNAP other than AA-AA-03
+/// 00-E0-2B). Offsets in the comments count from the EDP version byte.
+pub fn parse_edp(frame: &[u8]) -> Option<Edp> {
+    let o = EDP_PDU_OFFSET;
+    if frame.len() < o + 8
+        || frame[ethernet::field::DESTINATION] != DESTINATION.0
+        || frame[ethernet::field::ETHERTYPE] != vlan::TPID.0.to_be_bytes()
+        || frame[o..o + 3] != [0xaa, 0xaa, 0x03]
+        || frame[o + 3..o + 6] != OUI
+    {
+        return None;
+    }
+    let vid = be16(&frame[14..16]) & 0x0fff;
+    let len = usize::from(be16(&frame[LEN_AT..]));
+    if len > 1500 || be16(&frame[o + 6..]) != PID_EDP {
+        return Some(Edp::Other { vid });
+    }
+    let bad = |reason| Some(Edp::Malformed { vid, reason });
+    if len < 8 + EDP_HEADER_LEN || frame.len() < o + len {
+        return bad(Malformed::Length);
+    }
+    let edp = &frame[o + 8..o + len];
+    let edp_len = usize::from(be16(&edp[2..4]));
+    if edp_len < usize::from(EDP_LEN_MIN) || edp_len > edp.len() {
+        return bad(Malformed::Length);
+    }
+    let edp = &edp[..edp_len];
+    if edp[0] != EDP_VERSION {
+        return bad(Malformed::Version);
+    }
+    if !checksum::verify(edp) {
+        return bad(Malformed::Checksum);
+    }
+    let mut eaps = None;
+    let mut at = EDP_HEADER_LEN;
+    while at < edp_len {
+        if edp_len - at < 4 || edp[at] != TLV_MARKER {
+            return bad(Malformed::TlvList);
+        }
+        let tlv_len = usize::from(be16(&edp[at + 2..]));
+        if tlv_len < 4 || tlv_len > edp_len - at {
+            return bad(Malformed::TlvList);
+        }
+        match edp[at + 1] {
+            TLV_TYPE_NULL => break,
+            TLV_TYPE_EAPS if eaps.is_some() || tlv_len < EAPS_TLV_LEN => return bad(Malformed::TlvList),
+            TLV_TYPE_EAPS => eaps = Some(&edp[at..at + EAPS_TLV_LEN]),
+            _ => {}
+        }
+        at += tlv_len;
+    }
+    let Some(tlv) = eaps else { return Some(Edp::Other { vid }) };
+    // The EAPS TLV's fields, at their offsets in our layout less the TLV's (field::TLV_MARKER).
+    let f = |r: core::ops::Range<usize>| &tlv[r.start - field::TLV_MARKER..r.end - field::TLV_MARKER];
+    if f(field::VERSION..field::VERSION + 1)[0] != EAPS_VERSION {
+        return bad(Malformed::Version);
+    }
+    let pdu = EapsRepr {
+        edp_sequence: be16(&edp[6..8]),
+        eaps_type: EapsType::from(f(field::TYPE..field::TYPE + 1)[0]),
+        control_vlan: be16(f(field::CONTROL_VLAN)),
+        system_mac: MacAddr::from_bytes(f(field::SYSTEM_MAC)),
+        hello_timer: be16(f(field::HELLO_TIMER)),
+        fail_timer: be16(f(field::FAIL_TIMER)),
+        state: EapsState::from(f(field::STATE..field::STATE + 1)[0]),
+        hello_seq: be16(f(field::HELLO_SEQ)),
+    };
+    Some(Edp::Eaps { vid, src: MacAddr::from_bytes(&frame[ethernet::field::SOURCE]), pdu })
 }
 
 /// Where an EDP PDU starts in its frame (after the Ethernet header and the 802.1Q tag).
@@ -505,6 +671,7 @@ pub(super) fn parse_edp_frame(frame: &[u8], min_len: usize) -> Result<(u16, MacA
 #[cfg(test)]
 mod test {
     use super::*;
+    use proptest::prelude::*;
 
     fn sample() -> EapsRepr {
         EapsRepr {
@@ -519,24 +686,73 @@ mod test {
         }
     }
 
-    /// The PDU of `sample()`, byte by byte. The EDP words 0100 0050 [cksum] 0102 0000 0200 0000
-    /// 0001 990b 0040 0105 03e8 0000 0000 0200 0000 0001 0001 0003 0100 0007 (then zeros) sum
-    /// to 0xa597, so the checksum field is !0xa597 = 0x5a68.
+    /// The PDU of `sample()`, byte by byte. The EDP words 0100 0054 [cksum] 0102 0000 0200 0000
+    /// 0001 990b 0040 0105 03e8 0000 0000 0200 0000 0001 0001 0003 0100 0007 (zeros) 9900 0004
+    /// sum to 0x3ea0, so the checksum field is !0x3ea0 = 0xc15f.
     fn sample_bytes() -> [u8; PDU_LEN] {
         let mut b = [0u8; PDU_LEN];
         b[..8].copy_from_slice(&[0xaa, 0xaa, 0x03, 0x00, 0xe0, 0x2b, 0x00, 0xbb]);
-        b[8..24].copy_from_slice(&[1, 0, 0, 80, 0, 0, 0x01, 0x02, 0, 0, 0x02, 0, 0, 0, 0, 0x01]);
+        b[8..24].copy_from_slice(&[1, 0, 0, 84, 0, 0, 0x01, 0x02, 0, 0, 0x02, 0, 0, 0, 0, 0x01]);
         b[24..28].copy_from_slice(&[0x99, 0x0b, 0, 64]);
         b[28..32].copy_from_slice(&[1, 5, 0x03, 0xe8]);
         b[36..42].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
         b[42..50].copy_from_slice(&[0, 1, 0, 3, 1, 0, 0, 7]);
-        b[12..14].copy_from_slice(&[0x5a, 0x68]);
+        b[88..92].copy_from_slice(&[0x99, 0, 0, 4]);
+        b[12..14].copy_from_slice(&[0xc1, 0x5f]);
         b
+    }
+
+    /// An Allied Telesis EPSR HEALTH (hello sequence 190) as the AlliedWare How To Note
+    /// C613-16092-00 REV D prints it in its debug output (first 68 bytes, `EPSR Port1 Tx`),
+    /// completed with the 38 reserved zero bytes and the null TLV: the only tail with which
+    /// the printed EDP checksum 0x1f2a verifies (docs/eaps.md §1).
+    fn allied_telesis_health() -> Vec<u8> {
+        let printed = "00e02b0000040000cd2806198100e3e8005caaaa0300e02b\
+                       00bb010000541f2a000000000000cd2806199 90b00400105\
+                       03e8000000000000cd28061900010002010000be";
+        let hex: String = printed.chars().filter(|c| !c.is_whitespace()).collect();
+        let mut f: Vec<u8> =
+            (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+        assert_eq!(f.len(), 68);
+        f.resize(106, 0);
+        f.extend_from_slice(&NULL_TLV);
+        f
+    }
+
+    fn at_repr() -> EapsRepr {
+        EapsRepr {
+            edp_sequence: 0,
+            eaps_type: EapsType::Health,
+            control_vlan: 1000,
+            system_mac: MacAddr([0x00, 0x00, 0xcd, 0x28, 0x06, 0x19]),
+            hello_timer: 1,
+            fail_timer: 2,
+            state: EapsState::Complete,
+            hello_seq: 190,
+        }
+    }
+
+    /// A well-formed PDU whose EDP part is `edp` (version to the end of the list; length and
+    /// checksum filled in), tagged VID 1000, from the AT system MAC.
+    fn frame_with_edp(mut edp: Vec<u8>) -> Vec<u8> {
+        let n = edp.len() as u16;
+        edp[2..4].copy_from_slice(&n.to_be_bytes());
+        edp[4..6].fill(0);
+        let c = checksum::compute(&edp);
+        edp[4..6].copy_from_slice(&c.to_be_bytes());
+        let mut f = allied_telesis_health()[..26].to_vec();
+        f[16..18].copy_from_slice(&(8 + n).to_be_bytes());
+        f.extend_from_slice(&edp);
+        f
+    }
+
+    fn at_edp() -> Vec<u8> {
+        allied_telesis_health()[26..].to_vec()
     }
 
     #[test]
     fn emit_matches_bytes() {
-        let mut buf = [0x5au8; PDU_LEN];
+        let mut buf = [0xa5u8; PDU_LEN];
         sample().emit(&mut EapsPacket::new_unchecked(&mut buf[..]));
         assert_eq!(buf, sample_bytes());
         let p = EapsPacket::new_checked(&buf[..]).unwrap();
@@ -544,12 +760,99 @@ mod test {
         assert_eq!(EapsRepr::parse(&p).unwrap(), sample());
     }
 
+    /// The captured Allied Telesis HEALTH parses, and we emit the same 110 bytes for it.
+    #[test]
+    fn allied_telesis_capture_round_trip() {
+        let f = allied_telesis_health();
+        assert_eq!(f.len(), FRAME_LEN);
+        assert_eq!(parse_edp(&f), Some(Edp::Eaps { vid: 1000, src: at_repr().system_mac, pdu: at_repr() }));
+        assert_eq!(emit_frame(&at_repr(), at_repr().system_mac, 7), f);
+    }
+
+    /// TLV lists other than ours: no null TLV (our format before issue 41: EDP length 80),
+    /// another TLV before the EAPS TLV, bytes after the null TLV inside the EDP length, and
+    /// padding after the 802.3 length.
+    #[test]
+    fn other_tlv_lists_are_taken() {
+        let want = Some(Edp::Eaps { vid: 1000, src: at_repr().system_mac, pdu: at_repr() });
+        let no_null = frame_with_edp(at_edp()[..80].to_vec());
+        assert_eq!(parse_edp(&no_null), want);
+        let mut before = at_edp();
+        before.splice(16..16, [0x99, 0x15, 0, 8, 1, 2, 3, 4]);
+        assert_eq!(parse_edp(&frame_with_edp(before)), want);
+        let mut after = at_edp();
+        after.extend_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
+        assert_eq!(parse_edp(&frame_with_edp(after)), want);
+        let mut longer_tlv = at_edp();
+        longer_tlv[16 + 3] = 68;
+        longer_tlv.splice(80..80, [9, 9, 9, 9]);
+        assert_eq!(parse_edp(&frame_with_edp(longer_tlv)), want);
+        let mut padded = allied_telesis_health();
+        padded.extend_from_slice(&[0x55; 8]);
+        assert_eq!(parse_edp(&padded), want);
+        // No EAPS TLV: another EDP frame.
+        assert_eq!(
+            parse_edp(&frame_with_edp(at_edp()[..16].iter().chain(&NULL_TLV).copied().collect())),
+            Some(Edp::Other { vid: 1000 })
+        );
+    }
+
+    /// Each malformed reason, from the AT capture (docs/eaps.md §1.1).
+    #[test]
+    fn malformed_frames_by_reason() {
+        let bad = |f: &[u8], reason| assert_eq!(parse_edp(f), Some(Edp::Malformed { vid: 1000, reason }), "{reason:?}");
+        let mut f = allied_telesis_health();
+        f[26 + 48] ^= 1; // hello sequence changed, checksum not
+        bad(&f, Malformed::Checksum);
+        bad(&allied_telesis_health()[..60], Malformed::Length); // truncated
+        let mut f = allied_telesis_health();
+        f[29] = 19; // EDP length 19
+        bad(&f, Malformed::Length);
+        let mut f = allied_telesis_health();
+        f[29] = 85; // EDP length past the 802.3 length − 8
+        bad(&f, Malformed::Length);
+        let mut v2 = at_edp();
+        v2[20] = 2; // EAPS version 2
+        bad(&frame_with_edp(v2), Malformed::Version);
+        let mut v2 = at_edp();
+        v2[0] = 2; // EDP version 2
+        bad(&frame_with_edp(v2), Malformed::Version);
+        let mut zeros = at_edp();
+        zeros[80..84].fill(0); // zeros in place of the null TLV: marker 0
+        bad(&frame_with_edp(zeros), Malformed::TlvList);
+        let mut short = at_edp();
+        short[80..84].copy_from_slice(&[0x99, 0, 0, 0]); // null TLV of length 0
+        bad(&frame_with_edp(short), Malformed::TlvList);
+        let mut two = at_edp();
+        let tlv = two[16..80].to_vec();
+        two.splice(80..80, tlv);
+        bad(&frame_with_edp(two), Malformed::TlvList);
+        let mut cut = at_edp();
+        cut[19] = 60; // EAPS TLV of 60 bytes
+        bad(&frame_with_edp(cut), Malformed::TlvList);
+        let mut over = at_edp();
+        over[19] = 0x70; // past the EDP length
+        bad(&frame_with_edp(over), Malformed::TlvList);
+        let mut partial = at_edp();
+        partial.extend_from_slice(&[0x99, 0x01]);
+        partial[80..84].copy_from_slice(&[0x99, 0x02, 0, 4]); // unknown TLV, then 2 bytes
+        bad(&frame_with_edp(partial), Malformed::TlvList);
+        // Not EDP at all, and another PID.
+        let mut f = allied_telesis_health();
+        f[5] = 5;
+        assert_eq!(parse_edp(&f), None);
+        assert_eq!(parse_edp(&allied_telesis_health()[..25]), None);
+        let mut f = allied_telesis_health();
+        f[25] = 0xbc;
+        assert_eq!(parse_edp(&f), Some(Edp::Other { vid: 1000 }));
+    }
+
     #[test]
     fn frame_round_trip() {
         let f = emit_frame(&sample(), MacAddr([0x02, 0, 0, 0, 0, 0x01]), 7);
-        assert_eq!(f.len(), 106);
+        assert_eq!(f.len(), 110);
         assert_eq!(&f[..6], &[0x00, 0xe0, 0x2b, 0x00, 0x00, 0x04]);
-        assert_eq!(&f[12..18], &[0x81, 0x00, 0xe3, 0xe8, 0x00, 88]);
+        assert_eq!(&f[12..18], &[0x81, 0x00, 0xe3, 0xe8, 0x00, 92]);
         let (vid, src, r) = parse_frame(&f).unwrap();
         assert_eq!((vid, src, r), (1000, MacAddr([0x02, 0, 0, 0, 0, 0x01]), sample()));
     }
@@ -557,7 +860,7 @@ mod test {
     #[test]
     fn bad_input() {
         let mut b = sample_bytes();
-        assert_eq!(EapsPacket::new_checked(&b[..87]).unwrap_err(), Error::Truncated);
+        assert_eq!(EapsPacket::new_checked(&b[..91]).unwrap_err(), Error::Truncated);
         b[48] ^= 1; // hello sequence changed, checksum not
         assert_eq!(EapsRepr::parse(&EapsPacket::new_checked(&b[..]).unwrap()).unwrap_err(), Error::Checksum);
         let mut b = sample_bytes();
@@ -571,5 +874,71 @@ mod test {
         assert_eq!(parse_frame(&f).unwrap_err(), Error::Unsupported);
         assert_eq!(EapsType::from(9), EapsType::Unknown(9));
         assert_eq!(u8::from(EapsState::from(6)), 6);
+    }
+
+    fn any_repr() -> impl Strategy<Value = EapsRepr> {
+        (any::<u16>(), 5u8..=8, 1u16..4095, any::<[u8; 6]>(), any::<u16>(), any::<u16>(), 0u8..=5, any::<u16>())
+            .prop_map(|(seq, t, vlan, mac, hello, fail, state, hseq)| EapsRepr {
+                edp_sequence: seq,
+                eaps_type: t.into(),
+                control_vlan: vlan,
+                system_mac: MacAddr(mac),
+                hello_timer: hello,
+                fail_timer: fail,
+                state: state.into(),
+                hello_seq: hseq,
+            })
+    }
+
+    /// An unknown TLV (type 1..=0x15 other than EAPS), `n` bytes of payload.
+    fn any_tlv() -> impl Strategy<Value = Vec<u8>> {
+        (1u8..=0x15, proptest::collection::vec(any::<u8>(), 0..12)).prop_filter_map("not EAPS", |(t, body)| {
+            (t != TLV_TYPE_EAPS).then(|| {
+                let mut v = vec![TLV_MARKER, t];
+                v.extend_from_slice(&(4 + body.len() as u16).to_be_bytes());
+                v.extend_from_slice(&body);
+                v
+            })
+        })
+    }
+
+    proptest! {
+        /// What we emit parses back to the same fields, and so does the same EAPS TLV in any
+        /// list of unknown TLVs around it, with or without the null TLV.
+        #[test]
+        fn any_tlv_list_round_trip(
+            r in any_repr(),
+            before in proptest::collection::vec(any_tlv(), 0..3),
+            after in proptest::collection::vec(any_tlv(), 0..3),
+            null in any::<bool>(),
+        ) {
+            let f = emit_frame(&r, r.system_mac, 7);
+            prop_assert_eq!(parse_frame(&f), Ok((r.control_vlan, r.system_mac, r)));
+            let edp = &f[26..];
+            let mut list = edp[..16].to_vec();
+            before.iter().for_each(|t| list.extend_from_slice(t));
+            list.extend_from_slice(&edp[16..80]);
+            after.iter().for_each(|t| list.extend_from_slice(t));
+            if null {
+                list.extend_from_slice(&NULL_TLV);
+            }
+            let mut g = frame_with_edp(list);
+            g[..16].copy_from_slice(&f[..16]);
+            prop_assert_eq!(parse_edp(&g), Some(Edp::Eaps { vid: r.control_vlan, src: r.system_mac, pdu: r }));
+        }
+
+        /// Any damage to an emitted frame's EDP part is either caught (malformed, or another
+        /// EDP frame) or leaves a PDU whose checksum still verifies; parsing never panics.
+        #[test]
+        fn damage_never_panics(r in any_repr(), at in 18usize..110, x in 1u8..=255, cut in 0usize..110) {
+            let mut f = emit_frame(&r, r.system_mac, 7);
+            f[at] ^= x;
+            let _ = parse_edp(&f);
+            let _ = parse_edp(&f[..cut]);
+            if (26..110).contains(&at) {
+                let same = matches!(parse_edp(&f), Some(Edp::Eaps { pdu, .. }) if pdu == r);
+                prop_assert!(!same, "damage at byte {} went unnoticed", at);
+            }
+        }
     }
 }

@@ -225,7 +225,7 @@ fn cause_of(code: u32) -> Cause {
         c::LOCAL_LINK_UP1 => Cause::LocalLinkUp(1),
         c::FAIL_TIMER => Cause::FailTimer,
         c::RING_UP_FLUSH => Cause::RingUpFlush,
-        c::PRE_FORWARDING_TIMER => Cause::PreForwardingTimer,
+        c::HEALTH_COMPLETE => Cause::HealthComplete,
         c => panic!("hardware EAPS cause code {c}"),
     }
 }
@@ -379,6 +379,10 @@ impl<P: NodePins> HdlEapsNode<P> {
                 rx: u64::from(s(self, 2)),
                 forwarded: u64::from(s(self, 3)),
                 dropped: u64::from(s(self, 4)),
+                malformed: {
+                    let (w14, w15) = (s(self, 14), s(self, 15));
+                    [w14 & 0xffff, w14 >> 16, w15 & 0xffff, w15 >> 16].map(u64::from)
+                },
             };
             let armed = s(self, 11);
             let mut deadline: Option<Nanos> = None;

@@ -222,8 +222,8 @@ pub fn flush_lost(n: usize, everywhere: bool, rows: &mut Vec<Row>) -> Result<(),
     let (ring, down, up) = cycle(RingConfig::standard(n), link, &drops)?;
     for node in [link, (link + 1) % n] {
         match ring.nodes()[node].last_transition(0) {
-            Some((_, Cause::PreForwardingTimer)) => {}
-            other => return Err(format!("flush lost: node {node} last transition {other:?}, not the timer")),
+            Some((_, Cause::HealthComplete)) => {}
+            other => return Err(format!("flush lost: node {node} last transition {other:?}, not HEALTH-Complete")),
         }
     }
     let name = if everywhere {

@@ -14,7 +14,7 @@
 
 pub mod shared;
 
-use spotagg_driver::wire::eaps::{emit_frame, parse_frame, EapsRepr, EapsState, EapsType};
+use spotagg_driver::wire::eaps::{emit_frame, parse_edp, EapsRepr, EapsState, EapsType, Edp, Malformed};
 use spotagg_driver::wire::{esl, Error as WireError, MacAddr};
 
 /// Virtual time in nanoseconds.
@@ -61,8 +61,10 @@ pub struct DomainConfig {
     pub hello: Nanos,
     /// Fail period: a master not receiving its HEALTH back for this long declares a failure.
     pub fail: Nanos,
-    /// Pre-forwarding period: how long a transit port that came up stays blocked waiting for
-    /// RING-UP-FLUSH-FDB. Must exceed `hello` plus the ring's round trip (docs/eaps.md).
+    /// Pre-forwarding hold: how long a transit port that came up waits before a HEALTH carrying
+    /// the master's Complete state may open it (RING-UP-FLUSH-FDB opens it at any time; the
+    /// hold alone opens nothing). Must exceed `hello` plus the ring's round trip (docs/eaps.md
+    /// §4, §5).
     pub pre_forwarding: Nanos,
     /// Master's action on fail-timer expiry.
     pub fail_action: FailAction,
@@ -95,7 +97,8 @@ pub enum State {
     LinksUp,
     /// Transit, a port down.
     LinksDown,
-    /// Transit, both ports up, one still blocked until RING-UP-FLUSH-FDB or the timer.
+    /// Transit, both ports up, one still blocked until RING-UP-FLUSH-FDB, or HEALTH-Complete
+    /// after the hold.
     PreForwarding,
 }
 
@@ -130,8 +133,9 @@ pub enum Cause {
     FailTimer,
     /// RING-UP-FLUSH-FDB arrived.
     RingUpFlush,
-    /// The pre-forwarding timer expired.
-    PreForwardingTimer,
+    /// A HEALTH carrying the master's Complete state reached a port whose pre-forwarding hold
+    /// had run out (docs/eaps.md §4).
+    HealthComplete,
 }
 
 /// A condition for the operator.
@@ -198,6 +202,16 @@ pub struct Counters {
     pub forwarded: u64,
     /// PDUs dropped: tag and control VLAN field disagree, or a foreign master's PDU.
     pub dropped: u64,
+    /// Malformed EDP frames on the control VLAN, dropped, by reason (docs/eaps.md §1.1), in
+    /// the order of [`Malformed::ALL`]: length, version, checksum, TLV list.
+    pub malformed: [u64; 4],
+}
+
+impl Counters {
+    /// Malformed frames of one reason.
+    pub fn malformed(&self, reason: Malformed) -> u64 {
+        self.malformed[reason.index()]
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -208,7 +222,10 @@ struct Domain {
     hello_seq: u16,
     next_hello: Option<Nanos>,
     fail_deadline: Option<Nanos>,
+    /// A port waiting for evidence (docs/eaps.md §4), its hold running until then.
     pre_forwarding: [Option<Nanos>; 2],
+    /// A port waiting for evidence whose hold has run out: the next HEALTH-Complete opens it.
+    armed: [bool; 2],
     other_master_until: Option<Nanos>,
     counters: Counters,
     last_transition: Option<(Nanos, Cause)>,
@@ -268,6 +285,7 @@ impl EapsNode {
                 next_hello: None,
                 fail_deadline: None,
                 pre_forwarding: [None; 2],
+                armed: [false; 2],
                 other_master_until: None,
                 counters: Counters::default(),
                 last_transition: None,
@@ -327,7 +345,7 @@ impl EapsNode {
 
     /// Enables every domain: masters enter Init (secondary blocked, first HEALTH now),
     /// transits enter Pre-Forwarding or Links-Down, every port blocked: a port up at start opens
-    /// on RING-UP-FLUSH-FDB (from its other port) or when its pre-forwarding timer expires, as
+    /// on RING-UP-FLUSH-FDB (from its other port) or on HEALTH-Complete after its hold, as
     /// after a link up; a port down at start waits for its link.
     pub fn enable(&mut self, now: Nanos) -> Vec<Action> {
         let mut out = Vec::new();
@@ -382,13 +400,11 @@ impl EapsNode {
                 self.domains[d].fail_deadline = None;
                 self.fail_timer_expired(d, now, &mut out);
             }
+            // The hold ran out: the port is armed, still blocked (docs/eaps.md §4).
             for port in 0..2 {
                 if self.domains[d].pre_forwarding[port].is_some_and(|t| t <= now) {
                     self.domains[d].pre_forwarding[port] = None;
-                    self.set_forwarding(d, port, true, &mut out);
-                    out.push(Action::FlushFdb { domain: d });
-                    let st = self.transit_state(d);
-                    self.transition(d, st, Cause::PreForwardingTimer, now, &mut out);
+                    self.domains[d].armed[port] = true;
                 }
             }
         }
@@ -407,6 +423,7 @@ impl EapsNode {
                 continue;
             }
             self.domains[d].pre_forwarding[port] = None;
+            self.domains[d].armed[port] = false;
             self.set_forwarding(d, port, false, &mut out);
             match self.domains[d].cfg.role {
                 Role::Master => {
@@ -428,8 +445,8 @@ impl EapsNode {
     }
 
     /// A ring port regained its link. It stays blocked for the protected VLANs: at a transit
-    /// until RING-UP-FLUSH-FDB or the pre-forwarding timer, at the master until its HEALTH
-    /// comes back.
+    /// until RING-UP-FLUSH-FDB, or HEALTH-Complete after its hold, at the master until its
+    /// HEALTH comes back.
     pub fn link_up(&mut self, now: Nanos, port: Port) -> Vec<Action> {
         let mut out = Vec::new();
         if self.link_up[port] {
@@ -443,6 +460,7 @@ impl EapsNode {
             self.set_forwarding(d, port, false, &mut out);
             if self.domains[d].cfg.role == Role::Transit {
                 self.domains[d].pre_forwarding[port] = Some(now + self.domains[d].cfg.pre_forwarding);
+                self.domains[d].armed[port] = false;
                 let st = self.transit_state(d);
                 self.transition(d, st, Cause::LocalLinkUp(port), now, &mut out);
             }
@@ -450,19 +468,23 @@ impl EapsNode {
         out
     }
 
-    /// A frame received on a ring port on some domain's control VLAN.
+    /// A frame received on a ring port on some domain's control VLAN, read by the receiver
+    /// rules of docs/eaps.md §1.1: an EAPS PDU is acted on (and forwarded by a transit),
+    /// another EDP frame passed on (§2), a malformed one dropped and counted by reason.
     pub fn handle_frame(&mut self, now: Nanos, port: Port, frame: &[u8]) -> Result<Vec<Action>, FrameError> {
-        let (vid, _src, pdu) = match parse_frame(frame) {
-            Ok(x) => x,
-            // Not an EAPS PDU: perhaps another EDP frame to pass on (its own check), else the error.
-            Err(e) => {
-                return self.forward_other_edp(now, port, frame).map_err(|err| match err {
-                    FrameError::Wire(_) => FrameError::Wire(e),
-                    other => other,
-                })
+        let (vid, pdu) = match parse_edp(frame) {
+            None => return Err(FrameError::Wire(WireError::Unsupported)),
+            Some(Edp::Other { vid }) => return self.forward_other_edp(now, port, frame, vid),
+            Some(Edp::Malformed { vid, reason }) => {
+                let d = self.domain_of_control_vlan(vid)?;
+                if self.domains[d].state != State::Idle {
+                    self.domains[d].counters.malformed[reason.index()] += 1;
+                }
+                return Ok(Vec::new());
             }
+            Some(Edp::Eaps { vid, pdu, .. }) => (vid, pdu),
         };
-        let d = self.domains.iter().position(|d| d.cfg.control_vlan == vid).ok_or(FrameError::UnknownDomain(vid))?;
+        let d = self.domain_of_control_vlan(vid)?;
         let mut out = Vec::new();
         if self.domains[d].state == State::Idle {
             return Ok(out);
@@ -488,7 +510,8 @@ impl EapsNode {
                         // in on the other port has swept, in FIFO order, every frame that passed
                         // the master's secondary before it blocked (docs/eaps.md §6.10).
                         for p in (0..2).filter(|&p| p != port) {
-                            if self.domains[d].pre_forwarding[p].take().is_some() {
+                            let held = self.domains[d].pre_forwarding[p].take().is_some();
+                            if held | std::mem::take(&mut self.domains[d].armed[p]) {
                                 self.set_forwarding(d, p, true, &mut out);
                                 opened = true;
                             }
@@ -499,6 +522,17 @@ impl EapsNode {
                         }
                     }
                     EapsType::RingDownFlushFdb => out.push(Action::FlushFdb { domain: d }),
+                    // The master says its secondary is blocked: armed ports open (docs/eaps.md §4).
+                    EapsType::Health if pdu.state == EapsState::Complete && self.domains[d].armed.contains(&true) => {
+                        out.push(Action::FlushFdb { domain: d });
+                        for p in 0..2 {
+                            if std::mem::take(&mut self.domains[d].armed[p]) {
+                                self.set_forwarding(d, p, true, &mut out);
+                            }
+                        }
+                        let st = self.transit_state(d);
+                        self.transition(d, st, Cause::HealthComplete, now, &mut out);
+                    }
                     _ => {}
                 }
             }
@@ -506,13 +540,18 @@ impl EapsNode {
         Ok(out)
     }
 
-    /// Another EDP frame (not EAPS: an ESL segment health PDU, docs/eaps.md §11, or a damaged
-    /// PDU) on one of this node's control VLANs: a transit passes it to its other ring port,
-    /// whatever the port states, as the control VLAN is never blocked; a master passes only a
-    /// valid ESL PDU newer than the last it passed from that sender (§2), and drops the rest.
-    fn forward_other_edp(&mut self, now: Nanos, port: Port, frame: &[u8]) -> Result<Vec<Action>, FrameError> {
-        let vid = other_edp_vlan(frame).ok_or(FrameError::Wire(WireError::Unsupported))?;
-        let d = self.domains.iter().position(|d| d.cfg.control_vlan == vid).ok_or(FrameError::UnknownDomain(vid))?;
+    /// The domain whose control VLAN is `vid`.
+    fn domain_of_control_vlan(&self, vid: u16) -> Result<usize, FrameError> {
+        self.domains.iter().position(|d| d.cfg.control_vlan == vid).ok_or(FrameError::UnknownDomain(vid))
+    }
+
+    /// Another EDP frame (a well-formed one without an EAPS TLV, such as an ESL segment health
+    /// PDU of docs/eaps.md §11, or another PID) on one of this node's control VLANs: a transit
+    /// passes it to its other ring port, whatever the port states, as the control VLAN is
+    /// never blocked; a master passes only a valid ESL PDU newer than the last it passed from
+    /// that sender (§2), and drops the rest.
+    fn forward_other_edp(&mut self, now: Nanos, port: Port, frame: &[u8], vid: u16) -> Result<Vec<Action>, FrameError> {
+        let d = self.domain_of_control_vlan(vid)?;
         let other = 1 - port;
         if self.domains[d].state == State::Idle || !self.link_up[other] {
             return Ok(Vec::new());
@@ -694,22 +733,20 @@ impl EapsNode {
     }
 }
 
-/// The tag's VID if `frame` is an EDP frame as far as [`EapsNode`] looks before passing one on
-/// that is not an EAPS PDU (docs/eaps.md §11): 26 bytes or more, the EAPS destination, TPID
-/// 0x8100, LLC/SNAP AA-AA-03 and the Extreme OUI; nothing else is checked.
+/// The tag's VID if `frame` is another EDP frame that [`EapsNode`] passes on (docs/eaps.md
+/// §1.1 steps 1 and 6: well-formed, no EAPS TLV; or LLC/SNAP of another PID).
 pub fn other_edp_vlan(frame: &[u8]) -> Option<u16> {
-    let edp = frame.len() >= 26
-        && frame[..6] == spotagg_driver::wire::eaps::DESTINATION.0
-        && frame[12..14] == [0x81, 0x00]
-        && frame[18..21] == [0xaa, 0xaa, 0x03]
-        && frame[21..24] == spotagg_driver::wire::eaps::OUI;
-    edp.then(|| u16::from_be_bytes([frame[14], frame[15]]) & 0x0fff)
+    match parse_edp(frame) {
+        Some(Edp::Other { vid }) => Some(vid),
+        _ => None,
+    }
 }
 
 /// The frame a transit forwards for a received PDU: the PDU emitted again from its fields
 /// (docs/eaps.md §6.12), with the sender's source MAC and priority kept. Reserved bytes go out
-/// as zero, the DEI bit as 0, the machine MAC as the system MAC, and nothing past the 106
-/// bytes; for a PDU as §1 defines it this is the received frame byte for byte.
+/// as zero, the DEI bit as 0, the machine MAC as the system MAC, other TLVs and padding left
+/// out, the null TLV after the EAPS TLV: §1's 110 bytes; for a PDU as §1 defines it this is
+/// the received frame byte for byte.
 pub fn forwarded_frame(frame: &[u8], pdu: &EapsRepr) -> Vec<u8> {
     let src = MacAddr::from_bytes(&frame[6..12]);
     let pcp = frame[14] >> 5;
@@ -719,6 +756,7 @@ pub fn forwarded_frame(frame: &[u8], pdu: &EapsRepr) -> Vec<u8> {
 #[cfg(test)]
 mod test {
     use super::*;
+    use spotagg_driver::wire::eaps::parse_frame;
 
     fn cfg(role: Role) -> DomainConfig {
         DomainConfig {
@@ -780,6 +818,21 @@ mod test {
         assert_eq!(m.last_transition(0), Some((t, Cause::FailTimer)));
     }
 
+    /// A HEALTH from a master in `state`.
+    fn health(state: EapsState) -> Vec<u8> {
+        let r = EapsRepr {
+            edp_sequence: 1,
+            eaps_type: EapsType::Health,
+            control_vlan: 10,
+            system_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+            hello_timer: 1,
+            fail_timer: 3,
+            state,
+            hello_seq: 1,
+        };
+        emit_frame(&r, r.system_mac, 7)
+    }
+
     #[test]
     fn transit_link_down_and_pre_forwarding() {
         let mut n = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 2]), vec![cfg(Role::Transit)], [true, true]);
@@ -787,8 +840,18 @@ mod test {
         // Enabled with both links up: both ports wait as after a link up (§6.11).
         assert_eq!(n.state(0), State::PreForwarding);
         assert!(!n.forwarding(0, 0) && !n.forwarding(0, 1));
-        n.handle_timeout(3 * MS);
+        // The hold alone opens nothing; a HEALTH-Complete before it runs out neither.
+        n.handle_frame(MS, 0, &health(EapsState::Complete)).unwrap();
+        assert!(n.handle_timeout(3 * MS).is_empty());
+        assert_eq!(n.state(0), State::PreForwarding);
+        assert_eq!(n.poll_timeout(), None);
+        // A Failed master's HEALTH opens nothing; a Complete one opens both armed ports.
+        n.handle_frame(4 * MS, 0, &health(EapsState::Failed)).unwrap();
+        assert_eq!(n.state(0), State::PreForwarding);
+        let a = n.handle_frame(4 * MS, 0, &health(EapsState::Complete)).unwrap();
+        assert!(a.contains(&Action::FlushFdb { domain: 0 }));
         assert_eq!(n.state(0), State::LinksUp);
+        assert_eq!(n.last_transition(0), Some((4 * MS, Cause::HealthComplete)));
         let a = n.link_down(100, 0);
         assert_eq!(sent(&a), vec![(1, EapsType::LinkDown)]);
         assert_eq!(n.state(0), State::LinksDown);
@@ -797,7 +860,9 @@ mod test {
         assert!(!n.forwarding(0, 0));
         assert_eq!(n.poll_timeout(), Some(200 + 3 * MS));
         n.handle_timeout(200 + 3 * MS);
-        assert_eq!(n.state(0), State::LinksUp);
+        assert_eq!(n.state(0), State::PreForwarding, "a silent master: the port stays blocked");
+        assert!(!n.forwarding(0, 0));
+        n.handle_frame(200 + 4 * MS, 1, &health(EapsState::Complete)).unwrap();
         assert!(n.forwarding(0, 0));
         // RING-UP opens a pending port only when it arrives on the other port.
         let mut m = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 1]), vec![cfg(Role::Master)], [true, true]);
@@ -883,7 +948,8 @@ mod test {
         let mut bad = esl(2, 1, 10);
         bad[60] ^= 1;
         assert!(!passed(m.handle_frame(70, 0, &bad)), "a damaged ESL PDU");
-        assert_eq!(m.counters(0).dropped, 4);
+        assert_eq!(m.counters(0).dropped, 3);
+        assert_eq!(m.counters(0).malformed(Malformed::Checksum), 1);
         for mac in 2..=4 {
             assert!(passed(m.handle_frame(80, 0, &esl(mac, 1, 10))));
         }
@@ -894,14 +960,63 @@ mod test {
         assert!(m.esl_seen().iter().flatten().any(|e| e.mac == MacAddr([2, 0, 0, 1, 0, 5]) && e.seq == 1));
         // After its entry expires a sender is taken afresh, whatever its sequence.
         assert!(passed(m.handle_frame(80 + 3 * MS, 0, &esl(2, 0, 10))));
-        // A transit passes every other EDP frame, damaged or repeated.
+        // A transit passes every other EDP frame, repeated or not; a damaged one it drops and
+        // counts (docs/eaps.md §1.1).
         let mut t = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 2]), vec![cfg(Role::Transit)], [true, true]);
         t.enable(0);
         for _ in 0..3 {
-            assert!(passed(t.handle_frame(10, 0, &bad)));
+            assert!(passed(t.handle_frame(10, 0, &esl(2, 1, 10))));
+            assert!(!passed(t.handle_frame(10, 0, &bad)));
         }
-        // With the rule off, a master passes them too.
+        assert_eq!(t.counters(0).malformed(Malformed::Checksum), 3);
+        // With the rule off, a master passes valid ones it would refuse.
         m.set_master_pass_rule(false);
-        assert!(passed(m.handle_frame(90 + 3 * MS, 0, &bad)));
+        assert!(passed(m.handle_frame(90 + 3 * MS, 0, &esl(1, 1, 10))));
+    }
+
+    /// Malformed PDUs (docs/eaps.md §1.1) are dropped and counted by reason at a transit and at
+    /// a master, never forwarded; a PDU with other TLVs or without the null TLV is taken.
+    #[test]
+    fn malformed_pdus_dropped_and_counted() {
+        let mut t = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 2]), vec![cfg(Role::Transit)], [true, true]);
+        t.enable(0);
+        let good = health(EapsState::Complete);
+        let mut bad_sum = good.clone();
+        bad_sum[70] ^= 1;
+        let truncated = good[..60].to_vec();
+        let mut v2 = good.clone();
+        v2[46] = 2;
+        let c = u16::from_be_bytes([v2[30], v2[31]]);
+        // One's-complement fix-up of the checksum for the version byte's +1 (high byte of a word).
+        let sum = !c as u32 + 0x0100;
+        let fixed = !(((sum & 0xffff) + (sum >> 16)) as u16);
+        v2[30..32].copy_from_slice(&fixed.to_be_bytes());
+        let mut zeros = good.clone();
+        zeros[106..110].fill(0);
+        for (f, reason) in [(&bad_sum, Malformed::Checksum), (&truncated, Malformed::Length), (&v2, Malformed::Version)]
+        {
+            assert_eq!(t.handle_frame(MS, 0, f), Ok(vec![]), "{reason:?}");
+            assert_eq!(t.counters(0).malformed(reason), 1, "{reason:?}");
+        }
+        // Zeros in place of the null TLV: the checksum no longer verifies first.
+        assert_eq!(t.handle_frame(MS, 0, &zeros), Ok(vec![]));
+        assert_eq!(t.counters(0).malformed, [1, 1, 2, 0]);
+        assert_eq!(t.counters(0).forwarded, 0);
+        // 80 bytes, no null TLV: forwarded as §1's 110 bytes.
+        let mut old = good[..106].to_vec();
+        old[17] = 88;
+        old[29] = 80;
+        old[30..32].fill(0);
+        let c = spotagg_driver::wire::checksum::compute(&old[26..106]);
+        old[30..32].copy_from_slice(&c.to_be_bytes());
+        let a = t.handle_frame(MS, 0, &old).unwrap();
+        assert_eq!(a[0], Action::Send { port: 1, frame: good.clone() });
+        let mut m = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 1]), vec![cfg(Role::Master)], [true, true]);
+        m.enable(0);
+        assert_eq!(m.handle_frame(MS, 0, &bad_sum), Ok(vec![]));
+        assert_eq!(m.counters(0).malformed(Malformed::Checksum), 1);
+        let mut other_vlan = bad_sum.clone();
+        other_vlan[15] = 11;
+        assert_eq!(t.handle_frame(MS, 0, &other_vlan), Err(FrameError::UnknownDomain(11)));
     }
 }

@@ -14,6 +14,8 @@
 //!
 //! A line is printed per transition. The status (JSON) is written to the ring file's status
 //! file on every change and every second; `spotagg eaps status --config RING.toml` prints it.
+//! With `--metrics ADDR` the same counters, malformed PDUs by reason among them (docs/eaps.md
+//! §1.1), are served in the Prometheus text format on `http://ADDR/metrics`.
 //! SIGINT or SIGTERM stops the daemon: each ring port goes back into the bridge with the
 //! bridge-port state it had at start, and the EAPS MAC's local FDB entry is removed.
 
@@ -26,11 +28,17 @@ use config::{Ring, Role};
 use os::{LinkEvents, PduSocket, Rtnl, Signals};
 use report::Report;
 use serde_json::json;
+use spotagg_driver::metrics::{Family, Kind};
+use spotagg_driver::wire::eaps::Malformed;
 use spotagg_driver::wire::MacAddr;
 use spotagg_spec::eaps::shared::{SegmentTimeoutAction, SharedAction, SharedConfig, SharedPort, SharedRole, Where};
 use spotagg_spec::eaps::{Action, DomainConfig, EapsNode, FailAction, Role as NodeRole};
+use spotagg_spec::metrics_http::{serve_http, MetricsBoard};
+use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Bridge port state forwarding (linux/if_bridge.h), assumed where the dump does not say.
@@ -54,6 +62,10 @@ pub struct Args {
     /// scheduling alone.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=99))]
     rt_priority: u8,
+    /// Serve the domains' counters (PDUs, malformed PDUs by reason) in the Prometheus text
+    /// format on http://ADDR/metrics (e.g. 127.0.0.1:9466).
+    #[arg(long)]
+    metrics: Option<SocketAddr>,
 }
 
 #[derive(clap::Subcommand)]
@@ -85,11 +97,33 @@ pub fn run(args: Args) -> Result<()> {
                 );
                 return Ok(());
             }
-            let daemon = Daemon::start(ring)?;
+            let mut daemon = Daemon::start(ring)?;
+            let http = match args.metrics {
+                Some(a) => {
+                    let l = TcpListener::bind(a).with_context(|| format!("--metrics {a}: cannot listen"))?;
+                    println!("spotagg eaps: metrics on http://{}/metrics", l.local_addr()?);
+                    Some(l)
+                }
+                None => None,
+            };
+            let board = Arc::new(MetricsBoard::new(1));
+            daemon.metrics = http.as_ref().map(|_| board.clone());
+            let stop = Arc::new(AtomicBool::new(false));
+            let server = http.map(|l| {
+                let (board, stop) = (board.clone(), stop.clone());
+                std::thread::spawn(move || serve_http(&l, &board, &stop))
+            });
             if args.rt_priority > 0 {
                 realtime(args.rt_priority)?;
             }
-            daemon.run()
+            let result = daemon.run();
+            stop.store(true, Ordering::Relaxed);
+            if let Some(h) = server {
+                if let Ok(Err(e)) = h.join() {
+                    eprintln!("spotagg eaps: metrics server: {e}");
+                }
+            }
+            result
         }
     }
 }
@@ -163,6 +197,8 @@ struct Daemon {
     transitions: u64,
     report: Report,
     latency: Latency,
+    /// Where `--metrics` publishes (the status's counters as metric families).
+    metrics: Option<Arc<MetricsBoard>>,
 }
 
 /// How late the loop woke for a timer and how long one pass over its events took, beyond
@@ -315,6 +351,7 @@ impl Daemon {
             transitions: 0,
             report: Report::start(ring_status_file),
             latency: Latency::default(),
+            metrics: None,
         })
     }
 
@@ -668,6 +705,16 @@ impl Daemon {
             })
             .collect();
         let mut domains = Vec::new();
+        let mut pdus = Family::new(
+            "spotagg_eaps_pdus_total",
+            "EAPS PDUs per domain: sent, received, forwarded, dropped",
+            Kind::Counter,
+        );
+        let mut malformed = Family::new(
+            "spotagg_eaps_malformed_total",
+            "Malformed EDP frames on the domain's control VLAN, dropped, by reason (docs/eaps.md 1.1)",
+            Kind::Counter,
+        );
         for g in &self.groups {
             for (d, &i) in g.domains.iter().enumerate() {
                 let c = &self.ring.domains[i];
@@ -678,8 +725,16 @@ impl Daemon {
                     "primary": { "port": c.primary, "forwarding": g.node.forwarding(d, g.ports.iter().position(|&x| self.ports[x].name == c.primary).unwrap()) },
                     "secondary": { "port": c.secondary, "forwarding": g.node.forwarding(d, g.ports.iter().position(|&x| self.ports[x].name == c.secondary).unwrap()) },
                     "pdus": { "tx": k.tx, "rx": k.rx, "forwarded": k.forwarded, "dropped": k.dropped },
+                    "malformed": Malformed::ALL.iter().map(|&r| (r.name().to_string(), json!(k.malformed(r)))).collect::<serde_json::Map<_, _>>(),
                     "last_transition": g.node.last_transition(d).map(|(t, cause)| json!({ "at_ms": t as f64 / 1e6, "cause": format!("{cause:?}") })),
                 }));
+                for (dir, v) in [("tx", k.tx), ("rx", k.rx), ("forwarded", k.forwarded), ("dropped", k.dropped)] {
+                    pdus = pdus.sample(&[("domain", c.name.clone()), ("dir", dir.into())], v as f64);
+                }
+                for r in Malformed::ALL {
+                    malformed = malformed
+                        .sample(&[("domain", c.name.clone()), ("reason", r.name().into())], k.malformed(r) as f64);
+                }
             }
         }
         let shared = self.shared.as_ref().map(|sh| {
@@ -704,6 +759,9 @@ impl Daemon {
             },
         });
         self.report.status(serde_json::to_vec_pretty(&v)?);
+        if let Some(m) = &self.metrics {
+            m.publish(0, vec![pdus, malformed]);
+        }
         Ok(())
     }
 
