@@ -174,6 +174,8 @@ pub struct EapsRx {
 }
 
 impl Logic for EapsRx {
+    // (A match arm's guard is not HDL: `#[hdl_gen]` takes the `if` inside the arm.)
+    #[allow(clippy::collapsible_match)]
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
