@@ -14,7 +14,7 @@
 #   style   cargo fmt --check, cargo clippy -D warnings
 #   fast    the Rust tests but the slow tier's, side by side under cargo-nextest
 #           (.config/nextest.toml), and a check that the Python package builds without rust-hdl:
-#           the tier to run while working (about 4 minutes after the build on 2 cores)
+#           the tier to run while working (6-7 minutes after the build on 2 cores)
 #   python  the spotagg package, its DDP hook and torch.distributed backend (pytest)
 #   slow    the #[ignore = "slow tier: ..."] tests: the board's place and route as it ships, a
 #           small core's, and the full-size syntheses
