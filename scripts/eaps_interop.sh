@@ -76,7 +76,9 @@ transit() { # node primary secondary
     ip netns exec "$(ns n$1)" "$BIN" eaps --rt-priority "${EAPS_RT_PRIORITY:-10}" --config "$WORK/n$1.toml" >"$WORK/n$1.log" 2>&1 &
     PIDS+=($!)
 }
-nx n1 python3 -u "$MASTER" master --bridge br0 --primary p12 --secondary p14 --vlan 10 --hello-ms 10 --fail-ms 300 \
+# (ip netns exec itself in the background, not the nx function: $! is then the master's own
+# process, which the silent-master phase stops with SIGSTOP; a function would be a subshell.)
+ip netns exec "$(ns n1)" python3 -u "$MASTER" master --bridge br0 --primary p12 --secondary p14 --vlan 10 --hello-ms 10 --fail-ms 300 \
     --status "$WORK/master.json" >"$WORK/master.log" 2>&1 &
 MPID=$!
 PIDS+=($MPID)
@@ -104,9 +106,9 @@ wait_for 10 "the master Complete" master_is Complete
 for n in 2 3 4; do wait_for 10 "n$n Links-Up" links_up $n; done
 echo "interop ring-up causes $(st 2 "d['last_transition']['cause']") $(st 3 "d['last_transition']['cause']") $(st 4 "d['last_transition']['cause']")"
 
-ping_run() { # name seconds: pings h2 -> h4 every 10 ms into $WORK/ping-name
-    nx h2 ping -D -i 0.01 -w "$2" -W 1 10.78.0.4 >"$WORK/ping-$1" 2>&1 &
-    echo $!
+ping_run() { # name seconds: pings h2 -> h4 every 10 ms into $WORK/ping-name; its pid in $PP
+    ip netns exec "$(ns h2)" ping -D -i 0.01 -w "$2" -W 1 10.78.0.4 >"$WORK/ping-$1" 2>&1 &
+    PP=$!
 }
 gap_ms() { # the longest gap between replies, minus the 10 ms period
     python3 - "$1" <<'EOF'
@@ -127,21 +129,21 @@ probes() { # count of copies and distinct probes h4 saw of 40 sent by h2
 }
 
 # link-down: n2-n3 fails while h2 pings h4.
-pp=$(ping_run down 2)
+ping_run down 2
 sleep 0.5
 ip -n "$(ns n2)" link set p23 down
 wait_for 5 "the master Failed" master_is Failed
-wait $pp || true
+wait $PP || true
 echo "interop link-down gap_ms $(gap_ms "$WORK/ping-down") master $(python3 -c "import json; print(json.load(open('$WORK/master.json'))['state'])")"
 
 # link-up: RING-UP opens the restored ports, nothing loops.
-pp=$(ping_run up 2)
+ping_run up 2
 sleep 0.3
 ip -n "$(ns n2)" link set p23 up
 wait_for 5 "the master Complete again" master_is Complete
 wait_for 5 "n2 Links-Up" links_up 2
 wait_for 5 "n3 Links-Up" links_up 3
-wait $pp || true
+wait $PP || true
 echo "interop link-up gap_ms $(gap_ms "$WORK/ping-up") causes $(st 2 "d['last_transition']['cause']") $(st 3 "d['last_transition']['cause']") $(probes)"
 
 # silent: the master Failed with its secondary open, then stopped; the link comes back.

@@ -829,7 +829,9 @@ fn eaps_transit_matches_the_reference_node(periods: Option<[u64; 5]>) {
         .chain([padded(&open), padded(&untagged)])
         .collect();
     assert!(want_control.iter().all(|(p, _)| *p == 1), "{want_control:?}");
-    assert_eq!(want_control.len(), 2, "the reference forwards the HEALTH and passes the damaged PDU");
+    // The damaged PDU's checksum fails: malformed, dropped at this first node and counted
+    // (docs/eaps.md §1.1); only the HEALTH goes on.
+    assert_eq!(want_control.len(), 1, "the reference forwards the HEALTH and drops the damaged PDU");
     assert!(out.sent[0].is_empty(), "{} frames out of port 0", out.sent[0].len());
     assert_eq!(out.sent[1].len(), want1.len(), "frames out of port 1: {:02x?}", out.sent[1]);
     for (i, (g, w)) in out.sent[1].iter().zip(&want1).enumerate() {
@@ -847,6 +849,16 @@ fn eaps_transit_matches_the_reference_node(periods: Option<[u64; 5]>) {
         [c.tx as u32, c.rx as u32, c.forwarded as u32, c.dropped as u32],
         "PDU counters tx, rx, forwarded, dropped"
     );
+    let m = |r: spotagg_driver::wire::eaps::Malformed| c.malformed(r) as u32 & 0xffff;
+    {
+        use spotagg_driver::wire::eaps::Malformed::*;
+        assert_eq!(
+            [word(14), word(15)],
+            [m(Length) | m(Version) << 16, m(Checksum) | m(TlvList) << 16],
+            "malformed counters (status words 14, 15)"
+        );
+        assert_eq!(c.malformed(Checksum), 1, "the damaged PDU counted");
+    }
     eprintln!(
         "EAPS transit on the board: state {:?} (hw code {}), forwarding {forwarding:?}, counters {c:?}, {} frames out of port 1",
         reference.state(0),

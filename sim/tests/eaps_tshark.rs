@@ -114,7 +114,8 @@ fn eaps_fields(r: &EapsRepr) -> Vec<(&'static str, String)> {
         ("edp.seqno", r.edp_sequence.to_string()),
         ("edp.midmac", r.system_mac.to_string()),
         ("edp.checksum.status", "1".to_string()), // PROTO_CHECKSUM_E_GOOD (0 bad, 2 unverified)
-        ("edp.tlv.type", "11".to_string()),
+        // The EAPS TLV, then the null TLV that ends the list (docs/eaps.md §1).
+        ("edp.tlv.type", "11,0".to_string()),
         ("edp.eaps.type", u8::from(r.eaps_type).to_string()),
         ("edp.eaps.vlanid", r.control_vlan.to_string()),
         ("edp.eaps.sysmac", r.system_mac.to_string()),

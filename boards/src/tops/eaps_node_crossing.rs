@@ -518,8 +518,8 @@ mod test {
     /// A transit domain behind the crossing, the core clock and the node's of unrelated
     /// periods. Four control frames in turn on alternating ports, the router's way (the next
     /// only once the verdict on the last is back): two HEALTH PDUs, which the node forwards
-    /// itself out of the other port (verdict: no pass), and each damaged into another EDP frame
-    /// (verdict: pass on its own port). Each verdict is the one on its own frame, each PDU
+    /// itself out of the other port (verdict: no pass), and each made into another EDP frame
+    /// (its TLV not an EAPS one; verdict: pass on its own port). Each verdict is the one on its own frame, each PDU
     /// crosses whole and equals the reference node's, and the status words read across the
     /// crossing give the reference's counters and state.
     #[test]
@@ -543,9 +543,14 @@ mod test {
                 6,
             )
         };
+        // Another EDP frame: the PDU with its TLV's type changed from EAPS (0x0b) to another
+        // (0x0e) and the checksum made good again: an EDP frame with no EAPS TLV, which a node
+        // passes on (docs/eaps.md §1.1; a damaged PDU would be dropped as malformed).
         let damaged = |seq: u16| {
             let mut f = health(seq);
-            f[90] ^= 0x40;
+            assert_eq!(&f[42..44], [0x99, 0x0b], "the EAPS TLV's marker and type");
+            f[43] = 0x0e;
+            spotagg_driver::wire::eaps::EapsPacket::new_checked(&mut f[18..]).expect("our PDU").fill_checksum();
             f
         };
         // (port, frame, other EDP frame)
