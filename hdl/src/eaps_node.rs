@@ -75,7 +75,8 @@ pub enum DomState {
     LinksUp,
     /// Transit, a port down.
     LinksDown,
-    /// Transit, a port waiting for RING-UP or its timer.
+    /// Transit, a restored port blocked until RING-UP, or until HEALTH-Complete once its timer
+    /// has armed it (docs/eaps.md §4).
     PreForwarding,
 }
 
