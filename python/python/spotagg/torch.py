@@ -19,11 +19,15 @@ Fallback: when an all-reduce through the switch fails (the switch stopped answer
 other error), the bucket's input (kept until its all-reduce completes) is restored and that
 bucket and every later one go through Gloo (a group of its own, used only by the sender thread),
 with one warning naming the switch. The ranks first agree, with one Gloo all-reduce (MIN), on
-the first bucket that failed anywhere: a rank that had completed that bucket through the switch
-(the switch answered it, not a slower rank) joins a Gloo all-reduce of it with its kept input
-and keeps its switch result, so the collectives of all ranks match. With ``fallback=False`` the
-error is kept in ``state.error``, the bucket's future is given the error, and the next call of
-the hook raises it.
+how far each got: the switch may have answered the last bucket to some ranks and not to others
+(a lost result), so a rank may be one bucket ahead; the lowest rank that is then broadcasts its
+switch result of that bucket to the ranks that lack it, and every rank ends with the same
+values. A rank that is ahead may have nothing more to send (its step is over, or it waits in a
+collective of its own for the rank that failed): the failing rank writes a key in the default
+group's store, which an idle sender that may be waited on looks for every 50 ms, and close()
+joins the agreement too; ``HookState.close()`` is therefore collective while the switch is in
+use. With ``fallback=False`` the error is kept in ``state.error``, the bucket's future is given
+the error, and the next call of the hook raises it.
 
 Backend: importing this module registers the torch.distributed backend ``spotagg``;
 ``dist.new_group(backend="spotagg")`` (with a Gloo default group, and SPOTAGG_JOB /
@@ -61,20 +65,36 @@ def _job_and_switch(job, switch):
 
 class _Sender:
     """One thread that all-reduces tensors in submission order, through the switch while it
-    works and through `gloo` after the first failure (see the module doc)."""
+    works and through `gloo` after the first failure (see the module doc).
 
-    def __init__(self, worker: Worker, gloo, world_size: int, fallback: bool):
+    `store` and `key`: where a rank that fails writes that it did, so that a rank with nothing
+    to send (between steps, or blocked in a collective of its own that waits for the failing
+    rank) notices and joins the agreement; without a store such a rank joins it only with its
+    next operation or at close()."""
+
+    #: how often an idle sender that may be waited on looks for another rank's failure
+    POLL_S = 0.05
+
+    def __init__(self, worker: Worker, gloo, world_size: int, rank: int, fallback: bool, store=None, key=None):
         self.worker = worker
         self.gloo = gloo
         self.world_size = world_size
+        self.rank = rank
         self.fallback = fallback
+        self.store = store if fallback else None
+        self.key = key
         self.use_gloo = False
         self.error = None
         self.fallbacks = 0
         self.switch_ops = 0
+        self._reason = None
+        # Operations started (the index of the next one).
         self._seq = 0
-        # Input of the last tensor completed through the switch (see the module doc).
-        self._last_done = None
+        # Switch operations completed since the last agreement: while there are any, another
+        # rank may still be waiting for the result of the last one.
+        self._since = 0
+        # (index, copy of the result) of the last operation completed through the switch.
+        self._last_out = None
         self._queue: queue.Queue = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="spotagg-sender", daemon=True)
         self._thread.start()
@@ -86,10 +106,42 @@ class _Sender:
         self._queue.put(None)
         self._thread.join()
 
+    def _waited_on(self) -> bool:
+        """Whether another rank may need this one in an agreement it has not yet joined."""
+        return self.fallback and not self.use_gloo and self._since > 0
+
+    def _peer_failed(self) -> bool:
+        try:
+            return self.store.check([self.key])
+        except Exception:  # noqa: BLE001 - the store is gone (shutdown): nothing to join
+            self.store = None
+            return False
+
+    def _note(self, e: BaseException):
+        if self.error is None:
+            self.error = e
+        print(f"spotagg: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+
     def _run(self):
         while True:
-            item = self._queue.get()
+            polling = self.store is not None and self._waited_on()
+            try:
+                item = self._queue.get(timeout=self.POLL_S if polling else None)
+            except queue.Empty:
+                if self._peer_failed():
+                    try:
+                        self._agree(failed=False)
+                    except BaseException as e:  # noqa: BLE001 - kept; later operations see it
+                        self._note(e)
+                continue
             if item is None:
+                # close() is collective while the switch is in use: a rank whose last
+                # operation failed may be waiting for this one's result.
+                if self._waited_on():
+                    try:
+                        self._agree(failed=False)
+                    except BaseException as e:  # noqa: BLE001
+                        self._note(e)
                 return
             tensor, fut, then = item
             try:
@@ -98,55 +150,93 @@ class _Sender:
                     then(tensor)
                 fut.set_result(tensor)
             except BaseException as e:  # noqa: BLE001 - handed to the future and kept
-                if self.error is None:
-                    self.error = e
-                print(f"spotagg: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+                self._note(e)
                 fut.set_exception(e)
 
     def _one(self, tensor: torch.Tensor):
-        seq = self._seq
-        self._seq += 1
-        if self.error is not None and not self.fallback:
-            raise self.error
-        if self.use_gloo or tensor.dtype not in _SWITCH_DTYPES:
-            self.gloo.allreduce([tensor]).wait()
-            return
-        kept = tensor.clone()
         try:
-            self.worker.allreduce(tensor)
-            self.switch_ops += 1
-            self._last_done = (seq, kept)
-            return
-        except (SpotaggError, ValueError, OSError) as e:
-            if not self.fallback:
-                raise
-            tensor.copy_(kept)
-            self._fall_back(seq, e)
-        self.gloo.allreduce([tensor]).wait()
+            if self.error is not None and not self.fallback:
+                raise self.error
+            if not self.use_gloo and tensor.dtype in _SWITCH_DTYPES:
+                kept = tensor.clone()
+                try:
+                    self.worker.allreduce(tensor)
+                except (SpotaggError, ValueError, OSError) as e:
+                    if not self.fallback:
+                        raise
+                    tensor.copy_(kept)
+                    self._reason = e
+                    if self._agree(failed=True, current=tensor):
+                        return
+                else:
+                    self.switch_ops += 1
+                    self._since += 1
+                    self._last_out = (self._seq, tensor.clone())
+                    return
+            elif self._waited_on():
+                # A Gloo operation while another rank may be waiting for the last switch
+                # result: agree first, so that the collectives of all ranks match.
+                self._agree(failed=False)
+            self.gloo.allreduce([tensor]).wait()
+        finally:
+            self._seq += 1
 
-    def _fall_back(self, seq: int, e: BaseException):
+    def _agree(self, failed: bool, current=None) -> bool:
+        """The agreement: one Gloo all-reduce (MIN) in which every rank gives the number of
+        operations it completed and whether its current one failed. When none failed, nothing
+        changes. When one did, every rank goes over to Gloo; the ranks are then at most one
+        operation apart (a result needs every rank's contribution), and when they are, the
+        lowest rank that has the result of the operation the others lack broadcasts it, so
+        that every rank ends with the same values. True when `current` (the operation that
+        failed here) got its result so."""
+        w, rank, done = self.world_size, self.rank, self._seq
+        if failed and self.store is not None:
+            try:
+                self.store.set(self.key, str(rank))
+            except Exception:  # noqa: BLE001 - the others then join with their next operation
+                pass
+        t = torch.tensor([done, -(done * w + (w - 1 - rank)), -int(failed)], dtype=torch.int64)
+        opts = dist.AllreduceOptions()
+        opts.reduceOp = dist.ReduceOp.MIN
+        self.gloo.allreduce([t], opts).wait()
+        lo, top, any_failed = int(t[0]), -int(t[1]), bool(t[2] < 0)
+        hi, src = top // w, w - 1 - top % w
+        self._since = 0
+        if hi - lo > 1 or (hi != lo and not any_failed):
+            raise SpotaggError(
+                f"spotagg fallback: the ranks are out of step (rank {rank} completed {done} "
+                f"operations, the others between {lo} and {hi})"
+            )
+        if not any_failed:
+            return False
         self.use_gloo = True
         self.fallbacks += 1
+        why = f"failed ({self._reason})" if failed else "failed at another rank"
         warnings.warn(
-            f"spotagg: the switch {self.worker.switch} failed ({e}); rank {self.worker.rank} "
-            f"falls back to Gloo all-reduce from this bucket on",
+            f"spotagg: the switch {self.worker.switch} {why}; rank {rank} falls back to Gloo "
+            f"all-reduce from operation {min(done, hi)} on",
             RuntimeWarning,
             stacklevel=2,
         )
-        first = torch.tensor([seq], dtype=torch.int64)
-        opts = dist.AllreduceOptions()
-        opts.reduceOp = dist.ReduceOp.MIN
-        self.gloo.allreduce([first], opts).wait()
-        first = int(first.item())
-        if first < seq:
-            # Another rank did not get the previous result: redo it with it (result unused here).
-            if self._last_done is None or self._last_done[0] != first:
+        if hi == lo:
+            return False
+        opts = dist.BroadcastOptions()
+        opts.rootRank = src
+        if done == hi:
+            if self._last_out is None or self._last_out[0] != lo:
                 raise SpotaggError(
-                    f"spotagg fallback: rank {self.worker.rank} cannot redo operation {first} "
-                    f"(it failed at {seq}); the ranks are out of step"
+                    f"spotagg fallback: rank {rank} lacks the result of operation {lo} that "
+                    f"another rank needs"
                 )
-            self.gloo.allreduce([self._last_done[1]]).wait()
-        self._last_done = None
+            self.gloo.broadcast([self._last_out[1]], opts).wait()
+            self._last_out = None
+            return False
+        if current is None:
+            raise SpotaggError(
+                f"spotagg fallback: rank {rank} has no operation {lo} to complete"
+            )
+        self.gloo.broadcast([current], opts).wait()
+        return True
 
 
 class HookState:
@@ -179,7 +269,8 @@ class HookState:
         gloo = dist.new_group(ranks=ranks, backend="gloo")
         self.rank, self.world_size = rank, world
         self._gloo_group = gloo
-        self._sender = _Sender(self.worker, _backend_of(gloo), world, fallback)
+        store, key = _default_store(), f"spotagg/fallback/{_group_name(gloo)}"
+        self._sender = _Sender(self.worker, _backend_of(gloo), world, rank, fallback, store, key)
         self._pending = {}
         self._next_index = 0
         #: (index, elements) of every bucket the hook was given, in call order.
@@ -214,6 +305,19 @@ class HookState:
             last, t, f = self._pending.pop(self._next_index)
             self._sender.submit(t, f)
             self._next_index = 0 if last else self._next_index + 1
+
+
+def _default_store():
+    """The default group's store (None where this torch does not say)."""
+    try:
+        return dist.distributed_c10d._get_default_store()
+    except Exception:  # noqa: BLE001 - an older or newer torch: no polling
+        return None
+
+
+def _group_name(group) -> str:
+    name = getattr(group, "group_name", None)
+    return name if isinstance(name, str) and name else str(dist.get_process_group_ranks(group))
 
 
 def _backend_of(group):
@@ -254,7 +358,7 @@ class ProcessGroupSpotagg(dist.ProcessGroup):
         # fallback (collectives of two threads on one group could be matched out of order).
         self.gloo = dist.ProcessGroupGloo(dist.PrefixStore("spotagg-gloo", store), rank, size, timeout)
         fallback = dist.ProcessGroupGloo(dist.PrefixStore("spotagg-fallback", store), rank, size, timeout)
-        self.sender = _Sender(self.worker, fallback, size, fallback=True)
+        self.sender = _Sender(self.worker, fallback, size, rank, True, store, "spotagg/fallback")
 
     def getBackendName(self):
         return "spotagg"
