@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the spotagg tests, by tier, after installing what they need on a fresh Debian machine:
 # - from Debian's packages: Yosys (only where the YoWASP Yosys cannot be installed), Verilator,
-#   iproute2 and ping (TAP and namespace tests), tshark (PDU decoding), openFPGALoader;
+#   iproute2, ping and nftables (TAP and namespace tests), tshark (PDU decoding), openFPGALoader;
 # - from crates.io: cargo-nextest, where it is missing;
 # - from PyPI, inside the clone: the board flow's pinned YoWASP tools into .venv
 #   (boards/yowasp-requirements.txt; its Yosys also runs every synthesis check), and torch,
@@ -121,7 +121,7 @@ vlan_probe() {
     fi
 }
 rust_tools() {
-    apt_install verilator verilator ip iproute2 ping iputils-ping tshark tshark openFPGALoader openfpgaloader
+    apt_install verilator verilator ip iproute2 ping iputils-ping nft nftables tshark tshark openFPGALoader openfpgaloader
     command -v python3 >/dev/null 2>&1 || { echo "python3 is needed by tests/traces/make_traces.py" >&2; exit 1; }
     nextest
     yowasp

@@ -41,6 +41,7 @@ struct RawRing {
     status_file: Option<PathBuf>,
     #[serde(default)]
     allow_superloop: bool,
+    blocking: Option<String>,
     #[serde(default)]
     domain: Vec<RawDomain>,
     shared_port: Option<RawShared>,
@@ -165,10 +166,22 @@ pub struct Ring {
     pub status_file: PathBuf,
     /// Two domains may protect one VLAN on a common port without a shared port.
     pub allow_superloop: bool,
+    /// How a port is blocked (docs/eaps.md §9.1).
+    pub blocking: Blocking,
     /// Domains, in file order.
     pub domains: Vec<Domain>,
     /// The shared port, if any.
     pub shared: Option<Shared>,
+}
+
+/// How the daemon blocks a port (`blocking`, docs/eaps.md §9.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocking {
+    /// Per-VLAN gates in an nftables table of the bridge family (whole ports where nftables
+    /// is missing).
+    Vlan,
+    /// Whole ports, out of the bridge.
+    Port,
 }
 
 impl Ring {
@@ -470,6 +483,11 @@ pub fn parse(path: &Path, text: &str) -> Result<Ring> {
             }
         }
     }
+    let blocking = match raw.blocking.as_deref() {
+        None | Some("vlan") => Blocking::Vlan,
+        Some("port") => Blocking::Port,
+        Some(b) => return Err(bad("blocking", &format!("{b:?}"), "expected \"vlan\" or \"port\"")),
+    };
     let status_file = raw.status_file.clone().unwrap_or_else(|| default_status_file(path));
     Ok(Ring {
         path: path.to_path_buf(),
@@ -477,6 +495,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Ring> {
         system_mac,
         status_file,
         allow_superloop: raw.allow_superloop,
+        blocking,
         domains,
         shared,
     })
@@ -519,6 +538,9 @@ mod test {
         assert_eq!(r.domains[0].role, Role::Master);
         assert_eq!(r.status_file, PathBuf::from("ring.toml.status.json"));
         assert!(r.domains[0].open_secondary);
+        assert_eq!(r.blocking, Blocking::Vlan);
+        let r = parse(Path::new("ring.toml"), &format!("blocking = \"port\"\n{}", good())).unwrap();
+        assert_eq!(r.blocking, Blocking::Port);
     }
 
     #[test]
@@ -540,6 +562,7 @@ mod test {
         let whole = [
             (format!("system_mac = \"zz\"\n{}", good()), "system_mac = \"zz\": not a MAC address (aa:bb:cc:dd:ee:ff)"),
             ("bridge = \"br0\"\n".to_string(), "domain: no [[domain]] given; a ring file needs at least one"),
+            (format!("blocking = \"stp\"\n{}", good()), "blocking = \"stp\": expected \"vlan\" or \"port\""),
         ];
         let cases = replaced.iter().map(|&(from, to, want)| (good().replace(from, to), want)).chain(whole);
         for (text, want) in cases {

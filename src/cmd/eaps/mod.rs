@@ -5,12 +5,16 @@
 //! only carries out their actions and feeds them events (docs/eaps.md §9):
 //! - link up and down from rtnetlink (RTNLGRP_LINK: IFF_UP and IFF_LOWER_UP);
 //! - PDUs received on AF_PACKET sockets, one per ring port, and sent out of them;
-//! - port forwarding or blocking and FDB flushes through rtnetlink ([`os`]).
+//! - per-VLAN gates in an nftables table of the bridge family ([`gates`], docs/eaps.md §9.1),
+//!   or whole-port forwarding and blocking through rtnetlink ([`os`]); FDB flushes through
+//!   rtnetlink.
 //!
 //! Domains are grouped by their pair of ring ports; each pair is one `EapsNode` (its ports 0
 //! and 1 are the pair in first-use order), so a machine runs any number of domains on any
-//! number of ring ports. A ring port forwards (is a port of the bridge) while every domain that
-//! uses it, and the shared port, say so; otherwise it is taken out of the bridge ([`os`]).
+//! number of ring ports. A ring port drops a domain's protected VLANs while that domain blocks it
+//! (and untagged frames while any domain, or the shared port, blocks it); with whole ports it
+//! forwards (is a port of the bridge) while every domain that uses it, and the shared port, say
+//! so, and is otherwise taken out of the bridge.
 //!
 //! A line is printed per transition. The status (JSON) is written to the ring file's status
 //! file on every change and every second; `spotagg eaps status --config RING.toml` prints it.
@@ -20,11 +24,13 @@
 //! bridge-port state it had at start, and the EAPS MAC's local FDB entry is removed.
 
 pub mod config;
+pub mod gates;
 pub mod os;
 pub mod report;
 
 use anyhow::{bail, Context, Result};
-use config::{Ring, Role};
+use config::{Blocking, Ring, Role};
+use gates::{Gates, PortGate};
 use os::{LinkEvents, PduSocket, Rtnl, Signals};
 use report::Report;
 use serde_json::json;
@@ -199,6 +205,10 @@ struct Daemon {
     latency: Latency,
     /// Where `--metrics` publishes (the status's counters as metric families).
     metrics: Option<Arc<MetricsBoard>>,
+    /// The per-VLAN gates; None: whole ports.
+    gates: Option<Gates>,
+    /// Why whole ports where the ring file asked for per-VLAN gates.
+    whole_ports_why: Option<String>,
 }
 
 /// How late the loop woke for a timer and how long one pass over its events took, beyond
@@ -324,6 +334,13 @@ impl Daemon {
             let links = segments.iter().map(|&x| ports[x].link).collect();
             Shared { port, node: SharedPort::new(mac, cfg, ports[port].link, links), segments }
         });
+        let (gates, whole_ports_why) = match ring.blocking {
+            Blocking::Port => (None, None),
+            Blocking::Vlan => match Gates::probe(&ring.bridge) {
+                Ok(g) => (Some(g), None),
+                Err(e) => (None, Some(format!("nftables' bridge family is not usable: {e:#}"))),
+            },
+        };
         let events = LinkEvents::open()?;
         let signals = Signals::open()?;
         rtnl.add_eaps_local(bridge_index).context("adding the EAPS MAC's local FDB entry")?;
@@ -352,6 +369,8 @@ impl Daemon {
             report: Report::start(ring_status_file),
             latency: Latency::default(),
             metrics: None,
+            gates,
+            whole_ports_why,
         })
     }
 
@@ -372,6 +391,11 @@ impl Daemon {
             self.ring.domains.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(","),
             std::process::id()
         ));
+        self.report.line(match (&self.gates, &self.whole_ports_why) {
+            (Some(g), _) => format!("spotagg eaps: per-VLAN gates in nftables table bridge {}", g.table()),
+            (None, Some(why)) => format!("spotagg eaps: blocking whole ports: {why}"),
+            (None, None) => "spotagg eaps: blocking whole ports (blocking = \"port\")".to_string(),
+        });
         let result = self.serve();
         let restored = self.restore();
         let reported = self.report.finish();
@@ -636,7 +660,8 @@ impl Daemon {
         }
         if flush {
             // A port out of the bridge has no entries: leaving the bridge flushed them.
-            for p in self.groups[g].ports.into_iter().filter(|&p| self.ports[p].applied == Some(true)) {
+            let gated = self.gates.is_some();
+            for p in self.groups[g].ports.into_iter().filter(|&p| gated || self.ports[p].applied == Some(true)) {
                 if let Err(e) = self.rtnl.flush_port(self.ports[p].index) {
                     // EOPNOTSUPP: not (or no longer) a bridge port, so nothing to flush.
                     if e.downcast_ref::<std::io::Error>().and_then(|e| e.raw_os_error()) != Some(libc::EOPNOTSUPP) {
@@ -664,7 +689,64 @@ impl Daemon {
             })
     }
 
+    /// What each port blocks, for the gates: the protected VLANs of every domain that blocks
+    /// it (of every domain on it where the shared port blocks it), and untagged frames where
+    /// any does.
+    fn port_gates(&self) -> Vec<PortGate> {
+        (0..self.ports.len())
+            .map(|p| {
+                let mut vlans = Vec::new();
+                let mut by = Vec::new();
+                for g in &self.groups {
+                    let Some(local) = g.ports.iter().position(|&x| x == p) else { continue };
+                    for (d, &i) in g.domains.iter().enumerate() {
+                        if !g.node.forwarding(d, local) {
+                            vlans.extend(&self.ring.domains[i].protected_vlans);
+                            by.push(self.ring.domains[i].name.clone());
+                        }
+                    }
+                }
+                if let (Some(Where::Segment(i)), Some(sh)) = (self.where_shared(p), self.shared.as_ref()) {
+                    if !sh.node.forwarding(i) {
+                        for d in self
+                            .ring
+                            .domains
+                            .iter()
+                            .filter(|d| d.primary == self.ports[p].name || d.secondary == self.ports[p].name)
+                        {
+                            vlans.extend(&d.protected_vlans);
+                        }
+                        by.push("shared-port".to_string());
+                    }
+                }
+                vlans.sort_unstable();
+                vlans.dedup();
+                PortGate { port: self.ports[p].name.clone(), vlans, untagged: !self.wanted_forwarding(p), by }
+            })
+            .collect()
+    }
+
     fn apply_port_states(&mut self, force: bool) -> Result<()> {
+        if self.gates.is_some() {
+            let want = self.port_gates();
+            self.gates.as_mut().unwrap().apply(&want, force)?;
+            if force {
+                // The gates are written: the ports may forward (the deployment rule has them
+                // disabled before the daemon starts).
+                for p in 0..self.ports.len() {
+                    if self.ports[p].link {
+                        if let Err(e) = self.rtnl.set_port_state(self.ports[p].index, BR_STATE_FORWARDING) {
+                            if e.downcast_ref::<std::io::Error>().and_then(|e| e.raw_os_error()) != Some(libc::ENETDOWN)
+                            {
+                                return Err(e).with_context(|| format!("setting {} forwarding", self.ports[p].name));
+                            }
+                        }
+                    }
+                    self.ports[p].applied = Some(true);
+                }
+            }
+            return Ok(());
+        }
         for p in 0..self.ports.len() {
             let want = self.wanted_forwarding(p);
             if force || self.ports[p].applied != Some(want) {
@@ -693,6 +775,7 @@ impl Daemon {
     }
 
     fn write_status(&self, stopped: bool) -> Result<()> {
+        let gates = self.port_gates();
         let ports: Vec<_> = self
             .ports
             .iter()
@@ -701,9 +784,16 @@ impl Daemon {
                 json!({
                     "name": p.name, "link": if p.link { "up" } else { "down" },
                     "forwarding": self.wanted_forwarding(i), "pdus_tx": p.pdus_tx, "pdus_rx": p.pdus_rx,
+                    "blocked_vlans": gates::ranges(&gates[i].vlans).replace(' ', ""), "untagged_blocked": gates[i].untagged,
                 })
             })
             .collect();
+        let blocking = match (&self.gates, &self.whole_ports_why) {
+            (Some(g), _) => json!({ "mode": "vlan", "table": format!("bridge {}", g.table()) }),
+            (None, why) => {
+                json!({ "mode": "port", "why": why.clone().unwrap_or_else(|| "blocking = \"port\"".into()) })
+            }
+        };
         let mut domains = Vec::new();
         let mut pdus = Family::new(
             "spotagg_eaps_pdus_total",
@@ -752,7 +842,7 @@ impl Daemon {
             "shared_port": shared,
             "pid": std::process::id(), "ring_file": self.ring.path, "bridge": self.ring.bridge,
             "system_mac": self.mac.to_string(), "uptime_ms": self.now() as f64 / 1e6, "transitions": self.transitions,
-            "stopped": stopped, "ports": ports, "domains": domains,
+            "stopped": stopped, "blocking": blocking, "ports": ports, "domains": domains,
             "latency": {
                 "late_wakeups": self.latency.late_wakeups, "worst_late_ms": self.latency.worst_late_ns as f64 / 1e6,
                 "slow_passes": self.latency.slow_passes, "worst_pass_ms": self.latency.worst_pass_ns as f64 / 1e6,
@@ -781,6 +871,12 @@ impl Daemon {
         }
         if let Err(e) = self.rtnl.del_eaps_local(self.bridge_index) {
             first_err.get_or_insert(e);
+        }
+        // Last: the ports are back in their saved states (disabled, by the deployment rule).
+        if let Some(g) = self.gates.as_mut() {
+            if let Err(e) = g.remove() {
+                first_err.get_or_insert(e);
+            }
         }
         self.write_status(true)?;
         self.report.line(format!(

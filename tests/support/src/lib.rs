@@ -36,7 +36,7 @@ pub enum Tool {
     Tshark,
     /// openFPGALoader.
     OpenFpgaLoader,
-    /// Network namespaces, veth and TAP devices: root, `/dev/net/tun`, `ip` and `ping`.
+    /// Network namespaces, veth and TAP devices: root, `/dev/net/tun`, `ip`, `ping` and `nft`.
     Netns,
 }
 
@@ -73,7 +73,9 @@ impl Tool {
             Tool::Yosys => "apt-get install yosys",
             Tool::Tshark => "apt-get install tshark",
             Tool::OpenFpgaLoader => "apt-get install openfpgaloader",
-            Tool::Netns => "run the tests as root on Linux with TUN/TAP, and apt-get install iproute2 iputils-ping",
+            Tool::Netns => {
+                "run the tests as root on Linux with TUN/TAP, and apt-get install iproute2 iputils-ping nftables"
+            }
         }
     }
 
@@ -119,6 +121,9 @@ impl Tool {
                 }
                 if Command::new("ping").arg("-V").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
                     return Some("`ping` (iputils-ping) is not on PATH".into());
+                }
+                if !runs("nft", "--version") {
+                    return Some("`nft` (nftables) is not on PATH".into());
                 }
                 None
             }
