@@ -18,7 +18,8 @@ Per event, from its start to the next event's:
 - duplicate replies (DUP! lines of ping) are counted over the whole run.
 
 Prints a Markdown table on stdout and, on stderr, a line per event that the tests parse:
-`event NAME lost N flow_again_ms N looped N offered N flowing F`, F a digit per ping log.
+`event NAME lost N flow_again_ms N looped N offered N flowing F lost_each N,N flow_again_each
+N,N`, F a digit per ping log, the `_each` lists per ping log.
 """
 import argparse
 import re
@@ -62,13 +63,19 @@ def main():
         t0 = float(t0)
         t1 = float(events[i + 1][1]) if i + 1 < len(events) else 1e18
         lost, gap, flowing = 0, 0.0, ""
+        lost_each, gap_each = [], []
         for rep, _ in pings:
             win = [(t, s) for t, s in rep if t0 - 0.5 <= t < t1]
             flowing += "1" if any(t >= t0 + 0.2 for t, _ in win) else "0"
+            lo, ga = 0, 0.0
             for (ta, sa), (tb, sb) in zip(win, win[1:]):
                 if sb - sa > 1 and tb > t0:
-                    lost += sb - sa - 1
-                    gap = max(gap, (tb - ta) * 1000 - a.interval_ms)
+                    lo += sb - sa - 1
+                    ga = max(ga, (tb - ta) * 1000 - a.interval_ms)
+            lost += lo
+            gap = max(gap, ga)
+            lost_each.append(str(lo))
+            gap_each.append(f"{ga:.0f}")
         before, after = counters(c0), counters(c1)
         offered = sum(after[k][0] - before[k][0] for k in after if k[1] == "eth0")
         looped = 0
@@ -80,7 +87,8 @@ def main():
             looped += max(0, data - offered)
         print(f"| {name} | {lost} | {gap:.0f} | {looped} | {flowing} |")
         print(
-            f"event {name} lost {lost} flow_again_ms {gap:.0f} looped {looped} offered {offered} flowing {flowing}",
+            f"event {name} lost {lost} flow_again_ms {gap:.0f} looped {looped} offered {offered} flowing {flowing}"
+            f" lost_each {','.join(lost_each)} flow_again_each {','.join(gap_each)}",
             file=sys.stderr,
         )
     print(f"duplicate replies over the run: {sum(d for _, d in pings)}")
