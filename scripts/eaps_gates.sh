@@ -17,7 +17,9 @@
 #   a-down     w's end of ra down: d1 opens rb, VLAN 150 leaves by rb; nothing leaves by ra
 #   a-up       back to the counts of `complete`
 # and `gates table ...` lines: the table while running, after SIGTERM (gone), after SIGKILL
-# (still there) and after a restart and SIGTERM (gone); `gates status ...` the status's ports.
+# (still there) and after a restart and SIGTERM (gone); `gates status ...` the status's ports;
+# `gates no-nft ...`: the daemon without nft on its PATH blocks whole ports and says why (the
+# counts then: nothing leaves, each port being blocked by one domain and so out of the bridge).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${SPOTAGG_BIN:-$ROOT/target/debug/spotagg}
@@ -155,6 +157,20 @@ kill -TERM $DAEMON
 wait $DAEMON || die "the daemon exited with status $? on SIGTERM"
 DAEMON=
 echo "gates table after-restart-sigterm $(table)"
+# Without nft on its PATH the daemon blocks whole ports and says why.
+nx n bridge link set dev ra state 0
+nx n bridge link set dev rb state 0
+ip netns exec "$(ns n)" env PATH=/nonexistent "$BIN" eaps --config "$WORK/n.toml" >>"$WORK/n.log" 2>&1 &
+DAEMON=$!
+wait_states "Complete Complete"
+"$BIN" eaps status --config "$WORK/n.toml" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+print("gates no-nft mode", s["blocking"]["mode"], "why", s["blocking"]["why"])'
+echo "gates no-nft-table $(table) complete $(counts)"
+kill -TERM $DAEMON
+wait $DAEMON || die "the daemon without nft exited with status $? on SIGTERM"
+DAEMON=
 echo "eaps_gates: the daemon's log:" >&2
 sed 's/^/  /' "$WORK/n.log" >&2
 echo "eaps_gates: done"

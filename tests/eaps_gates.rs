@@ -12,7 +12,9 @@
 //! - the table is the daemon's: there while it runs, gone after SIGTERM, still there after
 //!   SIGKILL (the node keeps blocking what it blocked), replaced by a restart, gone after its
 //!   SIGTERM;
-//! - the status says `blocking.mode` "vlan" and each port's blocked VLANs.
+//! - the status says `blocking.mode` "vlan" and each port's blocked VLANs;
+//! - without `nft` on its PATH the daemon blocks whole ports (both ports, each blocked by one
+//!   domain, out of the bridge: nothing leaves) and its status says so and why.
 //!
 //! Without namespaces or nftables the test fails with `NOT RUN:` unless `SPOTAGG_SKIP_NETNS=1`.
 
@@ -56,4 +58,12 @@ fn each_domain_blocks_only_its_own_vlans() {
     assert_eq!(table("after-sigterm"), "0", "SIGTERM left the table");
     assert_eq!(table("after-sigkill"), "1", "SIGKILL: the table should stay as it was");
     assert_eq!(table("after-restart-sigterm"), "0", "the restarted daemon left the table");
+
+    let no_nft = run.lines_after("gates no-nft mode ");
+    assert_eq!(no_nft[0][0], "port", "{no_nft:?}");
+    assert!(no_nft[0].join(" ").contains("running nft"), "the status does not say why: {no_nft:?}");
+    let w = &run.lines_after("gates no-nft-table ")[0];
+    assert_eq!(w[0], "0", "a table without nft: {w:?}");
+    let whole: Vec<(String, u64)> = w[2..].chunks(2).map(|c| (c[0].to_string(), c[1].parse().unwrap())).collect();
+    assert_eq!(whole, want(&[]), "whole ports: both blocked, nothing should leave");
 }
