@@ -40,8 +40,10 @@
 //!
 //! An all-zero chunk has exponent [`E_ZERO`] (`i8::MIN`), which loses every max. Exponents are
 //! clamped below at [`E_MIN`] (−96) so that the scale stays a normal number (tiny values are
-//! then quantized with the scale of 2^-96, still within the bound). NaN, infinities and values
-//! with `|x| ≥ 2^127` (exponent 128 does not fit an i8) are an error.
+//! then quantized with the scale of 2^-96, still within the bound). The largest exponent, 127,
+//! is [`E_NOT_FINITE`]: the chunk holds a NaN or an infinity (docs/switch.md §2.0), which
+//! [`exponent`] reports as an error and [`exponent_or_marker`] as the marker; values with
+//! `|x| ≥ 2^126` (exponent 127 is the marker) are an error.
 
 use fixed::types::I32F0;
 
@@ -52,8 +54,12 @@ pub type Quantized = I32F0;
 pub const E_ZERO: i8 = i8::MIN;
 /// Smallest exponent of a non-zero chunk (smaller ones are clamped to it).
 pub const E_MIN: i8 = -96;
-/// Largest exponent: values must satisfy `|x| < 2^127`.
-pub const E_MAX: i8 = 127;
+/// Largest exponent of a finite chunk: values must satisfy `|x| < 2^126`.
+pub const E_MAX: i8 = 126;
+/// The exponent of a chunk that holds a NaN or an infinity (docs/switch.md §2.0): the largest
+/// int8, so that the switch's maximum carries it to every worker, which then writes NaN into
+/// the whole chunk.
+pub const E_NOT_FINITE: i8 = 127;
 
 /// Why a value cannot be converted.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
@@ -66,8 +72,8 @@ pub enum ConversionError {
         /// The value.
         value: f32,
     },
-    /// A value with `|x| ≥ 2^127`, whose exponent does not fit an int8.
-    #[error("element {index} = {value:e} is too large: block floating point needs |x| < 2^127")]
+    /// A value with `|x| ≥ 2^126`, whose exponent would be the marker 127 or not fit an int8.
+    #[error("element {index} = {value:e} is too large: block floating point needs |x| < 2^126")]
     TooLarge {
         /// Index of the element in the slice given.
         index: usize,
@@ -76,8 +82,8 @@ pub enum ConversionError {
     },
 }
 
-/// Bits of an f32 with |x| ≥ 2^127 (biased exponent 254 or more, including inf and NaN).
-const TOO_LARGE_BITS: u32 = 254 << 23;
+/// Bits of an f32 with |x| ≥ 2^126 (biased exponent 253 or more, including inf and NaN).
+const TOO_LARGE_BITS: u32 = 253 << 23;
 /// Bits of +inf; anything above is a NaN.
 const INF_BITS: u32 = 0x7f80_0000;
 
@@ -146,6 +152,28 @@ pub fn exponent(chunk: &[f32]) -> Result<i8, ConversionError> {
     // m < 2^e is b - 126. Subnormals (b = 0) give -126, below E_MIN anyway.
     let e = (m >> 23) as i32 - 126;
     Ok(e.max(i32::from(E_MIN)) as i8)
+}
+
+/// [`exponent`], with [`E_NOT_FINITE`] for a chunk that holds a NaN or an infinity.
+pub fn exponent_or_marker(chunk: &[f32]) -> Result<i8, ConversionError> {
+    match exponent(chunk) {
+        Err(ConversionError::NotFinite { .. }) => Ok(E_NOT_FINITE),
+        other => other,
+    }
+}
+
+/// [`exponents`], with [`E_NOT_FINITE`] for each chunk that holds a NaN or an infinity.
+pub fn exponents_or_markers(data: &[f32], k: usize) -> Result<Vec<i8>, ConversionError> {
+    assert!(k > 0, "chunk size k must be positive");
+    data.chunks(k)
+        .enumerate()
+        .map(|(c, chunk)| {
+            exponent_or_marker(chunk).map_err(|e| match e {
+                ConversionError::TooLarge { index, value } => ConversionError::TooLarge { index: c * k + index, value },
+                other => other,
+            })
+        })
+        .collect()
 }
 
 /// The exponents of consecutive chunks of `k` elements (the last one may be shorter).
@@ -310,7 +338,8 @@ mod test {
         assert_eq!(exponent(&[0.0, -0.0]), Ok(E_ZERO));
         assert_eq!(exponent(&[]), Ok(E_ZERO));
         assert_eq!(exponent(&[1e-40]), Ok(E_MIN));
-        assert_eq!(exponent(&[f32::MAX / 2.0 - 1e30]), Ok(127));
+        assert_eq!(exponent(&[f32::MAX / 4.0 - 1e30]), Ok(126));
+        assert!(matches!(exponent(&[f32::MAX / 2.0 - 1e30]), Err(ConversionError::TooLarge { index: 0, .. })));
         assert!(matches!(exponent(&[0.0, f32::MAX]), Err(ConversionError::TooLarge { index: 1, .. })));
         assert!(matches!(exponent(&[1.0, 2.0, f32::NAN]), Err(ConversionError::NotFinite { index: 2, .. })));
         assert!(matches!(exponent(&[f32::NEG_INFINITY]), Err(ConversionError::NotFinite { index: 0, .. })));
@@ -320,13 +349,21 @@ mod test {
         assert!(matches!(exponents(&long, 64), Ok(v) if v == vec![0, 2]));
         long[70] = f32::INFINITY;
         assert!(matches!(exponents(&long, 64), Err(ConversionError::NotFinite { index: 70, .. })));
+        // The marker: a chunk with an inf or a NaN, the others as before; too large stays an error.
+        assert_eq!(exponents_or_markers(&long, 64), Ok(vec![0, E_NOT_FINITE]));
+        long[3] = f32::NAN;
+        long[70] = 1.0;
+        assert_eq!(exponents_or_markers(&long, 64), Ok(vec![E_NOT_FINITE, 2]));
+        long[90] = f32::MAX;
+        assert!(matches!(exponents_or_markers(&long, 64), Err(ConversionError::TooLarge { index: 90, .. })));
+        assert_eq!(exponent_or_marker(&[0.0, 1.0]), Ok(1));
     }
 
     #[test]
     fn exponent_is_the_smallest() {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         for _ in 0..10_000 {
-            let x: f32 = f32::from_bits(rng.gen_range(0x0080_0000..0x7f00_0000u32));
+            let x: f32 = f32::from_bits(rng.gen_range(0x0080_0000..0x7e80_0000u32));
             let e = exponent(&[x]).unwrap();
             if e > E_MIN {
                 assert!((x as f64) < 2f64.powi(e.into()) && (x as f64) >= 2f64.powi(i32::from(e) - 1), "{x} {e}");

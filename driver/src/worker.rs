@@ -66,7 +66,7 @@
 //! [`Stats::ignored`] and change nothing.
 
 use crate::config::JobConfig;
-use crate::fixedpoint::{self, ConversionError, Scale, E_ZERO};
+use crate::fixedpoint::{self, ConversionError, Scale, E_NOT_FINITE, E_ZERO};
 use crate::rtt::RttEstimator;
 use crate::wire::switchml::{
     PoolIndex, SwitchmlPacket, SwitchmlRepr, MSG_TYPE_CONTRIBUTION, MSG_TYPE_SESSION, PREAMBLE_LEN,
@@ -218,6 +218,8 @@ pub struct Worker {
     epochs: Option<Vec<u8>>,
     /// The switches left, with the reason.
     tried: Vec<String>,
+    /// Refuse f32 input with a NaN or an infinity (else it is marked, docs/switch.md §2.0).
+    finite_only: bool,
 }
 
 impl Worker {
@@ -239,6 +241,7 @@ impl Worker {
             answered: vec![Vec::new(); window],
             active: 0,
             epochs,
+            finite_only: false,
             tried: Vec::new(),
         })
     }
@@ -273,11 +276,24 @@ impl Worker {
     pub fn rtt(&self) -> &RttEstimator {
         &self.rtt
     }
+    /// Whether f32 input with a NaN or an infinity is refused ([`Worker::set_finite_only`]).
+    pub fn finite_only(&self) -> bool {
+        self.finite_only
+    }
+    /// With `true`, [`Worker::start_f32`] fails on a NaN or an infinity; with `false` (the
+    /// default) such a chunk is sent with the exponent [`fixedpoint::E_NOT_FINITE`] and comes
+    /// back as NaN in every element on every worker (docs/switch.md §2.0), as NCCL's sum gives
+    /// a GradScaler to find.
+    pub fn set_finite_only(&mut self, on: bool) {
+        self.finite_only = on;
+    }
     /// Starts a SUM all-reduce of an f32 tensor, in place; `now` is the start time. Fails at
-    /// once on a NaN, an infinity or a value too large.
+    /// once on a value too large (|x| ≥ 2^126), and on a NaN or an infinity when
+    /// [`Worker::set_finite_only`] says so; otherwise a chunk with one comes back NaN.
     pub fn start_f32<'a>(&'a mut self, data: &'a mut [f32], now: Instant) -> Result<AllReduce<'a>, Error> {
         let k = self.job.payload.elements();
-        let exps = fixedpoint::exponents(data, k)?;
+        let exps =
+            if self.finite_only { fixedpoint::exponents(data, k)? } else { fixedpoint::exponents_or_markers(data, k)? };
         AllReduce::new(self, Data::F32 { data, exps }, now)
     }
     /// Starts a SUM all-reduce of an i32 tensor (two's-complement wrap-around), in place.
@@ -755,6 +771,8 @@ impl<'a> AllReduce<'a> {
         if let Some(c) = chunk {
             let range = c * k..((c + 1) * k).min(self.stats.elements);
             match &self.data {
+                // A chunk that is not finite on some worker: zeros (the result is NaN anyway).
+                Data::F32 { .. } if e_scale == E_NOT_FINITE => pkt.payload_mut().fill(0),
                 Data::F32 { data, .. } => {
                     fixedpoint::quantize_be(&data[range], &Scale::new(job.scale_workers(), e_scale), pkt.payload_mut());
                 }
@@ -907,7 +925,11 @@ impl<'a> AllReduce<'a> {
                             ),
                         });
                     }
-                    fixedpoint::dequantize_be(pkt.payload(), &Scale::new(n, e_scale), &mut data[range]);
+                    if e_scale == E_NOT_FINITE {
+                        data[range].fill(f32::NAN);
+                    } else {
+                        fixedpoint::dequantize_be(pkt.payload(), &Scale::new(n, e_scale), &mut data[range]);
+                    }
                 }
                 Data::I32(data) => {
                     for (d, b) in data[range].iter_mut().zip(pkt.payload().chunks_exact(4)) {
@@ -1247,6 +1269,42 @@ pub(crate) mod test {
     }
 
     #[test]
+    fn a_chunk_that_is_not_finite_anywhere_comes_back_nan_everywhere() {
+        // 3 workers, chunks of 64: rank 1 has a NaN in chunk 2, rank 2 an infinity in chunk 9
+        // (the last, short one), rank 0 -inf in chunk 7 (a slot's second chunk: the window of 8
+        // has wrapped, so its exponent rode on chunk 0's packet).
+        let (n, len, payload) = (3usize, 64 * 9 + 10, PayloadSize::B256);
+        let mut ts: Vec<Vec<f32>> =
+            (0..n).map(|r| (0..len).map(|i| (r + 1) as f32 * 0.001 * i as f32).collect()).collect();
+        ts[1][2 * 64 + 5] = f32::NAN;
+        ts[2][9 * 64 + 3] = f32::INFINITY;
+        ts[0][7 * 64] = f32::NEG_INFINITY;
+        let exact: Vec<f64> = (0..len).map(|i| ts.iter().map(|t| f64::from(t[i])).sum()).collect();
+        let mut workers: Vec<Worker> = (0..n).map(|r| Worker::new(job(n, payload, 8), r).unwrap()).collect();
+        let mut t = Tensors::F32(ts);
+        let faults = Faults { loss: 0.05, dup: 0.05, reorder: 0.2 };
+        simulate(&mut workers, &mut t, &mut MiniSwitch::new(n), faults, 11).unwrap();
+        let Tensors::F32(got) = t else { unreachable!() };
+        for g in &got {
+            for i in 0..len {
+                let c = i / 64;
+                if [2, 7, 9].contains(&c) {
+                    assert!(g[i].is_nan(), "element {i} of chunk {c}: {} is not NaN", g[i]);
+                } else {
+                    assert!((f64::from(g[i]) - exact[i]).abs() <= fixedpoint::error_bound(n, 6, g[i]), "element {i}");
+                }
+            }
+        }
+        // Asked to refuse them, the worker fails before sending, naming the element.
+        let mut w = Worker::new(job(1, payload, 8), 0).unwrap();
+        w.set_finite_only(true);
+        let mut data = vec![0.5f32; 100];
+        data[70] = f32::INFINITY;
+        let e = w.start_f32(&mut data, Instant::now()).err().unwrap();
+        assert!(e.to_string().contains("element 70 is inf"), "{e}");
+    }
+
+    #[test]
     fn priming_packets_carry_the_first_exponents() {
         let j = job(2, PayloadSize::B256, 4);
         let mut w = Worker::new(j, 1).unwrap();
@@ -1553,7 +1611,7 @@ pub(crate) mod test {
         assert!(matches!(Worker::new(job(2, PayloadSize::B256, 4), 2), Err(Error::Rank { rank: 2, n: 2 })));
         let mut w = Worker::new(job(1, PayloadSize::B256, 4), 0).unwrap();
         let mut data = vec![0.0f32; 100];
-        data[70] = f32::NAN;
+        data[70] = 1e38;
         let e = w.start_f32(&mut data, Instant::now()).err().unwrap();
         assert!(e.to_string().contains("element 70"), "{e}");
         let mut empty: Vec<f32> = Vec::new();

@@ -277,20 +277,24 @@ fn as_array<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyUntypedArray>
 
 #[pymethods]
 impl PyWorker {
-    /// `Worker(job, rank, switch, bind=None)`: `job` a path to a job TOML or the TOML text,
+    /// `Worker(job, rank, switch, bind=None, finite_only=False)`: `job` a path to a job TOML or the TOML text,
     /// `switch` "IP:PORT", or a list of them (or one string, comma-separated): the switches in
     /// failover order, the first active (default with None: the job's `switches`), `bind`
     /// "IP:PORT" (default: the rank's address in the job and the
     /// job's worker_port). The switch knows a rank by its source IPv4 address, so `bind` must
     /// keep the rank's IP, and answers every rank at the port of the round's last contribution,
     /// so with more than one worker the port must be the job's worker_port (else a ValueError).
+    /// A float32 chunk with a NaN or an infinity comes back NaN on every rank (docs/switch.md
+    /// §2.0, as NCCL gives a GradScaler to find); with `finite_only=True` it is a ValueError
+    /// naming the element instead.
     #[new]
-    #[pyo3(signature = (job, rank, switch=None, bind=None))]
+    #[pyo3(signature = (job, rank, switch=None, bind=None, finite_only=false))]
     fn new(
         job: &Bound<'_, PyAny>,
         rank: usize,
         switch: Option<&Bound<'_, PyAny>>,
         bind: Option<&str>,
+        finite_only: bool,
     ) -> PyResult<PyWorker> {
         let mut job = job_from(job)?;
         let list: Vec<String> = match switch {
@@ -312,7 +316,8 @@ impl PyWorker {
             return Err(PyValueError::new_err("failover to a standby needs sessions = true in the job"));
         }
         let switch = job.switches[0];
-        let worker = Worker::new(job.clone(), rank).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let mut worker = Worker::new(job.clone(), rank).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        worker.set_finite_only(finite_only);
         let transport = match bind {
             Some(b) => {
                 let local = socket_addr("bind", b)?;
