@@ -163,3 +163,50 @@ def fallback_mid_step(rank, n, job, switch, steps):
                switch_ops=state.switch_allreduces, buckets=len(state.buckets))
     state.close()
     return out
+
+
+def gradscaler_overflow(rank, n, job, switch, steps, bad_step, bad_rank):
+    """SGD under torch.amp.GradScaler (CPU) through the hook; at `bad_step` rank `bad_rank`'s
+    loss is made infinite, so its gradients are not finite. Returns per step the scale after it
+    and whether the parameters changed, and the hook's state."""
+    hooked, state, opt = hooked_ddp(switch, job)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10)
+    scales, changed = [], []
+    for step in range(steps):
+        x, y = batch(rank, step)
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(hooked(x), y)
+        if step == bad_step and rank == bad_rank:
+            loss = loss * float("inf")
+        before = params(hooked).clone()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        scales.append(float(scaler.get_scale()))
+        changed.append(bool((params(hooked) != before).any()))
+    out = dict(scales=scales, changed=changed, fell_back=state.fell_back, error=repr(state.error),
+               params=params(hooked).numpy(), switch_ops=state.switch_allreduces, buckets=len(state.buckets))
+    state.close()
+    return out
+
+
+def half_precision(rank, n, job, switch, steps, dtype_name):
+    """The model in float16 or bfloat16 (so are DDP's buckets) through the hook and through
+    Gloo's default all-reduce; returns both parameter vectors (float32) and the hook's state."""
+    dtype = getattr(torch, dtype_name)
+    ddp = DDP(model().to(dtype), bucket_cap_mb=0.02)
+    state = st.HookState(switch=switch, job=job)
+    ddp.register_comm_hook(state, st.allreduce_hook)
+    ref = DDP(model().to(dtype), bucket_cap_mb=0.02)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (ddp, ref)]
+    for step in range(steps):
+        x, y = batch(rank, step)
+        for m, o in zip((ddp, ref), opts):
+            o.zero_grad()
+            torch.nn.functional.cross_entropy(m(x.to(dtype)).float(), y).backward()
+            o.step()
+    out = dict(params=params(ddp).float().numpy(), ref=params(ref).float().numpy(), fell_back=state.fell_back,
+               switch_ops=state.switch_allreduces, buckets=len(state.buckets),
+               dtypes=sorted({str(p.grad.dtype) for p in ddp.parameters()}))
+    state.close()
+    return out

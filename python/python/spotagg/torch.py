@@ -31,7 +31,8 @@ the error, and the next call of the hook raises it.
 
 Backend: importing this module registers the torch.distributed backend ``spotagg``;
 ``dist.new_group(backend="spotagg")`` (with a Gloo default group, and SPOTAGG_JOB /
-SPOTAGG_SWITCH set) serves ``all_reduce`` (SUM of float32/int32 CPU tensors) through the switch,
+SPOTAGG_SWITCH set) serves ``all_reduce`` (SUM of float32, int32, float16 and bfloat16 CPU
+tensors; the 16-bit ones widened to float32 on the host) through the switch,
 and broadcast, allgather, barrier and the other reductions through a Gloo group of its own.
 """
 
@@ -50,7 +51,10 @@ from . import SpotaggError, Worker
 
 __all__ = ["HookState", "allreduce_hook", "ProcessGroupSpotagg"]
 
-_SWITCH_DTYPES = (torch.float32, torch.int32)
+#: What the switch sums: float32 and int32 as they are, float16 and bfloat16 widened to float32
+#: on the host and narrowed back (the sum formed in 32 bits and rounded to 16 once).
+_SWITCH_DTYPES = (torch.float32, torch.int32, torch.float16, torch.bfloat16)
+_WIDENED = (torch.float16, torch.bfloat16)
 
 
 def _job_and_switch(job, switch):
@@ -160,7 +164,12 @@ class _Sender:
             if not self.use_gloo and tensor.dtype in _SWITCH_DTYPES:
                 kept = tensor.clone()
                 try:
-                    self.worker.allreduce(tensor)
+                    if tensor.dtype in _WIDENED:
+                        wide = tensor.float()
+                        self.worker.allreduce(wide)
+                        tensor.copy_(wide)
+                    else:
+                        self.worker.allreduce(tensor)
                 except (SpotaggError, ValueError, OSError) as e:
                     if not self.fallback:
                         raise
@@ -343,7 +352,8 @@ def allreduce_hook(state: "HookState", bucket: dist.GradBucket) -> torch.futures
 
 
 class ProcessGroupSpotagg(dist.ProcessGroup):
-    """all_reduce (SUM, float32/int32 CPU) through the switch, everything else through Gloo."""
+    """all_reduce (SUM, float32/int32/float16/bfloat16 CPU) through the switch, everything else
+    through Gloo."""
 
     def __init__(self, store, rank, size, timeout):
         super().__init__(rank, size)
