@@ -136,7 +136,9 @@ interface_pair! {
     }
 }
 
-/// The event being handled.
+/// The event being handled: an EAPS event, not a training job. The name stays `Job` (and the
+/// node's and the step's `job` signals with it) because rust-hdl writes it into the generated
+/// Verilog, as the localparams `Job$Enable`, …, which must not change.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
 pub enum Job {
     /// `enable` rose.
