@@ -73,8 +73,12 @@ pub mod wire_layout;
 pub use aggregate::{aggregator, element_pass, lane_adders, scoreboard, session, slot_memory, straggler};
 pub use control::{config_registers, control_link, crc16, mdio, register_range, uart};
 pub use eaps::{eaps_esl, eaps_gate, eaps_node, eaps_pdu, eaps_registers, eaps_step};
-pub use parse::{frame_checks, frame_parser, header_words, vlan, worker_search};
-pub use reply::{header_writer, reply_header, result_builder};
+pub use parse::{frame_checks, frame_parser, vlan, worker_search};
+pub use reply::result_builder;
+// … and before they were renamed for what each is.
+pub use parse::received_header as header_words;
+pub use reply::header_buffer_writer as header_writer;
+pub use reply::header_composer as reply_header;
 pub use stream::{byte_stream, stream_width, word_stream};
 
 pub use crate::config::{ConfigError, CoreConfig};

@@ -43,8 +43,8 @@
 use crate::block_ram::PipelinedRam;
 use crate::config_registers::{JobSettings, WorkerTableWrite};
 use crate::frame_checks::FrameChecks;
-use crate::header_words::{HeaderWords, HeaderWordsSource};
 use crate::parse::kind::kind;
+use crate::parse::received_header::{HeaderWords, HeaderWordsSource};
 use crate::word_stream::WordSink;
 use crate::worker_search::WorkerSearch;
 use rust_hdl::prelude::*;
