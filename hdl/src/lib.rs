@@ -1,5 +1,13 @@
 //! spotagg aggregation engine in rust-hdl: the portable core and its blocks, one per module.
 //!
+//! The blocks are grouped by what they do, each folder's doc naming its entry point:
+//! [`parse`] (a received frame classified), [`aggregate`] (docs/switch.md §2), [`reply`] (the
+//! frames sent), [`control`] (the control link and the configuration registers), [`eaps`] (ring
+//! protection) and [`stream`] (the stream interfaces and width adapters). At the root is what
+//! joins them ([`core`], [`core_with_control`], [`multi_core`] with its [`job_router`]) or is
+//! shared ([`config`], [`counters`], [`block_ram`], [`wire_layout`], [`verilog`]). Every block
+//! is also re-exported at the root under its module's name (`spotagg_hdl::eaps_node`).
+//!
 //! [`core::Core`] joins the blocks; [`config::CoreConfig`] holds the build parameters;
 //! [`verilog`] turns a configuration into Verilog. The simulation harness lives in
 //! `spotagg-sim` (`rtl`).
@@ -42,47 +50,36 @@ macro_rules! tick {
 #[macro_use]
 mod interface;
 
-pub mod aggregator;
+pub mod aggregate;
+pub mod control;
+pub mod eaps;
+pub mod parse;
+pub mod reply;
+pub mod stream;
+
 #[cfg(test)]
 mod bench;
 pub mod block_ram;
-pub mod byte_stream;
 pub mod config;
-pub mod config_registers;
-pub mod control_link;
 pub mod core;
 pub mod core_with_control;
 pub mod counters;
-pub mod crc16;
-pub mod eaps_esl;
-pub mod eaps_gate;
-pub mod eaps_node;
-pub mod eaps_pdu;
-pub mod eaps_registers;
-pub mod eaps_step;
-pub mod element_pass;
-pub mod frame_checks;
-pub mod frame_parser;
-pub mod header_words;
-pub mod header_writer;
 pub mod job_router;
-pub mod lane_adders;
-pub mod mdio;
 pub mod multi_core;
-pub mod register_range;
-pub mod reply_header;
-pub mod result_builder;
-pub mod scoreboard;
-pub mod session;
-pub mod slot_memory;
-pub mod straggler;
-pub mod stream_width;
-pub mod uart;
 pub mod verilog;
-pub mod vlan;
 pub mod wire_layout;
-pub mod word_stream;
-pub mod worker_search;
+
+// The blocks' paths before they were put in folders, which the other crates use.
+pub use aggregate::{aggregator, element_pass, lane_adders, scoreboard, session, slot_memory, straggler};
+pub use control::{config_registers, control_link, crc16, mdio, register_range, uart};
+pub use eaps::{eaps_esl, eaps_gate, eaps_node, eaps_pdu, eaps_registers, eaps_step};
+pub use parse::{frame_checks, frame_parser, vlan, worker_search};
+pub use reply::result_builder;
+// … and before they were renamed for what each is.
+pub use parse::received_header as header_words;
+pub use reply::header_buffer_writer as header_writer;
+pub use reply::header_composer as reply_header;
+pub use stream::{byte_stream, stream_width, word_stream};
 
 pub use crate::config::{ConfigError, CoreConfig};
 pub use crate::core::Core;

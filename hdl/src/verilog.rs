@@ -30,7 +30,7 @@ pub fn block_verilogs(config: &CoreConfig) -> Vec<(&'static str, String)> {
         ("slot_memory", verilog_of(slot_memory::SlotMemory::new(config))),
         ("lane_adders", verilog_of(lane_adders::LaneAdders::default())),
         ("element_pass", verilog_of(element_pass::ElementPass::default())),
-        ("header_writer", verilog_of(header_writer::HeaderWriter::default())),
+        ("header_writer", verilog_of(reply::header_buffer_writer::HeaderWriter::default())),
         ("aggregator", verilog_of(aggregator::Aggregator::new(config.max_elements()))),
         ("result_builder", verilog_of(result_builder::ResultBuilder::new())),
         ("counters", verilog_of(counters::Counters::default())),

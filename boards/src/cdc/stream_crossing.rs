@@ -12,7 +12,7 @@
 //! into the output register (stable from two destination clocks before it is copied until the
 //! acknowledge has crossed back).
 
-use crate::ethernet::stream::{StreamSink, StreamSource};
+use crate::ethernet::stream::{ValidReadySink, ValidReadySource};
 use rust_hdl::prelude::*;
 
 /// A stream crossing with one word in flight.
@@ -21,11 +21,11 @@ pub struct StreamCrossing<const N: usize> {
     /// Source clock.
     pub src_clock: Signal<In, Clock>,
     /// The words in (source clock; `ready` from registers).
-    pub up: StreamSink<N>,
+    pub up: ValidReadySink<N>,
     /// Destination clock.
     pub dst_clock: Signal<In, Clock>,
     /// The words out (destination clock; `valid` and `data` registers).
-    pub down: StreamSource<N>,
+    pub down: ValidReadySource<N>,
     /// Nothing in flight: the hold register is free and no word waits at the destination
     /// (source clock, from registers; the destination's part a few clocks late).
     pub src_idle: Signal<Out, Bit>,

@@ -33,7 +33,7 @@ use crate::ethernet::gmii::GmiiPort;
 use crate::ethernet::mac_rx::MacRx;
 use crate::ethernet::mac_tx::MacTx;
 use crate::ethernet::rx_classifier::RxClassifier;
-use crate::ethernet::stream::StreamSource;
+use crate::ethernet::stream::ValidReadySource;
 use crate::ethernet::stream_slice::StreamSlice;
 use rust_hdl::prelude::*;
 use spotagg_hdl::stream_width::{RxWidth, TxWidth};
@@ -51,7 +51,7 @@ pub struct EthPort {
     /// the transmit MAC.
     pub tx_clock: Signal<In, Clock>,
     /// Received frames (core clock domain).
-    pub rxq: StreamSource<WORD_BITS>,
+    pub rxq: ValidReadySource<WORD_BITS>,
     /// Received frames: committed words waiting (core clock domain, for the merge).
     pub rxq_fill: Signal<Out, Bits<16>>,
     /// Result FIFO (core clock domain).

@@ -15,7 +15,7 @@
 //! input to the output); one clock of latency, a word a clock, no bubble between frames.
 
 use crate::ethernet::frame_fifo::WORD_BITS;
-use crate::ethernet::stream::{StreamSink, StreamSource};
+use crate::ethernet::stream::{ValidReadySink, ValidReadySource};
 use crate::ethernet::stream_slice::StreamSlice;
 use rust_hdl::prelude::*;
 
@@ -28,11 +28,11 @@ pub struct FrameArbiter {
     /// Clock.
     pub clock: Signal<In, Clock>,
     /// The inputs.
-    pub up: [StreamSink<WORD_BITS>; 2],
+    pub up: [ValidReadySink<WORD_BITS>; 2],
     /// Words waiting behind each input (its FIFO's fill).
     pub fill: [Signal<In, Bits<16>>; 2],
     /// The frames, whole.
-    pub down: StreamSource<WORD_BITS>,
+    pub down: ValidReadySource<WORD_BITS>,
     /// Input the word comes from.
     pub down_source: Signal<Out, Bit>,
     /// First word of a frame.

@@ -30,7 +30,7 @@
 //!   FIFO always overflows.
 
 use crate::ecp5::FifoRam;
-use crate::ethernet::stream::StreamSource;
+use crate::ethernet::stream::ValidReadySource;
 use rust_hdl::prelude::*;
 
 /// Width of a FIFO word.
@@ -158,7 +158,7 @@ pub struct FrameFifo<const W: usize, const A: usize, const P: usize> {
     pub read_clock: Signal<In, Clock>,
     /// The committed words, oldest first (`valid` a flip-flop, `data` a 4:1 multiplexer of
     /// flip-flops).
-    pub read: StreamSource<W>,
+    pub read: ValidReadySource<W>,
     /// Committed words not yet taken as the read side knows them (read clock domain, a
     /// flip-flop: one clock old), for arbitration by fill level.
     pub read_fill: Signal<Out, Bits<P>>,

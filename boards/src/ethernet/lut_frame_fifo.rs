@@ -19,7 +19,7 @@
 
 use crate::ecp5::primitive;
 use crate::ethernet::frame_fifo::{FrameWriteSink, PointerSync, WORD_BITS};
-use crate::ethernet::stream::StreamSource;
+use crate::ethernet::stream::ValidReadySource;
 use rust_hdl::prelude::*;
 
 /// `2^A` words of `W` bits in LUT RAM: written in `write_clock`, read without a clock.
@@ -86,7 +86,7 @@ pub struct LutFrameFifo<const W: usize, const A: usize, const P: usize> {
     /// Read clock.
     pub read_clock: Signal<In, Clock>,
     /// The committed words, oldest first.
-    pub read: StreamSource<W>,
+    pub read: ValidReadySource<W>,
     ram: LutRam<W, A>,
     commit_sync: PointerSync<P>,
     read_sync: PointerSync<P>,

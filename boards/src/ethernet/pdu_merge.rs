@@ -16,7 +16,7 @@
 //! core clock's worst on the 5A-75B, 13 LUTs).
 
 use crate::ethernet::frame_fifo::{FrameWriteSink, FrameWriter, WORD_BITS};
-use crate::ethernet::stream::StreamSink;
+use crate::ethernet::stream::ValidReadySink;
 use rust_hdl::prelude::*;
 
 /// Width of the PDU FIFO's words (data, byte count, last; no routing bits).
@@ -30,7 +30,7 @@ pub struct PduMerge {
     /// The dispatcher's writes.
     pub up: FrameWriteSink,
     /// The node's PDUs, whole frames of words.
-    pub pdu: StreamSink<PDU_WORD_BITS>,
+    pub pdu: ValidReadySink<PDU_WORD_BITS>,
     /// The FIFO's writes.
     pub down: FrameWriter,
     /// The node owns the FIFO's write port (from the clock after its first word waits to its

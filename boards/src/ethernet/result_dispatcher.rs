@@ -17,7 +17,7 @@
 
 use crate::ethernet::frame_fifo::{FrameWriter, WORD_BITS};
 use crate::ethernet::mac_table::MacLookup;
-use crate::ethernet::stream::{beat, StreamSink};
+use crate::ethernet::stream::{beat, ValidReadySink};
 use rust_hdl::prelude::*;
 
 /// The result dispatcher.
@@ -26,7 +26,7 @@ pub struct ResultDispatcher {
     /// Core clock.
     pub clock: Signal<In, Clock>,
     /// The core's beats ([`beat`] layout); `ready` is low while a FIFO is full.
-    pub up: StreamSink<{ beat::BITS }>,
+    pub up: ValidReadySink<{ beat::BITS }>,
     /// The destination MAC's port.
     pub lookup: MacLookup,
     /// Result FIFO of each port.

@@ -29,7 +29,7 @@
 
 use crate::ethernet::frame_fifo::{FrameWriter, WORD_BITS};
 use crate::ethernet::mac_table::MacLearn;
-use crate::ethernet::stream::{beat, StreamSink, StreamSource};
+use crate::ethernet::stream::{beat, ValidReadySink, ValidReadySource};
 use rust_hdl::prelude::*;
 
 /// The receive router.
@@ -40,11 +40,11 @@ pub struct RxRouter {
     /// Let frames through.
     pub enable: Signal<In, Bit>,
     /// The merged words.
-    pub up: StreamSink<WORD_BITS>,
+    pub up: ValidReadySink<WORD_BITS>,
     /// Port the word came in on.
     pub up_source: Signal<In, Bit>,
     /// The core's beats ([`beat`] layout).
-    pub core: StreamSource<{ beat::BITS }>,
+    pub core: ValidReadySource<{ beat::BITS }>,
     /// Bridge FIFO of each port (port 0's takes the frames from port 1, and the other way).
     pub bridge: [FrameWriter; 2],
     /// A source MAC was seen on a port.
@@ -56,7 +56,7 @@ pub struct RxRouter {
     /// The EAPS node is on: route-0 frames go to it.
     pub node_on: Signal<In, Bit>,
     /// Route-0 frames for the node (FIFO words).
-    pub node: StreamSource<WORD_BITS>,
+    pub node: ValidReadySource<WORD_BITS>,
     /// The port of the node's frame.
     pub node_port: Signal<Out, Bit>,
     /// The node's verdict on the frame last handed to it has arrived (one clock).

@@ -1,7 +1,9 @@
 //! A valid/ready stream of `W`-bit words as a pair of rust-hdl interfaces: a block that sends
-//! has a [`StreamSource`], one that takes a [`StreamSink`], and the owner joins them
-//! (`StreamSource::join(&mut a.out, &mut b.input)`). A word moves on a rising edge with `valid`
-//! and `ready` both high (AXI-Stream's handshake). What the bits mean is the blocks' business:
+//! has a [`ValidReadySource`], one that takes a [`ValidReadySink`], and the owner joins them
+//! (`ValidReadySource::join(&mut a.out, &mut b.input)`). A word moves on a rising edge with
+//! `valid` and `ready` both high (AXI-Stream's handshake). Unlike the core's frame streams
+//! (`spotagg_hdl::word_stream::StreamSource`, with `last` and `bytes`), the words carry no
+//! framing of their own: what the bits mean is the blocks' business:
 //! frame FIFO words ([`crate::ethernet::frame_fifo::word`]), or the core's beats packed as
 //! [`beat`] says.
 
@@ -22,8 +24,8 @@ pub mod beat {
 
 /// The sending end of a stream.
 #[derive(LogicInterface, Default)]
-#[join = "StreamSink"]
-pub struct StreamSource<const W: usize> {
+#[join = "ValidReadySink"]
+pub struct ValidReadySource<const W: usize> {
     /// Word valid.
     pub valid: Signal<Out, Bit>,
     /// The word.
@@ -34,8 +36,8 @@ pub struct StreamSource<const W: usize> {
 
 /// The taking end of a stream.
 #[derive(LogicInterface, Default)]
-#[join = "StreamSource"]
-pub struct StreamSink<const W: usize> {
+#[join = "ValidReadySource"]
+pub struct ValidReadySink<const W: usize> {
     /// Word valid.
     pub valid: Signal<In, Bit>,
     /// The word.

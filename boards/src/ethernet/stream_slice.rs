@@ -4,7 +4,7 @@
 //! of latency, a word a clock at full rate (a skid register takes the word that arrives in the
 //! cycle the output stalls), words in order, none lost or duplicated.
 
-use crate::ethernet::stream::{StreamSink, StreamSource};
+use crate::ethernet::stream::{ValidReadySink, ValidReadySource};
 use rust_hdl::prelude::*;
 
 /// The register slice.
@@ -13,9 +13,9 @@ pub struct StreamSlice<const W: usize> {
     /// Clock.
     pub clock: Signal<In, Clock>,
     /// The words in (`ready` from a register).
-    pub up: StreamSink<W>,
+    pub up: ValidReadySink<W>,
     /// The words out (`valid` and `data` from registers).
-    pub down: StreamSource<W>,
+    pub down: ValidReadySource<W>,
     /// Nothing held.
     pub empty: Signal<Out, Bit>,
     o_valid: DFF<Bit>,

@@ -56,7 +56,7 @@ use crate::ethernet::byte_packer::BytePacker;
 use crate::ethernet::frame_fifo::{FrameWriter, WORD_BITS};
 use crate::ethernet::lut_frame_fifo::LutFrameFifo;
 use crate::ethernet::pdu_merge::PDU_WORD_BITS;
-use crate::ethernet::stream::{StreamSink, StreamSource};
+use crate::ethernet::stream::{ValidReadySink, ValidReadySource};
 use rust_hdl::prelude::*;
 use spotagg_hdl::byte_stream::ByteSource;
 use spotagg_hdl::eaps_node::{EapsDomainCfg, EapsNode};
@@ -73,13 +73,13 @@ pub struct EapsNodeCrossing<const D: usize> {
     /// The node's clock.
     pub node_clock: Signal<In, Clock>,
     /// The router's node frames (FIFO words; bit 36: the frame's port).
-    pub frames: StreamSink<WORD_BITS>,
+    pub frames: ValidReadySink<WORD_BITS>,
     /// The verdict on the frame whose last word `frames` took last has arrived (one clock).
     pub verdict_done: Signal<Out, Bit>,
     /// The verdict: pass (bit `p`) the frame that came in on port `p`.
     pub verdict_pass: Signal<Out, Bits<2>>,
     /// The PDUs the node sends out of ports 0 and 1: whole frames of words.
-    pub pdu: [StreamSource<PDU_WORD_BITS>; 2],
+    pub pdu: [ValidReadySource<PDU_WORD_BITS>; 2],
     /// The domains' configuration (core clock; quasi-static: changed while the enable is low).
     pub cfg: [EapsDomainCfg; D],
     /// The node's system MAC.
@@ -407,7 +407,7 @@ impl<const D: usize> Logic for EapsNodeCrossing<D> {
             self.pdu_fifo[p].write_clock.next = self.node_clock.val();
             self.pdu_fifo[p].read_clock.next = self.core_clock.val();
             FrameWriter::join(&mut self.packer[p].out, &mut self.pdu_fifo[p].write);
-            StreamSource::<PDU_WORD_BITS>::link(&mut self.pdu[p], &mut self.pdu_fifo[p].read);
+            ValidReadySource::<PDU_WORD_BITS>::link(&mut self.pdu[p], &mut self.pdu_fifo[p].read);
         }
         ByteSource::join(&mut self.node.tx0, &mut self.packer[0].bytes);
         ByteSource::join(&mut self.node.tx1, &mut self.packer[1].bytes);

@@ -48,7 +48,7 @@ use crate::ethernet::mac_table::{MacLearn, MacLookup, MacTable};
 use crate::ethernet::pdu_merge::PduMerge;
 use crate::ethernet::result_dispatcher::ResultDispatcher;
 use crate::ethernet::rx_router::RxRouter;
-use crate::ethernet::stream::{beat, StreamSource};
+use crate::ethernet::stream::{beat, ValidReadySource};
 use crate::ethernet::stream_slice::StreamSlice;
 use crate::tops::config_loader::ConfigLoader;
 use crate::tops::eaps_node_crossing::EapsNodeCrossing;
@@ -325,7 +325,7 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
             self.port[i].core_clock.next = self.core_clock.val();
             self.port[i].tx_clock.next = self.tx_clock.val();
             self.port[i].switch_mac.next = self.switch_mac.val();
-            StreamSource::<WORD_BITS>::join(&mut self.port[i].rxq, &mut self.rx_arbiter.up[i]);
+            ValidReadySource::<WORD_BITS>::join(&mut self.port[i].rxq, &mut self.rx_arbiter.up[i]);
             self.rx_arbiter.fill[i].next = self.port[i].rxq_fill.val();
             FrameWriter::join(&mut self.router.bridge[i], &mut self.port[i].br);
             self.pdu_merge[i].clock.next = self.core_clock.val();
@@ -337,7 +337,7 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
         if self.router.core.valid.val() & self.to_core.up.ready.val() {
             self.in_frame.d.next = !self.router.core.data.val().get_bit(32);
         }
-        StreamSource::<WORD_BITS>::join(&mut self.rx_arbiter.down, &mut self.router.up);
+        ValidReadySource::<WORD_BITS>::join(&mut self.rx_arbiter.down, &mut self.router.up);
         self.router.up_source.next = self.rx_arbiter.down_source.val();
         MacLearn::join(&mut self.router.learn, &mut self.mac_table.learn);
         // EAPS: the node's flushes (any domain's) flush the MAC table.
@@ -346,7 +346,7 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
         self.status.merge_port.next = self.router.merge_port.val();
         // Core, behind register slices both ways (its `rx_ready` and `tx_valid` are logic of its
         // own state: they meet the router's and the dispatcher's logic only at registers).
-        StreamSource::<{ beat::BITS }>::join(&mut self.router.core, &mut self.to_core.up);
+        ValidReadySource::<{ beat::BITS }>::join(&mut self.router.core, &mut self.to_core.up);
         self.core.rx.valid.next = self.to_core.down.valid.val();
         self.core.rx.data.next = self.to_core.down.data.val().get_bits::<32>(0);
         self.core.rx.last.next = self.to_core.down.data.val().get_bit(32);
@@ -388,7 +388,7 @@ impl<const J: usize, const D: usize> Logic for SwitchFabric<J, D> {
             | (bit_cast::<{ beat::BITS }, 1>(self.core.tx.last.val().into()) << 32)
             | (bit_cast::<{ beat::BITS }, 4>(self.core.tx.bytes.val()) << 33);
         self.core.tx.ready.next = self.from_core.up.ready.val();
-        StreamSource::<{ beat::BITS }>::join(&mut self.from_core.down, &mut self.dispatcher.up);
+        ValidReadySource::<{ beat::BITS }>::join(&mut self.from_core.down, &mut self.dispatcher.up);
         MacLookup::join(&mut self.dispatcher.lookup, &mut self.mac_table.lookup);
         // EAPS: the configuration registers (domain d's register r at 16·d + r, the enable at
         // 0xF0), read by the node and the four gates.

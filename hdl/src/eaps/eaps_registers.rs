@@ -17,7 +17,7 @@
 //! power-up values are none (no domain, disabled) unless [`EapsRegisters::with_defaults`] bakes
 //! some in.
 
-use crate::eaps_node::EapsDomainCfgSource;
+use crate::eaps::domain::EapsDomainCfgSource;
 use rust_hdl::prelude::*;
 
 /// The registers' words of a domain that is not configured (its protected range empty).

@@ -1,6 +1,7 @@
 //! The first header words of a received frame (words 1..=12, bytes 4..52; word 0 is the
 //! destination MAC's start, which every reply replaces), as a pair of rust-hdl interfaces: the
-//! parser hands them to the aggregator in its descriptor, the aggregator to the reply header.
+//! parser hands them to the aggregator in its descriptor, the aggregator to the reply header
+//! composer ([`crate::reply::header_composer`]).
 
 use rust_hdl::prelude::*;
 

@@ -27,7 +27,7 @@
 //!   test.
 
 use crate::config_registers::JobSettings;
-use crate::frame_parser::{kind, KIND_ARP, KIND_CONTRIBUTION, KIND_ICMP, KIND_PARENT, KIND_SESSION};
+use crate::parse::kind::{kind, KIND_ARP, KIND_CONTRIBUTION, KIND_ICMP, KIND_PARENT, KIND_SESSION};
 use rust_hdl::prelude::*;
 use spotagg_driver::DropReason;
 

@@ -17,9 +17,9 @@
 //!   fields, else this node's with `pdu_type` and `pdu_state`). `last_step`: the event has no
 //!   further step for this domain.
 //!
-//! [`cause`]: crate::eaps_node::cause
+//! [`cause`]: crate::eaps::domain::cause
 
-use crate::eaps_node::{DomCfg, DomRegs, DomState, Job};
+use crate::eaps::domain::{DomCfg, DomRegs, DomState, Job};
 use rust_hdl::prelude::*;
 
 /// The PDU the node holds, as a step reads it (the node gathers it from the port's `EapsRx`
@@ -417,7 +417,7 @@ mod tests {
     //! The block against the transition tables of docs/eaps.md §3 (master), §4 (transit) and
     //! §5 (timers), with the choices of §6, row by row: one domain, one event, every output.
     use super::*;
-    use crate::eaps_node::cause;
+    use crate::eaps::domain::cause;
     use spotagg_driver::wire::eaps::EapsType;
 
     const MAC: u64 = 0x0200_5a00_0001;

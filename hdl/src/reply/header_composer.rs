@@ -1,4 +1,4 @@
-//! The reply header: the header words of the aggregator's three reply kinds (docs/switch.md
+//! The reply header composer: the header words of the aggregator's three reply kinds (docs/switch.md
 //! §2 and §3), for a word index given by the sequencer, with the reply checksums they carry.
 //!
 //! Contract: `word` is the header word `index` (0..=12) of a reply of kind `kind` to the
@@ -18,7 +18,7 @@
 //!   recomputed; the body (words 10 on) is copied by the sequencer, not here.
 
 use crate::config_registers::JobSettings;
-use crate::header_words::HeaderWords;
+use crate::parse::received_header::HeaderWords;
 use crate::result_builder::ReplyKind;
 use rust_hdl::prelude::*;
 

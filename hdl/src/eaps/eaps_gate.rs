@@ -5,7 +5,7 @@
 //! an untagged frame, always passes (the control VLAN is never blocked). [`EapsTimebase`] is
 //! the node's `now`: a count of time units, one every `div` clocks.
 
-use crate::eaps_node::EapsDomainCfg;
+use crate::eaps::domain::EapsDomainCfg;
 use rust_hdl::prelude::*;
 
 /// Whether a frame on `vid` (`has_tag`) passes ring port `port`, for `D` domains.

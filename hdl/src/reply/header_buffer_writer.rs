@@ -1,6 +1,6 @@
-//! The header writer: a reply's header words (0..=12) into the result builder's header buffer,
-//! each the word source's answer to an index (the aggregator's [`crate::reply_header::ReplyHeader`])
-//! or a word copied from the frame.
+//! The header buffer writer: a reply's header words (0..=12) into the result builder's header
+//! buffer, each the word source's answer to an index (the aggregator's
+//! [`crate::reply::header_composer::ReplyHeader`]) or a word copied from the frame.
 //!
 //! Contract:
 //! - `restart` (held as long as wanted; no step or copy meanwhile) begins a reply: the next

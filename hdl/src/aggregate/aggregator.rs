@@ -59,11 +59,12 @@ use crate::block_ram::RamClient;
 use crate::config_registers::JobSettings;
 use crate::counters::{CounterEventSource, BUCKET_ARP_REPLY, BUCKET_CONTRIBUTION, BUCKET_DUPLICATE, BUCKET_ICMP_REPLY};
 use crate::element_pass::ElementPass;
-use crate::frame_parser::{DescriptorSink, KIND_ARP, KIND_CONTRIBUTION, KIND_PARENT, KIND_SESSION};
-use crate::header_words::HeaderWords;
-use crate::header_writer::HeaderWriter;
+use crate::frame_parser::DescriptorSink;
 use crate::lane_adders::LaneAdderClient;
-use crate::reply_header::ReplyHeader;
+use crate::parse::kind::{KIND_ARP, KIND_CONTRIBUTION, KIND_PARENT, KIND_SESSION};
+use crate::parse::received_header::HeaderWords;
+use crate::reply::header_buffer_writer::HeaderWriter;
+use crate::reply::header_composer::ReplyHeader;
 use crate::result_builder::{ReplyKind, ReplyQueueClient};
 use crate::scoreboard::ScoreboardClient;
 use rust_hdl::prelude::*;
@@ -644,7 +645,7 @@ impl Logic for Aggregator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame_parser::{KIND_ICMP, KIND_SESSION};
+    use crate::parse::kind::{KIND_ICMP, KIND_SESSION};
     use crate::step::settle;
 
     /// What one descriptor made the aggregator do, as its contract names it.
