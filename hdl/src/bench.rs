@@ -5,8 +5,6 @@ use crate::config_registers::{JobSettings, WorkerTableWrite};
 use crate::word_stream::{StreamSink, StreamSource};
 use rand::Rng as _;
 use rand_chacha::ChaCha8Rng;
-use spotagg_driver::wire::eaps::{EapsRepr, EapsState, EapsType};
-use spotagg_driver::wire::MacAddr;
 
 /// A seeded xorshift, so the benches need no RNG crate.
 pub struct Rng(pub u64);
@@ -96,22 +94,8 @@ impl WorkerTableWrite {
     }
 }
 
-/// An EAPS PDU with random fields (an unknown type one time in ten), for the EAPS blocks'
-/// tests, which draw from ChaCha8 as the node's tests in `spotagg-sim` do.
-pub fn random_eaps_repr(rng: &mut ChaCha8Rng) -> EapsRepr {
-    let types = [EapsType::Health, EapsType::RingUpFlushFdb, EapsType::RingDownFlushFdb, EapsType::LinkDown];
-    let states = [EapsState::Idle, EapsState::Complete, EapsState::Failed, EapsState::LinksUp, EapsState::LinksDown];
-    EapsRepr {
-        edp_sequence: rng.gen(),
-        eaps_type: if rng.gen_bool(0.1) { EapsType::Unknown(rng.gen()) } else { types[rng.gen_range(0..4)] },
-        control_vlan: rng.gen_range(1..4095),
-        system_mac: MacAddr::from_bytes(&rng.gen::<[u8; 6]>()),
-        hello_timer: rng.gen(),
-        fail_timer: rng.gen(),
-        state: states[rng.gen_range(0..states.len())],
-        hello_seq: rng.gen(),
-    }
-}
+/// An EAPS PDU with random fields: the specification crate's generator.
+pub use spotagg_spec::eaps::random_repr as random_eaps_repr;
 
 /// The damages both PDU checkers are tested with (`kind` 2..=4, the cases' numbers), applied to
 /// a frame whose 802.3 length (bytes 16..18) is `len`: 2 one bit flipped anywhere (a reserved

@@ -8,34 +8,20 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use spotagg_driver::wire::eaps::{emit_frame, parse_edp, parse_frame, EapsRepr, EapsState, EapsType, Edp};
+use spotagg_driver::wire::eaps::{emit_frame, parse_edp, parse_frame, Edp};
 use spotagg_driver::wire::esl::{self, EslRepr, EslRole, EslState};
 use spotagg_driver::wire::MacAddr;
 use spotagg_hdl::rust_hdl::prelude::*;
 use spotagg_sim::eaps::differential::{compare_placements, reference};
 use spotagg_sim::eaps::hdl_node::HdlEapsNode;
 use spotagg_sim::eaps::EapsEngine;
-use spotagg_spec::eaps::{Action, Alert, Cause, DomainConfig, EapsNode, FailAction, Nanos, Role, State, MS, US};
+use spotagg_spec::eaps::{
+    random_repr, Action, Alert, Cause, DomainConfig, EapsNode, FailAction, Nanos, Role, State, MS, US,
+};
 use std::collections::BTreeMap;
 
 fn settle<B: Block>(b: &mut B) {
     assert!(simulate(b, 10_000), "did not settle");
-}
-
-/// A PDU with random fields (an unknown type one time in ten).
-fn random_repr(rng: &mut ChaCha8Rng) -> EapsRepr {
-    let types = [EapsType::Health, EapsType::RingUpFlushFdb, EapsType::RingDownFlushFdb, EapsType::LinkDown];
-    let states = [EapsState::Idle, EapsState::Complete, EapsState::Failed, EapsState::LinksUp, EapsState::LinksDown];
-    EapsRepr {
-        edp_sequence: rng.gen(),
-        eaps_type: if rng.gen_bool(0.1) { EapsType::Unknown(rng.gen()) } else { types[rng.gen_range(0..4)] },
-        control_vlan: rng.gen_range(1..4095),
-        system_mac: MacAddr::from_bytes(&rng.gen::<[u8; 6]>()),
-        hello_timer: rng.gen(),
-        fail_timer: rng.gen(),
-        state: states[rng.gen_range(0..states.len())],
-        hello_seq: rng.gen(),
-    }
 }
 
 /// An action list in a form whose order does not depend on which of a step's actions the

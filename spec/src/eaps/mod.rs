@@ -753,6 +753,24 @@ pub fn forwarded_frame(frame: &[u8], pdu: &EapsRepr) -> Vec<u8> {
     emit_frame(pdu, src, pcp)
 }
 
+/// An EAPS PDU with random fields (an unknown type one time in ten): the one generator of the
+/// EAPS tests (the HDL blocks' unit tests, the node's differential tests in `spotagg-sim`).
+pub fn random_repr(rng: &mut rand_chacha::ChaCha8Rng) -> EapsRepr {
+    use rand::Rng;
+    let types = [EapsType::Health, EapsType::RingUpFlushFdb, EapsType::RingDownFlushFdb, EapsType::LinkDown];
+    let states = [EapsState::Idle, EapsState::Complete, EapsState::Failed, EapsState::LinksUp, EapsState::LinksDown];
+    EapsRepr {
+        edp_sequence: rng.gen(),
+        eaps_type: if rng.gen_bool(0.1) { EapsType::Unknown(rng.gen()) } else { types[rng.gen_range(0..4)] },
+        control_vlan: rng.gen_range(1..4095),
+        system_mac: MacAddr::from_bytes(&rng.gen::<[u8; 6]>()),
+        hello_timer: rng.gen(),
+        fail_timer: rng.gen(),
+        state: states[rng.gen_range(0..states.len())],
+        hello_seq: rng.gen(),
+    }
+}
+
 #[cfg(test)]
 mod test {
     use super::*;
