@@ -17,12 +17,12 @@
 #           the tier to run while working (6-7 minutes after the build on 2 cores)
 #   python  the spotagg package, its DDP hook and torch.distributed backend (pytest)
 #   slow    the #[ignore = "slow tier: ..."] tests: the board's place and route as it ships, a
-#           small core's, and the full-size syntheses
+#           small core's, the board top's synthesis with and without the EAPS node, and the
+#           full-size syntheses (run it after changing the HDL or the boards)
 #   all     every tier: clippy's lints are checked by the build itself (clippy-driver as the
 #           workspace's compiler wrapper, so nothing is compiled twice); the slow tier and the
 #           Python environment's install run beside the fast tier at the lowest CPU priority
-#           (logs in target/test-logs/, printed at the end), and the fast tier leaves out the
-#           board top's synthesis that the slow tier repeats. Run it before stopping.
+#           (logs in target/test-logs/, printed at the end). Run it before stopping.
 # Each tier prints its wall time. Extra arguments go to cargo-nextest (fast and slow tiers).
 # `#[ignore = "manual: ..."]` tests (measurements for the docs, the i9's place and route) are
 # run by name only.
@@ -223,9 +223,7 @@ all)
     took[style+build]=$((SECONDS - t0))
     stage "style and build took ${took[style+build]} s"
     background slow scripts/test.sh slow "$@"
-    # The fast tier but its synthesis of the board top, which the slow tier's
-    # board_top_without_eaps_saves_the_node makes again (the same Verilog, one synthesis less).
-    timed fast fast -E 'not test(=board_top_synthesizes_for_ecp5)' "$@"
+    timed fast fast "$@"
     timed python python_tier
     failed=()
     for i in "${!bg_pids[@]}"; do

@@ -32,20 +32,12 @@ fn synth_board_top(eaps: bool) -> Utilization {
     u
 }
 
-/// The board top as it ships, with the smallest core: every block of the core but the straggler
-/// counters and the other widths' stream adapters (`hdl/tests/verilog.rs`), and every EAPS
-/// block, synthesizes here. (The slow tier places and routes it with the slots that fit.)
-#[test]
-fn board_top_synthesizes_for_ecp5() {
-    if !require_tool(Tool::Yosys) {
-        return;
-    }
-    synth_board_top(true);
-}
-
-/// The board top without the EAPS node (`spotagg build --no-eaps`) synthesizes and fits too,
-/// and the node and its gates cost what leaving it out removes, in LUTs and flip-flops, and no
-/// block RAM.
+/// The board top as it ships, with the smallest core (every block of the core but the
+/// straggler counters and the other widths' stream adapters, `hdl/tests/verilog.rs`, and every
+/// EAPS block), synthesizes and fits; so does the board top without the EAPS node (`spotagg
+/// build --no-eaps`), and the node and its gates cost what leaving it out removes, in LUTs and
+/// flip-flops, and no block RAM. (The slow tier also places and routes the board top with the
+/// slots that fit, tests/build.rs.)
 #[test]
 #[ignore = "slow tier: two syntheses of the board top (scripts/test.sh runs it)"]
 fn board_top_without_eaps_saves_the_node() {
