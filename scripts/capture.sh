@@ -4,14 +4,15 @@
 #
 # event NAME ACTION...: runs ACTION between two snapshots of the caller's `counters` (into
 # $WORK/c0.NAME and $WORK/c1.NAME); then waits until the pings flow again (`flowing`), sends
-# the caller's `bcast` and watches a second for loops; appends "NAME START C0 C1" to $EVENTS
+# the caller's `bcast` and watches 0.4 s for loops; appends "NAME START C0 C1" to $EVENTS
 # for scripts/eaps_events.py.
 #
 # flowing SINCE: waits until every ping log of $FLOW_LOGS (default $PING_LOGS; ping -D output)
 # holds a reply stamped 0.2 s or more after SINCE (seconds since the epoch; the scripts run ping
 # under `stdbuf -oL`, else its lines reach the file 4 KiB at a time), 60 s at most: an
 # event, not a fixed sleep, so that a loaded machine only makes the run longer. Returns 1 if
-# they did not. An event whose action cuts a host off names the pings that must flow:
+# they did not, after the caller's `on_stuck` (if it defines one) has printed what it can about
+# the ring on stderr. An event whose action cuts a host off names the pings that must flow:
 # `FLOW_LOGS=... event NAME ACTION...`.
 #
 # capture NS IFACE SECONDS FILE: tshark captures the EDP frames (to 00-E0-2B-00-00-04) on
@@ -50,6 +51,8 @@ flowing() {
         sleep 0.05
     done
     echo "the pings did not flow again within 60 s of $since" >&2
+    # What the caller can say about the stuck ring (its `on_stuck`, if it has one).
+    if declare -F on_stuck >/dev/null; then on_stuck >&2 || true; fi
     return 1
 }
 
@@ -60,7 +63,8 @@ event() {
     "$@"
     flowing "$(now)" || true
     bcast
-    sleep 1
+    # (A loop multiplies a broadcast thousands of times within milliseconds: 0.4 s shows it.)
+    sleep 0.4
     counters >"$WORK/c1.$name"
     echo "$name $t0 $WORK/c0.$name $WORK/c1.$name" >>"$EVENTS"
 }

@@ -155,6 +155,19 @@ wait_complete() { # 60 s at most: a loaded machine starts the daemons slowly
     done
     die "the ring did not reach Complete: n1 $(state n1); board: $(tail -3 "$WORK/board.log")"
 }
+on_stuck() { # what capture.sh's `flowing` prints when the pings stop: states, FDBs, the board
+    local n
+    for n in n1 n3 n4; do
+        echo "stuck: $n $("$BIN" eaps status --config "$WORK/$n.toml" 2>/dev/null | python3 -c "
+import json, sys
+s = json.load(sys.stdin)
+print(' '.join(d['state'] for d in s['domains']), ' '.join(f\"{p['name']}:{p['link']}:{'fwd' if p['forwarding'] else 'blk'}\" for p in s['ports']))" 2>&1)"
+        echo "stuck: $n fdb: $(nx $n bridge fdb show br br0 2>/dev/null | grep -v permanent | grep "02:78" | tr '\n' ';')"
+        echo "stuck: $n links: $(ip -n "$(ns $n)" -br link show | tr '\n' ';')"
+    done
+    echo "stuck: board: $(tail -5 "$WORK/board.log" | tr '\n' ';')"
+    for n in n1 n3 n4; do echo "stuck: $n log: $(tail -4 "$WORK/$n.log" | tr '\n' ';')"; done
+}
 counters() { # -> "ns ifc tx_packets tx_bytes" for every ring link end and host eth0
     python3 - "$P" <<'PY'
 import json, subprocess, sys
@@ -197,7 +210,7 @@ sleep 1
 for x in n1:p1b nb:pb1 nb:pb3 n3:p3b n3:p34 n4:p41; do
     event "down-${x#*:}" down ${x%:*} ${x#*:}
     event "up-${x#*:}" up ${x%:*} ${x#*:}
-    sleep 0.5
+    sleep 0.2
 done
 event "board-killed" kill_board
 event "board-restarted" start_board

@@ -178,7 +178,7 @@ sleep 1
 for l in 1-2 2-3 4-1 3-5 5-6 6-4; do
     event "down-$l" link_down $l
     event "up-$l" link_up $l
-    sleep 0.5
+    sleep 0.2
 done
 # (h2 hangs off n2: its pings stop with n2's daemon; h1's flow round it.)
 FLOW_LOGS=$WORK/ping-1-6 event "stop-n2-daemon" stop_daemon 2

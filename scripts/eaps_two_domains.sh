@@ -160,7 +160,7 @@ EVENTS=$WORK/events
 for e in 1-2 3-2 4-3 1-4 2-3 3-4; do
     event "down-p${e%-*}${e#*-}" link_down ${e%-*} ${e#*-}
     event "up-p${e%-*}${e#*-}" link_up ${e%-*} ${e#*-}
-    sleep 0.5
+    sleep 0.2
 done
 kill -INT $STREAM $SINK 2>/dev/null || true
 wait $STREAM $SINK 2>/dev/null || true
