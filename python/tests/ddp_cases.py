@@ -210,3 +210,22 @@ def half_precision(rank, n, job, switch, steps, dtype_name):
                dtypes=sorted({str(p.grad.dtype) for p in ddp.parameters()}))
     state.close()
     return out
+
+
+def hosts_against_default(rank, n, job, switch, steps, local_size, close_at=None):
+    """hook_against_default with `local_size` ranks per host (the job lists the hosts); with
+    `close_at`, rank 0 sets the test's event there and waits for the switch to be closed, so
+    that the ranks fall back in the middle of a step."""
+    ref, o1 = sgd_ddp()
+    hooked, state, o2 = hooked_ddp(switch, job, local_size=local_size)
+    diffs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for step in range(steps):
+            train_step(ref, o1, rank, step)
+            train_step(hooked, o2, rank, step)
+            diffs.append(float((params(ref) - params(hooked)).abs().max()))
+    out = dict(diffs=diffs, switch_ops=state.switch_allreduces, fell_back=state.fell_back, buckets=len(state.buckets),
+               params=params(hooked).numpy(), leader=state.worker is not None)
+    state.close()
+    return out

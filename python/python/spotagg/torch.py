@@ -29,6 +29,11 @@ joins the agreement too; ``HookState.close()`` is therefore collective while the
 use. With ``fallback=False`` the error is kept in ``state.error``, the bucket's future is given
 the error, and the next call of the hook raises it.
 
+Several ranks per host (``local_size``, default ``LOCAL_WORLD_SIZE``): the job lists hosts;
+each bucket is reduced over the host's ranks with Gloo to the host's first rank, which
+all-reduces it through the switch, and a status word and then the sum are broadcast back; a
+failure at the leader reaches its ranks in the status word and they join the agreement with it.
+
 Backend: importing this module registers the torch.distributed backend ``spotagg``;
 ``dist.new_group(backend="spotagg")`` (with a Gloo default group, and SPOTAGG_JOB /
 SPOTAGG_SWITCH set) serves ``all_reduce`` (SUM of float32, int32, float16 and bfloat16 CPU
@@ -79,8 +84,13 @@ class _Sender:
     #: how often an idle sender that may be waited on looks for another rank's failure
     POLL_S = 0.05
 
-    def __init__(self, worker: Worker, gloo, world_size: int, rank: int, fallback: bool, store=None, key=None):
+    def __init__(self, worker, gloo, world_size: int, rank: int, fallback: bool, store=None, key=None,
+                 local=None, switch_name=None):
+        # `worker`: this rank's Worker, or None on a host's other ranks (`local`: the Gloo group
+        # of the host's ranks, its rank 0 the leader, which has the Worker; see the module doc).
         self.worker = worker
+        self.local = local
+        self.switch_name = switch_name if switch_name is not None else worker.switch
         self.gloo = gloo
         self.world_size = world_size
         self.rank = rank
@@ -164,12 +174,7 @@ class _Sender:
             if not self.use_gloo and tensor.dtype in _SWITCH_DTYPES:
                 kept = tensor.clone()
                 try:
-                    if tensor.dtype in _WIDENED:
-                        wide = tensor.float()
-                        self.worker.allreduce(wide)
-                        tensor.copy_(wide)
-                    else:
-                        self.worker.allreduce(tensor)
+                    self._through_switch(tensor)
                 except (SpotaggError, ValueError, OSError) as e:
                     if not self.fallback:
                         raise
@@ -189,6 +194,37 @@ class _Sender:
             self.gloo.allreduce([tensor]).wait()
         finally:
             self._seq += 1
+
+    def _through_switch(self, tensor: torch.Tensor):
+        """The sum of `tensor` over all ranks through the switch, in place: float16 and bfloat16
+        widened to float32 on the host; with several ranks per host, a Gloo reduce to the
+        leader, the leader's all-reduce, and a broadcast of a status word and of the sum."""
+        wide = tensor.float() if tensor.dtype in _WIDENED else tensor
+        if self.local is None:
+            self.worker.allreduce(wide)
+        else:
+            opts = dist.ReduceOptions()
+            opts.rootRank = 0
+            opts.reduceOp = dist.ReduceOp.SUM
+            self.local.reduce([wide], opts).wait()
+            status = torch.zeros(1, dtype=torch.int64)
+            err = None
+            if self.worker is not None:
+                try:
+                    self.worker.allreduce(wide)
+                except (SpotaggError, ValueError, OSError) as e:
+                    err = e
+                    status[0] = 1
+            opts = dist.BroadcastOptions()
+            opts.rootRank = 0
+            self.local.broadcast([status], opts).wait()
+            if int(status[0]):
+                raise err if err is not None else SpotaggError(
+                    f"spotagg: the all-reduce through the switch {self.switch_name} failed at this host's leader"
+                )
+            self.local.broadcast([wide], opts).wait()
+        if wide is not tensor:
+            tensor.copy_(wide)
 
     def _agree(self, failed: bool, current=None) -> bool:
         """The agreement: one Gloo all-reduce (MIN) in which every rank gives the number of
@@ -222,7 +258,7 @@ class _Sender:
         self.fallbacks += 1
         why = f"failed ({self._reason})" if failed else "failed at another rank"
         warnings.warn(
-            f"spotagg: the switch {self.worker.switch} {why}; rank {rank} falls back to Gloo "
+            f"spotagg: the switch {self.switch_name} {why}; rank {rank} falls back to Gloo "
             f"all-reduce from operation {min(done, hi)} on",
             RuntimeWarning,
             stacklevel=2,
@@ -259,27 +295,53 @@ class HookState:
     ``bind``: the worker's local address (default: the rank's address in the job);
     ``fallback``: fall back to Gloo when the switch fails (else raise);
     ``process_group``: the group DDP uses (default: the default group). Rank and world size are
-    the group's; a job with another number of workers is a ValueError here.
+    the group's; a job with another number of workers is a ValueError here;
+    ``local_size``: ranks per host (default: ``LOCAL_WORLD_SIZE``, which torchrun sets, else 1):
+    the job lists hosts, ranks ``h*local_size ...`` are host h and its first is the one that
+    talks to the switch (see the module doc).
     """
 
-    def __init__(self, switch=None, job=None, bind=None, fallback=True, process_group=None):
+    def __init__(self, switch=None, job=None, bind=None, fallback=True, process_group=None, local_size=None):
         if not dist.is_initialized():
             raise RuntimeError("spotagg.torch.HookState: call torch.distributed.init_process_group first")
         job, switch = _job_and_switch(job, switch)
         group = process_group if process_group is not None else dist.group.WORLD
         rank, world = dist.get_rank(group), dist.get_world_size(group)
-        self.worker = Worker(job, rank, switch, bind)
-        if self.worker.world_size != world:
+        local_size = int(local_size or os.environ.get("LOCAL_WORLD_SIZE") or 1)
+        if local_size < 1 or world % local_size:
+            raise ValueError(
+                f"spotagg: local_size = {local_size} ranks per host does not divide the world size {world}"
+            )
+        hosts = world // local_size
+        workers = _job_workers(job)
+        if workers is not None and workers != hosts:
+            raise ValueError(
+                f"spotagg: the job has {workers} workers but torch.distributed's world size is {world}"
+                + (f" ({hosts} hosts of {local_size} ranks)" if local_size > 1 else "")
+            )
+        host, local_rank = divmod(rank, local_size)
+        self.worker = Worker(job, host, switch, bind) if local_rank == 0 else None
+        if self.worker is not None and self.worker.world_size != hosts:
             raise ValueError(
                 f"spotagg: the job has {self.worker.world_size} workers but torch.distributed's "
                 f"world size is {world}"
             )
-        ranks = None if process_group is None else dist.get_process_group_ranks(process_group)
-        gloo = dist.new_group(ranks=ranks, backend="gloo")
-        self.rank, self.world_size = rank, world
+        ranks = list(range(world)) if process_group is None else dist.get_process_group_ranks(process_group)
+        gloo = dist.new_group(ranks=None if process_group is None else ranks, backend="gloo")
+        local = None
+        if local_size > 1:
+            # Every rank makes every host's group, in host order (new_group is collective).
+            for h in range(hosts):
+                g = dist.new_group(ranks=ranks[h * local_size:(h + 1) * local_size], backend="gloo")
+                if h == host:
+                    local = _backend_of(g)
+                    self._local_group = g
+        self.rank, self.world_size, self.local_size = rank, world, local_size
+        self._switch = switch if isinstance(switch, str) else ",".join(switch)
         self._gloo_group = gloo
         store, key = _default_store(), f"spotagg/fallback/{_group_name(gloo)}"
-        self._sender = _Sender(self.worker, _backend_of(gloo), world, rank, fallback, store, key)
+        self._sender = _Sender(self.worker, _backend_of(gloo), world, rank, fallback, store, key,
+                               local=local, switch_name=self._switch)
         self._pending = {}
         self._next_index = 0
         #: (index, elements) of every bucket the hook was given, in call order.
@@ -287,7 +349,7 @@ class HookState:
 
     @property
     def switch(self) -> str:
-        return self.worker.switch
+        return self.worker.switch if self.worker is not None else self._switch
 
     @property
     def fell_back(self) -> bool:
@@ -314,6 +376,18 @@ class HookState:
             last, t, f = self._pending.pop(self._next_index)
             self._sender.submit(t, f)
             self._next_index = 0 if last else self._next_index + 1
+
+
+def _job_workers(job):
+    """The number of [[worker]] entries of a job (a path or TOML text); None if it cannot be
+    read here (the Worker then says what is wrong)."""
+    try:
+        import tomllib
+
+        text = open(job).read() if os.path.exists(job) else job
+        return len(tomllib.loads(text).get("worker", []))
+    except Exception:  # noqa: BLE001 - the Worker's own parser names the error
+        return None
 
 
 def _default_store():
