@@ -229,3 +229,26 @@ def hosts_against_default(rank, n, job, switch, steps, local_size, close_at=None
                params=params(hooked).numpy(), leader=state.worker is not None)
     state.close()
     return out
+
+
+def backend_hosts(rank, n, job, switch, local_size):
+    """The spotagg backend with LOCAL_WORLD_SIZE ranks per host: int32 exact, float32 and a
+    DDP model against the default group's."""
+    import os
+
+    os.environ.update(SPOTAGG_JOB=job, SPOTAGG_SWITCH=switch, LOCAL_WORLD_SIZE=str(local_size))
+    sw = dist.new_group(backend="spotagg")
+    t = torch.arange(1000, dtype=torch.int32) * (rank + 1)
+    dist.all_reduce(t, group=sw)
+    out = {"int_ok": bool(torch.equal(t, torch.arange(1000, dtype=torch.int32) * sum(range(1, n + 1))))}
+    f = torch.full((3000,), 0.25 * (rank + 1))
+    dist.all_reduce(f, group=sw)
+    out["float_maxerr"] = float((f - 0.25 * sum(range(1, n + 1))).abs().max())
+    ref, o1 = sgd_ddp()
+    spot, o2 = sgd_ddp(process_group=sw)
+    for step in range(4):
+        train_step(ref, o1, rank, step)
+        train_step(spot, o2, rank, step)
+    out["ddp_diff"] = float((params(ref) - params(spot)).abs().max())
+    out["params"] = params(spot).numpy()
+    return out

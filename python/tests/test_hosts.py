@@ -63,3 +63,16 @@ def test_two_hosts_fall_back_together_when_the_switch_stops():
         assert 0 < o["switch_ops"] < o["buckets"], [x["switch_ops"] for x in out]
         assert (o["params"] == out[0]["params"]).all(), "ranks disagree after the fallback"
         assert np.isfinite(o["params"]).all()
+
+
+def test_the_backend_with_two_hosts_of_two_ranks():
+    job = loopback_job(2, slots=32)
+    with spotagg.SoftwareSwitch(job) as sw:
+        out = spawn(4, ddp_cases.backend_hosts, job, sw.address, 2)
+        counters = sw.counters()
+    for o in out:
+        assert o["int_ok"], o
+        assert o["float_maxerr"] < 1e-6, o
+        assert o["ddp_diff"] < 1e-5, o
+        assert (o["params"] == out[0]["params"]).all()
+    assert counters["contributions"] > 0

@@ -433,16 +433,36 @@ class ProcessGroupSpotagg(dist.ProcessGroup):
         super().__init__(rank, size)
         job, switch = _job_and_switch(None, None)
         bind = os.environ.get("SPOTAGG_BIND") or None
-        self.worker = Worker(job, rank, switch, bind)
-        if self.worker.world_size != size:
+        # Several ranks per host (LOCAL_WORLD_SIZE, as torchrun sets it): the job lists hosts.
+        local_size = int(os.environ.get("LOCAL_WORLD_SIZE") or 1)
+        if local_size < 1 or size % local_size:
+            raise ValueError(f"spotagg backend: LOCAL_WORLD_SIZE = {local_size} does not divide the group's {size} ranks")
+        hosts = size // local_size
+        host, local_rank = divmod(rank, local_size)
+        workers = _job_workers(job)
+        if workers is not None and workers != hosts:
+            raise ValueError(
+                f"spotagg backend: the job has {workers} workers but the group has {size}"
+                + (f" ({hosts} hosts of {local_size} ranks)" if local_size > 1 else "")
+            )
+        self.worker = Worker(job, host, switch, bind) if local_rank == 0 else None
+        if self.worker is not None and self.worker.world_size != hosts:
             raise ValueError(
                 f"spotagg backend: the job has {self.worker.world_size} workers but the group has {size}"
             )
         # Two Gloo groups: one for the calls of the caller's thread, one for the sender thread's
-        # fallback (collectives of two threads on one group could be matched out of order).
+        # fallback (collectives of two threads on one group could be matched out of order), and
+        # the host's own for the local stage (used by the sender thread only).
         self.gloo = dist.ProcessGroupGloo(dist.PrefixStore("spotagg-gloo", store), rank, size, timeout)
         fallback = dist.ProcessGroupGloo(dist.PrefixStore("spotagg-fallback", store), rank, size, timeout)
-        self.sender = _Sender(self.worker, fallback, size, rank, True, store, "spotagg/fallback")
+        local = None
+        if local_size > 1:
+            local = dist.ProcessGroupGloo(
+                dist.PrefixStore(f"spotagg-host-{host}", store), local_rank, local_size, timeout
+            )
+        switch_name = switch if isinstance(switch, str) else ",".join(switch)
+        self.sender = _Sender(self.worker, fallback, size, rank, True, store, "spotagg/fallback",
+                              local=local, switch_name=switch_name)
 
     def getBackendName(self):
         return "spotagg"
