@@ -45,6 +45,8 @@ def parse_args(argv=None):
     p.add_argument("--batch", type=int, default=16, help="batch size per rank")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--amp", action="store_true",
+                   help="mixed precision: bfloat16 autocast and a GradScaler (torch.amp, on the CPU)")
     p.add_argument("--switch", default=os.environ.get("SPOTAGG_SWITCH"), help="IP:PORT of a running switch")
     p.add_argument("--job", default=os.environ.get("SPOTAGG_JOB"), help="the job TOML of --switch")
     p.add_argument("--write-job", metavar="FILE", help="write a loopback job for --ranks workers and exit")
@@ -82,7 +84,11 @@ def train(rank, world, args, mode, job, switch):
         state = st.HookState(switch=switch, job=job)
         ddp.register_comm_hook(state, st.allreduce_hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
-    history = {"mode": mode, "ranks": world, "seed": args.seed, "loss": [], "accuracy": [], "seconds": []}
+    # Mixed precision as users run it: the forward pass under bfloat16 autocast, the loss scaled
+    # by a GradScaler, which skips a step whose gradients are not finite on any rank.
+    scaler = torch.amp.GradScaler("cpu", enabled=args.amp)
+    skipped = 0
+    history = {"mode": mode, "ranks": world, "seed": args.seed, "amp": args.amp, "loss": [], "accuracy": [], "seconds": []}
     g = torch.Generator().manual_seed(args.seed)
     t0 = time.perf_counter()
     for epoch in range(args.epochs):
@@ -95,9 +101,13 @@ def train(rank, world, args, mode, job, switch):
         for s in range(steps):
             idx = perm[s * per_step + rank * args.batch : s * per_step + (rank + 1) * args.batch]
             opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(ddp(xtr[idx]), ytr[idx])
-            loss.backward()
-            opt.step()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.amp):
+                loss = torch.nn.functional.cross_entropy(ddp(xtr[idx]).float(), ytr[idx])
+            scale = scaler.get_scale() if args.amp else 1.0
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            skipped += int(args.amp and scaler.get_scale() < scale)
             total += torch.tensor([loss.item() * len(idx), len(idx)], dtype=torch.float64)
         dist.all_reduce(total)
         ddp.eval()
@@ -108,6 +118,7 @@ def train(rank, world, args, mode, job, switch):
         history["seconds"].append(time.perf_counter() - t0)
         if rank == 0:
             print(f"[{mode}] epoch {epoch + 1:3d}  loss {history['loss'][-1]:.4f}  test accuracy {100 * acc:.2f}%", flush=True)
+    history["skipped_steps"] = skipped
     if state is not None:
         history["switch_allreduces"] = state.switch_allreduces
         history["fell_back"] = state.fell_back
