@@ -729,7 +729,9 @@ impl Daemon {
     fn apply_port_states(&mut self, force: bool) -> Result<()> {
         if self.gates.is_some() {
             let want = self.port_gates();
-            self.gates.as_mut().unwrap().apply(&want, force)?;
+            if let Some(g) = self.gates.as_mut() {
+                g.apply(&want, force)?;
+            }
             if force {
                 // The gates are written: the ports may forward (the deployment rule has them
                 // disabled before the daemon starts).
