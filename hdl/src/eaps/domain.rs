@@ -57,11 +57,11 @@ pub enum DomState {
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
 pub struct DomRegs {
     /// The state.
-    pub st: DomState,
+    pub state: DomState,
     /// Forwarding on ports 0 (bit 0) and 1.
     pub fwd: Bits<2>,
     /// The hello sequence.
-    pub hseq: Bits<16>,
+    pub hello_seq: Bits<16>,
     /// Armed timers: hello, fail, pre-forwarding 0, 1, other master (bits 0..=4).
     pub armed: Bits<5>,
     /// The hello deadline.
@@ -136,11 +136,11 @@ interface_pair! {
     }
 }
 
-/// The event being handled: an EAPS event, not a training job. The name stays `Job` (and the
-/// node's and the step's `job` signals with it) because rust-hdl writes it into the generated
-/// Verilog, as the localparams `Job$Enable`, …, which must not change.
+/// The EAPS event being handled (not a training job). The node's register and the step's input
+/// that hold it are `event_kind` (`event` is a Verilog keyword); rust-hdl writes the variants
+/// into the Verilog as the localparams `Event$Enable`, ….
 #[derive(Copy, Clone, Debug, PartialEq, Eq, LogicState)]
-pub enum Job {
+pub enum Event {
     /// `enable` rose.
     Enable,
     /// A port's link went down.

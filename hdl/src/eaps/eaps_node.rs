@@ -34,7 +34,7 @@ use crate::eaps_step::{DomainStep, HeldPdu, PduPlan};
 use rust_hdl::prelude::*;
 
 // A domain's types, at their old paths too.
-pub use crate::eaps::domain::{cause, DomCfg, DomRegs, DomState, EapsDomainCfg, EapsDomainCfgSource, Job};
+pub use crate::eaps::domain::{cause, DomCfg, DomRegs, DomState, EapsDomainCfg, EapsDomainCfgSource, Event};
 
 /// A domain's counters and its last transition (status words 1..=6).
 #[derive(Copy, Clone, Debug, PartialEq, Default, LogicStruct)]
@@ -132,24 +132,28 @@ pub struct EapsNode<const D: usize> {
     pub status_address: Signal<In, Bits<8>>,
     /// Status word.
     pub status_data: Signal<Out, Bits<32>>,
-    prx: [EapsRx; 2],
-    etx: EapsTx,
+    pdu_rx: [EapsRx; 2],
+    pdu_tx: EapsTx,
     // The master's pass rule (docs/eaps.md §2): each port's frame checked as an ESL PDU, and
     // the table of senders passed.
     esl: [EslCheck; 2],
     seen: EslSeen,
-    f_esl_mac: Signal<Local, Bits<48>>,
-    f_esl_seq: Signal<Local, Bits<16>>,
+    held_esl_mac: Signal<Local, Bits<48>>,
+    held_esl_seq: Signal<Local, Bits<16>>,
     enabled: DFF<Bit>,
     link_q: DFF<Bits<2>>,
     edp_seq: DFF<Bits<16>>,
     phase: DFF<NodePhase>,
-    job: DFF<Job>,
-    jport: DFF<Bit>,
-    /// Take the held frame of port `jport` this clock (set by the step that finished with it: the
-    /// take, which loads the port's ~180 hold registers, then starts from flip-flops).
+    /// The event being handled.
+    event_kind: DFF<Event>,
+    /// The port of a link event or a PDU.
+    event_port: DFF<Bit>,
+    /// Take the held frame of port `event_port` this clock (set by the step that finished with
+    /// it: the take, which loads the port's ~180 hold registers, then starts from flip-flops).
     take_held: DFF<Bit>,
+    /// The domain being stepped.
     dom: DFF<Bits<4>>,
+    /// The timer an `Event::Timers` step looks at (the step's `step`).
     step: DFF<Bits<2>>,
     /// The PDU the step planned, while the emitter sends it.
     send: DFF<PduPlan>,
@@ -162,9 +166,9 @@ pub struct EapsNode<const D: usize> {
     // Each domain's protocol registers, one array a field ([`DomRegs`]): rust-hdl cannot take
     // a field of an array element's value inside a loop, and the timers are compared domain by
     // domain.
-    st: [DFF<DomState>; D],
+    state: [DFF<DomState>; D],
     fwd: [DFFWithInit<Bits<2>>; D],
-    hseq: [DFF<Bits<16>>; D],
+    hello_seq: [DFF<Bits<16>>; D],
     armed: [DFF<Bits<5>>; D],
     hello_at: [DFF<Bits<32>>; D],
     fail_at: [DFF<Bits<32>>; D],
@@ -174,51 +178,57 @@ pub struct EapsNode<const D: usize> {
     counts: [DFF<DomCounts>; D],
     /// The domain step, on the registered domain.
     dstep: DomainStep,
-    // The domain `dom` names (chosen combinationally, registered in NodePhase::Load).
-    ks: Signal<Local, DomRegs>,
-    kns: Signal<Local, DomCounts>,
-    kcs: Signal<Local, DomCfg>,
-    k_dues: Signal<Local, Bits<4>>,
-    k_q: DFF<DomRegs>,
-    kn_q: DFF<DomCounts>,
-    kc_q: DFF<DomCfg>,
-    kdue_q: DFF<Bits<4>>,
+    // The domain `dom` names: selected combinationally (`sel_`), registered in NodePhase::Load
+    // (`cur_`).
+    sel_regs: Signal<Local, DomRegs>,
+    sel_counts: Signal<Local, DomCounts>,
+    sel_cfg: Signal<Local, DomCfg>,
+    sel_due: Signal<Local, Bits<4>>,
+    cur_regs_q: DFF<DomRegs>,
+    cur_counts_q: DFF<DomCounts>,
+    cur_cfg_q: DFF<DomCfg>,
+    cur_due_q: DFF<Bits<4>>,
     /// The registered domain is `dom`'s (Step, Send, SendWait).
-    k_valid: Signal<Local, Bit>,
+    cur_valid: Signal<Local, Bit>,
     // The current domain's registers, counters and configuration, and what the step makes of them.
-    k: Signal<Local, DomRegs>,
-    kn: Signal<Local, DomCounts>,
-    kc: Signal<Local, DomCfg>,
-    nn: Signal<Local, DomCounts>,
+    cur_regs: Signal<Local, DomRegs>,
+    cur_counts: Signal<Local, DomCounts>,
+    cur_cfg: Signal<Local, DomCfg>,
+    new_counts: Signal<Local, DomCounts>,
     /// The event's port, as a mask.
-    jm: Signal<Local, Bits<2>>,
+    event_port_mask: Signal<Local, Bits<2>>,
     any_due: Signal<Local, Bit>,
-    // The frame at the port being handled.
-    f: Signal<Local, HeldPdu>,
-    fm_hit: Signal<Local, Bit>,
-    fm_dom: Signal<Local, Bits<4>>,
+    // The held frame at the port being (or about to be) handled, and the first active domain
+    // whose control VLAN is its VLAN.
+    held: Signal<Local, HeldPdu>,
+    held_dom_hit: Signal<Local, Bit>,
+    held_dom: Signal<Local, Bits<4>>,
     write: Signal<Local, Bit>,
-    st_code: Signal<Local, Bits<32>>,
-    n_dom: Signal<Local, Bits<5>>,
+    stat_state_code: Signal<Local, Bits<32>>,
+    next_dom: Signal<Local, Bits<5>>,
     domains: Constant<Bits<5>>,
     no_regs: Constant<DomRegs>,
     no_counts: Constant<DomCounts>,
     no_cfg: Constant<DomCfg>,
     n_flush: Signal<Local, Bits<16>>,
     tx_inc: Signal<Local, Bit>,
-    fsel: Signal<Local, Bit>,
-    fmask: Signal<Local, Bits<2>>,
+    /// The port of the held frame, and as a mask.
+    held_port: Signal<Local, Bit>,
+    held_port_mask: Signal<Local, Bits<2>>,
+    /// Each domain's due timers (bits hello, fail, pre-forwarding 0, 1).
     due: [Signal<Local, Bits<4>>; D],
-    k_due: Signal<Local, Bits<4>>,
-    dh: [Signal<Local, Bits<32>>; D],
-    df: [Signal<Local, Bits<32>>; D],
-    dp0: [Signal<Local, Bits<32>>; D],
-    dp1: [Signal<Local, Bits<32>>; D],
+    /// The registered domain's.
+    cur_due: Signal<Local, Bits<4>>,
+    // Each timer's `now - deadline`: due when not negative.
+    hello_late: [Signal<Local, Bits<32>>; D],
+    fail_late: [Signal<Local, Bits<32>>; D],
+    pf0_late: [Signal<Local, Bits<32>>; D],
+    pf1_late: [Signal<Local, Bits<32>>; D],
     // The domain the status address names.
-    s_words: Signal<Local, Bit>,
-    s: Signal<Local, DomRegs>,
-    sn: Signal<Local, DomCounts>,
-    s_cfgbits: Signal<Local, Bits<3>>,
+    stat_dom_hit: Signal<Local, Bit>,
+    stat_regs: Signal<Local, DomRegs>,
+    stat_counts: Signal<Local, DomCounts>,
+    stat_cfg_bits: Signal<Local, Bits<3>>,
 }
 
 impl<const D: usize> Default for EapsNode<D> {
@@ -245,18 +255,18 @@ impl<const D: usize> Default for EapsNode<D> {
             idle: Default::default(),
             status_address: Default::default(),
             status_data: Default::default(),
-            prx: Default::default(),
-            etx: Default::default(),
+            pdu_rx: Default::default(),
+            pdu_tx: Default::default(),
             esl: Default::default(),
             seen: Default::default(),
-            f_esl_mac: Default::default(),
-            f_esl_seq: Default::default(),
+            held_esl_mac: Default::default(),
+            held_esl_seq: Default::default(),
             enabled: Default::default(),
             link_q: Default::default(),
             edp_seq: Default::default(),
             phase: Default::default(),
-            job: Default::default(),
-            jport: Default::default(),
+            event_kind: Default::default(),
+            event_port: Default::default(),
             take_held: Default::default(),
             dom: Default::default(),
             step: Default::default(),
@@ -267,9 +277,9 @@ impl<const D: usize> Default for EapsNode<D> {
             alert_dom_q: Default::default(),
             alert_mac_q: Default::default(),
             pass_q: Default::default(),
-            st: std::array::from_fn(|_| Default::default()),
+            state: std::array::from_fn(|_| Default::default()),
             fwd: std::array::from_fn(|_| DFFWithInit::new(3.into())),
-            hseq: std::array::from_fn(|_| Default::default()),
+            hello_seq: std::array::from_fn(|_| Default::default()),
             armed: std::array::from_fn(|_| Default::default()),
             hello_at: std::array::from_fn(|_| Default::default()),
             fail_at: std::array::from_fn(|_| Default::default()),
@@ -278,45 +288,45 @@ impl<const D: usize> Default for EapsNode<D> {
             om_at: std::array::from_fn(|_| Default::default()),
             counts: std::array::from_fn(|_| Default::default()),
             dstep: Default::default(),
-            ks: Default::default(),
-            kns: Default::default(),
-            kcs: Default::default(),
-            k_dues: Default::default(),
-            k_q: Default::default(),
-            kn_q: Default::default(),
-            kc_q: Default::default(),
-            kdue_q: Default::default(),
-            k_valid: Default::default(),
-            k: Default::default(),
-            kn: Default::default(),
-            kc: Default::default(),
-            nn: Default::default(),
-            jm: Default::default(),
+            sel_regs: Default::default(),
+            sel_counts: Default::default(),
+            sel_cfg: Default::default(),
+            sel_due: Default::default(),
+            cur_regs_q: Default::default(),
+            cur_counts_q: Default::default(),
+            cur_cfg_q: Default::default(),
+            cur_due_q: Default::default(),
+            cur_valid: Default::default(),
+            cur_regs: Default::default(),
+            cur_counts: Default::default(),
+            cur_cfg: Default::default(),
+            new_counts: Default::default(),
+            event_port_mask: Default::default(),
             any_due: Default::default(),
-            f: Default::default(),
-            fm_hit: Default::default(),
-            fm_dom: Default::default(),
+            held: Default::default(),
+            held_dom_hit: Default::default(),
+            held_dom: Default::default(),
             write: Default::default(),
-            st_code: Default::default(),
-            n_dom: Default::default(),
+            stat_state_code: Default::default(),
+            next_dom: Default::default(),
             domains: Constant::new((D as u64).into()),
             no_regs: Constant::new(DomRegs::default()),
             no_counts: Constant::new(DomCounts::default()),
             no_cfg: Constant::new(DomCfg::default()),
             n_flush: Default::default(),
             tx_inc: Default::default(),
-            fsel: Default::default(),
-            fmask: Default::default(),
+            held_port: Default::default(),
+            held_port_mask: Default::default(),
             due: std::array::from_fn(|_| Default::default()),
-            k_due: Default::default(),
-            dh: std::array::from_fn(|_| Default::default()),
-            df: std::array::from_fn(|_| Default::default()),
-            dp0: std::array::from_fn(|_| Default::default()),
-            dp1: std::array::from_fn(|_| Default::default()),
-            s_words: Default::default(),
-            s: Default::default(),
-            sn: Default::default(),
-            s_cfgbits: Default::default(),
+            cur_due: Default::default(),
+            hello_late: std::array::from_fn(|_| Default::default()),
+            fail_late: std::array::from_fn(|_| Default::default()),
+            pf0_late: std::array::from_fn(|_| Default::default()),
+            pf1_late: std::array::from_fn(|_| Default::default()),
+            stat_dom_hit: Default::default(),
+            stat_regs: Default::default(),
+            stat_counts: Default::default(),
+            stat_cfg_bits: Default::default(),
         }
     }
 }
@@ -332,8 +342,8 @@ impl<const D: usize> Logic for EapsNode<D> {
             link_q,
             edp_seq,
             phase,
-            job,
-            jport,
+            event_kind,
+            event_port,
             dom,
             step,
             send,
@@ -343,18 +353,18 @@ impl<const D: usize> Logic for EapsNode<D> {
             alert_dom_q,
             alert_mac_q,
             pass_q,
-            k_q,
-            kn_q,
-            kc_q,
-            kdue_q
+            cur_regs_q,
+            cur_counts_q,
+            cur_cfg_q,
+            cur_due_q
         );
         for i in 0..D {
-            self.st[i].clock.next = self.clock.val();
-            self.st[i].d.next = self.st[i].q.val();
+            self.state[i].clock.next = self.clock.val();
+            self.state[i].d.next = self.state[i].q.val();
             self.fwd[i].clock.next = self.clock.val();
             self.fwd[i].d.next = self.fwd[i].q.val();
-            self.hseq[i].clock.next = self.clock.val();
-            self.hseq[i].d.next = self.hseq[i].q.val();
+            self.hello_seq[i].clock.next = self.clock.val();
+            self.hello_seq[i].d.next = self.hello_seq[i].q.val();
             self.armed[i].clock.next = self.clock.val();
             self.armed[i].d.next = self.armed[i].q.val();
             self.hello_at[i].clock.next = self.clock.val();
@@ -370,20 +380,20 @@ impl<const D: usize> Logic for EapsNode<D> {
             self.counts[i].clock.next = self.clock.val();
             self.counts[i].d.next = self.counts[i].q.val();
         }
-        self.prx[0].clock.next = self.clock.val();
-        self.prx[1].clock.next = self.clock.val();
-        self.etx.clock.next = self.clock.val();
-        ByteSink::link(&mut self.rx0, &mut self.prx[0].rx);
-        ByteSink::link(&mut self.rx1, &mut self.prx[1].rx);
-        ByteSource::link(&mut self.tx0, &mut self.etx.tx0);
-        ByteSource::link(&mut self.tx1, &mut self.etx.tx1);
-        self.prx[0].take.next = self.take_held.q.val() & !self.jport.q.val();
-        self.prx[1].take.next = self.take_held.q.val() & self.jport.q.val();
+        self.pdu_rx[0].clock.next = self.clock.val();
+        self.pdu_rx[1].clock.next = self.clock.val();
+        self.pdu_tx.clock.next = self.clock.val();
+        ByteSink::link(&mut self.rx0, &mut self.pdu_rx[0].rx);
+        ByteSink::link(&mut self.rx1, &mut self.pdu_rx[1].rx);
+        ByteSource::link(&mut self.tx0, &mut self.pdu_tx.tx0);
+        ByteSource::link(&mut self.tx1, &mut self.pdu_tx.tx1);
+        self.pdu_rx[0].take.next = self.take_held.q.val() & !self.event_port.q.val();
+        self.pdu_rx[1].take.next = self.take_held.q.val() & self.event_port.q.val();
         self.take_held.d.next = false;
-        self.etx.start.next = false;
+        self.pdu_tx.start.next = false;
         // (Port 1 unless the plan's mask has port 0; a field's bit is not selectable in rust-hdl's
         // Verilog, hence the mask compare.)
-        self.etx.port.next = (self.send.q.val().mask & 1) == 0;
+        self.pdu_tx.port.next = (self.send.q.val().mask & 1) == 0;
         self.flush_q.d.next = 0.into();
         self.alert_q.d.next = false;
         self.pass_q.d.next = 0.into();
@@ -400,169 +410,176 @@ impl<const D: usize> Logic for EapsNode<D> {
         for i in 0..D {
             self.forwarding.next = self.forwarding.val().replace_bit(2 * i, self.fwd[i].q.val().get_bit(0));
             self.forwarding.next = self.forwarding.val().replace_bit(2 * i + 1, self.fwd[i].q.val().get_bit(1));
-            self.dh[i].next = self.now.val() - self.hello_at[i].q.val();
-            self.df[i].next = self.now.val() - self.fail_at[i].q.val();
-            self.dp0[i].next = self.now.val() - self.pf0_at[i].q.val();
-            self.dp1[i].next = self.now.val() - self.pf1_at[i].q.val();
+            self.hello_late[i].next = self.now.val() - self.hello_at[i].q.val();
+            self.fail_late[i].next = self.now.val() - self.fail_at[i].q.val();
+            self.pf0_late[i].next = self.now.val() - self.pf0_at[i].q.val();
+            self.pf1_late[i].next = self.now.val() - self.pf1_at[i].q.val();
             self.due[i].next = 0.into();
-            self.due[i].next =
-                self.due[i].val().replace_bit(0, self.armed[i].q.val().get_bit(0) & !self.dh[i].val().get_bit(31));
-            self.due[i].next =
-                self.due[i].val().replace_bit(1, self.armed[i].q.val().get_bit(1) & !self.df[i].val().get_bit(31));
-            self.due[i].next =
-                self.due[i].val().replace_bit(2, self.armed[i].q.val().get_bit(2) & !self.dp0[i].val().get_bit(31));
-            self.due[i].next =
-                self.due[i].val().replace_bit(3, self.armed[i].q.val().get_bit(3) & !self.dp1[i].val().get_bit(31));
+            self.due[i].next = self.due[i]
+                .val()
+                .replace_bit(0, self.armed[i].q.val().get_bit(0) & !self.hello_late[i].val().get_bit(31));
+            self.due[i].next = self.due[i]
+                .val()
+                .replace_bit(1, self.armed[i].q.val().get_bit(1) & !self.fail_late[i].val().get_bit(31));
+            self.due[i].next = self.due[i]
+                .val()
+                .replace_bit(2, self.armed[i].q.val().get_bit(2) & !self.pf0_late[i].val().get_bit(31));
+            self.due[i].next = self.due[i]
+                .val()
+                .replace_bit(3, self.armed[i].q.val().get_bit(3) & !self.pf1_late[i].val().get_bit(31));
             if self.due[i].val().any() {
                 self.any_due.next = true;
             }
         }
 
         // The domain `dom` names, chosen; the step reads it from the registers Load fills.
-        self.ks.next = self.no_regs.val();
-        self.kns.next = self.no_counts.val();
-        self.kcs.next = self.no_cfg.val();
-        self.k_dues.next = 0.into();
+        self.sel_regs.next = self.no_regs.val();
+        self.sel_counts.next = self.no_counts.val();
+        self.sel_cfg.next = self.no_cfg.val();
+        self.sel_due.next = 0.into();
         for i in 0..D {
             if self.dom.q.val().index() == i {
-                self.ks.next.st = self.st[i].q.val();
-                self.ks.next.fwd = self.fwd[i].q.val();
-                self.ks.next.hseq = self.hseq[i].q.val();
-                self.ks.next.armed = self.armed[i].q.val();
-                self.ks.next.hello_at = self.hello_at[i].q.val();
-                self.ks.next.fail_at = self.fail_at[i].q.val();
-                self.ks.next.pf0_at = self.pf0_at[i].q.val();
-                self.ks.next.pf1_at = self.pf1_at[i].q.val();
-                self.ks.next.om_at = self.om_at[i].q.val();
-                self.kns.next = self.counts[i].q.val();
-                self.k_dues.next = self.due[i].val();
-                self.kcs.next.active = self.cfg[i].active.val();
-                self.kcs.next.master = self.cfg[i].master.val();
-                self.kcs.next.primary = self.cfg[i].primary.val();
-                self.kcs.next.send_alert = self.cfg[i].send_alert.val();
-                self.kcs.next.control_vlan = self.cfg[i].control_vlan.val();
-                self.kcs.next.hello = self.cfg[i].hello.val();
-                self.kcs.next.fail = self.cfg[i].fail.val();
-                self.kcs.next.pre_forwarding = self.cfg[i].pre_forwarding.val();
-                self.kcs.next.hello_field = self.cfg[i].hello_field.val();
-                self.kcs.next.fail_field = self.cfg[i].fail_field.val();
+                self.sel_regs.next.state = self.state[i].q.val();
+                self.sel_regs.next.fwd = self.fwd[i].q.val();
+                self.sel_regs.next.hello_seq = self.hello_seq[i].q.val();
+                self.sel_regs.next.armed = self.armed[i].q.val();
+                self.sel_regs.next.hello_at = self.hello_at[i].q.val();
+                self.sel_regs.next.fail_at = self.fail_at[i].q.val();
+                self.sel_regs.next.pf0_at = self.pf0_at[i].q.val();
+                self.sel_regs.next.pf1_at = self.pf1_at[i].q.val();
+                self.sel_regs.next.om_at = self.om_at[i].q.val();
+                self.sel_counts.next = self.counts[i].q.val();
+                self.sel_due.next = self.due[i].val();
+                self.sel_cfg.next.active = self.cfg[i].active.val();
+                self.sel_cfg.next.master = self.cfg[i].master.val();
+                self.sel_cfg.next.primary = self.cfg[i].primary.val();
+                self.sel_cfg.next.send_alert = self.cfg[i].send_alert.val();
+                self.sel_cfg.next.control_vlan = self.cfg[i].control_vlan.val();
+                self.sel_cfg.next.hello = self.cfg[i].hello.val();
+                self.sel_cfg.next.fail = self.cfg[i].fail.val();
+                self.sel_cfg.next.pre_forwarding = self.cfg[i].pre_forwarding.val();
+                self.sel_cfg.next.hello_field = self.cfg[i].hello_field.val();
+                self.sel_cfg.next.fail_field = self.cfg[i].fail_field.val();
             }
         }
-        self.k_valid.next = (self.phase.q.val() == NodePhase::Step)
+        self.cur_valid.next = (self.phase.q.val() == NodePhase::Step)
             | (self.phase.q.val() == NodePhase::Send)
             | (self.phase.q.val() == NodePhase::SendWait);
         if self.phase.q.val() == NodePhase::Load {
-            self.k_q.d.next = self.ks.val();
-            self.kn_q.d.next = self.kns.val();
-            self.kc_q.d.next = self.kcs.val();
-            self.kdue_q.d.next = self.k_dues.val();
+            self.cur_regs_q.d.next = self.sel_regs.val();
+            self.cur_counts_q.d.next = self.sel_counts.val();
+            self.cur_cfg_q.d.next = self.sel_cfg.val();
+            self.cur_due_q.d.next = self.sel_due.val();
         }
-        self.k.next = self.k_q.q.val();
-        self.kn.next = self.kn_q.q.val();
-        self.kc.next = self.kc_q.q.val();
-        self.k_due.next = self.kdue_q.q.val();
-        self.jm.next = 1.into();
-        if self.jport.q.val() {
-            self.jm.next = 2.into();
+        self.cur_regs.next = self.cur_regs_q.q.val();
+        self.cur_counts.next = self.cur_counts_q.q.val();
+        self.cur_cfg.next = self.cur_cfg_q.q.val();
+        self.cur_due.next = self.cur_due_q.q.val();
+        self.event_port_mask.next = 1.into();
+        if self.event_port.q.val() {
+            self.event_port_mask.next = 2.into();
         }
 
         // The PDU at the port being (or about to be) handled, and its domain.
-        self.fsel.next = self.jport.q.val();
+        self.held_port.next = self.event_port.q.val();
         if self.phase.q.val() == NodePhase::Idle {
-            self.fsel.next = !self.prx[0].full.val();
+            self.held_port.next = !self.pdu_rx[0].full.val();
         }
-        self.fmask.next = 1.into();
-        if self.fsel.val() {
-            self.fmask.next = 2.into();
+        self.held_port_mask.next = 1.into();
+        if self.held_port.val() {
+            self.held_port_mask.next = 2.into();
         }
-        self.f.next.vid = 0.into();
-        self.f.next.eaps_type = 0.into();
-        self.f.next.control_vlan = 0.into();
-        self.f.next.system_mac = 0.into();
-        self.f.next.other = false;
-        self.f.next.state = 0.into();
-        self.f.next.malformed = 0.into();
+        self.held.next.vid = 0.into();
+        self.held.next.eaps_type = 0.into();
+        self.held.next.control_vlan = 0.into();
+        self.held.next.system_mac = 0.into();
+        self.held.next.other = false;
+        self.held.next.state = 0.into();
+        self.held.next.malformed = 0.into();
         for p in 0..2 {
-            if self.fmask.val().get_bit(p) {
-                self.f.next.state = self.prx[p].pdu.state.val();
-                self.f.next.malformed = self.prx[p].malformed.val();
-                self.f.next.vid = self.prx[p].vid.val();
-                self.f.next.eaps_type = self.prx[p].pdu.eaps_type.val();
-                self.f.next.control_vlan = self.prx[p].pdu.control_vlan.val();
-                self.f.next.system_mac = self.prx[p].pdu.system_mac.val();
-                self.f.next.other = self.prx[p].other.val();
+            if self.held_port_mask.val().get_bit(p) {
+                self.held.next.state = self.pdu_rx[p].pdu.state.val();
+                self.held.next.malformed = self.pdu_rx[p].malformed.val();
+                self.held.next.vid = self.pdu_rx[p].vid.val();
+                self.held.next.eaps_type = self.pdu_rx[p].pdu.eaps_type.val();
+                self.held.next.control_vlan = self.pdu_rx[p].pdu.control_vlan.val();
+                self.held.next.system_mac = self.pdu_rx[p].pdu.system_mac.val();
+                self.held.next.other = self.pdu_rx[p].other.val();
             }
         }
-        self.f.next.esl_ok = false;
-        self.f_esl_mac.next = 0.into();
-        self.f_esl_seq.next = 0.into();
+        self.held.next.esl_ok = false;
+        self.held_esl_mac.next = 0.into();
+        self.held_esl_seq.next = 0.into();
         for p in 0..2 {
-            if self.fmask.val().get_bit(p) {
-                self.f.next.esl_ok = self.esl[p].ok.val();
-                self.f_esl_mac.next = self.esl[p].mac.val();
-                self.f_esl_seq.next = self.esl[p].seq.val();
+            if self.held_port_mask.val().get_bit(p) {
+                self.held.next.esl_ok = self.esl[p].ok.val();
+                self.held_esl_mac.next = self.esl[p].mac.val();
+                self.held_esl_seq.next = self.esl[p].seq.val();
             }
         }
-        self.fm_hit.next = false;
-        self.fm_dom.next = 0.into();
+        self.held_dom_hit.next = false;
+        self.held_dom.next = 0.into();
         for i in 0..D {
-            if !self.fm_hit.val() & self.cfg[i].active.val() & (self.cfg[i].control_vlan.val() == self.f.val().vid) {
-                self.fm_hit.next = true;
-                self.fm_dom.next = i.to_bits();
+            if !self.held_dom_hit.val()
+                & self.cfg[i].active.val()
+                & (self.cfg[i].control_vlan.val() == self.held.val().vid)
+            {
+                self.held_dom_hit.next = true;
+                self.held_dom.next = i.to_bits();
             }
         }
 
         // The emitter's fields: a forwarded PDU's own, or this node's.
-        self.etx.pdu.src.next = self.system_mac.val();
-        self.etx.pdu.pcp.next = 7.into();
-        self.etx.pdu.edp_seq.next = self.edp_seq.q.val();
-        self.etx.pdu.eaps_type.next = self.send.q.val().eaps_type;
-        self.etx.pdu.control_vlan.next = bit_cast::<16, 12>(self.kc.val().control_vlan);
-        self.etx.pdu.system_mac.next = self.system_mac.val();
-        self.etx.pdu.hello_timer.next = self.kc.val().hello_field;
-        self.etx.pdu.fail_timer.next = self.kc.val().fail_field;
-        self.etx.pdu.state.next = self.send.q.val().state;
-        self.etx.pdu.hello_seq.next = self.k.val().hseq;
+        self.pdu_tx.pdu.src.next = self.system_mac.val();
+        self.pdu_tx.pdu.pcp.next = 7.into();
+        self.pdu_tx.pdu.edp_seq.next = self.edp_seq.q.val();
+        self.pdu_tx.pdu.eaps_type.next = self.send.q.val().eaps_type;
+        self.pdu_tx.pdu.control_vlan.next = bit_cast::<16, 12>(self.cur_cfg.val().control_vlan);
+        self.pdu_tx.pdu.system_mac.next = self.system_mac.val();
+        self.pdu_tx.pdu.hello_timer.next = self.cur_cfg.val().hello_field;
+        self.pdu_tx.pdu.fail_timer.next = self.cur_cfg.val().fail_field;
+        self.pdu_tx.pdu.state.next = self.send.q.val().state;
+        self.pdu_tx.pdu.hello_seq.next = self.cur_regs.val().hello_seq;
         for p in 0..2 {
-            if self.send.q.val().forward & self.jm.val().get_bit(p) {
-                self.etx.pdu.src.next = self.prx[p].pdu.src.val();
-                self.etx.pdu.pcp.next = self.prx[p].pdu.pcp.val();
-                self.etx.pdu.edp_seq.next = self.prx[p].pdu.edp_seq.val();
-                self.etx.pdu.eaps_type.next = self.prx[p].pdu.eaps_type.val();
-                self.etx.pdu.control_vlan.next = self.prx[p].pdu.control_vlan.val();
-                self.etx.pdu.system_mac.next = self.prx[p].pdu.system_mac.val();
-                self.etx.pdu.hello_timer.next = self.prx[p].pdu.hello_timer.val();
-                self.etx.pdu.fail_timer.next = self.prx[p].pdu.fail_timer.val();
-                self.etx.pdu.state.next = self.prx[p].pdu.state.val();
-                self.etx.pdu.hello_seq.next = self.prx[p].pdu.hello_seq.val();
+            if self.send.q.val().forward & self.event_port_mask.val().get_bit(p) {
+                self.pdu_tx.pdu.src.next = self.pdu_rx[p].pdu.src.val();
+                self.pdu_tx.pdu.pcp.next = self.pdu_rx[p].pdu.pcp.val();
+                self.pdu_tx.pdu.edp_seq.next = self.pdu_rx[p].pdu.edp_seq.val();
+                self.pdu_tx.pdu.eaps_type.next = self.pdu_rx[p].pdu.eaps_type.val();
+                self.pdu_tx.pdu.control_vlan.next = self.pdu_rx[p].pdu.control_vlan.val();
+                self.pdu_tx.pdu.system_mac.next = self.pdu_rx[p].pdu.system_mac.val();
+                self.pdu_tx.pdu.hello_timer.next = self.pdu_rx[p].pdu.hello_timer.val();
+                self.pdu_tx.pdu.fail_timer.next = self.pdu_rx[p].pdu.fail_timer.val();
+                self.pdu_tx.pdu.state.next = self.pdu_rx[p].pdu.state.val();
+                self.pdu_tx.pdu.hello_seq.next = self.pdu_rx[p].pdu.hello_seq.val();
             }
         }
 
         // One domain step (written back in NodePhase::Step).
-        self.dstep.job.next = self.job.q.val();
+        self.dstep.event_kind.next = self.event_kind.q.val();
         self.dstep.step.next = self.step.q.val();
-        self.dstep.port.next = self.jport.q.val();
+        self.dstep.port.next = self.event_port.q.val();
         self.dstep.link.next = self.link_q.q.val();
         self.dstep.now.next = self.now.val();
         self.dstep.system_mac.next = self.system_mac.val();
-        self.dstep.k.next = self.k.val();
-        self.dstep.cfg.next = self.kc.val();
-        self.dstep.due.next = self.k_due.val();
-        self.dstep.pdu.next = self.f.val();
+        self.dstep.regs.next = self.cur_regs.val();
+        self.dstep.cfg.next = self.cur_cfg.val();
+        self.dstep.due.next = self.cur_due.val();
+        self.dstep.pdu.next = self.held.val();
         self.dstep.esl_pass.next = self.seen.pass.val();
         // Its alert registers follow it in every phase; the pulse only when it is written.
         if self.dstep.alert.val() {
             self.alert_sm_q.d.next = self.dstep.alert_second_master.val();
             self.alert_dom_q.d.next = self.dom.q.val();
             if self.dstep.alert_second_master.val() {
-                self.alert_mac_q.d.next = self.f.val().system_mac;
+                self.alert_mac_q.d.next = self.held.val().system_mac;
             }
         }
 
         // The sequencer.
         self.write.next = false;
         self.tx_inc.next = false;
-        self.n_dom.next = bit_cast::<5, 4>(self.dom.q.val()) + 1;
+        self.next_dom.next = bit_cast::<5, 4>(self.dom.q.val()) + 1;
         match self.phase.q.val() {
             NodePhase::Idle => {
                 if self.take_held.q.val() {
@@ -570,42 +587,42 @@ impl<const D: usize> Logic for EapsNode<D> {
                     self.phase.d.next = NodePhase::Idle;
                 } else if self.enable.val() & !self.enabled.q.val() {
                     self.enabled.d.next = true;
-                    self.job.d.next = Job::Enable;
+                    self.event_kind.d.next = Event::Enable;
                     self.dom.d.next = 0.into();
                     self.step.d.next = 0.into();
                     self.phase.d.next = NodePhase::Load;
-                } else if self.prx[0].full.val() | self.prx[1].full.val() {
-                    self.jport.d.next = self.fsel.val();
-                    self.job.d.next = Job::Frame;
-                    self.dom.d.next = self.fm_dom.val();
+                } else if self.pdu_rx[0].full.val() | self.pdu_rx[1].full.val() {
+                    self.event_port.d.next = self.held_port.val();
+                    self.event_kind.d.next = Event::Frame;
+                    self.dom.d.next = self.held_dom.val();
                     self.step.d.next = 0.into();
-                    if self.fm_hit.val() {
+                    if self.held_dom_hit.val() {
                         self.phase.d.next = NodePhase::Load;
                     } else {
                         self.take_held.d.next = true;
                     }
                 } else if self.link_up.val().get_bit(0) != self.link_q.q.val().get_bit(0) {
                     self.link_q.d.next = self.link_q.q.val().replace_bit(0, self.link_up.val().get_bit(0));
-                    self.jport.d.next = false;
-                    self.job.d.next = Job::LinkDown;
+                    self.event_port.d.next = false;
+                    self.event_kind.d.next = Event::LinkDown;
                     if self.link_up.val().get_bit(0) {
-                        self.job.d.next = Job::LinkUp;
+                        self.event_kind.d.next = Event::LinkUp;
                     }
                     self.dom.d.next = 0.into();
                     self.step.d.next = 0.into();
                     self.phase.d.next = NodePhase::Load;
                 } else if self.link_up.val().get_bit(1) != self.link_q.q.val().get_bit(1) {
                     self.link_q.d.next = self.link_q.q.val().replace_bit(1, self.link_up.val().get_bit(1));
-                    self.jport.d.next = true;
-                    self.job.d.next = Job::LinkDown;
+                    self.event_port.d.next = true;
+                    self.event_kind.d.next = Event::LinkDown;
                     if self.link_up.val().get_bit(1) {
-                        self.job.d.next = Job::LinkUp;
+                        self.event_kind.d.next = Event::LinkUp;
                     }
                     self.dom.d.next = 0.into();
                     self.step.d.next = 0.into();
                     self.phase.d.next = NodePhase::Load;
                 } else if self.any_due.val() {
-                    self.job.d.next = Job::Timers;
+                    self.event_kind.d.next = Event::Timers;
                     self.dom.d.next = 0.into();
                     self.step.d.next = 0.into();
                     self.phase.d.next = NodePhase::Load;
@@ -617,17 +634,17 @@ impl<const D: usize> Logic for EapsNode<D> {
             NodePhase::Step => {
                 self.write.next = true;
                 // The next step of this domain, and its PDUs, see what this one wrote.
-                self.k_q.d.next = self.dstep.n.val();
+                self.cur_regs_q.d.next = self.dstep.next_regs.val();
                 self.send.d.next = self.dstep.send.val();
                 if self.dstep.send.val().mask.any() {
                     self.phase.d.next = NodePhase::Send;
-                } else if self.job.q.val() == Job::Frame {
+                } else if self.event_kind.q.val() == Event::Frame {
                     self.take_held.d.next = true;
                     self.phase.d.next = NodePhase::Idle;
                 } else if !self.dstep.last_step.val() {
-                    // The same domain's next timer: its registers are in k_q already.
+                    // The same domain's next timer: its registers are in cur_regs_q already.
                     self.step.d.next = self.step.q.val() + 1;
-                } else if self.n_dom.val() < self.domains.val() {
+                } else if self.next_dom.val() < self.domains.val() {
                     self.dom.d.next = self.dom.q.val() + 1;
                     self.step.d.next = 0.into();
                     self.phase.d.next = NodePhase::Load;
@@ -636,11 +653,11 @@ impl<const D: usize> Logic for EapsNode<D> {
                 }
             }
             NodePhase::Send => {
-                self.etx.start.next = true;
+                self.pdu_tx.start.next = true;
                 self.phase.d.next = NodePhase::SendWait;
             }
             NodePhase::SendWait => {
-                if self.etx.done.val() {
+                if self.pdu_tx.done.val() {
                     if !self.send.q.val().forward {
                         self.edp_seq.d.next = self.edp_seq.q.val() + 1;
                         self.tx_inc.next = true;
@@ -648,13 +665,13 @@ impl<const D: usize> Logic for EapsNode<D> {
                     if self.send.q.val().mask == 3 {
                         self.send.d.next.mask = 2.into();
                         self.phase.d.next = NodePhase::Send;
-                    } else if self.job.q.val() == Job::Frame {
+                    } else if self.event_kind.q.val() == Event::Frame {
                         self.take_held.d.next = true;
                         self.phase.d.next = NodePhase::Idle;
                     } else if !self.dstep.last_step.val() {
                         self.step.d.next = self.step.q.val() + 1;
                         self.phase.d.next = NodePhase::Load;
-                    } else if self.n_dom.val() < self.domains.val() {
+                    } else if self.next_dom.val() < self.domains.val() {
                         self.dom.d.next = self.dom.q.val() + 1;
                         self.step.d.next = 0.into();
                         self.phase.d.next = NodePhase::Load;
@@ -666,199 +683,199 @@ impl<const D: usize> Logic for EapsNode<D> {
         }
 
         // Write the step back, and the outputs it pulses.
-        self.nn.next = self.kn.val();
+        self.new_counts.next = self.cur_counts.val();
         if self.write.val() {
             if self.dstep.inc_rx.val() {
-                self.nn.next.rx = self.kn.val().rx + 1;
+                self.new_counts.next.rx = self.cur_counts.val().rx + 1;
             }
             if self.dstep.inc_fwd.val() {
-                self.nn.next.forwarded = self.kn.val().forwarded + 1;
+                self.new_counts.next.forwarded = self.cur_counts.val().forwarded + 1;
             }
             if self.dstep.inc_drop.val() {
-                self.nn.next.dropped = self.kn.val().dropped + 1;
+                self.new_counts.next.dropped = self.cur_counts.val().dropped + 1;
             }
             match self.dstep.inc_malformed.val().index() {
                 1 => {
-                    self.nn.next.malformed_length = self.kn.val().malformed_length + 1;
+                    self.new_counts.next.malformed_length = self.cur_counts.val().malformed_length + 1;
                 }
                 2 => {
-                    self.nn.next.malformed_version = self.kn.val().malformed_version + 1;
+                    self.new_counts.next.malformed_version = self.cur_counts.val().malformed_version + 1;
                 }
                 3 => {
-                    self.nn.next.malformed_checksum = self.kn.val().malformed_checksum + 1;
+                    self.new_counts.next.malformed_checksum = self.cur_counts.val().malformed_checksum + 1;
                 }
                 4 => {
-                    self.nn.next.malformed_tlv = self.kn.val().malformed_tlv + 1;
+                    self.new_counts.next.malformed_tlv = self.cur_counts.val().malformed_tlv + 1;
                 }
                 _ => {}
             }
-            if self.dstep.n.val().st != self.k.val().st {
-                self.nn.next.transition_time = self.now.val();
-                self.nn.next.transition_cause = self.dstep.cause.val();
+            if self.dstep.next_regs.val().state != self.cur_regs.val().state {
+                self.new_counts.next.transition_time = self.now.val();
+                self.new_counts.next.transition_cause = self.dstep.cause.val();
             }
         }
         if self.tx_inc.val() {
-            self.nn.next.tx = self.kn.val().tx + 1;
+            self.new_counts.next.tx = self.cur_counts.val().tx + 1;
         }
         self.n_flush.next = 0.into();
         for i in 0..D {
             if self.dom.q.val().index() == i {
                 if self.write.val() {
-                    self.st[i].d.next = self.dstep.n.val().st;
-                    self.fwd[i].d.next = self.dstep.n.val().fwd;
-                    self.hseq[i].d.next = self.dstep.n.val().hseq;
-                    self.armed[i].d.next = self.dstep.n.val().armed;
-                    self.hello_at[i].d.next = self.dstep.n.val().hello_at;
-                    self.fail_at[i].d.next = self.dstep.n.val().fail_at;
-                    self.pf0_at[i].d.next = self.dstep.n.val().pf0_at;
-                    self.pf1_at[i].d.next = self.dstep.n.val().pf1_at;
-                    self.om_at[i].d.next = self.dstep.n.val().om_at;
+                    self.state[i].d.next = self.dstep.next_regs.val().state;
+                    self.fwd[i].d.next = self.dstep.next_regs.val().fwd;
+                    self.hello_seq[i].d.next = self.dstep.next_regs.val().hello_seq;
+                    self.armed[i].d.next = self.dstep.next_regs.val().armed;
+                    self.hello_at[i].d.next = self.dstep.next_regs.val().hello_at;
+                    self.fail_at[i].d.next = self.dstep.next_regs.val().fail_at;
+                    self.pf0_at[i].d.next = self.dstep.next_regs.val().pf0_at;
+                    self.pf1_at[i].d.next = self.dstep.next_regs.val().pf1_at;
+                    self.om_at[i].d.next = self.dstep.next_regs.val().om_at;
                     self.n_flush.next = self.n_flush.val().replace_bit(i, self.dstep.flush.val());
                 }
-                if self.k_valid.val() {
-                    self.counts[i].d.next = self.nn.val();
+                if self.cur_valid.val() {
+                    self.counts[i].d.next = self.new_counts.val();
                 }
             }
         }
-        if self.k_valid.val() {
-            self.kn_q.d.next = self.nn.val();
+        if self.cur_valid.val() {
+            self.cur_counts_q.d.next = self.new_counts.val();
         }
         self.flush_q.d.next = self.n_flush.val();
         if self.write.val() & self.dstep.pass.val() {
-            self.pass_q.d.next = self.jm.val();
+            self.pass_q.d.next = self.event_port_mask.val();
         }
         // The master's pass rule: the ESL checks hold the frame EapsRx holds (loaded when
         // nothing is held or what is held is taken this clock); the table records a pass.
         self.seen.clock.next = self.clock.val();
         self.seen.now.next = self.now.val();
         self.seen.dom.next = self.dom.q.val();
-        self.seen.mac.next = self.f_esl_mac.val();
-        self.seen.seq.next = self.f_esl_seq.val();
-        self.seen.age.next = self.kc.val().fail;
+        self.seen.mac.next = self.held_esl_mac.val();
+        self.seen.seq.next = self.held_esl_seq.val();
+        self.seen.age.next = self.cur_cfg.val().fail;
         self.seen.write.next = self.write.val() & self.dstep.esl_write.val();
         self.esl[0].clock.next = self.clock.val();
         self.esl[0].data.next = self.rx0.data.val();
         self.esl[0].valid.next = self.rx0.valid.val();
         self.esl[0].last.next = self.rx0.last.val();
-        self.esl[0].load.next = !self.prx[0].full.val() | self.prx[0].take.val();
+        self.esl[0].load.next = !self.pdu_rx[0].full.val() | self.pdu_rx[0].take.val();
         self.esl[1].clock.next = self.clock.val();
         self.esl[1].data.next = self.rx1.data.val();
         self.esl[1].valid.next = self.rx1.valid.val();
         self.esl[1].last.next = self.rx1.last.val();
-        self.esl[1].load.next = !self.prx[1].full.val() | self.prx[1].take.val();
+        self.esl[1].load.next = !self.pdu_rx[1].full.val() | self.pdu_rx[1].take.val();
         self.alert_q.d.next = self.write.val() & self.dstep.alert.val();
 
         self.idle.next = (self.phase.q.val() == NodePhase::Idle)
-            & !self.prx[0].full.val()
-            & !self.prx[1].full.val()
-            & !self.prx[0].pending.val()
-            & !self.prx[1].pending.val()
+            & !self.pdu_rx[0].full.val()
+            & !self.pdu_rx[1].full.val()
+            & !self.pdu_rx[0].pending.val()
+            & !self.pdu_rx[1].pending.val()
             & (self.link_up.val() == self.link_q.q.val())
             & !(self.enable.val() & !self.enabled.q.val())
             & !self.any_due.val()
-            & !self.etx.busy.val();
+            & !self.pdu_tx.busy.val();
 
         // Status words.
         self.status_data.next = 0.into();
-        self.st_code.next = 0.into();
-        self.s_words.next = false;
-        self.s.next = self.no_regs.val();
-        self.sn.next = self.no_counts.val();
-        self.s_cfgbits.next = 0.into();
+        self.stat_state_code.next = 0.into();
+        self.stat_dom_hit.next = false;
+        self.stat_regs.next = self.no_regs.val();
+        self.stat_counts.next = self.no_counts.val();
+        self.stat_cfg_bits.next = 0.into();
         for i in 0..D {
             if self.status_address.val().get_bits::<4>(4).index() == i {
-                self.s.next.st = self.st[i].q.val();
-                self.s.next.fwd = self.fwd[i].q.val();
-                self.s.next.hseq = self.hseq[i].q.val();
-                self.s.next.armed = self.armed[i].q.val();
-                self.s.next.hello_at = self.hello_at[i].q.val();
-                self.s.next.fail_at = self.fail_at[i].q.val();
-                self.s.next.pf0_at = self.pf0_at[i].q.val();
-                self.s.next.pf1_at = self.pf1_at[i].q.val();
-                self.s.next.om_at = self.om_at[i].q.val();
-                self.sn.next = self.counts[i].q.val();
-                self.s_cfgbits.next = self.s_cfgbits.val().replace_bit(0, self.cfg[i].master.val());
-                self.s_cfgbits.next = self.s_cfgbits.val().replace_bit(1, self.cfg[i].primary.val());
-                self.s_cfgbits.next = self.s_cfgbits.val().replace_bit(2, self.cfg[i].active.val());
-                self.s_words.next = true;
+                self.stat_regs.next.state = self.state[i].q.val();
+                self.stat_regs.next.fwd = self.fwd[i].q.val();
+                self.stat_regs.next.hello_seq = self.hello_seq[i].q.val();
+                self.stat_regs.next.armed = self.armed[i].q.val();
+                self.stat_regs.next.hello_at = self.hello_at[i].q.val();
+                self.stat_regs.next.fail_at = self.fail_at[i].q.val();
+                self.stat_regs.next.pf0_at = self.pf0_at[i].q.val();
+                self.stat_regs.next.pf1_at = self.pf1_at[i].q.val();
+                self.stat_regs.next.om_at = self.om_at[i].q.val();
+                self.stat_counts.next = self.counts[i].q.val();
+                self.stat_cfg_bits.next = self.stat_cfg_bits.val().replace_bit(0, self.cfg[i].master.val());
+                self.stat_cfg_bits.next = self.stat_cfg_bits.val().replace_bit(1, self.cfg[i].primary.val());
+                self.stat_cfg_bits.next = self.stat_cfg_bits.val().replace_bit(2, self.cfg[i].active.val());
+                self.stat_dom_hit.next = true;
             }
         }
-        match self.s.val().st {
+        match self.stat_regs.val().state {
             DomState::Idle => {
-                self.st_code.next = 0.into();
+                self.stat_state_code.next = 0.into();
             }
             DomState::Init => {
-                self.st_code.next = 1.into();
+                self.stat_state_code.next = 1.into();
             }
             DomState::Complete => {
-                self.st_code.next = 2.into();
+                self.stat_state_code.next = 2.into();
             }
             DomState::Failed => {
-                self.st_code.next = 3.into();
+                self.stat_state_code.next = 3.into();
             }
             DomState::LinksUp => {
-                self.st_code.next = 4.into();
+                self.stat_state_code.next = 4.into();
             }
             DomState::LinksDown => {
-                self.st_code.next = 5.into();
+                self.stat_state_code.next = 5.into();
             }
             DomState::PreForwarding => {
-                self.st_code.next = 6.into();
+                self.stat_state_code.next = 6.into();
             }
         }
-        if self.s_words.val() {
+        if self.stat_dom_hit.val() {
             match self.status_address.val().get_bits::<4>(0).index() {
                 0 => {
-                    self.status_data.next = self.st_code.val()
-                        | (bit_cast::<32, 2>(self.s.val().fwd) << 4)
-                        | (bit_cast::<32, 3>(self.s_cfgbits.val()) << 8);
+                    self.status_data.next = self.stat_state_code.val()
+                        | (bit_cast::<32, 2>(self.stat_regs.val().fwd) << 4)
+                        | (bit_cast::<32, 3>(self.stat_cfg_bits.val()) << 8);
                 }
                 1 => {
-                    self.status_data.next = self.sn.val().tx;
+                    self.status_data.next = self.stat_counts.val().tx;
                 }
                 2 => {
-                    self.status_data.next = self.sn.val().rx;
+                    self.status_data.next = self.stat_counts.val().rx;
                 }
                 3 => {
-                    self.status_data.next = self.sn.val().forwarded;
+                    self.status_data.next = self.stat_counts.val().forwarded;
                 }
                 4 => {
-                    self.status_data.next = self.sn.val().dropped;
+                    self.status_data.next = self.stat_counts.val().dropped;
                 }
                 5 => {
-                    self.status_data.next = self.sn.val().transition_time;
+                    self.status_data.next = self.stat_counts.val().transition_time;
                 }
                 6 => {
-                    self.status_data.next = bit_cast::<32, 4>(self.sn.val().transition_cause);
+                    self.status_data.next = bit_cast::<32, 4>(self.stat_counts.val().transition_cause);
                 }
                 7 => {
-                    self.status_data.next = self.s.val().hello_at;
+                    self.status_data.next = self.stat_regs.val().hello_at;
                 }
                 8 => {
-                    self.status_data.next = self.s.val().fail_at;
+                    self.status_data.next = self.stat_regs.val().fail_at;
                 }
                 9 => {
-                    self.status_data.next = self.s.val().pf0_at;
+                    self.status_data.next = self.stat_regs.val().pf0_at;
                 }
                 10 => {
-                    self.status_data.next = self.s.val().pf1_at;
+                    self.status_data.next = self.stat_regs.val().pf1_at;
                 }
                 11 => {
-                    self.status_data.next = bit_cast::<32, 5>(self.s.val().armed);
+                    self.status_data.next = bit_cast::<32, 5>(self.stat_regs.val().armed);
                 }
                 12 => {
-                    self.status_data.next = bit_cast::<32, 16>(self.s.val().hseq);
+                    self.status_data.next = bit_cast::<32, 16>(self.stat_regs.val().hello_seq);
                 }
                 13 => {
-                    self.status_data.next = self.s.val().om_at;
+                    self.status_data.next = self.stat_regs.val().om_at;
                 }
                 14 => {
-                    self.status_data.next = bit_cast::<32, 16>(self.sn.val().malformed_length)
-                        | (bit_cast::<32, 16>(self.sn.val().malformed_version) << 16);
+                    self.status_data.next = bit_cast::<32, 16>(self.stat_counts.val().malformed_length)
+                        | (bit_cast::<32, 16>(self.stat_counts.val().malformed_version) << 16);
                 }
                 15 => {
-                    self.status_data.next = bit_cast::<32, 16>(self.sn.val().malformed_checksum)
-                        | (bit_cast::<32, 16>(self.sn.val().malformed_tlv) << 16);
+                    self.status_data.next = bit_cast::<32, 16>(self.stat_counts.val().malformed_checksum)
+                        | (bit_cast::<32, 16>(self.stat_counts.val().malformed_tlv) << 16);
                 }
                 _ => {}
             }
@@ -872,12 +889,12 @@ impl<const D: usize> Logic for EapsNode<D> {
                     | (bit_cast::<32, 1>((self.phase.q.val() != NodePhase::Idle).into()) << 2);
             }
             242 => {
-                self.status_data.next = bit_cast::<32, 16>(self.prx[0].rejected.val())
-                    | (bit_cast::<32, 16>(self.prx[0].overruns.val()) << 16);
+                self.status_data.next = bit_cast::<32, 16>(self.pdu_rx[0].rejected.val())
+                    | (bit_cast::<32, 16>(self.pdu_rx[0].overruns.val()) << 16);
             }
             243 => {
-                self.status_data.next = bit_cast::<32, 16>(self.prx[1].rejected.val())
-                    | (bit_cast::<32, 16>(self.prx[1].overruns.val()) << 16);
+                self.status_data.next = bit_cast::<32, 16>(self.pdu_rx[1].rejected.val())
+                    | (bit_cast::<32, 16>(self.pdu_rx[1].overruns.val()) << 16);
             }
             _ => {}
         }

@@ -1,25 +1,25 @@
 //! One EAPS domain step (docs/eaps.md §3–§6): what one event does to one domain's registers,
 //! which PDU it sends and what the node counts, passes, flushes and alerts. Combinational; the
 //! [`crate::eaps_node::EapsNode`]'s sequencer loads the domain's registers and configuration
-//! into flip-flops first, applies `n` and the pulses when it writes the step back, and emits the
-//! planned PDU through its emitter.
+//! into flip-flops first, applies `next_regs` and the pulses when it writes the step back, and
+//! emits the planned PDU through its emitter.
 //!
 //! Contract (the reference is `spotagg_spec::eaps::EapsNode`, whose calls the node replays):
-//! - In: the event (`job`; for `Job::Timers`, which of the four timers `step` is: hello, fail,
-//!   pre-forwarding 0, 1), the port it concerns (`port`), the links as the node acts on them
-//!   (`link`), the time, the node's MAC, the domain's registers (`k`), configuration (`cfg`) and
-//!   due timers (`due`: bits hello, fail, pre-forwarding 0, 1), and for `Job::Frame` the held
-//!   PDU's fields and the ESL check's verdicts.
-//! - Out: the registers after the step (`n`), the transition's cause (`cause`, [`cause`]: the
-//!   node records it when `n.st` differs from `k.st`), the counters to increment, whether the
-//!   frame is passed (`pass`) and the ESL table written (`esl_write`), a flush, an alert, and the
-//!   PDU to send: `mask` (ports, none for no PDU), `forward` (re-emit the held PDU's own
-//!   fields, else this node's with `pdu_type` and `pdu_state`). `last_step`: the event has no
-//!   further step for this domain.
+//! - In: the event (`event_kind`; for `Event::Timers`, which of the four timers `step` is:
+//!   hello, fail, pre-forwarding 0, 1), the port it concerns (`port`), the links as the node
+//!   acts on them (`link`), the time, the node's MAC, the domain's registers (`regs`),
+//!   configuration (`cfg`) and due timers (`due`: bits hello, fail, pre-forwarding 0, 1), and
+//!   for `Event::Frame` the held PDU's fields and the ESL check's verdicts.
+//! - Out: the registers after the step (`next_regs`), the transition's cause (`cause`,
+//!   [`cause`]: the node records it when `next_regs.state` differs from `regs.state`), the
+//!   counters to increment, whether the frame is passed (`pass`) and the ESL table written
+//!   (`esl_write`), a flush, an alert, and the PDU to send: `mask` (ports, none for no PDU),
+//!   `forward` (re-emit the held PDU's own fields, else this node's with `pdu_type` and
+//!   `pdu_state`). `last_step`: the event has no further step for this domain.
 //!
 //! [`cause`]: crate::eaps::domain::cause
 
-use crate::eaps::domain::{DomCfg, DomRegs, DomState, Job};
+use crate::eaps::domain::{DomCfg, DomRegs, DomState, Event};
 use rust_hdl::prelude::*;
 
 /// The PDU the node holds, as a step reads it (the node gathers it from the port's `EapsRx`
@@ -61,8 +61,8 @@ pub struct PduPlan {
 #[derive(LogicBlock, Default)]
 pub struct DomainStep {
     /// The event.
-    pub job: Signal<In, Job>,
-    /// The timer a `Job::Timers` step looks at: 0 hello, 1 fail, 2 and 3 pre-forwarding.
+    pub event_kind: Signal<In, Event>,
+    /// The timer a `Event::Timers` step looks at: 0 hello, 1 fail, 2 and 3 pre-forwarding.
     pub step: Signal<In, Bits<2>>,
     /// The port of a link event or a PDU.
     pub port: Signal<In, Bit>,
@@ -73,17 +73,17 @@ pub struct DomainStep {
     /// The node's system MAC.
     pub system_mac: Signal<In, Bits<48>>,
     /// The domain's registers.
-    pub k: Signal<In, DomRegs>,
+    pub regs: Signal<In, DomRegs>,
     /// Its configuration.
     pub cfg: Signal<In, DomCfg>,
     /// Its due timers: hello, fail, pre-forwarding 0, 1.
     pub due: Signal<In, Bits<4>>,
-    /// The held PDU (`Job::Frame`).
+    /// The held PDU (`Event::Frame`).
     pub pdu: Signal<In, HeldPdu>,
     /// The ESL table lets it through (newer than its sender's last).
     pub esl_pass: Signal<In, Bit>,
     /// The registers after the step.
-    pub n: Signal<Out, DomRegs>,
+    pub next_regs: Signal<Out, DomRegs>,
     /// The cause of a transition.
     pub cause: Signal<Out, Bits<4>>,
     /// Count a received PDU.
@@ -109,12 +109,13 @@ pub struct DomainStep {
     /// The event has no further step for this domain.
     pub last_step: Signal<Out, Bit>,
     // The primary and secondary ports' masks, the event's port and the other one.
-    pm: Signal<Local, Bits<2>>,
-    sm: Signal<Local, Bits<2>>,
-    jm: Signal<Local, Bits<2>>,
-    om: Signal<Local, Bits<2>>,
-    // Another master was heard within the fail period.
-    d_om: Signal<Local, Bits<32>>,
+    primary_mask: Signal<Local, Bits<2>>,
+    secondary_mask: Signal<Local, Bits<2>>,
+    port_mask: Signal<Local, Bits<2>>,
+    other_port_mask: Signal<Local, Bits<2>>,
+    // Another master was heard within the fail period (`om_left`: the other-master deadline
+    // less `now`).
+    om_left: Signal<Local, Bits<32>>,
     om_active: Signal<Local, Bit>,
     may_fail: Signal<Local, Bit>,
     // The state field of this master's HEALTH.
@@ -131,37 +132,38 @@ pub struct DomainStep {
 impl Logic for DomainStep {
     #[hdl_gen]
     fn update(&mut self) {
-        self.pm.next = 1.into();
+        self.primary_mask.next = 1.into();
         if self.cfg.val().primary {
-            self.pm.next = 2.into();
+            self.primary_mask.next = 2.into();
         }
-        self.sm.next = !self.pm.val();
-        self.jm.next = 1.into();
+        self.secondary_mask.next = !self.primary_mask.val();
+        self.port_mask.next = 1.into();
         if self.port.val() {
-            self.jm.next = 2.into();
+            self.port_mask.next = 2.into();
         }
-        self.om.next = !self.jm.val();
-        self.d_om.next = self.k.val().om_at - self.now.val();
-        self.om_active.next = (self.k.val().armed & 16).any() & !self.d_om.val().get_bit(31) & self.d_om.val().any();
+        self.other_port_mask.next = !self.port_mask.val();
+        self.om_left.next = self.regs.val().om_at - self.now.val();
+        self.om_active.next =
+            (self.regs.val().armed & 16).any() & !self.om_left.val().get_bit(31) & self.om_left.val().any();
         // Master: a reported failure opens the ring in Init and Complete, and in Failed while the
         // secondary is held blocked and up.
-        self.may_fail.next = (self.k.val().st == DomState::Init)
-            | (self.k.val().st == DomState::Complete)
-            | ((self.k.val().st == DomState::Failed)
-                & !(self.k.val().fwd & self.sm.val()).any()
-                & (self.link.val() & self.sm.val()).any());
+        self.may_fail.next = (self.regs.val().state == DomState::Init)
+            | (self.regs.val().state == DomState::Complete)
+            | ((self.regs.val().state == DomState::Failed)
+                & !(self.regs.val().fwd & self.secondary_mask.val()).any()
+                & (self.link.val() & self.secondary_mask.val()).any());
         self.wire_state.next = 0.into();
-        if self.k.val().st == DomState::Complete {
+        if self.regs.val().state == DomState::Complete {
             self.wire_state.next = 1.into();
         }
-        if self.k.val().st == DomState::Failed {
+        if self.regs.val().state == DomState::Failed {
             self.wire_state.next = 2.into();
         }
 
-        self.waiting.next = self.link.val() & !self.k.val().fwd;
-        self.ready.next = self.waiting.val() & !bit_cast::<2, 5>(self.k.val().armed >> 2);
+        self.waiting.next = self.link.val() & !self.regs.val().fwd;
+        self.ready.next = self.waiting.val() & !bit_cast::<2, 5>(self.regs.val().armed >> 2);
 
-        self.n.next = self.k.val();
+        self.next_regs.next = self.regs.val();
         self.cause.next = 0.into();
         self.derive.next = false;
         self.inc_rx.next = false;
@@ -180,53 +182,53 @@ impl Logic for DomainStep {
         self.send.next.eaps_type = 0.into();
         self.send.next.state = 0.into();
         self.last_step.next = true;
-        if self.job.val() == Job::Timers {
+        if self.event_kind.val() == Event::Timers {
             self.last_step.next = self.step.val() == 3;
         }
-        match self.job.val() {
-            Job::Enable => {
+        match self.event_kind.val() {
+            Event::Enable => {
                 if self.cfg.val().active {
                     self.cause.next = 1.into(); // cause::ENABLED
                     if self.cfg.val().master {
-                        self.n.next.fwd = self.pm.val();
-                        self.n.next.st = DomState::Init;
-                        self.n.next.fail_at = self.now.val() + self.cfg.val().fail;
-                        self.n.next.hello_at = self.now.val() + self.cfg.val().hello;
-                        self.n.next.armed = self.k.val().armed | 3;
-                        self.n.next.hseq = self.k.val().hseq + 1;
-                        if (self.link.val() & self.pm.val()).any() {
-                            self.send.next.mask = self.pm.val();
+                        self.next_regs.next.fwd = self.primary_mask.val();
+                        self.next_regs.next.state = DomState::Init;
+                        self.next_regs.next.fail_at = self.now.val() + self.cfg.val().fail;
+                        self.next_regs.next.hello_at = self.now.val() + self.cfg.val().hello;
+                        self.next_regs.next.armed = self.regs.val().armed | 3;
+                        self.next_regs.next.hello_seq = self.regs.val().hello_seq + 1;
+                        if (self.link.val() & self.primary_mask.val()).any() {
+                            self.send.next.mask = self.primary_mask.val();
                             self.send.next.eaps_type = 5.into();
                         }
                     } else {
                         // Every port blocked; one that is up waits as after a link up (§6.11).
-                        self.n.next.fwd = 0.into();
+                        self.next_regs.next.fwd = 0.into();
                         if self.link.val().get_bit(0) {
-                            self.n.next.pf0_at = self.now.val() + self.cfg.val().pre_forwarding;
+                            self.next_regs.next.pf0_at = self.now.val() + self.cfg.val().pre_forwarding;
                         }
                         if self.link.val().get_bit(1) {
-                            self.n.next.pf1_at = self.now.val() + self.cfg.val().pre_forwarding;
+                            self.next_regs.next.pf1_at = self.now.val() + self.cfg.val().pre_forwarding;
                         }
-                        self.n.next.armed = self.k.val().armed | (bit_cast::<5, 2>(self.link.val()) << 2);
+                        self.next_regs.next.armed = self.regs.val().armed | (bit_cast::<5, 2>(self.link.val()) << 2);
                         self.derive.next = true;
                     }
                 }
             }
-            Job::LinkDown => {
-                if self.k.val().st != DomState::Idle {
-                    self.n.next.fwd = self.k.val().fwd & self.om.val();
+            Event::LinkDown => {
+                if self.regs.val().state != DomState::Idle {
+                    self.next_regs.next.fwd = self.regs.val().fwd & self.other_port_mask.val();
                     if self.port.val() {
-                        self.n.next.armed = self.k.val().armed & 0x17;
+                        self.next_regs.next.armed = self.regs.val().armed & 0x17;
                     } else {
-                        self.n.next.armed = self.k.val().armed & 0x1b;
+                        self.next_regs.next.armed = self.regs.val().armed & 0x1b;
                     }
                     if self.cfg.val().master {
                         // may_fail with this port already down and blocked.
-                        if (self.k.val().st == DomState::Init)
-                            | (self.k.val().st == DomState::Complete)
-                            | ((self.k.val().st == DomState::Failed)
-                                & !(self.n.val().fwd & self.sm.val()).any()
-                                & (self.link.val() & self.sm.val()).any())
+                        if (self.regs.val().state == DomState::Init)
+                            | (self.regs.val().state == DomState::Complete)
+                            | ((self.regs.val().state == DomState::Failed)
+                                & !(self.next_regs.val().fwd & self.secondary_mask.val()).any()
+                                & (self.link.val() & self.secondary_mask.val()).any())
                         {
                             self.fail_ring.next = true;
                             self.cause.next = 4.into(); // cause::LOCAL_LINK_DOWN0, port 1: 5
@@ -235,12 +237,12 @@ impl Logic for DomainStep {
                             }
                         }
                     } else {
-                        if (self.link.val() & self.om.val()).any() {
-                            self.send.next.mask = self.om.val();
+                        if (self.link.val() & self.other_port_mask.val()).any() {
+                            self.send.next.mask = self.other_port_mask.val();
                             self.send.next.eaps_type = 8.into();
                             self.send.next.state = 4.into();
                         }
-                        self.n.next.st = DomState::LinksDown;
+                        self.next_regs.next.state = DomState::LinksDown;
                         self.cause.next = 4.into(); // cause::LOCAL_LINK_DOWN0, port 1: 5
                         if self.port.val() {
                             self.cause.next = 5.into();
@@ -248,16 +250,16 @@ impl Logic for DomainStep {
                     }
                 }
             }
-            Job::LinkUp => {
-                if self.k.val().st != DomState::Idle {
-                    self.n.next.fwd = self.k.val().fwd & self.om.val();
+            Event::LinkUp => {
+                if self.regs.val().state != DomState::Idle {
+                    self.next_regs.next.fwd = self.regs.val().fwd & self.other_port_mask.val();
                     if !self.cfg.val().master {
                         if self.port.val() {
-                            self.n.next.pf1_at = self.now.val() + self.cfg.val().pre_forwarding;
-                            self.n.next.armed = self.k.val().armed | 8;
+                            self.next_regs.next.pf1_at = self.now.val() + self.cfg.val().pre_forwarding;
+                            self.next_regs.next.armed = self.regs.val().armed | 8;
                         } else {
-                            self.n.next.pf0_at = self.now.val() + self.cfg.val().pre_forwarding;
-                            self.n.next.armed = self.k.val().armed | 4;
+                            self.next_regs.next.pf0_at = self.now.val() + self.cfg.val().pre_forwarding;
+                            self.next_regs.next.armed = self.regs.val().armed | 4;
                         }
                         self.derive.next = true;
                         self.cause.next = 6.into(); // cause::LOCAL_LINK_UP0, port 1: 7
@@ -267,14 +269,14 @@ impl Logic for DomainStep {
                     }
                 }
             }
-            Job::Frame => {
-                if (self.k.val().st != DomState::Idle) & self.pdu.val().malformed.any() {
+            Event::Frame => {
+                if (self.regs.val().state != DomState::Idle) & self.pdu.val().malformed.any() {
                     // Malformed: dropped at the first node, counted by reason (§1.1).
                     self.inc_malformed.next = self.pdu.val().malformed;
-                } else if (self.k.val().st != DomState::Idle) & self.pdu.val().other {
+                } else if (self.regs.val().state != DomState::Idle) & self.pdu.val().other {
                     // Another EDP frame: passed on unchanged, whatever the port states; by a
                     // master only a valid ESL PDU newer than its sender's last (§2).
-                    if (self.link.val() & self.om.val()).any() {
+                    if (self.link.val() & self.other_port_mask.val()).any() {
                         if self.cfg.val().master & !(self.pdu.val().esl_ok & self.esl_pass.val()) {
                             self.inc_drop.next = true;
                         } else {
@@ -283,7 +285,7 @@ impl Logic for DomainStep {
                             self.esl_write.next = self.cfg.val().master;
                         }
                     }
-                } else if self.k.val().st != DomState::Idle {
+                } else if self.regs.val().state != DomState::Idle {
                     self.inc_rx.next = true;
                     if self.pdu.val().control_vlan != bit_cast::<16, 12>(self.pdu.val().vid) {
                         self.inc_drop.next = true;
@@ -298,15 +300,16 @@ impl Logic for DomainStep {
                                 self.alert.next = true;
                                 self.alert_second_master.next = true;
                             }
-                            self.n.next.om_at = self.now.val() + self.cfg.val().fail;
-                            self.n.next.armed = self.k.val().armed | 16;
-                        } else if (self.pdu.val().eaps_type == 5) & (self.jm.val() == self.sm.val()) {
-                            self.n.next.fail_at = self.now.val() + self.cfg.val().fail;
-                            self.n.next.armed = self.k.val().armed | 2;
-                            if (self.k.val().st == DomState::Init) | (self.k.val().st == DomState::Failed) {
-                                self.n.next.fwd = self.pm.val();
+                            self.next_regs.next.om_at = self.now.val() + self.cfg.val().fail;
+                            self.next_regs.next.armed = self.regs.val().armed | 16;
+                        } else if (self.pdu.val().eaps_type == 5) & (self.port_mask.val() == self.secondary_mask.val())
+                        {
+                            self.next_regs.next.fail_at = self.now.val() + self.cfg.val().fail;
+                            self.next_regs.next.armed = self.regs.val().armed | 2;
+                            if (self.regs.val().state == DomState::Init) | (self.regs.val().state == DomState::Failed) {
+                                self.next_regs.next.fwd = self.primary_mask.val();
                                 self.flush.next = true;
-                                self.n.next.st = DomState::Complete;
+                                self.next_regs.next.state = DomState::Complete;
                                 self.cause.next = 2.into(); // cause::HEALTH_RETURNED
                                 self.send.next.mask = self.link.val();
                                 self.send.next.eaps_type = 6.into();
@@ -317,19 +320,20 @@ impl Logic for DomainStep {
                             self.cause.next = 3.into(); // cause::LINK_DOWN_PDU
                         }
                     } else {
-                        if (self.link.val() & self.om.val()).any() {
+                        if (self.link.val() & self.other_port_mask.val()).any() {
                             self.inc_fwd.next = true;
-                            self.send.next.mask = self.om.val();
+                            self.send.next.mask = self.other_port_mask.val();
                             self.send.next.forward = true;
                         }
                         if self.pdu.val().eaps_type == 6 {
                             self.flush.next = true;
                             // Only a port waiting (held or armed) on the other side opens
                             // (docs/eaps.md §6.10).
-                            if (self.waiting.val() & self.om.val()).any() {
+                            if (self.waiting.val() & self.other_port_mask.val()).any() {
                                 self.opened.next = true;
-                                self.n.next.armed = self.k.val().armed & !(bit_cast::<5, 2>(self.om.val()) << 2);
-                                self.n.next.fwd = self.k.val().fwd | self.om.val();
+                                self.next_regs.next.armed =
+                                    self.regs.val().armed & !(bit_cast::<5, 2>(self.other_port_mask.val()) << 2);
+                                self.next_regs.next.fwd = self.regs.val().fwd | self.other_port_mask.val();
                             }
                             if self.opened.val() {
                                 self.derive.next = true;
@@ -339,7 +343,7 @@ impl Logic for DomainStep {
                         // HEALTH carrying the master's Complete state: every armed port opens (§4).
                         if (self.pdu.val().eaps_type == 5) & (self.pdu.val().state == 1) & self.ready.val().any() {
                             self.flush.next = true;
-                            self.n.next.fwd = self.k.val().fwd | self.ready.val();
+                            self.next_regs.next.fwd = self.regs.val().fwd | self.ready.val();
                             self.derive.next = true;
                             self.cause.next = 10.into(); // cause::HEALTH_COMPLETE
                         }
@@ -349,13 +353,13 @@ impl Logic for DomainStep {
                     }
                 }
             }
-            Job::Timers => match self.step.val().index() {
+            Event::Timers => match self.step.val().index() {
                 0 => {
                     if self.due.val().get_bit(0) {
-                        self.n.next.hello_at = self.now.val() + self.cfg.val().hello;
-                        self.n.next.hseq = self.k.val().hseq + 1;
-                        if (self.link.val() & self.pm.val()).any() {
-                            self.send.next.mask = self.pm.val();
+                        self.next_regs.next.hello_at = self.now.val() + self.cfg.val().hello;
+                        self.next_regs.next.hello_seq = self.regs.val().hello_seq + 1;
+                        if (self.link.val() & self.primary_mask.val()).any() {
+                            self.send.next.mask = self.primary_mask.val();
                             self.send.next.eaps_type = 5.into();
                             self.send.next.state = self.wire_state.val();
                         }
@@ -363,14 +367,14 @@ impl Logic for DomainStep {
                 }
                 1 => {
                     if self.due.val().get_bit(1) {
-                        self.n.next.armed = self.k.val().armed & 0x1d;
-                        if (self.k.val().st == DomState::Init) | (self.k.val().st == DomState::Complete) {
+                        self.next_regs.next.armed = self.regs.val().armed & 0x1d;
+                        if (self.regs.val().state == DomState::Init) | (self.regs.val().state == DomState::Complete) {
                             self.alert.next = true;
                             self.cause.next = 8.into(); // cause::FAIL_TIMER
                             if !self.cfg.val().send_alert & !self.om_active.val() {
                                 self.fail_ring.next = true;
                             } else {
-                                self.n.next.st = DomState::Failed;
+                                self.next_regs.next.state = DomState::Failed;
                             }
                         }
                     }
@@ -378,12 +382,12 @@ impl Logic for DomainStep {
                 // A port's hold runs out: it is armed (its timer bit clears), still blocked (§4).
                 2 => {
                     if self.due.val().get_bit(2) {
-                        self.n.next.armed = self.k.val().armed & 0x1b;
+                        self.next_regs.next.armed = self.regs.val().armed & 0x1b;
                     }
                 }
                 _ => {
                     if self.due.val().get_bit(3) {
-                        self.n.next.armed = self.k.val().armed & 0x17;
+                        self.next_regs.next.armed = self.regs.val().armed & 0x17;
                     }
                 }
             },
@@ -391,10 +395,10 @@ impl Logic for DomainStep {
         // Master: Failed, secondary open where its link is up, flush, RING-DOWN out of the
         // ports that are up.
         if self.fail_ring.val() {
-            self.n.next.armed = self.n.val().armed & 0x1d;
-            self.n.next.fwd = self.n.val().fwd | (self.link.val() & self.sm.val());
+            self.next_regs.next.armed = self.next_regs.val().armed & 0x1d;
+            self.next_regs.next.fwd = self.next_regs.val().fwd | (self.link.val() & self.secondary_mask.val());
             self.flush.next = true;
-            self.n.next.st = DomState::Failed;
+            self.next_regs.next.state = DomState::Failed;
             self.send.next.mask = self.link.val();
             self.send.next.eaps_type = 7.into();
             self.send.next.state = 2.into();
@@ -402,11 +406,11 @@ impl Logic for DomainStep {
         // Transit: the state follows from the links and the port states.
         if self.derive.val() {
             if self.link.val() != 3 {
-                self.n.next.st = DomState::LinksDown;
-            } else if (self.n.val().armed & 12).any() | (self.n.val().fwd != 3) {
-                self.n.next.st = DomState::PreForwarding;
+                self.next_regs.next.state = DomState::LinksDown;
+            } else if (self.next_regs.val().armed & 12).any() | (self.next_regs.val().fwd != 3) {
+                self.next_regs.next.state = DomState::PreForwarding;
             } else {
-                self.n.next.st = DomState::LinksUp;
+                self.next_regs.next.state = DomState::LinksUp;
             }
         }
     }
@@ -491,13 +495,13 @@ mod tests {
         }
     }
 
-    /// A domain's registers: `st`, forwarding `fwd`, armed `armed`; the deadlines in the
-    /// future, the hello sequence 7.
-    fn regs(st: DomState, fwd: u64, armed: u64) -> DomRegs {
+    /// A domain's registers: state `state`, forwarding `fwd`, armed `armed`; the deadlines in
+    /// the future, the hello sequence 7.
+    fn regs(state: DomState, fwd: u64, armed: u64) -> DomRegs {
         DomRegs {
-            st,
+            state,
             fwd: fwd.into(),
-            hseq: 7.into(),
+            hello_seq: 7.into(),
             armed: armed.into(),
             hello_at: (NOW + 5).into(),
             fail_at: (NOW + 20).into(),
@@ -507,18 +511,18 @@ mod tests {
         }
     }
 
-    /// The event `job` on port `port` to a domain (master or transit, primary port 0) with
+    /// The event `event` on port `port` to a domain (master or transit, primary port 0) with
     /// registers `k` and links `link`; `f` sets anything else (the frame, the due timers).
-    fn step(master: bool, job: Job, port: bool, link: u64, k: DomRegs, f: impl FnOnce(&mut DomainStep)) -> Out {
+    fn step(master: bool, event: Event, port: bool, link: u64, k: DomRegs, f: impl FnOnce(&mut DomainStep)) -> Out {
         let mut b = DomainStep::default();
         b.connect_all();
-        b.job.next = job;
+        b.event_kind.next = event;
         b.step.next = 0.into();
         b.port.next = port;
         b.link.next = link.into();
         b.now.next = NOW.into();
         b.system_mac.next = MAC.into();
-        b.k.next = k;
+        b.regs.next = k;
         b.cfg.next = DomCfg {
             active: true,
             master,
@@ -538,7 +542,7 @@ mod tests {
         f(&mut b);
         crate::step::settle(&mut b);
         Out {
-            n: b.n.val(),
+            n: b.next_regs.val(),
             cause: b.cause.val(),
             inc_rx: b.inc_rx.val(),
             inc_fwd: b.inc_fwd.val(),
@@ -580,85 +584,85 @@ mod tests {
     #[test]
     fn master_follows_section_3() {
         use DomState::*;
-        let m = |job, port, link, k, f: Setup| step(true, job, port, link, k, f);
+        let m = |event, port, link, k, f: Setup| step(true, event, port, link, k, f);
         let none = |_: &mut DomainStep| {};
 
         // Idle, enable: Init, primary forwarding, HEALTH out of it, hello and fail started.
         let k = regs(Idle, 0, 0);
         let mut e = Out::quiet(k).send(1, EapsType::Health, 0);
-        e.n.st = Init;
+        e.n.state = Init;
         e.n.fwd = 1.into();
         e.n.armed = (A_HELLO | A_FAIL).into();
-        e.n.hseq = 8.into();
+        e.n.hello_seq = 8.into();
         e.n.hello_at = (NOW + HELLO).into();
         e.n.fail_at = (NOW + FAIL).into();
         e.cause = c(cause::ENABLED);
-        assert_eq!(m(Job::Enable, false, 3, k, Box::new(none)), e, "enable");
+        assert_eq!(m(Event::Enable, false, 3, k, Box::new(none)), e, "enable");
         // With the primary down: no HEALTH.
         let mut e2 = e;
         e2.send = PduPlan::default();
-        assert_eq!(m(Job::Enable, false, 2, k, Box::new(none)), e2, "enable, primary down");
+        assert_eq!(m(Event::Enable, false, 2, k, Box::new(none)), e2, "enable, primary down");
 
         // Init or Failed, own HEALTH on the secondary: Complete, flush, RING-UP out of both.
         for from in [Init, Failed] {
             let k = regs(from, 3, A_HELLO | A_FAIL);
             let mut e = Out::quiet(k).send(3, EapsType::RingUpFlushFdb, 1);
-            e.n.st = Complete;
+            e.n.state = Complete;
             e.n.fwd = 1.into();
             e.n.fail_at = (NOW + FAIL).into();
             e.inc_rx = true;
             e.flush = true;
             e.cause = c(cause::HEALTH_RETURNED);
-            assert_eq!(m(Job::Frame, true, 3, k, Box::new(pdu(EapsType::Health, MAC))), e, "{from:?}, HEALTH back");
+            assert_eq!(m(Event::Frame, true, 3, k, Box::new(pdu(EapsType::Health, MAC))), e, "{from:?}, HEALTH back");
         }
         // Complete, own HEALTH: the fail timer restarts, nothing else.
         let k = regs(Complete, 1, A_HELLO | A_FAIL);
         let mut e = Out::quiet(k);
         e.n.fail_at = (NOW + FAIL).into();
         e.inc_rx = true;
-        assert_eq!(m(Job::Frame, true, 3, k, Box::new(pdu(EapsType::Health, MAC))), e, "Complete, HEALTH back");
+        assert_eq!(m(Event::Frame, true, 3, k, Box::new(pdu(EapsType::Health, MAC))), e, "Complete, HEALTH back");
         // Own HEALTH on the primary: received, nothing done.
         let mut e = Out::quiet(k);
         e.inc_rx = true;
-        assert_eq!(m(Job::Frame, false, 3, k, Box::new(pdu(EapsType::Health, MAC))), e, "HEALTH on the primary");
+        assert_eq!(m(Event::Frame, false, 3, k, Box::new(pdu(EapsType::Health, MAC))), e, "HEALTH on the primary");
 
         // Complete, the primary's link down (the node acts on links = secondary only): Failed,
         // secondary open, flush, RING-DOWN out of the port that is up.
         // (Entering Failed stops the fail timer: the ring is known broken.)
         let mut e = Out::quiet(k).send(2, EapsType::RingDownFlushFdb, 2);
-        e.n.st = Failed;
+        e.n.state = Failed;
         e.n.fwd = 2.into();
         e.n.armed = A_HELLO.into();
         e.flush = true;
         e.cause = c(cause::LOCAL_LINK_DOWN0);
-        assert_eq!(m(Job::LinkDown, false, 2, k, Box::new(none)), e, "Complete, port 0 down");
+        assert_eq!(m(Event::LinkDown, false, 2, k, Box::new(none)), e, "Complete, port 0 down");
         // The secondary's link down: Failed, nothing to open; RING-DOWN out of the primary.
         let mut e = Out::quiet(k).send(1, EapsType::RingDownFlushFdb, 2);
-        e.n.st = Failed;
+        e.n.state = Failed;
         e.n.armed = A_HELLO.into();
         e.flush = true;
         e.cause = c(cause::LOCAL_LINK_DOWN1);
-        assert_eq!(m(Job::LinkDown, true, 1, k, Box::new(none)), e, "Complete, port 1 down");
+        assert_eq!(m(Event::LinkDown, true, 1, k, Box::new(none)), e, "Complete, port 1 down");
         // LINK-DOWN received: as a local failure.
         let mut e = Out::quiet(k).send(3, EapsType::RingDownFlushFdb, 2);
-        e.n.st = Failed;
+        e.n.state = Failed;
         e.n.fwd = 3.into();
         e.n.armed = A_HELLO.into();
         e.inc_rx = true;
         e.flush = true;
         e.cause = c(cause::LINK_DOWN_PDU);
-        assert_eq!(m(Job::Frame, false, 3, k, Box::new(pdu(EapsType::LinkDown, OTHER_MAC))), e, "LINK-DOWN");
+        assert_eq!(m(Event::Frame, false, 3, k, Box::new(pdu(EapsType::LinkDown, OTHER_MAC))), e, "LINK-DOWN");
         // In Failed with the secondary already open, LINK-DOWN does nothing more (§3 "same").
         let kf = regs(Failed, 3, A_HELLO);
         let mut e = Out::quiet(kf);
         e.inc_rx = true;
-        assert_eq!(m(Job::Frame, false, 3, kf, Box::new(pdu(EapsType::LinkDown, OTHER_MAC))), e, "Failed, open");
+        assert_eq!(m(Event::Frame, false, 3, kf, Box::new(pdu(EapsType::LinkDown, OTHER_MAC))), e, "Failed, open");
 
         // The fail timer, open-secondary, no other master: Failed, alert, secondary open.
         for from in [Init, Complete] {
             let k = regs(from, 1, A_HELLO | A_FAIL);
             let mut e = Out::quiet(k).send(3, EapsType::RingDownFlushFdb, 2);
-            e.n.st = Failed;
+            e.n.state = Failed;
             e.n.fwd = 3.into();
             e.n.armed = A_HELLO.into();
             e.flush = true;
@@ -666,7 +670,7 @@ mod tests {
             e.cause = c(cause::FAIL_TIMER);
             e.last_step = false;
             assert_eq!(
-                m(Job::Timers, false, 3, k, Box::new(|b: &mut DomainStep| timer(b, 1))),
+                m(Event::Timers, false, 3, k, Box::new(|b: &mut DomainStep| timer(b, 1))),
                 e,
                 "{from:?}, fail timer"
             );
@@ -674,7 +678,7 @@ mod tests {
         // The same with send-alert, or with another master heard: Failed, secondary blocked.
         let k = regs(Complete, 1, A_HELLO | A_FAIL);
         let mut e = Out::quiet(k);
-        e.n.st = Failed;
+        e.n.state = Failed;
         e.n.armed = A_HELLO.into();
         e.alert = true;
         e.cause = c(cause::FAIL_TIMER);
@@ -685,16 +689,16 @@ mod tests {
             c.send_alert = true;
             b.cfg.next = c;
         };
-        assert_eq!(m(Job::Timers, false, 3, k, Box::new(send_alert)), e, "fail timer, send-alert");
+        assert_eq!(m(Event::Timers, false, 3, k, Box::new(send_alert)), e, "fail timer, send-alert");
         let k_om = regs(Complete, 1, A_HELLO | A_FAIL | A_OM);
         let mut e = Out::quiet(k_om);
-        e.n.st = Failed;
+        e.n.state = Failed;
         e.n.armed = (A_HELLO | A_OM).into();
         e.alert = true;
         e.cause = c(cause::FAIL_TIMER);
         e.last_step = false;
         assert_eq!(
-            m(Job::Timers, false, 3, k_om, Box::new(|b: &mut DomainStep| timer(b, 1))),
+            m(Event::Timers, false, 3, k_om, Box::new(|b: &mut DomainStep| timer(b, 1))),
             e,
             "fail timer, other master"
         );
@@ -708,31 +712,31 @@ mod tests {
             e.inc_drop = true;
             e.alert = true;
             e.alert_second_master = true;
-            assert_eq!(m(Job::Frame, true, 3, k, Box::new(pdu(t, OTHER_MAC))), e, "second master, {t:?}");
+            assert_eq!(m(Event::Frame, true, 3, k, Box::new(pdu(t, OTHER_MAC))), e, "second master, {t:?}");
             // Heard within the fail period: no second alert.
             e.alert = false;
             e.alert_second_master = false;
-            assert_eq!(m(Job::Frame, true, 3, k_om, Box::new(pdu(t, OTHER_MAC))), e, "second master again, {t:?}");
+            assert_eq!(m(Event::Frame, true, 3, k_om, Box::new(pdu(t, OTHER_MAC))), e, "second master again, {t:?}");
         }
 
         // Link up: that port stays blocked.
         let k = regs(Failed, 1, A_HELLO);
-        assert_eq!(m(Job::LinkUp, true, 3, k, Box::new(none)), Out::quiet(k), "link up");
+        assert_eq!(m(Event::LinkUp, true, 3, k, Box::new(none)), Out::quiet(k), "link up");
 
         // The hello timer: HEALTH out of the primary with the state, the sequence +1.
         for (st, wire) in [(Init, 0), (Complete, 1), (Failed, 2)] {
             let k = regs(st, 1, A_HELLO | A_FAIL);
             let mut e = Out::quiet(k).send(1, EapsType::Health, wire);
             e.n.hello_at = (NOW + HELLO).into();
-            e.n.hseq = 8.into();
+            e.n.hello_seq = 8.into();
             e.last_step = false;
-            assert_eq!(m(Job::Timers, false, 3, k, Box::new(|b: &mut DomainStep| timer(b, 0))), e, "hello, {st:?}");
+            assert_eq!(m(Event::Timers, false, 3, k, Box::new(|b: &mut DomainStep| timer(b, 0))), e, "hello, {st:?}");
             // The primary down: the sequence still counts, nothing is sent (§6.7).
             let mut e2 = Out::quiet(k);
             e2.n = e.n;
             e2.last_step = false;
             assert_eq!(
-                m(Job::Timers, false, 2, k, Box::new(|b: &mut DomainStep| timer(b, 0))),
+                m(Event::Timers, false, 2, k, Box::new(|b: &mut DomainStep| timer(b, 0))),
                 e2,
                 "hello, primary down"
             );
@@ -749,7 +753,7 @@ mod tests {
                 p.control_vlan = (VLAN + 1).into();
             });
         };
-        assert_eq!(m(Job::Frame, true, 3, k, Box::new(wrong_vlan)), e, "control VLAN mismatch");
+        assert_eq!(m(Event::Frame, true, 3, k, Box::new(wrong_vlan)), e, "control VLAN mismatch");
 
         // Another EDP frame (§2, §11): passed only as a valid ESL PDU newer than the last.
         for (ok, newer) in [(false, false), (true, false), (false, true), (true, true)] {
@@ -765,21 +769,21 @@ mod tests {
                 });
                 b.esl_pass.next = newer;
             };
-            assert_eq!(m(Job::Frame, false, 3, k, Box::new(other)), e, "master, ESL ok {ok}, newer {newer}");
+            assert_eq!(m(Event::Frame, false, 3, k, Box::new(other)), e, "master, ESL ok {ok}, newer {newer}");
         }
     }
 
     #[test]
     fn transit_follows_section_4() {
         use DomState::*;
-        let t = |job, port, link, k, f: Setup| step(false, job, port, link, k, f);
+        let t = |event, port, link, k, f: Setup| step(false, event, port, link, k, f);
         let none = |_: &mut DomainStep| {};
 
         // Idle, enable (§6.11): every port blocked, the ports that are up wait.
         let k = regs(Idle, 3, 0);
         for (link, st, armed) in [(3, PreForwarding, A_PF0 | A_PF1), (1, LinksDown, A_PF0), (0, LinksDown, 0)] {
             let mut e = Out::quiet(k);
-            e.n.st = st;
+            e.n.state = st;
             e.n.fwd = 0.into();
             e.n.armed = armed.into();
             if link & 1 != 0 {
@@ -789,44 +793,44 @@ mod tests {
                 e.n.pf1_at = (NOW + PRE).into();
             }
             e.cause = c(cause::ENABLED);
-            assert_eq!(t(Job::Enable, false, link, k, Box::new(none)), e, "enable, links {link}");
+            assert_eq!(t(Event::Enable, false, link, k, Box::new(none)), e, "enable, links {link}");
         }
 
         // Links-Up, port 1 down: Links-Down, port 1 blocked, LINK-DOWN out of port 0.
         let up = regs(LinksUp, 3, 0);
         let mut e = Out::quiet(up).send(1, EapsType::LinkDown, 4);
-        e.n.st = LinksDown;
+        e.n.state = LinksDown;
         e.n.fwd = 1.into();
         e.cause = c(cause::LOCAL_LINK_DOWN1);
-        assert_eq!(t(Job::LinkDown, true, 1, up, Box::new(none)), e, "port 1 down");
+        assert_eq!(t(Event::LinkDown, true, 1, up, Box::new(none)), e, "port 1 down");
         // Both down: nothing to send it out of; a waiting port's timer is cancelled.
         let k = regs(LinksDown, 0, A_PF0);
         let mut e = Out::quiet(k);
         e.n.armed = 0.into();
         e.cause = c(cause::LOCAL_LINK_DOWN0);
-        assert_eq!(t(Job::LinkDown, false, 0, k, Box::new(none)), e, "port 0 down too");
+        assert_eq!(t(Event::LinkDown, false, 0, k, Box::new(none)), e, "port 0 down too");
 
         // Links-Down, port 1 comes up: it stays blocked, its timer starts.
         let k = regs(LinksDown, 1, 0);
         let mut e = Out::quiet(k);
-        e.n.st = PreForwarding;
+        e.n.state = PreForwarding;
         e.n.armed = A_PF1.into();
         e.n.pf1_at = (NOW + PRE).into();
         e.cause = c(cause::LOCAL_LINK_UP1);
-        assert_eq!(t(Job::LinkUp, true, 3, k, Box::new(none)), e, "port 1 up");
+        assert_eq!(t(Event::LinkUp, true, 3, k, Box::new(none)), e, "port 1 up");
         // With port 0 still down: Links-Down.
         let k0 = regs(LinksDown, 0, 0);
         let mut e = Out::quiet(k0);
         e.n.armed = A_PF1.into();
         e.n.pf1_at = (NOW + PRE).into();
         e.cause = c(cause::LOCAL_LINK_UP1);
-        assert_eq!(t(Job::LinkUp, true, 2, k0, Box::new(none)), e, "port 1 up, port 0 down");
+        assert_eq!(t(Event::LinkUp, true, 2, k0, Box::new(none)), e, "port 1 up, port 0 down");
 
         // Port 1 waiting; RING-UP on port 0 (the other port, §6.10): port 1 opens, flush,
         // Links-Up; the PDU goes on out of port 1.
         let waiting = regs(PreForwarding, 1, A_PF1);
         let mut e = Out::quiet(waiting);
-        e.n.st = LinksUp;
+        e.n.state = LinksUp;
         e.n.fwd = 3.into();
         e.n.armed = 0.into();
         e.inc_rx = true;
@@ -836,7 +840,7 @@ mod tests {
         e.send.forward = true;
         e.cause = c(cause::RING_UP_FLUSH);
         assert_eq!(
-            t(Job::Frame, false, 3, waiting, Box::new(pdu(EapsType::RingUpFlushFdb, OTHER_MAC))),
+            t(Event::Frame, false, 3, waiting, Box::new(pdu(EapsType::RingUpFlushFdb, OTHER_MAC))),
             e,
             "RING-UP, other port"
         );
@@ -848,7 +852,7 @@ mod tests {
         e.send.mask = 1.into();
         e.send.forward = true;
         assert_eq!(
-            t(Job::Frame, true, 3, waiting, Box::new(pdu(EapsType::RingUpFlushFdb, OTHER_MAC))),
+            t(Event::Frame, true, 3, waiting, Box::new(pdu(EapsType::RingUpFlushFdb, OTHER_MAC))),
             e,
             "RING-UP, same port"
         );
@@ -862,12 +866,12 @@ mod tests {
             e.flush = flush;
             e.send.mask = 2.into();
             e.send.forward = true;
-            assert_eq!(t(Job::Frame, false, 3, up, Box::new(pdu(ty_, OTHER_MAC))), e, "{ty_:?}");
+            assert_eq!(t(Event::Frame, false, 3, up, Box::new(pdu(ty_, OTHER_MAC))), e, "{ty_:?}");
             // The other port down: received, not forwarded.
             let mut e2 = Out::quiet(up);
             e2.inc_rx = true;
             e2.flush = flush;
-            assert_eq!(t(Job::Frame, false, 1, up, Box::new(pdu(ty_, OTHER_MAC))), e2, "{ty_:?}, other port down");
+            assert_eq!(t(Event::Frame, false, 1, up, Box::new(pdu(ty_, OTHER_MAC))), e2, "{ty_:?}, other port down");
         }
 
         // A port's pre-forwarding hold runs out: it is armed (its timer bit clears), still blocked,
@@ -878,7 +882,7 @@ mod tests {
             e.n.armed = 0.into();
             e.last_step = which == 3;
             assert_eq!(
-                t(Job::Timers, false, 3, k, Box::new(move |b: &mut DomainStep| timer(b, which))),
+                t(Event::Timers, false, 3, k, Box::new(move |b: &mut DomainStep| timer(b, which))),
                 e,
                 "timer {which}"
             );
@@ -903,15 +907,19 @@ mod tests {
             e.send.forward = true;
             e.flush = true;
             e.n.fwd = open.into();
-            e.n.st = st;
+            e.n.state = st;
             e.cause = c(cause::HEALTH_COMPLETE);
-            assert_eq!(t(Job::Frame, false, 3, k, Box::new(health(1))), e, "HEALTH-Complete, fwd {fwd}, armed {armed}");
+            assert_eq!(
+                t(Event::Frame, false, 3, k, Box::new(health(1))),
+                e,
+                "HEALTH-Complete, fwd {fwd}, armed {armed}"
+            );
             let mut e = Out::quiet(k);
             e.inc_rx = true;
             e.inc_fwd = true;
             e.send.mask = 2.into();
             e.send.forward = true;
-            assert_eq!(t(Job::Frame, false, 3, k, Box::new(health(2))), e, "HEALTH-Failed, fwd {fwd}, armed {armed}");
+            assert_eq!(t(Event::Frame, false, 3, k, Box::new(health(2))), e, "HEALTH-Failed, fwd {fwd}, armed {armed}");
         }
         // Only held ports: HEALTH-Complete opens nothing.
         let k = regs(PreForwarding, 2, A_PF0);
@@ -920,11 +928,11 @@ mod tests {
         e.inc_fwd = true;
         e.send.mask = 2.into();
         e.send.forward = true;
-        assert_eq!(t(Job::Frame, false, 3, k, Box::new(health(1))), e, "HEALTH-Complete, port held");
+        assert_eq!(t(Event::Frame, false, 3, k, Box::new(health(1))), e, "HEALTH-Complete, port held");
         // RING-UP on the other port opens an armed port too.
         let k = regs(PreForwarding, 1, 0);
         let mut e = Out::quiet(k);
-        e.n.st = LinksUp;
+        e.n.state = LinksUp;
         e.n.fwd = 3.into();
         e.inc_rx = true;
         e.inc_fwd = true;
@@ -932,30 +940,34 @@ mod tests {
         e.send.mask = 2.into();
         e.send.forward = true;
         e.cause = c(cause::RING_UP_FLUSH);
-        assert_eq!(t(Job::Frame, false, 3, k, Box::new(pdu(EapsType::RingUpFlushFdb, OTHER_MAC))), e, "RING-UP, armed");
+        assert_eq!(
+            t(Event::Frame, false, 3, k, Box::new(pdu(EapsType::RingUpFlushFdb, OTHER_MAC))),
+            e,
+            "RING-UP, armed"
+        );
         // A malformed frame: counted by reason, nothing else; in Idle not even that.
         for code in 1..=4u64 {
             let bad = move |b: &mut DomainStep| held(b, |p| p.malformed = code.into());
             let mut e = Out::quiet(up);
             e.inc_malformed = code.into();
-            assert_eq!(t(Job::Frame, false, 3, up, Box::new(bad)), e, "malformed {code}");
+            assert_eq!(t(Event::Frame, false, 3, up, Box::new(bad)), e, "malformed {code}");
         }
         let idle = regs(Idle, 3, 0);
         let bad = |b: &mut DomainStep| held(b, |p| p.malformed = 3.into());
-        assert_eq!(t(Job::Frame, false, 3, idle, Box::new(bad)), Out::quiet(idle), "malformed, Idle");
+        assert_eq!(t(Event::Frame, false, 3, idle, Box::new(bad)), Out::quiet(idle), "malformed, Idle");
 
         // Another EDP frame: passed whenever the other port is up, whatever the ESL check.
         let mut e = Out::quiet(up);
         e.inc_fwd = true;
         e.pass = true;
         assert_eq!(
-            t(Job::Frame, true, 3, up, Box::new(|b: &mut DomainStep| held(b, |p| p.other = true))),
+            t(Event::Frame, true, 3, up, Box::new(|b: &mut DomainStep| held(b, |p| p.other = true))),
             e,
             "other EDP"
         );
         let e2 = Out::quiet(up);
         assert_eq!(
-            t(Job::Frame, true, 2, up, Box::new(|b: &mut DomainStep| held(b, |p| p.other = true))),
+            t(Event::Frame, true, 2, up, Box::new(|b: &mut DomainStep| held(b, |p| p.other = true))),
             e2,
             "other EDP, port 0 down"
         );
@@ -965,14 +977,14 @@ mod tests {
     fn idle_domain_and_timers_not_due_do_nothing() {
         for master in [false, true] {
             let idle = regs(DomState::Idle, 3, 0);
-            for job in [Job::LinkDown, Job::LinkUp, Job::Frame] {
+            for event in [Event::LinkDown, Event::LinkUp, Event::Frame] {
                 let f = |b: &mut DomainStep| {
                     held(b, |p| {
                         p.eaps_type = ty(EapsType::Health);
                         p.other = true;
                     });
                 };
-                assert_eq!(step(master, job, false, 3, idle, f), Out::quiet(idle), "{job:?} on Idle");
+                assert_eq!(step(master, event, false, 3, idle, f), Out::quiet(idle), "{event:?} on Idle");
             }
             // An inactive domain ignores enable.
             let off = |b: &mut DomainStep| {
@@ -980,7 +992,7 @@ mod tests {
                 c.active = false;
                 b.cfg.next = c;
             };
-            assert_eq!(step(master, Job::Enable, false, 3, idle, off), Out::quiet(idle), "enable, inactive");
+            assert_eq!(step(master, Event::Enable, false, 3, idle, off), Out::quiet(idle), "enable, inactive");
             // A timer step whose timer is not due.
             let k = regs(if master { DomState::Complete } else { DomState::PreForwarding }, 1, 0x1f);
             for which in 0..4u64 {
@@ -990,7 +1002,7 @@ mod tests {
                     b.step.next = which.into();
                     b.due.next = (0xf ^ (1u64 << which)).into();
                 };
-                assert_eq!(step(master, Job::Timers, false, 3, k, f), e, "timer {which} not due");
+                assert_eq!(step(master, Event::Timers, false, 3, k, f), e, "timer {which} not due");
             }
         }
     }
