@@ -313,19 +313,11 @@ class HookState:
                 f"spotagg: local_size = {local_size} ranks per host does not divide the world size {world}"
             )
         hosts = world // local_size
-        workers = _job_workers(job)
-        if workers is not None and workers != hosts:
-            raise ValueError(
-                f"spotagg: the job has {workers} workers but torch.distributed's world size is {world}"
-                + (f" ({hosts} hosts of {local_size} ranks)" if local_size > 1 else "")
-            )
         host, local_rank = divmod(rank, local_size)
-        self.worker = Worker(job, host, switch, bind) if local_rank == 0 else None
-        if self.worker is not None and self.worker.world_size != hosts:
-            raise ValueError(
-                f"spotagg: the job has {self.worker.world_size} workers but torch.distributed's "
-                f"world size is {world}"
-            )
+        self.worker = _host_worker(
+            job, switch, bind, host, local_rank, hosts, local_size,
+            f"spotagg: the job has {{}} workers but torch.distributed's world size is {world}",
+        )
         ranks = list(range(world)) if process_group is None else dist.get_process_group_ranks(process_group)
         gloo = dist.new_group(ranks=None if process_group is None else ranks, backend="gloo")
         local = None
@@ -376,6 +368,21 @@ class HookState:
             last, t, f = self._pending.pop(self._next_index)
             self._sender.submit(t, f)
             self._next_index = 0 if last else self._next_index + 1
+
+
+def _host_worker(job, switch, bind, host, local_rank, hosts, local_size, mismatch):
+    """The Worker of host `host` on its first rank (None on the others), after checking on every
+    rank that the job has one worker a host: else a ValueError, `mismatch` with the job's count
+    in its {}."""
+    workers = _job_workers(job)
+    if workers is not None and workers != hosts:
+        raise ValueError(
+            mismatch.format(workers) + (f" ({hosts} hosts of {local_size} ranks)" if local_size > 1 else "")
+        )
+    worker = Worker(job, host, switch, bind) if local_rank == 0 else None
+    if worker is not None and worker.world_size != hosts:
+        raise ValueError(mismatch.format(worker.world_size))
+    return worker
 
 
 def _job_workers(job):
@@ -439,17 +446,10 @@ class ProcessGroupSpotagg(dist.ProcessGroup):
             raise ValueError(f"spotagg backend: LOCAL_WORLD_SIZE = {local_size} does not divide the group's {size} ranks")
         hosts = size // local_size
         host, local_rank = divmod(rank, local_size)
-        workers = _job_workers(job)
-        if workers is not None and workers != hosts:
-            raise ValueError(
-                f"spotagg backend: the job has {workers} workers but the group has {size}"
-                + (f" ({hosts} hosts of {local_size} ranks)" if local_size > 1 else "")
-            )
-        self.worker = Worker(job, host, switch, bind) if local_rank == 0 else None
-        if self.worker is not None and self.worker.world_size != hosts:
-            raise ValueError(
-                f"spotagg backend: the job has {self.worker.world_size} workers but the group has {size}"
-            )
+        self.worker = _host_worker(
+            job, switch, bind, host, local_rank, hosts, local_size,
+            f"spotagg backend: the job has {{}} workers but the group has {size}",
+        )
         # Two Gloo groups: one for the calls of the caller's thread, one for the sender thread's
         # fallback (collectives of two threads on one group could be matched out of order), and
         # the host's own for the local stage (used by the sender thread only).
