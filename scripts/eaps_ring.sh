@@ -41,12 +41,20 @@ WORK=$(mktemp -d /tmp/eaps-ring.XXXXXX)
 declare -A DPID
 PIDS=()
 cleanup() {
+    local rc=$?
+    # A failed or killed run (the test's timeout sends SIGTERM) says where it was before its
+    # work folder goes: the events so far and each daemon's last lines.
+    if [ $rc != 0 ] && [ -d "$WORK" ]; then
+        echo "eaps_ring: exit status $rc; events so far: $(awk '{print $1}' "$WORK/events" 2>/dev/null | tr '\n' ' ')" >&2
+        for f in "$WORK"/n*.log; do [ -f "$f" ] && echo "eaps_ring: $(basename "$f"): $(tail -4 "$f" | tr '\n' ';')" >&2; done
+    fi
     for p in "${DPID[@]}" "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
     sleep 0.3
     for ns in $(ip netns list | awk '{print $1}' | grep "^$P-" || true); do ip netns del "$ns"; done
     [ -n "${KEEP:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
+trap "exit 143" TERM
 NODES="1 2 3 4 5 6"
 LINKS="1-2 2-3 3-4 4-1 3-5 5-6 6-4"
 HOSTS="1:1 2:2 5:5 6:6 100:3" # host id : node
@@ -120,6 +128,10 @@ start_daemon() {
 }
 stop_daemon() {
     kill -TERM "${DPID[$1]}"
+    # 20 s at most: a daemon that does not stop on SIGTERM is a failure to report, not a hang.
+    local _
+    for _ in $(seq 1 200); do kill -0 "${DPID[$1]}" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "${DPID[$1]}" 2>/dev/null && die "n$1's daemon did not stop within 20 s of SIGTERM: $(tail -3 "$WORK/n$1.log")"
     wait "${DPID[$1]}" || die "n$1's daemon exited with an error: $(tail -3 "$WORK/n$1.log")"
     unset "DPID[$1]"
 }
