@@ -60,6 +60,11 @@ fn value(s: &prometheus_parse::Scrape, name: &str, label: Option<(&str, &str)>) 
     }
 }
 
+/// How much rank 2 waits before each frame it sends. It is far above the few milliseconds for
+/// which a loaded two-core machine deschedules a thread (a CI run saw rank 1 last in 24 of 120
+/// rounds, 5.6 ms behind on average, when rank 2 waited 300 µs).
+const SLOW: Duration = Duration::from_millis(2);
+
 #[test]
 fn the_exposition_parses_and_names_the_slowed_worker() {
     let n = 3;
@@ -94,7 +99,7 @@ fn the_exposition_parses_and_names_the_slowed_worker() {
                 let mut w = Worker::new(job, r).unwrap();
                 let mut a: Vec<i32> = (0..len).map(|i| i as i32 * (r as i32 + 1)).collect();
                 let st = if r == 2 {
-                    w.allreduce_i32(&mut Slow(t, Duration::from_micros(300)), &mut a)
+                    w.allreduce_i32(&mut Slow(t, SLOW), &mut a)
                 } else {
                     let mut t = t;
                     w.allreduce_i32(&mut t, &mut a)
@@ -135,8 +140,11 @@ fn the_exposition_parses_and_names_the_slowed_worker() {
         );
     }
     assert_eq!(last.iter().sum::<f64>(), (len / 64) as f64, "every round has one last rank");
-    assert!(last[2] >= 0.9 * (len / 64) as f64, "the slowed rank 2 must be last in most rounds: {last:?}");
-    assert!(behind[2] / last[2] >= 100.0, "rank 2 lags by at least 100 µs a round: {behind:?}");
+    // The slowed rank is named: last more often than both others together, and by about the
+    // time it waits (a quarter of it leaves room for the scheduler).
+    assert!(last[2] > last[0] + last[1], "the slowed rank 2 must be last in most rounds: {last:?}");
+    let floor = SLOW.as_micros() as f64 / 4.0;
+    assert!(behind[2] / last[2] >= floor, "rank 2 lags by at least {floor} µs a round: {behind:?}");
     assert_eq!(stragglers[2].rounds_last as f64, last[2]);
     assert_eq!(scrape(http_addr, "/other").0.lines().next(), Some("HTTP/1.1 404 Not Found"));
     http_stop.store(true, Ordering::Relaxed);
