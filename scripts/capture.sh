@@ -5,7 +5,9 @@
 # event NAME ACTION...: runs ACTION between two snapshots of the caller's `counters` (into
 # $WORK/c0.NAME and $WORK/c1.NAME); then waits until the pings flow again (`flowing`), sends
 # the caller's `bcast` and watches 0.4 s for loops; appends "NAME START C0 C1" to $EVENTS
-# for scripts/eaps_events.py.
+# for scripts/eaps_events.py. If the pings do not flow again it returns 1 at once (the
+# scripts run under `set -e`, so the run ends there with what `on_stuck` printed, rather than
+# waiting 60 s for each event after it).
 #
 # flowing SINCE: waits until every ping log of $FLOW_LOGS (default $PING_LOGS; ping -D output)
 # holds a reply stamped 0.2 s or more after SINCE (seconds since the epoch; the scripts run ping
@@ -40,8 +42,10 @@ capture() {
 now() { date +%s.%N; }
 
 flowing() {
-    local since=$1 f last
-    for _ in $(seq 1 1200); do
+    local since=$1 f last deadline=$((SECONDS + 60))
+    # (A deadline on the clock: on a loaded machine each pass over the logs takes far longer
+    # than its 50 ms sleep, and 1,200 passes took 110 s.)
+    while [ $SECONDS -lt $deadline ]; do
         local all=1
         for f in ${FLOW_LOGS:-$PING_LOGS}; do
             last=$(sed -n 's/^\[\([0-9.]*\)\] [0-9]* bytes from .*/\1/p' "$f" | tail -n 1)
@@ -61,7 +65,7 @@ event() {
     counters >"$WORK/c0.$name"
     local t0; t0=$(now)
     "$@"
-    flowing "$(now)" || true
+    flowing "$(now)" || { echo "event $name: the ring did not carry the pings again" >&2; return 1; }
     bcast
     # (A loop multiplies a broadcast thousands of times within milliseconds: 0.4 s shows it.)
     sleep 0.4

@@ -161,6 +161,21 @@ for h in args[k + 1:]:
 PY
 }
 
+on_stuck() { # what capture.sh's `flowing` prints when the pings stop: states, FDBs, pings
+    local n
+    for n in $NODES; do
+        echo "stuck: n$n $("$BIN" eaps status --config "$WORK/n$n.toml" 2>/dev/null | python3 -c "
+import json, sys
+s = json.load(sys.stdin)
+print(' '.join(d['name'] + ':' + d['state'] for d in s['domains']), ' '.join(f\"{p['name']}:{p['link']}:{'fwd' if p['forwarding'] else 'blk'}\" for p in s['ports']))" 2>&1)"
+        echo "stuck: n$n bridge: $(nx n$n bridge link show | awk '{for (i = 1; i < NF; i++) if ($i == "state") print $2, $(i + 1)}' | tr '\n' ';')"
+        echo "stuck: n$n fdb: $(nx n$n bridge fdb show br br0 2>/dev/null | grep -v permanent | grep "02:77" | tr '\n' ';')"
+        echo "stuck: n$n log: $(tail -6 "$WORK/n$n.log" | tr '\n' ';')"
+    done
+    echo "stuck: counters now: $(counters | tr '\n' ';')"
+    for f in ${FLOW_LOGS:-$PING_LOGS}; do echo "stuck: $(basename "$f"): $(tail -3 "$f" | tr '\n' ';')"; done
+}
+
 write_configs "allow_superloop = true"
 for n in $NODES; do start_daemon $n; done
 wait_complete
