@@ -393,7 +393,17 @@ impl EapsNode {
     pub fn handle_timeout(&mut self, now: Nanos) -> Vec<Action> {
         let mut out = Vec::new();
         for d in 0..self.domains.len() {
-            if self.domains[d].next_hello.is_some_and(|t| t <= now) {
+            if let Some(due) = self.domains[d].next_hello.filter(|&t| t <= now) {
+                // Served a whole hello period late, the master's host stalled (a Linux daemon;
+                // hardware never is) and sent no HEALTH meanwhile: none could come back, so the
+                // fail timer runs again from this HEALTH (docs/eaps.md §5). It only delays an
+                // opening, never causes one.
+                let dom = &mut self.domains[d];
+                if now - due >= dom.cfg.hello {
+                    if let Some(f) = dom.fail_deadline.as_mut() {
+                        *f = (*f).max(now + dom.cfg.fail);
+                    }
+                }
                 self.send_health(d, now, &mut out);
             }
             if self.domains[d].fail_deadline.is_some_and(|t| t <= now) {
@@ -836,6 +846,57 @@ mod test {
         assert_eq!(m.last_transition(0), Some((t, Cause::FailTimer)));
     }
 
+    /// Serves every timer of `n` due up to `t`, each at its time (a host that never stalls).
+    fn run_until(n: &mut EapsNode, t: Nanos) -> Vec<Action> {
+        let mut out = Vec::new();
+        while let Some(due) = n.poll_timeout().filter(|&d| d <= t) {
+            out.extend(n.handle_timeout(due));
+        }
+        out
+    }
+
+    /// A master whose host stalls (its hello served a hello period late or more) restarts its
+    /// fail timer with the HEALTH it then sends; on time, the fail timer runs on.
+    #[test]
+    fn a_stalled_master_restarts_its_fail_timer() {
+        let mut m = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 1]), vec![cfg(Role::Master)], [true, true]);
+        let a = m.enable(0);
+        let health = match &a.last().unwrap() {
+            Action::Send { frame, .. } => frame.clone(),
+            _ => unreachable!(),
+        };
+        m.handle_frame(10_000, 0, &health).unwrap();
+        assert_eq!(m.state(0), State::Complete);
+        // The hello due at 1 ms is served at 2.5 ms: 1.5 hello periods late.
+        let stalled = 2 * MS + MS / 2;
+        assert_eq!(sent(&m.handle_timeout(stalled)), vec![(1, EapsType::Health)]);
+        assert_eq!(m.poll_timeout(), Some(stalled + MS), "the next hello");
+        // The fail timer would have run out at 3.01 ms; it now runs out 3 ms after the stall.
+        let mut t = stalled;
+        while m.state(0) == State::Complete {
+            t = m.poll_timeout().unwrap();
+            m.handle_timeout(t);
+        }
+        assert_eq!(t, stalled + 3 * MS);
+        assert_eq!(m.last_transition(0), Some((t, Cause::FailTimer)));
+        // Served less than a hello period late, nothing changes: Complete again at 10 ms, a
+        // hello due at 11.5 ms served at 12.4 ms, and Failed at 13 ms as without the delay.
+        let back = 10 * MS;
+        m.handle_frame(back, 0, &health).unwrap();
+        assert_eq!(m.state(0), State::Complete);
+        while m.poll_timeout().unwrap() < back {
+            m.handle_timeout(m.poll_timeout().unwrap());
+        }
+        let due = m.poll_timeout().unwrap();
+        m.handle_timeout(due + 9 * MS / 10);
+        let mut t = due;
+        while m.state(0) == State::Complete {
+            t = m.poll_timeout().unwrap();
+            m.handle_timeout(t);
+        }
+        assert_eq!(t, back + 3 * MS);
+    }
+
     /// A HEALTH from a master in `state`.
     fn health(state: EapsState) -> Vec<u8> {
         let r = EapsRepr {
@@ -906,7 +967,7 @@ mod test {
         let Action::Send { frame, .. } = a.last().unwrap() else { unreachable!() };
         let a = m.handle_frame(1000, 0, frame).unwrap();
         assert_eq!(a, vec![Action::Alert { domain: 0, alert: Alert::SecondMaster(MacAddr([2, 0, 0, 0, 0, 9])) }]);
-        m.handle_timeout(3 * MS);
+        run_until(&mut m, 3 * MS);
         assert_eq!(m.state(0), State::Failed);
         assert!(!m.forwarding(0, 0), "secondary held blocked while another master is heard");
     }
@@ -917,7 +978,7 @@ mod test {
         c.fail_action = FailAction::SendAlert;
         let mut m = EapsNode::new(MacAddr([2, 0, 0, 0, 0, 1]), vec![c], [true, true]);
         m.enable(0);
-        let a = m.handle_timeout(3 * MS);
+        let a = run_until(&mut m, 3 * MS);
         assert!(a.contains(&Action::Alert { domain: 0, alert: Alert::FailTimerExpired }));
         assert_eq!(m.state(0), State::Failed);
         assert!(!m.forwarding(0, 0));
