@@ -157,10 +157,11 @@ kill -TERM $DAEMON
 wait $DAEMON || die "the daemon exited with status $? on SIGTERM"
 DAEMON=
 echo "gates table after-restart-sigterm $(table)"
-# Without nft on its PATH the daemon blocks whole ports and says why.
+# Without nftables (no nft on its PATH, and SPOTAGG_LIBNFTABLES empty: not its library either)
+# the daemon blocks whole ports and says why.
 nx n bridge link set dev ra state 0
 nx n bridge link set dev rb state 0
-ip netns exec "$(ns n)" env PATH=/nonexistent "$BIN" eaps --config "$WORK/n.toml" >>"$WORK/n.log" 2>&1 &
+ip netns exec "$(ns n)" env PATH=/nonexistent SPOTAGG_LIBNFTABLES= "$BIN" eaps --config "$WORK/n.toml" >>"$WORK/n.log" 2>&1 &
 DAEMON=$!
 wait_states "Complete Complete"
 "$BIN" eaps status --config "$WORK/n.toml" | python3 -c '

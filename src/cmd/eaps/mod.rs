@@ -392,7 +392,9 @@ impl Daemon {
             std::process::id()
         ));
         self.report.line(match (&self.gates, &self.whole_ports_why) {
-            (Some(g), _) => format!("spotagg eaps: per-VLAN gates in nftables table bridge {}", g.table()),
+            (Some(g), _) => {
+                format!("spotagg eaps: per-VLAN gates in nftables table bridge {} (through {})", g.table(), g.via())
+            }
             (None, Some(why)) => format!("spotagg eaps: blocking whole ports: {why}"),
             (None, None) => "spotagg eaps: blocking whole ports (blocking = \"port\")".to_string(),
         });
@@ -536,8 +538,10 @@ impl Daemon {
         sh.segments.iter().position(|&x| x == p).map(Where::Segment)
     }
 
+    /// As [`Self::apply`], for the shared port: segment port states first, then its PDUs.
     fn apply_shared(&mut self, actions: Vec<SharedAction>) -> Result<()> {
         let mut changed = false;
+        let mut sends = Vec::new();
         for a in actions {
             let sh = self.shared.as_ref().unwrap();
             match a {
@@ -546,10 +550,7 @@ impl Daemon {
                         Where::Shared => sh.port,
                         Where::Segment(i) => sh.segments[i],
                     };
-                    if self.ports[p].link {
-                        self.ports[p].sock.send(&frame)?;
-                        self.ports[p].pdus_tx += 1;
-                    }
+                    sends.push((p, frame));
                 }
                 SharedAction::SegmentPort { segment, forwarding } => {
                     changed = true;
@@ -581,6 +582,14 @@ impl Daemon {
         }
         if changed {
             self.apply_port_states(false)?;
+        }
+        for (p, frame) in sends {
+            if self.ports[p].link {
+                self.ports[p].sock.send(&frame)?;
+                self.ports[p].pdus_tx += 1;
+            }
+        }
+        if changed {
             self.write_status(false)?;
         }
         Ok(())
@@ -609,18 +618,18 @@ impl Daemon {
         Ok(())
     }
 
+    /// Carries out one decision of the node: its port states and FDB flush first, then its
+    /// PDUs (docs/eaps.md §9). The order matters: a master that sent RING-UP-FLUSH-FDB before
+    /// it had blocked its secondary (an `nft` run, milliseconds on a loaded machine) let a
+    /// frame cross the secondary after a transit had flushed; that transit learnt the sender
+    /// behind the blocked port, and the stream stopped until the entry aged out.
     fn apply(&mut self, g: usize, actions: Vec<Action>) -> Result<()> {
         let mut flush = false;
         let mut changed = false;
+        let mut sends = Vec::new();
         for a in actions {
             match a {
-                Action::Send { port, frame } => {
-                    let p = self.groups[g].ports[port];
-                    if self.ports[p].link {
-                        self.ports[p].sock.send(&frame)?;
-                        self.ports[p].pdus_tx += 1;
-                    }
-                }
+                Action::Send { port, frame } => sends.push((port, frame)),
                 Action::PortState { .. } => changed = true,
                 Action::FlushFdb { .. } => flush = true,
                 Action::Transition { domain, from, to, cause } => {
@@ -668,6 +677,13 @@ impl Daemon {
                         return Err(e).with_context(|| format!("flushing {}", self.ports[p].name));
                     }
                 }
+            }
+        }
+        for (port, frame) in sends {
+            let p = self.groups[g].ports[port];
+            if self.ports[p].link {
+                self.ports[p].sock.send(&frame)?;
+                self.ports[p].pdus_tx += 1;
             }
         }
         if changed {
