@@ -212,6 +212,15 @@ for x in n1:p1b nb:pb1 nb:pb3 n3:p3b n3:p34 n4:p41; do
     event "up-${x#*:}" up ${x%:*} ${x#*:}
     sleep 0.2
 done
+# Whether the board carries the pings when it is killed: the data frames n1 sends into its port
+# 0 in 0.5 s (frames of $((SIZE + 42)) bytes; the rest of p1b's traffic is 110-byte PDUs). An
+# outcome the test checks, where the pings lost at the kill depend on the scheduler (a ping
+# process starved through the outage loses nothing).
+txstat() { ip netns exec "$(ns n1)" cat /sys/class/net/p1b/statistics/tx_$1; }
+p0=$(txstat packets) b0=$(txstat bytes)
+sleep 0.5
+p1=$(txstat packets) b1=$(txstat bytes)
+echo "eaps_board_ring: before the kill n1 sent $(((b1 - b0 - 110 * (p1 - p0)) / (SIZE + 42 - 110))) ping frames into the board in 0.5 s" >&2
 event "board-killed" kill_board
 event "board-restarted" start_board
 sleep 1
