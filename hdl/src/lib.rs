@@ -61,6 +61,7 @@ pub mod stream;
 mod bench;
 pub mod block_ram;
 pub mod config;
+pub mod config_registers;
 pub mod core;
 pub mod core_with_control;
 pub mod counters;
@@ -71,7 +72,7 @@ pub mod wire_layout;
 
 // The blocks' paths before they were put in folders, which the other crates use.
 pub use aggregate::{aggregator, element_pass, lane_adders, scoreboard, session, slot_memory, straggler};
-pub use control::{config_registers, control_link, crc16, mdio, register_range, uart};
+pub use control::{control_link, crc16, mdio, register_range, uart};
 pub use eaps::{eaps_esl, eaps_gate, eaps_node, eaps_pdu, eaps_registers, eaps_step};
 pub use parse::{frame_checks, frame_parser, vlan, worker_search};
 pub use reply::result_builder;
