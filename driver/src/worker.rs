@@ -41,7 +41,9 @@
 //! session's epoch in `job_number`, so it works against a switch that served earlier runs;
 //! without sessions it needs a freshly configured switch job. All ranks must run the same
 //! sequence of operations with the same tensor lengths and types. After an error, the worker's
-//! slot state no longer matches the switch's: make a new [`Worker`] (a new session).
+//! slot state no longer matches the switch's: make a new [`Worker`] (a new session). The
+//! exceptions are [`Error::Conversion`] and [`Error::TooLarge`], returned before anything is
+//! sent or any state changes: the worker goes on.
 //!
 //! **Failover** (docs/worker.md). With several `job.switches`, a worker that gets no result for
 //! min(`job.failover_after`, [`DETECT_RTOS`] × RTO), or whose packet used up its retries, moves

@@ -227,9 +227,14 @@ impl PyWorker {
                 }
                 _ => format!("switch {}: {e}", self.switch),
             };
-            st.failed = Some(format!(
-                "an earlier all-reduce of this worker failed ({msg}); make a new Worker (it opens a new session on the running switch)"
-            ));
+            // A tensor refused before anything was sent (a value that fixed point cannot hold,
+            // too many packets) leaves the worker and the switch in step: the worker stays
+            // usable. Anything after the first packet leaves them apart.
+            if !matches!(e, DriverError::Conversion(_) | DriverError::TooLarge { .. }) {
+                st.failed = Some(format!(
+                    "an earlier all-reduce of this worker failed ({msg}); make a new Worker (it opens a new session on the running switch)"
+                ));
+            }
             match e {
                 DriverError::Timeout { .. } | DriverError::NoSwitch { .. } => SwitchUnreachable::new_err(msg),
                 DriverError::Protocol { .. } => ProtocolError::new_err(msg),

@@ -78,9 +78,15 @@ def test_a_chunk_that_is_not_finite_on_one_rank_is_nan_on_every_rank():
         x = [np.full(100, 1.0, np.float32) for _ in range(n)]
         run_ranks(n, lambda r: ws[r].allreduce(x[r]))
         assert all((a == 3.0).all() for a in x)
-    strict = spotagg.Worker(loopback_job(1), 0, "127.0.0.1:9", finite_only=True)
-    with pytest.raises(ValueError, match="element 1 is NaN"):
-        strict.allreduce(np.array([1.0, np.nan], np.float32))
+    job1 = loopback_job(1)
+    with spotagg.SoftwareSwitch(job1) as sw1:
+        strict = spotagg.Worker(job1, 0, sw1.address, finite_only=True)
+        with pytest.raises(ValueError, match="element 1 is NaN"):
+            strict.allreduce(np.array([1.0, np.nan], np.float32))
+        # The refusal sent nothing: the same worker sums the next tensor.
+        b = np.full(3, 2.0, np.float32)
+        strict.allreduce(b)
+        np.testing.assert_array_equal(b, 2.0)
 
 
 def test_many_operations_on_one_worker_and_torch_tensors_in_place():
@@ -146,6 +152,10 @@ def test_type_errors_name_the_problem():
             w.allreduce(ro)
         with pytest.raises(ValueError, match="too large"):
             w.allreduce(np.array([1.0, 1e38], np.float32))
+        # Refused before anything was sent: the worker goes on (no new Worker, no new session).
+        a = np.arange(5, dtype=np.float32)
+        w.allreduce(a)
+        np.testing.assert_array_equal(a, np.arange(5))
     with pytest.raises(ValueError, match="rank 3 is not in the job"):
         spotagg.Worker(job, 3, "127.0.0.1:1")
     with pytest.raises(ValueError, match="must be the job's worker_port 48864"):
