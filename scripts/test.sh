@@ -22,8 +22,7 @@
 #   all     every tier: clippy's lints are checked by the build itself (clippy-driver as the
 #           workspace's compiler wrapper, so nothing is compiled twice); the slow tier and the
 #           Python environment's install run beside the fast tier at the lowest CPU priority
-#           (the board's place and route at nice 19, the other slow tests under SCHED_IDLE;
-#           logs in target/test-logs/, printed at the end). Run it before stopping.
+#           (logs in target/test-logs/, printed at the end). Run it before stopping.
 # Each tier prints its wall time. Extra arguments go to cargo-nextest (fast and slow tiers).
 # `#[ignore = "manual: ..."]` tests (measurements for the docs, the i9's place and route) are
 # run by name only.
@@ -153,16 +152,9 @@ fast() {
         return 1
     fi
 }
-# The board's place and route as it ships: the slow tier's longest test by far.
-pnr_test='test(=builds_the_board_top_to_a_bitstream_that_meets_timing)'
-slow() { # SPOTAGG_SLOW_PART: "pnr" (that test alone), "rest" (the others) or unset (all)
-    local profile=slow filter="not ($manual)"
-    case "${SPOTAGG_SLOW_PART:-}" in
-    pnr) profile=slow-pnr filter=$pnr_test ;;
-    rest) filter="not ($manual) and not $pnr_test" ;;
-    esac
-    stage "slow tier${SPOTAGG_SLOW_PART:+ ($SPOTAGG_SLOW_PART)}: cargo nextest run --profile $profile --run-ignored only"
-    cargo nextest run --workspace --locked --profile "$profile" --run-ignored only -E "$filter" "$@"
+slow() {
+    stage "slow tier: cargo nextest run --profile slow --run-ignored only"
+    cargo nextest run --workspace --locked --profile slow --run-ignored only -E "not ($manual)" "$@"
 }
 python_tier() {
     stage "python tier: scripts/test-python.sh (torch, maturin, the spotagg package, pytest)"
@@ -230,14 +222,7 @@ all)
     cargo test --workspace --locked --no-run
     took[style+build]=$((SECONDS - t0))
     stage "style and build took ${took[style+build]} s"
-    # The slow tier in one background session: the board's place and route at nice 19 and the
-    # other slow tests beside it under SCHED_IDLE, so that they take only the CPU it leaves.
-    # It sets the end of the whole run; with every slow test at one priority it got half of
-    # what the fast and python tiers left and then ran alone on one core for its last ~500 s
-    # (docs/performance.md, "Whole runs").
-    background slow bash -c 'SPOTAGG_SLOW_PART=rest chrt --idle 0 scripts/test.sh slow "$@" & rest=$!
-        SPOTAGG_SLOW_PART=pnr scripts/test.sh slow "$@"; pnr=$?
-        wait $rest; r=$?; [ $pnr = 0 ] && [ $r = 0 ]' slow "$@"
+    background slow scripts/test.sh slow "$@"
     timed fast fast "$@"
     timed python python_tier
     failed=()
