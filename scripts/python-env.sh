@@ -8,6 +8,10 @@
 # target dir is target/, both in the clone. Idempotent: a second run checks the installed
 # versions and rebuilds spotagg only incrementally. An exclusive lock (flock on
 # .venv-torch.lock) keeps two runs from racing.
+# SPOTAGG_PY_PROFILE picks the cargo profile of that build: `release` (the default, what a
+# user's `pip install ./python` builds) or `dev`, which scripts/test.sh uses: the tests check
+# behaviour, not speed, and the dev profile reuses the crates the Rust tests compiled (the
+# release build is 90 s of CPU more on a fresh clone, docs/performance.md "Test suite").
 # Prints the venv's python path on the last line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,13 +42,22 @@ if ! "$py" -c 'import torch, maturin, numpy, pytest, sklearn, matplotlib, promet
 fi
 # spotagg: rebuilt when any of its sources or the workspace crates it wraps are newer than the
 # stamp (cargo rebuilds only what changed).
+profile=${SPOTAGG_PY_PROFILE:-release}
+case $profile in
+release | dev) ;;
+*)
+    echo "SPOTAGG_PY_PROFILE=$profile: must be release or dev" >&2
+    exit 2
+    ;;
+esac
 stamp="$venv/.spotagg-stamp"
-if [ ! -f "$stamp" ] || ! "$py" -c 'import spotagg' >/dev/null 2>&1 \
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$profile" ] || ! "$py" -c 'import spotagg' >/dev/null 2>&1 \
     || [ -n "$(find python/src python/python python/Cargo.toml python/pyproject.toml driver/src driver/Cargo.toml \
         spec/src spec/Cargo.toml Cargo.lock -newer "$stamp" \
         -not -path '*/__pycache__*' -print -quit)" ]; then
-    echo "== python-env: pip install ./python (maturin, release build)" >&2
-    "$py" -m pip install -q --no-build-isolation --no-deps --force-reinstall ./python >&2
-    touch "$stamp"
+    echo "== python-env: pip install ./python (maturin, $profile build)" >&2
+    MATURIN_PEP517_ARGS="--profile $profile" \
+        "$py" -m pip install -q --no-build-isolation --no-deps --force-reinstall ./python >&2
+    echo "$profile" >"$stamp"
 fi
 echo "$py"

@@ -47,6 +47,8 @@ style | fast | python | slow | all)
     ;;
 esac
 start=$SECONDS
+# The Python package for the tests: the dev profile (scripts/python-env.sh says why).
+export SPOTAGG_PY_PROFILE=${SPOTAGG_PY_PROFILE:-dev}
 # On CI (a clean clone, built once) cargo's incremental caches are only disk.
 if [ -n "${CI:-}" ]; then
     export CARGO_INCREMENTAL=0
