@@ -13,7 +13,12 @@
 //! ```
 //!
 //! Optional keys (defaults in brackets): `switch_port` [0xBEE0], the UDP port of the software
-//! switch; `worker_port` [0xBEE0], the UDP port workers send from; `window` [slots], slots a
+//! switch; `worker_port` [0xBEE0], the UDP port workers send from (any port, 1..=65535);
+//! `worker_ports` [1], how many consecutive ports from `worker_port` the switch takes a worker's
+//! frames from (SwitchML's DPDK workers send thread t's from `worker_port + t`; results go back
+//! to the port the contribution came from, docs/switch.md §1 7.5, §3); `zero_ip_checksum`
+//! [false], take frames whose IPv4 header checksum is 0 ("not computed", as SwitchML's DPDK
+//! workers send them) and count them apart (docs/switch.md §1 6.4); `window` [slots], slots a
 //! worker keeps in flight; `timeout_ms` [20], the first retransmission timeout and its floor (the timeout then follows
 //! the measured round trip: [`crate::rtt`]); `max_retries`
 //! [12], retransmissions of one packet before a worker gives up; `job_number` [0];
@@ -54,6 +59,9 @@ pub const MAX_WORKERS: usize = 32;
 /// Most workers of a whole aggregation tree (`tree_workers`): 2^20, so that the fixed-point
 /// scale keeps at least 10 bits per worker.
 pub const MAX_TREE_WORKERS: usize = 1 << 20;
+/// Most consecutive worker ports a job takes (`worker_ports`): SwitchML's worker threads, 256 at
+/// most in any configuration it ships.
+pub const MAX_WORKER_PORTS: u16 = 256;
 /// Most slots a job can address (15 bits of `pool_index`).
 pub const MAX_SLOTS: usize = 1 << 15;
 
@@ -94,8 +102,14 @@ pub struct JobConfig {
     pub workers: Vec<WorkerEntry>,
     /// UDP port of the software switch.
     pub switch_port: u16,
-    /// UDP port workers send from (results come back to it).
+    /// UDP port workers send from (results come back to it), the first of `worker_ports`.
     pub worker_port: u16,
+    /// Consecutive worker ports from `worker_port` (≥ 1; SwitchML's worker threads): the switch
+    /// takes a worker's frames from any of them (docs/switch.md §1 7.5).
+    pub worker_ports: u16,
+    /// Take IPv4 headers whose checksum is 0 ("not computed"), counted apart (docs/switch.md §1
+    /// 6.4); never a wrong non-zero one.
+    pub zero_ip_checksum: bool,
     /// Slots a worker keeps in flight (≤ `slots`).
     pub window: u16,
     /// First retransmission timeout, and the floor of the adaptive one.
@@ -176,6 +190,8 @@ struct RawJob {
     worker: Vec<RawWorker>,
     switch_port: Option<i64>,
     worker_port: Option<i64>,
+    worker_ports: Option<i64>,
+    zero_ip_checksum: Option<bool>,
     window: Option<i64>,
     timeout_ms: Option<i64>,
     max_retries: Option<i64>,
@@ -343,6 +359,31 @@ impl JobConfig {
                 })
             }
         };
+        let worker_port = match raw.worker_port {
+            None => switchml::UDP_PORT_BASE,
+            Some(p) if (1..=0xffff).contains(&p) => p as u16,
+            Some(p) => return Err(bad("worker_port", p, "must be a UDP port, 1..=65535")),
+        };
+        let worker_ports = match raw.worker_ports {
+            None => 1,
+            Some(c) if c >= 1 && i64::from(worker_port) + c - 1 <= 0xffff && c <= i64::from(MAX_WORKER_PORTS) => {
+                c as u16
+            }
+            Some(c) => {
+                return Err(bad(
+                    "worker_ports",
+                    c,
+                    &format!("must be 1..={MAX_WORKER_PORTS}, with worker_port + worker_ports - 1 ≤ 65535"),
+                ))
+            }
+        };
+        if worker_ports > 1 && parent.is_some() {
+            return Err(bad(
+                "worker_ports",
+                worker_ports,
+                "a tree leaf's job has one worker port: its parent's results carry no worker's port (docs/switch.md §3)",
+            ));
+        }
         let sessions = raw.sessions.unwrap_or(true);
         let mut switches = Vec::new();
         for (i, a) in raw.switches.unwrap_or_default().iter().enumerate() {
@@ -372,7 +413,9 @@ impl JobConfig {
             slots,
             workers,
             switch_port,
-            worker_port: port("worker_port", raw.worker_port)?,
+            worker_port,
+            worker_ports,
+            zero_ip_checksum: raw.zero_ip_checksum.unwrap_or(false),
             window,
             timeout: Duration::from_millis(timeout_ms),
             max_retries,
@@ -381,6 +424,25 @@ impl JobConfig {
             vlan,
             parent,
             tree_workers,
+        })
+    }
+
+    /// Whether UDP source port `port` is one of the job's worker ports (docs/switch.md §1 7.5).
+    pub fn is_worker_port(&self, port: u16) -> bool {
+        port.wrapping_sub(self.worker_port) < self.worker_ports
+    }
+
+    /// What the hardware core cannot serve of this job yet, as an error naming the keys: more
+    /// than one worker port, or zero IPv4 checksums (docs/switch.md §1 6.4 and 7.5 are in the
+    /// reference switch and the software switches; the board's core takes one worker port and
+    /// checks every checksum). `None` for a job the board serves.
+    pub fn core_unsupported(&self) -> Option<String> {
+        (self.worker_ports != 1 || self.zero_ip_checksum).then(|| {
+            format!(
+                "worker_ports = {}, zero_ip_checksum = {}: the board's core takes one worker port and checks every IPv4 \
+                 checksum (docs/switch.md §1); serve this job with `spotagg switch` or at MAC level with `spotagg tap`",
+                self.worker_ports, self.zero_ip_checksum
+            )
         })
     }
 
@@ -407,6 +469,8 @@ impl JobConfig {
                 .collect(),
             switch_port: switchml::UDP_PORT_BASE,
             worker_port: switchml::UDP_PORT_BASE,
+            worker_ports: 1,
+            zero_ip_checksum: false,
             window: slots,
             timeout: Duration::from_millis(20),
             max_retries: 12,
@@ -462,6 +526,12 @@ impl JobConfig {
             self.job_number,
             self.switch_ports
         );
+        if self.worker_ports != 1 {
+            s += &format!("worker_ports = {}\n", self.worker_ports);
+        }
+        if self.zero_ip_checksum {
+            s += "zero_ip_checksum = true\n";
+        }
         if let Some(v) = self.vlan {
             s += &format!("vlan = {}\nvlan_priority = {}\n", v.id, v.priority);
         }
@@ -567,6 +637,16 @@ mac = "02:00:5a:00:01:00"
             ),
             (added("switch_ports = 17"), &["switch_ports", "17", "1..=16"]),
             (format!("{ISSUE_FORM}switch_port = 80\n"), &["switch_port", "80"]),
+            (added("worker_port = 0"), &["`worker_port` = 0", "1..=65535"]),
+            (added("worker_port = 65536"), &["`worker_port` = 65536"]),
+            (added("worker_ports = 0"), &["`worker_ports` = 0", "1..=256"]),
+            (added("worker_ports = 257"), &["`worker_ports` = 257"]),
+            (added("worker_port = 65535\nworker_ports = 2"), &["`worker_ports` = 2", "65535"]),
+            (
+                format!("{}{}", added("worker_ports = 4"), parent.replace("192.0.2.10", "192.0.2.100")),
+                &["`worker_ports` = 4", "tree leaf"],
+            ),
+            (added("zero_ip_checksum = 1"), &["zero_ip_checksum"]),
             (added("vlan = 4095"), &["`vlan` = 4095", "1..=4094"]),
             (added("vlan = 0"), &["`vlan` = 0"]),
             (added("vlan_priority = 3"), &["`vlan_priority` = 3", "needs `vlan`"]),
@@ -586,6 +666,13 @@ mac = "02:00:5a:00:01:00"
             assert!(words.iter().all(|w| e.contains(w)), "{e:?} lacks one of {words:?}");
         }
         assert_eq!(JobConfig::from_toml(&added("switch_ports = 2")).unwrap().switch_ports, 2);
+        // SwitchML's DPDK defaults: worker port 4000, 4 threads; its checksums left at 0.
+        let c = JobConfig::from_toml(&added("worker_port = 4000\nworker_ports = 4\nzero_ip_checksum = true")).unwrap();
+        assert_eq!((c.worker_port, c.worker_ports, c.zero_ip_checksum), (4000, 4, true));
+        assert!(!c.is_worker_port(3999) && c.is_worker_port(4000) && c.is_worker_port(4003) && !c.is_worker_port(4004));
+        assert_eq!(c, JobConfig::from_toml(&c.to_toml()).unwrap());
+        let one = JobConfig::from_toml(&added("worker_port = 65535")).unwrap();
+        assert!(one.is_worker_port(65535) && !one.is_worker_port(0) && !one.is_worker_port(65534));
         let c = JobConfig::from_toml(&added("switches = [\"127.0.0.1:48864\", \"127.0.0.2:48864\"]\nfailover_ms = 80"))
             .unwrap();
         assert_eq!(c.switches.len(), 2);

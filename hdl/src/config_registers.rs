@@ -330,6 +330,9 @@ impl Logic for ConfigRegisters {
 /// the slot-state clear that enables the job.
 /// The one sequence every loader uses: the simulation harnesses and the board's power-up ROM.
 pub fn job_writes(job: &spotagg_driver::JobConfig) -> Vec<(u8, u32)> {
+    if let Some(why) = job.core_unsupported() {
+        panic!("the core cannot be configured for this job: {why}");
+    }
     let m = job.switch_mac.0;
     let mut v = vec![
         (0x00, u32::from(u16::from_be_bytes([m[0], m[1]]))),

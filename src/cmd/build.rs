@@ -272,7 +272,13 @@ pub fn run(args: Args) -> Result<()> {
 
     let flow = Flow { tools, part: board.part, out: out.clone(), seed: args.seed };
     let given_job = match &args.job {
-        Some(p) => Some(JobConfig::load(p)?),
+        Some(p) => {
+            let job = JobConfig::load(p)?;
+            if let Some(why) = job.core_unsupported() {
+                bail!("{}: {why}", p.display());
+            }
+            Some(job)
+        }
         None => None,
     };
     let target = Target {

@@ -410,6 +410,9 @@ impl<P: Read + Write> Control<P> {
     /// slot state). Checks the job against the identity when the link was opened with
     /// [`Control::open`].
     pub fn configure(&mut self, job: &JobConfig) -> Result<(), ControlError> {
+        if let Some(why) = job.core_unsupported() {
+            return Err(ControlError::Job(why));
+        }
         if let Some(id) = &self.identity {
             if job.n() as u32 > id.max_workers {
                 return Err(ControlError::Job(format!("n = {} above max workers {}", job.n(), id.max_workers)));
@@ -747,6 +750,20 @@ mod tests {
         assert_eq!((s.worker_port, s.job_number, s.vlan), (0xbee3, 9, 0));
         job_regs.truncate(6);
         assert_eq!(s.job_registers, job_regs);
+    }
+
+    /// A job the core cannot serve yet (SwitchML's worker threads, zero checksums) is refused
+    /// before anything is sent, naming the keys.
+    #[test]
+    fn configure_refuses_what_the_core_lacks() {
+        let mut c = Control::new_unchecked(canned(vec![]), Duration::from_millis(30));
+        for (ports, zero) in [(4, false), (1, true)] {
+            let mut job = JobConfig::example(2, crate::wire::PayloadSize::B256, 4);
+            (job.worker_port, job.worker_ports, job.zero_ip_checksum) = (4000, ports, zero);
+            let e = c.configure(&job).unwrap_err().to_string();
+            assert!(e.contains(&format!("worker_ports = {ports}, zero_ip_checksum = {zero}")), "{e}");
+        }
+        assert!(c.port.sent.is_empty());
     }
 
     /// `stragglers(n)` reads 4n registers at 0x0600 (byte literal of the request) and splits them
