@@ -127,6 +127,11 @@ pub struct Counters {
     pub icmp_replies: u64,
     /// Dropped frames, indexed by [`DropReason::index`].
     pub drops: [u64; DropReason::COUNT],
+    /// Frames handled (not dropped) whose IPv4 header checksum was 0, "not computed", taken by a
+    /// job with `zero_ip_checksum` (docs/switch.md §1 6.4); each is also counted where it landed.
+    /// Not one of the core's counter registers yet (the board's core checks every checksum).
+    #[serde(default)]
+    pub ip_checksum_zero: u64,
 }
 
 impl Counters {
@@ -135,6 +140,9 @@ impl Counters {
     pub const WORDS: usize = 8 + DropReason::COUNT;
     /// Counter registers of a core without the two reasons sessions added.
     pub const WORDS_BEFORE_SESSIONS: usize = Self::WORDS - 2;
+    /// Every counter as a word ([`Counters::to_words`]): the core's registers, then the
+    /// counters the core does not have (`ip_checksum_zero`).
+    pub const ALL_WORDS: usize = Self::WORDS + 1;
 
     /// The counters from the core's counter registers (at least [`Counters::WORDS`] words, in
     /// address order): the one decoding the hardware harnesses and the control link share.
@@ -152,6 +160,7 @@ impl Counters {
             arp_replies: w[6],
             icmp_replies: w[7],
             drops: [0; DropReason::COUNT],
+            ip_checksum_zero: w.get(Self::WORDS).copied().unwrap_or(0),
         };
         for d in DropReason::ALL {
             c.drops[d.index()] = w.get(8 + d.index()).copied().unwrap_or(0);
@@ -159,7 +168,8 @@ impl Counters {
         c
     }
 
-    /// The counters as the core's registers hold them (the inverse of [`Counters::from_words`]).
+    /// Every counter as a word, the core's registers first ([`Counters::ALL_WORDS`] words; the
+    /// inverse of [`Counters::from_words`]).
     pub fn to_words(&self) -> Vec<u64> {
         self.named().into_iter().map(|(_, v)| v).collect()
     }
@@ -184,7 +194,8 @@ impl Counters {
             && self.frames_out
                 == self.results_multicast + self.results_retransmitted + self.arp_replies + self.icmp_replies
     }
-    /// Named (counter, value) pairs in a fixed order, drops by reason last.
+    /// Named (counter, value) pairs in a fixed order: the totals, the drops by reason, then
+    /// `ip_checksum_zero`.
     pub fn named(&self) -> Vec<(&'static str, u64)> {
         let mut v = vec![
             ("frames_in", self.frames_in),
@@ -197,6 +208,7 @@ impl Counters {
             ("icmp_replies", self.icmp_replies),
         ];
         v.extend(DropReason::ALL.iter().map(|r| (r.name(), self.drops[r.index()])));
+        v.push(("ip_checksum_zero", self.ip_checksum_zero));
         v
     }
 }
@@ -207,12 +219,15 @@ mod test {
 
     #[test]
     fn words_round_trip_in_register_order() {
-        let w: Vec<u64> = (1..=Counters::WORDS as u64).collect();
+        let w: Vec<u64> = (1..=Counters::ALL_WORDS as u64).collect();
         let c = Counters::from_words(&w);
         assert_eq!((c.frames_in, c.icmp_replies), (1, 8));
         assert_eq!(c.dropped(DropReason::Truncated), 9);
         assert_eq!(c.dropped(DropReason::WrongVlan), 11);
         assert_eq!(c.dropped(DropReason::BadSlot), 22);
+        assert_eq!(c.ip_checksum_zero, 25);
+        // The core's registers alone: the counter it lacks reads 0.
+        assert_eq!(Counters::from_words(&w[..Counters::WORDS]).ip_checksum_zero, 0);
         assert_eq!(c.to_words(), w);
         let mut twice = c.clone();
         twice.add(&c);

@@ -141,6 +141,11 @@ pub fn counter_families(c: &Counters, labels: &[(&str, String)]) -> Vec<Family> 
         one("spotagg_switch_arp_replies_total", "ARP replies sent.", c.arp_replies),
         one("spotagg_switch_icmp_replies_total", "ICMP echo replies sent.", c.icmp_replies),
         drops,
+        one(
+            "spotagg_switch_ip_checksum_zero_total",
+            "Frames handled whose IPv4 checksum was 0, not computed (docs/switch.md §1 6.4).",
+            c.ip_checksum_zero,
+        ),
     ]
 }
 

@@ -204,5 +204,18 @@ fn bad_job_layouts_are_refused_with_the_reason() {
         12,
     )
     .unwrap_err();
-    assert!(e.0.contains("worker_port 48864") && e.0.contains("192.0.2.11"), "{e}");
+    assert!(e.0.contains("worker ports 48864..48865") && e.0.contains("192.0.2.11"), "{e}");
+    // Port ranges (SwitchML's worker threads): overlapping ones are refused, adjacent ones not.
+    let mut a4 = a.clone();
+    a4.worker_ports = 4;
+    let mut b1 = b.clone();
+    b1.worker_port = a.worker_port + 3;
+    let e = MultiSwitch::new(
+        vec![JobPlacement { job: a4.clone(), slot_base: 0 }, JobPlacement { job: b1.clone(), slot_base: 4 }],
+        12,
+    )
+    .unwrap_err();
+    assert!(e.0.contains("48864..48868 and 48867..48868"), "{e}");
+    b1.worker_port = a.worker_port + 4;
+    MultiSwitch::new(vec![JobPlacement { job: a4, slot_base: 0 }, JobPlacement { job: b1, slot_base: 4 }], 12).unwrap();
 }

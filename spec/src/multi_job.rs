@@ -115,7 +115,7 @@ impl MultiSwitch {
     }
 
     /// Jobs sharing `capacity` slots. Fails, naming the jobs, when they do not share the switch's
-    /// MAC and IPv4 address, when two have a worker in common and the same `worker_port`, or when
+    /// MAC and IPv4 address, when two have a worker in common and overlapping worker ports, or when
     /// slot ranges overlap or pass the capacity.
     pub fn new(jobs: Vec<JobPlacement>, capacity: u32) -> Result<MultiSwitch, MultiJobError> {
         let Some(first) = jobs.first() else {
@@ -146,10 +146,13 @@ impl MultiSwitch {
                     )));
                 }
                 let shared = j.workers.iter().find(|w| pb.job.workers.iter().any(|v| v.ip == w.ip));
-                if let Some(w) = shared.filter(|_| pb.job.worker_port == j.worker_port) {
+                let ports =
+                    |j: &JobConfig| u32::from(j.worker_port)..u32::from(j.worker_port) + u32::from(j.worker_ports);
+                let (rb, ra) = (ports(&pb.job), ports(j));
+                if let Some(w) = shared.filter(|_| rb.start < ra.end && ra.start < rb.end) {
                     return Err(MultiJobError(format!(
-                        "jobs {b} and {a}: both worker_port {} with worker {} in common: its frames would be both jobs'",
-                        j.worker_port, w.ip
+                        "jobs {b} and {a}: worker ports {}..{} and {}..{} overlap with worker {} in common: its frames would be both jobs'",
+                        rb.start, rb.end, ra.start, ra.end, w.ip
                     )));
                 }
             }
@@ -213,7 +216,7 @@ pub fn route<'a>(switch_ip: Ipv4Addr, jobs: impl IntoIterator<Item = &'a JobConf
         return Route::FirstJob;
     };
     let mine = |job: &JobConfig| {
-        (job.rank_of(src).is_some() && job.worker_port == src_port)
+        (job.rank_of(src).is_some() && job.is_worker_port(src_port))
             || job.parent.is_some_and(|q| q.ip == src && q.port == src_port)
     };
     match jobs.into_iter().position(mine) {

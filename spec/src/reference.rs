@@ -163,7 +163,7 @@ fn classify_untagged(job: &JobConfig, frame: &[u8]) -> Classification {
     if ip.header_len() != ipv4::HEADER_LEN {
         return Drop(IpOptions);
     }
-    if !ip.verify_checksum() {
+    if !(ip.verify_checksum() || job.zero_ip_checksum && ip.checksum() == 0) {
         return Drop(IpChecksum);
     }
     let t = usize::from(ip.total_len());
@@ -206,7 +206,7 @@ fn classify_untagged(job: &JobConfig, frame: &[u8]) -> Classification {
         None if from_parent => usize::MAX,
         None => return Drop(UnknownSource),
     };
-    if !from_parent && be16(&frame[L4_OFFSET + udp::field::SRC_PORT.start..]) != job.worker_port {
+    if !from_parent && !job.is_worker_port(be16(&frame[L4_OFFSET + udp::field::SRC_PORT.start..])) {
         return Drop(WrongSrcPort);
     }
     if udp_len < SWITCHML_MIN_UDP_LEN {
@@ -234,6 +234,16 @@ fn classify_untagged(job: &JobConfig, frame: &[u8]) -> Classification {
         return Classification::Session { rank, pool };
     }
     Classification::Contribution { rank, pool }
+}
+
+/// Whether an IPv4 frame that §1 let through was taken by the zero-checksum exception of
+/// docs/switch.md §1 6.4: the job takes zero checksums, the field is 0 and does not verify.
+fn zero_checksum_taken(job: &JobConfig, frame: &[u8]) -> bool {
+    if !job.zero_ip_checksum || frame.len() < L4_OFFSET {
+        return false;
+    }
+    let ip = Ipv4Packet::new_unchecked(&frame[IP_OFFSET..L4_OFFSET]);
+    ip.checksum() == 0 && !ip.verify_checksum()
 }
 
 /// The slot memory and scoreboard: per slot and set, the worker bitmap, the counter, the
@@ -630,6 +640,7 @@ impl RefSwitch {
             return self.parent_result(frame, pool, out);
         }
         self.counters.frames_in += 1;
+        let dropped_before = self.counters.dropped_total();
         match class {
             Classification::ParentResult { .. } => unreachable!("handled above"),
             Classification::Contribution { .. }
@@ -650,6 +661,13 @@ impl RefSwitch {
                 self.counters.frames_out += 1;
             }
             Classification::Drop(r) => self.counters.drops[r.index()] += 1,
+        }
+        // Handled, not dropped (a stale contribution is dropped after classification).
+        if !matches!(class, Classification::ArpRequest)
+            && self.counters.dropped_total() == dropped_before
+            && zero_checksum_taken(&self.job, frame)
+        {
+            self.counters.ip_checksum_zero += 1;
         }
     }
 
@@ -985,6 +1003,80 @@ mod test {
         f[29] = 0x63;
         assert_eq!(classify(sw.job(), &f), Classification::Drop(IpChecksum));
         assert_eq!(sw.counters().dropped(WrongSrcPort), 1);
+    }
+
+    /// C0 as a SwitchML DPDK worker sends it after its first window: from worker thread 2's port
+    /// 4002 (0x0fa2, `worker_port` 4000 + 2) and the IPv4 header checksum left at 0.
+    static C0Z_HEADER: [u8; 52] = [
+        0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x02, 0x00, 0x5a, 0x00, 0x01, 0x00, 0x08, 0x00, //
+        0x45, 0x00, 0x00, 0xa6, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0x00, //
+        0x02, 0x0a, 0xc0, 0x00, 0x02, 0x01, 0x0f, 0xa2, 0xbe, 0xe1, 0x00, 0x92, 0x00, 0x00, //
+        0x10, 0x07, 0xde, 0xad, 0xbe, 0xef, 0x00, 0x02, 0x05, 0xfd,
+    ];
+    /// C1 the same way: port 4002, checksum 0.
+    static C1Z_HEADER: [u8; 52] = [
+        0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x02, 0x00, 0x5a, 0x00, 0x01, 0x01, 0x08, 0x00, //
+        0x45, 0x00, 0x00, 0xa6, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0x00, //
+        0x02, 0x0b, 0xc0, 0x00, 0x02, 0x01, 0x0f, 0xa2, 0xbe, 0xe1, 0x00, 0x92, 0x00, 0x00, //
+        0x10, 0x07, 0x01, 0x02, 0x03, 0x04, 0x00, 0x02, 0xf9, 0x02,
+    ];
+    /// The results of that round: R0 and R1 to port 4002, their checksums computed.
+    static R0Z_HEADER: [u8; 52] = [
+        0x02, 0x00, 0x5a, 0x00, 0x01, 0x00, 0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x08, 0x00, //
+        0x45, 0x00, 0x00, 0xa6, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0xf6, 0x3b, 0xc0, 0x00, //
+        0x02, 0x01, 0xc0, 0x00, 0x02, 0x0a, 0xbe, 0xe1, 0x0f, 0xa2, 0x00, 0x92, 0x00, 0x00, //
+        0x10, 0x07, 0x01, 0x02, 0x03, 0x04, 0x00, 0x02, 0x05, 0x02,
+    ];
+    static R1Z_HEADER: [u8; 52] = [
+        0x02, 0x00, 0x5a, 0x00, 0x01, 0x01, 0x02, 0x00, 0x5a, 0x00, 0x00, 0x01, 0x08, 0x00, //
+        0x45, 0x00, 0x00, 0xa6, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0xf6, 0x3a, 0xc0, 0x00, //
+        0x02, 0x01, 0xc0, 0x00, 0x02, 0x0b, 0xbe, 0xe1, 0x0f, 0xa2, 0x00, 0x92, 0x00, 0x00, //
+        0x10, 0x07, 0x01, 0x02, 0x03, 0x04, 0x00, 0x02, 0x05, 0x02,
+    ];
+
+    /// SwitchML's DPDK workers with their defaults (docs/switch.md §1 6.4 and 7.5): worker port
+    /// 4000 and 4 threads, checksums left at 0 after the first window.
+    fn switchml_job() -> JobConfig {
+        JobConfig { worker_port: 4000, worker_ports: 4, zero_ip_checksum: true, ..job() }
+    }
+
+    #[test]
+    fn switchml_worker_ports_and_zero_checksums_are_served_and_counted() {
+        let (a, b, sum) = payloads();
+        // A job without them: the zero checksum is `ip_checksum`, the port `wrong_src_port`.
+        assert_eq!(classify(&job(), &frame(&C0Z_HEADER, &a)), Classification::Drop(IpChecksum));
+        let mut ok_sum = frame(&C0Z_HEADER, &a);
+        ok_sum[24..26].copy_from_slice(&[0xf6, 0x3b]);
+        assert_eq!(classify(&job(), &ok_sum), Classification::Drop(WrongSrcPort));
+        assert!(matches!(classify(&switchml_job(), &ok_sum), Classification::Contribution { rank: 0, .. }));
+
+        let mut sw = RefSwitch::new(switchml_job());
+        assert!(run(&mut sw, &frame(&C0Z_HEADER, &a)).is_empty());
+        let out = run(&mut sw, &frame(&C1Z_HEADER, &b));
+        assert_eq!(out, vec![frame(&R0Z_HEADER, &sum), frame(&R1Z_HEADER, &sum)], "both to port 4002");
+        // A retransmission of C0 (checksum 0) is answered to its own port, 4002.
+        let rr = run(&mut sw, &frame(&C0Z_HEADER, &a));
+        assert_eq!(rr.len(), 1);
+        assert_eq!(&rr[0][36..38], &[0x0f, 0xa2]);
+        let c = sw.counters();
+        assert_eq!((c.contributions, c.duplicates, c.results_multicast, c.results_retransmitted), (2, 1, 2, 1));
+        assert_eq!(c.ip_checksum_zero, 3, "the three frames with checksum 0, each also where it landed");
+        assert_eq!(c.dropped_total(), 0);
+
+        // Outside 4000..4004, or a wrong non-zero checksum: dropped as before, never counted zero.
+        for (port, reason) in [([0x0f, 0x9f], WrongSrcPort), ([0x0f, 0xa4], WrongSrcPort)] {
+            let mut f = frame(&C0Z_HEADER, &a);
+            f[34..36].copy_from_slice(&port);
+            assert_eq!(classify(sw.job(), &f), Classification::Drop(reason), "port {port:02x?}");
+            assert!(run(&mut sw, &f).is_empty());
+        }
+        let mut f = frame(&C0Z_HEADER, &a);
+        f[24..26].copy_from_slice(&[0x00, 0x01]);
+        assert_eq!(classify(sw.job(), &f), Classification::Drop(IpChecksum));
+        assert!(run(&mut sw, &f).is_empty());
+        let c = sw.counters();
+        assert_eq!((c.dropped(WrongSrcPort), c.dropped(IpChecksum), c.ip_checksum_zero), (2, 1, 3));
+        assert!(c.is_consistent());
     }
 
     #[test]

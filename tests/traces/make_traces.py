@@ -46,7 +46,7 @@ DROP_REASONS = [
 COUNTERS = [
     "frames_in", "frames_out", "contributions", "duplicates", "results_multicast",
     "results_retransmitted", "arp_replies", "icmp_replies",
-] + DROP_REASONS
+] + DROP_REASONS + ["ip_checksum_zero"]
 
 # Verdicts returned by the model for one received frame (besides the drop reasons).
 V_CONTRIB = "contribution"
@@ -130,7 +130,7 @@ def untag(fr):
 class Job:
     def __init__(self, n, payload=256, slots=16, switch_mac="02:00:5a:00:00:01",
                  switch_ip="192.0.2.1", workers=None, vlan=None, vlan_priority=0, parent=None,
-                 tree_workers=None, worker_port=0xBEE0):
+                 tree_workers=None, worker_port=0xBEE0, worker_ports=1, zero_ip_checksum=False):
         assert 1 <= n <= 32
         assert vlan is None or 1 <= vlan <= 4094, vlan
         assert 0 <= vlan_priority <= 7 and (vlan is not None or vlan_priority == 0)
@@ -145,6 +145,10 @@ class Job:
         self.c = SIZE_CODES[payload]
         self.slots = slots
         self.worker_port = worker_port
+        # docs/switch.md §1 7.5: the ports worker_port .. worker_port + worker_ports; §1 6.4: Z
+        assert 1 <= worker_ports and worker_port + worker_ports <= 0x10000
+        self.worker_ports = worker_ports
+        self.zero_ip_checksum = zero_ip_checksum
         self.switch_mac_s = switch_mac
         self.switch_ip_s = switch_ip
         self.sm = mac(switch_mac)
@@ -171,6 +175,10 @@ class Job:
             "slots = %d" % self.slots,
             "worker_port = %d" % self.worker_port,
         ]
+        if self.worker_ports != 1:
+            out.append("worker_ports = %d" % self.worker_ports)
+        if self.zero_ip_checksum:
+            out.append("zero_ip_checksum = true")
         if self.vlan is not None:
             out += ["vlan = %d" % self.vlan, "vlan_priority = %d" % self.vlan_priority]
         if self.tree_workers is not None:
@@ -318,6 +326,7 @@ class Switch:
 
     def receive(self, f):
         """Returns (verdict, [frames out])."""
+        self.zero_taken = False
         verdict, outs = self._classify(bytes(f))
         if self.job.vlan is not None:
             # §3 "Tagged jobs": every frame sent carries TCI = p << 13 | V, whatever the trigger's
@@ -330,6 +339,9 @@ class Switch:
         if verdict in DROP_REASONS:
             self.ctr[verdict] += 1
             assert not outs
+        elif self.zero_taken and verdict != V_ARP:
+            # §1 6.4: handled with a zero checksum, counted apart as well
+            self.ctr["ip_checksum_zero"] += 1
         self.ctr["frames_out"] += len([o for o in outs if not self._is_partial(o)])
         return verdict, outs
 
@@ -382,7 +394,10 @@ class Switch:
         if f[14] & 15 != 5:
             return "ip_options", []
         if ones_sum(f[14:34]) != 0xFFFF:
-            return "ip_checksum", []
+            # §1 6.4: a field of 0 is "not computed", taken by a job with Z
+            if not (j.zero_ip_checksum and u16(f, 24) == 0):
+                return "ip_checksum", []
+            self.zero_taken = True
         t = u16(f, 16)
         if t < 20 or 14 + t > L:
             return "bad_length", []
@@ -414,7 +429,7 @@ class Switch:
         if r is None and not from_parent:
             return "unknown_source", []
         # §1 7.5: the port rule (frames from the parent, §6, come from its own port)
-        if not from_parent and u16(f, 34) != j.worker_port:
+        if not from_parent and not (0 <= u16(f, 34) - j.worker_port < j.worker_ports):
             return "wrong_src_port", []
         # §1.8 SwitchML
         if ulen < 18:
@@ -1334,6 +1349,49 @@ def sc_wrap(job, tr, rng):
                None, "duplicate")
 
 
+@scenario(3, 256, 8, worker_port=4000, worker_ports=4, zero_ip_checksum=True)
+def sc_switchml(job, tr, rng):
+    """SwitchML's DPDK workers with their defaults (docs/switch.md §1 6.4, 7.5, §3): worker port
+    4000 and 4 threads, thread t owning slots 2t and 2t + 1 and sending them from port 4000 + t;
+    the IPv4 checksum computed in the first window and left at 0 after it. Every result goes to
+    the port of the contribution that completed the round; a retransmission is answered to its
+    own port. Strays from ports outside 4000..4004 and wrong non-zero checksums are dropped."""
+    MIN, MAX = -2**31, 2**31 - 1
+    for rnd in range(3):
+        v = rnd & 1
+        slots = list(range(job.slots))
+        rng.shuffle(slots)
+        for s in slots:
+            port = 4000 + s // 2
+            order = list(range(job.n))
+            rng.shuffle(order)
+            vals = {r: [rng.randint(MIN, MAX) for _ in range(job.k)] for r in order}
+            csum = None if rnd == 0 else 0
+            for i, r in enumerate(order):
+                tr.add(contribution(job, r, s, v, vals[r], e0=rng.randint(-8, 8), tsi=rnd * 100 + s,
+                                    sport=port, csum=csum),
+                       "round %d slot %d rank %d" % (rnd, s, r), "contribution")
+                if i == 0 and rng.random() < 0.5:
+                    tr.add(contribution(job, r, s, v, vals[r], sport=port, csum=csum),
+                           "early retransmission", "duplicate")
+                if rng.random() < 0.15:
+                    bad = rng.choice([3999, 4004, 0xBEE0, 0])
+                    tr.add(contribution(job, r, s, v, [7] * job.k, sport=bad, csum=csum),
+                           "stray from port %d" % bad, "wrong_src_port")
+            r = rng.choice(order)
+            tr.add(contribution(job, r, s, v, vals[r], sport=port, csum=0),
+                   "retransmission after completion, checksum 0", "duplicate")
+    r = rng.randrange(job.n)
+    tr.add(contribution(job, r, 0, 1, [1] * job.k, sport=4000, csum=1),
+           "a wrong non-zero checksum", "ip_checksum")
+    tr.add(contribution(job, r, 0, 1, [1] * job.k, sport=4000, csum=0xFFFF),
+           "0xFFFF: the other zero, verifies only where 0x0000 would be computed", "ip_checksum")
+    tr.add(icmp_echo_frame(job.sm, job.mac[0], job.ip[0], job.si, b"swml"), "ping, checksum computed", "icmp")
+    ping = bytearray(icmp_echo_frame(job.sm, job.mac[1], job.ip[1], job.si, b"swml0"))
+    ping[24:26] = b"\x00\x00"
+    tr.add(bytes(ping), "ping, IPv4 checksum 0", "icmp")
+
+
 @scenario(2, 256, 2)
 def sc_csum_alias(job, tr, rng):
     """Interpretation-sensitive, kept apart: an IPv4 header whose correct checksum is 0x0000,
@@ -1807,6 +1865,7 @@ SCENARIOS = [
     ("vlan_mixed", sc_mixed(3, 1024, 4, 48, 0.10, 0.05, 0.10, vlan=4094, vlan_priority=3,
                             p_foreign=0.10)),
     ("tree", sc_tree),
+    ("switchml", sc_switchml),
 ]
 
 
