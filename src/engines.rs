@@ -26,6 +26,11 @@ impl EngineKind {
 
     /// Builds the engine, writing a VCD waveform to `vcd` (simulated engines only).
     pub fn build_traced(self, job: &JobConfig, vcd: Option<&Path>) -> Result<Box<dyn Engine>> {
+        if self != EngineKind::Model {
+            if let Some(why) = job.core_unsupported() {
+                anyhow::bail!("the {self:?} engine simulates the hardware core: {why}");
+            }
+        }
         match (self, vcd) {
             (EngineKind::Model, None) => Ok(Box::new(spotagg_spec::reference::RefSwitch::new(job.clone()))),
             (EngineKind::Rtl, None) => Ok(Box::new(

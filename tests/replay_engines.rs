@@ -48,7 +48,7 @@ fn replay(engine: &str, dir: &Path, name: &str, vcd: Option<&Path>) {
 
 /// Scenarios small enough for the rust-hdl simulation (a few thousand cycles a second).
 const RTL_SCENARIOS: &[&str] =
-    &["malformed", "arp", "ping", "duplicates", "n1", "n2", "wrap", "csum_alias", "vlan", "session"];
+    &["malformed", "arp", "ping", "duplicates", "n1", "n2", "wrap", "csum_alias", "vlan", "session", "switchml_ports"];
 
 #[test]
 fn rtl_engine_reproduces_the_independent_traces() {
@@ -96,6 +96,7 @@ fn verilator_engine_reproduces_the_independent_traces() {
         "vlan",
         "vlan_mixed",
         "session",
+        "switchml_ports",
     ] {
         replay("verilator", dir.path(), name, None);
     }

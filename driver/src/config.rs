@@ -427,22 +427,25 @@ impl JobConfig {
         })
     }
 
+    /// The core's register 0x08 for this job: `worker_port` in bits 15..0, `worker_ports` − 1 in
+    /// bits 23..16 (docs/control.md).
+    pub fn worker_port_register(&self) -> u32 {
+        u32::from(self.worker_port) | u32::from(self.worker_ports - 1) << 16
+    }
+
     /// Whether UDP source port `port` is one of the job's worker ports (docs/switch.md §1 7.5).
     pub fn is_worker_port(&self, port: u16) -> bool {
         port.wrapping_sub(self.worker_port) < self.worker_ports
     }
 
-    /// What the hardware core cannot serve of this job yet, as an error naming the keys: more
-    /// than one worker port, or zero IPv4 checksums (docs/switch.md §1 6.4 and 7.5 are in the
-    /// reference switch and the software switches; the board's core takes one worker port and
-    /// checks every checksum). `None` for a job the board serves.
+    /// What the hardware core cannot serve of this job yet, as an error naming the key: zero
+    /// IPv4 checksums (docs/switch.md §1 6.4 is in the reference switch and the software
+    /// switches; the board's core checks every checksum). `None` for a job the core serves.
     pub fn core_unsupported(&self) -> Option<String> {
-        (self.worker_ports != 1 || self.zero_ip_checksum).then(|| {
-            format!(
-                "worker_ports = {}, zero_ip_checksum = {}: the board's core takes one worker port and checks every IPv4 \
-                 checksum (docs/switch.md §1); serve this job with `spotagg switch` or at MAC level with `spotagg tap`",
-                self.worker_ports, self.zero_ip_checksum
-            )
+        self.zero_ip_checksum.then(|| {
+            "zero_ip_checksum = true: the board's core checks every IPv4 checksum (docs/switch.md §1 6.4); serve \
+             this job at MAC level with `spotagg tap`"
+                .to_string()
         })
     }
 

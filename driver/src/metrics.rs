@@ -339,6 +339,7 @@ mod test {
             job_registers: vec![0; 6],
             vlan: 0,
             worker_port: 0xbee0,
+            worker_ports: 1,
             job_number: 0,
         };
         let text = render(&board_families(&snap, &status));

@@ -10,7 +10,7 @@
 //! | 0x05 | slots in use S (values above the core's slot count are taken as that count) |
 //! | 0x06 | control: writing bit 0 clears the slot state (a new job), bit 1 the counters |
 //! | 0x07 | VLAN: 0 for an untagged job, else the TCI of the frames sent (PCP << 13 \| VID), frames taken only with that VID (docs/switch.md §1 step 3) |
-//! | 0x08 | the workers' UDP source port, `worker_port` (low 16 bits; 0xBEE0 after reset) |
+//! | 0x08 | bits 15..0: the workers' first UDP source port, `worker_port` (0xBEE0 after reset); bits 23..16: `worker_ports` − 1, the further ports a worker may send from (0 after reset: one port; docs/switch.md §1 7.5) |
 //! | 0x09 | the job's `job_number` (low 8 bits): the session epoch E after the slot-state clear (docs/switch.md §2.1) |
 //! | 0x0A | tree (docs/switch.md §6): the parent switch's IPv4 address `PI` |
 //! | 0x0B | the parent's MAC, bytes 0..2 (low 16 bits) |
@@ -67,6 +67,8 @@ interface_pair! {
         slots_in_use: In Bits<16>,
         /// The workers' UDP source port.
         worker_port: In Bits<16>,
+        /// `worker_ports` − 1: a worker's frames come from `worker_port ..= worker_port + this`.
+        worker_ports_m1: In Bits<8>,
         /// The job's `job_number`: the session epoch after a slot-state clear (docs/switch.md §2.1).
         job_number: In Bits<8>,
         /// The job has a parent switch (docs/switch.md §6; always low in a core built without `tree`).
@@ -128,6 +130,7 @@ pub struct ConfigRegisters {
     slots: DFF<Bits<16>>,
     tci: DFF<Bits<16>>,
     wport: DFF<Bits<16>>,
+    wports: DFF<Bits<8>>,
     jobn: DFF<Bits<8>>,
     p_ip: DFF<Bits<32>>,
     p_mac_hi: DFF<Bits<16>>,
@@ -164,6 +167,7 @@ impl ConfigRegisters {
             slots: Default::default(),
             tci: Default::default(),
             wport: Default::default(),
+            wports: Default::default(),
             jobn: Default::default(),
             p_ip: Default::default(),
             p_mac_hi: Default::default(),
@@ -196,6 +200,7 @@ impl Logic for ConfigRegisters {
             slots,
             tci,
             wport,
+            wports,
             jobn,
             p_ip,
             p_mac_hi,
@@ -219,6 +224,7 @@ impl Logic for ConfigRegisters {
         // Stored XOR 0xBEE0, so that the register reads 0xBEE0 (the default `worker_port`)
         // after reset and after a control link job write that does not name it.
         self.job.worker_port.next = self.wport.q.val() ^ 0xBEE0;
+        self.job.worker_ports_m1.next = self.wports.q.val();
         self.job.job_number.next = self.jobn.q.val();
         self.job.parent_on.next = self.p_ctl.q.val().get_bit(31) & self.built_tree.val();
         self.job.parent_ip.next = self.p_ip.q.val();
@@ -301,6 +307,7 @@ impl Logic for ConfigRegisters {
                     }
                     8 => {
                         self.wport.d.next = bit_cast::<16, 32>(self.bus.data.val()) ^ 0xBEE0;
+                        self.wports.d.next = self.bus.data.val().get_bits::<8>(16);
                     }
                     9 => {
                         self.jobn.d.next = bit_cast::<8, 32>(self.bus.data.val());
@@ -342,7 +349,7 @@ pub fn job_writes(job: &spotagg_driver::JobConfig) -> Vec<(u8, u32)> {
         (0x04, u32::from(job.payload.code())),
         (0x05, u32::from(job.slots)),
         (0x07, spotagg_driver::JobVlan::register(job.vlan)),
-        (0x08, u32::from(job.worker_port)),
+        (0x08, job.worker_port_register()),
         (0x09, u32::from(job.job_number)),
     ];
     v.extend(parent_writes(job.parent.as_ref()));
@@ -389,6 +396,7 @@ mod tests {
         slots_in_use: u16,
         vlan_tci: u16,
         worker_port: u16,
+        worker_ports_m1: u8,
         job_number: u8,
         parent_on: bool,
         parent_ip: u32,
@@ -413,6 +421,7 @@ mod tests {
                 slots_in_use: 0,
                 vlan_tci: 0,
                 worker_port: 0xBEE0,
+                worker_ports_m1: 0,
                 job_number: 0,
                 parent_on: false,
                 parent_ip: 0,
@@ -445,7 +454,10 @@ mod tests {
                     self.clear_counters = d & 2 != 0;
                 }
                 0x07 => self.vlan_tci = d as u16,
-                0x08 => self.worker_port = d as u16,
+                0x08 => {
+                    self.worker_port = d as u16;
+                    self.worker_ports_m1 = (d >> 16) as u8;
+                }
                 0x09 => self.job_number = d as u8,
                 0x0A => self.parent_ip = d,
                 0x0B => self.parent_mac_hi = d as u16,
@@ -476,6 +488,7 @@ mod tests {
             ("slots_in_use", v(j.slots_in_use.val().index()), u64::from(m.slots_in_use)),
             ("vlan_tci", v(b.vlan_tci.val().index()), u64::from(m.vlan_tci)),
             ("worker_port", v(j.worker_port.val().index()), u64::from(m.worker_port)),
+            ("worker_ports_m1", v(j.worker_ports_m1.val().index()), u64::from(m.worker_ports_m1)),
             ("job_number", v(j.job_number.val().index()), u64::from(m.job_number)),
             ("parent_on", u64::from(j.parent_on.val()), u64::from(m.parent_on)),
             ("parent_ip", v(j.parent_ip.val().index()), u64::from(m.parent_ip)),

@@ -614,7 +614,7 @@ fn mutate_untagged(job: &JobConfig, base: &[u8], reason: DropReason, rng: &mut C
         WrongSrcPort => {
             let p = loop {
                 let p: u16 = if rng.gen_bool(0.5) { job.worker_port ^ (1 << rng.gen_range(0..16)) } else { rng.gen() };
-                if p != job.worker_port {
+                if !job.is_worker_port(p) {
                     break p;
                 }
             };

@@ -182,7 +182,11 @@ fn command(c: &mut Control<impl Read + Write + Send + 'static>, what: What, json
                     0 => println!("vlan           none (untagged)"),
                     t => println!("vlan           {} (priority {})", t & 0xfff, t >> 13),
                 }
-                println!("worker port    {}", s.worker_port);
+                if s.worker_ports == 1 {
+                    println!("worker port    {}", s.worker_port);
+                } else {
+                    println!("worker ports   {}..={}", s.worker_port, s.worker_port + s.worker_ports - 1);
+                }
                 println!("job number     {}", s.job_number);
                 println!("uptime         {} cycles", s.uptime_cycles);
                 for (p, l) in s.link_state.iter().enumerate() {

@@ -1349,13 +1349,18 @@ def sc_wrap(job, tr, rng):
                None, "duplicate")
 
 
-@scenario(3, 256, 8, worker_port=4000, worker_ports=4, zero_ip_checksum=True)
-def sc_switchml(job, tr, rng):
+def sc_switchml(zero):
     """SwitchML's DPDK workers with their defaults (docs/switch.md §1 6.4, 7.5, §3): worker port
     4000 and 4 threads, thread t owning slots 2t and 2t + 1 and sending them from port 4000 + t;
-    the IPv4 checksum computed in the first window and left at 0 after it. Every result goes to
-    the port of the contribution that completed the round; a retransmission is answered to its
-    own port. Strays from ports outside 4000..4004 and wrong non-zero checksums are dropped."""
+    with `zero`, the IPv4 checksum computed in the first window and left at 0 after it (a job
+    with zero_ip_checksum), else always computed. Every result goes to the port of the
+    contribution that completed the round; a retransmission is answered to its own port. Strays
+    from ports outside 4000..4004 and wrong non-zero checksums are dropped."""
+    return scenario(3, 256, 8, worker_port=4000, worker_ports=4, zero_ip_checksum=zero)(
+        lambda job, tr, rng: switchml_traffic(job, tr, rng, zero))
+
+
+def switchml_traffic(job, tr, rng, zero):
     MIN, MAX = -2**31, 2**31 - 1
     for rnd in range(3):
         v = rnd & 1
@@ -1366,7 +1371,7 @@ def sc_switchml(job, tr, rng):
             order = list(range(job.n))
             rng.shuffle(order)
             vals = {r: [rng.randint(MIN, MAX) for _ in range(job.k)] for r in order}
-            csum = None if rnd == 0 else 0
+            csum = None if rnd == 0 or not zero else 0
             for i, r in enumerate(order):
                 tr.add(contribution(job, r, s, v, vals[r], e0=rng.randint(-8, 8), tsi=rnd * 100 + s,
                                     sport=port, csum=csum),
@@ -1379,8 +1384,8 @@ def sc_switchml(job, tr, rng):
                     tr.add(contribution(job, r, s, v, [7] * job.k, sport=bad, csum=csum),
                            "stray from port %d" % bad, "wrong_src_port")
             r = rng.choice(order)
-            tr.add(contribution(job, r, s, v, vals[r], sport=port, csum=0),
-                   "retransmission after completion, checksum 0", "duplicate")
+            tr.add(contribution(job, r, s, v, vals[r], sport=port, csum=0 if zero else None),
+                   "retransmission after completion", "duplicate")
     r = rng.randrange(job.n)
     tr.add(contribution(job, r, 0, 1, [1] * job.k, sport=4000, csum=1),
            "a wrong non-zero checksum", "ip_checksum")
@@ -1389,7 +1394,7 @@ def sc_switchml(job, tr, rng):
     tr.add(icmp_echo_frame(job.sm, job.mac[0], job.ip[0], job.si, b"swml"), "ping, checksum computed", "icmp")
     ping = bytearray(icmp_echo_frame(job.sm, job.mac[1], job.ip[1], job.si, b"swml0"))
     ping[24:26] = b"\x00\x00"
-    tr.add(bytes(ping), "ping, IPv4 checksum 0", "icmp")
+    tr.add(bytes(ping), "ping, IPv4 checksum 0", "icmp" if zero else "ip_checksum")
 
 
 @scenario(2, 256, 2)
@@ -1865,7 +1870,10 @@ SCENARIOS = [
     ("vlan_mixed", sc_mixed(3, 1024, 4, 48, 0.10, 0.05, 0.10, vlan=4094, vlan_priority=3,
                             p_foreign=0.10)),
     ("tree", sc_tree),
-    ("switchml", sc_switchml),
+    # SwitchML's DPDK workers: their worker threads' ports, with and without their zero checksums
+    # (the core has no zero checksums: the rtl and Verilator engines replay switchml_ports only)
+    ("switchml", sc_switchml(True)),
+    ("switchml_ports", sc_switchml(False)),
 ]
 
 

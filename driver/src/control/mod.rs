@@ -165,8 +165,10 @@ pub struct BoardStatus {
     pub job_registers: Vec<u32>,
     /// The VLAN register: 0 for an untagged job, else the TCI of the frames sent.
     pub vlan: u32,
-    /// The workers' UDP source port (docs/switch.md §1 7.5).
+    /// The workers' first UDP source port (docs/switch.md §1 7.5).
     pub worker_port: u32,
+    /// How many ports from `worker_port` the core takes (1 from a bitstream that has one).
+    pub worker_ports: u32,
     /// The job's `job_number`: the session epoch after the job was enabled (docs/switch.md §2.1).
     pub job_number: u32,
 }
@@ -448,7 +450,21 @@ impl<P: Read + Write> Control<P> {
             ]);
         }
         self.write(reg::WORKER_TABLE, &table)?;
-        self.write(reg::VLAN, &[JobVlan::register(job.vlan), u32::from(job.worker_port), u32::from(job.job_number)])?;
+        self.write(reg::VLAN, &[JobVlan::register(job.vlan), job.worker_port_register(), u32::from(job.job_number)])?;
+        if job.worker_ports > 1 {
+            // A bitstream from before the port ranges keeps the low 16 bits only: it would drop
+            // every port but the first as wrong_src_port.
+            let back = self.read(reg::WORKER_PORT, 1)?[0];
+            if back != job.worker_port_register() {
+                return Err(ControlError::Job(format!(
+                    "worker_ports = {}: the board's core takes one worker port (register {:#06x} reads {back:#x} after \
+                     {:#x} was written): rebuild it with `spotagg build`",
+                    job.worker_ports,
+                    reg::WORKER_PORT,
+                    job.worker_port_register()
+                )));
+            }
+        }
         self.write(reg::PARENT_IP, &parent_registers(job.parent.as_ref()))?;
         self.write(reg::CONTROL, &[1])
     }
@@ -510,7 +526,8 @@ impl<P: Read + Write> Control<P> {
             link_state: link,
             job_registers: job[..6].to_vec(),
             vlan: job[7],
-            worker_port: job[8],
+            worker_port: job[8] & 0xffff,
+            worker_ports: (job[8] >> 16 & 0xff) + 1,
             job_number: job[9],
         })
     }
@@ -752,18 +769,34 @@ mod tests {
         assert_eq!(s.job_registers, job_regs);
     }
 
-    /// A job the core cannot serve yet (SwitchML's worker threads, zero checksums) is refused
-    /// before anything is sent, naming the keys.
+    /// A job the core cannot serve yet (zero checksums) is refused before anything is sent; a
+    /// range of worker ports goes into register 0x0108's bits 23..16 and is read back, so that a
+    /// bitstream from before the ranges (it keeps the low 16 bits) is found out, naming the
+    /// register. Byte literals of the requests.
     #[test]
-    fn configure_refuses_what_the_core_lacks() {
+    fn configure_writes_worker_port_ranges_and_refuses_zero_checksums() {
+        let ok = || protocol::response(Status::Ok, &[]);
+        let mut job = JobConfig::example(2, crate::wire::PayloadSize::B256, 4);
+        job.zero_ip_checksum = true;
         let mut c = Control::new_unchecked(canned(vec![]), Duration::from_millis(30));
-        for (ports, zero) in [(4, false), (1, true)] {
-            let mut job = JobConfig::example(2, crate::wire::PayloadSize::B256, 4);
-            (job.worker_port, job.worker_ports, job.zero_ip_checksum) = (4000, ports, zero);
-            let e = c.configure(&job).unwrap_err().to_string();
-            assert!(e.contains(&format!("worker_ports = {ports}, zero_ip_checksum = {zero}")), "{e}");
-        }
+        let e = c.configure(&job).unwrap_err().to_string();
+        assert!(e.contains("zero_ip_checksum = true"), "{e}");
         assert!(c.port.sent.is_empty());
+        // SwitchML's defaults: port 4000 (0x0fa0), 4 threads: 0x0003_0fa0.
+        (job.zero_ip_checksum, job.worker_port, job.worker_ports) = (false, 4000, 4);
+        let vlan_port_job = [0xA5, 0x02, 0x01, 0x07, 0x03, 0, 0, 0, 0, 0, 0x03, 0x0F, 0xA0, 0, 0, 0, 0x00];
+        let read_back = [0xA5, 0x01, 0x01, 0x08, 0x01];
+        let old = protocol::response(Status::Ok, &[0x0fa0]);
+        let mut c = Control::new_unchecked(canned(vec![ok(), ok(), ok(), old]), Duration::from_millis(30));
+        let e = c.configure(&job).unwrap_err().to_string();
+        assert!(e.contains("worker_ports = 4") && e.contains("0x0108 reads 0xfa0 after 0x30fa0"), "{e}");
+        let sent = &c.port.sent;
+        let at = sent.windows(vlan_port_job.len()).position(|w| w == vlan_port_job).expect("the 0x0107 write");
+        let after = &sent[at + vlan_port_job.len() + 2..];
+        assert_eq!(&after[..read_back.len()], &read_back, "the read of 0x0108 after the write (and its CRC)");
+        let new = protocol::response(Status::Ok, &[0x0003_0fa0]);
+        let mut c = Control::new_unchecked(canned(vec![ok(), ok(), ok(), new, ok(), ok()]), Duration::from_millis(30));
+        c.configure(&job).unwrap();
     }
 
     /// `stragglers(n)` reads 4n registers at 0x0600 (byte literal of the request) and splits them

@@ -129,6 +129,7 @@ pub struct FrameChecks {
     fl_size_bad: DFF<Bit>,
     fl_pay_bad: DFF<Bit>,
     fl_slot_bad: DFF<Bit>,
+    sport_off: DFF<Bits<16>>,
     fl_sport_bad: DFF<Bit>,
     ck_bad: DFF<Bit>,
     fold1_r: DFF<Bits<17>>,
@@ -217,6 +218,7 @@ impl Default for FrameChecks {
             fl_size_bad: Default::default(),
             fl_pay_bad: Default::default(),
             fl_slot_bad: Default::default(),
+            sport_off: Default::default(),
             fl_sport_bad: Default::default(),
             ck_bad: Default::default(),
             fold1_r: Default::default(),
@@ -274,6 +276,7 @@ impl Logic for FrameChecks {
             fl_size_bad,
             fl_pay_bad,
             fl_slot_bad,
+            sport_off,
             fl_sport_bad,
             ck_bad,
             fold1_r,
@@ -334,7 +337,10 @@ impl Logic for FrameChecks {
         self.fl_udp.d.next = bit_cast::<8, 32>(self.h[5].val()) == 17;
         self.fl_udplen_bad.d.next = self.udp_len.val() != self.tl_m20.q.val();
         self.fl_port_bad.d.next = self.h[9].val().get_bits::<12>(20) != 0xBEE;
-        self.fl_sport_bad.d.next = bit_cast::<16, 32>(self.h[8].val()) != self.job.worker_port.val();
+        // §1 7.5: the source port's offset from `worker_port` (mod 2^16) registered, then
+        // compared with `worker_ports` − 1 (flag final in the second deciding cycle).
+        self.sport_off.d.next = bit_cast::<16, 32>(self.h[8].val()) - self.job.worker_port.val();
+        self.fl_sport_bad.d.next = self.sport_off.q.val() > bit_cast::<16, 8>(self.job.worker_ports_m1.val());
         self.fl_ul18.d.next = self.udp_len.val() < 18;
         self.fl_msg_session.d.next = self.h[10].val().get_bits::<4>(12) == 8;
         self.fl_msg_bad.d.next = (self.h[10].val().get_bits::<4>(12) != 1) & (self.h[10].val().get_bits::<4>(12) != 8);
@@ -470,6 +476,8 @@ mod tests {
     /// A source no case has: the sender unknown.
     const NOBODY_IP: [u8; 4] = [192, 0, 2, 99];
     const WORKER_PORT: u16 = 0xbee3;
+    /// A range of worker ports (SwitchML's worker threads): 0xbee3..=0xbee5.
+    const WORKER_PORTS: u16 = 3;
     const PAYLOAD: PayloadSize = PayloadSize::B256;
     const SIZE_CODE: u8 = PAYLOAD.code();
     const PAYLOAD_WORDS: u16 = PAYLOAD.elements() as u16;
@@ -530,6 +538,7 @@ mod tests {
             job.switch_mac = MacAddr(SWITCH_MAC);
             job.switch_ip = Ipv4Addr::from(SWITCH_IP);
             job.worker_port = WORKER_PORT;
+            job.worker_ports = WORKER_PORTS;
             job.workers = workers
                 .iter()
                 .map(|&ip| WorkerEntry { ip: Ipv4Addr::from(ip), mac: MacAddr([0x02, 0x00, 0x5a, 0x00, 0x01, 0x01]) })
@@ -718,6 +727,11 @@ mod tests {
                 b[35] ^= 1;
             }
             if spoil(rng) {
+                // Below, inside and above the range of worker ports.
+                let port = WORKER_PORT - 1 + rng.below(u64::from(WORKER_PORTS) + 2) as u16;
+                b[34..36].copy_from_slice(&port.to_be_bytes());
+            }
+            if spoil(rng) {
                 b[42] = ([0, 2, 8, 15][rng.below(4) as usize] << 4) | (b[42] & 15);
             }
             if spoil(rng) {
@@ -800,6 +814,7 @@ mod tests {
         c.connect_all();
         c.job.set_switch(SWITCH_MAC, SWITCH_IP);
         c.job.worker_port.next = u64::from(WORKER_PORT).into();
+        c.job.worker_ports_m1.next = u64::from(WORKER_PORTS - 1).into();
         c.job.size_code.next = u64::from(SIZE_CODE).into();
         c.job.payload_words.next = u64::from(PAYLOAD_WORDS).into();
         c.job.slots_in_use.next = u64::from(SLOTS).into();
