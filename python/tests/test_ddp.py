@@ -2,11 +2,11 @@
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 
 import spotagg
 import ddp_cases
 from conftest import loopback_job
+import ranks
 from ranks import spawn
 
 N = 3
@@ -40,7 +40,7 @@ def run_fallback(steps, stop_at, allow_fallback):
     process closes when rank 0 asks for it at step `stop_at`. The ranks' results and the
     switch's address."""
     job = loopback_job(N, slots=32, timeout_ms=5, max_retries=4)
-    ctx = mp.get_context("spawn")
+    ctx = ranks.context()
     stop, stopped = ctx.Event(), ctx.Event()
     sw = spotagg.SoftwareSwitch(job)
     import threading
