@@ -14,14 +14,14 @@
 #   style   cargo fmt --check, cargo clippy -D warnings
 #   fast    the Rust tests but the slow tier's, side by side under cargo-nextest
 #           (.config/nextest.toml), and a check that the Python package builds without rust-hdl:
-#           the tier to run while working (6-7 minutes after the build on 2 cores)
+#           the tier to run while working (5-6 minutes after the build on 2 cores)
 #   python  the spotagg package, its DDP hook and torch.distributed backend (pytest)
 #   slow    the #[ignore = "slow tier: ..."] tests: the board's place and route as it ships, a
 #           small core's, the board top's synthesis with and without the EAPS node, and the
 #           full-size syntheses (run it after changing the HDL or the boards)
 #   all     every tier: clippy's lints are checked by the build itself (clippy-driver as the
 #           workspace's compiler wrapper, so nothing is compiled twice); the slow tier and the
-#           Python environment's install run beside the fast tier at the lowest CPU priority
+#           Python environment's install run beside the fast tier at a low CPU priority
 #           (logs in target/test-logs/, printed at the end). Run it before stopping.
 # Each tier prints its wall time. Extra arguments go to cargo-nextest (fast and slow tiers).
 # `#[ignore = "manual: ..."]` tests (measurements for the docs, the i9's place and route) are
@@ -145,7 +145,10 @@ build() {
 manual='test(=builds_the_i9_board_top_to_a_bitstream_that_meets_timing) | test(=core_feature_costs) | test(=eaps_domain_costs) | test(=block_costs) | test(=bench_report_prints) | test(=every_board_block_reaches_135_mhz_out_of_context) | test(=child_builds_the_model)'
 fast() {
     stage "fast tier: cargo nextest run --workspace"
-    cargo nextest run --workspace --locked "$@"
+    # SPOTAGG_FAST_SKIP: tests that `all` leaves to the slow tier, which checks the same.
+    local skip=()
+    [ -z "${SPOTAGG_FAST_SKIP:-}" ] || skip=(-E "not ($SPOTAGG_FAST_SKIP)")
+    cargo nextest run --workspace --locked "${skip[@]}" "$@"
     # A training host never compiles rust-hdl: the Python package and the specifications it
     # serves (spotagg-spec) depend on the driver and the spec only.
     stage "training host crates without rust-hdl: cargo tree -p spotagg-python -p spotagg-spec"
@@ -154,9 +157,19 @@ fast() {
         return 1
     fi
 }
+# The board's place and route as it ships: the slow tier's longest test (about 580 s of one
+# core), which `all` runs as a background stage of its own.
+pnr='test(=builds_the_board_top_to_a_bitstream_that_meets_timing)'
 slow() {
-    stage "slow tier: cargo nextest run --profile slow --run-ignored only"
-    cargo nextest run --workspace --locked --profile slow --run-ignored only -E "not ($manual)" "$@"
+    # SPOTAGG_SLOW_PART: `pnr` runs the board's place and route alone (nextest profile `pnr`),
+    # `rest` the slow tier without it; unset, the whole slow tier.
+    local filter="not ($manual)" profile=slow
+    case "${SPOTAGG_SLOW_PART:-}" in
+    pnr) filter=$pnr profile=pnr ;;
+    rest) filter="not ($manual) & not ($pnr)" ;;
+    esac
+    stage "slow tier${SPOTAGG_SLOW_PART:+ ($SPOTAGG_SLOW_PART)}: cargo nextest run --profile $profile --run-ignored only"
+    cargo nextest run --workspace --locked --profile "$profile" --run-ignored only -E "$filter" "$@"
 }
 python_tier() {
     stage "python tier: scripts/test-python.sh (torch, maturin, the spotagg package, pytest)"
@@ -182,24 +195,24 @@ python)
     ;;
 all)
     # Background stages: the slow tier (Yosys and nextpnr, single-threaded tools) and the
-    # Python environment (mostly pip's download of torch) run beside the fast tier at the
-    # lowest CPU priority, so that they take the cycles the fast tier leaves and never the ones
-    # it needs. Each writes target/test-logs/NAME.log, printed when it ends; the script fails
+    # Python environment (mostly pip's download of torch) run beside the fast tier at a low
+    # CPU priority (the board's place and route at nice 5, the rest at 19), so that they take
+    # the cycles the fast tier leaves and few of the ones it needs. Each writes target/test-logs/NAME.log, printed when it ends; the script fails
     # if any stage fails, and a failure or an interrupt stops the stages still running.
     logs=target/test-logs
     mkdir -p "$logs"
     bg_pids=()
     bg_names=()
-    background() { # NAME COMMAND...: run COMMAND at nice 19 in a session of its own
-        local name=$1
-        shift
-        stage "background: $name (log: $logs/$name.log)"
+    background() { # NICE NAME COMMAND...: run COMMAND at NICE in a session of its own
+        local nice=$1 name=$2
+        shift 2
+        stage "background: $name at nice $nice (log: $logs/$name.log)"
         # A new session is a new scheduler autogroup where the kernel has them
         # (/proc/sys/kernel/sched_autogroup_enabled), and nice values only weigh processes of
         # one autogroup against each other: the session's own group is niced too, else it takes
         # as much CPU as the fast tier's whole group.
         # (And in the idle I/O class: pip's unpacking of torch must not slow the build's writes.)
-        setsid -w bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 ionice -c 3 "$@"' background "$@" \
+        setsid -w bash -c 'echo "$0" >/proc/self/autogroup 2>/dev/null; exec nice -n "$0" ionice -c 3 "$@"' "$nice" "$@" \
             >"$logs/$name.log" 2>&1 &
         bg_pids+=($!)
         bg_names+=("$name")
@@ -214,7 +227,7 @@ all)
     stage "style: cargo fmt --check"
     t0=$SECONDS
     cargo fmt --all --check
-    background python-env scripts/python-env.sh
+    background 19 python-env scripts/python-env.sh
     # Clippy's lints while the tests build: clippy-driver compiles the workspace's crates
     # (cargo clippy runs the same driver as a check), with -D warnings.
     export RUSTC_WORKSPACE_WRAPPER
@@ -224,8 +237,16 @@ all)
     cargo test --workspace --locked --no-run
     took[style+build]=$((SECONDS - t0))
     stage "style and build took ${took[style+build]} s"
-    background slow scripts/test.sh slow "$@"
-    timed fast fast "$@"
+    # A whole run is CPU-bound on 2 cores: it ends when the CPU it needs is spent, unless one
+    # long single-threaded task is left running alone at the end, with a core idle beside it.
+    # The board's place and route is that task: at nice 5 (a quarter of the machine while the
+    # foreground runs, a core of its own once it is done) it ends before the rest of the slow
+    # tier, which takes at nice 19 what is left (docs/performance.md, "Whole runs").
+    background 5 pnr env SPOTAGG_SLOW_PART=pnr scripts/test.sh slow "$@"
+    background 19 slow env SPOTAGG_SLOW_PART=rest scripts/test.sh slow "$@"
+    # The core's synthesis (width 4, 4 slots): the slow tier's small-core place and route
+    # synthesizes the same core and checks its block RAM.
+    SPOTAGG_FAST_SKIP='test(=core_synthesizes_for_ecp5)' timed fast fast "$@"
     timed python python_tier
     failed=()
     for i in "${!bg_pids[@]}"; do
