@@ -38,9 +38,10 @@ fi
 want=(torch "maturin>=1.16,<2" numpy pytest scikit-learn matplotlib prometheus_client)
 if ! "$py" -c 'import torch, maturin, numpy, pytest, sklearn, matplotlib, prometheus_client' >/dev/null 2>&1; then
     echo "== python-env: pip install ${want[*]} (torch is large: a few minutes)" >&2
-    # --no-compile: Python compiles each module when it is first imported; compiling all of
-    # torch's 9,500 files at install takes about 27 s of CPU, most of them never imported.
-    "$py" -m pip install -q --no-compile "${want[@]}" >&2
+    # pip compiles every module to bytecode (about 27 s of CPU for torch's 9,500 files): with
+    # PYTHONDONTWRITEBYTECODE set, as on this project's machines, a module without its .pyc is
+    # compiled again by every process that imports it (torch: 3.5 s of CPU an import, not 1.9).
+    "$py" -m pip install -q "${want[@]}" >&2
 fi
 # spotagg: rebuilt when any of its sources or the workspace crates it wraps are newer than the
 # stamp (cargo rebuilds only what changed).
