@@ -28,7 +28,9 @@
 //! with it and tags what it sends, with PCP `vlan_priority` [0] (docs/switch.md §1 step 3, §3).
 //! The hosts reach such a job through a VLAN interface (`ip link add … type vlan id V`).
 //! `tree_workers` [n], the workers of the whole aggregation tree, by which a worker scales its
-//! floats so that no level can overflow (docs/switch.md §6).
+//! floats so that no level can overflow (docs/switch.md §6). `lanes16` [false], the switch takes
+//! contributions of 16-bit lanes at 0xBEF0..=0xBEFF as well (docs/switch.md §9; at most
+//! [`MAX_LANES16_WORKERS`] workers in the tree).
 //!
 //! A switch that is a leaf of a parent switch (docs/switch.md §6) names it in a table:
 //!
@@ -59,6 +61,9 @@ pub const MAX_WORKERS: usize = 32;
 /// Most workers of a whole aggregation tree (`tree_workers`): 2^20, so that the fixed-point
 /// scale keeps at least 10 bits per worker.
 pub const MAX_TREE_WORKERS: usize = 1 << 20;
+/// Most workers of a tree whose jobs take 16-bit lanes (`lanes16`, docs/switch.md §9): each
+/// contribution then has ⌊(2^15 − 1)/N⌋ ≥ 31 levels each side of zero.
+pub const MAX_LANES16_WORKERS: usize = 1024;
 /// Most consecutive worker ports a job takes (`worker_ports`): SwitchML's worker threads, 256 at
 /// most in any configuration it ships.
 pub const MAX_WORKER_PORTS: u16 = 256;
@@ -110,6 +115,8 @@ pub struct JobConfig {
     /// Take IPv4 headers whose checksum is 0 ("not computed"), counted apart (docs/switch.md §1
     /// 6.4); never a wrong non-zero one.
     pub zero_ip_checksum: bool,
+    /// Take contributions of 16-bit lanes at 0xBEF0..=0xBEFF (docs/switch.md §9).
+    pub lanes16: bool,
     /// Slots a worker keeps in flight (≤ `slots`).
     pub window: u16,
     /// First retransmission timeout, and the floor of the adaptive one.
@@ -192,6 +199,7 @@ struct RawJob {
     worker_port: Option<i64>,
     worker_ports: Option<i64>,
     zero_ip_checksum: Option<bool>,
+    lanes16: Option<bool>,
     window: Option<i64>,
     timeout_ms: Option<i64>,
     max_retries: Option<i64>,
@@ -338,6 +346,14 @@ impl JobConfig {
                 return Err(bad("tree_workers", t, &format!("must be n ({n}) ..={MAX_TREE_WORKERS}")));
             }
         };
+        let lanes16 = raw.lanes16.unwrap_or(false);
+        if lanes16 && tree_workers.max(workers.len()) > MAX_LANES16_WORKERS {
+            return Err(ConfigError(format!(
+                "`lanes16` = true with {} workers in the tree (`tree_workers`): 16-bit lanes take at most \
+                 {MAX_LANES16_WORKERS} (docs/switch.md §9)",
+                tree_workers.max(workers.len())
+            )));
+        }
         let parent = match raw.parent {
             None => None,
             Some(p) => {
@@ -416,6 +432,7 @@ impl JobConfig {
             worker_port,
             worker_ports,
             zero_ip_checksum: raw.zero_ip_checksum.unwrap_or(false),
+            lanes16,
             window,
             timeout: Duration::from_millis(timeout_ms),
             max_retries,
@@ -442,9 +459,16 @@ impl JobConfig {
     /// IPv4 checksums (docs/switch.md §1 6.4 is in the reference switch and the software
     /// switches; the board's core checks every checksum). `None` for a job the core serves.
     pub fn core_unsupported(&self) -> Option<String> {
-        self.zero_ip_checksum.then(|| {
-            "zero_ip_checksum = true: the board's core checks every IPv4 checksum (docs/switch.md §1 6.4); serve \
-             this job at MAC level with `spotagg tap`"
+        if self.zero_ip_checksum {
+            return Some(
+                "zero_ip_checksum = true: the board's core checks every IPv4 checksum (docs/switch.md §1 6.4); \
+                 serve this job at MAC level with `spotagg tap`"
+                    .to_string(),
+            );
+        }
+        self.lanes16.then(|| {
+            "lanes16 = true: the board's core sums 32-bit lanes only (docs/switch.md §9); serve this job with \
+             `spotagg switch` or `spotagg tap`"
                 .to_string()
         })
     }
@@ -474,6 +498,7 @@ impl JobConfig {
             worker_port: switchml::UDP_PORT_BASE,
             worker_ports: 1,
             zero_ip_checksum: false,
+            lanes16: false,
             window: slots,
             timeout: Duration::from_millis(20),
             max_retries: 12,
@@ -534,6 +559,9 @@ impl JobConfig {
         }
         if self.zero_ip_checksum {
             s += "zero_ip_checksum = true\n";
+        }
+        if self.lanes16 {
+            s += "lanes16 = true\n";
         }
         if let Some(v) = self.vlan {
             s += &format!("vlan = {}\nvlan_priority = {}\n", v.id, v.priority);
@@ -650,6 +678,8 @@ mac = "02:00:5a:00:01:00"
                 &["`worker_ports` = 4", "tree leaf"],
             ),
             (added("zero_ip_checksum = 1"), &["zero_ip_checksum"]),
+            (added("lanes16 = \"yes\""), &["lanes16"]),
+            (added("lanes16 = true\ntree_workers = 1025"), &["`lanes16` = true", "1025", "1024"]),
             (added("vlan = 4095"), &["`vlan` = 4095", "1..=4094"]),
             (added("vlan = 0"), &["`vlan` = 0"]),
             (added("vlan_priority = 3"), &["`vlan_priority` = 3", "needs `vlan`"]),
@@ -673,6 +703,9 @@ mac = "02:00:5a:00:01:00"
         let c = JobConfig::from_toml(&added("worker_port = 4000\nworker_ports = 4\nzero_ip_checksum = true")).unwrap();
         assert_eq!((c.worker_port, c.worker_ports, c.zero_ip_checksum), (4000, 4, true));
         assert!(!c.is_worker_port(3999) && c.is_worker_port(4000) && c.is_worker_port(4003) && !c.is_worker_port(4004));
+        assert_eq!(c, JobConfig::from_toml(&c.to_toml()).unwrap());
+        let c = JobConfig::from_toml(&added("lanes16 = true\ntree_workers = 1024")).unwrap();
+        assert!(c.lanes16 && c.core_unsupported().unwrap().contains("lanes16"));
         assert_eq!(c, JobConfig::from_toml(&c.to_toml()).unwrap());
         let one = JobConfig::from_toml(&added("worker_port = 65535")).unwrap();
         assert!(one.is_worker_port(65535) && !one.is_worker_port(0) && !one.is_worker_port(65534));

@@ -36,6 +36,14 @@
 //! 2^-24, doubled for the f64 steps); the last the f32 subnormal spacing. [`error_bound`] returns
 //! it.
 //!
+//! # 16-bit lanes
+//!
+//! A chunk sent in 16-bit lanes (docs/switch.md §9) is scaled by [`Scale::new16`],
+//! `f = (2^15 − 1 − n) / (n · 2^e_max)`, and written by [`quantize16_be`] as int16 big-endian;
+//! [`dequantize16_be`] reads the lane sums back. The bound above holds with that f: about
+//! `n² · 2^e_max / 2^16` an element, 2^16/n² times the 32-bit one (for n = 4, 2^-12 of the
+//! chunk's largest magnitude).
+//!
 //! # Exponent range
 //!
 //! An all-zero chunk has exponent [`E_ZERO`] (`i8::MIN`), which loses every max. Exponents are
@@ -192,7 +200,8 @@ pub fn exponents(data: &[f32], k: usize) -> Result<Vec<i8>, ConversionError> {
         .collect()
 }
 
-/// The scale shared by all n workers for a chunk whose largest exponent is `e_max`.
+/// The scale shared by all n workers for a chunk whose largest exponent is `e_max`: of 32-bit
+/// lanes ([`Scale::new`]) or of 16-bit lanes ([`Scale::new16`], docs/switch.md §9).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Scale {
     /// `f = (2^31 − 1) / (n · 2^e)`, with `e` = `e_max` clamped to `E_MIN..=E_MAX`.
@@ -222,6 +231,25 @@ impl Scale {
         );
         let e = e_max.max(E_MIN);
         let top = if n > crate::config::MAX_WORKERS { f64::from(i32::MAX) - n as f64 } else { f64::from(i32::MAX) };
+        let factor = (top / n as f64) * 2f64.powi(-i32::from(e));
+        Scale { factor, inverse: 1.0 / factor, n: n as u32, e_max }
+    }
+
+    /// The scale of a chunk of 16-bit lanes (docs/switch.md §9) for n workers (1..=
+    /// [`crate::config::MAX_LANES16_WORKERS`]): `f = (2^15 − 1 − n) / (n · 2^e)`.
+    ///
+    /// Overflow is impossible: `|x| < 2^e_max` gives `|x · f| < (2^15 − 1)/n − 1`, so each
+    /// contribution rounded to the nearest integer is at most `⌊(2^15 − 1)/n⌋` and the sum of
+    /// n of them at most `2^15 − 1`. (Without the `− n` the margin below the bound would be
+    /// `(2^15 − 1) · 2^-24 / n`, and rounding could go over: for n = 9, nine times 3641.)
+    pub fn new16(n: usize, e_max: i8) -> Scale {
+        assert!(
+            (1..=crate::config::MAX_LANES16_WORKERS).contains(&n),
+            "n = {n} workers is outside 1..={} for 16-bit lanes",
+            crate::config::MAX_LANES16_WORKERS
+        );
+        let e = e_max.max(E_MIN);
+        let top = f64::from(i16::MAX) - n as f64;
         let factor = (top / n as f64) * 2f64.powi(-i32::from(e));
         Scale { factor, inverse: 1.0 / factor, n: n as u32, e_max }
     }
@@ -298,6 +326,31 @@ multiversion!(
             d.copy_from_slice(&q(x, f).to_be_bytes());
         }
         tail.fill(0);
+    }
+);
+
+multiversion!(
+    /// Quantizes `src` into a payload of 16-bit lanes (int16 big-endian, docs/switch.md §9)
+    /// with a scale of [`Scale::new16`]; lanes of `dst` beyond `src.len()` are zero.
+    pub fn quantize16_be / quantize16_be_avx2 / quantize16_be_generic(src: &[f32], scale: &Scale, dst: &mut [u8]) {
+        assert!(dst.len().is_multiple_of(4) && dst.len() / 2 >= src.len(), "quantize16_be: payload too small");
+        let (head, tail) = dst.split_at_mut(src.len() * 2);
+        let f = scale.factor;
+        for (d, &x) in head.chunks_exact_mut(2).zip(src) {
+            d.copy_from_slice(&(q(x, f) as i16).to_be_bytes());
+        }
+        tail.fill(0);
+    }
+);
+
+multiversion!(
+    /// Dequantizes the first `dst.len()` lane sums of a payload of 16-bit lanes.
+    pub fn dequantize16_be / dequantize16_be_avx2 / dequantize16_be_generic(src: &[u8], scale: &Scale, dst: &mut [f32]) {
+        assert!(src.len() / 2 >= dst.len(), "dequantize16_be: payload too small");
+        let inv = scale.inverse;
+        for (d, b) in dst.iter_mut().zip(src.chunks_exact(2)) {
+            *d = (f64::from(i16::from_be_bytes([b[0], b[1]])) * inv) as f32;
+        }
     }
 );
 
@@ -424,6 +477,76 @@ mod test {
         let mut d = [0i32; 1];
         quantize(&[(2.5 / s.factor()) as f32], &s, &mut d);
         assert!(d[0] == 2 || d[0] == 3);
+    }
+
+    /// 16-bit lanes (docs/switch.md §9): the slice functions equal the definition (the 32-bit
+    /// quantizer with the 16-bit scale, which never leaves the int16 range), every value at the
+    /// top of the range included, and n contributions of the largest value sum without
+    /// overflow, for every n up to the limit; the sums stay within the error bound.
+    #[test]
+    fn sixteen_bit_lanes_never_overflow_and_keep_the_bound() {
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let top = 1.0 - f32::EPSILON / 2.0; // the largest f32 below 1
+        for n in 1..=crate::config::MAX_LANES16_WORKERS {
+            let s = Scale::new16(n, 0);
+            let q = s.quantize_one(top).to_bits();
+            assert!(q > 0 && i64::from(q) * n as i64 <= i64::from(i16::MAX), "n {n}: {q}");
+            assert_eq!(s.quantize_one(-top).to_bits(), -q);
+        }
+        // With (2^15 − 1)/n as the numerator, n = 9 would round 0.99999994 · 3640.78 up to 3641.
+        assert_eq!((f64::from(i16::MAX) / 9.0 * f64::from(top)).round(), 3641.0);
+        for n in [1usize, 2, 4, 8, 9, 32, 100, 1024] {
+            for _ in 0..50 {
+                let e_true: i32 = rng.gen_range(-30..30);
+                let k = 128;
+                let xs: Vec<Vec<f32>> = (0..n.min(64))
+                    .map(|_| {
+                        (0..k)
+                            .map(|_| {
+                                let u: f32 = if rng.gen_bool(0.05) { top } else { rng.gen() };
+                                if rng.gen_bool(0.5) {
+                                    u
+                                } else {
+                                    -u
+                                }
+                            })
+                            .map(|u| u * 2f32.powi(e_true))
+                            .collect()
+                    })
+                    .collect();
+                let e_max = xs.iter().map(|x| exponent(x).unwrap()).max().unwrap();
+                let s = Scale::new16(n, e_max);
+                let mut acc = vec![0i64; k];
+                let mut be = vec![0xa5u8; k * 2 + 4];
+                for x in &xs {
+                    quantize16_be(x, &s, &mut be);
+                    let mut portable = vec![0u8; be.len()];
+                    quantize16_be_generic(x, &s, &mut portable);
+                    assert_eq!(portable, be);
+                    assert_eq!(&be[k * 2..], &[0; 4]);
+                    for (i, a) in acc.iter_mut().enumerate() {
+                        let lane = i16::from_be_bytes([be[2 * i], be[2 * i + 1]]);
+                        assert_eq!(i32::from(lane), s.quantize_one(x[i]).to_bits());
+                        *a += i64::from(lane);
+                    }
+                }
+                // The remaining n − 64 ranks (for n > 64) send zeros: the bound is for n.
+                let sums: Vec<u8> = acc
+                    .iter()
+                    .flat_map(|&a| {
+                        assert!(a.abs() <= i64::from(i16::MAX), "overflow n {n}");
+                        (a as i16).to_be_bytes()
+                    })
+                    .collect();
+                let mut back = vec![0f32; k];
+                dequantize16_be(&sums, &s, &mut back);
+                for i in 0..k {
+                    let exact: f64 = xs.iter().map(|x| f64::from(x[i])).sum();
+                    let err = (f64::from(back[i]) - exact).abs();
+                    assert!(err <= s.bound(back[i]), "n {n} e {e_max}: {err} > {}", s.bound(back[i]));
+                }
+            }
+        }
     }
 
     #[test]

@@ -73,7 +73,7 @@ pub use eaps::{EapsPacket, EapsRepr, EapsState, EapsType};
 pub use ethernet::{EtherType, EthernetFrame, EthernetRepr, MacAddr};
 pub use icmp::{IcmpPacket, IcmpRepr};
 pub use ipv4::{IpProtocol, Ipv4Addr, Ipv4Packet, Ipv4Repr};
-pub use switchml::{PayloadSize, PoolIndex, SwitchmlPacket, SwitchmlRepr};
+pub use switchml::{Lanes, PayloadSize, PoolIndex, SwitchmlPacket, SwitchmlRepr};
 pub use udp::{UdpPacket, UdpRepr};
 pub use vlan::{VlanPacket, VlanRepr};
 

@@ -11,6 +11,10 @@
 //! | 10..    | payload: k int32 big-endian elements, k = payload bytes / 4 |
 //!
 //! `size`: 0 = 128 B, 1 = 256 B, 2 = 512 B, 3 = 1024 B of payload; 4..=7 are kept as unknown.
+//!
+//! **Lanes** (docs/switch.md §9): a frame to UDP port 0xBEE0..=0xBEEF (SwitchML's) carries k
+//! 32-bit values; one to 0xBEF0..=0xBEFF (bit 4 of the port set, spotagg's) carries 2k 16-bit
+//! lanes in the same bytes, lane 2i in the high half of value i ([`Lanes`]).
 
 use super::{Error, Result};
 
@@ -54,6 +58,64 @@ pub const MAX_SLOT: u16 = 0x7fff;
 /// True when `port` is in the SwitchML range 0xBEE0..=0xBEEF.
 pub const fn is_switchml_port(port: u16) -> bool {
     port & UDP_PORT_MASK == UDP_PORT_BASE
+}
+
+/// The port bit that marks 16-bit lanes: 0xBEF0..=0xBEFF (docs/switch.md §9).
+pub const LANES16_PORT_BIT: u16 = 0x0010;
+/// Mask selecting the ports of either lane width: `port & SWITCH_PORT_MASK == UDP_PORT_BASE`.
+pub const SWITCH_PORT_MASK: u16 = 0xFFE0;
+
+/// The width of the lanes a contribution's payload holds (docs/switch.md §9): told by bit 4 of
+/// the UDP destination port, so that a SwitchML switch, which sums every frame to 0xBEE0/0xFFF0
+/// as 32-bit values whatever its `size` or `msg_type`, never sees a 16-bit frame as its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum Lanes {
+    /// k two's-complement 32-bit values (SwitchML's format).
+    #[default]
+    I32,
+    /// 2k two's-complement 16-bit lanes: value i holds lane 2i in bits 31..16 and lane 2i + 1
+    /// in bits 15..0 (so lane j is bytes 2j, 2j + 1 of the payload, big-endian).
+    I16,
+}
+
+impl Lanes {
+    /// The width of a frame to `port`: `None` outside 0xBEE0..=0xBEFF.
+    pub const fn of_port(port: u16) -> Option<Lanes> {
+        if port & SWITCH_PORT_MASK != UDP_PORT_BASE {
+            None
+        } else if port & LANES16_PORT_BIT != 0 {
+            Some(Lanes::I16)
+        } else {
+            Some(Lanes::I32)
+        }
+    }
+    /// `port` (a switch port of either width) moved to this width's range, its low four bits
+    /// kept: 0xBEE3 becomes 0xBEF3 for [`Lanes::I16`] and stays for [`Lanes::I32`].
+    pub const fn port(self, port: u16) -> u16 {
+        match self {
+            Lanes::I32 => port & !LANES16_PORT_BIT,
+            Lanes::I16 => port | LANES16_PORT_BIT,
+        }
+    }
+    /// Bits a lane.
+    pub const fn bits(self) -> u32 {
+        match self {
+            Lanes::I32 => 32,
+            Lanes::I16 => 16,
+        }
+    }
+    /// Coordinates a payload of `size` carries: k or 2k.
+    pub const fn coordinates(self, size: PayloadSize) -> usize {
+        size.bytes() * 8 / self.bits() as usize
+    }
+    /// The sum of two 32-bit payload words in lanes of this width, each lane wrapping on its
+    /// own (two's complement): for [`Lanes::I16`] the carry out of bit 15 does not reach bit 16.
+    pub const fn add(self, a: u32, b: u32) -> u32 {
+        match self {
+            Lanes::I32 => a.wrapping_add(b),
+            Lanes::I16 => (a & 0xFFFF_0000).wrapping_add(b & 0xFFFF_0000) | (a.wrapping_add(b) & 0xFFFF),
+        }
+    }
 }
 
 /// Payload size, as coded in the `size` field.
@@ -312,6 +374,41 @@ mod test {
         assert_eq!((r.msg_type, r.size_code, r.size()), (15, 7, None));
         assert_eq!(r.check_payload_len(8), Err(Error::Unsupported));
         assert_eq!(SwitchmlPacket::new_checked(&MSG[..9]).unwrap_err(), Error::Truncated);
+    }
+
+    #[test]
+    fn lanes_by_port() {
+        assert_eq!(Lanes::of_port(0xbee0), Some(Lanes::I32));
+        assert_eq!(Lanes::of_port(0xbeef), Some(Lanes::I32));
+        assert_eq!(Lanes::of_port(0xbef0), Some(Lanes::I16));
+        assert_eq!(Lanes::of_port(0xbeff), Some(Lanes::I16));
+        assert_eq!(Lanes::of_port(0xbedf), None);
+        assert_eq!(Lanes::of_port(0xbf00), None);
+        assert_eq!(Lanes::of_port(0x3ef0), None);
+        assert_eq!(
+            (Lanes::I16.port(0xbee3), Lanes::I32.port(0xbef3), Lanes::I32.port(0xbee3)),
+            (0xbef3, 0xbee3, 0xbee3)
+        );
+        assert_eq!(Lanes::I16.coordinates(PayloadSize::B1024), 512);
+        assert_eq!(Lanes::I32.coordinates(PayloadSize::B1024), 256);
+    }
+
+    /// Byte literals: payload words as they travel, and their lane sums.
+    #[test]
+    fn sixteen_bit_lanes_wrap_each_on_its_own() {
+        let word = |b: [u8; 4]| u32::from_be_bytes(b);
+        // Lanes 0x7fff and 0x0001 (value 0x7fff_0001) plus lanes 0x0001 and 0xffff (-1): the
+        // high lane wraps to 0x8000 (-32768), the low lane to 0x0000, and no carry crosses.
+        let a = word([0x7f, 0xff, 0x00, 0x01]);
+        let b = word([0x00, 0x01, 0xff, 0xff]);
+        assert_eq!(Lanes::I16.add(a, b).to_be_bytes(), [0x80, 0x00, 0x00, 0x00]);
+        assert_eq!(Lanes::I32.add(a, b).to_be_bytes(), [0x80, 0x01, 0x00, 0x00]);
+        // -1 + -1 in both lanes: 0xfffe each, not 0xffff_fffe.
+        assert_eq!(Lanes::I16.add(0xffff_ffff, 0xffff_ffff).to_be_bytes(), [0xff, 0xfe, 0xff, 0xfe]);
+        // Signed lanes: 300 + -500 = -200 (0xff38), and 1000 + 24 = 1024.
+        let a = word([0x01, 0x2c, 0x03, 0xe8]);
+        let b = word([0xfe, 0x0c, 0x00, 0x18]);
+        assert_eq!(Lanes::I16.add(a, b).to_be_bytes(), [0xff, 0x38, 0x04, 0x00]);
     }
 
     #[test]
