@@ -8,11 +8,13 @@
 use serde::{Deserialize, Serialize};
 
 /// Why a received frame was dropped without touching slot state. The variants up to
-/// [`DropReason::BadSlot`] are in the order in which the switch checks them; the two added by
-/// sessions come last so that the counter addresses of the others stay: a frame with several
+/// [`DropReason::BadSlot`] are in the order in which the switch checks them; the ones added
+/// later come last so that the counter addresses of the others stay: a frame with several
 /// faults is counted under the first check that fails, in the order of docs/switch.md §1
-/// (`wrong_src_port` right after `unknown_source`, `stale_session` after `bad_slot`; see
-/// `spotagg_spec::reference` for the exact decision procedure).
+/// (`wrong_src_port` right after `unknown_source`, `stale_session` after `bad_slot`,
+/// `lane_mismatch` on the slot's state, §9; see `spotagg_spec::reference` for the exact decision
+/// procedure). [`DropReason::CORE`] are the board core's counter registers; `lane_mismatch` is
+/// not one of them yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DropReason {
@@ -52,11 +54,13 @@ pub enum DropReason {
     /// A contribution whose `job_number` is not the switch's current session epoch, once a
     /// session is open (a frame of an earlier session).
     StaleSession = 15,
+    /// A contribution whose lane width (32 or 16 bits, docs/switch.md §9) is not its round's.
+    LaneMismatch = 16,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 16] = [
+    pub const ALL: [DropReason; 17] = [
         DropReason::Truncated,
         DropReason::WrongDstMac,
         DropReason::WrongVlan,
@@ -73,9 +77,23 @@ impl DropReason {
         DropReason::BadSlot,
         DropReason::WrongSrcPort,
         DropReason::StaleSession,
+        DropReason::LaneMismatch,
     ];
     /// Number of reasons.
     pub const COUNT: usize = Self::ALL.len();
+    /// The reasons the board's core counts in registers of its own: all but `lane_mismatch`
+    /// (the core does not take 16-bit lanes yet), in counter order.
+    pub const CORE: [DropReason; 16] = {
+        let mut core = [DropReason::Truncated; 16];
+        let mut i = 0;
+        while i < 16 {
+            core[i] = Self::ALL[i];
+            i += 1;
+        }
+        core
+    };
+    /// Number of the core's reasons.
+    pub const CORE_COUNT: usize = Self::CORE.len();
 
     /// The counter index.
     pub const fn index(self) -> usize {
@@ -101,6 +119,7 @@ impl DropReason {
             DropReason::BadSlot => "bad_slot",
             DropReason::WrongSrcPort => "wrong_src_port",
             DropReason::StaleSession => "stale_session",
+            DropReason::LaneMismatch => "lane_mismatch",
         }
     }
 }
@@ -134,15 +153,18 @@ pub struct Counters {
     pub ip_checksum_zero: u64,
 }
 
+/// The counters' words past the core's registers, in order (the counters the core lacks).
+const BEYOND_CORE: usize = 2;
+
 impl Counters {
     /// Counter registers of the core, in address order: the eight totals of [`Counters::named`],
-    /// then one drop counter per [`DropReason`] in its index order.
-    pub const WORDS: usize = 8 + DropReason::COUNT;
+    /// then one drop counter per reason of [`DropReason::CORE`] in its index order.
+    pub const WORDS: usize = 8 + DropReason::CORE_COUNT;
     /// Counter registers of a core without the two reasons sessions added.
     pub const WORDS_BEFORE_SESSIONS: usize = Self::WORDS - 2;
     /// Every counter as a word ([`Counters::to_words`]): the core's registers, then the
-    /// counters the core does not have (`ip_checksum_zero`).
-    pub const ALL_WORDS: usize = Self::WORDS + 1;
+    /// counters the core does not have (`ip_checksum_zero`, `lane_mismatch`).
+    pub const ALL_WORDS: usize = Self::WORDS + BEYOND_CORE;
 
     /// The counters from the core's counter registers (at least [`Counters::WORDS`] words, in
     /// address order): the one decoding the hardware harnesses and the control link share.
@@ -162,9 +184,10 @@ impl Counters {
             drops: [0; DropReason::COUNT],
             ip_checksum_zero: w.get(Self::WORDS).copied().unwrap_or(0),
         };
-        for d in DropReason::ALL {
+        for d in DropReason::CORE {
             c.drops[d.index()] = w.get(8 + d.index()).copied().unwrap_or(0);
         }
+        c.drops[DropReason::LaneMismatch.index()] = w.get(Self::WORDS + 1).copied().unwrap_or(0);
         c
     }
 
@@ -194,8 +217,8 @@ impl Counters {
             && self.frames_out
                 == self.results_multicast + self.results_retransmitted + self.arp_replies + self.icmp_replies
     }
-    /// Named (counter, value) pairs in a fixed order: the totals, the drops by reason, then
-    /// `ip_checksum_zero`.
+    /// Named (counter, value) pairs in a fixed order, that of [`Counters::to_words`]: the totals,
+    /// the drops of the core's reasons, then `ip_checksum_zero` and `lane_mismatch`.
     pub fn named(&self) -> Vec<(&'static str, u64)> {
         let mut v = vec![
             ("frames_in", self.frames_in),
@@ -207,8 +230,9 @@ impl Counters {
             ("arp_replies", self.arp_replies),
             ("icmp_replies", self.icmp_replies),
         ];
-        v.extend(DropReason::ALL.iter().map(|r| (r.name(), self.drops[r.index()])));
+        v.extend(DropReason::CORE.iter().map(|r| (r.name(), self.drops[r.index()])));
         v.push(("ip_checksum_zero", self.ip_checksum_zero));
+        v.push((DropReason::LaneMismatch.name(), self.dropped(DropReason::LaneMismatch)));
         v
     }
 }
@@ -226,8 +250,11 @@ mod test {
         assert_eq!(c.dropped(DropReason::WrongVlan), 11);
         assert_eq!(c.dropped(DropReason::BadSlot), 22);
         assert_eq!(c.ip_checksum_zero, 25);
-        // The core's registers alone: the counter it lacks reads 0.
-        assert_eq!(Counters::from_words(&w[..Counters::WORDS]).ip_checksum_zero, 0);
+        assert_eq!(c.dropped(DropReason::LaneMismatch), 26);
+        // The core's registers alone: the counters it lacks read 0.
+        let core = Counters::from_words(&w[..Counters::WORDS]);
+        assert_eq!((core.ip_checksum_zero, core.dropped(DropReason::LaneMismatch)), (0, 0));
+        assert_eq!(DropReason::CORE[..], DropReason::ALL[..DropReason::CORE_COUNT]);
         assert_eq!(c.to_words(), w);
         let mut twice = c.clone();
         twice.add(&c);

@@ -42,7 +42,7 @@ use rust_hdl::prelude::*;
 use spotagg_driver::counters::{Counters as CounterWords, DropReason};
 
 /// `bucket_index` of a contribution (the indices below it are the drop reasons).
-pub const BUCKET_CONTRIBUTION: u64 = DropReason::COUNT as u64;
+pub const BUCKET_CONTRIBUTION: u64 = DropReason::CORE_COUNT as u64;
 /// `bucket_index` of a duplicate contribution.
 pub const BUCKET_DUPLICATE: u64 = BUCKET_CONTRIBUTION + 1;
 /// `bucket_index` of an answered ARP request.
@@ -51,7 +51,7 @@ pub const BUCKET_ARP_REPLY: u64 = BUCKET_CONTRIBUTION + 2;
 pub const BUCKET_ICMP_REPLY: u64 = BUCKET_CONTRIBUTION + 3;
 
 // The match on `bucket_index` below is written for these values; so is the counter count.
-const _: () = assert!(DropReason::COUNT == 16 && CounterWords::WORDS == 24 && BUCKET_ICMP_REPLY < 32);
+const _: () = assert!(DropReason::CORE_COUNT == 16 && CounterWords::WORDS == 24 && BUCKET_ICMP_REPLY < 32);
 
 interface_pair! {
     /// A counter read port, reading end: `data` is the counter `address` names (combinationally

@@ -37,7 +37,7 @@ const _: () = {
     check(switchml::field::E0 == 8 && switchml::field::E1 == 9 && switchml::field::POOL_INDEX.start == 6);
     // Descriptor kinds 0..=15 are the drop reasons, in counter order (15, stale_session, is
     // filed by the aggregator from the session state, never by the parser).
-    check(DropReason::COUNT == 16);
+    check(DropReason::CORE_COUNT == 16);
     check(DropReason::Truncated as usize == 0 && DropReason::WrongDstMac as usize == 1);
     check(DropReason::WrongVlan as usize == 2 && DropReason::NotIpv4Udp as usize == 3);
     check(DropReason::IpOptions as usize == 4 && DropReason::IpChecksum as usize == 5);

@@ -389,7 +389,8 @@ fn some_host(rng: &mut ChaCha8Rng, job: &JobConfig) -> (MacAddr, Ipv4Addr) {
 /// are an untagged frame, another VID, VID 0, another TPID, and a 16- or 17-byte frame.
 /// Returns `None` for [`DropReason::BadSlot`] when S = 32768 (no slot is out of range), and
 /// for [`DropReason::WrongVlan`] when the job is untagged (it takes every tag), and for
-/// [`DropReason::StaleSession`] (it depends on the switch's session state, not the frame).
+/// [`DropReason::StaleSession`] and [`DropReason::LaneMismatch`] (they depend on the switch's
+/// session and slot state, not the frame).
 pub fn mutate(job: &JobConfig, base: &[u8], reason: DropReason, rng: &mut ChaCha8Rng) -> Option<Vec<u8>> {
     let Some(v) = job.vlan else {
         return if reason == DropReason::WrongVlan { None } else { mutate_untagged(job, base, reason, rng) };
@@ -601,7 +602,8 @@ fn mutate_untagged(job: &JobConfig, base: &[u8], reason: DropReason, rng: &mut C
         },
         BadPort => loop {
             let p: u16 = if rng.gen_bool(0.5) { 0xbee0 ^ (1 << rng.gen_range(4..16)) } else { rng.gen() };
-            if !switchml::is_switchml_port(p) {
+            // A job with 16-bit lanes takes 0xBEF0..=0xBEFF too (docs/switch.md §9).
+            if !(switchml::is_switchml_port(p) || job.lanes16 && switchml::Lanes::of_port(p).is_some()) {
                 put16(&mut f, L4_OFFSET + udp::field::DST_PORT.start, p);
                 break;
             }
@@ -620,7 +622,7 @@ fn mutate_untagged(job: &JobConfig, base: &[u8], reason: DropReason, rng: &mut C
             };
             put16(&mut f, L4_OFFSET + udp::field::SRC_PORT.start, p);
         }
-        StaleSession => return None,
+        StaleSession | LaneMismatch => return None,
         BadMsgType => {
             let ty = loop {
                 let ty = rng.gen_range(0..16u8);
@@ -675,7 +677,7 @@ fn sample_contribution(job: &JobConfig, rng: &mut ChaCha8Rng) -> Vec<u8> {
 pub fn malformed_frames(job: &JobConfig, seed: u64) -> Vec<(DropReason, Vec<u8>)> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = Vec::new();
-    for reason in DropReason::ALL {
+    for reason in DropReason::CORE {
         for _ in 0..8 {
             let base = sample_contribution(job, &mut rng);
             if let Some(f) = mutate(job, &base, reason, &mut rng) {
@@ -913,7 +915,7 @@ fn add_quirks(rng: &mut ChaCha8Rng, f: &mut Vec<u8>) {
 fn extras(spec: &TraceSpec, job: &JobConfig, next: &[u8], rng: &mut ChaCha8Rng) -> Vec<Vec<u8>> {
     let mut v = Vec::new();
     if spec.malformed > 0.0 && rng.gen_bool(spec.malformed) {
-        let reason = DropReason::ALL[rng.gen_range(0..DropReason::COUNT)];
+        let reason = DropReason::CORE[rng.gen_range(0..DropReason::CORE_COUNT)];
         let base = if matches!(classify(job, next), Classification::Contribution { .. }) {
             next.to_vec()
         } else {
@@ -1085,8 +1087,9 @@ mod test {
                 for seed in 0..20 {
                     let v = malformed_frames(&job, seed);
                     for reason in DropReason::ALL {
-                        let expected =
-                            (vlan.is_some() || reason != DropReason::WrongVlan) && reason != DropReason::StaleSession;
+                        let expected = (vlan.is_some() || reason != DropReason::WrongVlan)
+                            && reason != DropReason::StaleSession
+                            && reason != DropReason::LaneMismatch;
                         assert_eq!(v.iter().any(|(r, _)| *r == reason), expected, "{reason:?} {vlan:?}");
                     }
                     for (reason, f) in &v {
@@ -1097,8 +1100,9 @@ mod test {
         }
         let job = JobConfig::example(2, PayloadSize::B256, 0x8000);
         let v = malformed_frames(&job, 1);
-        // Neither BadSlot (no slot is out of range), WrongVlan (untagged) nor StaleSession (session state).
-        assert!(v.iter().all(|(r, _)| *r != DropReason::BadSlot) && v.len() == 8 * (DropReason::COUNT - 3));
+        // Neither BadSlot (no slot is out of range), WrongVlan (untagged), StaleSession nor
+        // LaneMismatch (slot and session state).
+        assert!(v.iter().all(|(r, _)| *r != DropReason::BadSlot) && v.len() == 8 * (DropReason::COUNT - 4));
     }
 
     #[test]

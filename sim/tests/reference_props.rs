@@ -246,7 +246,9 @@ fn every_reason_is_generated_for_every_size() {
             let v = malformed_frames(&job, 42);
             for r in DropReason::ALL {
                 // An untagged job takes any tag, so nothing is dropped as WrongVlan; stale_session depends on the session state.
-                let possible = (vlan.is_some() || r != DropReason::WrongVlan) && r != DropReason::StaleSession;
+                let possible = (vlan.is_some() || r != DropReason::WrongVlan)
+                    && r != DropReason::StaleSession
+                    && r != DropReason::LaneMismatch;
                 assert_eq!(v.iter().any(|(x, _)| *x == r), possible, "{r:?} {vlan:?}");
             }
         }

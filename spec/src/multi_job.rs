@@ -32,7 +32,7 @@ use spotagg_driver::counters::{Counters, DropReason};
 use spotagg_driver::engine::Engine;
 use spotagg_driver::metrics::{counter_families, merge, Family, Kind};
 use spotagg_driver::wire::layout::{IP_OFFSET, L4_OFFSET, SWITCHML_OFFSET, TAG_LEN, TAG_OFFSET};
-use spotagg_driver::wire::{switchml, udp, vlan, EtherType, EthernetFrame, IpProtocol, Ipv4Addr, Ipv4Packet};
+use spotagg_driver::wire::{switchml, udp, vlan, EtherType, EthernetFrame, IpProtocol, Ipv4Addr, Ipv4Packet, Lanes};
 use spotagg_driver::JobConfig;
 
 /// One job of a [`MultiSwitch`] and where its slots live in the switch's slot memory.
@@ -205,21 +205,27 @@ pub enum Route {
 /// Which of `jobs` (in configuration order; the first that claims the source wins) a frame is
 /// for, on a switch whose IPv4 address is `switch_ip`. A SwitchML frame to the switch is, after
 /// at most one 802.1Q tag (whose VID only the job's switch checks): IPv4 with version 4 and IHL
-/// 5, UDP, to `switch_ip`, to a SwitchML port, an IPv4 total length of at least 30 (the UDP
-/// header and the SwitchML header's first two bytes) and a frame long enough for those two
-/// bytes. Nothing else of the frame is looked at: the job's switch classifies it then.
+/// 5, UDP, to `switch_ip`, to a SwitchML port (or to 0xBEF0..=0xBEFF when a job takes 16-bit
+/// lanes, docs/switch.md §9), an IPv4 total length of at least 30 (the UDP header and the
+/// SwitchML header's first two bytes) and a frame long enough for those two bytes. Nothing else
+/// of the frame is looked at: the job's switch classifies it then. A parent's result of a
+/// 16-bit round comes from the parent's 16-bit port, `port | 0x10`.
 ///
 /// [`MultiSwitch`] routes by it; the hardware job router (`spotagg_hdl::job_router`) is tested
 /// against it.
 pub fn route<'a>(switch_ip: Ipv4Addr, jobs: impl IntoIterator<Item = &'a JobConfig>, frame: &[u8]) -> Route {
-    let Some((src, src_port)) = switchml_source(switch_ip, frame) else {
+    let jobs: Vec<&JobConfig> = jobs.into_iter().collect();
+    let lanes16 = jobs.iter().any(|j| j.lanes16);
+    let Some((src, src_port)) = switchml_source(switch_ip, lanes16, frame) else {
         return Route::FirstJob;
     };
-    let mine = |job: &JobConfig| {
+    let mine = |job: &&JobConfig| {
         (job.rank_of(src).is_some() && job.is_worker_port(src_port))
-            || job.parent.is_some_and(|q| q.ip == src && q.port == src_port)
+            || job.parent.is_some_and(|q| {
+                q.ip == src && (q.port == src_port || job.lanes16 && Lanes::I16.port(q.port) == src_port)
+            })
     };
-    match jobs.into_iter().position(mine) {
+    match jobs.iter().position(mine) {
         Some(i) => Route::Job(i),
         None => Route::NoJob,
     }
@@ -227,7 +233,7 @@ pub fn route<'a>(switch_ip: Ipv4Addr, jobs: impl IntoIterator<Item = &'a JobConf
 
 /// The source (IPv4 address, UDP port) of a SwitchML frame to the switch ([`route`]'s
 /// conditions); `None` for any other frame.
-fn switchml_source(switch_ip: Ipv4Addr, frame: &[u8]) -> Option<(Ipv4Addr, u16)> {
+fn switchml_source(switch_ip: Ipv4Addr, lanes16: bool, frame: &[u8]) -> Option<(Ipv4Addr, u16)> {
     let eth = EthernetFrame::new_checked(frame).ok()?;
     // One 802.1Q tag is looked past (each job checks its own VLAN, docs/switch.md §1 step 3).
     // (The inner EtherType is bytes 16..18: a tagged frame shorter than that is no job's.)
@@ -252,7 +258,7 @@ fn switchml_source(switch_ip: Ipv4Addr, frame: &[u8]) -> Option<(Ipv4Addr, u16)>
         || ip.header_len() != 20
         || ip.protocol() != IpProtocol::UDP
         || ip.dst_addr() != switch_ip
-        || !switchml::is_switchml_port(dst_port)
+        || !(switchml::is_switchml_port(dst_port) || lanes16 && Lanes::of_port(dst_port).is_some())
         || usize::from(ip.total_len()) < 20 + udp::HEADER_LEN + 2
     {
         return None;
@@ -335,5 +341,51 @@ mod tests {
         }
         assert_eq!(sw.counters().frames_in, 5);
         assert_eq!(sw.counters().drops.iter().sum::<u64>(), 5);
+    }
+
+    /// docs/switch.md §9 on a switch of two jobs: a 16-bit contribution (to 0xBEF0 + x) goes to
+    /// the job of its source when some job takes 16-bit lanes, and to job 0 (which counts it
+    /// bad_port) when none does; a parent's result of a 16-bit round comes from the parent's
+    /// 16-bit port and goes to the job whose parent it is.
+    #[test]
+    fn sixteen_bit_frames_are_routed_only_where_a_job_takes_them() {
+        use spotagg_driver::config::ParentConfig;
+        use spotagg_driver::wire::frame::{encapsulate, Endpoint};
+        use spotagg_driver::wire::MacAddr;
+        let a = JobConfig::example(2, PayloadSize::B256, 4);
+        let mut b = JobConfig::example(2, PayloadSize::B256, 4);
+        for (r, w) in b.workers.iter_mut().enumerate() {
+            w.ip = Ipv4Addr::new(192, 0, 2, 50 + r as u8);
+        }
+        let parent = ParentConfig {
+            ip: Ipv4Addr::new(192, 0, 2, 100),
+            mac: MacAddr([2, 0, 0x5a, 0, 0, 0x64]),
+            port: 0xbee3,
+            rank: 0,
+        };
+        b.parent = Some(parent);
+        let sml = [0x11u8, 0, 0, 0, 0, 0, 0, 1];
+        let frame = |src: Ipv4Addr, sport: u16, dport: u16| {
+            let mut f = Vec::new();
+            let switch = Endpoint { mac: a.switch_mac, ip: a.switch_ip, port: dport };
+            encapsulate(Endpoint { mac: MacAddr([2, 0, 0, 0, 0, 9]), ip: src, port: sport }, switch, &sml, &mut f);
+            f
+        };
+        let from_b = frame(b.workers[1].ip, 0xbee0, 0xbef0);
+        let from_parent = frame(parent.ip, 0xbef3, 0xbef0);
+        assert_eq!(route(a.switch_ip, [&a, &b], &from_b), Route::FirstJob);
+        assert_eq!(route(a.switch_ip, [&a, &b], &from_parent), Route::FirstJob);
+        let b16 = JobConfig { lanes16: true, ..b.clone() };
+        assert_eq!(route(a.switch_ip, [&a, &b16], &from_b), Route::Job(1));
+        assert_eq!(route(a.switch_ip, [&a, &b16], &from_parent), Route::Job(1));
+        assert_eq!(route(a.switch_ip, [&a, &b16], &frame(parent.ip, 0xbee3, 0xbee0)), Route::Job(1));
+        assert_eq!(route(a.switch_ip, [&a, &b16], &frame(parent.ip, 0xbef4, 0xbef0)), Route::NoJob);
+        // Without a job that takes them, job 0 counts a 16-bit frame as a bad port.
+        let mut sw =
+            MultiSwitch::new(vec![JobPlacement { job: a, slot_base: 0 }, JobPlacement { job: b, slot_base: 4 }], 8)
+                .unwrap();
+        let mut out = vec![];
+        sw.process(&from_b, &mut out);
+        assert_eq!(sw.counters().dropped(spotagg_driver::DropReason::BadPort), 1);
     }
 }

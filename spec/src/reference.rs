@@ -24,7 +24,7 @@ use spotagg_driver::wire::layout::{
 };
 use spotagg_driver::wire::{
     be16, icmp, ipv4, switchml, udp, vlan, vlan::VlanPacket, ArpOperation, ArpPacket, ArpRepr, EtherType,
-    EthernetFrame, EthernetRepr, IpProtocol, Ipv4Addr, Ipv4Packet, Ipv4Repr, MacAddr, PoolIndex, SwitchmlPacket,
+    EthernetFrame, EthernetRepr, IpProtocol, Ipv4Addr, Ipv4Packet, Ipv4Repr, Lanes, MacAddr, PoolIndex, SwitchmlPacket,
     UdpPacket, UdpRepr,
 };
 use spotagg_driver::JobConfig;
@@ -196,7 +196,7 @@ fn classify_untagged(job: &JobConfig, frame: &[u8]) -> Classification {
     if udp_len != t - ipv4::HEADER_LEN {
         return Drop(BadLength);
     }
-    if !switchml::is_switchml_port(be16(&frame[L4_OFFSET + udp::field::DST_PORT.start..])) {
+    if lanes_of(job, frame).is_none() {
         return Drop(BadPort);
     }
     let src = ip.src_addr();
@@ -236,6 +236,16 @@ fn classify_untagged(job: &JobConfig, frame: &[u8]) -> Classification {
     Classification::Contribution { rank, pool }
 }
 
+/// The lane width of a UDP frame for `job` by its destination port (docs/switch.md §1 7.3, §9):
+/// 32-bit lanes for a SwitchML port, 16-bit for 0xBEF0..=0xBEFF when the job takes them, else
+/// `None` (a bad port). The frame must hold a UDP header.
+pub fn lanes_of(job: &JobConfig, frame: &[u8]) -> Option<Lanes> {
+    match Lanes::of_port(be16(&frame[L4_OFFSET + udp::field::DST_PORT.start..])) {
+        Some(Lanes::I16) if !job.lanes16 => None,
+        l => l,
+    }
+}
+
 /// Whether an IPv4 frame that §1 let through was taken by the zero-checksum exception of
 /// docs/switch.md §1 6.4: the job takes zero checksums, the field is 0 and does not verify.
 fn zero_checksum_taken(job: &JobConfig, frame: &[u8]) -> bool {
@@ -258,6 +268,8 @@ struct SlotState {
     /// Tree leaf (docs/switch.md §6): the round is complete here and its partial sum went up;
     /// the result is the parent's, not yet received.
     waiting: Vec<bool>,
+    /// The round's lane width, set by its first contribution (docs/switch.md §9).
+    lanes: Vec<Lanes>,
 }
 
 impl SlotState {
@@ -269,6 +281,7 @@ impl SlotState {
             e1: vec![0; 2 * slots],
             values: vec![0; 2 * slots * k],
             waiting: vec![false; 2 * slots],
+            lanes: vec![Lanes::I32; 2 * slots],
         }
     }
 }
@@ -488,6 +501,13 @@ impl RefSwitch {
         let other = i ^ 1;
         let bit = 1u32 << rank;
         let st = &mut self.state;
+        let lanes = lanes_of(&self.job, frame).expect("a contribution has a switch port");
+        let opening = st.seen[i] & bit == 0 && st.count[i] == 0;
+        if !opening && lanes != st.lanes[i] {
+            // docs/switch.md §9: not the round's width; nothing else changes.
+            self.counters.drops[DropReason::LaneMismatch.index()] += 1;
+            return;
+        }
         if st.seen[i] & bit == 0 {
             st.seen[i] |= bit;
             st.seen[other] &= !bit;
@@ -512,6 +532,7 @@ impl RefSwitch {
             if first {
                 st.e0[i] = e0;
                 st.e1[i] = e1;
+                st.lanes[i] = lanes;
                 for (v, b) in values.iter_mut().zip(payload.chunks_exact(4)) {
                     *v = i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
                 }
@@ -519,7 +540,7 @@ impl RefSwitch {
                 st.e0[i] = st.e0[i].max(e0);
                 st.e1[i] = st.e1[i].max(e1);
                 for (v, b) in values.iter_mut().zip(payload.chunks_exact(4)) {
-                    *v = v.wrapping_add(i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+                    *v = lanes.add(*v as u32, u32::from_be_bytes([b[0], b[1], b[2], b[3]])) as i32;
                 }
             }
             self.counters.contributions += 1;
@@ -552,7 +573,9 @@ impl RefSwitch {
     fn parent_result(&mut self, frame: &[u8], pool: PoolIndex, out: &mut Vec<Vec<u8>>) {
         let i = 2 * usize::from(pool.slot) + usize::from(pool.set);
         let st = &mut self.state;
-        if !(st.waiting[i] && st.count[i] == 0) {
+        // A parent result of the other width (docs/switch.md §9) is stale too.
+        let same_width = lanes_of(&self.job, frame) == Some(st.lanes[i]);
+        if !(st.waiting[i] && st.count[i] == 0 && same_width) {
             self.tree.parent_results_stale += 1;
             return;
         }
@@ -588,7 +611,9 @@ impl RefSwitch {
     fn partial_frame(&self, trigger: &[u8], i: usize) -> Vec<u8> {
         let parent = self.job.parent.expect("a partial frame needs a parent");
         let src_port = UdpPacket::new_unchecked(&trigger[L4_OFFSET..SWITCHML_OFFSET]).dst_port();
-        self.frame_of(trigger, parent.mac, parent.ip, (src_port, parent.port), i)
+        // A 16-bit round goes to the parent's 16-bit port (docs/switch.md §9).
+        let dst_port = self.state.lanes[i].port(parent.port);
+        self.frame_of(trigger, parent.mac, parent.ip, (src_port, dst_port), i)
     }
 
     /// The result frame of (slot, set) index `i` to `rank`, triggered by contribution `trigger`
@@ -1079,6 +1104,129 @@ mod test {
         assert!(c.is_consistent());
     }
 
+    /// `header` moved to 16-bit lanes (docs/switch.md §9): a contribution's UDP destination
+    /// port (byte 37) or a result's source port (byte 35) from 0xBEEx to 0xBEFx. The IPv4
+    /// checksum does not cover the ports, and the UDP checksum is not checked.
+    fn lanes16(header: &[u8; 52], at: usize) -> [u8; 52] {
+        let mut h = *header;
+        assert_eq!(h[at] & 0xf0, 0xe0);
+        h[at] |= 0x10;
+        h
+    }
+
+    /// 16-bit lanes: payloads as big-endian int16 pairs whose lane sums wrap in both directions
+    /// and whose low lanes carry out of bit 15, and the lane-wise sums.
+    fn lane_payloads() -> ([i32; 32], [i32; 32], [i32; 32]) {
+        let word = |hi: i16, lo: i16| (u32::from(hi as u16) << 16 | u32::from(lo as u16)) as i32;
+        let (mut a, mut b, mut sum) = ([0i32; 32], [0i32; 32], [0i32; 32]);
+        for i in 0..32 {
+            let (ah, al) = (i as i16 * 1000 - 7, -(i as i16) * 900);
+            let (bh, bl) = (-(i as i16) * 3, i as i16 * 31);
+            a[i] = word(ah, al);
+            b[i] = word(bh, bl);
+            sum[i] = word(ah.wrapping_add(bh), al.wrapping_add(bl));
+        }
+        // 0x7fff + 1 wraps to -32768 in the high lane; 0xffff + 1 carries out of the low lane
+        // (and must not reach the high one); -32768 - 1 wraps to 0x7fff.
+        (a[0], b[0], sum[0]) = (word(i16::MAX, -1), word(1, 1), word(i16::MIN, 0));
+        (a[1], b[1], sum[1]) = (word(-1, i16::MIN), word(-1, -1), word(-2, i16::MAX));
+        (a[2], b[2], sum[2]) = (word(0, -1), word(0, -1), word(0, -2));
+        // The same words as bytes on the wire.
+        assert_eq!(a[0].to_be_bytes(), [0x7f, 0xff, 0xff, 0xff]);
+        assert_eq!(sum[0].to_be_bytes(), [0x80, 0x00, 0x00, 0x00]);
+        assert_eq!(sum[2].to_be_bytes(), [0x00, 0x00, 0xff, 0xfe]);
+        (a, b, sum)
+    }
+
+    #[test]
+    fn sixteen_bit_lanes_sum_each_lane_and_answer_from_their_port() {
+        let (a, b, sum) = lane_payloads();
+        let job16 = JobConfig { lanes16: true, ..job() };
+        let (c0, c1) = (frame(&lanes16(&C0_HEADER, 37), &a), frame(&lanes16(&C1_HEADER, 37), &b));
+        // A job without 16-bit lanes drops the frame as a bad port.
+        assert_eq!(classify(&job(), &c0), Classification::Drop(BadPort));
+        let mut sw = RefSwitch::new(job16);
+        assert!(run(&mut sw, &c0).is_empty());
+        let out = run(&mut sw, &c1);
+        assert_eq!(out, vec![frame(&lanes16(&R0_HEADER, 35), &sum), frame(&lanes16(&R1_HEADER, 35), &sum)]);
+        // A 16-bit retransmission is answered from the stored sums, from the 16-bit port.
+        assert_eq!(run(&mut sw, &c0), vec![frame(&lanes16(&RR0_HEADER, 35), &sum)]);
+        // A 32-bit retransmission of the same round is a mismatch: dropped, nothing changes.
+        let before = sw.clone();
+        assert!(run(&mut sw, &frame(&C0_HEADER, &a)).is_empty());
+        assert!(sw.same_slots(&before));
+        assert_eq!(sw.counters().dropped(LaneMismatch), 1);
+        let c = sw.counters();
+        assert_eq!((c.contributions, c.duplicates, c.results_multicast, c.results_retransmitted), (2, 1, 2, 1));
+        // The same payloads as 32-bit lanes sum with carries across the halves.
+        let mut sw = RefSwitch::new(JobConfig { lanes16: true, ..job() });
+        run(&mut sw, &frame(&C0_HEADER, &a));
+        let out = run(&mut sw, &frame(&C1_HEADER, &b));
+        assert_eq!(&out[0][PAYLOAD_OFFSET..PAYLOAD_OFFSET + 4], &[0x80, 0x01, 0x00, 0x00]);
+    }
+
+    #[test]
+    fn a_contribution_of_the_other_width_changes_nothing() {
+        let (a, b, sum) = lane_payloads();
+        let mut sw = RefSwitch::new(JobConfig { lanes16: true, ..job() });
+        run(&mut sw, &frame(&lanes16(&C0_HEADER, 37), &a));
+        let before = sw.clone();
+        // Rank 1 sends the round's slot as 32 bits: dropped, the round still waits for it.
+        assert!(run(&mut sw, &frame(&C1_HEADER, &b)).is_empty());
+        assert!(sw.same_slots(&before));
+        assert_eq!(sw.slot(2, 0).1, 1);
+        // Rank 0 retransmits at the other width: dropped too, not a duplicate.
+        assert!(run(&mut sw, &frame(&C0_HEADER, &a)).is_empty());
+        let c = sw.counters();
+        assert_eq!((c.dropped(LaneMismatch), c.duplicates, c.frames_in), (2, 0, 3));
+        // At its round's width it completes the round.
+        let out = run(&mut sw, &frame(&lanes16(&C1_HEADER, 37), &b));
+        assert_eq!(out[0], frame(&lanes16(&R0_HEADER, 35), &sum));
+        // The next round of the slot (the other set) may change width: its first contribution
+        // sets it.
+        let mut next = C0_HEADER;
+        next[48] |= 0x80;
+        assert!(run(&mut sw, &frame(&next, &a)).is_empty());
+        assert_eq!(sw.slot(2, 1).1, 1);
+        assert_eq!(sw.counters().dropped(LaneMismatch), 2);
+    }
+
+    #[test]
+    fn a_sixteen_bit_round_goes_up_to_the_parents_sixteen_bit_port() {
+        let (a, b, sum) = lane_payloads();
+        let parent = spotagg_driver::config::ParentConfig {
+            ip: Ipv4Addr::new(192, 0, 2, 100),
+            mac: MacAddr([0x02, 0x00, 0x5a, 0x00, 0x00, 0x64]),
+            port: 0xbee2,
+            rank: 3,
+        };
+        let mut sw = RefSwitch::new(JobConfig { lanes16: true, parent: Some(parent), tree_workers: 8, ..job() });
+        run(&mut sw, &frame(&lanes16(&C0_HEADER, 37), &a));
+        let out = run(&mut sw, &frame(&lanes16(&C1_HEADER, 37), &b));
+        assert_eq!(out.len(), 1);
+        let up = &out[0];
+        assert_eq!((be16(&up[34..]), be16(&up[36..])), (0xbef1, 0xbef2), "from the leaf's port to the parent's");
+        assert_eq!(&up[PAYLOAD_OFFSET..], &frame(&C0_HEADER, &sum)[PAYLOAD_OFFSET..]);
+        // The parent's result comes back from its 16-bit port to the leaf's: a 32-bit copy of
+        // it is stale, the 16-bit one is multicast.
+        let mut down = up.clone();
+        down[0..6].copy_from_slice(&sw.job().switch_mac.0);
+        down[6..12].copy_from_slice(&parent.mac.0);
+        down[26..30].copy_from_slice(&parent.ip.octets());
+        down[30..34].copy_from_slice(&sw.job().switch_ip.octets());
+        (down[35], down[37]) = (0xf2, 0xf1);
+        let ip = &mut Ipv4Packet::new_unchecked(&mut down[IP_OFFSET..L4_OFFSET]);
+        ip.fill_checksum();
+        let mut stale = down.clone();
+        stale[37] = 0xe1;
+        assert!(run(&mut sw, &stale).is_empty());
+        assert_eq!(sw.tree_counters().parent_results_stale, 1);
+        let out = run(&mut sw, &down);
+        assert_eq!(out.len(), 2);
+        assert_eq!((be16(&out[0][34..]), be16(&out[0][36..])), (0xbef1, 0xbee0));
+        assert_eq!(sw.tree_counters().parent_results, 1);
+    }
+
     #[test]
     fn other_set_clears_the_bit_and_first_writes() {
         let (a, b, _) = payloads();
@@ -1356,8 +1504,9 @@ mod test {
         }
         // WrongVlan needs a tagged job (tagged_job_drops_what_is_not_on_its_vlan); stale_session
         // depends on the session state (a_session_opens_when_every_rank_joined_...).
-        assert_eq!(covered.len(), DropReason::COUNT - 2);
-        assert!(!covered.contains(&WrongVlan) && !covered.contains(&StaleSession));
+        // lane_mismatch on the slot's width (a_contribution_of_the_other_width_changes_nothing).
+        assert_eq!(covered.len(), DropReason::COUNT - 3);
+        assert!(!covered.contains(&WrongVlan) && !covered.contains(&StaleSession) && !covered.contains(&LaneMismatch));
     }
 
     #[test]

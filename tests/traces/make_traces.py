@@ -41,7 +41,7 @@ SIZE_CODES = {128: 0, 256: 1, 512: 2, 1024: 3}
 DROP_REASONS = [
     "truncated", "wrong_dst_mac", "wrong_vlan", "not_ipv4_udp", "ip_options", "ip_checksum", "bad_length",
     "ip_fragment", "wrong_dst_ip", "bad_port", "unknown_source", "bad_msg_type", "bad_size",
-    "bad_slot", "wrong_src_port", "stale_session",
+    "bad_slot", "wrong_src_port", "stale_session", "lane_mismatch",
 ]
 COUNTERS = [
     "frames_in", "frames_out", "contributions", "duplicates", "results_multicast",
@@ -81,6 +81,11 @@ def ip_str(b):
 def s32(x):
     x &= 0xFFFFFFFF
     return x - (1 << 32) if x & 0x80000000 else x
+
+
+def s16(x):
+    x &= 0xFFFF
+    return x - 0x10000 if x & 0x8000 else x
 
 
 def s8(x):
@@ -130,7 +135,8 @@ def untag(fr):
 class Job:
     def __init__(self, n, payload=256, slots=16, switch_mac="02:00:5a:00:00:01",
                  switch_ip="192.0.2.1", workers=None, vlan=None, vlan_priority=0, parent=None,
-                 tree_workers=None, worker_port=0xBEE0, worker_ports=1, zero_ip_checksum=False):
+                 tree_workers=None, worker_port=0xBEE0, worker_ports=1, zero_ip_checksum=False,
+                 lanes16=False):
         assert 1 <= n <= 32
         assert vlan is None or 1 <= vlan <= 4094, vlan
         assert 0 <= vlan_priority <= 7 and (vlan is not None or vlan_priority == 0)
@@ -149,6 +155,8 @@ class Job:
         assert 1 <= worker_ports and worker_port + worker_ports <= 0x10000
         self.worker_ports = worker_ports
         self.zero_ip_checksum = zero_ip_checksum
+        # docs/switch.md §9: H, contributions of 16-bit lanes at 0xBEF0..0xBEFF
+        self.lanes16 = lanes16
         self.switch_mac_s = switch_mac
         self.switch_ip_s = switch_ip
         self.sm = mac(switch_mac)
@@ -179,6 +187,8 @@ class Job:
             out.append("worker_ports = %d" % self.worker_ports)
         if self.zero_ip_checksum:
             out.append("zero_ip_checksum = true")
+        if self.lanes16:
+            out.append("lanes16 = true")
         if self.vlan is not None:
             out += ["vlan = %d" % self.vlan, "vlan_priority = %d" % self.vlan_priority]
         if self.tree_workers is not None:
@@ -316,6 +326,8 @@ class Switch:
         self.rank_of = {ip: r for r, ip in enumerate(job.ip)}
         # §6: waiting[v][s], and the frames on the parent link (outside the counters of §4)
         self.waiting = [[False] * s for _ in range(2)]
+        # §9: the lane width of each round (32 or 16), set by its first contribution
+        self.lanes = [[32] * s for _ in range(2)]
         self.tree = {"partials_up": 0, "partials_resent": 0, "parent_results": 0,
                      "parent_results_stale": 0}
         # docs/switch.md §2.1: the epoch (the job's job_number, 0 here, until a session opens),
@@ -422,7 +434,9 @@ class Switch:
         ulen = u16(f, 38)
         if ulen != t - 20:
             return "bad_length", []
-        if u16(f, 36) & 0xFFF0 != 0xBEE0:
+        # §9: 0xBEF0..0xBEFF (16-bit lanes) only for a job with H
+        dport = u16(f, 36)
+        if not (dport & 0xFFF0 == 0xBEE0 or (j.lanes16 and dport & 0xFFF0 == 0xBEF0)):
             return "bad_port", []
         r = self.rank_of.get(f[26:30])
         from_parent = j.parent_s is not None and f[26:30] == j.pi
@@ -469,6 +483,7 @@ class Switch:
             s = j.slots
             self.seen = [[0] * s for _ in range(2)]
             self.count = [[0] * s for _ in range(2)]
+            self.lanes = [[32] * s for _ in range(2)]
             self.ctr["results_multicast"] += j.n
             return V_SESSION, self._session_replies(f, range(j.n))
         self.ctr["duplicates"] += 1
@@ -486,6 +501,11 @@ class Switch:
     def _contribution(self, f, w, s, v):
         j = self.job
         bit = 1 << w
+        width = 16 if u16(f, 36) & 0x10 else 32
+        opening = not self.seen[v][s] & bit and self.count[v][s] == 0
+        if not opening and width != self.lanes[v][s]:
+            # §9: another width than the round's: dropped, nothing changes
+            return "lane_mismatch", []
         if not self.seen[v][s] & bit:
             self.seen[v][s] |= bit
             self.seen[1 - v][s] &= ~bit
@@ -497,10 +517,18 @@ class Switch:
             if first:
                 self.vals[v][s] = list(vals)
                 self.e0[v][s], self.e1[v][s] = e0, e1
+                self.lanes[v][s] = width
             else:
                 acc = self.vals[v][s]
                 for i in range(j.k):
-                    acc[i] = s32(acc[i] + vals[i])
+                    if width == 16:
+                        # each int32 word is two int16 lanes, high then low, each wrapping on
+                        # its own
+                        hi = s16((acc[i] >> 16) + (vals[i] >> 16))
+                        lo = s16(acc[i] + vals[i])
+                        acc[i] = s32((hi << 16) | (lo & 0xFFFF))
+                    else:
+                        acc[i] = s32(acc[i] + vals[i])
                 self.e0[v][s] = max(self.e0[v][s], e0)
                 self.e1[v][s] = max(self.e1[v][s], e1)
             self.ctr["contributions"] += 1
@@ -530,15 +558,18 @@ class Switch:
                 + pack_values(self.vals[v][s]))
 
     def _partial(self, f, s, v):
-        """§6: the round's partial sum as one contribution to the parent."""
+        """§6: the round's partial sum as one contribution to the parent (§9: a 16-bit round
+        to the parent's 16-bit port)."""
         j = self.job
-        l4 = udp(u16(f, 36), j.pp, self._tail(f, s, v), csum=0)
+        pp = j.pp | 0x10 if self.lanes[v][s] == 16 else j.pp
+        l4 = udp(u16(f, 36), pp, self._tail(f, s, v), csum=0)
         return ether(j.pm, j.sm, ETH_IPV4, ipv4(j.si, j.pi, 17, l4, tos=0, ident=0, flags_frag=0, ttl=64))
 
     def _parent_result(self, f, s, v):
         """§6: a parent result completes a waiting round: stored, multicast."""
         j = self.job
-        if not (self.waiting[v][s] and self.count[v][s] == 0):
+        width = 16 if u16(f, 36) & 0x10 else 32
+        if not (self.waiting[v][s] and self.count[v][s] == 0 and width == self.lanes[v][s]):
             self.tree["parent_results_stale"] += 1
             return V_PARENT_STALE, []
         self.waiting[v][s] = False
@@ -1349,6 +1380,51 @@ def sc_wrap(job, tr, rng):
                None, "duplicate")
 
 
+@scenario(3, 256, 8, lanes16=True)
+def sc_lanes16(job, tr, rng):
+    """16-bit lanes (docs/switch.md §9) on a job with H: each round of a slot picks its width
+    (the port, 0xBEE0 + r or 0xBEF0 + r), every rank sends it so; lanes at the int16 extremes
+    so that each lane wraps and the low lanes carry out of bit 15; early retransmissions, and
+    the same slot at the other width mid-round and after completion (lane_mismatch, nothing
+    changes); a retransmission at the round's width is answered from the stored sums."""
+    LO, HI = -2**15, 2**15 - 1
+
+    def lane():
+        return rng.choice([HI, LO, -1, 1, 0, rng.randint(LO, HI), rng.randint(LO, HI)])
+
+    def word(hi, lo):
+        return s32((hi << 16) | (lo & 0xFFFF))
+
+    for rnd in range(4):
+        v = rnd & 1
+        slots = list(range(job.slots))
+        rng.shuffle(slots)
+        for s in slots:
+            width = rng.choice([16, 32])
+            base = 0xBEF0 if width == 16 else 0xBEE0
+            other = 0xBEE0 if width == 16 else 0xBEF0
+            order = list(range(job.n))
+            rng.shuffle(order)
+            vals = {r: [word(lane(), lane()) for _ in range(job.k)] for r in order}
+            for i, r in enumerate(order):
+                tr.add(contribution(job, r, s, v, vals[r], e0=rng.randint(-8, 8), tsi=rnd * 100 + s,
+                                    dport=base + r),
+                       "round %d slot %d rank %d, %d-bit lanes" % (rnd, s, r, width), "contribution")
+                if i == 0 and rng.random() < 0.4:
+                    tr.add(contribution(job, r, s, v, vals[r], dport=base + r), "early retransmission",
+                           "duplicate")
+                if i < job.n - 1 and rng.random() < 0.3:
+                    q = order[i + 1]
+                    tr.add(contribution(job, q, s, v, [7] * job.k, dport=other + q),
+                           "rank %d at the other width mid-round" % q, "lane_mismatch")
+            r = rng.choice(order)
+            tr.add(contribution(job, r, s, v, vals[r], dport=base + r), "retransmission after completion",
+                   "duplicate")
+            if rng.random() < 0.3:
+                tr.add(contribution(job, r, s, v, vals[r], dport=other + r),
+                       "the same retransmission at the other width", "lane_mismatch")
+
+
 def sc_switchml(zero):
     """SwitchML's DPDK workers with their defaults (docs/switch.md §1 6.4, 7.5, §3): worker port
     4000 and 4 threads, thread t owning slots 2t and 2t + 1 and sending them from port 4000 + t;
@@ -1874,6 +1950,8 @@ SCENARIOS = [
     # (the core has no zero checksums: the rtl and Verilator engines replay switchml_ports only)
     ("switchml", sc_switchml(True)),
     ("switchml_ports", sc_switchml(False)),
+    # 16-bit lanes (docs/switch.md §9; the reference only: the core has none yet)
+    ("lanes16", sc_lanes16),
 ]
 
 
@@ -1947,8 +2025,11 @@ def self_check(name, job, tr, sw, verdicts, outs):
             assert len(set(masked)) == 1, (name, i)
     if name in ("malformed", "vlan"):
         # §1 step 3 only runs for a tagged job: an untagged job cannot drop as wrong_vlan
-        reasons = [r for r in DROP_REASONS if r != "stale_session"] if job.vlan is not None else \
-            [r for r in DROP_REASONS if r not in ("wrong_vlan", "stale_session")]
+        # stale_session and lane_mismatch depend on the session and the slot's state (the
+        # session and lanes16 scenarios)
+        state = ("stale_session", "lane_mismatch")
+        reasons = [r for r in DROP_REASONS if r not in state] if job.vlan is not None else \
+            [r for r in DROP_REASONS if r not in ("wrong_vlan",) + state]
         missing = [r for r in reasons if c[r] == 0]
         assert not missing, "%s must hit every drop reason%s; missed %s" % (
             name, "" if job.vlan is not None else " but wrong_vlan (untagged job)", missing)

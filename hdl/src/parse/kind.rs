@@ -8,7 +8,7 @@ use rust_hdl::prelude::*;
 use spotagg_driver::DropReason;
 
 /// Descriptor kind of a valid contribution (the kinds below it are the drop reasons).
-pub const KIND_CONTRIBUTION: u64 = DropReason::COUNT as u64;
+pub const KIND_CONTRIBUTION: u64 = DropReason::CORE_COUNT as u64;
 /// Descriptor kind of an ARP request for the switch: the even one of the next two kinds.
 pub const KIND_ARP: u64 = (KIND_CONTRIBUTION + 2) & !1;
 /// Descriptor kind of an ICMP echo request to the switch: the odd one.
