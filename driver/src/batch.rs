@@ -128,6 +128,35 @@ impl BatchSocket {
         self.wait(timeout, false)
     }
 
+    /// Waits until any of `sockets` is readable or `timeout` passed (rounded up to a
+    /// millisecond); true when one is readable.
+    pub fn wait_readable_any(sockets: &[&BatchSocket], timeout: Duration) -> io::Result<bool> {
+        if let [one] = sockets {
+            return one.wait_readable(timeout);
+        }
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            let mut fds: Vec<libc::pollfd> = sockets
+                .iter()
+                .map(|s| libc::pollfd { fd: s.socket.as_raw_fd(), events: libc::POLLIN, revents: 0 })
+                .collect();
+            let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int;
+            // SAFETY: `fds.len()` valid pollfds for the duration of the call.
+            let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                return if e.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(e) };
+            }
+            Ok(r > 0)
+        }
+        #[cfg(not(unix))]
+        {
+            std::thread::sleep(timeout.min(Duration::from_millis(1)));
+            Ok(true)
+        }
+    }
+
     fn wait(&self, timeout: Duration, write: bool) -> io::Result<bool> {
         #[cfg(unix)]
         {

@@ -136,3 +136,84 @@ fn replies_come_from_the_port_the_contribution_went_to() {
     assert_eq!(counters.iter().map(|c| c.contributions).sum::<u64>(), 4);
     assert_eq!((counters[0].contributions, counters[1].contributions), (2, 2));
 }
+
+/// docs/switch.md §9 over UDP sockets: a job with `lanes16` served on a SwitchML port and its
+/// 16-bit twin (0xBEE0 and 0xBEF0 of one address) by one engine. A round sent to the twin comes
+/// back from the twin with each 16-bit lane's wrapping sum (the low lanes carry out of bit 15
+/// and must not reach the high ones); a round to 0xBEE0 comes back from 0xBEE0 summed as 32-bit
+/// values; a retransmission at the other width is dropped as `lane_mismatch`, unanswered.
+#[test]
+fn sixteen_bit_lanes_are_served_on_the_twin_port() {
+    use spotagg_driver::wire::Lanes;
+    use spotagg_driver::DropReason;
+    use spotagg_spec::udp_switch::serve_threads_lanes;
+    let ip = Ipv4Addr::new(127, 78, 16, 1);
+    let (Ok(main), Ok(twin)) = (UdpSocket::bind((ip, 0xBEE0)), UdpSocket::bind((ip, 0xBEF0))) else {
+        panic!("127.78.16.1:0xBEE0 and :0xBEF0 must be free (the loopback-udp test group runs one at a time)");
+    };
+    let mut job = JobConfig::example(2, PayloadSize::B256, 4);
+    job.lanes16 = true;
+    let workers: Vec<UdpSocket> = (0..2)
+        .map(|r| {
+            let wip = Ipv4Addr::new(127, 78, 16, 10 + r as u8);
+            job.workers[r].ip = wip;
+            let s = UdpSocket::bind((wip, job.worker_port)).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            s
+        })
+        .collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let handle = {
+        let (job, stop) = (job.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut engines: Vec<Box<dyn Engine>> = vec![Box::new(RefSwitch::new(job.clone()))];
+            serve_threads_lanes(&[main], &[twin], &job, &mut engines, &ServeOptions::default(), &stop).unwrap();
+            engines[0].counters()
+        })
+    };
+    let lanes = |hi: i16, lo: i16| (u32::from(hi as u16) << 16 | u32::from(lo as u16)) as i32;
+    let k = PayloadSize::B256.elements();
+    let a: Vec<i32> = (0..k).map(|i| lanes(i16::MAX, -1 - i as i16)).collect();
+    let b: Vec<i32> = (0..k).map(|i| lanes(1, 1 + 2 * i as i16)).collect();
+    let sum16: Vec<i32> = (0..k).map(|i| lanes(i16::MIN, i as i16)).collect();
+    let sum32: Vec<i32> = a.iter().zip(&b).map(|(x, y)| x.wrapping_add(*y)).collect();
+    assert_ne!(sum16, sum32);
+    let mut buf = [0u8; 2048];
+    let mut round = |slot: u16, lanes_of: Lanes, mismatch: bool| -> Result<(), String> {
+        let to = SocketAddr::from((ip, lanes_of.port(0xBEE0)));
+        let pool = PoolIndex { slot, set: 0 };
+        workers[0].send_to(&job.contribution(pool, 1, a.iter().copied()), to).unwrap();
+        workers[1].send_to(&job.contribution(pool, 2, b.iter().copied()), to).unwrap();
+        for w in &workers {
+            let (len, from) = w.recv_from(&mut buf).map_err(|e| format!("slot {slot}: no result ({e})"))?;
+            assert_eq!(from, to, "slot {slot}: the result comes from the port of its width");
+            let p = SwitchmlPacket::new_checked(&buf[..len]).unwrap();
+            let got: Vec<i32> = p.elements().collect();
+            assert_eq!(got, if lanes_of == Lanes::I16 { sum16.clone() } else { sum32.clone() }, "slot {slot}");
+        }
+        if mismatch {
+            // A retransmission at the other width after completion: dropped, not answered. (Sent
+            // mid-round it would race the round's own frames: datagrams to two sockets keep no
+            // order between them, and the first to be read opens the round; the reference's
+            // tests cover that case.)
+            let other = SocketAddr::from((ip, lanes_of.port(0xBEE0) ^ 0x10));
+            workers[1].send_to(&job.contribution(pool, 2, b.iter().copied()), other).unwrap();
+            workers[1].set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+            let answered = workers[1].recv_from(&mut buf).is_ok();
+            workers[1].set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            if answered {
+                return Err(format!("slot {slot}: a retransmission at the other width was answered"));
+            }
+        }
+        Ok(())
+    };
+    let done = [(0, Lanes::I16, false), (1, Lanes::I32, false), (2, Lanes::I16, true), (3, Lanes::I32, true)]
+        .into_iter()
+        .try_for_each(|(slot, l, m)| round(slot, l, m));
+    stop.store(true, Ordering::Relaxed);
+    let c = handle.join().unwrap();
+    if let Err(e) = done {
+        panic!("{e}; the switch's counters: {c:?}");
+    }
+    assert_eq!((c.contributions, c.results_multicast, c.dropped(DropReason::LaneMismatch)), (8, 8, 2));
+}

@@ -10,13 +10,19 @@
 //! address and port, from the socket the datagram came in on. I/O is batched
 //! ([`spotagg_driver::batch`]: `recvmmsg` and GRO in, GSO per destination out, where the
 //! kernel has them); [`serve_threads`] runs one thread per port.
+//!
+//! A job with 16-bit lanes (`lanes16`, docs/switch.md §9) is served on a second socket per
+//! thread, at the 16-bit twin of each port (0xBEE0 + t and 0xBEF0 + t:
+//! [`serve_threads_lanes`]): a datagram to it becomes a frame to the twin port, the engine sums
+//! it in 16-bit lanes, and the replies leave from it. The thread polls both sockets and feeds
+//! one engine, so a slot's state is one whatever the width.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spotagg_driver::batch::{BatchSocket, IoStats, Receiver, Sender};
 use spotagg_driver::wire::frame::{self, Endpoint};
 use spotagg_driver::wire::switchml::{field::POOL_INDEX, PREAMBLE_LEN};
-use spotagg_driver::wire::{switchml, MacAddr, PoolIndex};
+use spotagg_driver::wire::{switchml, Lanes, MacAddr, PoolIndex};
 use spotagg_driver::{Counters, Engine, JobConfig};
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -83,7 +89,7 @@ pub fn serve(
     stop: &AtomicBool,
 ) -> io::Result<ServeStats> {
     let idle = Idle::new();
-    serve_port(socket, job, engine, opts, stop, &idle, (0, 1))
+    serve_port(&[socket], job, engine, opts, stop, &idle, (0, 1))
 }
 
 /// The multi-threaded software switch: thread t serves `sockets[t]` with `engines[t]`, and owns
@@ -100,7 +106,22 @@ pub fn serve_threads(
     opts: &ServeOptions,
     stop: &AtomicBool,
 ) -> io::Result<ServeStats> {
+    serve_threads_lanes(sockets, &[], job, engines, opts, stop)
+}
+
+/// [`serve_threads`] with a second socket for each thread, `sockets16[t]`, for the 16-bit lanes
+/// of docs/switch.md §9 (the twin ports of `sockets`, 0xBEF0 + t): thread t serves both with
+/// `engines[t]`. `sockets16` is empty (no 16-bit lanes) or as long as `sockets`.
+pub fn serve_threads_lanes(
+    sockets: &[UdpSocket],
+    sockets16: &[UdpSocket],
+    job: &JobConfig,
+    engines: &mut [Box<dyn Engine>],
+    opts: &ServeOptions,
+    stop: &AtomicBool,
+) -> io::Result<ServeStats> {
     assert_eq!(sockets.len(), engines.len(), "one engine per socket");
+    assert!(sockets16.is_empty() || sockets16.len() == sockets.len(), "one 16-bit socket per socket, or none");
     let t_count = sockets.len();
     let idle = Idle::new();
     let results: Vec<io::Result<ServeStats>> = std::thread::scope(|scope| {
@@ -111,10 +132,12 @@ pub fn serve_threads(
             .map(|(t, (sock, engine))| {
                 let idle = &idle;
                 let opts = ServeOptions { seed: opts.seed.wrapping_add(t as u64), ..opts.clone() };
+                let mut socks = vec![sock];
+                socks.extend(sockets16.get(t));
                 std::thread::Builder::new()
                     .name(format!("switch-{t}"))
                     .spawn_scoped(scope, move || {
-                        let r = serve_port(sock, job, engine.as_mut(), &opts, stop, idle, (t, t_count));
+                        let r = serve_port(&socks, job, engine.as_mut(), &opts, stop, idle, (t, t_count));
                         // One thread failing stops the others.
                         idle.failed.store(true, Ordering::Relaxed);
                         r
@@ -153,8 +176,19 @@ impl Idle {
     }
 }
 
+/// One socket of a thread: its batched I/O and the switch address its datagrams are framed to.
+struct PortIo {
+    bs: BatchSocket,
+    rx: Receiver,
+    tx: Sender,
+    switch: Endpoint,
+    rx_stats: IoStats,
+    tx_stats: IoStats,
+}
+
+/// Serves `sockets` (one, or a port and its 16-bit twin) with one engine.
 fn serve_port(
-    socket: &UdpSocket,
+    sockets: &[&UdpSocket],
     job: &JobConfig,
     engine: &mut dyn Engine,
     opts: &ServeOptions,
@@ -165,15 +199,26 @@ fn serve_port(
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
     let mut lose = move |p: f64| p > 0.0 && rng.gen_bool(p.min(1.0));
     let mut st = ServeStats::default();
-    let local_port = socket.local_addr()?.port();
+    let local_port = sockets[0].local_addr()?.port();
     let dst_port = if switchml::is_switchml_port(local_port) { local_port } else { job.switch_port };
-    let switch = Endpoint { mac: job.switch_mac, ip: job.switch_ip, port: dst_port };
-    let bs =
-        if opts.plain_io { BatchSocket::plain(socket.try_clone()?)? } else { BatchSocket::new(socket.try_clone()?)? };
-    let mut rx = Receiver::new(&bs);
-    let mut tx = Sender::new();
-    let mut rx_stats = IoStats::default();
-    let mut tx_stats = IoStats::default();
+    let mut ports = Vec::with_capacity(sockets.len());
+    for (i, socket) in sockets.iter().enumerate() {
+        // The second socket is the 16-bit twin: its datagrams are framed to the twin port.
+        let port = if i == 0 { dst_port } else { Lanes::I16.port(dst_port) };
+        let bs = if opts.plain_io {
+            BatchSocket::plain(socket.try_clone()?)?
+        } else {
+            BatchSocket::new(socket.try_clone()?)?
+        };
+        ports.push(PortIo {
+            rx: Receiver::new(&bs),
+            bs,
+            tx: Sender::new(),
+            switch: Endpoint { mac: job.switch_mac, ip: job.switch_ip, port },
+            rx_stats: IoStats::default(),
+            tx_stats: IoStats::default(),
+        });
+    }
     let mut frame_buf = Vec::with_capacity(2048);
     let mut out = Vec::new();
     let mut last_print = Instant::now();
@@ -202,82 +247,90 @@ fn serve_port(
                 eprintln!("{label}: {}", counters_line(&engine.counters()));
             }
         }
-        let got = rx.recv(&bs, &mut rx_stats, |from, msg| {
-            if failure.is_some() {
-                return;
-            }
-            st.datagrams_in += 1;
-            let SocketAddr::V4(from) = from else {
-                st.ipv6_ignored += 1;
-                return;
-            };
-            if lose(opts.loss) {
-                st.injected_drops_in += 1;
-                return;
-            }
-            if multi && msg.len() >= PREAMBLE_LEN {
-                let pool = PoolIndex::from_u16(u16::from_be_bytes([msg[POOL_INDEX.start], msg[POOL_INDEX.start + 1]]));
-                if usize::from(pool.slot) % threads != thread {
-                    st.misrouted += 1;
+        let mut got = 0;
+        for PortIo { bs, rx, tx, switch, rx_stats, tx_stats } in ports.iter_mut() {
+            let switch = *switch;
+            let n = rx.recv(bs, rx_stats, |from, msg| {
+                if failure.is_some() {
                     return;
                 }
-            }
-            let mac = match job.rank_of(*from.ip()) {
-                Some(r) => job.workers[r].mac,
-                // The parent switch of a tree (docs/switch.md §6).
-                None if job.parent.is_some_and(|p| p.ip == *from.ip()) => job.parent.unwrap().mac,
-                None => {
-                    st.unknown_senders += 1;
-                    let o = from.ip().octets();
-                    MacAddr([0x02, 0x00, o[0], o[1], o[2], o[3]])
+                st.datagrams_in += 1;
+                let SocketAddr::V4(from) = from else {
+                    st.ipv6_ignored += 1;
+                    return;
+                };
+                if lose(opts.loss) {
+                    st.injected_drops_in += 1;
+                    return;
                 }
-            };
-            frame::encapsulate(Endpoint { mac, ip: *from.ip(), port: from.port() }, switch, msg, &mut frame_buf);
-            out.clear();
-            engine.process(&frame_buf, &mut out);
-            if engine.session_epoch() != epoch {
-                epoch = engine.session_epoch();
-                st.sessions += 1;
-                eprintln!(
+                if multi && msg.len() >= PREAMBLE_LEN {
+                    let pool =
+                        PoolIndex::from_u16(u16::from_be_bytes([msg[POOL_INDEX.start], msg[POOL_INDEX.start + 1]]));
+                    if usize::from(pool.slot) % threads != thread {
+                        st.misrouted += 1;
+                        return;
+                    }
+                }
+                let mac = match job.rank_of(*from.ip()) {
+                    Some(r) => job.workers[r].mac,
+                    // The parent switch of a tree (docs/switch.md §6).
+                    None if job.parent.is_some_and(|p| p.ip == *from.ip()) => job.parent.unwrap().mac,
+                    None => {
+                        st.unknown_senders += 1;
+                        let o = from.ip().octets();
+                        MacAddr([0x02, 0x00, o[0], o[1], o[2], o[3]])
+                    }
+                };
+                frame::encapsulate(Endpoint { mac, ip: *from.ip(), port: from.port() }, switch, msg, &mut frame_buf);
+                out.clear();
+                engine.process(&frame_buf, &mut out);
+                if engine.session_epoch() != epoch {
+                    epoch = engine.session_epoch();
+                    st.sessions += 1;
+                    eprintln!(
                     "{label}: session opened by {} workers (epoch {}, every slot cleared), the last join from {from}",
                     job.n(),
                     epoch.unwrap_or(0)
                 );
-            }
-            for f in &out {
-                let Some(d) = frame::decapsulate(f) else {
-                    st.unsendable += 1;
-                    continue;
-                };
-                if lose(opts.loss) {
-                    st.injected_drops_out += 1;
-                    continue;
                 }
-                if let Err(e) = tx.queue(&bs, &mut tx_stats, SocketAddr::from((d.dst.ip, d.dst.port)), d.payload) {
-                    failure = Some(e);
-                    return;
+                for f in &out {
+                    let Some(d) = frame::decapsulate(f) else {
+                        st.unsendable += 1;
+                        continue;
+                    };
+                    if lose(opts.loss) {
+                        st.injected_drops_out += 1;
+                        continue;
+                    }
+                    if let Err(e) = tx.queue(bs, tx_stats, SocketAddr::from((d.dst.ip, d.dst.port)), d.payload) {
+                        failure = Some(e);
+                        return;
+                    }
                 }
+            });
+            if let Some(e) = failure.take() {
+                return Err(e);
             }
-        });
-        if let Some(e) = failure.take() {
-            return Err(e);
+            got += n?;
+            tx.flush(bs, tx_stats)?;
         }
-        let got = got?;
-        tx.flush(&bs, &mut tx_stats)?;
         if got > 0 {
             idle.touch();
             continue;
         }
-        if !bs.wait_readable(Duration::from_millis(50))?
+        let all: Vec<&BatchSocket> = ports.iter().map(|p| &p.bs).collect();
+        if !BatchSocket::wait_readable_any(&all, Duration::from_millis(50))?
             && opts.exit_after_idle.is_some_and(|limit| idle.idle_for() >= limit)
         {
             break;
         }
     }
-    st.recv_calls = rx_stats.recv_calls;
-    st.send_calls = tx_stats.send_calls;
-    st.send_dropped = tx_stats.send_dropped;
-    st.datagrams_out = tx_stats.datagrams_out;
+    for p in &ports {
+        st.recv_calls += p.rx_stats.recv_calls;
+        st.send_calls += p.tx_stats.send_calls;
+        st.send_dropped += p.tx_stats.send_dropped;
+        st.datagrams_out += p.tx_stats.datagrams_out;
+    }
     publish(&*engine, &st);
     Ok(st)
 }

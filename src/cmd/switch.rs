@@ -17,7 +17,7 @@ use spotagg_driver::transport::{enlarge_buffers, SOCKET_BUFFER};
 use spotagg_driver::Counters;
 use spotagg_spec::metrics_http::{serve_http, MetricsBoard};
 use spotagg_spec::multi_job::MultiSwitch;
-pub use spotagg_spec::udp_switch::{counters_line, serve, serve_threads, ServeOptions};
+pub use spotagg_spec::udp_switch::{counters_line, serve, serve_threads_lanes, ServeOptions};
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::path::PathBuf;
@@ -69,6 +69,26 @@ pub struct Args {
     /// http://ADDR/metrics (e.g. 127.0.0.1:9464).
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
+}
+
+/// The 16-bit twin of each of `sockets` (docs/switch.md §9): the same address, the port with bit
+/// 4 set (0xBEE0 + t → 0xBEF0 + t). The sockets must be on SwitchML ports.
+pub fn bind_lanes16(sockets: &[UdpSocket]) -> Result<Vec<UdpSocket>> {
+    use spotagg_driver::wire::Lanes;
+    sockets
+        .iter()
+        .map(|s| {
+            let mut a = s.local_addr()?;
+            anyhow::ensure!(
+                spotagg_driver::wire::switchml::is_switchml_port(a.port()),
+                "the job has lanes16 = true: the switch must listen on SwitchML ports (0xBEE0..=0xBEEF, 48864..=48879) \
+                 so that its 16-bit lanes have theirs (0xBEF0..=0xBEFF); --bind gives port {}",
+                a.port()
+            );
+            a.set_port(Lanes::I16.port(a.port()));
+            UdpSocket::bind(a).with_context(|| format!("cannot bind {a} for the job's 16-bit lanes (lanes16 = true)"))
+        })
+        .collect()
 }
 
 /// Binds `threads` UDP sockets on consecutive ports from `addr` (port 0: the first port the
@@ -145,7 +165,8 @@ pub fn run(args: Args) -> Result<()> {
         (job, threads, engines)
     };
     let sockets = bind_ports(args.bind, threads)?;
-    for s in &sockets {
+    let sockets16 = if job.lanes16 { bind_lanes16(&sockets)? } else { Vec::new() };
+    for s in sockets.iter().chain(&sockets16) {
         enlarge_buffers(s, SOCKET_BUFFER);
     }
     let addr = sockets[0].local_addr()?;
@@ -159,6 +180,9 @@ pub fn run(args: Args) -> Result<()> {
         );
     } else {
         println!("spotagg switch: listening on {addr} ({} engine, {} workers)", engines[0].name(), job.n());
+    }
+    if let Some(s) = sockets16.first() {
+        println!("spotagg switch: 16-bit lanes on {} (docs/switch.md §9)", s.local_addr()?);
     }
     io::stdout().flush()?;
     let board = Arc::new(MetricsBoard::new(usize::from(threads)));
@@ -182,7 +206,7 @@ pub fn run(args: Args) -> Result<()> {
     let http_stop = AtomicBool::new(false);
     let st = std::thread::scope(|scope| {
         let server = http.as_ref().map(|l| scope.spawn(|| serve_http(l, &board, &http_stop)));
-        let st = serve_threads(&sockets, &job, &mut engines, &opts, &AtomicBool::new(false));
+        let st = serve_threads_lanes(&sockets, &sockets16, &job, &mut engines, &opts, &AtomicBool::new(false));
         http_stop.store(true, Ordering::Relaxed);
         if let Some(h) = server {
             if let Ok(Err(e)) = h.join() {
