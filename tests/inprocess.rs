@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spotagg_driver::fixedpoint;
 use spotagg_driver::transport::{FaultInjector, Faults, InProcessSwitch};
-use spotagg_driver::wire::PayloadSize;
+use spotagg_driver::wire::{Lanes, PayloadSize};
 use spotagg_driver::{Error, JobConfig, Worker};
 use spotagg_spec::reference::RefSwitch;
 use std::time::Duration;
@@ -70,14 +70,25 @@ fn check_i32(n: usize, payload: PayloadSize, slots: u16, len: usize, seed: u64) 
 }
 
 fn check_f32(n: usize, payload: PayloadSize, slots: u16, len: usize, seed: u64) {
-    let j = job(n, payload, slots);
-    let k = payload.elements();
+    check_f32_lanes(n, payload, slots, len, seed, Lanes::I32);
+}
+
+/// f32 in 16-bit lanes (docs/switch.md §9): 2k elements a packet, within the 16-bit bound.
+fn check_f16(n: usize, payload: PayloadSize, slots: u16, len: usize, seed: u64) {
+    check_f32_lanes(n, payload, slots, len, seed, Lanes::I16);
+}
+
+fn check_f32_lanes(n: usize, payload: PayloadSize, slots: u16, len: usize, seed: u64, lanes: Lanes) {
+    let j = JobConfig { lanes16: lanes == Lanes::I16, ..job(n, payload, slots) };
+    let k = lanes.coordinates(payload);
     let inputs: Vec<Vec<f32>> = (0..n).map(|r| f32_tensor(seed, r, len)).collect();
-    let (res, _) = run(&j, FAULTS, seed, move |r, w, t| {
+    let (res, c) = run(&j, FAULTS, seed, move |r, w, t| {
         let mut d = f32_tensor(seed, r, len);
-        w.allreduce_f32(t, &mut d).unwrap();
+        let s = w.allreduce_f32_lanes(t, &mut d, lanes).unwrap();
+        assert_eq!(s.chunks, len.div_ceil(k));
         d
     });
+    assert_eq!(c.dropped_total(), 0, "no frame of the job is dropped: {c:?}");
     for (r, d) in res.iter().enumerate() {
         assert_eq!(d, &res[0], "rank {r} differs from rank 0");
         for (c, out) in d.chunks(k).enumerate() {
@@ -85,7 +96,10 @@ fn check_f32(n: usize, payload: PayloadSize, slots: u16, len: usize, seed: u64) 
                 inputs.iter().map(|x| fixedpoint::exponent(&x[c * k..c * k + out.len()]).unwrap()).max().unwrap();
             for (i, &y) in out.iter().enumerate() {
                 let exact: f64 = inputs.iter().map(|x| f64::from(x[c * k + i])).sum();
-                let b = fixedpoint::error_bound(n, e_max, y);
+                let b = match lanes {
+                    Lanes::I32 => fixedpoint::error_bound(n, e_max, y),
+                    Lanes::I16 => fixedpoint::Scale::new16(n, e_max).bound(y),
+                };
                 assert!((f64::from(y) - exact).abs() <= b, "element {}: {y} vs {exact} (bound {b})", c * k + i);
             }
         }
@@ -98,13 +112,15 @@ type SumCase = (fn(usize, PayloadSize, u16, usize, u64), usize, PayloadSize, u16
 
 #[test]
 fn sums_with_one_and_four_workers() {
-    let cases: [SumCase; 6] = [
+    let cases: [SumCase; 8] = [
         (check_i32, 1, PayloadSize::B256, 8, 10_000, 1),
         (check_i32, 4, PayloadSize::B256, 16, 20_000, 2),
         (check_i32, 4, PayloadSize::B1024, 4, 20_003, 3),
         (check_f32, 1, PayloadSize::B1024, 8, 10_000, 4),
         (check_f32, 4, PayloadSize::B256, 16, 20_000, 5),
         (check_f32, 4, PayloadSize::B1024, 32, 30_001, 6),
+        (check_f16, 1, PayloadSize::B256, 8, 10_000, 7),
+        (check_f16, 4, PayloadSize::B1024, 16, 30_001, 8),
     ];
     for (check, n, payload, slots, len, seed) in cases {
         check(n, payload, slots, len, seed);
@@ -113,7 +129,9 @@ fn sums_with_one_and_four_workers() {
 
 #[test]
 fn many_operations_on_one_job() {
-    let j = job(4, PayloadSize::B256, 8);
+    // 16-bit and 32-bit operations in turn on the same slots: each round takes the width of its
+    // first contribution (docs/switch.md §9).
+    let j = JobConfig { lanes16: true, ..job(4, PayloadSize::B256, 8) };
     let (res, _) = run(&j, FAULTS, 7, |r, w, t| {
         let mut out = Vec::new();
         for (op, len) in [100usize, 64 * 8, 3, 5000].into_iter().enumerate() {
@@ -123,6 +141,9 @@ fn many_operations_on_one_job() {
             let mut f = vec![0.5f32 * (r as f32 + 1.0); len];
             w.allreduce_f32(t, &mut f).unwrap();
             assert!(f.iter().all(|x| (x - 5.0).abs() < 1e-5), "op {op}");
+            let mut h = vec![0.5f32 * (r as f32 + 1.0); len];
+            w.allreduce_f32_lanes(t, &mut h, Lanes::I16).unwrap();
+            assert!(h.iter().all(|x| (x - 5.0).abs() < 1e-3), "op {op}, 16-bit: {:?}", &h[..3.min(len)]);
         }
         out
     });

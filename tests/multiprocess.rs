@@ -30,8 +30,13 @@ struct Setup {
 
 impl Setup {
     fn new() -> Setup {
+        Setup::with_toml("")
+    }
+    /// With `extra` lines in the job file.
+    fn with_toml(extra: &str) -> Setup {
         let one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let file = job_file(free_worker_port(&worker_ips()).expect("a SwitchML port free on 127.0.0.10..13"));
+        let port = free_worker_port(&worker_ips()).expect("a SwitchML port free on 127.0.0.10..13");
+        let file = job_file(port, extra);
         let cfg = file.path().to_str().unwrap().to_string();
         Setup { procs: Procs(Vec::new()), cfg, _file: file, _one: one }
     }
@@ -52,11 +57,29 @@ fn switch_and_four_worker_processes_with_loss() {
     assert!(retransmissions > 0, "no retransmission despite injected loss");
 }
 
-/// A job for the four loopback workers on `port`.
-fn job_file(port: u16) -> tempfile::NamedTempFile {
+/// 16-bit lanes between processes (docs/switch.md §9): the switch on a SwitchML port serves
+/// the job's 16-bit twin beside it, and four `spotagg worker --lanes 16 --verify` get sums
+/// within the 16-bit bound, with loss, in half the packets of 32-bit lanes.
+#[test]
+fn sixteen_bit_lanes_between_worker_processes_with_loss() {
+    let mut t = Setup::with_toml("lanes16 = true\n");
+    let loss = ["--loss", "0.01", "--seed", "9"];
+    let (addr, _err, _out) = start_switch(&mut t, "127.0.0.9:48864", &loss);
+    let idx = start_workers_with(&mut t, &[&addr], 50_000, 3, &["--lanes", "16"]);
+    for v in finish_workers(&mut t.procs, &idx, 50_000) {
+        assert_eq!(v["lanes"], 16, "{v}");
+        assert!(v["max_error"].as_f64().unwrap() <= v["bound"].as_f64().unwrap(), "{v}");
+        // 50,000 elements in chunks of 128: 391 chunks and 16 priming packets, with some resent.
+        let packets = v["packets"].as_u64().unwrap();
+        assert!((391 + 16..391 + 16 + 60).contains(&packets), "{v}");
+    }
+}
+
+/// A job for the four loopback workers on `port`, with `extra` lines.
+fn job_file(port: u16, extra: &str) -> tempfile::NamedTempFile {
     let ips = worker_ips();
     let mut toml = format!(
-        "switch_mac = \"02:00:5a:00:00:01\"\nswitch_ip = \"192.0.2.1\"\npayload_bytes = 256\nslots = 16\nworker_port = {port}\ntimeout_ms = 10\nmax_retries = 16\n"
+        "switch_mac = \"02:00:5a:00:00:01\"\nswitch_ip = \"192.0.2.1\"\npayload_bytes = 256\nslots = 16\nworker_port = {port}\ntimeout_ms = 10\nmax_retries = 16\n{extra}"
     );
     for (r, ip) in ips.iter().enumerate() {
         toml += &format!("\n[[worker]]\nip = \"{ip}\"\nmac = \"02:00:5a:00:01:{r:02x}\"\n");
@@ -97,6 +120,11 @@ fn start_switch(t: &mut Setup, bind: &str, extra: &[&str]) -> (String, tempfile:
 
 /// Starts the 4 workers (`--verify`) on `switches`; returns their indices in `t.procs`.
 fn start_workers(t: &mut Setup, switches: &[&str], elements: usize, seed: u64) -> Vec<usize> {
+    start_workers_with(t, switches, elements, seed, &[])
+}
+
+/// [`start_workers`] with `extra` arguments.
+fn start_workers_with(t: &mut Setup, switches: &[&str], elements: usize, seed: u64, extra: &[&str]) -> Vec<usize> {
     (0..4)
         .map(|r| {
             let mut cmd = Command::new(BIN);
@@ -104,7 +132,7 @@ fn start_workers(t: &mut Setup, switches: &[&str], elements: usize, seed: u64) -
             for s in switches {
                 cmd.args(["--switch", s]);
             }
-            cmd.args(["--elements", &elements.to_string(), "--seed", &seed.to_string(), "--verify"]);
+            cmd.args(["--elements", &elements.to_string(), "--seed", &seed.to_string(), "--verify"]).args(extra);
             t.procs.0.push(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap());
             t.procs.0.len() - 1
         })

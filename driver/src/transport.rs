@@ -15,7 +15,7 @@ use crate::batch::{BatchSocket, Receiver, Sender};
 use crate::config::JobConfig;
 use crate::counters::Counters;
 use crate::engine::Engine;
-use crate::wire::switchml::{field::POOL_INDEX, PoolIndex, PREAMBLE_LEN};
+use crate::wire::switchml::{field::POOL_INDEX, is_switchml_port, Lanes, PoolIndex, PREAMBLE_LEN};
 use crate::worker::{AllReduce, Error, Stats, Worker};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -32,8 +32,21 @@ pub const MAX_MESSAGE: usize = 2048;
 
 /// Moves SwitchML messages (UDP payloads) between one worker and the switch.
 pub trait Transport {
-    /// Sends one message to the switch.
+    /// Sends one message to the switch (32-bit lanes: the switch's own port).
     fn send(&mut self, msg: &[u8]) -> io::Result<()>;
+    /// Sends one message of lane width `lanes` to the switch: a [`Lanes::I16`] message goes to
+    /// the 16-bit twin of the switch's port (docs/switch.md §9). The default sends 32-bit
+    /// messages with [`Transport::send`] and refuses 16-bit ones (`Unsupported`), so that a
+    /// transport that cannot address the twin port never has them summed as 32-bit values.
+    fn send_lanes(&mut self, msg: &[u8], lanes: Lanes) -> io::Result<()> {
+        match lanes {
+            Lanes::I32 => self.send(msg),
+            Lanes::I16 => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this transport cannot send 16-bit lanes (docs/switch.md §9): it has no 16-bit switch port",
+            )),
+        }
+    }
     /// Receives one message into `buf`, waiting until `deadline` at the latest. `Ok(None)` when
     /// the deadline passed with nothing received. A message longer than `buf` is truncated.
     /// A batching transport sends what [`Transport::send`] queued before it waits or returns
@@ -70,6 +83,9 @@ macro_rules! forward_transport {
             fn send(&mut self, msg: &[u8]) -> io::Result<()> {
                 (**self).send(msg)
             }
+            fn send_lanes(&mut self, msg: &[u8], lanes: Lanes) -> io::Result<()> {
+                (**self).send_lanes(msg, lanes)
+            }
             fn recv(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<Option<usize>> {
                 (**self).recv(buf, deadline)
             }
@@ -101,7 +117,7 @@ pub fn drive<T: Transport + ?Sized>(
             t.select_switch(selected)?;
         }
         while let Some(m) = op.poll_transmit() {
-            t.send(m)?;
+            t.send_lanes(m.contents, m.lanes)?;
         }
         t.flush()?;
         let Some(deadline) = op.poll_timeout() else {
@@ -122,7 +138,7 @@ pub fn drive<T: Transport + ?Sized>(
                 break;
             }
             while let Some(m) = op.poll_transmit() {
-                t.send(m)?;
+                t.send_lanes(m.contents, m.lanes)?;
             }
             taken += 1;
             if taken >= DRAIN || op.is_done() {
@@ -150,7 +166,16 @@ const STALL_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
 impl Worker {
     /// SUM all-reduce of an f32 tensor in place over a transport (blocking).
     pub fn allreduce_f32<T: Transport + ?Sized>(&mut self, t: &mut T, data: &mut [f32]) -> Result<Stats, Error> {
-        let mut op = self.start_f32(data, Instant::now())?;
+        self.allreduce_f32_lanes(t, data, Lanes::I32)
+    }
+    /// [`Worker::allreduce_f32`] in lanes of `lanes` bits ([`Worker::start_f32_lanes`]).
+    pub fn allreduce_f32_lanes<T: Transport + ?Sized>(
+        &mut self,
+        t: &mut T,
+        data: &mut [f32],
+        lanes: Lanes,
+    ) -> Result<Stats, Error> {
+        let mut op = self.start_f32_lanes(data, lanes, Instant::now())?;
         drive(&mut op, t, |_| {})
     }
     /// SUM all-reduce of an i32 tensor in place (wrap-around) over a transport (blocking).
@@ -274,20 +299,37 @@ impl UdpTransport {
     pub fn is_batched(&self) -> bool {
         self.socket.is_batched()
     }
-    fn destination(&self, msg: &[u8]) -> SocketAddr {
-        if self.ports <= 1 || msg.len() < PREAMBLE_LEN {
-            return self.switch;
-        }
-        let slot = PoolIndex::from_u16(u16::from_be_bytes([msg[POOL_INDEX.start], msg[POOL_INDEX.start + 1]])).slot;
+    fn destination(&self, msg: &[u8], lanes: Lanes) -> SocketAddr {
         let mut a = self.switch;
-        a.set_port(self.switch.port().wrapping_add(slot % self.ports));
+        if self.ports > 1 && msg.len() >= PREAMBLE_LEN {
+            let slot =
+                PoolIndex::from_u16(u16::from_be_bytes([msg[POOL_INDEX.start], msg[POOL_INDEX.start + 1]])).slot;
+            a.set_port(self.switch.port().wrapping_add(slot % self.ports));
+        }
+        if lanes == Lanes::I16 {
+            a.set_port(Lanes::I16.port(a.port()));
+        }
         a
     }
 }
 
 impl Transport for UdpTransport {
     fn send(&mut self, msg: &[u8]) -> io::Result<()> {
-        let dst = self.destination(msg);
+        self.send_lanes(msg, Lanes::I32)
+    }
+    /// A [`Lanes::I16`] message goes to the 16-bit twin of its port: the switch must be on
+    /// SwitchML's ports (0xBEE0 + t; its twin 0xBEF0 + t), else this is `InvalidInput`.
+    fn send_lanes(&mut self, msg: &[u8], lanes: Lanes) -> io::Result<()> {
+        if lanes == Lanes::I16 && !is_switchml_port(self.switch.port()) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "16-bit lanes go to the twin of a SwitchML port (0xBEE0 + t to 0xBEF0 + t); the switch {} is not on one",
+                    self.switch
+                ),
+            ));
+        }
+        let dst = self.destination(msg, lanes);
         self.tx.queue(&self.socket, &mut self.stats, dst, msg)
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -321,7 +363,10 @@ impl Transport for UdpTransport {
             let UdpTransport { socket, rx, ready, ready_at, stats, .. } = self;
             let got = rx.recv(socket, stats, |from, d| {
                 if let Some((sw, ports)) = filter {
-                    let p = from.port().wrapping_sub(sw.port());
+                    // Results of 16-bit lanes come from the twin of a SwitchML port.
+                    let twin = is_switchml_port(sw.port()) && Lanes::of_port(from.port()).is_some();
+                    let port = if twin { Lanes::I32.port(from.port()) } else { from.port() };
+                    let p = port.wrapping_sub(sw.port());
                     if from.ip() != sw.ip() || p >= ports {
                         return;
                     }
@@ -402,11 +447,15 @@ pub struct InProcessTransport {
 
 impl Transport for InProcessTransport {
     fn send(&mut self, msg: &[u8]) -> io::Result<()> {
+        self.send_lanes(msg, Lanes::I32)
+    }
+    /// A [`Lanes::I16`] message is framed to the 16-bit twin of the job's `switch_port`.
+    fn send_lanes(&mut self, msg: &[u8], lanes: Lanes) -> io::Result<()> {
         let job = &self.hub.job;
         let me = job.workers[self.rank];
         frame::encapsulate(
             frame::Endpoint { mac: me.mac, ip: me.ip, port: job.worker_port },
-            frame::Endpoint { mac: job.switch_mac, ip: job.switch_ip, port: job.switch_port },
+            frame::Endpoint { mac: job.switch_mac, ip: job.switch_ip, port: lanes.port(job.switch_port) },
             msg,
             &mut self.frame,
         );
@@ -478,7 +527,7 @@ pub struct FaultInjector<T: Transport> {
     send_faults: Faults,
     recv_faults: Faults,
     rng: ChaCha8Rng,
-    held_send: Option<Vec<u8>>,
+    held_send: Option<(Vec<u8>, Lanes)>,
     held_recv: Option<Vec<u8>>,
     ready: VecDeque<Vec<u8>>,
     scratch: Vec<u8>,
@@ -519,6 +568,10 @@ impl<T: Transport> FaultInjector<T> {
 
 impl<T: Transport> Transport for FaultInjector<T> {
     fn send(&mut self, msg: &[u8]) -> io::Result<()> {
+        self.send_lanes(msg, Lanes::I32)
+    }
+
+    fn send_lanes(&mut self, msg: &[u8], lanes: Lanes) -> io::Result<()> {
         let f = self.send_faults;
         if self.roll(f.loss) {
             self.stats.lost += 1;
@@ -526,16 +579,16 @@ impl<T: Transport> Transport for FaultInjector<T> {
         }
         if self.held_send.is_none() && self.roll(f.reorder) {
             self.stats.reordered += 1;
-            self.held_send = Some(msg.to_vec());
+            self.held_send = Some((msg.to_vec(), lanes));
             return Ok(());
         }
-        self.inner.send(msg)?;
+        self.inner.send_lanes(msg, lanes)?;
         if self.roll(f.duplicate) {
             self.stats.duplicated += 1;
-            self.inner.send(msg)?;
+            self.inner.send_lanes(msg, lanes)?;
         }
-        if let Some(h) = self.held_send.take() {
-            self.inner.send(&h)?;
+        if let Some((h, l)) = self.held_send.take() {
+            self.inner.send_lanes(&h, l)?;
         }
         Ok(())
     }
@@ -547,8 +600,8 @@ impl<T: Transport> Transport for FaultInjector<T> {
     fn select_switch(&mut self, index: usize) -> io::Result<()> {
         // A message held back for the switch left goes to it, never to the next one; those
         // held on receive came from the switch left.
-        if let Some(h) = self.held_send.take() {
-            self.inner.send(&h)?;
+        if let Some((h, l)) = self.held_send.take() {
+            self.inner.send_lanes(&h, l)?;
         }
         self.held_recv = None;
         self.ready.clear();
@@ -556,8 +609,8 @@ impl<T: Transport> Transport for FaultInjector<T> {
     }
 
     fn recv(&mut self, buf: &mut [u8], deadline: Instant) -> io::Result<Option<usize>> {
-        if let Some(h) = self.held_send.take() {
-            self.inner.send(&h)?;
+        if let Some((h, l)) = self.held_send.take() {
+            self.inner.send_lanes(&h, l)?;
         }
         let f = self.recv_faults;
         loop {

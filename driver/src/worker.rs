@@ -66,12 +66,20 @@
 //! attempts. Results whose `pool_index` or `tsi` is not the one a slot waits for (stale, or a
 //! duplicate of an answered packet), malformed messages and other jobs' messages are counted in
 //! [`Stats::ignored`] and change nothing.
+//!
+//! **16-bit lanes** (docs/switch.md §9). [`Worker::start_f32_lanes`] with [`Lanes::I16`] sends
+//! an f32 tensor as 16-bit lanes: chunks of 2k elements, each scaled with
+//! [`Scale::new16`] and carried two to a 32-bit payload word; everything else (priming packets,
+//! exponents, sets, retransmission, failover) is as above. The width of a message is not in its
+//! bytes but in the switch port it goes to: [`AllReduce::poll_transmit`] hands out each message
+//! with its [`Lanes`], and a transport sends a 16-bit one to the 16-bit twin of the switch's port
+//! ([`Lanes::port`]). Session and recovery messages are 32-bit; a replay keeps its width.
 
 use crate::config::JobConfig;
 use crate::fixedpoint::{self, ConversionError, Scale, E_NOT_FINITE, E_ZERO};
 use crate::rtt::RttEstimator;
 use crate::wire::switchml::{
-    PoolIndex, SwitchmlPacket, SwitchmlRepr, MSG_TYPE_CONTRIBUTION, MSG_TYPE_SESSION, PREAMBLE_LEN,
+    Lanes, PoolIndex, SwitchmlPacket, SwitchmlRepr, MSG_TYPE_CONTRIBUTION, MSG_TYPE_SESSION, PREAMBLE_LEN,
 };
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -119,6 +127,10 @@ pub enum Error {
         /// Elements of the tensor.
         elements: usize,
     },
+    /// A 16-bit all-reduce that the job cannot carry (docs/switch.md §9); returned before
+    /// anything is sent, so the worker goes on.
+    #[error("16-bit lanes: {0}")]
+    Lanes16(String),
     /// The transport failed.
     #[error("transport: {0}")]
     Transport(#[from] std::io::Error),
@@ -212,8 +224,8 @@ pub struct Worker {
     /// Results received per slot since the worker was made (wrapping): the slot's generation.
     gens: Vec<u32>,
     /// The last answered packet of each slot (another worker may still need its sum after a
-    /// failover).
-    answered: Vec<Vec<u8>>,
+    /// failover), and its lane width.
+    answered: Vec<(Vec<u8>, Lanes)>,
     /// Index of the active switch in the job's list (never decreases).
     active: usize,
     /// The epoch of the open session per switch port; `None` until a session is open.
@@ -240,7 +252,7 @@ impl Worker {
             next_tsi: 0,
             rtt,
             gens: vec![0; window],
-            answered: vec![Vec::new(); window],
+            answered: vec![(Vec::new(), Lanes::I32); window],
             active: 0,
             epochs,
             finite_only: false,
@@ -293,14 +305,64 @@ impl Worker {
     /// once on a value too large (|x| ≥ 2^126), and on a NaN or an infinity when
     /// [`Worker::set_finite_only`] says so; otherwise a chunk with one comes back NaN.
     pub fn start_f32<'a>(&'a mut self, data: &'a mut [f32], now: Instant) -> Result<AllReduce<'a>, Error> {
-        let k = self.job.payload.elements();
+        self.start_f32_lanes(data, Lanes::I32, now)
+    }
+    /// [`Worker::start_f32`] in lanes of `lanes` bits: [`Lanes::I16`] sends 2k elements a
+    /// packet, each within [`Scale::new16`]'s bound (docs/worker.md), half the bytes of 32-bit
+    /// lanes. Every rank must use the same width for the same tensor. Fails at once (nothing
+    /// sent) when the job does not have `lanes16` or has more than
+    /// [`crate::config::MAX_LANES16_WORKERS`] workers in its tree.
+    pub fn start_f32_lanes<'a>(
+        &'a mut self,
+        data: &'a mut [f32],
+        lanes: Lanes,
+        now: Instant,
+    ) -> Result<AllReduce<'a>, Error> {
+        if lanes == Lanes::I16 {
+            self.check_lanes16()?;
+        }
+        let k = lanes.coordinates(self.job.payload);
         let exps =
             if self.finite_only { fixedpoint::exponents(data, k)? } else { fixedpoint::exponents_or_markers(data, k)? };
-        AllReduce::new(self, Data::F32 { data, exps }, now)
+        AllReduce::new(self, Data::F32 { data, exps }, lanes, now)
+    }
+    /// Whether the job can carry 16-bit lanes: an [`Error::Lanes16`] that says why not.
+    pub fn check_lanes16(&self) -> Result<(), Error> {
+        if !self.job.lanes16 {
+            return Err(Error::Lanes16(
+                "the job does not have lanes16 = true, so its switch drops 16-bit frames (docs/switch.md §9)".into(),
+            ));
+        }
+        let n = self.job.scale_workers();
+        if n > crate::config::MAX_LANES16_WORKERS {
+            return Err(Error::Lanes16(format!(
+                "the job's tree has {n} workers; 16-bit lanes serve at most {}",
+                crate::config::MAX_LANES16_WORKERS
+            )));
+        }
+        Ok(())
     }
     /// Starts a SUM all-reduce of an i32 tensor (two's-complement wrap-around), in place.
     pub fn start_i32<'a>(&'a mut self, data: &'a mut [i32], now: Instant) -> Result<AllReduce<'a>, Error> {
-        AllReduce::new(self, Data::I32(data), now)
+        AllReduce::new(self, Data::I32(data), Lanes::I32, now)
+    }
+}
+
+/// A message to send ([`AllReduce::poll_transmit`]): its bytes (a UDP payload) and the lane
+/// width, which says the switch port it goes to ([`Lanes::port`] of the switch's port). Derefs to
+/// the bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit<'a> {
+    /// The SwitchML message.
+    pub contents: &'a [u8],
+    /// Its lane width: [`Lanes::I16`] goes to the switch's 16-bit port.
+    pub lanes: Lanes,
+}
+
+impl std::ops::Deref for Transmit<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.contents
     }
 }
 
@@ -348,6 +410,8 @@ struct Exchange {
     set: u8,
     tsi: u32,
     msg: Vec<u8>,
+    /// Its lane width (32-bit but for the replay of a 16-bit packet).
+    lanes: Lanes,
     attempts: u32,
     rto: Duration,
     deadline: Option<Instant>,
@@ -378,6 +442,8 @@ pub const DETECT_RTOS: u32 = 8;
 pub struct AllReduce<'a> {
     worker: &'a mut Worker,
     data: Data<'a>,
+    /// The lane width of the chunks' packets.
+    lanes: Lanes,
     /// Elements per chunk.
     k: usize,
     /// Slots in use.
@@ -410,8 +476,8 @@ pub struct AllReduce<'a> {
 }
 
 impl<'a> AllReduce<'a> {
-    fn new(worker: &'a mut Worker, data: Data<'a>, now: Instant) -> Result<AllReduce<'a>, Error> {
-        let k = worker.job.payload.elements();
+    fn new(worker: &'a mut Worker, data: Data<'a>, lanes: Lanes, now: Instant) -> Result<AllReduce<'a>, Error> {
+        let k = lanes.coordinates(worker.job.payload);
         let (elements, priming) = match &data {
             Data::F32 { data, .. } => (data.len(), true),
             Data::I32(d) => (d.len(), false),
@@ -428,6 +494,7 @@ impl<'a> AllReduce<'a> {
         let mut op = AllReduce {
             worker,
             data,
+            lanes,
             k,
             w,
             chunks,
@@ -523,13 +590,23 @@ impl<'a> AllReduce<'a> {
                 d.copy_from_slice(&x.to_be_bytes());
             }
         }
-        self.push_ctl_msg(slot, set, tsi, msg, now);
+        self.push_ctl_msg(slot, set, tsi, msg, Lanes::I32, now);
     }
 
-    fn push_ctl_msg(&mut self, slot: usize, set: u8, tsi: u32, msg: Vec<u8>, now: Instant) {
+    fn push_ctl_msg(&mut self, slot: usize, set: u8, tsi: u32, msg: Vec<u8>, lanes: Lanes, now: Instant) {
         let rto = self.worker.rtt.rto();
         let i = self.ctl.len();
-        self.ctl.push(Exchange { slot, set, tsi, msg, attempts: 1, rto, deadline: Some(now + rto), queued: true });
+        self.ctl.push(Exchange {
+            slot,
+            set,
+            tsi,
+            msg,
+            lanes,
+            attempts: 1,
+            rto,
+            deadline: Some(now + rto),
+            queued: true,
+        });
         self.ctl_queue.push_back(i);
     }
 
@@ -643,12 +720,12 @@ impl<'a> AllReduce<'a> {
                     ),
                 });
             }
-            if lo == -1 && !self.worker.answered[s].is_empty() {
-                let mut msg = self.worker.answered[s].clone();
+            if lo == -1 && !self.worker.answered[s].0.is_empty() {
+                let (mut msg, lanes) = self.worker.answered[s].clone();
                 let (set, epoch) = (self.worker.sets[s], self.worker.epoch_for(s));
                 retag(&mut msg, epoch, PoolIndex { slot: s as u16, set });
                 let tsi = SwitchmlRepr::parse(&SwitchmlPacket::new_unchecked(&msg[..])).tsi;
-                self.push_ctl_msg(s, set, tsi, msg, now);
+                self.push_ctl_msg(s, set, tsi, msg, lanes, now);
             } else if s < self.w && self.slots[s].held {
                 self.release(s, now);
             }
@@ -775,6 +852,10 @@ impl<'a> AllReduce<'a> {
             match &self.data {
                 // A chunk that is not finite on some worker: zeros (the result is NaN anyway).
                 Data::F32 { .. } if e_scale == E_NOT_FINITE => pkt.payload_mut().fill(0),
+                Data::F32 { data, .. } if self.lanes == Lanes::I16 => {
+                    let scale = Scale::new16(job.scale_workers(), e_scale);
+                    fixedpoint::quantize16_be(&data[range], &scale, pkt.payload_mut());
+                }
                 Data::F32 { data, .. } => {
                     fixedpoint::quantize_be(&data[range], &Scale::new(job.scale_workers(), e_scale), pkt.payload_mut());
                 }
@@ -788,17 +869,23 @@ impl<'a> AllReduce<'a> {
         enqueue(&mut slot.queued, &mut self.queue, s);
     }
 
-    /// The next message to send, if any. Call until `None` after every input.
-    pub fn poll_transmit(&mut self) -> Option<&[u8]> {
-        let msg = match pop_in_flight(&mut self.ctl_queue, &mut self.ctl, |e| (&mut e.queued, e.deadline.is_some())) {
-            Some(i) => &self.ctl[i].msg,
+    /// The next message to send, if any, with its lane width. Call until `None` after every
+    /// input.
+    pub fn poll_transmit(&mut self) -> Option<Transmit<'_>> {
+        let t = match pop_in_flight(&mut self.ctl_queue, &mut self.ctl, |e| (&mut e.queued, e.deadline.is_some())) {
+            Some(i) => Transmit { contents: &self.ctl[i].msg, lanes: self.ctl[i].lanes },
             None => {
                 let s = pop_in_flight(&mut self.queue, &mut self.slots, |s| (&mut s.queued, s.deadline.is_some()))?;
-                &self.slots[s].msg
+                Transmit { contents: &self.slots[s].msg, lanes: self.lanes }
             }
         };
         self.stats.packets_sent += 1;
-        Some(msg)
+        Some(t)
+    }
+
+    /// The lane width of the operation's chunks.
+    pub fn lanes(&self) -> Lanes {
+        self.lanes
     }
 
     /// When [`AllReduce::handle_timeout`] must be called next; `None` once done.
@@ -929,6 +1016,8 @@ impl<'a> AllReduce<'a> {
                     }
                     if e_scale == E_NOT_FINITE {
                         data[range].fill(f32::NAN);
+                    } else if self.lanes == Lanes::I16 {
+                        fixedpoint::dequantize16_be(pkt.payload(), &Scale::new16(n, e_scale), &mut data[range]);
                     } else {
                         fixedpoint::dequantize_be(pkt.payload(), &Scale::new(n, e_scale), &mut data[range]);
                     }
@@ -942,7 +1031,8 @@ impl<'a> AllReduce<'a> {
             self.chunks_done += 1;
         }
         self.worker.gens[s] = self.worker.gens[s].wrapping_add(1);
-        std::mem::swap(&mut self.slots[s].msg, &mut self.worker.answered[s]);
+        std::mem::swap(&mut self.slots[s].msg, &mut self.worker.answered[s].0);
+        self.worker.answered[s].1 = self.lanes;
         self.resumed(now);
         self.last_progress = now;
         self.detect = self.detection_time();
@@ -1070,6 +1160,7 @@ pub(crate) mod test {
         e0: i8,
         e1: i8,
         values: Vec<i32>,
+        lanes: Lanes,
     }
 
     impl MiniSwitch {
@@ -1077,14 +1168,24 @@ pub(crate) mod test {
             MiniSwitch { n, slots: HashMap::new() }
         }
 
-        /// A contribution from `rank`; returns (destination rank, result message).
+        /// A contribution from `rank` in 32-bit lanes; returns (destination rank, result message).
         pub(crate) fn contribute(&mut self, rank: usize, msg: &[u8]) -> Vec<(usize, Vec<u8>)> {
+            self.contribute_lanes(rank, msg, Lanes::I32)
+        }
+
+        /// A contribution from `rank` in lanes of width `lanes` (docs/switch.md §9: the width is
+        /// the round's from its first contribution; another width is dropped).
+        pub(crate) fn contribute_lanes(&mut self, rank: usize, msg: &[u8], lanes: Lanes) -> Vec<(usize, Vec<u8>)> {
             let p = SwitchmlPacket::new_checked(msg).unwrap();
             let r = SwitchmlRepr::parse(&p);
             let vals: Vec<i32> = p.elements().collect();
             let (s, v) = (r.pool.slot, r.pool.set);
             let bit = 1u32 << rank;
             let new = self.slots.entry((s, v)).or_default().seen & bit == 0;
+            let sl = &self.slots[&(s, v)];
+            if !(new && sl.count == 0) && sl.lanes != lanes {
+                return Vec::new();
+            }
             let n = self.n;
             let result = |sl: &MiniSlot| {
                 let mut out = msg.to_vec();
@@ -1105,9 +1206,10 @@ pub(crate) mod test {
                     sl.values = vals;
                     sl.e0 = r.e0;
                     sl.e1 = r.e1;
+                    sl.lanes = lanes;
                 } else {
                     for (a, b) in sl.values.iter_mut().zip(vals) {
-                        *a = a.wrapping_add(b);
+                        *a = lanes.add(*a as u32, b as u32) as i32;
                     }
                     sl.e0 = sl.e0.max(r.e0);
                     sl.e1 = sl.e1.max(r.e1);
@@ -1143,6 +1245,8 @@ pub(crate) mod test {
 
     enum Tensors {
         F32(Vec<Vec<f32>>),
+        /// f32 in 16-bit lanes.
+        F16(Vec<Vec<f32>>),
         I32(Vec<Vec<i32>>),
     }
 
@@ -1161,6 +1265,11 @@ pub(crate) mod test {
             Tensors::F32(ts) => {
                 workers.iter_mut().zip(ts.iter_mut()).map(|(w, t)| w.start_f32(t, now)).collect::<Result<_, _>>()?
             }
+            Tensors::F16(ts) => workers
+                .iter_mut()
+                .zip(ts.iter_mut())
+                .map(|(w, t)| w.start_f32_lanes(t, Lanes::I16, now))
+                .collect::<Result<_, _>>()?,
             Tensors::I32(ts) => {
                 workers.iter_mut().zip(ts.iter_mut()).map(|(w, t)| w.start_i32(t, now)).collect::<Result<_, _>>()?
             }
@@ -1177,7 +1286,7 @@ pub(crate) mod test {
                     }
                     let copies = if rng.gen_bool(faults.dup) { 2 } else { 1 };
                     for _ in 0..copies {
-                        for (dst, res) in switch.contribute(r, m) {
+                        for (dst, res) in switch.contribute_lanes(r, &m, m.lanes) {
                             if !rng.gen_bool(faults.loss) {
                                 inbox[dst].push(res);
                             }
@@ -1268,6 +1377,77 @@ pub(crate) mod test {
             let w = 8.min(len.div_ceil(k)) as u64;
             assert!(stats[0].packets_sent >= stats[0].chunks as u64 + w);
         }
+    }
+
+    /// 16-bit lanes (docs/switch.md §9): 2k elements a packet, each within the bound of the
+    /// 16-bit scale, the same on every worker, under loss, duplication and reordering; up to
+    /// n = 9, where the scale's `− n` matters (without it nine contributions of 3641 overflow).
+    /// The mini switch adds in the lanes the message says: a worker that handed a 16-bit
+    /// message out as 32-bit would have its low lanes carry into the high ones.
+    #[test]
+    fn f32_sums_in_16_bit_lanes_are_within_the_bound_under_faults() {
+        for (n, len, payload, seed) in [
+            (1usize, 3000usize, PayloadSize::B256, 15u64),
+            (4, 5000, PayloadSize::B1024, 16),
+            (9, 700, PayloadSize::B128, 17),
+        ] {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let ts: Vec<Vec<f32>> = (0..n)
+                .map(|_| (0..len).map(|i| (rng.gen::<f32>() - 0.5) * 2f32.powi((i / 500) as i32 - 3)).collect())
+                .collect();
+            let k = Lanes::I16.coordinates(payload);
+            assert_eq!(k, 2 * payload.elements());
+            let e_max: Vec<i8> = (0..len.div_ceil(k))
+                .map(|c| {
+                    ts.iter().map(|t| fixedpoint::exponent(&t[c * k..((c + 1) * k).min(len)]).unwrap()).max().unwrap()
+                })
+                .collect();
+            let exact: Vec<f64> = (0..len).map(|i| ts.iter().map(|t| f64::from(t[i])).sum()).collect();
+            let lanes16 = |n| JobConfig { lanes16: true, ..job(n, payload, 8) };
+            let mut workers: Vec<Worker> = (0..n).map(|r| Worker::new(lanes16(n), r).unwrap()).collect();
+            let mut t = Tensors::F16(ts);
+            let faults = Faults { loss: 0.05, dup: 0.05, reorder: 0.2 };
+            let (stats, _) = simulate(&mut workers, &mut t, &mut MiniSwitch::new(n), faults, seed).unwrap();
+            let Tensors::F16(got) = t else { unreachable!() };
+            let mut worst = 0f64;
+            for g in &got {
+                assert_eq!(g, &got[0], "every worker gets the same sum");
+                for i in 0..len {
+                    let b = Scale::new16(n, e_max[i / k]).bound(g[i]);
+                    let err = (f64::from(g[i]) - exact[i]).abs();
+                    assert!(err <= b, "n {n}, element {i}: {} vs {} (bound {b})", g[i], exact[i]);
+                    worst = worst.max(err / b);
+                }
+            }
+            assert!(worst > 0.05, "n {n}: the errors are 16-bit sized ({worst} of the bound at most)");
+            assert_eq!(stats[0].chunks, len.div_ceil(k), "2k elements a packet");
+        }
+    }
+
+    /// A 16-bit all-reduce is refused before anything is sent when the job cannot carry it; the
+    /// session messages of one are 32-bit, its chunks 16-bit.
+    #[test]
+    fn lanes16_needs_the_job_and_marks_each_message() {
+        let mut x = vec![1.0f32; 300];
+        let mut w = Worker::new(job(2, PayloadSize::B256, 4), 0).unwrap();
+        let e = w.start_f32_lanes(&mut x, Lanes::I16, Instant::now()).err().expect("refused");
+        assert!(matches!(e, Error::Lanes16(_)) && e.to_string().contains("lanes16 = true"), "{e}");
+        let mut w = Worker::new(JobConfig { lanes16: true, ..JobConfig::example(2, PayloadSize::B256, 4) }, 0).unwrap();
+        let now = Instant::now();
+        let mut op = w.start_f32_lanes(&mut x, Lanes::I16, now).unwrap();
+        assert_eq!(op.lanes(), Lanes::I16);
+        let probe = op.poll_transmit().unwrap();
+        assert_eq!(probe.lanes, Lanes::I32, "a session probe goes to the 32-bit port");
+        assert_eq!(SwitchmlPacket::new_checked(probe.contents).unwrap().msg_type(), MSG_TYPE_SESSION);
+        drop(op);
+        let mut w = Worker::new(JobConfig { lanes16: true, ..job(2, PayloadSize::B256, 4) }, 0).unwrap();
+        let mut op = w.start_f32_lanes(&mut x, Lanes::I16, now).unwrap();
+        let mut sent = 0;
+        while let Some(m) = op.poll_transmit() {
+            assert_eq!(m.lanes, Lanes::I16);
+            sent += 1;
+        }
+        assert_eq!(sent, 3, "300 elements in chunks of 128: three slots' priming packets");
     }
 
     #[test]
@@ -1486,7 +1666,7 @@ pub(crate) mod test {
             let ms = Duration::from_millis;
             assert_eq!(op.poll_timeout(), Some(t0 + ms(20)));
             op.handle_timeout(t0 + ms(20)).unwrap();
-            assert_eq!(op.poll_transmit().unwrap(), &m0[..]);
+            assert_eq!(*op.poll_transmit().unwrap(), m0[..]);
             assert_eq!(op.poll_timeout(), Some(t0 + ms(60)));
             // The result comes 25 ms after the first copy: it may answer either copy, no sample.
             op.handle_message(t0 + ms(25), &m0).unwrap();
@@ -1512,7 +1692,7 @@ pub(crate) mod test {
             let m1 = op.poll_transmit().unwrap().to_vec();
             assert_eq!(op.poll_timeout(), Some(t0 + ms(40)));
             op.handle_timeout(t0 + ms(40)).unwrap();
-            assert_eq!(op.poll_transmit().unwrap(), &m1[..]);
+            assert_eq!(*op.poll_transmit().unwrap(), m1[..]);
             // The result 2 ms after the copy (the smallest round trip is 10 ms): it answers the
             // first copy, sent 32 ms before, 22 ms beyond SRTT. The margin becomes 22 ms.
             op.handle_message(t0 + ms(42), &m1).unwrap();

@@ -17,7 +17,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spotagg_driver::fixedpoint;
 use spotagg_driver::transport::{FaultInjector, Faults, UdpTransport};
-use spotagg_driver::{allreduce_f32, JobConfig};
+use spotagg_driver::wire::Lanes;
+use spotagg_driver::{JobConfig, Worker};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 
@@ -50,10 +51,23 @@ pub struct Args {
     /// Probability of dropping a message, in each direction (fault injection).
     #[arg(long, default_value_t = 0.0)]
     loss: f64,
+    /// Bits a coordinate on the wire: 32, or 16 (docs/switch.md §9: the job needs
+    /// `lanes16 = true`, and the switch must be on SwitchML's ports).
+    #[arg(long, default_value_t = 32, value_parser = lanes_arg)]
+    lanes: u32,
     /// Start the all-reduce at this Unix time (seconds, fractions allowed), after the tensor is
     /// made and the socket bound, so that the workers of a benchmark start together.
     #[arg(long)]
     start_at: Option<f64>,
+}
+
+/// `--lanes`: 16 or 32.
+fn lanes_arg(s: &str) -> Result<u32, String> {
+    match s {
+        "16" => Ok(16),
+        "32" => Ok(32),
+        _ => Err(format!("{s} is not a lane width: 16 or 32")),
+    }
 }
 
 /// The tensor of rank `rank`: gradient-like values, uniform in ±2^m with the magnitude m
@@ -89,6 +103,12 @@ pub struct Verification {
 /// Checks `result` against the exact (f64) sum of `tensors`, element by element, with the
 /// bound of the element's chunk (k elements per chunk, its largest exponent over the ranks).
 pub fn verify(tensors: &[Vec<f32>], result: &[f32], k: usize) -> Result<Verification> {
+    verify_lanes(tensors, result, k, Lanes::I32)
+}
+
+/// [`verify`] for a result in lanes of `lanes` bits: chunks of `k` elements (2 × the 32-bit
+/// chunk for 16-bit lanes), each with the bound of its scale.
+pub fn verify_lanes(tensors: &[Vec<f32>], result: &[f32], k: usize, lanes: Lanes) -> Result<Verification> {
     let n = tensors.len();
     let mut v = Verification { max_error: 0.0, bound: 0.0, ok: true, first_bad: None };
     for (c, out) in result.chunks(k).enumerate() {
@@ -97,7 +117,10 @@ pub fn verify(tensors: &[Vec<f32>], result: &[f32], k: usize) -> Result<Verifica
         for t in tensors {
             e_max = e_max.max(fixedpoint::exponent(&t[lo..lo + out.len()])?);
         }
-        let scale = fixedpoint::Scale::new(n, e_max);
+        let scale = match lanes {
+            Lanes::I32 => fixedpoint::Scale::new(n, e_max),
+            Lanes::I16 => fixedpoint::Scale::new16(n, e_max),
+        };
         for (i, &y) in out.iter().enumerate() {
             let exact: f64 = tensors.iter().map(|t| f64::from(t[lo + i])).sum();
             let err = (f64::from(y) - exact).abs();
@@ -156,11 +179,20 @@ pub fn run(args: Args) -> Result<()> {
             std::thread::sleep(std::time::Duration::from_secs_f64(at - now));
         }
     }
-    let stats = allreduce_f32(&mut t, &job, args.rank, &mut data)
+    let lanes = if args.lanes == 16 { Lanes::I16 } else { Lanes::I32 };
+    if lanes == Lanes::I16 {
+        anyhow::ensure!(
+            job.lanes16,
+            "--lanes 16 but {} does not set lanes16 = true: the switch would drop 16-bit frames",
+            args.config.display()
+        );
+    }
+    let stats = Worker::new(job.clone(), args.rank)?
+        .allreduce_f32_lanes(&mut t, &mut data, lanes)
         .with_context(|| format!("rank {}: all-reduce failed", args.rank))?;
     let check = if args.verify {
         let all: Vec<Vec<f32>> = (0..job.n()).map(|r| tensor(args.seed, r, args.elements)).collect();
-        Some(verify(&all, &data, job.payload.elements())?)
+        Some(verify_lanes(&all, &data, lanes.coordinates(job.payload), lanes)?)
     } else {
         None
     };
@@ -170,6 +202,7 @@ pub fn run(args: Args) -> Result<()> {
         serde_json::json!({
             "rank": args.rank,
             "elements": args.elements,
+            "lanes": args.lanes,
             "seconds": stats.seconds,
             "gbps": stats.payload_gbps(),
             "packets": stats.packets_sent,

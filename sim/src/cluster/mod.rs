@@ -483,7 +483,8 @@ fn run_workers(
             let parent = topo.nodes[node].parent.unwrap();
             let op = ops[w].as_mut().unwrap();
             while let Some(m) = op.poll_transmit() {
-                frame::encapsulate(me, sw, m, &mut buf);
+                let to = Endpoint { port: m.lanes.port(sw.port), ..sw };
+                frame::encapsulate(me, to, m.contents, &mut buf);
                 let pkt = Packet { dst: parent, bytes: buf.len(), body: Body::Frame(buf.clone()) };
                 net.transmit(now, node, pkt);
             }

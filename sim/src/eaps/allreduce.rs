@@ -156,7 +156,7 @@ fn cosim(
             let me = Endpoint { mac: job.workers[r].mac, ip: job.workers[r].ip, port: job.worker_port };
             let to = eps[op.switch_index()];
             while let Some(m) = op.poll_transmit() {
-                encapsulate(me, to, m, &mut buf);
+                encapsulate(me, Endpoint { port: m.lanes.port(to.port), ..to }, m.contents, &mut buf);
                 ring.inject(worker_nodes[r], 100, buf.clone());
             }
         }
