@@ -10,9 +10,12 @@
 #   1. `spotagg switch` in the bridging namespace (the reference engine, batched UDP,
 #      SPOTAGG_SWITCH_THREADS threads, default 1) and `spotagg worker` in every worker namespace,
 #      started together (--start-at), rank 0 verifying its result against the exact sum;
-#   2. a Gloo all-reduce of a float32 tensor of the same length (scripts/cluster_gloo.py) over
-#      TCP between the worker namespaces, through the same bridge and links.
-# It prints both medians (the slowest rank of each run), their ratio, the in-network bound
+#   2. the same in 16-bit lanes (`spotagg worker --lanes 16`, docs/switch.md §9: half the
+#      packets), rank 0 verifying against the 16-bit bound;
+#   3. a Gloo all-reduce of a float32 tensor of the same length (scripts/cluster_gloo.py) over
+#      TCP between the worker namespaces, through the same bridge and links;
+#   4. the same in float16 as DDP's fp16_compress_hook sends it (cast, all-reduce, cast back).
+# It prints each system's median (the slowest rank of each run), the ratios, the in-network bound
 # (every worker sends and receives its tensor once: packets × 1076 B of frame / rate) and the
 # ring all-reduce bound (2(n−1)/n of the tensor each way, 1514 B frames per 1448 B of TCP
 # payload), the workers' retransmissions and the qdisc drops, and removes everything it made.
@@ -88,6 +91,7 @@ JOB=$WORK/job.toml
     echo "slots = $SLOTS"
     echo "timeout_ms = $TIMEOUT_MS"
     echo "switch_ports = $THREADS"
+    echo 'lanes16 = true'
     for i in $(seq 0 $((N - 1))); do
         printf '\n[[worker]]\nip = "10.77.0.%d"\nmac = "02:00:5a:00:01:%02x"\n' $((10 + i)) $i
     done
@@ -119,9 +123,11 @@ LIMIT_S=$((60 + ELEMENTS * 4 * 8 * 4 / (RATE * 1000000)))
 MARGIN=$(awk -v e="$ELEMENTS" 'BEGIN { printf "%.1f", 1.5 + e / 4e6 }')
 IDLE=$(awk -v m="$MARGIN" 'BEGIN { printf "%.1f", m + 3 }')
 
-SPOT=()
+declare -A SPOT_T
 RETX=0
 SPUR=0
+for lanes in 32 16; do
+SPOT=()
 for run in $(seq 1 "$RUNS"); do
     timeout $LIMIT_S ip netns exec $SW "$BIN" switch --config "$JOB" --bind 10.77.0.1:48864 \
         --exit-after-idle "$IDLE" --json >"$WORK/switch-$run.json" 2>"$WORK/switch-$run.err" &
@@ -133,7 +139,7 @@ for run in $(seq 1 "$RUNS"); do
         v=""
         [ "$i" = 0 ] && v=--verify
         timeout $LIMIT_S ip netns exec ${P}w$i "$BIN" worker --config "$JOB" --rank $i --switch 10.77.0.1:48864 \
-            --elements "$ELEMENTS" --start-at "$at" $v >"$WORK/w$run-$i.json" 2>"$WORK/w$run-$i.err" &
+            --elements "$ELEMENTS" --lanes $lanes --start-at "$at" $v >"$WORK/w$run-$i.json" 2>"$WORK/w$run-$i.err" &
         wpids+=($!)
         PIDS+=($!)
     done
@@ -149,42 +155,57 @@ for run in $(seq 1 "$RUNS"); do
     wait 2>/dev/null || true
     rtt=$(cat "$WORK"/w$run-*.json | "$PY" -c 'import json,sys; w=[json.loads(l) for l in sys.stdin]; print("srtt %.1f-%.1f ms, rto %.1f-%.1f ms" % (min(x["srtt_ms"] for x in w), max(x["srtt_ms"] for x in w), min(x["rto_ms"] for x in w), max(x["rto_ms"] for x in w)))')
     sw=$("$PY" -c 'import json,sys; d=json.loads(open(sys.argv[1]).read().splitlines()[-1]); c=d["counters"]; u=d["udp"]; print("switch: duplicates %d, results retransmitted %d, send dropped %d, datagrams per receive call %.1f, per send call %.1f" % (c["duplicates"], c["results_retransmitted"], u["send_dropped"], u["datagrams_in"] / max(1, u["recv_calls"]), u["datagrams_out"] / max(1, u["send_calls"])))' "$WORK/switch-$run.json" 2>/dev/null || echo "switch: no statistics")
-    echo "spotagg run $run: ${t} s, $r retransmissions ($sp found spurious); $rtt; $sw; UDP receive-buffer drops so far $(rcvbuf), qdisc drops $(drops)" >&2
+    echo "spotagg $lanes-bit run $run: ${t} s, $r retransmissions ($sp found spurious); $rtt; $sw; UDP receive-buffer drops so far $(rcvbuf), qdisc drops $(drops)" >&2
+done
+SPOT_T[$lanes]="${SPOT[*]}"
 done
 SPOT_DROPS=$(drops)
 
-GLOO=()
-for run in 1; do
+for mode in fp32 fp16; do
     gpids=()
+    f=""
+    [ "$mode" = fp16 ] && f=--fp16
     for i in $(seq 0 $((N - 1))); do
         GLOO_SOCKET_IFNAME=eth0 timeout $((LIMIT_S * RUNS)) ip netns exec ${P}w$i "$PY" "$ROOT/scripts/cluster_gloo.py" \
-            --rank $i --world "$N" --master 10.77.0.10 --elements "$ELEMENTS" --runs "$RUNS" \
-            >"$WORK/g-$i.json" 2>"$WORK/g-$i.err" &
+            --rank $i --world "$N" --master 10.77.0.10 --elements "$ELEMENTS" --runs "$RUNS" $f \
+            >"$WORK/g-$mode-$i.json" 2>"$WORK/g-$mode-$i.err" &
         gpids+=($!)
         PIDS+=($!)
     done
     for p in "${gpids[@]}"; do
-        wait "$p" || { cat "$WORK"/g-*.err >&2; die "a Gloo rank failed"; }
+        wait "$p" || { cat "$WORK"/g-$mode-*.err >&2; die "a Gloo rank failed ($mode)"; }
     done
+    cat "$WORK"/g-$mode-*.json >"$WORK/gloo-$mode.json"
 done
 ALL_DROPS=$(drops)
 
-cat "$WORK"/g-*.json >"$WORK/gloo.json"
-"$PY" - "$N" "$RATE" "$ELEMENTS" "$RETX" "$SPOT_DROPS" "$((ALL_DROPS - SPOT_DROPS))" "$SLOTS" "$SPUR" "$WORK/gloo.json" "${SPOT[@]}" <<'EOF'
+"$PY" - "$N" "$RATE" "$ELEMENTS" "$RETX" "$SPOT_DROPS" "$((ALL_DROPS - SPOT_DROPS))" "$SLOTS" "$SPUR" "$WORK" "${SPOT_T[32]}" "${SPOT_T[16]}" <<'EOF'
 import json, math, statistics, sys
 n, rate, e, retx, sdrops, gdrops, slots, spur = (int(x) for x in sys.argv[1:9])
-gloo_runs = [json.loads(l) for l in open(sys.argv[9])]
-spot = [float(x) for x in sys.argv[10:]]
-g = [max(r["seconds"][i] for r in gloo_runs) for i in range(len(gloo_runs[0]["seconds"]))]
-k = 256
-packets = math.ceil(e / k) + min(slots, math.ceil(e / k))
+work = sys.argv[9]
+spot = {32: [float(x) for x in sys.argv[10].split()], 16: [float(x) for x in sys.argv[11].split()]}
+
+def gloo(mode):
+    runs = [json.loads(l) for l in open(f"{work}/gloo-{mode}.json")]
+    return [max(r["seconds"][i] for r in runs) for i in range(len(runs[0]["seconds"]))]
+
 bps = rate * 1e6
-in_net = packets * (1024 + 10 + 8 + 20 + 14) * 8 / bps
+def in_net(k):
+    packets = math.ceil(e / k) + min(slots, math.ceil(e / k))
+    return packets * (1024 + 10 + 8 + 20 + 14) * 8 / bps
 ring = 2 * (n - 1) / n * e * 4 * 8 / bps * 1514 / 1448
-ts, tg = statistics.median(spot), statistics.median(g)
-print("| links | n | tensor | spotagg (software switch), median (runs) | Gloo (torch.distributed), median (runs) | Gloo / spotagg | in-network bound | ring bound | retransmissions | qdisc drops spotagg / Gloo |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-print(f"| {rate} Mb/s | {n} | {e / 1e6:g} M f32 | {ts:.3f} s ({', '.join(f'{x:.3f}' for x in spot)}) | "
-      f"{tg:.3f} s ({', '.join(f'{x:.3f}' for x in g)}) | {tg / ts:.2f} | {in_net:.3f} s ({in_net / ts:.2f} of it) | "
-      f"{ring:.3f} s | {retx} ({spur} found spurious) | {sdrops} / {gdrops} |")
+rows = [
+    ("spotagg, 32-bit lanes", spot[32], in_net(256)),
+    ("spotagg, 16-bit lanes", spot[16], in_net(512)),
+    ("Gloo, float32", gloo("fp32"), ring),
+    ("Gloo, float16 (as fp16_compress_hook)", gloo("fp16"), ring / 2),
+]
+t16 = statistics.median(spot[16])
+print(f"{rate} Mb/s links, n = {n}, {e / 1e6:g} M f32; medians of the slowest rank, {len(spot[32])} runs each")
+print("| system | median (runs) | its bound | median / bound | system / spotagg 16-bit |")
+print("|---|---|---|---|---|")
+for name, ts, bound in rows:
+    m = statistics.median(ts)
+    print(f"| {name} | {m:.3f} s ({', '.join(f'{x:.3f}' for x in ts)}) | {bound:.3f} s | {m / bound:.2f} | {m / t16:.2f} |")
+print(f"spotagg retransmissions {retx} ({spur} found spurious); qdisc drops spotagg {sdrops}, Gloo {gdrops}")
 EOF

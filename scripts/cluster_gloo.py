@@ -3,6 +3,8 @@
 Runs inside a worker's network namespace: torch.distributed with the Gloo backend over TCP on
 the namespace's interface (GLOO_SOCKET_IFNAME), SUM all-reduce of a float32 tensor of
 --elements, --runs times after one warm-up; prints one JSON line with every run's seconds.
+With --fp16 the tensor is all-reduced as DDP's fp16_compress_hook does it: cast to float16,
+all-reduced in float16, cast back (the casts inside the time).
 """
 
 import argparse
@@ -22,6 +24,7 @@ def main() -> None:
     p.add_argument("--port", type=int, default=29517)
     p.add_argument("--elements", type=int, required=True)
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--fp16", action="store_true", help="as fp16_compress_hook: float16 on the wire")
     a = p.parse_args()
     if "GLOO_SOCKET_IFNAME" not in os.environ:
         raise SystemExit("GLOO_SOCKET_IFNAME must name the namespace's interface")
@@ -39,7 +42,12 @@ def main() -> None:
         y = x.clone()
         dist.barrier()
         t = time.perf_counter()
-        dist.all_reduce(y)
+        if a.fp16:
+            h = y.to(torch.float16)
+            dist.all_reduce(h)
+            y.copy_(h)
+        else:
+            dist.all_reduce(y)
         times.append(time.perf_counter() - t)
         ok = ok and bool((y == expect).all())
     print(json.dumps({"rank": a.rank, "seconds": times, "ok": ok}), flush=True)

@@ -302,8 +302,7 @@ impl UdpTransport {
     fn destination(&self, msg: &[u8], lanes: Lanes) -> SocketAddr {
         let mut a = self.switch;
         if self.ports > 1 && msg.len() >= PREAMBLE_LEN {
-            let slot =
-                PoolIndex::from_u16(u16::from_be_bytes([msg[POOL_INDEX.start], msg[POOL_INDEX.start + 1]])).slot;
+            let slot = PoolIndex::from_u16(u16::from_be_bytes([msg[POOL_INDEX.start], msg[POOL_INDEX.start + 1]])).slot;
             a.set_port(self.switch.port().wrapping_add(slot % self.ports));
         }
         if lanes == Lanes::I16 {

@@ -19,7 +19,8 @@ use pyo3::types::PyDict;
 use spotagg_driver::config::JobConfig;
 use spotagg_driver::fixedpoint;
 use spotagg_driver::transport::{enlarge_buffers, UdpTransport, SOCKET_BUFFER};
-use spotagg_driver::wire::PayloadSize;
+use spotagg_driver::wire::switchml::is_switchml_port;
+use spotagg_driver::wire::{Lanes, PayloadSize};
 use spotagg_driver::worker::{Error as DriverError, Stats, Worker};
 use spotagg_driver::{Counters, Engine};
 use spotagg_spec::reference::RefSwitch;
@@ -205,8 +206,17 @@ struct PyWorker {
 }
 
 enum Data<'a> {
-    F32(&'a mut [f32]),
+    F32(&'a mut [f32], Lanes),
     I32(&'a mut [i32]),
+}
+
+/// `lanes=`: 16 or 32.
+fn lanes_of(lanes: u32) -> PyResult<Lanes> {
+    match lanes {
+        32 => Ok(Lanes::I32),
+        16 => Ok(Lanes::I16),
+        _ => Err(PyValueError::new_err(format!("lanes = {lanes}: 16 or 32 bits a coordinate"))),
+    }
 }
 
 impl PyWorker {
@@ -217,7 +227,7 @@ impl PyWorker {
         }
         let WorkerState { worker, transport, .. } = &mut *st;
         let r = match data {
-            Data::F32(d) => worker.allreduce_f32(transport, d),
+            Data::F32(d, lanes) => worker.allreduce_f32_lanes(transport, d, lanes),
             Data::I32(d) => worker.allreduce_i32(transport, d),
         };
         r.map_err(|e| {
@@ -230,7 +240,7 @@ impl PyWorker {
             // A tensor refused before anything was sent (a value that fixed point cannot hold,
             // too many packets) leaves the worker and the switch in step: the worker stays
             // usable. Anything after the first packet leaves them apart.
-            if !matches!(e, DriverError::Conversion(_) | DriverError::TooLarge { .. }) {
+            if !matches!(e, DriverError::Conversion(_) | DriverError::TooLarge { .. } | DriverError::Lanes16(_)) {
                 st.failed = Some(format!(
                     "an earlier all-reduce of this worker failed ({msg}); make a new Worker (it opens a new session on the running switch)"
                 ));
@@ -239,8 +249,8 @@ impl PyWorker {
                 DriverError::Timeout { .. } | DriverError::NoSwitch { .. } => SwitchUnreachable::new_err(msg),
                 DriverError::Protocol { .. } => ProtocolError::new_err(msg),
                 DriverError::Transport(_) => PyOSError::new_err(msg),
-                // Conversion (NaN, infinity, too large), TooLarge, Rank, and whatever the
-                // driver adds: a bad argument.
+                // Conversion (NaN, infinity, too large), TooLarge, Rank, Lanes16 (a job without
+                // 16-bit lanes), and whatever the driver adds: a bad argument.
                 _ => PyValueError::new_err(msg),
             }
         })
@@ -379,6 +389,12 @@ impl PyWorker {
         self.job.payload.bytes() / 4
     }
 
+    /// Whether the job carries 16-bit lanes (`lanes16 = true`: `allreduce(x, lanes=16)`).
+    #[getter]
+    fn lanes16(&self) -> bool {
+        self.job.lanes16
+    }
+
     /// The job as TOML text.
     #[getter]
     fn job(&self) -> String {
@@ -387,8 +403,13 @@ impl PyWorker {
 
     /// Sums `array` (float32 or int32, C-contiguous numpy array or CPU torch.Tensor) over all
     /// ranks, in place, with the GIL released; returns a Stats. Every rank must call it in the
-    /// same order with arrays of the same length and dtype.
-    fn allreduce(&self, py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<PyStats> {
+    /// same order with arrays of the same length and dtype. `lanes=16` sends a float32 array
+    /// as 16-bit lanes (docs/switch.md §9: half the bytes, each element within
+    /// `error_bounds(..., lanes=16)`; the job needs `lanes16 = true`, else a ValueError before
+    /// anything is sent); every rank must pass the same `lanes`.
+    #[pyo3(signature = (array, lanes=32))]
+    fn allreduce(&self, py: Python<'_>, array: &Bound<'_, PyAny>, lanes: u32) -> PyResult<PyStats> {
+        let lanes = lanes_of(lanes)?;
         let arr = as_array(array)?;
         if !arr.is_c_contiguous() {
             return Err(PyTypeError::new_err("the array is not contiguous: pass numpy.ascontiguousarray(a)"));
@@ -397,8 +418,11 @@ impl PyWorker {
             let mut rw =
                 a.try_readwrite().map_err(|e| PyTypeError::new_err(format!("the array is not writable: {e}")))?;
             let s = rw.as_slice_mut().map_err(|e| PyTypeError::new_err(e.to_string()))?;
-            py.detach(|| self.run(Data::F32(s)))
+            py.detach(|| self.run(Data::F32(s, lanes)))
         } else if let Ok(a) = arr.cast::<PyArrayDyn<i32>>() {
+            if lanes != Lanes::I32 {
+                return Err(PyValueError::new_err("lanes = 16 is for float32 arrays: int32 sums are exact in 32 bits"));
+            }
             let mut rw =
                 a.try_readwrite().map_err(|e| PyTypeError::new_err(format!("the array is not writable: {e}")))?;
             let s = rw.as_slice_mut().map_err(|e| PyTypeError::new_err(e.to_string()))?;
@@ -473,6 +497,9 @@ impl SoftwareSwitch {
     /// `SoftwareSwitch(job, bind="127.0.0.1:0", loss=0.0, seed=0)`: serves the reference switch
     /// for `job` (path or TOML text) on UDP `bind` until `close()`; `loss` drops each datagram
     /// with that probability in each direction (seeded by `seed`), for tests of retransmission.
+    /// A job with `lanes16 = true` is also served on the 16-bit twin of the port
+    /// (docs/switch.md §9), so the port must be a SwitchML port (0xBEE0..=0xBEEF); with port 0
+    /// the first such port whose twin is free too is taken.
     #[new]
     #[pyo3(signature = (job, bind="127.0.0.1:0", loss=0.0, seed=0))]
     fn new(job: &Bound<'_, PyAny>, bind: &str, loss: f64, seed: u64) -> PyResult<SoftwareSwitch> {
@@ -481,9 +508,11 @@ impl SoftwareSwitch {
         }
         let job = job_from(job)?;
         let local = socket_addr("bind", bind)?;
-        let socket = UdpSocket::bind(local)
-            .map_err(|e| PyOSError::new_err(format!("cannot bind the switch to {local}: {e}")))?;
+        let (socket, twin) = if job.lanes16 { bind_with_twin(local)? } else { (bind_udp(local)?, None) };
         enlarge_buffers(&socket, SOCKET_BUFFER);
+        if let Some(t) = &twin {
+            enlarge_buffers(t, SOCKET_BUFFER);
+        }
         let address = socket.local_addr().map_err(|e| PyOSError::new_err(e.to_string()))?;
         let engine = Arc::new(Mutex::new(RefSwitch::new(job.clone())));
         let stop = Arc::new(AtomicBool::new(false));
@@ -491,9 +520,10 @@ impl SoftwareSwitch {
         let thread = std::thread::Builder::new()
             .name(format!("spotagg-switch-{address}"))
             .spawn(move || {
-                let mut shared = SharedEngine(e);
                 let opts = ServeOptions { loss, seed, ..ServeOptions::default() };
-                udp_switch::serve(&socket, &job, &mut shared, &opts, &s)
+                let mut engines: Vec<Box<dyn Engine>> = vec![Box::new(SharedEngine(e))];
+                let twins: Vec<UdpSocket> = twin.into_iter().collect();
+                udp_switch::serve_threads_lanes(std::slice::from_ref(&socket), &twins, &job, &mut engines, &opts, &s)
             })
             .map_err(|e| PyOSError::new_err(format!("cannot start the switch thread: {e}")))?;
         Ok(SoftwareSwitch { address, engine, stop, thread: Mutex::new(Some(thread)), served: Mutex::new(None) })
@@ -554,10 +584,47 @@ impl Drop for SoftwareSwitch {
     }
 }
 
+fn bind_udp(local: SocketAddr) -> PyResult<UdpSocket> {
+    UdpSocket::bind(local).map_err(|e| PyOSError::new_err(format!("cannot bind the switch to {local}: {e}")))
+}
+
+/// A socket on `local` and one on its 16-bit twin (docs/switch.md §9); port 0: the first
+/// SwitchML port of the address that is free with its twin.
+fn bind_with_twin(local: SocketAddr) -> PyResult<(UdpSocket, Option<UdpSocket>)> {
+    let twin_of = |a: SocketAddr| {
+        let mut t = a;
+        t.set_port(Lanes::I16.port(a.port()));
+        t
+    };
+    if local.port() == 0 {
+        for p in spotagg_driver::wire::switchml::UDP_PORT_BASE..=spotagg_driver::wire::switchml::UDP_PORT_BASE + 15 {
+            let mut a = local;
+            a.set_port(p);
+            if let (Ok(s), Ok(t)) = (UdpSocket::bind(a), UdpSocket::bind(twin_of(a))) {
+                return Ok((s, Some(t)));
+            }
+        }
+        return Err(PyOSError::new_err(format!(
+            "the job has lanes16 = true: no SwitchML port of {} is free with its 16-bit twin (0xBEE0 + t and 0xBEF0 + t)",
+            local.ip()
+        )));
+    }
+    if !is_switchml_port(local.port()) {
+        return Err(PyValueError::new_err(format!(
+            "bind = \"{local}\": the job has lanes16 = true, so the switch must be on a SwitchML port \
+             (0xBEE0..=0xBEEF, 48864..=48879) for its 16-bit twin (0xBEF0..=0xBEFF)"
+        )));
+    }
+    let t = twin_of(local);
+    let twin = UdpSocket::bind(t)
+        .map_err(|e| PyOSError::new_err(format!("cannot bind the switch's 16-bit port {t} (lanes16 = true): {e}")))?;
+    Ok((bind_udp(local)?, Some(twin)))
+}
+
 /// `example_job(n, ...)`: the TOML text of a job of `n` workers on loopback addresses: the
 /// switch at `switch_ip`, rank r at `first_worker_ip` + r.
 #[pyfunction]
-#[pyo3(signature = (n, payload_bytes=1024, slots=128, window=None, switch_ip="127.0.0.1", first_worker_ip="127.0.0.10", timeout_ms=20, max_retries=12))]
+#[pyo3(signature = (n, payload_bytes=1024, slots=128, window=None, switch_ip="127.0.0.1", first_worker_ip="127.0.0.10", timeout_ms=20, max_retries=12, lanes16=false))]
 #[allow(clippy::too_many_arguments)]
 fn example_job(
     n: usize,
@@ -568,6 +635,7 @@ fn example_job(
     first_worker_ip: &str,
     timeout_ms: u64,
     max_retries: u32,
+    lanes16: bool,
 ) -> PyResult<String> {
     if !(1..=spotagg_driver::config::MAX_WORKERS).contains(&n) {
         return Err(PyValueError::new_err(format!(
@@ -590,22 +658,29 @@ fn example_job(
     job.window = window.unwrap_or(job.slots);
     job.timeout = std::time::Duration::from_millis(timeout_ms);
     job.max_retries = max_retries;
+    job.lanes16 = lanes16;
     // Round trip through the validating parser: a bad value is reported as the parser names it.
     let text = job.to_toml();
     JobConfig::from_toml(&text).map_err(|e| PyValueError::new_err(format!("example_job: {e}")))?;
     Ok(text)
 }
 
-/// `error_bounds(contributions, result, elements_per_packet)`: the per-element bound of
-/// driver/src/fixedpoint.rs on |result − exact sum| of a float32 all-reduce, given every rank's
-/// input (a list of float32 arrays of one length) and the result.
+/// `error_bounds(contributions, result, elements_per_packet, lanes=32)`: the per-element bound
+/// of driver/src/fixedpoint.rs on |result − exact sum| of a float32 all-reduce, given every
+/// rank's input (a list of float32 arrays of one length) and the result. `elements_per_packet`
+/// is the 32-bit count (`Worker.elements_per_packet`); with `lanes=16` a packet carries twice
+/// as many, each with the 16-bit scale.
 #[pyfunction]
+#[pyo3(signature = (contributions, result, elements_per_packet, lanes=32))]
 fn error_bounds<'py>(
     py: Python<'py>,
     contributions: Vec<Bound<'py, PyArrayDyn<f32>>>,
     result: Bound<'py, PyArrayDyn<f32>>,
     elements_per_packet: usize,
+    lanes: u32,
 ) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+    let lanes = lanes_of(lanes)?;
+    let elements_per_packet = elements_per_packet * 32 / lanes.bits() as usize;
     let n = contributions.len();
     if n == 0 || elements_per_packet == 0 {
         return Err(PyValueError::new_err("error_bounds needs at least one contribution and elements_per_packet > 0"));
@@ -626,8 +701,17 @@ fn error_bounds<'py>(
             *m = (*m).max(x);
         }
     }
-    let bounds: Vec<f64> =
-        res.iter().enumerate().map(|(i, &s)| fixedpoint::error_bound(n, exps[i / elements_per_packet], s)).collect();
+    let bound = |e: i8, s: f32| match lanes {
+        Lanes::I32 => fixedpoint::error_bound(n, e, s),
+        Lanes::I16 => fixedpoint::Scale::new16(n, e).bound(s),
+    };
+    if lanes == Lanes::I16 && n > spotagg_driver::config::MAX_LANES16_WORKERS {
+        return Err(PyValueError::new_err(format!(
+            "{n} contributions: 16-bit lanes serve at most {}",
+            spotagg_driver::config::MAX_LANES16_WORKERS
+        )));
+    }
+    let bounds: Vec<f64> = res.iter().enumerate().map(|(i, &s)| bound(exps[i / elements_per_packet], s)).collect();
     numpy::PyArray1::from_vec(py, bounds).reshape(result.shape())
 }
 

@@ -45,6 +45,15 @@ def loopback_job(n, **kw):
     return spotagg.example_job(n, first_worker_ip=f"127.{100 + os.getpid() % 100}.{next(_jobs) % 250}.10", **kw)
 
 
+def switch_bind(job):
+    """An address of the job's own for its switch (127.X.Y.1, port 0): a job with lanes16 binds
+    a SwitchML port and its twin there, apart from every other test's."""
+    import tomllib
+
+    a, b, c, _ = tomllib.loads(job)["worker"][0]["ip"].split(".")
+    return f"{a}.{b}.{c}.1:0"
+
+
 def workers(job, n, switch):
     """The n workers of `job`, each bound to its rank's address in the job."""
     return [spotagg.Worker(job, r, switch) for r in range(n)]

@@ -212,6 +212,38 @@ def half_precision(rank, n, job, switch, steps, dtype_name):
     return out
 
 
+def lanes16_hook(rank, n, job, switch, steps, dtype_name, compression):
+    """half_precision with HookState(compression=...) on a job with 16-bit lanes: float16 and
+    bfloat16 buckets, and float32 ones with compression="lanes16", go as 16-bit lanes. Returns
+    both parameter vectors, the hook's counts, and the largest per-step difference."""
+    dtype = getattr(torch, dtype_name)
+    ddp = DDP(model().to(dtype), bucket_cap_mb=0.02)
+    state = st.HookState(switch=switch, job=job, compression=compression)
+    ddp.register_comm_hook(state, st.allreduce_hook)
+    ref = DDP(model().to(dtype), bucket_cap_mb=0.02)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (ddp, ref)]
+    for step in range(steps):
+        x, y = batch(rank, step)
+        for m, o in zip((ddp, ref), opts):
+            o.zero_grad()
+            torch.nn.functional.cross_entropy(m(x.to(dtype)).float(), y).backward()
+            o.step()
+    out = dict(params=params(ddp).float().numpy(), ref=params(ref).float().numpy(), fell_back=state.fell_back,
+               error=repr(state.error), switch_ops=state.switch_allreduces, lanes16_ops=state.lanes16_allreduces,
+               buckets=len(state.buckets))
+    state.close()
+    return out
+
+
+def lanes16_refused(rank, n, job, switch):
+    """HookState(compression="lanes16") on a job without 16-bit lanes: the ValueError's text."""
+    try:
+        st.HookState(switch=switch, job=job, compression="lanes16")
+    except ValueError as e:
+        return str(e)
+    return None
+
+
 def hosts_against_default(rank, n, job, switch, steps, local_size, close_at=None):
     """hook_against_default with `local_size` ranks per host (the job lists the hosts); with
     `close_at`, rank 0 sets the test's event there and waits for the switch to be closed, so

@@ -7,7 +7,7 @@ import pytest
 
 import spotagg
 import ddp_cases
-from conftest import loopback_job
+from conftest import loopback_job, switch_bind
 from ranks import spawn
 
 N = 3
@@ -48,3 +48,31 @@ def test_half_precision_buckets_go_through_the_switch(dtype):
         tol = {"float16": 4e-3, "bfloat16": 3e-2}[dtype]
         diff = np.abs(o["params"] - o["ref"]).max()
         assert diff < tol, f"{dtype}: the hook's parameters differ from Gloo's by {diff}"
+
+
+@pytest.mark.parametrize(
+    "dtype,compression,tol",
+    [("float32", "lanes16", 2e-3), ("float16", None, 4e-3), ("bfloat16", None, 3e-2)],
+)
+def test_16_bit_lanes_through_the_hook(dtype, compression, tol):
+    """A job with lanes16: float16/bfloat16 buckets, and float32 ones with compression="lanes16",
+    go through the switch as 16-bit lanes (half the bytes), every bucket, close to Gloo's."""
+    job = loopback_job(N, slots=32, lanes16=True)
+    with spotagg.SoftwareSwitch(job, bind=switch_bind(job)) as sw:
+        out = spawn(N, ddp_cases.lanes16_hook, job, sw.address, 4, dtype, compression)
+        counters = sw.counters()
+    for r in range(N):
+        o = out[r]
+        assert not o["fell_back"], o["error"]
+        assert o["lanes16_ops"] == o["switch_ops"] == o["buckets"] > 0, o
+        assert (o["params"] == out[0]["params"]).all(), "ranks disagree"
+        diff = np.abs(o["params"] - o["ref"]).max()
+        assert diff < tol, f"{dtype}: the hook's parameters differ from Gloo's by {diff}"
+    assert counters["lane_mismatch"] == 0
+
+
+def test_lanes16_compression_needs_the_job():
+    job = loopback_job(N, slots=8)
+    with spotagg.SoftwareSwitch(job) as sw:
+        out = spawn(N, ddp_cases.lanes16_refused, job, sw.address)
+    assert all(o is not None and "lanes16 = true" in o for o in out), out

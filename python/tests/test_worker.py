@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import spotagg
-from conftest import loopback_job, run_ranks, workers
+from conftest import loopback_job, run_ranks, switch_bind, workers
 
 
 @pytest.mark.parametrize("n", [1, 4])
@@ -56,6 +56,58 @@ def test_float32_within_the_fixed_point_bound():
     for r in range(1, n):
         np.testing.assert_array_equal(data[r], data[0])
     np.testing.assert_array_equal(data[0][1000:1300], 0)
+
+
+def test_float32_in_16_bit_lanes_within_their_bound_at_half_the_packets():
+    """lanes=16 (docs/switch.md §9): the same tensors in half the packets, each element within
+    the 16-bit bound, the same on every rank; the switch counts no lane mismatch."""
+    n = 4
+    job = loopback_job(n, slots=32, lanes16=True)
+    rng = np.random.default_rng(3)
+    inputs = [(rng.standard_normal(100_002) * np.exp(rng.uniform(-8, 4, 100_002))).astype(np.float32) for _ in range(n)]
+    data = [a.copy() for a in inputs]
+    with spotagg.SoftwareSwitch(job, bind=switch_bind(job)) as sw:
+        ws = workers(job, n, sw.address)
+        assert ws[0].lanes16
+        stats = run_ranks(n, lambda r: ws[r].allreduce(data[r], lanes=16))
+        counters = sw.counters()
+    k = ws[0].elements_per_packet
+    assert stats[0].chunks == -(-100_002 // (2 * k)), "2k elements a packet"
+    exact = np.sum(np.stack(inputs).astype(np.float64), axis=0)
+    bound = spotagg.error_bounds(inputs, data[0], k, lanes=16)
+    err = np.abs(data[0].astype(np.float64) - exact)
+    assert np.all(err <= bound), f"worst excess {np.max(err - bound)}"
+    # 16-bit sized: above the 32-bit bound somewhere; relative to the sum, the median error is
+    # below 5e-3 (this data spans e^12 within a block of 512 elements, and each element's error
+    # is bounded by the block's largest magnitude, not its own).
+    assert np.any(err > spotagg.error_bounds(inputs, data[0], k))
+    big = np.abs(exact) > 1e-2
+    assert np.median(err[big] / np.abs(exact[big])) < 5e-3
+    for r in range(1, n):
+        np.testing.assert_array_equal(data[r], data[0])
+    assert counters["lane_mismatch"] == 0
+
+
+def test_16_bit_lanes_refused_before_anything_is_sent():
+    """A job without lanes16, or an int32 array: a ValueError naming why, and the worker goes on."""
+    job = loopback_job(1, slots=8)
+    with spotagg.SoftwareSwitch(job) as sw:
+        (w,) = workers(job, 1, sw.address)
+        assert not w.lanes16
+        x = np.ones(1000, dtype=np.float32)
+        with pytest.raises(ValueError, match="lanes16 = true"):
+            w.allreduce(x, lanes=16)
+        with pytest.raises(ValueError, match="16 or 32"):
+            w.allreduce(x, lanes=8)
+        w.allreduce(x)
+        np.testing.assert_array_equal(x, 1.0)
+    job = loopback_job(1, slots=8, lanes16=True)
+    with spotagg.SoftwareSwitch(job, bind=switch_bind(job)) as sw:
+        (w,) = workers(job, 1, sw.address)
+        with pytest.raises(ValueError, match="float32"):
+            w.allreduce(np.ones(10, dtype=np.int32), lanes=16)
+    with pytest.raises(ValueError, match="SwitchML port"):
+        spotagg.SoftwareSwitch(job, bind="127.0.0.1:40000")
 
 
 def test_a_chunk_that_is_not_finite_on_one_rank_is_nan_on_every_rank():

@@ -91,6 +91,84 @@ fn two_jobs_from_toml_run_at_once_isolated() {
     assert_eq!(multi.counters().frames_in, c0.frames_in + c1.frames_in + 2);
 }
 
+/// A job with 16-bit lanes beside a 32-bit one on one software switch (docs/switch.md §8, §9):
+/// the switch file's addressing job binds the twin port, job b's f32 sum in 16-bit lanes is
+/// within its bound while job a sums i32 exactly, and neither counts a drop.
+#[test]
+fn a_16_bit_job_beside_a_32_bit_one() {
+    use spotagg_driver::fixedpoint::{exponent, Scale};
+    use spotagg_driver::wire::Lanes;
+    use spotagg_spec::udp_switch::serve_threads_lanes;
+    let dir = tempfile::tempdir().unwrap();
+    let a_ips: Vec<Ipv4Addr> = (0..2).map(|r| Ipv4Addr::new(127, 0, 0, 171 + r)).collect();
+    let b_ips: Vec<Ipv4Addr> = (0..3).map(|r| Ipv4Addr::new(127, 0, 0, 181 + r)).collect();
+    let port = free_worker_port(&[a_ips.clone(), b_ips.clone()].concat()).expect("a free SwitchML port");
+    std::fs::write(dir.path().join("a.toml"), job_toml(0, 256, 8, &a_ips, port)).unwrap();
+    std::fs::write(dir.path().join("b.toml"), "lanes16 = true\n".to_string() + &job_toml(1, 1024, 4, &b_ips, port))
+        .unwrap();
+    let switch_file = dir.path().join("switch.toml");
+    std::fs::write(
+        &switch_file,
+        "capacity = 16\n[[job]]\nconfig = \"a.toml\"\nslot_base = 0\n[[job]]\nconfig = \"b.toml\"\nslot_base = 8\n",
+    )
+    .unwrap();
+    let multi = MultiSwitch::load(&switch_file).unwrap();
+    let jobs: Vec<JobConfig> = multi.jobs().map(|(p, _)| p.job.clone()).collect();
+    let addressing = multi.addressing_job();
+    assert!(addressing.lanes16, "a job of the file has 16-bit lanes");
+    let ip = Ipv4Addr::new(127, 0, 0, 161);
+    let (Ok(main), Ok(twin)) = (UdpSocket::bind((ip, 0xBEE0)), UdpSocket::bind((ip, 0xBEF0))) else {
+        panic!("127.0.0.161:0xBEE0 and :0xBEF0 must be free (the loopback-udp test group runs one at a time)");
+    };
+    let switch = main.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let sw = std::thread::spawn(move || {
+        let mut engines: Vec<Box<dyn Engine>> = vec![Box::new(multi.clone())];
+        let opts = ServeOptions { exit_after_idle: Some(Duration::from_secs(2)), ..ServeOptions::default() };
+        serve_threads_lanes(&[main], &[twin], &addressing, &mut engines, &opts, &s2).unwrap();
+        engines[0].counters()
+    });
+    let len: usize = 512 * 20 + 7;
+    let input =
+        move |r: usize| -> Vec<f32> { (0..len).map(|i| ((i * 7 + r * 13) % 101) as f32 / 50.0 - 1.0).collect() };
+    let mut handles = Vec::new();
+    for (j, job) in jobs.iter().enumerate() {
+        for r in 0..job.n() {
+            let job = job.clone();
+            let mut t = UdpTransport::for_rank(&job, r, switch).unwrap();
+            handles.push(std::thread::spawn(move || {
+                let mut w = Worker::new(job, r).unwrap();
+                if j == 0 {
+                    let mut a: Vec<i32> = (0..len).map(|i| i as i32 * (r as i32 + 1)).collect();
+                    w.allreduce_i32(&mut t, &mut a).unwrap();
+                    assert!(a.iter().enumerate().all(|(i, x)| *x == i as i32 * 3), "job a: wrong sum");
+                } else {
+                    let mut x = input(r);
+                    let s = w.allreduce_f32_lanes(&mut t, &mut x, Lanes::I16).unwrap();
+                    assert_eq!(s.chunks, len.div_ceil(512));
+                    let ins: Vec<Vec<f32>> = (0..3).map(input).collect();
+                    for (c, out) in x.chunks(512).enumerate() {
+                        let e = ins.iter().map(|v| exponent(&v[c * 512..c * 512 + out.len()]).unwrap()).max().unwrap();
+                        for (i, y) in out.iter().enumerate() {
+                            let exact: f64 = ins.iter().map(|v| f64::from(v[c * 512 + i])).sum();
+                            assert!(
+                                (f64::from(*y) - exact).abs() <= Scale::new16(3, e).bound(*y),
+                                "job b, element {i}"
+                            );
+                        }
+                    }
+                }
+            }));
+        }
+    }
+    for h in handles {
+        h.join().unwrap();
+    }
+    let c = sw.join().unwrap();
+    assert_eq!(c.dropped_total(), 0, "{c:?}");
+}
+
 #[test]
 fn a_bad_switch_file_names_the_file_and_key() {
     let dir = tempfile::tempdir().unwrap();

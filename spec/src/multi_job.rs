@@ -101,9 +101,12 @@ impl MultiSwitch {
     }
 
     /// A job that stands for all of them where the software switch needs one (the switch's
-    /// addresses and ports; every job's workers, for their MACs). Not a job to aggregate.
+    /// addresses and ports; every job's workers, for their MACs; `lanes16` when any job has
+    /// 16-bit lanes, so that `spotagg switch --jobs` binds their twin ports). Not a job to
+    /// aggregate.
     pub fn addressing_job(&self) -> JobConfig {
         let mut j = self.jobs[0].0.job.clone();
+        j.lanes16 = self.jobs.iter().any(|(p, _)| p.job.lanes16);
         for (p, _) in &self.jobs[1..] {
             for w in &p.job.workers {
                 if j.rank_of(w.ip).is_none() {

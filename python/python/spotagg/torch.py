@@ -29,6 +29,14 @@ joins the agreement too; ``HookState.close()`` is therefore collective while the
 use. With ``fallback=False`` the error is kept in ``state.error``, the bucket's future is given
 the error, and the next call of the hook raises it.
 
+16-bit lanes (docs/switch.md §9, a job with ``lanes16 = true``): float16 and bfloat16 buckets
+go through the switch as 16-bit lanes, half the bytes of 32-bit ones; with
+``compression="lanes16"`` float32 buckets do too (the in-network counterpart of DDP's
+``fp16_compress_hook``: each element of the sum within the 16-bit bound of docs/worker.md,
+about 2^-15 · n of the bucket's packet-block maximum, against 2^-31 · n for 32-bit lanes).
+Without ``lanes16`` in the job, every bucket goes as 32-bit lanes (float16 and bfloat16
+widened), as before.
+
 Several ranks per host (``local_size``, default ``LOCAL_WORLD_SIZE``): the job lists hosts;
 each bucket is reduced over the host's ranks with Gloo to the host's first rank, which
 all-reduces it through the switch, and a status word and then the sum are broadcast back; a
@@ -62,6 +70,20 @@ _SWITCH_DTYPES = (torch.float32, torch.int32, torch.float16, torch.bfloat16)
 _WIDENED = (torch.float16, torch.bfloat16)
 
 
+#: ``compression=`` of HookState: what float32 buckets are sent as.
+_COMPRESSIONS = (None, "none", "lanes16")
+
+
+def _lanes_for(dtype, lanes16: bool, compression) -> int:
+    """Bits a coordinate for a bucket of `dtype`: 16 for float16/bfloat16 when the job has 16-bit
+    lanes, and for float32 with compression="lanes16"; else 32."""
+    if not lanes16:
+        return 32
+    if dtype in _WIDENED or (dtype == torch.float32 and compression == "lanes16"):
+        return 16
+    return 32
+
+
 def _job_and_switch(job, switch):
     job = job if job is not None else os.environ.get("SPOTAGG_JOB")
     switch = switch if switch is not None else os.environ.get("SPOTAGG_SWITCH")
@@ -85,12 +107,16 @@ class _Sender:
     POLL_S = 0.05
 
     def __init__(self, worker, gloo, world_size: int, rank: int, fallback: bool, store=None, key=None,
-                 local=None, switch_name=None):
+                 local=None, switch_name=None, lanes16=False, compression=None):
         # `worker`: this rank's Worker, or None on a host's other ranks (`local`: the Gloo group
         # of the host's ranks, its rank 0 the leader, which has the Worker; see the module doc).
         self.worker = worker
         self.local = local
         self.switch_name = switch_name if switch_name is not None else worker.switch
+        self.lanes16 = lanes16
+        self.compression = compression
+        #: Buckets all-reduced through the switch in 16-bit lanes.
+        self.lanes16_ops = 0
         self.gloo = gloo
         self.world_size = world_size
         self.rank = rank
@@ -199,9 +225,10 @@ class _Sender:
         """The sum of `tensor` over all ranks through the switch, in place: float16 and bfloat16
         widened to float32 on the host; with several ranks per host, a Gloo reduce to the
         leader, the leader's all-reduce, and a broadcast of a status word and of the sum."""
+        lanes = _lanes_for(tensor.dtype, self.lanes16, self.compression)
         wide = tensor.float() if tensor.dtype in _WIDENED else tensor
         if self.local is None:
-            self.worker.allreduce(wide)
+            self.worker.allreduce(wide, lanes=lanes)
         else:
             opts = dist.ReduceOptions()
             opts.rootRank = 0
@@ -211,7 +238,7 @@ class _Sender:
             err = None
             if self.worker is not None:
                 try:
-                    self.worker.allreduce(wide)
+                    self.worker.allreduce(wide, lanes=lanes)
                 except (SpotaggError, ValueError, OSError) as e:
                     err = e
                     status[0] = 1
@@ -225,6 +252,8 @@ class _Sender:
             self.local.broadcast([wide], opts).wait()
         if wide is not tensor:
             tensor.copy_(wide)
+        if lanes == 16:
+            self.lanes16_ops += 1
 
     def _agree(self, failed: bool, current=None) -> bool:
         """The agreement: one Gloo all-reduce (MIN) in which every rank gives the number of
@@ -298,13 +327,26 @@ class HookState:
     the group's; a job with another number of workers is a ValueError here;
     ``local_size``: ranks per host (default: ``LOCAL_WORLD_SIZE``, which torchrun sets, else 1):
     the job lists hosts, ranks ``h*local_size ...`` are host h and its first is the one that
-    talks to the switch (see the module doc).
+    talks to the switch (see the module doc);
+    ``compression``: None (float32 buckets as 32-bit lanes) or ``"lanes16"`` (float32 buckets as
+    16-bit lanes: half the bytes, the 16-bit error bound; the job needs ``lanes16 = true``, else
+    a ValueError here). float16 and bfloat16 buckets go as 16-bit lanes whenever the job has
+    them.
     """
 
-    def __init__(self, switch=None, job=None, bind=None, fallback=True, process_group=None, local_size=None):
+    def __init__(self, switch=None, job=None, bind=None, fallback=True, process_group=None, local_size=None,
+                 compression=None):
         if not dist.is_initialized():
             raise RuntimeError("spotagg.torch.HookState: call torch.distributed.init_process_group first")
+        if compression not in _COMPRESSIONS:
+            raise ValueError(f"spotagg: compression = {compression!r}: None or \"lanes16\"")
         job, switch = _job_and_switch(job, switch)
+        lanes16 = _job_lanes16(job)
+        if compression == "lanes16" and not lanes16:
+            raise ValueError(
+                "spotagg: compression = \"lanes16\" needs a job with lanes16 = true (docs/switch.md §9); "
+                "the job has none, so its switch would drop 16-bit frames"
+            )
         group = process_group if process_group is not None else dist.group.WORLD
         rank, world = dist.get_rank(group), dist.get_world_size(group)
         local_size = int(local_size or os.environ.get("LOCAL_WORLD_SIZE") or 1)
@@ -332,8 +374,10 @@ class HookState:
         self._switch = switch if isinstance(switch, str) else ",".join(switch)
         self._gloo_group = gloo
         store, key = _default_store(), f"spotagg/fallback/{_group_name(gloo)}"
+        self.compression = None if compression == "none" else compression
         self._sender = _Sender(self.worker, _backend_of(gloo), world, rank, fallback, store, key,
-                               local=local, switch_name=self._switch)
+                               local=local, switch_name=self._switch, lanes16=lanes16,
+                               compression=self.compression)
         self._pending = {}
         self._next_index = 0
         #: (index, elements) of every bucket the hook was given, in call order.
@@ -357,6 +401,11 @@ class HookState:
     def switch_allreduces(self) -> int:
         """Buckets all-reduced through the switch."""
         return self._sender.switch_ops
+
+    @property
+    def lanes16_allreduces(self) -> int:
+        """Buckets all-reduced through the switch in 16-bit lanes."""
+        return self._sender.lanes16_ops
 
     def close(self):
         self._sender.close()
@@ -397,6 +446,19 @@ def _job_workers(job):
         return None
 
 
+def _job_lanes16(job) -> bool:
+    """Whether a job (a path or TOML text) has lanes16 = true, read on every rank (a host's other
+    ranks have no Worker) so that all ranks decide alike; False where it cannot be read (the
+    Worker then says what is wrong)."""
+    try:
+        import tomllib
+
+        text = open(job).read() if os.path.exists(job) else job
+        return bool(tomllib.loads(text).get("lanes16", False))
+    except Exception:  # noqa: BLE001 - the Worker's own parser names the error
+        return False
+
+
 def _default_store():
     """The default group's store (None where this torch does not say)."""
     try:
@@ -434,7 +496,7 @@ def allreduce_hook(state: "HookState", bucket: dist.GradBucket) -> torch.futures
 
 class ProcessGroupSpotagg(dist.ProcessGroup):
     """all_reduce (SUM, float32/int32/float16/bfloat16 CPU) through the switch, everything else
-    through Gloo."""
+    through Gloo; float16 and bfloat16 as 16-bit lanes when the job has ``lanes16 = true``."""
 
     def __init__(self, store, rank, size, timeout):
         super().__init__(rank, size)
@@ -462,7 +524,7 @@ class ProcessGroupSpotagg(dist.ProcessGroup):
             )
         switch_name = switch if isinstance(switch, str) else ",".join(switch)
         self.sender = _Sender(self.worker, fallback, size, rank, True, store, "spotagg/fallback",
-                              local=local, switch_name=switch_name)
+                              local=local, switch_name=switch_name, lanes16=_job_lanes16(job))
 
     def getBackendName(self):
         return "spotagg"
