@@ -1,8 +1,8 @@
 //! `spotagg bench`: performance figures, measured in this run.
 //!
 //! 1. Float-to-fixed conversion (block exponents, quantization into a big-endian SwitchML
-//!    payload, dequantization) in GB/s of f32 data, beside a plain memory copy of the same
-//!    buffer, and their ratio.
+//!    payload, dequantization; the same in 16-bit lanes) in GB/s of f32 data, beside a plain
+//!    memory copy of the same buffer, and their ratio.
 //! 2. Engines in frames/s, fed 4-worker contribution frames: the reference switch by default,
 //!    the simulated hardware with `--engines model,rtl[,verilator]` ([`bench_engines`]).
 //! 3. A 4-worker all-reduce over UDP on loopback: `spotagg switch`'s serve loop and four
@@ -108,6 +108,20 @@ fn bench_conversion(elements: usize, reps: usize) {
         fixedpoint::dequantize_be(black_box(&payload), &scale, &mut back);
         black_box(&mut back);
     });
+    // 16-bit lanes (docs/switch.md §9): half the payload bytes for the same f32 data.
+    let scale16 = Scale::new16(4, 4);
+    let mut payload16 = vec![0u8; bytes / 2];
+    let t_exp16 = best(reps, || {
+        black_box(fixedpoint::exponents(black_box(&src), 512).unwrap());
+    });
+    let t_q16 = best(reps, || {
+        fixedpoint::quantize16_be(black_box(&src), &scale16, &mut payload16);
+        black_box(&mut payload16);
+    });
+    let t_dq16 = best(reps, || {
+        fixedpoint::dequantize16_be(black_box(&payload16), &scale16, &mut back);
+        black_box(&mut back);
+    });
     let mc = gbytes(bytes, t_copy);
     println!("float/fixed conversion, {} MB of f32 ({elements} elements), best of {reps}:", bytes / 1_000_000);
     println!("  {:<44} {:>8.2} GB/s", "memory copy (copy_from_slice)", mc);
@@ -116,6 +130,9 @@ fn bench_conversion(elements: usize, reps: usize) {
         ("quantize f32 -> i32 (native)", t_q),
         ("quantize f32 -> int32 BE payload", t_qbe),
         ("dequantize int32 BE payload -> f32", t_dq),
+        ("block exponents (max |x| per 512, 16-bit)", t_exp16),
+        ("quantize f32 -> int16 BE lanes", t_q16),
+        ("dequantize int16 BE lanes -> f32", t_dq16),
     ] {
         let g = gbytes(bytes, t);
         println!("  {name:<44} {g:>8.2} GB/s  ({:.2} × memcpy)", g / mc);
