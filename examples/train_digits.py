@@ -7,6 +7,9 @@ with the same seed through PyTorch's default all-reduce (Gloo).
     python examples/train_digits.py                    # spotagg, 4 ranks, a software switch
     python examples/train_digits.py --baseline gloo    # the same with Gloo
     python examples/train_digits.py --both             # both, then the plot
+    python examples/train_digits.py --compression lanes16          # 16-bit lanes in the switch
+    python examples/train_digits.py --baseline gloo-fp16          # Gloo with fp16_compress_hook
+    python examples/train_digits.py --all              # all four, the accuracy table, the plot
 
 Each run prints per-epoch training loss and test accuracy and saves its curve to
 `--results DIR` (default examples/results/); when both runs' curves are there, it writes a PNG
@@ -36,10 +39,25 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 import spotagg
 
 
+#: Every way to train, and its title in the table and the plot.
+MODES = ["spotagg", "spotagg16", "gloo", "gloo-fp16"]
+TITLES = {
+    "spotagg": "spotagg switch, 32-bit lanes",
+    "spotagg16": "spotagg switch, 16-bit lanes",
+    "gloo": "Gloo (DDP default all-reduce)",
+    "gloo-fp16": "Gloo + fp16_compress_hook",
+}
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--baseline", choices=["gloo"], help="train with PyTorch's default all-reduce instead of spotagg")
+    p.add_argument("--baseline", choices=["gloo", "gloo-fp16"],
+                   help="train with PyTorch's default all-reduce (gloo) or DDP's fp16_compress_hook over Gloo instead of spotagg")
+    p.add_argument("--compression", choices=["lanes16"],
+                   help="spotagg's float32 buckets as 16-bit lanes (HookState(compression=...), a job with lanes16)")
     p.add_argument("--both", action="store_true", help="train with spotagg, then with Gloo, then plot")
+    p.add_argument("--all", action="store_true",
+                   help="train with spotagg 32-bit, spotagg 16-bit, Gloo and Gloo + fp16_compress_hook; table and plot")
     p.add_argument("--ranks", type=int, default=4)
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--batch", type=int, default=16, help="batch size per rank")
@@ -78,17 +96,21 @@ def train(rank, world, args, mode, job, switch):
     model = make_model(args.seed)
     ddp = DDP(model)
     state = None
-    if mode == "spotagg":
+    if mode in ("spotagg", "spotagg16"):
         import spotagg.torch as st
 
-        state = st.HookState(switch=switch, job=job)
+        state = st.HookState(switch=switch, job=job, compression="lanes16" if mode == "spotagg16" else None)
         ddp.register_comm_hook(state, st.allreduce_hook)
+    elif mode == "gloo-fp16":
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+        ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
     # Mixed precision as users run it: the forward pass under bfloat16 autocast, the loss scaled
     # by a GradScaler, which skips a step whose gradients are not finite on any rank.
     scaler = torch.amp.GradScaler("cpu", enabled=args.amp)
     skipped = 0
-    history = {"mode": mode, "ranks": world, "seed": args.seed, "amp": args.amp, "loss": [], "accuracy": [], "seconds": []}
+    history = {"mode": mode, "ranks": world, "seed": args.seed, "epochs": args.epochs, "amp": args.amp, "loss": [], "accuracy": [], "seconds": []}
     g = torch.Generator().manual_seed(args.seed)
     t0 = time.perf_counter()
     for epoch in range(args.epochs):
@@ -162,12 +184,12 @@ def free_port():
 def run(args, mode):
     """Spawns the ranks (and the software switch, unless --switch); returns rank 0's history."""
     job, switch, sw = args.job, args.switch, None
-    if mode == "spotagg" and not switch:
-        job = spotagg.example_job(args.ranks, slots=64)
+    if mode in ("spotagg", "spotagg16") and not switch:
+        job = spotagg.example_job(args.ranks, slots=64, lanes16=mode == "spotagg16")
         sw = spotagg.SoftwareSwitch(job, "127.0.0.1:0")
         switch = sw.address
         print(f"spotagg: software switch at {switch}, ranks at 127.0.0.10..{10 + args.ranks - 1}", flush=True)
-    elif mode == "spotagg" and not job:
+    elif mode in ("spotagg", "spotagg16") and not job:
         sys.exit("--switch needs --job (the switch's job TOML)")
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
@@ -192,27 +214,32 @@ def save_and_plot(args, history):
         json.dump(history, f, indent=1)
     print(f"final test accuracy ({history['mode']}): {100 * history['accuracy'][-1]:.2f}%  -> {path}")
     runs = {}
-    for mode in ("spotagg", "gloo"):
+    for mode in MODES:
         p = os.path.join(args.results, f"digits-{mode}.json")
         if os.path.exists(p):
             with open(p) as f:
-                runs[mode] = json.load(f)
+                h = json.load(f)
+            if h.get("epochs", len(h["loss"])) == len(history["loss"]) and h["seed"] == history["seed"]:
+                runs[mode] = h
     if len(runs) < 2:
         return
+    print("| method | final test accuracy | final training loss |")
+    print("|---|---|---|")
+    for mode, h in runs.items():
+        print(f"| {TITLES[mode]} | {100 * h['accuracy'][-1]:.2f} % | {h['loss'][-1]:.4f} |")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    for ax, mode in zip(axes, ("spotagg", "gloo")):
-        h = runs[mode]
+    fig, axes = plt.subplots(1, len(runs), figsize=(5.5 * len(runs), 4), sharey=True, squeeze=False)
+    axes = axes[0]
+    for ax, (mode, h) in zip(axes, runs.items()):
         epochs = range(1, len(h["loss"]) + 1)
         ax.plot(epochs, h["loss"], color="tab:blue", label="training loss")
         ax.set_yscale("log")
         ax.set_xlabel("epoch")
-        title = "spotagg switch (DDP hook)" if mode == "spotagg" else "Gloo (DDP default all-reduce)"
-        ax.set_title(f"{title}\nfinal test accuracy {100 * h['accuracy'][-1]:.2f}%", fontsize=10)
+        ax.set_title(f"{TITLES[mode]}\nfinal test accuracy {100 * h['accuracy'][-1]:.2f}%", fontsize=10)
         ax2 = ax.twinx()
         ax2.plot(epochs, [100 * a for a in h["accuracy"]], color="tab:orange", label="test accuracy")
         ax2.set_ylim(80, 100)
@@ -220,7 +247,8 @@ def save_and_plot(args, history):
         lines = ax.get_lines() + ax2.get_lines()
         ax.legend(lines, [l.get_label() for l in lines], loc="center right")
     axes[0].set_ylabel("training loss (mean over ranks)")
-    fig.suptitle(f"digits MLP, {runs['spotagg']['ranks']} ranks, seed {runs['spotagg']['seed']}")
+    first = next(iter(runs.values()))
+    fig.suptitle(f"digits MLP, {first['ranks']} ranks, seed {first['seed']}")
     fig.tight_layout()
     out = args.plot or os.path.join(args.results, "digits-loss.png")
     fig.savefig(out, dpi=100)
@@ -235,13 +263,18 @@ def main():
         return
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # under torchrun: one rank
         dist.init_process_group("gloo")
-        mode = "gloo" if args.baseline else "spotagg"
+        mode = args.baseline or ("spotagg16" if args.compression else "spotagg")
         h = train(dist.get_rank(), dist.get_world_size(), args, mode, args.job, args.switch)
         shutdown()
         if int(os.environ["RANK"]) == 0:
             save_and_plot(args, h)
         return
-    modes = ["spotagg", "gloo"] if args.both else ["gloo" if args.baseline else "spotagg"]
+    if args.all:
+        modes = MODES
+    elif args.both:
+        modes = ["spotagg", "gloo"]
+    else:
+        modes = [args.baseline or ("spotagg16" if args.compression else "spotagg")]
     for mode in modes:
         save_and_plot(args, run(args, mode))
 
