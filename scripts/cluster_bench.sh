@@ -20,6 +20,11 @@
 # ring all-reduce bound (2(n−1)/n of the tensor each way, 1514 B frames per 1448 B of TCP
 # payload), the workers' retransmissions and the qdisc drops, and removes everything it made.
 #
+# With SPOTAGG_BENCH=ddp it runs DDP training steps instead (scripts/cluster_ddp.py: a 6.8 M
+# parameter MLP, batch 8 a rank, RUNS timed steps after 3 untimed) with each of Gloo, Gloo +
+# fp16_compress_hook, PowerSGD rank 2 and 8, spotagg and spotagg in 16-bit lanes (or the modes
+# in SPOTAGG_DDP_MODES), and prints each mode's median step (ELEMENTS is not used).
+#
 # Environment: SPOTAGG_BIN (default target/release/spotagg), SPOTAGG_PYTHON (default
 # .venv-torch/bin/python in the clone: a Python with torch), SPOTAGG_SWITCH_THREADS, SPOTAGG_SLOTS
 # (default 128), SPOTAGG_TIMEOUT_MS (default 20).
@@ -117,6 +122,49 @@ drops() {
     done
     echo $d
 }
+
+if [ "${SPOTAGG_BENCH:-allreduce}" = ddp ]; then
+    MODES=${SPOTAGG_DDP_MODES:-gloo gloo-fp16 powersgd2 powersgd8 spotagg spotagg16}
+    # 6.8 M parameters a step, both ways, at the link rate: generous.
+    LIMIT_S=$((120 + 27 * 8 * 3 * (RUNS + 3) / RATE))
+    ip netns exec $SW "$BIN" switch --config "$JOB" --bind 10.77.0.1:48864 --exit-after-idle $((LIMIT_S + 30)) \
+        >"$WORK/switch-ddp.out" 2>&1 &
+    PIDS+=($!)
+    sleep 0.3
+    for mode in $MODES; do
+        dpids=()
+        for i in $(seq 0 $((N - 1))); do
+            GLOO_SOCKET_IFNAME=eth0 timeout $LIMIT_S ip netns exec ${P}w$i "$PY" "$ROOT/scripts/cluster_ddp.py" \
+                --rank $i --world "$N" --master 10.77.0.10 --mode $mode --steps "$RUNS" \
+                --switch 10.77.0.1:48864 --job "$JOB" >"$WORK/d-$mode-$i.json" 2>"$WORK/d-$mode-$i.err" &
+            dpids+=($!)
+            PIDS+=($!)
+        done
+        for p in "${dpids[@]}"; do
+            wait "$p" || { rc=$?; cat "$WORK"/d-$mode-*.err "$WORK"/d-$mode-*.json >&2; die "a DDP rank failed ($mode, exit status $rc)"; }
+        done
+        echo "ddp $mode: $(cat "$WORK/d-$mode-0.json")" >&2
+    done
+    "$PY" - "$N" "$RATE" "$RUNS" "$WORK" $MODES <<'EOF'
+import json, statistics, sys
+n, rate, runs, work, modes = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+names = {"gloo": "Gloo, float32", "gloo-fp16": "Gloo + fp16_compress_hook", "powersgd2": "Gloo + PowerSGD rank 2",
+         "powersgd8": "Gloo + PowerSGD rank 8", "spotagg": "spotagg, 32-bit lanes", "spotagg16": "spotagg, 16-bit lanes"}
+res = {m: json.loads(open(f"{work}/d-{m}-0.json").read().splitlines()[-1]) for m in modes}
+ref = statistics.median(res["spotagg16"]["seconds"]) if "spotagg16" in res else None
+first = next(iter(res.values()))
+print(f"{rate} Mb/s links, n = {n}; DDP step of a {first['params'] / 1e6:.1f} M-parameter MLP, batch 8 a rank; "
+      f"median of {runs} steps (the slowest rank's)")
+print("| gradients through | median step (steps) | step / spotagg 16-bit step |")
+print("|---|---|---|")
+for m, r in res.items():
+    med = statistics.median(r["seconds"])
+    extra = " (fell back to Gloo)" if r.get("fell_back") else ""
+    rel = f"{med / ref:.2f}" if ref else ""
+    print(f"| {names[m]}{extra} | {med:.3f} s ({', '.join(f'{x:.3f}' for x in r['seconds'])}) | {rel} |")
+EOF
+    exit 0
+fi
 
 # A bound on each process: generous for the slowest link.
 LIMIT_S=$((60 + ELEMENTS * 4 * 8 * 4 / (RATE * 1000000)))
