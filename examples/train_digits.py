@@ -143,6 +143,7 @@ def train(rank, world, args, mode, job, switch):
     history["skipped_steps"] = skipped
     if state is not None:
         history["switch_allreduces"] = state.switch_allreduces
+        history["lanes16_allreduces"] = state.lanes16_allreduces
         history["fell_back"] = state.fell_back
         state.close()
     return history

@@ -1,4 +1,5 @@
-"""examples/train_digits.py runs end to end (2 ranks, 3 epochs) with spotagg and with Gloo."""
+"""examples/train_digits.py runs end to end (2 ranks, 3 epochs) with spotagg in 32-bit and in
+16-bit lanes, with Gloo and with Gloo's fp16_compress_hook (`--all`)."""
 
 import json
 import os
@@ -8,8 +9,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def test_train_digits_spotagg_and_gloo(tmp_path):
-    cmd = [sys.executable, os.path.join(ROOT, "examples", "train_digits.py"), "--both", "--ranks", "2",
+def test_train_digits_every_method(tmp_path):
+    cmd = [sys.executable, os.path.join(ROOT, "examples", "train_digits.py"), "--all", "--ranks", "2",
            "--epochs", "3", "--results", str(tmp_path)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -19,5 +20,14 @@ def test_train_digits_spotagg_and_gloo(tmp_path):
     assert a["switch_counters"]["contributions"] > 0
     assert len(a["loss"]) == 3 and a["loss"][-1] < a["loss"][0]
     assert abs(a["accuracy"][-1] - b["accuracy"][-1]) <= 0.01
+    assert a["lanes16_allreduces"] == 0
+    h = json.loads((tmp_path / "digits-spotagg16.json").read_text())
+    assert h["lanes16_allreduces"] == h["switch_allreduces"] > 0 and not h["fell_back"]
+    assert h["switch_counters"]["contributions"] > 0 and "lane_mismatch" not in h["switch_counters"]
+    f = json.loads((tmp_path / "digits-gloo-fp16.json").read_text())
+    for other in (h, f):
+        assert abs(other["accuracy"][-1] - b["accuracy"][-1]) <= 0.02
     assert (tmp_path / "digits-loss.png").stat().st_size > 10_000
-    assert "[spotagg] epoch   3" in p.stdout and "[gloo] epoch   3" in p.stdout
+    for mode in ("spotagg", "spotagg16", "gloo", "gloo-fp16"):
+        assert f"[{mode}] epoch   3" in p.stdout, mode
+    assert "| spotagg switch, 16-bit lanes |" in p.stdout
