@@ -47,8 +47,20 @@ fn replay(engine: &str, dir: &Path, name: &str, vcd: Option<&Path>) {
 }
 
 /// Scenarios small enough for the rust-hdl simulation (a few thousand cycles a second).
-const RTL_SCENARIOS: &[&str] =
-    &["malformed", "arp", "ping", "duplicates", "n1", "n2", "wrap", "csum_alias", "vlan", "session", "switchml_ports"];
+const RTL_SCENARIOS: &[&str] = &[
+    "malformed",
+    "arp",
+    "ping",
+    "duplicates",
+    "n1",
+    "n2",
+    "wrap",
+    "csum_alias",
+    "vlan",
+    "session",
+    "switchml_ports",
+    "switchml",
+];
 
 #[test]
 fn rtl_engine_reproduces_the_independent_traces() {
@@ -97,6 +109,7 @@ fn verilator_engine_reproduces_the_independent_traces() {
         "vlan_mixed",
         "session",
         "switchml_ports",
+        "switchml",
     ] {
         replay("verilator", dir.path(), name, None);
     }

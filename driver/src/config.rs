@@ -445,9 +445,9 @@ impl JobConfig {
     }
 
     /// The core's register 0x08 for this job: `worker_port` in bits 15..0, `worker_ports` − 1 in
-    /// bits 23..16 (docs/control.md).
+    /// bits 23..16, `zero_ip_checksum` in bit 24 (docs/control.md).
     pub fn worker_port_register(&self) -> u32 {
-        u32::from(self.worker_port) | u32::from(self.worker_ports - 1) << 16
+        u32::from(self.worker_port) | u32::from(self.worker_ports - 1) << 16 | u32::from(self.zero_ip_checksum) << 24
     }
 
     /// Whether UDP source port `port` is one of the job's worker ports (docs/switch.md §1 7.5).
@@ -455,17 +455,10 @@ impl JobConfig {
         port.wrapping_sub(self.worker_port) < self.worker_ports
     }
 
-    /// What the hardware core cannot serve of this job yet, as an error naming the key: zero
-    /// IPv4 checksums (docs/switch.md §1 6.4 is in the reference switch and the software
-    /// switches; the board's core checks every checksum). `None` for a job the core serves.
+    /// What the hardware core cannot serve of this job yet, as an error naming the key: 16-bit
+    /// lanes (docs/switch.md §9 is in the reference switch, the software switches and the
+    /// workers; the board's core sums 32-bit lanes). `None` for a job the core serves.
     pub fn core_unsupported(&self) -> Option<String> {
-        if self.zero_ip_checksum {
-            return Some(
-                "zero_ip_checksum = true: the board's core checks every IPv4 checksum (docs/switch.md §1 6.4); \
-                 serve this job at MAC level with `spotagg tap`"
-                    .to_string(),
-            );
-        }
         self.lanes16.then(|| {
             "lanes16 = true: the board's core sums 32-bit lanes only (docs/switch.md §9); serve this job with \
              `spotagg switch` or `spotagg tap`"

@@ -148,7 +148,7 @@ pub struct Counters {
     pub drops: [u64; DropReason::COUNT],
     /// Frames handled (not dropped) whose IPv4 header checksum was 0, "not computed", taken by a
     /// job with `zero_ip_checksum` (docs/switch.md §1 6.4); each is also counted where it landed.
-    /// Not one of the core's counter registers yet (the board's core checks every checksum).
+    /// The core counts it in counter 29, beyond [`Counters::WORDS`] (control register 0x021D).
     #[serde(default)]
     pub ip_checksum_zero: u64,
 }

@@ -10,7 +10,7 @@
 //! | 0x05 | slots in use S (values above the core's slot count are taken as that count) |
 //! | 0x06 | control: writing bit 0 clears the slot state (a new job), bit 1 the counters |
 //! | 0x07 | VLAN: 0 for an untagged job, else the TCI of the frames sent (PCP << 13 \| VID), frames taken only with that VID (docs/switch.md §1 step 3) |
-//! | 0x08 | bits 15..0: the workers' first UDP source port, `worker_port` (0xBEE0 after reset); bits 23..16: `worker_ports` − 1, the further ports a worker may send from (0 after reset: one port; docs/switch.md §1 7.5) |
+//! | 0x08 | bits 15..0: the workers' first UDP source port, `worker_port` (0xBEE0 after reset); bits 23..16: `worker_ports` − 1, the further ports a worker may send from (0 after reset: one port; docs/switch.md §1 7.5); bit 24: `zero_ip_checksum`, take an IPv4 header checksum of 0 that does not verify (docs/switch.md §1 6.4; 0 after reset) |
 //! | 0x09 | the job's `job_number` (low 8 bits): the session epoch E after the slot-state clear (docs/switch.md §2.1) |
 //! | 0x0A | tree (docs/switch.md §6): the parent switch's IPv4 address `PI` |
 //! | 0x0B | the parent's MAC, bytes 0..2 (low 16 bits) |
@@ -69,6 +69,9 @@ interface_pair! {
         worker_port: In Bits<16>,
         /// `worker_ports` − 1: a worker's frames come from `worker_port ..= worker_port + this`.
         worker_ports_m1: In Bits<8>,
+        /// `zero_ip_checksum`: an IPv4 header checksum field of 0 that does not verify is taken
+        /// (docs/switch.md §1 6.4).
+        zero_checksum: In Bit,
         /// The job's `job_number`: the session epoch after a slot-state clear (docs/switch.md §2.1).
         job_number: In Bits<8>,
         /// The job has a parent switch (docs/switch.md §6; always low in a core built without `tree`).
@@ -131,6 +134,7 @@ pub struct ConfigRegisters {
     tci: DFF<Bits<16>>,
     wport: DFF<Bits<16>>,
     wports: DFF<Bits<8>>,
+    zck: DFF<Bit>,
     jobn: DFF<Bits<8>>,
     p_ip: DFF<Bits<32>>,
     p_mac_hi: DFF<Bits<16>>,
@@ -168,6 +172,7 @@ impl ConfigRegisters {
             tci: Default::default(),
             wport: Default::default(),
             wports: Default::default(),
+            zck: Default::default(),
             jobn: Default::default(),
             p_ip: Default::default(),
             p_mac_hi: Default::default(),
@@ -201,6 +206,7 @@ impl Logic for ConfigRegisters {
             tci,
             wport,
             wports,
+            zck,
             jobn,
             p_ip,
             p_mac_hi,
@@ -225,6 +231,7 @@ impl Logic for ConfigRegisters {
         // after reset and after a control link job write that does not name it.
         self.job.worker_port.next = self.wport.q.val() ^ 0xBEE0;
         self.job.worker_ports_m1.next = self.wports.q.val();
+        self.job.zero_checksum.next = self.zck.q.val();
         self.job.job_number.next = self.jobn.q.val();
         self.job.parent_on.next = self.p_ctl.q.val().get_bit(31) & self.built_tree.val();
         self.job.parent_ip.next = self.p_ip.q.val();
@@ -308,6 +315,7 @@ impl Logic for ConfigRegisters {
                     8 => {
                         self.wport.d.next = bit_cast::<16, 32>(self.bus.data.val()) ^ 0xBEE0;
                         self.wports.d.next = self.bus.data.val().get_bits::<8>(16);
+                        self.zck.d.next = self.bus.data.val().get_bit(24);
                     }
                     9 => {
                         self.jobn.d.next = bit_cast::<8, 32>(self.bus.data.val());
@@ -397,6 +405,7 @@ mod tests {
         vlan_tci: u16,
         worker_port: u16,
         worker_ports_m1: u8,
+        zero_checksum: bool,
         job_number: u8,
         parent_on: bool,
         parent_ip: u32,
@@ -422,6 +431,7 @@ mod tests {
                 vlan_tci: 0,
                 worker_port: 0xBEE0,
                 worker_ports_m1: 0,
+                zero_checksum: false,
                 job_number: 0,
                 parent_on: false,
                 parent_ip: 0,
@@ -457,6 +467,7 @@ mod tests {
                 0x08 => {
                     self.worker_port = d as u16;
                     self.worker_ports_m1 = (d >> 16) as u8;
+                    self.zero_checksum = d >> 24 & 1 != 0;
                 }
                 0x09 => self.job_number = d as u8,
                 0x0A => self.parent_ip = d,
@@ -489,6 +500,7 @@ mod tests {
             ("vlan_tci", v(b.vlan_tci.val().index()), u64::from(m.vlan_tci)),
             ("worker_port", v(j.worker_port.val().index()), u64::from(m.worker_port)),
             ("worker_ports_m1", v(j.worker_ports_m1.val().index()), u64::from(m.worker_ports_m1)),
+            ("zero_checksum", u64::from(j.zero_checksum.val()), u64::from(m.zero_checksum)),
             ("job_number", v(j.job_number.val().index()), u64::from(m.job_number)),
             ("parent_on", u64::from(j.parent_on.val()), u64::from(m.parent_on)),
             ("parent_ip", v(j.parent_ip.val().index()), u64::from(m.parent_ip)),

@@ -30,16 +30,23 @@
 //! | 25 | tree: `partials_resent` |
 //! | 26 | tree: `parent_results` |
 //! | 27 | tree: `parent_results_stale` |
+//! | 29 | `ip_checksum_zero` (docs/switch.md §1 6.4; 28 is the switch's `unknown_source_job` on a [`crate::multi_core::MultiCore`]) |
 //!
 //! Timing: events are registered first and counted one rising edge after the one where they are
 //! high (`pending` is high meanwhile); several different events may come in one cycle. `bucket` files a received frame under `bucket_index`
 //! (0..=15 the drop reasons, 16 contributions, 17 duplicates, 18 ARP replies, 19 ICMP replies)
 //! and counts it in `frames_in`. `tree` counts the tree counter 24 + `tree_index` (no `frames_in`). `read.data` is combinational from `read.address`.
+//! `ip_checksum_zero` counts a frame the parser let through by the zero-checksum exception
+//! (`checksum_zero`, with the event) when it is handled: filed as a contribution, a duplicate
+//! or a reply, or a parent result (tree events 2 and 3); not when it is dropped later.
 //! `clear` zeroes every counter at its rising edge, the events of the cycle before it included
 //! (they would be counted at that edge).
 
 use rust_hdl::prelude::*;
 use spotagg_driver::counters::{Counters as CounterWords, DropReason};
+
+/// Counter index (read address) of `ip_checksum_zero`.
+pub const IP_CHECKSUM_ZERO_COUNTER: u8 = 29;
 
 /// `bucket_index` of a contribution (the indices below it are the drop reasons).
 pub const BUCKET_CONTRIBUTION: u64 = DropReason::CORE_COUNT as u64;
@@ -85,6 +92,8 @@ interface_pair! {
         tree: In Bit,
         /// Which tree counter (0 partials up, 1 partials resent, 2 parent results, 3 stale ones).
         tree_index: In Bits<2>,
+        /// The frame of this cycle's event came through the zero-checksum exception.
+        checksum_zero: In Bit,
     }
 }
 
@@ -113,8 +122,10 @@ pub struct Counters {
     r_frame_out: DFF<Bit>,
     r_tree: DFF<Bit>,
     r_tree_index: DFF<Bits<2>>,
-    /// The counters, by index (24..28 the tree counters).
-    c: [DFF<Bits<32>>; 28],
+    r_zck: DFF<Bit>,
+    /// The counters, by index (24..28 the tree counters; 28 is `ip_checksum_zero`, read at
+    /// address 29).
+    c: [DFF<Bits<32>>; 29],
     group0: Signal<Local, Bits<32>>,
     group1: Signal<Local, Bits<32>>,
     group2: Signal<Local, Bits<32>>,
@@ -134,9 +145,10 @@ impl Logic for Counters {
             r_retransmit,
             r_frame_out,
             r_tree,
-            r_tree_index
+            r_tree_index,
+            r_zck
         );
-        for i in 0..28 {
+        for i in 0..29 {
             self.c[i].clock.next = self.clock.val();
             self.c[i].d.next = self.c[i].q.val();
         }
@@ -148,6 +160,15 @@ impl Logic for Counters {
         self.r_frame_out.d.next = self.frame_out.val();
         self.r_tree.d.next = self.events.tree.val();
         self.r_tree_index.d.next = self.events.tree_index.val();
+        self.r_zck.d.next = self.events.checksum_zero.val();
+        // Handled (docs/switch.md §1 6.4): a contribution, a duplicate, an ARP or echo reply, or
+        // a parent result.
+        if self.r_zck.q.val()
+            & ((self.r_bucket.q.val() & self.r_index.q.val().get_bit(4))
+                | (self.r_tree.q.val() & self.r_tree_index.q.val().get_bit(1)))
+        {
+            self.c[28].d.next = self.c[28].q.val() + 1;
+        }
         self.pending.next = self.r_bucket.q.val()
             | self.r_multicast.q.val()
             | self.r_retransmit.q.val()
@@ -194,7 +215,7 @@ impl Logic for Counters {
             self.c[5].d.next = self.c[5].q.val() + 1;
         }
         if self.clear.val() {
-            for i in 0..28 {
+            for i in 0..29 {
                 self.c[i].d.next = 0.into();
             }
         }
@@ -217,6 +238,9 @@ impl Logic for Counters {
             }
             3 => {
                 self.group3.next = self.c[27].q.val();
+            }
+            5 => {
+                self.group3.next = self.c[28].q.val();
             }
             _ => {}
         }

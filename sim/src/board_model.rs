@@ -226,10 +226,13 @@ impl BoardModel {
         self.clock(false, 0, &mut vec![]);
     }
 
-    fn counter_words(&mut self) -> [u64; Counters::WORDS] {
-        let mut w = [0u64; Counters::WORDS];
+    /// The core's counter registers, then `ip_checksum_zero` (`Counters::from_words`'s order).
+    fn counter_words(&mut self) -> [u64; Counters::WORDS + 1] {
+        let mut w = [0u64; Counters::WORDS + 1];
         for (i, v) in w.iter_mut().enumerate() {
-            self.m.set(self.p.counter_address, i as u64);
+            let a =
+                if i < Counters::WORDS { i as u64 } else { u64::from(spotagg_hdl::counters::IP_CHECKSUM_ZERO_COUNTER) };
+            self.m.set(self.p.counter_address, a);
             self.m.eval();
             *v = self.m.get(self.p.counter_data) & 0xffff_ffff;
         }

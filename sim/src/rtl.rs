@@ -649,7 +649,9 @@ fn job_words(d: &mut dyn CoreDriver, job: Option<usize>) -> Vec<u64> {
     if let Some(j) = job {
         select(d, j);
     }
-    let words = (0..Counters::WORDS as u8).map(|i| u64::from(d.read_counter(i))).collect();
+    let mut words: Vec<u64> = (0..Counters::WORDS as u8).map(|i| u64::from(d.read_counter(i))).collect();
+    // The word after the core's registers in `Counters::from_words`'s order.
+    words.push(u64::from(d.read_counter(spotagg_hdl::counters::IP_CHECKSUM_ZERO_COUNTER)));
     if job.is_some() {
         select(d, 0);
     }

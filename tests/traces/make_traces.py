@@ -1947,7 +1947,6 @@ SCENARIOS = [
                             p_foreign=0.10)),
     ("tree", sc_tree),
     # SwitchML's DPDK workers: their worker threads' ports, with and without their zero checksums
-    # (the core has no zero checksums: the rtl and Verilator engines replay switchml_ports only)
     ("switchml", sc_switchml(True)),
     ("switchml_ports", sc_switchml(False)),
     # 16-bit lanes (docs/switch.md §9; the reference only: the core has none yet)

@@ -376,7 +376,8 @@ impl<P: Read + Write> Control<P> {
         let w = self.read(reg::COUNTERS, total)?;
         let status = self.read(reg::STATUS, 1)?[0];
         let words: Vec<u64> = w.iter().map(|&x| u64::from(x)).collect();
-        let core = Counters::from_words(&words[..core_n]);
+        let mut core = Counters::from_words(&words[..core_n]);
+        core.ip_checksum_zero = words.get(usize::from(reg::IP_CHECKSUM_ZERO - reg::COUNTERS)).copied().unwrap_or(0);
         let base = usize::from(reg::BOARD_COUNTERS - reg::COUNTERS);
         let (mut ports, mut flooded) = (vec![], None);
         if total >= usize::from(reg::BOARD_COUNTER_COUNT) {
@@ -451,15 +452,19 @@ impl<P: Read + Write> Control<P> {
         }
         self.write(reg::WORKER_TABLE, &table)?;
         self.write(reg::VLAN, &[JobVlan::register(job.vlan), job.worker_port_register(), u32::from(job.job_number)])?;
-        if job.worker_ports > 1 {
-            // A bitstream from before the port ranges keeps the low 16 bits only: it would drop
-            // every port but the first as wrong_src_port.
+        if job.worker_ports > 1 || job.zero_ip_checksum {
+            // A bitstream from before the port ranges keeps the low 16 bits only (it would drop
+            // every port but the first as wrong_src_port), one from before zero checksums the
+            // low 24 (it would drop every such frame as ip_checksum).
             let back = self.read(reg::WORKER_PORT, 1)?[0];
             if back != job.worker_port_register() {
+                let what = if back & 0xff_ffff != job.worker_port_register() & 0xff_ffff {
+                    format!("worker_ports = {}: the board's core takes one worker port", job.worker_ports)
+                } else {
+                    "zero_ip_checksum = true: the board's core checks every IPv4 checksum".to_string()
+                };
                 return Err(ControlError::Job(format!(
-                    "worker_ports = {}: the board's core takes one worker port (register {:#06x} reads {back:#x} after \
-                     {:#x} was written): rebuild it with `spotagg build`",
-                    job.worker_ports,
+                    "{what} (register {:#06x} reads {back:#x} after {:#x} was written): rebuild it with `spotagg build`",
                     reg::WORKER_PORT,
                     job.worker_port_register()
                 )));
@@ -769,21 +774,16 @@ mod tests {
         assert_eq!(s.job_registers, job_regs);
     }
 
-    /// A job the core cannot serve yet (zero checksums) is refused before anything is sent; a
-    /// range of worker ports goes into register 0x0108's bits 23..16 and is read back, so that a
-    /// bitstream from before the ranges (it keeps the low 16 bits) is found out, naming the
-    /// register. Byte literals of the requests.
+    /// A range of worker ports goes into register 0x0108's bits 23..16 and zero checksums into
+    /// bit 24, and the register is read back, so that a bitstream from before the ranges (it
+    /// keeps the low 16 bits) or before zero checksums (the low 24) is found out, naming the
+    /// key and the register. Byte literals of the requests.
     #[test]
-    fn configure_writes_worker_port_ranges_and_refuses_zero_checksums() {
+    fn configure_writes_worker_port_ranges_and_zero_checksums_and_reads_them_back() {
         let ok = || protocol::response(Status::Ok, &[]);
         let mut job = JobConfig::example(2, crate::wire::PayloadSize::B256, 4);
-        job.zero_ip_checksum = true;
-        let mut c = Control::new_unchecked(canned(vec![]), Duration::from_millis(30));
-        let e = c.configure(&job).unwrap_err().to_string();
-        assert!(e.contains("zero_ip_checksum = true"), "{e}");
-        assert!(c.port.sent.is_empty());
         // SwitchML's defaults: port 4000 (0x0fa0), 4 threads: 0x0003_0fa0.
-        (job.zero_ip_checksum, job.worker_port, job.worker_ports) = (false, 4000, 4);
+        (job.worker_port, job.worker_ports) = (4000, 4);
         let vlan_port_job = [0xA5, 0x02, 0x01, 0x07, 0x03, 0, 0, 0, 0, 0, 0x03, 0x0F, 0xA0, 0, 0, 0, 0x00];
         let read_back = [0xA5, 0x01, 0x01, 0x08, 0x01];
         let old = protocol::response(Status::Ok, &[0x0fa0]);
@@ -796,6 +796,22 @@ mod tests {
         assert_eq!(&after[..read_back.len()], &read_back, "the read of 0x0108 after the write (and its CRC)");
         let new = protocol::response(Status::Ok, &[0x0003_0fa0]);
         let mut c = Control::new_unchecked(canned(vec![ok(), ok(), ok(), new, ok(), ok()]), Duration::from_millis(30));
+        c.configure(&job).unwrap();
+        // Zero checksums: bit 24 (0x0103_0fa0); a board from before them reads 0x0003_0fa0.
+        job.zero_ip_checksum = true;
+        let with_z = [0xA5, 0x02, 0x01, 0x07, 0x03, 0, 0, 0, 0, 0x01, 0x03, 0x0F, 0xA0, 0, 0, 0, 0x00];
+        let before_z = protocol::response(Status::Ok, &[0x0003_0fa0]);
+        let mut c = Control::new_unchecked(canned(vec![ok(), ok(), ok(), before_z]), Duration::from_millis(30));
+        let e = c.configure(&job).unwrap_err().to_string();
+        assert!(e.contains("zero_ip_checksum = true") && e.contains("reads 0x30fa0 after 0x1030fa0"), "{e}");
+        assert!(c.port.sent.windows(with_z.len()).any(|w| w == with_z), "bit 24 written");
+        let z = protocol::response(Status::Ok, &[0x0103_0fa0]);
+        let mut c = Control::new_unchecked(canned(vec![ok(), ok(), ok(), z, ok(), ok()]), Duration::from_millis(30));
+        c.configure(&job).unwrap();
+        // One port and zero checksums: read back too.
+        job.worker_ports = 1;
+        let z1 = protocol::response(Status::Ok, &[0x0100_0fa0]);
+        let mut c = Control::new_unchecked(canned(vec![ok(), ok(), ok(), z1, ok(), ok()]), Duration::from_millis(30));
         c.configure(&job).unwrap();
     }
 

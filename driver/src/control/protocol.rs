@@ -170,6 +170,9 @@ pub mod reg {
     /// Counter register of the switch's `unknown_source_job` on a board of several jobs:
     /// SwitchML frames of no job's (source address, source port), dropped (0 with one job).
     pub const UNKNOWN_SOURCE_JOB: u16 = 0x021C;
+    /// Counter register of the core's `ip_checksum_zero` (docs/switch.md §1 6.4): frames taken
+    /// with an IPv4 checksum of 0 (0 on a board built before zero checksums).
+    pub const IP_CHECKSUM_ZERO: u16 = 0x021D;
     /// Worker table base.
     pub const WORKER_TABLE: u16 = 0x0180;
     /// First counter.

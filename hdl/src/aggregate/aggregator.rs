@@ -350,6 +350,7 @@ impl Logic for Aggregator {
         self.replies.last_bytes.next = 4.into();
         self.events.bucket.next = false;
         self.events.bucket_index.next = 0.into();
+        self.events.checksum_zero.next = self.desc.zero_checksum.val();
         self.events.multicast.next = false;
         self.events.retransmit.next = false;
         self.idle.next = !self.s_active.q.val();

@@ -75,6 +75,9 @@ interface_pair! {
         half: Out Bit,
         /// IPv4 total length T.
         ip_len: Out Bits<16>,
+        /// The frame was let through by the zero-checksum exception (docs/switch.md §1 6.4: the
+        /// job takes zero checksums, the field is 0 and does not verify).
+        zero_checksum: Out Bit,
     }
     nested {
         /// Header words 1..=12 of the frame.
@@ -141,6 +144,8 @@ pub struct FrameParser {
     d_set: DFF<Bit>,
     d_half: DFF<Bit>,
     d_len: DFF<Bits<16>>,
+    d_zck: DFF<Bit>,
+    zck_taken: Signal<Local, Bit>,
     /// The descriptor's header words 1..=12.
     d: [DFF<Bits<32>>; 12],
 }
@@ -197,6 +202,8 @@ impl FrameParser {
             d_set: Default::default(),
             d_half: Default::default(),
             d_len: Default::default(),
+            d_zck: Default::default(),
+            zck_taken: Default::default(),
             d: Default::default(),
         }
     }
@@ -228,7 +235,8 @@ impl Logic for FrameParser {
             d_slot,
             d_set,
             d_half,
-            d_len
+            d_len,
+            d_zck
         );
         for i in 0..13 {
             self.h[i].clock.next = self.clock.val();
@@ -254,6 +262,7 @@ impl Logic for FrameParser {
         self.desc.set.next = self.d_set.q.val();
         self.desc.half.next = self.d_half.q.val();
         self.desc.ip_len.next = self.d_len.q.val();
+        self.desc.zero_checksum.next = self.d_zck.q.val();
         self.desc.header.h1.next = self.d[0].q.val();
         self.desc.header.h2.next = self.d[1].q.val();
         self.desc.header.h3.next = self.d[2].q.val();
@@ -341,8 +350,14 @@ impl Logic for FrameParser {
         if self.deciding.q.val() & (self.dstage.q.val() != 3) {
             self.dstage.d.next = self.dstage.q.val() + 1;
         }
+        // The zero-checksum exception (docs/switch.md §1 6.4): the field (word 6, bits 31..16) is
+        // 0, the sum does not verify, and the job takes it.
+        self.zck_taken.next = self.checks.reaches_checksum.val()
+            & self.checks.checksum_bad.val()
+            & self.job.zero_checksum.val()
+            & (self.h[6].q.val().get_bits::<16>(16) == 0);
         if self.deciding.q.val() & (self.dstage.q.val() == 3) {
-            if self.checks.reaches_checksum.val() & self.checks.checksum_bad.val() {
+            if self.checks.reaches_checksum.val() & self.checks.checksum_bad.val() & !self.zck_taken.val() {
                 self.cls.next = self.drop_ip_checksum.val();
             } else if self.checks.to_sender.val() & self.checks.from_parent.val() {
                 self.cls.next = self.checks.parent_kind.val();
@@ -364,6 +379,7 @@ impl Logic for FrameParser {
                 self.d_set.d.next = self.h[12].q.val().get_bit(31);
                 self.d_half.d.next = self.wr_half.q.val();
                 self.d_len.d.next = self.total_len.val();
+                self.d_zck.d.next = self.zck_taken.val();
                 for i in 0..12 {
                     self.d[i].d.next = self.h[i + 1].q.val();
                 }
@@ -509,6 +525,12 @@ mod tests {
 
         /// Sends `frame` and returns the descriptor's (kind, rank), then frees it.
         fn classify(&mut self, frame: &[u8]) -> (u64, u64) {
+            let (kind, rank, _) = self.classify_zck(frame);
+            (kind, rank)
+        }
+
+        /// [`Bench::classify`] with the descriptor's `zero_checksum`.
+        fn classify_zck(&mut self, frame: &[u8]) -> (u64, u64, bool) {
             let words = frame_words(frame);
             let mut sent = 0;
             for _ in 0..10 * words.len() + 200 {
@@ -518,7 +540,11 @@ mod tests {
                     sent += 1;
                 }
                 if self.uut.desc.valid.val() {
-                    let got = (self.uut.desc.kind.val().index() as u64, self.uut.desc.rank.val().index() as u64);
+                    let got = (
+                        self.uut.desc.kind.val().index() as u64,
+                        self.uut.desc.rank.val().index() as u64,
+                        self.uut.desc.zero_checksum.val(),
+                    );
                     self.uut.desc.done.next = true;
                     self.cycle();
                     self.uut.desc.done.next = false;
@@ -569,5 +595,29 @@ mod tests {
         // A frame that ends inside the Ethernet header, and one inside the IPv4 header.
         assert_eq!(b.classify(&contribution()[..13]).0, Truncated as u64);
         assert_eq!(b.classify(&contribution()[..30]).0, Truncated as u64);
+    }
+
+    /// docs/switch.md §1 6.4: a checksum field of 0 that does not verify is `ip_checksum`
+    /// unless the job takes zero checksums; then the frame goes on to the later checks, marked
+    /// `zero_checksum`. A wrong non-zero checksum is `ip_checksum` either way, and a good one is
+    /// never marked.
+    #[test]
+    fn a_zero_checksum_is_taken_only_when_the_job_says_so() {
+        let mut b = Bench::new();
+        let mut zero = contribution();
+        zero[24..26].copy_from_slice(&[0, 0]);
+        assert!(!checksum::verify(&zero[14..34]), "the test frame's sum must not verify");
+        let mut wrong = contribution();
+        wrong[25] ^= 0x01;
+        let mut zero_bad_ip = zero.clone();
+        zero_bad_ip[33] = 99;
+        let (kind, _, zck) = b.classify_zck(&zero);
+        assert_eq!((kind, zck), (IpChecksum as u64, false));
+        b.uut.job.zero_checksum.next = true;
+        assert_eq!(b.classify_zck(&zero), (KIND_CONTRIBUTION, 1, true));
+        assert_eq!(b.classify_zck(&wrong).0, IpChecksum as u64);
+        assert_eq!(b.classify_zck(&contribution()), (KIND_CONTRIBUTION, 1, false));
+        // Taken by the exception, then dropped by a later check: the later check decides.
+        assert_eq!(b.classify_zck(&zero_bad_ip).0, WrongDstIp as u64);
     }
 }

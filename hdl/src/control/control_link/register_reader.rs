@@ -210,7 +210,7 @@ impl Logic for RegisterReader {
                 self.job_value.d.next = bit_cast::<32, 16>(self.job.vlan.val());
             }
             8 => {
-                self.job_value.d.next = bit_cast::<32, 24>(self.job.worker_port.val());
+                self.job_value.d.next = bit_cast::<32, 25>(self.job.worker_port.val());
             }
             9 => {
                 self.job_value.d.next = bit_cast::<32, 8>(self.job.job_number.val());

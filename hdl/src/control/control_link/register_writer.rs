@@ -48,8 +48,8 @@ interface_pair! {
         enabled: Out Bit,
         /// VLAN TCI, 0 untagged (0x0107).
         vlan: Out Bits<16>,
-        /// The workers' UDP source port (0x0108).
-        worker_port: Out Bits<24>,
+        /// The workers' UDP source ports and the zero-checksum bit (0x0108, bits 24..0).
+        worker_port: Out Bits<25>,
         /// The job number (0x0109).
         job_number: Out Bits<8>,
     }
@@ -111,12 +111,12 @@ pub struct RegisterWriter {
     slots_in_use: DFFWithInit<Bits<16>>,
     enabled: DFFWithInit<Bit>,
     vlan: DFFWithInit<Bits<16>>,
-    worker_port: DFFWithInit<Bits<24>>,
+    worker_port: DFFWithInit<Bits<25>>,
     job_number: DFFWithInit<Bits<8>>,
 }
 
 /// Widths of the job registers 0x00..=0x09 as the link keeps them (0: the control register).
-const JOB_REGISTER_BITS: [u32; 10] = [16, 32, 32, 6, 3, 16, 0, 16, 24, 8];
+const JOB_REGISTER_BITS: [u32; 10] = [16, 32, 32, 6, 3, 16, 0, 16, 25, 8];
 
 impl RegisterWriter {
     /// A writer whose job registers read `job` after power-up (indexed by core register;
@@ -314,7 +314,7 @@ impl Logic for RegisterWriter {
                     self.vlan.d.next = bit_cast::<16, 32>(self.data_word.val());
                 }
                 if self.job_register_select.q.val().get_bit(8) {
-                    self.worker_port.d.next = bit_cast::<24, 32>(self.data_word.val());
+                    self.worker_port.d.next = bit_cast::<25, 32>(self.data_word.val());
                 }
                 if self.job_register_select.q.val().get_bit(9) {
                     self.job_number.d.next = bit_cast::<8, 32>(self.data_word.val());
@@ -336,7 +336,7 @@ mod tests {
 
     /// The job registers as the contract keeps them: each core register's mask, the control
     /// register (6) not kept.
-    const MASKS: [u32; 10] = [0xFFFF, !0, !0, 0x3F, 0x7, 0xFFFF, 0, 0xFFFF, 0xFF_FFFF, 0xFF];
+    const MASKS: [u32; 10] = [0xFFFF, !0, !0, 0x3F, 0x7, 0xFFFF, 0, 0xFFFF, 0x1FF_FFFF, 0xFF];
 
     /// The contract's effect of a write of `data` to register `address` on the job registers
     /// and `enabled`.
