@@ -253,6 +253,13 @@ impl Scale {
         let factor = (top / n as f64) * 2f64.powi(-i32::from(e));
         Scale { factor, inverse: 1.0 / factor, n: n as u32, e_max }
     }
+    /// The scale of a chunk in lanes of `lanes` bits: [`Scale::new`] or [`Scale::new16`].
+    pub fn of_lanes(lanes: crate::wire::Lanes, n: usize, e_max: i8) -> Scale {
+        match lanes {
+            crate::wire::Lanes::I32 => Scale::new(n, e_max),
+            crate::wire::Lanes::I16 => Scale::new16(n, e_max),
+        }
+    }
     /// The factor f.
     pub fn factor(&self) -> f64 {
         self.factor

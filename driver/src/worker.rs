@@ -852,12 +852,13 @@ impl<'a> AllReduce<'a> {
             match &self.data {
                 // A chunk that is not finite on some worker: zeros (the result is NaN anyway).
                 Data::F32 { .. } if e_scale == E_NOT_FINITE => pkt.payload_mut().fill(0),
-                Data::F32 { data, .. } if self.lanes == Lanes::I16 => {
-                    let scale = Scale::new16(job.scale_workers(), e_scale);
-                    fixedpoint::quantize16_be(&data[range], &scale, pkt.payload_mut());
-                }
                 Data::F32 { data, .. } => {
-                    fixedpoint::quantize_be(&data[range], &Scale::new(job.scale_workers(), e_scale), pkt.payload_mut());
+                    let scale = Scale::of_lanes(self.lanes, job.scale_workers(), e_scale);
+                    let quantize = match self.lanes {
+                        Lanes::I32 => fixedpoint::quantize_be,
+                        Lanes::I16 => fixedpoint::quantize16_be,
+                    };
+                    quantize(&data[range], &scale, pkt.payload_mut());
                 }
                 Data::I32(data) => {
                     for (d, v) in pkt.payload_mut().chunks_exact_mut(4).zip(&data[range]) {
@@ -1016,10 +1017,12 @@ impl<'a> AllReduce<'a> {
                     }
                     if e_scale == E_NOT_FINITE {
                         data[range].fill(f32::NAN);
-                    } else if self.lanes == Lanes::I16 {
-                        fixedpoint::dequantize16_be(pkt.payload(), &Scale::new16(n, e_scale), &mut data[range]);
                     } else {
-                        fixedpoint::dequantize_be(pkt.payload(), &Scale::new(n, e_scale), &mut data[range]);
+                        let dequantize = match self.lanes {
+                            Lanes::I32 => fixedpoint::dequantize_be,
+                            Lanes::I16 => fixedpoint::dequantize16_be,
+                        };
+                        dequantize(pkt.payload(), &Scale::of_lanes(self.lanes, n, e_scale), &mut data[range]);
                     }
                 }
                 Data::I32(data) => {

@@ -701,10 +701,7 @@ fn error_bounds<'py>(
             *m = (*m).max(x);
         }
     }
-    let bound = |e: i8, s: f32| match lanes {
-        Lanes::I32 => fixedpoint::error_bound(n, e, s),
-        Lanes::I16 => fixedpoint::Scale::new16(n, e).bound(s),
-    };
+    let bound = |e: i8, s: f32| fixedpoint::Scale::of_lanes(lanes, n, e).bound(s);
     if lanes == Lanes::I16 && n > spotagg_driver::config::MAX_LANES16_WORKERS {
         return Err(PyValueError::new_err(format!(
             "{n} contributions: 16-bit lanes serve at most {}",

@@ -190,32 +190,10 @@ def gradscaler_overflow(rank, n, job, switch, steps, bad_step, bad_rank):
     return out
 
 
-def half_precision(rank, n, job, switch, steps, dtype_name):
-    """The model in float16 or bfloat16 (so are DDP's buckets) through the hook and through
-    Gloo's default all-reduce; returns both parameter vectors (float32) and the hook's state."""
-    dtype = getattr(torch, dtype_name)
-    ddp = DDP(model().to(dtype), bucket_cap_mb=0.02)
-    state = st.HookState(switch=switch, job=job)
-    ddp.register_comm_hook(state, st.allreduce_hook)
-    ref = DDP(model().to(dtype), bucket_cap_mb=0.02)
-    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (ddp, ref)]
-    for step in range(steps):
-        x, y = batch(rank, step)
-        for m, o in zip((ddp, ref), opts):
-            o.zero_grad()
-            torch.nn.functional.cross_entropy(m(x.to(dtype)).float(), y).backward()
-            o.step()
-    out = dict(params=params(ddp).float().numpy(), ref=params(ref).float().numpy(), fell_back=state.fell_back,
-               switch_ops=state.switch_allreduces, buckets=len(state.buckets),
-               dtypes=sorted({str(p.grad.dtype) for p in ddp.parameters()}))
-    state.close()
-    return out
-
-
-def lanes16_hook(rank, n, job, switch, steps, dtype_name, compression):
-    """half_precision with HookState(compression=...) on a job with 16-bit lanes: float16 and
-    bfloat16 buckets, and float32 ones with compression="lanes16", go as 16-bit lanes. Returns
-    both parameter vectors, the hook's counts, and the largest per-step difference."""
+def half_precision(rank, n, job, switch, steps, dtype_name, compression=None):
+    """The model in `dtype_name` (float16 or bfloat16 half precision; so are DDP's buckets) through
+    the hook with `compression` and through Gloo's default all-reduce; returns both parameter
+    vectors (float32), the buckets' dtypes and the hook's counts."""
     dtype = getattr(torch, dtype_name)
     ddp = DDP(model().to(dtype), bucket_cap_mb=0.02)
     state = st.HookState(switch=switch, job=job, compression=compression)
@@ -230,7 +208,7 @@ def lanes16_hook(rank, n, job, switch, steps, dtype_name, compression):
             o.step()
     out = dict(params=params(ddp).float().numpy(), ref=params(ref).float().numpy(), fell_back=state.fell_back,
                error=repr(state.error), switch_ops=state.switch_allreduces, lanes16_ops=state.lanes16_allreduces,
-               buckets=len(state.buckets))
+               buckets=len(state.buckets), dtypes=sorted({str(p.grad.dtype) for p in ddp.parameters()}))
     state.close()
     return out
 

@@ -59,7 +59,7 @@ def test_16_bit_lanes_through_the_hook(dtype, compression, tol):
     go through the switch as 16-bit lanes (half the bytes), every bucket, close to Gloo's."""
     job = loopback_job(N, slots=32, lanes16=True)
     with spotagg.SoftwareSwitch(job, bind=switch_bind(job)) as sw:
-        out = spawn(N, ddp_cases.lanes16_hook, job, sw.address, 4, dtype, compression)
+        out = spawn(N, ddp_cases.half_precision, job, sw.address, 4, dtype, compression)
         counters = sw.counters()
     for r in range(N):
         o = out[r]

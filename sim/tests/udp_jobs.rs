@@ -22,6 +22,19 @@ fn job_toml(number: u8, payload: usize, slots: u16, ips: &[Ipv4Addr], port: u16)
     s
 }
 
+/// A switch file of two jobs in `dir`: job a (`a`) at slots 0..8, job b (`b`) at 8..16.
+fn two_jobs(dir: &std::path::Path, a: String, b: String) -> MultiSwitch {
+    std::fs::write(dir.join("a.toml"), a).unwrap();
+    std::fs::write(dir.join("b.toml"), b).unwrap();
+    let switch_file = dir.join("switch.toml");
+    std::fs::write(
+        &switch_file,
+        "capacity = 16\n[[job]]\nconfig = \"a.toml\"\nslot_base = 0\n[[job]]\nconfig = \"b.toml\"\nslot_base = 8\n",
+    )
+    .unwrap();
+    MultiSwitch::load(&switch_file).unwrap()
+}
+
 #[test]
 fn two_jobs_from_toml_run_at_once_isolated() {
     let dir = tempfile::tempdir().unwrap();
@@ -29,15 +42,7 @@ fn two_jobs_from_toml_run_at_once_isolated() {
     let b_ips: Vec<Ipv4Addr> = (0..3).map(|r| Ipv4Addr::new(127, 0, 0, 81 + r)).collect();
     let port = free_worker_port(&[a_ips.clone(), b_ips.clone()].concat())
         .expect("a SwitchML port free on 127.0.0.71..72, 81..83");
-    std::fs::write(dir.path().join("a.toml"), job_toml(0, 256, 8, &a_ips, port)).unwrap();
-    std::fs::write(dir.path().join("b.toml"), job_toml(1, 1024, 4, &b_ips, port)).unwrap();
-    let switch_file = dir.path().join("switch.toml");
-    std::fs::write(
-        &switch_file,
-        "capacity = 16\n[[job]]\nconfig = \"a.toml\"\nslot_base = 0\n[[job]]\nconfig = \"b.toml\"\nslot_base = 8\n",
-    )
-    .unwrap();
-    let multi = MultiSwitch::load(&switch_file).unwrap();
+    let multi = two_jobs(dir.path(), job_toml(0, 256, 8, &a_ips, port), job_toml(1, 1024, 4, &b_ips, port));
     let jobs: Vec<JobConfig> = multi.jobs().map(|(p, _)| p.job.clone()).collect();
     let addressing = multi.addressing_job();
     assert_eq!(addressing.n(), 5);
@@ -103,16 +108,8 @@ fn a_16_bit_job_beside_a_32_bit_one() {
     let a_ips: Vec<Ipv4Addr> = (0..2).map(|r| Ipv4Addr::new(127, 0, 0, 171 + r)).collect();
     let b_ips: Vec<Ipv4Addr> = (0..3).map(|r| Ipv4Addr::new(127, 0, 0, 181 + r)).collect();
     let port = free_worker_port(&[a_ips.clone(), b_ips.clone()].concat()).expect("a free SwitchML port");
-    std::fs::write(dir.path().join("a.toml"), job_toml(0, 256, 8, &a_ips, port)).unwrap();
-    std::fs::write(dir.path().join("b.toml"), "lanes16 = true\n".to_string() + &job_toml(1, 1024, 4, &b_ips, port))
-        .unwrap();
-    let switch_file = dir.path().join("switch.toml");
-    std::fs::write(
-        &switch_file,
-        "capacity = 16\n[[job]]\nconfig = \"a.toml\"\nslot_base = 0\n[[job]]\nconfig = \"b.toml\"\nslot_base = 8\n",
-    )
-    .unwrap();
-    let multi = MultiSwitch::load(&switch_file).unwrap();
+    let b = "lanes16 = true\n".to_string() + &job_toml(1, 1024, 4, &b_ips, port);
+    let multi = two_jobs(dir.path(), job_toml(0, 256, 8, &a_ips, port), b);
     let jobs: Vec<JobConfig> = multi.jobs().map(|(p, _)| p.job.clone()).collect();
     let addressing = multi.addressing_job();
     assert!(addressing.lanes16, "a job of the file has 16-bit lanes");

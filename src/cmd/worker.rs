@@ -117,10 +117,7 @@ pub fn verify_lanes(tensors: &[Vec<f32>], result: &[f32], k: usize, lanes: Lanes
         for t in tensors {
             e_max = e_max.max(fixedpoint::exponent(&t[lo..lo + out.len()])?);
         }
-        let scale = match lanes {
-            Lanes::I32 => fixedpoint::Scale::new(n, e_max),
-            Lanes::I16 => fixedpoint::Scale::new16(n, e_max),
-        };
+        let scale = fixedpoint::Scale::of_lanes(lanes, n, e_max);
         for (i, &y) in out.iter().enumerate() {
             let exact: f64 = tensors.iter().map(|t| f64::from(t[lo + i])).sum();
             let err = (f64::from(y) - exact).abs();
