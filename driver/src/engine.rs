@@ -19,6 +19,12 @@ pub trait Engine: Send {
     fn session_epoch(&self) -> Option<u8> {
         None
     }
+    /// The MAC of the worker (or parent switch) at `ip`, for an engine whose jobs change while
+    /// it runs (a switch with a controller, docs/controller.md): the software switch frames a
+    /// datagram from an address its own job does not list with it. `None` by default.
+    fn peer_mac(&self, _ip: crate::wire::Ipv4Addr) -> Option<crate::wire::MacAddr> {
+        None
+    }
     /// Clock cycles simulated so far, for an engine that simulates hardware.
     fn cycles(&self) -> Option<u64> {
         None

@@ -32,7 +32,9 @@ use spotagg_driver::counters::{Counters, DropReason};
 use spotagg_driver::engine::Engine;
 use spotagg_driver::metrics::{counter_families, merge, Family, Kind};
 use spotagg_driver::wire::layout::{IP_OFFSET, L4_OFFSET, SWITCHML_OFFSET, TAG_LEN, TAG_OFFSET};
-use spotagg_driver::wire::{switchml, udp, vlan, EtherType, EthernetFrame, IpProtocol, Ipv4Addr, Ipv4Packet, Lanes};
+use spotagg_driver::wire::{
+    switchml, udp, vlan, EtherType, EthernetFrame, IpProtocol, Ipv4Addr, Ipv4Packet, Lanes, MacAddr,
+};
 use spotagg_driver::JobConfig;
 
 /// One job of a [`MultiSwitch`] and where its slots live in the switch's slot memory.
@@ -53,6 +55,11 @@ pub struct MultiJobError(pub String);
 #[derive(Debug, Clone)]
 pub struct MultiSwitch {
     jobs: Vec<(JobPlacement, RefSwitch)>,
+    /// The switch's addresses, which every job shares.
+    switch_mac: MacAddr,
+    switch_ip: Ipv4Addr,
+    /// Slots of the switch's memory.
+    capacity: u32,
     unknown: Counters,
     unknown_source_job: u64,
 }
@@ -124,50 +131,91 @@ impl MultiSwitch {
         let Some(first) = jobs.first() else {
             return Err(MultiJobError("a switch needs at least one job".into()));
         };
-        let (mac, ip) = (first.job.switch_mac, first.job.switch_ip);
-        for (a, pa) in jobs.iter().enumerate() {
-            let j = &pa.job;
-            if j.switch_mac != mac || j.switch_ip != ip {
+        let mut sw = MultiSwitch::empty(first.job.switch_mac, first.job.switch_ip, capacity);
+        for p in jobs {
+            sw.add(p)?;
+        }
+        Ok(sw)
+    }
+
+    /// A switch with no job yet, at `switch_mac` / `switch_ip` with `capacity` slots: jobs join
+    /// with [`MultiSwitch::add`] and leave with [`MultiSwitch::remove`] while it runs (the
+    /// controller's sessions, docs/controller.md §4). Until a job joins, every frame is dropped
+    /// and counted `unknown_source`.
+    pub fn empty(switch_mac: MacAddr, switch_ip: Ipv4Addr, capacity: u32) -> MultiSwitch {
+        MultiSwitch {
+            jobs: Vec::new(),
+            switch_mac,
+            switch_ip,
+            capacity,
+            unknown: Counters::default(),
+            unknown_source_job: 0,
+        }
+    }
+
+    /// Adds a job after the others, with a switch of its own state (every slot empty). Fails,
+    /// naming the jobs and changing nothing, by the rules of [`MultiSwitch::new`] (job `a` is
+    /// the new one, at the index it would have).
+    pub fn add(&mut self, pa: JobPlacement) -> Result<(), MultiJobError> {
+        let (mac, ip, capacity) = (self.switch_mac, self.switch_ip, self.capacity);
+        let a = self.jobs.len();
+        let j = &pa.job;
+        if j.switch_mac != mac || j.switch_ip != ip {
+            return Err(MultiJobError(format!(
+                "job {a} (job_number {}): switch {} / {} differs from the switch's {mac} / {ip}",
+                j.job_number, j.switch_mac, j.switch_ip
+            )));
+        }
+        let end = pa.slot_base + u32::from(j.slots);
+        if end > capacity {
+            return Err(MultiJobError(format!(
+                "job {a} (job_number {}): slots {}..{end} pass the switch's {capacity} slots",
+                j.job_number, pa.slot_base
+            )));
+        }
+        for (b, (pb, _)) in self.jobs.iter().enumerate() {
+            let (s0, s1) = (pb.slot_base, pb.slot_base + u32::from(pb.job.slots));
+            if pa.slot_base < s1 && s0 < end {
                 return Err(MultiJobError(format!(
-                    "job {a} (job_number {}): switch {} / {} differs from job 0's {mac} / {ip}",
-                    j.job_number, j.switch_mac, j.switch_ip
+                    "jobs {b} and {a}: slot ranges {s0}..{s1} and {}..{end} overlap",
+                    pa.slot_base
                 )));
             }
-            let end = pa.slot_base + u32::from(j.slots);
-            if end > capacity {
+            let shared = j.workers.iter().find(|w| pb.job.workers.iter().any(|v| v.ip == w.ip));
+            let ports = |j: &JobConfig| u32::from(j.worker_port)..u32::from(j.worker_port) + u32::from(j.worker_ports);
+            let (rb, ra) = (ports(&pb.job), ports(j));
+            if let Some(w) = shared.filter(|_| rb.start < ra.end && ra.start < rb.end) {
                 return Err(MultiJobError(format!(
-                    "job {a} (job_number {}): slots {}..{end} pass the switch's {capacity} slots",
-                    j.job_number, pa.slot_base
+                    "jobs {b} and {a}: worker ports {}..{} and {}..{} overlap with worker {} in common: its frames would be both jobs'",
+                    rb.start, rb.end, ra.start, ra.end, w.ip
                 )));
-            }
-            for (b, pb) in jobs.iter().enumerate().take(a) {
-                let (s0, s1) = (pb.slot_base, pb.slot_base + u32::from(pb.job.slots));
-                if pa.slot_base < s1 && s0 < end {
-                    return Err(MultiJobError(format!(
-                        "jobs {b} and {a}: slot ranges {s0}..{s1} and {}..{end} overlap",
-                        pa.slot_base
-                    )));
-                }
-                let shared = j.workers.iter().find(|w| pb.job.workers.iter().any(|v| v.ip == w.ip));
-                let ports =
-                    |j: &JobConfig| u32::from(j.worker_port)..u32::from(j.worker_port) + u32::from(j.worker_ports);
-                let (rb, ra) = (ports(&pb.job), ports(j));
-                if let Some(w) = shared.filter(|_| rb.start < ra.end && ra.start < rb.end) {
-                    return Err(MultiJobError(format!(
-                        "jobs {b} and {a}: worker ports {}..{} and {}..{} overlap with worker {} in common: its frames would be both jobs'",
-                        rb.start, rb.end, ra.start, ra.end, w.ip
-                    )));
-                }
             }
         }
-        let jobs = jobs
-            .into_iter()
-            .map(|p| {
-                let sw = RefSwitch::new(p.job.clone());
-                (p, sw)
-            })
-            .collect();
-        Ok(MultiSwitch { jobs, unknown: Counters::default(), unknown_source_job: 0 })
+        let sw = RefSwitch::new(pa.job.clone());
+        self.jobs.push((pa, sw));
+        Ok(())
+    }
+
+    /// Takes out the job whose slots start at `slot_base` (its state and counters with it: the
+    /// switch's total counters keep only the jobs that remain and the unknown drops); `None`
+    /// when no job starts there.
+    pub fn remove(&mut self, slot_base: u32) -> Option<JobPlacement> {
+        let i = self.jobs.iter().position(|(p, _)| p.slot_base == slot_base)?;
+        Some(self.jobs.remove(i).0)
+    }
+
+    /// The MAC of the worker or parent at `ip` in any job (the first that has it): the software
+    /// switch frames a datagram from `ip` with it.
+    pub fn peer_mac(&self, ip: Ipv4Addr) -> Option<MacAddr> {
+        self.jobs.iter().find_map(|(p, _)| match p.job.rank_of(ip) {
+            Some(r) => Some(p.job.workers[r].mac),
+            None => p.job.parent.filter(|q| q.ip == ip).map(|q| q.mac),
+        })
+    }
+
+    /// Slots of the switch's memory.
+    pub fn capacity(&self) -> u32 {
+        self.capacity
     }
 
     /// The jobs, in configuration order.
@@ -187,7 +235,7 @@ impl MultiSwitch {
 
     /// Which job a frame is for ([`route`] over the jobs, with job 0's switch address).
     fn route(&self, frame: &[u8]) -> Route {
-        route(self.jobs[0].0.job.switch_ip, self.jobs.iter().map(|(p, _)| &p.job), frame)
+        route(self.switch_ip, self.jobs.iter().map(|(p, _)| &p.job), frame)
     }
 }
 
@@ -273,6 +321,11 @@ impl Engine for MultiSwitch {
     fn process(&mut self, frame: &[u8], out: &mut Vec<Vec<u8>>) {
         match self.route(frame) {
             Route::Job(i) => self.jobs[i].1.process(frame, out),
+            // No job yet (a switch that jobs join at run time): nothing to answer with.
+            Route::FirstJob if self.jobs.is_empty() => {
+                self.unknown.frames_in += 1;
+                self.unknown.drops[DropReason::UnknownSource.index()] += 1;
+            }
             Route::NoJob => {
                 self.unknown.frames_in += 1;
                 self.unknown.drops[DropReason::UnknownSource.index()] += 1;
@@ -291,6 +344,9 @@ impl Engine for MultiSwitch {
     }
     fn name(&self) -> &'static str {
         "model"
+    }
+    fn peer_mac(&self, ip: Ipv4Addr) -> Option<MacAddr> {
+        MultiSwitch::peer_mac(self, ip)
     }
     fn set_clock(&mut self, now_us: u64) {
         for (_, s) in &mut self.jobs {
@@ -315,6 +371,38 @@ impl Engine for MultiSwitch {
             self.unknown_source_job as f64,
         ));
         f
+    }
+}
+
+/// A [`MultiSwitch`] shared between the thread that serves it and the controller that adds
+/// and removes its jobs while it runs (docs/controller.md §4): each frame takes the lock.
+#[derive(Debug, Clone)]
+pub struct SharedSwitch(pub std::sync::Arc<std::sync::Mutex<MultiSwitch>>);
+
+impl SharedSwitch {
+    fn lock(&self) -> std::sync::MutexGuard<'_, MultiSwitch> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Engine for SharedSwitch {
+    fn process(&mut self, frame: &[u8], out: &mut Vec<Vec<u8>>) {
+        self.lock().process(frame, out)
+    }
+    fn counters(&self) -> Counters {
+        self.lock().counters()
+    }
+    fn name(&self) -> &'static str {
+        "model"
+    }
+    fn peer_mac(&self, ip: Ipv4Addr) -> Option<MacAddr> {
+        self.lock().peer_mac(ip)
+    }
+    fn set_clock(&mut self, now_us: u64) {
+        self.lock().set_clock(now_us)
+    }
+    fn metrics(&self) -> Vec<Family> {
+        self.lock().metrics()
     }
 }
 

@@ -275,11 +275,12 @@ fn serve_port(
                     Some(r) => job.workers[r].mac,
                     // The parent switch of a tree (docs/switch.md §6).
                     None if job.parent.is_some_and(|p| p.ip == *from.ip()) => job.parent.unwrap().mac,
-                    None => {
+                    // A worker of a job that joined while the switch runs (the controller's).
+                    None => engine.peer_mac(*from.ip()).unwrap_or_else(|| {
                         st.unknown_senders += 1;
                         let o = from.ip().octets();
                         MacAddr([0x02, 0x00, o[0], o[1], o[2], o[3]])
-                    }
+                    }),
                 };
                 frame::encapsulate(Endpoint { mac, ip: *from.ip(), port: from.port() }, switch, msg, &mut frame_buf);
                 out.clear();
