@@ -15,8 +15,9 @@ use crate::engines::{load_job, EngineKind};
 use anyhow::{Context, Result};
 use spotagg_driver::transport::{enlarge_buffers, SOCKET_BUFFER};
 use spotagg_driver::Counters;
+use spotagg_driver::JobConfig;
 use spotagg_spec::metrics_http::{serve_http, MetricsBoard};
-use spotagg_spec::multi_job::MultiSwitch;
+use spotagg_spec::multi_job::{MultiSwitch, SharedSwitch};
 pub use spotagg_spec::udp_switch::{counters_line, serve, serve_threads_lanes, ServeOptions};
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, UdpSocket};
@@ -30,7 +31,7 @@ use std::time::Duration;
 #[derive(clap::Args)]
 pub struct Args {
     /// The job configuration (TOML).
-    #[arg(long, required_unless_present = "jobs", conflicts_with = "jobs")]
+    #[arg(long, required_unless_present_any = ["jobs", "controller"], conflicts_with = "jobs")]
     config: Option<PathBuf>,
     /// Several jobs on one switch (docs/switch.md §8): a TOML file of `[[job]]` entries, each a
     /// job file (`config`) and its `slot_base` (spotagg_spec::multi_job). Reference engine, one thread.
@@ -69,6 +70,37 @@ pub struct Args {
     /// http://ADDR/metrics (e.g. 127.0.0.1:9464).
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
+    /// Serve SwitchML's gRPC controller on ADDR (e.g. 127.0.0.1:50099): jobs set themselves up
+    /// as their workers register (docs/controller.md). With `--config`, that job keeps its slots
+    /// and sessions take others. Reference engine, one thread.
+    #[arg(long, value_name = "ADDR", conflicts_with = "jobs")]
+    controller: Option<SocketAddr>,
+    /// The switch's IPv4 address in the controller's answers and jobs (default: --bind's).
+    #[arg(long, requires = "controller")]
+    switch_ip: Option<std::net::Ipv4Addr>,
+    /// The switch's MAC in the controller's answers and jobs.
+    #[arg(long, requires = "controller", default_value = "02:00:5a:00:00:01")]
+    switch_mac: spotagg_driver::wire::MacAddr,
+    /// Slots of the switch's memory that sessions share (with `--config`, past its job's).
+    #[arg(long, requires = "controller", default_value_t = 1024)]
+    capacity: u32,
+    /// Slots a session takes (or what is left).
+    #[arg(long, requires = "controller", default_value_t = 64)]
+    slots_per_session: u16,
+    /// A job's first worker port when a worker does not say (SwitchML's default).
+    #[arg(long, requires = "controller", default_value_t = 4000)]
+    worker_port: u16,
+    /// Consecutive worker ports when a worker does not say (SwitchML's threads).
+    #[arg(long, requires = "controller", default_value_t = 16)]
+    worker_ports: u16,
+    /// A file whose first line is the token that admits any peer (`spotagg-token` metadata;
+    /// our workers send SPOTAGG_TOKEN).
+    #[arg(long, requires = "controller")]
+    token_file: Option<PathBuf>,
+    /// A network whose peers register without a token (repeated; SwitchML's client sends none).
+    /// With neither this nor --token-file, only loopback peers.
+    #[arg(long, requires = "controller")]
+    allow: Vec<spotagg_controller::registry::Ipv4Net>,
 }
 
 /// The 16-bit twin of each of `sockets` (docs/switch.md §9): the same address, the port with bit
@@ -131,7 +163,13 @@ pub fn sum_counters(cs: impl IntoIterator<Item = Counters>) -> Counters {
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     anyhow::ensure!((0.0..=1.0).contains(&args.loss), "--loss {} is not a probability in 0..=1", args.loss);
-    let (job, threads, mut engines) = if let Some(jobs) = &args.jobs {
+    let mut controlled = None;
+    let (job, threads, mut engines) = if let Some(ctl) = args.controller {
+        let (engine, job) = controlled_switch(&args, ctl)?;
+        controlled = Some(engine.clone());
+        let engines: Vec<Box<dyn spotagg_driver::Engine>> = vec![Box::new(engine)];
+        (job, 1, engines)
+    } else if let Some(jobs) = &args.jobs {
         let multi = MultiSwitch::load(jobs)?;
         anyhow::ensure!(
             matches!(args.engine, EngineKind::Model),
@@ -203,6 +241,21 @@ pub fn run(args: Args) -> Result<()> {
         plain_io: args.plain_io,
         metrics: http.as_ref().map(|_| board.clone()),
     };
+    let ctl_stop = Arc::new(AtomicBool::new(false));
+    let ctl_thread = match (&controlled, args.controller) {
+        (Some(sw), Some(addr)) => {
+            let mut settings = controller_settings(&args, &job, !sockets16.is_empty())?;
+            settings.switch_port = addr_port(&sockets[0])?;
+            let registry = spotagg_controller::registry::Registry::new(settings, sw.clone());
+            let (at, h) = spotagg_controller::server::Controller::new(registry)
+                .spawn(addr, ctl_stop.clone())
+                .with_context(|| format!("--controller {addr}: cannot listen"))?;
+            println!("spotagg switch: controller on {at} (docs/controller.md)");
+            io::stdout().flush()?;
+            Some(h)
+        }
+        _ => None,
+    };
     let http_stop = AtomicBool::new(false);
     let st = std::thread::scope(|scope| {
         let server = http.as_ref().map(|l| scope.spawn(|| serve_http(l, &board, &http_stop)));
@@ -214,7 +267,12 @@ pub fn run(args: Args) -> Result<()> {
             }
         }
         st
-    })?;
+    });
+    ctl_stop.store(true, Ordering::Relaxed);
+    if let Some(h) = ctl_thread {
+        let _ = h.join();
+    }
+    let st = st?;
     let c = sum_counters(engines.iter().map(|e| e.counters()));
     let line = format!(
         "datagrams in {} out {}, injected drops in {} out {}, unknown senders {}, misrouted {}; system calls: {} receive, {} send",
@@ -229,6 +287,71 @@ pub fn run(args: Args) -> Result<()> {
     );
     print_summary("switch", args.json, &c, ("udp", &st), &line);
     Ok(())
+}
+
+/// The switch a controller configures: the `--config` job (if any) at slots 0..S, and the
+/// switch's addresses, as a job for the serve loop's addressing (no workers: those of the
+/// sessions' jobs are found through the engine, [`spotagg_driver::Engine::peer_mac`]).
+fn controlled_switch(args: &Args, ctl: SocketAddr) -> Result<(SharedSwitch, JobConfig)> {
+    use spotagg_spec::multi_job::JobPlacement;
+    anyhow::ensure!(
+        matches!(args.engine, EngineKind::Model),
+        "--controller runs the reference switch: drop --engine or use --engine model"
+    );
+    anyhow::ensure!(args.threads.unwrap_or(1) == 1, "--controller serves on one thread: drop --threads");
+    let bind_ip = match args.bind {
+        SocketAddr::V4(a) if !a.ip().is_unspecified() => Some(*a.ip()),
+        _ => None,
+    };
+    let file_job = args.config.as_ref().map(|p| load_job(p)).transpose()?;
+    let switch_ip = args.switch_ip.or(file_job.as_ref().map(|j| j.switch_ip)).or(bind_ip).with_context(|| {
+        format!("--controller {ctl}: give --switch-ip, the address workers send to (--bind {} names none)", args.bind)
+    })?;
+    let mut multi = MultiSwitch::empty(args.switch_mac, switch_ip, args.capacity);
+    let mut addressing = JobConfig::example(1, spotagg_driver::wire::PayloadSize::B256, 1);
+    addressing.workers.clear();
+    addressing.lanes16 = true;
+    if let Some(j) = file_job {
+        anyhow::ensure!(
+            j.switch_mac == args.switch_mac,
+            "{}: switch_mac = {} but --switch-mac {}: the controller's jobs share the switch's MAC",
+            args.config.as_ref().expect("loaded").display(),
+            j.switch_mac,
+            args.switch_mac
+        );
+        addressing = j.clone();
+        addressing.lanes16 = true;
+        multi.add(JobPlacement { job: j, slot_base: 0 }).map_err(|e| anyhow::anyhow!("--config: {e}"))?;
+    }
+    addressing.switch_mac = args.switch_mac;
+    addressing.switch_ip = switch_ip;
+    addressing.switch_port = match args.bind.port() {
+        0 => addressing.switch_port,
+        p => p,
+    };
+    Ok((SharedSwitch(Arc::new(std::sync::Mutex::new(multi))), addressing))
+}
+
+fn addr_port(s: &UdpSocket) -> Result<u16> {
+    Ok(s.local_addr()?.port())
+}
+
+/// The controller's settings from the command line.
+fn controller_settings(args: &Args, job: &JobConfig, lanes16: bool) -> Result<spotagg_controller::registry::Settings> {
+    let mut s = spotagg_controller::registry::Settings::new(job.switch_mac, job.switch_ip);
+    s.switch_port = job.switch_port;
+    s.lanes16 = lanes16;
+    s.worker_port = args.worker_port;
+    s.worker_ports = args.worker_ports;
+    s.slots_per_session = args.slots_per_session;
+    s.allow = args.allow.clone();
+    if let Some(p) = &args.token_file {
+        let text = std::fs::read_to_string(p).with_context(|| format!("--token-file {}", p.display()))?;
+        let t = text.lines().next().unwrap_or("").trim().to_string();
+        anyhow::ensure!(!t.is_empty(), "--token-file {}: the first line (the token) is empty", p.display());
+        s.token = Some(t);
+    }
+    Ok(s)
 }
 
 /// What a serving command prints when it stops: the counters and its own figures (`stats`,

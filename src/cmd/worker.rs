@@ -26,8 +26,22 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct Args {
     /// The job configuration (TOML).
-    #[arg(long)]
-    config: PathBuf,
+    #[arg(long, required_unless_present = "controller", conflicts_with = "controller")]
+    config: Option<PathBuf>,
+    /// Register with the switch's controller at HOST:PORT instead of reading a job file
+    /// (docs/controller.md §7): needs --world and --bind; SPOTAGG_TOKEN is sent if set.
+    #[arg(long, requires_all = ["world", "bind"])]
+    controller: Option<String>,
+    /// Workers of the job (with --controller).
+    #[arg(long, requires = "controller")]
+    world: Option<u32>,
+    /// Payload bytes of a packet (with --controller): 128, 256, 512 or 1024.
+    #[arg(long, requires = "controller", default_value_t = 256)]
+    payload: u32,
+    /// This worker's MAC (with --controller; default: its interface's, or 02:00 and the IPv4
+    /// address on loopback).
+    #[arg(long, requires = "controller")]
+    mac: Option<spotagg_driver::wire::MacAddr>,
     /// This worker's rank (its entry in the job's [[worker]] list).
     #[arg(long)]
     rank: usize,
@@ -55,6 +69,10 @@ pub struct Args {
     /// `lanes16 = true`, and the switch must be on SwitchML's ports).
     #[arg(long, default_value_t = 32, value_parser = lanes_arg)]
     lanes: u32,
+    /// The UDP port to send from (default: the job's `worker_port`). With --controller every
+    /// worker of the job must give the same (default: the controller's, SwitchML's 4000).
+    #[arg(long)]
+    worker_port: Option<u16>,
     /// Start the all-reduce at this Unix time (seconds, fractions allowed), after the tensor is
     /// made and the socket bound, so that the workers of a benchmark start together.
     #[arg(long)]
@@ -145,24 +163,83 @@ fn transport(job: &JobConfig, args: &Args) -> Result<UdpTransport> {
                 .ip
         }
     };
-    let local = SocketAddr::V4(SocketAddrV4::new(ip, job.worker_port));
+    let local = SocketAddr::V4(SocketAddrV4::new(ip, args.worker_port.unwrap_or(job.worker_port)));
     Ok(UdpTransport::bind(local, job.switches[0])
         .with_context(|| format!("cannot bind {local}"))?
         .with_switch_ports(job.switch_ports)
         .with_switches(job.switches.clone()))
 }
 
+/// The MAC of the interface that has `ip` (its sysfs address), or the locally administered
+/// 02:00 and `ip` where there is none (loopback).
+fn mac_of(ip: Ipv4Addr) -> spotagg_driver::wire::MacAddr {
+    let o = ip.octets();
+    let fallback = spotagg_driver::wire::MacAddr([0x02, 0x00, o[0], o[1], o[2], o[3]]);
+    let mut addrs: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills a list that freeifaddrs releases; every entry is read before that.
+    unsafe {
+        if libc::getifaddrs(&mut addrs) != 0 {
+            return fallback;
+        }
+        let mut name = None;
+        let mut p = addrs;
+        while !p.is_null() {
+            let a = (*p).ifa_addr;
+            if !a.is_null() && i32::from((*a).sa_family) == libc::AF_INET {
+                let sin = &*(a as *const libc::sockaddr_in);
+                if u32::from_be(sin.sin_addr.s_addr) == u32::from(ip) {
+                    name = Some(std::ffi::CStr::from_ptr((*p).ifa_name).to_string_lossy().into_owned());
+                    break;
+                }
+            }
+            p = (*p).ifa_next;
+        }
+        libc::freeifaddrs(addrs);
+        name.and_then(|n| std::fs::read_to_string(format!("/sys/class/net/{n}/address")).ok())
+            .and_then(|t| t.trim().parse().ok())
+            .filter(|m: &spotagg_driver::wire::MacAddr| m.0 != [0; 6])
+            .unwrap_or(fallback)
+    }
+}
+
+/// The job from the controller (docs/controller.md §7).
+fn job_from_controller(args: &Args, controller: &str) -> Result<JobConfig> {
+    let ip = args.bind.expect("clap requires --bind with --controller");
+    let payload = spotagg_driver::wire::PayloadSize::from_bytes(args.payload as usize)
+        .with_context(|| format!("--payload {}: must be 128, 256, 512 or 1024", args.payload))?;
+    let reg = spotagg_controller::client::Registration {
+        controller: controller.to_string(),
+        token: std::env::var("SPOTAGG_TOKEN").ok().filter(|t| !t.is_empty()),
+        rank: args.rank as u32,
+        num_workers: args.world.expect("clap requires --world with --controller"),
+        ip,
+        mac: args.mac.unwrap_or_else(|| mac_of(ip)),
+        payload,
+        worker_port: args.worker_port,
+        lanes16: args.lanes == 16,
+        timeout: std::time::Duration::from_secs(60),
+    };
+    Ok(spotagg_controller::client::register(&reg)?)
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let mut job = load_job(&args.config)?;
+    let (mut job, source) = match (&args.controller, &args.config) {
+        (Some(c), _) => {
+            let mut job = job_from_controller(&args, c)?;
+            job.switches = vec![SocketAddr::V4(SocketAddrV4::new(job.switch_ip, job.switch_port))];
+            (job, format!("the job of controller {c}"))
+        }
+        (None, Some(p)) => (load_job(p)?, p.display().to_string()),
+        (None, None) => unreachable!("clap requires --config or --controller"),
+    };
     if !args.switch.is_empty() {
         job.switches = args.switch.clone();
     }
     anyhow::ensure!(
         job.switches.len() < 2 || job.sessions,
-        "{} switches but sessions = false in {}: failover needs sessions",
+        "{} switches but sessions = false in {source}: failover needs sessions",
         job.switches.len(),
-        args.config.display()
     );
     anyhow::ensure!(args.rank < job.n(), "--rank {} is not in the job (n = {})", args.rank, job.n());
     anyhow::ensure!((0.0..=1.0).contains(&args.loss), "--loss {} is not a probability in 0..=1", args.loss);
@@ -180,8 +257,7 @@ pub fn run(args: Args) -> Result<()> {
     if lanes == Lanes::I16 {
         anyhow::ensure!(
             job.lanes16,
-            "--lanes 16 but {} does not set lanes16 = true: the switch would drop 16-bit frames",
-            args.config.display()
+            "--lanes 16 but {source} does not set lanes16 = true: the switch would drop 16-bit frames",
         );
     }
     let stats = Worker::new(job.clone(), args.rank)?
