@@ -40,6 +40,11 @@ pub struct Registration {
     pub lanes16: bool,
     /// How long to wait for the controller and the other workers.
     pub timeout: Duration,
+    /// The scope of the first Broadcast, which hands rank 0's session id to the others (0:
+    /// global, as SwitchML's; two jobs of the same size registering at the same moment would
+    /// then be refused, `ALREADY_EXISTS`). A value the job's workers share and no other job has
+    /// (Python: a hash of torch.distributed's rendezvous address) keeps them apart.
+    pub scope: u64,
 }
 
 /// Why registration failed.
@@ -117,7 +122,10 @@ async fn register_async(r: &Registration) -> Result<JobConfig, ClientError> {
     let n = r.num_workers;
     let mine = if r.rank == 0 { rand::random::<u64>() | 1 } else { 0 };
     let id = sync
-        .broadcast(request(r, BroadcastRequest { value: mine, rank: r.rank, num_workers: n, root: 0, session_id: 0 }))
+        .broadcast(request(
+            r,
+            BroadcastRequest { value: mine, rank: r.rank, num_workers: n, root: 0, session_id: r.scope },
+        ))
         .await
         .map_err(refused("Broadcast"))?
         .into_inner()
@@ -148,4 +156,36 @@ async fn register_async(r: &Registration) -> Result<JobConfig, ClientError> {
         answer = session.udp_session(request(r, ask)).await.map_err(refused("UdpSession"))?.into_inner();
     }
     JobConfig::from_toml(&answer.job_toml).map_err(|e| ClientError::Job(r.controller.clone(), e.0))
+}
+
+/// The MAC of the interface that has `ip` (its sysfs address), or the locally administered
+/// 02:00 and `ip` where there is none (loopback).
+pub fn mac_of(ip: Ipv4Addr) -> MacAddr {
+    let o = ip.octets();
+    let fallback = MacAddr([0x02, 0x00, o[0], o[1], o[2], o[3]]);
+    let mut addrs: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills a list that freeifaddrs releases; every entry is read before that.
+    unsafe {
+        if libc::getifaddrs(&mut addrs) != 0 {
+            return fallback;
+        }
+        let mut name = None;
+        let mut p = addrs;
+        while !p.is_null() {
+            let a = (*p).ifa_addr;
+            if !a.is_null() && i32::from((*a).sa_family) == libc::AF_INET {
+                let sin = &*(a as *const libc::sockaddr_in);
+                if u32::from_be(sin.sin_addr.s_addr) == u32::from(ip) {
+                    name = Some(std::ffi::CStr::from_ptr((*p).ifa_name).to_string_lossy().into_owned());
+                    break;
+                }
+            }
+            p = (*p).ifa_next;
+        }
+        libc::freeifaddrs(addrs);
+        name.and_then(|n| std::fs::read_to_string(format!("/sys/class/net/{n}/address")).ok())
+            .and_then(|t| t.trim().parse().ok())
+            .filter(|m: &MacAddr| m.0 != [0; 6])
+            .unwrap_or(fallback)
+    }
 }

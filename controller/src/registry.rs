@@ -32,6 +32,8 @@ pub struct Settings {
     pub slots_per_session: u16,
     /// The token that admits any peer (`spotagg-token` metadata).
     pub token: Option<String>,
+    /// A complete session whose job has received no frame for this long ends (0: never).
+    pub session_timeout: std::time::Duration,
     /// Networks whose peers are admitted without a token (none: loopback only).
     pub allow: Vec<Ipv4Net>,
 }
@@ -52,6 +54,7 @@ impl Settings {
             slots_per_session: 64,
             token: None,
             allow: Vec::new(),
+            session_timeout: std::time::Duration::from_secs(300),
         }
     }
 }
@@ -92,6 +95,11 @@ pub trait SwitchJobs: Send {
     fn remove(&mut self, slot_base: u32);
     /// Slots of the switch's memory.
     fn capacity(&self) -> u32;
+    /// µs since the job at `slot_base` last received a frame (or joined); `None` if the switch
+    /// does not know (the session then never times out).
+    fn idle_us(&self, _slot_base: u32) -> Option<u64> {
+        None
+    }
 }
 
 /// The software switch: a [`MultiSwitch`] its serving thread shares.
@@ -104,6 +112,9 @@ impl SwitchJobs for SharedSwitch {
     }
     fn capacity(&self) -> u32 {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).capacity()
+    }
+    fn idle_us(&self, slot_base: u32) -> Option<u64> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).idle_us(slot_base)
     }
 }
 
@@ -438,6 +449,25 @@ impl<S: SwitchJobs> Registry<S> {
         }
         self.end(id);
         Ok(())
+    }
+
+    /// Ends every complete session whose job has been idle for the settings' `session_timeout`
+    /// (docs/controller.md §4); returns their ids.
+    pub fn expire(&mut self) -> Vec<u64> {
+        let limit = self.settings.session_timeout.as_micros() as u64;
+        if limit == 0 {
+            return Vec::new();
+        }
+        let idle: Vec<u64> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| s.job.as_ref().and_then(|p| self.switch.idle_us(p.slot_base)).is_some_and(|t| t >= limit))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in &idle {
+            self.end(*id);
+        }
+        idle
     }
 
     /// Ends a session, freeing its job.

@@ -64,12 +64,26 @@ impl<S: SwitchJobs + 'static> Controller<S> {
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> Result<(), tonic::transport::Error> {
-        tonic::transport::Server::builder()
+        // Sessions idle for their timeout end (docs/controller.md §4), checked every second.
+        let registry = self.registry.clone();
+        let expiry = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                let ended = registry.lock().unwrap_or_else(|e| e.into_inner()).expire();
+                for id in ended {
+                    eprintln!("spotagg controller: session {id} ended: no frame from its workers for its timeout");
+                }
+            }
+        });
+        let served = tonic::transport::Server::builder()
             .add_service(session_server::SessionServer::new(self.clone()))
             .add_service(sync_server::SyncServer::new(self.clone()))
             .add_service(control_server::ControlServer::new(self))
             .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), shutdown)
-            .await
+            .await;
+        expiry.abort();
+        served
     }
 
     /// Serves on `addr` in a thread of its own (a single-threaded runtime) until `stop` is set;
@@ -164,14 +178,12 @@ impl<S: SwitchJobs + 'static> sync_server::Sync for Controller<S> {
         let req = r.into_inner();
         let check = self.reg().authorize(&c).and_then(|_| {
             let n = req.num_workers;
-            if !(1..=spotagg_driver::config::MAX_WORKERS as u32).contains(&n) || req.rank >= n || req.root >= n {
-                Err(Refusal {
-                    code: Code::InvalidArgument,
-                    message: format!(
-                        "num_workers = {n}, rank = {}, root = {}: ranks must be below num_workers",
-                        req.rank, req.root
-                    ),
-                })
+            let max = spotagg_driver::config::MAX_WORKERS as u32;
+            let bad = |message| Err(Refusal { code: Code::InvalidArgument, message });
+            if !(1..=max).contains(&n) {
+                bad(format!("num_workers = {n}: must be 1..={max}"))
+            } else if req.rank >= n || req.root >= n {
+                bad(format!("rank = {}, root = {}: must be below num_workers = {n}", req.rank, req.root))
             } else {
                 Ok(())
             }

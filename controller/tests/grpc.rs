@@ -152,6 +152,7 @@ fn workers_register_and_all_get_the_same_job() {
                 worker_port: Some(4100),
                 lanes16: true,
                 timeout: Duration::from_secs(20),
+                scope: 0,
             };
             std::thread::spawn(move || register(&reg))
         })
@@ -180,6 +181,7 @@ fn registration_times_out_naming_the_missing_workers() {
         worker_port: None,
         lanes16: false,
         timeout: Duration::from_millis(500),
+        scope: 0,
     };
     let e = register(&reg).unwrap_err().to_string();
     assert!(e.contains("no complete session within 500ms (are all 2 workers started?)"), "{e}");

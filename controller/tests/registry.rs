@@ -304,3 +304,37 @@ fn frame_from(job: &spotagg_driver::JobConfig, rank: usize, payload: &[u8]) -> V
     );
     f
 }
+
+/// A complete session whose job receives nothing for the timeout ends and frees its slots; one
+/// that keeps receiving frames stays (the switch's clock, `Engine::set_clock`).
+#[test]
+fn an_idle_session_times_out_and_its_slots_are_reused() {
+    let mut r = open();
+    for (id, base) in [(1u64, 10u8), (2, 20)] {
+        for k in 0..2u8 {
+            r.udp_session(&from(base + k), &ask(id, u32::from(k), 2, base + k)).unwrap();
+        }
+    }
+    assert_eq!(jobs(&r), vec![(1, 0, 2), (2, 64, 2)]);
+    let timeout = r.settings().session_timeout.as_micros() as u64;
+    let job2 = {
+        let sw = r.switch().0.lock().unwrap();
+        let j = sw.jobs().nth(1).unwrap().0.job.clone();
+        j
+    };
+    let mut sw = r.switch().clone();
+    sw.set_clock(timeout - 1);
+    // Session 2's rank 0 sends a frame just before the timeout; session 1's workers nothing.
+    let m = job2.contribution(spotagg_driver::wire::PoolIndex { slot: 0, set: 0 }, 0, [1]);
+    sw.process(&frame_from(&job2, 0, &m), &mut Vec::new());
+    assert!(r.expire().is_empty(), "nothing idle for the whole timeout yet");
+    sw.set_clock(timeout);
+    assert_eq!(r.expire(), vec![1]);
+    assert_eq!(jobs(&r), vec![(2, 64, 2)]);
+    // Session 2's last frame was at timeout − 1.
+    sw.set_clock(2 * timeout - 2);
+    assert!(r.expire().is_empty());
+    sw.set_clock(2 * timeout - 1);
+    assert_eq!(r.expire(), vec![2]);
+    assert!(jobs(&r).is_empty() && r.sessions().is_empty());
+}

@@ -62,6 +62,10 @@ pub struct MultiSwitch {
     capacity: u32,
     unknown: Counters,
     unknown_source_job: u64,
+    /// The clock of [`Engine::set_clock`], and each job's time of its last frame (or of its
+    /// joining), by job index: [`MultiSwitch::idle_us`].
+    now_us: u64,
+    last_frame_us: Vec<u64>,
 }
 
 #[derive(serde::Deserialize)]
@@ -150,6 +154,8 @@ impl MultiSwitch {
             capacity,
             unknown: Counters::default(),
             unknown_source_job: 0,
+            now_us: 0,
+            last_frame_us: Vec::new(),
         }
     }
 
@@ -193,6 +199,7 @@ impl MultiSwitch {
         }
         let sw = RefSwitch::new(pa.job.clone());
         self.jobs.push((pa, sw));
+        self.last_frame_us.push(self.now_us);
         Ok(())
     }
 
@@ -201,7 +208,16 @@ impl MultiSwitch {
     /// when no job starts there.
     pub fn remove(&mut self, slot_base: u32) -> Option<JobPlacement> {
         let i = self.jobs.iter().position(|(p, _)| p.slot_base == slot_base)?;
+        self.last_frame_us.remove(i);
         Some(self.jobs.remove(i).0)
+    }
+
+    /// How long (µs of the [`Engine::set_clock`] clock) the job whose slots start at
+    /// `slot_base` has received no frame, or since it joined; `None` when no job starts there.
+    /// The controller ends a session idle for its timeout (docs/controller.md §4).
+    pub fn idle_us(&self, slot_base: u32) -> Option<u64> {
+        let i = self.jobs.iter().position(|(p, _)| p.slot_base == slot_base)?;
+        Some(self.now_us.saturating_sub(self.last_frame_us[i]))
     }
 
     /// The MAC of the worker or parent at `ip` in any job (the first that has it): the software
@@ -320,7 +336,10 @@ fn switchml_source(switch_ip: Ipv4Addr, lanes16: bool, frame: &[u8]) -> Option<(
 impl Engine for MultiSwitch {
     fn process(&mut self, frame: &[u8], out: &mut Vec<Vec<u8>>) {
         match self.route(frame) {
-            Route::Job(i) => self.jobs[i].1.process(frame, out),
+            Route::Job(i) => {
+                self.last_frame_us[i] = self.now_us;
+                self.jobs[i].1.process(frame, out)
+            }
             // No job yet (a switch that jobs join at run time): nothing to answer with.
             Route::FirstJob if self.jobs.is_empty() => {
                 self.unknown.frames_in += 1;
@@ -349,6 +368,7 @@ impl Engine for MultiSwitch {
         MultiSwitch::peer_mac(self, ip)
     }
     fn set_clock(&mut self, now_us: u64) {
+        self.now_us = now_us;
         for (_, s) in &mut self.jobs {
             s.set_clock(now_us);
         }

@@ -101,6 +101,10 @@ pub struct Args {
     /// With neither this nor --token-file, only loopback peers.
     #[arg(long, requires = "controller")]
     allow: Vec<spotagg_controller::registry::Ipv4Net>,
+    /// A session whose workers have sent nothing for this many seconds ends and frees its slots
+    /// (0: never).
+    #[arg(long, requires = "controller", default_value_t = 300.0)]
+    session_timeout: f64,
 }
 
 /// The 16-bit twin of each of `sockets` (docs/switch.md §9): the same address, the port with bit
@@ -345,6 +349,12 @@ fn controller_settings(args: &Args, job: &JobConfig, lanes16: bool) -> Result<sp
     s.worker_ports = args.worker_ports;
     s.slots_per_session = args.slots_per_session;
     s.allow = args.allow.clone();
+    anyhow::ensure!(
+        args.session_timeout >= 0.0 && args.session_timeout.is_finite(),
+        "--session-timeout {}: must be seconds, 0 or more",
+        args.session_timeout
+    );
+    s.session_timeout = Duration::from_secs_f64(args.session_timeout);
     if let Some(p) = &args.token_file {
         let text = std::fs::read_to_string(p).with_context(|| format!("--token-file {}", p.display()))?;
         let t = text.lines().next().unwrap_or("").trim().to_string();

@@ -170,38 +170,6 @@ fn transport(job: &JobConfig, args: &Args) -> Result<UdpTransport> {
         .with_switches(job.switches.clone()))
 }
 
-/// The MAC of the interface that has `ip` (its sysfs address), or the locally administered
-/// 02:00 and `ip` where there is none (loopback).
-fn mac_of(ip: Ipv4Addr) -> spotagg_driver::wire::MacAddr {
-    let o = ip.octets();
-    let fallback = spotagg_driver::wire::MacAddr([0x02, 0x00, o[0], o[1], o[2], o[3]]);
-    let mut addrs: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs fills a list that freeifaddrs releases; every entry is read before that.
-    unsafe {
-        if libc::getifaddrs(&mut addrs) != 0 {
-            return fallback;
-        }
-        let mut name = None;
-        let mut p = addrs;
-        while !p.is_null() {
-            let a = (*p).ifa_addr;
-            if !a.is_null() && i32::from((*a).sa_family) == libc::AF_INET {
-                let sin = &*(a as *const libc::sockaddr_in);
-                if u32::from_be(sin.sin_addr.s_addr) == u32::from(ip) {
-                    name = Some(std::ffi::CStr::from_ptr((*p).ifa_name).to_string_lossy().into_owned());
-                    break;
-                }
-            }
-            p = (*p).ifa_next;
-        }
-        libc::freeifaddrs(addrs);
-        name.and_then(|n| std::fs::read_to_string(format!("/sys/class/net/{n}/address")).ok())
-            .and_then(|t| t.trim().parse().ok())
-            .filter(|m: &spotagg_driver::wire::MacAddr| m.0 != [0; 6])
-            .unwrap_or(fallback)
-    }
-}
-
 /// The job from the controller (docs/controller.md §7).
 fn job_from_controller(args: &Args, controller: &str) -> Result<JobConfig> {
     let ip = args.bind.expect("clap requires --bind with --controller");
@@ -213,11 +181,12 @@ fn job_from_controller(args: &Args, controller: &str) -> Result<JobConfig> {
         rank: args.rank as u32,
         num_workers: args.world.expect("clap requires --world with --controller"),
         ip,
-        mac: args.mac.unwrap_or_else(|| mac_of(ip)),
+        mac: args.mac.unwrap_or_else(|| spotagg_controller::client::mac_of(ip)),
         payload,
         worker_port: args.worker_port,
         lanes16: args.lanes == 16,
         timeout: std::time::Duration::from_secs(60),
+        scope: 0,
     };
     Ok(spotagg_controller::client::register(&reg)?)
 }
