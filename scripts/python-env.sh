@@ -56,7 +56,7 @@ esac
 stamp="$venv/.spotagg-stamp"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$profile" ] || ! "$py" -c 'import spotagg' >/dev/null 2>&1 \
     || [ -n "$(find python/src python/python python/Cargo.toml python/pyproject.toml driver/src driver/Cargo.toml \
-        spec/src spec/Cargo.toml Cargo.lock -newer "$stamp" \
+        spec/src spec/Cargo.toml controller/src controller/build.rs controller/Cargo.toml Cargo.lock -newer "$stamp" \
         -not -path '*/__pycache__*' -print -quit)" ]; then
     echo "== python-env: pip install ./python (maturin, $profile build)" >&2
     MATURIN_PEP517_ARGS="--profile $profile" \

@@ -45,6 +45,13 @@ create_exception!(
     "The switch's answer contradicts the protocol (for example, workers that disagree on exponents)."
 );
 
+create_exception!(
+    spotagg,
+    ControllerError,
+    SpotaggError,
+    "The switch's controller refused a registration, or the job's workers did not all register in time."
+);
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -448,6 +455,7 @@ impl PyWorker {
 }
 
 /// The engine shared between the serving thread and `counters()`.
+#[derive(Clone)]
 struct SharedEngine(Arc<Mutex<RefSwitch>>);
 
 impl Engine for SharedEngine {
@@ -466,7 +474,12 @@ impl Engine for SharedEngine {
 #[pyclass(module = "spotagg", frozen)]
 struct SoftwareSwitch {
     address: SocketAddr,
-    engine: Arc<Mutex<RefSwitch>>,
+    /// The serving thread's engine (a handle to it: the reference switch of the job, or the
+    /// switch of several jobs a controller configures).
+    engine: Box<dyn Engine + Sync>,
+    /// The controller's address and thread, with `controller=`.
+    controller: Option<SocketAddr>,
+    controller_thread: Mutex<Option<JoinHandle<()>>>,
     stop: Arc<AtomicBool>,
     thread: Mutex<Option<JoinHandle<std::io::Result<ServeStats>>>>,
     served: Mutex<Option<ServeStats>>,
@@ -475,6 +488,9 @@ struct SoftwareSwitch {
 impl SoftwareSwitch {
     fn shutdown(&self) -> PyResult<()> {
         self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = lock(&self.controller_thread).take() {
+            let _ = h.join();
+        }
         let handle = lock(&self.thread).take();
         if let Some(h) = handle {
             match h.join() {
@@ -494,39 +510,111 @@ impl SoftwareSwitch {
 
 #[pymethods]
 impl SoftwareSwitch {
-    /// `SoftwareSwitch(job, bind="127.0.0.1:0", loss=0.0, seed=0)`: serves the reference switch
-    /// for `job` (path or TOML text) on UDP `bind` until `close()`; `loss` drops each datagram
-    /// with that probability in each direction (seeded by `seed`), for tests of retransmission.
-    /// A job with `lanes16 = true` is also served on the 16-bit twin of the port
-    /// (docs/switch.md §9), so the port must be a SwitchML port (0xBEE0..=0xBEEF); with port 0
-    /// the first such port whose twin is free too is taken.
+    /// `SoftwareSwitch(job=None, bind="127.0.0.1:0", loss=0.0, seed=0, controller=None,
+    /// token=None, allow=None)`: serves
+    /// the reference switch for `job` (path or TOML text) on UDP `bind` until `close()`; `loss`
+    /// drops each datagram with that probability in each direction (seeded by `seed`), for tests
+    /// of retransmission. A job with `lanes16 = true` is also served on the 16-bit twin of the
+    /// port (docs/switch.md §9), so the port must be a SwitchML port (0xBEE0..=0xBEEF); with
+    /// port 0 the first such port whose twin is free too is taken.
+    ///
+    /// `controller="IP:PORT"` also serves SwitchML's gRPC controller there (docs/controller.md;
+    /// port 0: any, see `controller_address`): jobs set themselves up as their workers register
+    /// (`spotagg.register`), `job` (if given) keeping slots 0..S; the switch's address is
+    /// `bind`'s (which must name one), its 16-bit twin always served. `token` admits any worker
+    /// that sends it (SPOTAGG_TOKEN), `allow` (a list of "a.b.c.d/len") the workers of those
+    /// networks without it; with neither, loopback workers only (docs/controller.md §5).
     #[new]
-    #[pyo3(signature = (job, bind="127.0.0.1:0", loss=0.0, seed=0))]
-    fn new(job: &Bound<'_, PyAny>, bind: &str, loss: f64, seed: u64) -> PyResult<SoftwareSwitch> {
+    #[pyo3(signature = (job=None, bind="127.0.0.1:0", loss=0.0, seed=0, controller=None, token=None, allow=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        job: Option<&Bound<'_, PyAny>>,
+        bind: &str,
+        loss: f64,
+        seed: u64,
+        controller: Option<&str>,
+        token: Option<String>,
+        allow: Option<Vec<String>>,
+    ) -> PyResult<SoftwareSwitch> {
         if !(0.0..=1.0).contains(&loss) {
             return Err(PyValueError::new_err(format!("loss = {loss} is not a probability in 0..=1")));
         }
-        let job = job_from(job)?;
         let local = socket_addr("bind", bind)?;
-        let (socket, twin) = if job.lanes16 { bind_with_twin(local)? } else { (bind_udp(local)?, None) };
+        let job = match (job, controller) {
+            (Some(j), _) => Some(job_from(j)?),
+            (None, Some(_)) => None,
+            (None, None) => return Err(PyValueError::new_err("SoftwareSwitch needs a job, or controller=\"IP:PORT\"")),
+        };
+        let lanes16 = controller.is_some() || job.as_ref().is_some_and(|j| j.lanes16);
+        let (socket, twin) = if lanes16 { bind_with_twin(local)? } else { (bind_udp(local)?, None) };
         enlarge_buffers(&socket, SOCKET_BUFFER);
         if let Some(t) = &twin {
             enlarge_buffers(t, SOCKET_BUFFER);
         }
         let address = socket.local_addr().map_err(|e| PyOSError::new_err(e.to_string()))?;
-        let engine = Arc::new(Mutex::new(RefSwitch::new(job.clone())));
         let stop = Arc::new(AtomicBool::new(false));
-        let (e, s) = (engine.clone(), stop.clone());
+        let (engine, serving, addressing, ctl): (Box<dyn Engine + Sync>, Box<dyn Engine>, JobConfig, _) =
+            match controller {
+                None => {
+                    let job = job.expect("a job without a controller");
+                    let e = SharedEngine(Arc::new(Mutex::new(RefSwitch::new(job.clone()))));
+                    (Box::new(e.clone()), Box::new(e), job, None)
+                }
+                Some(c) => {
+                    let at = socket_addr("controller", c)?;
+                    let (sw, addressing) = controlled(job, address)?;
+                    let mut settings =
+                        spotagg_controller::registry::Settings::new(addressing.switch_mac, addressing.switch_ip);
+                    settings.switch_port = address.port();
+                    settings.token = token.filter(|t| !t.is_empty());
+                    settings.allow = allow
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|n| n.parse().map_err(|e: String| PyValueError::new_err(format!("allow: {e}"))))
+                        .collect::<PyResult<_>>()?;
+                    let registry = spotagg_controller::registry::Registry::new(settings, sw.clone());
+                    let (at, h) = spotagg_controller::server::Controller::new(registry)
+                        .spawn(at, stop.clone())
+                        .map_err(|e| PyOSError::new_err(format!("controller = {c:?}: cannot listen: {e}")))?;
+                    (Box::new(sw.clone()), Box::new(sw), addressing, Some((at, h)))
+                }
+            };
+        let s = stop.clone();
         let thread = std::thread::Builder::new()
             .name(format!("spotagg-switch-{address}"))
             .spawn(move || {
                 let opts = ServeOptions { loss, seed, ..ServeOptions::default() };
-                let mut engines: Vec<Box<dyn Engine>> = vec![Box::new(SharedEngine(e))];
+                let mut engines: Vec<Box<dyn Engine>> = vec![serving];
                 let twins: Vec<UdpSocket> = twin.into_iter().collect();
-                udp_switch::serve_threads_lanes(std::slice::from_ref(&socket), &twins, &job, &mut engines, &opts, &s)
+                udp_switch::serve_threads_lanes(
+                    std::slice::from_ref(&socket),
+                    &twins,
+                    &addressing,
+                    &mut engines,
+                    &opts,
+                    &s,
+                )
             })
             .map_err(|e| PyOSError::new_err(format!("cannot start the switch thread: {e}")))?;
-        Ok(SoftwareSwitch { address, engine, stop, thread: Mutex::new(Some(thread)), served: Mutex::new(None) })
+        let (controller, controller_thread) = match ctl {
+            Some((a, h)) => (Some(a), Some(h)),
+            None => (None, None),
+        };
+        Ok(SoftwareSwitch {
+            address,
+            engine,
+            controller,
+            controller_thread: Mutex::new(controller_thread),
+            stop,
+            thread: Mutex::new(Some(thread)),
+            served: Mutex::new(None),
+        })
+    }
+
+    /// The controller's address, "IP:PORT" (`SPOTAGG_CONTROLLER`), or None without one.
+    #[getter]
+    fn controller_address(&self) -> Option<String> {
+        self.controller.map(|a| a.to_string())
     }
 
     /// The bound address, "IP:PORT" (what workers take as `switch`).
@@ -545,7 +633,7 @@ impl SoftwareSwitch {
     /// reason) as a dict; after `close()` also the serving loop's datagram counts.
     fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        for (k, v) in lock(&self.engine).counters().named() {
+        for (k, v) in self.engine.counters().named() {
             d.set_item(k, v)?;
         }
         if let Some(st) = *lock(&self.served) {
@@ -619,6 +707,94 @@ fn bind_with_twin(local: SocketAddr) -> PyResult<(UdpSocket, Option<UdpSocket>)>
     let twin = UdpSocket::bind(t)
         .map_err(|e| PyOSError::new_err(format!("cannot bind the switch's 16-bit port {t} (lanes16 = true): {e}")))?;
     Ok((bind_udp(local)?, Some(twin)))
+}
+
+/// The switch a controller configures for `SoftwareSwitch(controller=...)`: `job` (if any) at
+/// slots 0..S, 1024 slots in all; and the job the serve loop addresses frames with.
+fn controlled(
+    job: Option<JobConfig>,
+    address: SocketAddr,
+) -> PyResult<(spotagg_spec::multi_job::SharedSwitch, JobConfig)> {
+    use spotagg_spec::multi_job::{JobPlacement, MultiSwitch, SharedSwitch};
+    let SocketAddr::V4(a) = address else {
+        return Err(PyValueError::new_err(format!("bind = {address}: the controller's switch needs an IPv4 address")));
+    };
+    if a.ip().is_unspecified() {
+        return Err(PyValueError::new_err(format!(
+            "bind = {address}: with a controller, bind the address workers send to (not 0.0.0.0)"
+        )));
+    }
+    let mut addressing = job.clone().unwrap_or_else(|| {
+        let mut j = JobConfig::example(1, PayloadSize::B256, 1);
+        j.workers.clear();
+        j
+    });
+    addressing.switch_ip = *a.ip();
+    addressing.switch_port = a.port();
+    addressing.lanes16 = true;
+    let mut multi = MultiSwitch::empty(addressing.switch_mac, *a.ip(), 1024);
+    if let Some(mut j) = job {
+        j.switch_ip = *a.ip();
+        multi.add(JobPlacement { job: j, slot_base: 0 }).map_err(|e| PyValueError::new_err(format!("job: {e}")))?;
+    }
+    Ok((SharedSwitch(Arc::new(Mutex::new(multi))), addressing))
+}
+
+/// `register(controller, rank, world_size, bind, payload_bytes=256, lanes16=False, mac=None,
+/// worker_port=None, token=None, timeout=60.0, scope=0)`: registers this worker with the switch's
+/// controller (docs/controller.md §7: SwitchML's sequence, every worker of the job calling it)
+/// and returns the job's TOML text, for `Worker(job, rank, switch)`. `bind` is the worker's
+/// IPv4 address (the one it sends from and connects to the controller from); `mac` defaults
+/// to its interface's (02:00 and the address on loopback); `token` to SPOTAGG_TOKEN. A refusal
+/// or a timeout is a `ControllerError` naming the controller, the call and the reason. `scope`
+/// (a number the job's workers share and no other job has) keeps the session id's Broadcast
+/// apart from another job's of the same size registering at the same moment.
+#[pyfunction]
+#[pyo3(signature = (controller, rank, world_size, bind, payload_bytes=256, lanes16=false, mac=None, worker_port=None, token=None, timeout=60.0, scope=0))]
+#[allow(clippy::too_many_arguments)]
+fn register(
+    py: Python<'_>,
+    controller: &str,
+    rank: u32,
+    world_size: u32,
+    bind: &str,
+    payload_bytes: usize,
+    lanes16: bool,
+    mac: Option<&str>,
+    worker_port: Option<u16>,
+    token: Option<String>,
+    timeout: f64,
+    scope: u64,
+) -> PyResult<String> {
+    let ip: Ipv4Addr =
+        bind.parse().map_err(|_| PyValueError::new_err(format!("bind = {bind:?} is not an IPv4 address")))?;
+    let payload = PayloadSize::from_bytes(payload_bytes).ok_or_else(|| {
+        PyValueError::new_err(format!("payload_bytes = {payload_bytes}: must be 128, 256, 512 or 1024"))
+    })?;
+    let mac = match mac {
+        Some(m) => m.parse().map_err(|_| PyValueError::new_err(format!("mac = {m:?} is not a MAC address")))?,
+        None => spotagg_controller::client::mac_of(ip),
+    };
+    if !(timeout > 0.0 && timeout.is_finite()) {
+        return Err(PyValueError::new_err(format!("timeout = {timeout}: must be a positive number of seconds")));
+    }
+    let reg = spotagg_controller::client::Registration {
+        controller: controller.to_string(),
+        token: token.or_else(|| std::env::var("SPOTAGG_TOKEN").ok()).filter(|t| !t.is_empty()),
+        rank,
+        num_workers: world_size,
+        ip,
+        mac,
+        payload,
+        worker_port,
+        lanes16,
+        timeout: std::time::Duration::from_secs_f64(timeout),
+        scope,
+    };
+    let job = py
+        .detach(|| spotagg_controller::client::register(&reg))
+        .map_err(|e| ControllerError::new_err(e.to_string()))?;
+    Ok(job.to_toml())
 }
 
 /// `example_job(n, ...)`: the TOML text of a job of `n` workers on loopback addresses: the
@@ -720,6 +896,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SoftwareSwitch>()?;
     m.add_function(wrap_pyfunction!(example_job, m)?)?;
     m.add_function(wrap_pyfunction!(error_bounds, m)?)?;
+    m.add_function(wrap_pyfunction!(register, m)?)?;
+    m.add("ControllerError", py.get_type::<ControllerError>())?;
     m.add("SpotaggError", py.get_type::<SpotaggError>())?;
     m.add("SwitchUnreachable", py.get_type::<SwitchUnreachable>())?;
     m.add("ProtocolError", py.get_type::<ProtocolError>())?;

@@ -262,3 +262,24 @@ def backend_hosts(rank, n, job, switch, local_size):
     out["ddp_diff"] = float((params(ref) - params(spot)).abs().max())
     out["params"] = params(spot).numpy()
     return out
+
+
+def hosts_via_controller(rank, n, controller, steps, local_size):
+    """hosts_against_default with no job: each host's leader registers with the controller from
+    its own loopback address (127.0.0.60 + host) and takes the job from the answer."""
+    host = rank // local_size
+    ref, o1 = sgd_ddp()
+    ddp = DDP(model(), bucket_cap_mb=0.02)
+    state = st.HookState(controller=controller, bind=f"127.0.0.{60 + host}", local_size=local_size)
+    ddp.register_comm_hook(state, st.allreduce_hook)
+    o2 = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    diffs = []
+    for step in range(steps):
+        train_step(ref, o1, rank, step)
+        train_step(ddp, o2, rank, step)
+        diffs.append(float((params(ref) - params(ddp)).abs().max()))
+    out = dict(diffs=diffs, switch_ops=state.switch_allreduces, fell_back=state.fell_back, buckets=len(state.buckets),
+               params=params(ddp).numpy(), leader=state.worker is not None,
+               world=state.worker.world_size if state.worker is not None else None)
+    state.close()
+    return out

@@ -5,14 +5,18 @@
 - :class:`SoftwareSwitch` — the reference switch served over UDP by a background thread.
 - :func:`example_job` — the TOML text of a job on loopback addresses.
 - :func:`error_bounds` — the float32 error bound of driver/src/fixedpoint.rs, per element.
+- :func:`register` — a worker's registration with the switch's controller (docs/controller.md):
+  the job's TOML text, without a job file.
 - :mod:`spotagg.torch` — the DDP communication hook and the ``spotagg`` torch.distributed
   backend (imports torch).
 
 Errors: :class:`SwitchUnreachable` when the switch stops answering, :class:`ProtocolError` for
-an answer that contradicts the protocol; both derive from :class:`SpotaggError`.
+an answer that contradicts the protocol, :class:`ControllerError` for a registration refused or
+not completed in time; all derive from :class:`SpotaggError`.
 """
 
 from ._native import (
+    ControllerError,
     ProtocolError,
     SoftwareSwitch,
     SpotaggError,
@@ -21,10 +25,12 @@ from ._native import (
     Worker,
     error_bounds,
     example_job,
+    register,
 )
 from .datasets import load_digits
 
 __all__ = [
+    "ControllerError",
     "ProtocolError",
     "SoftwareSwitch",
     "SpotaggError",
@@ -34,4 +40,5 @@ __all__ = [
     "error_bounds",
     "example_job",
     "load_digits",
+    "register",
 ]

@@ -60,7 +60,7 @@ import warnings
 import torch
 import torch.distributed as dist
 
-from . import SpotaggError, Worker
+from . import SpotaggError, Worker, register
 
 __all__ = ["HookState", "allreduce_hook", "ProcessGroupSpotagg"]
 
@@ -84,14 +84,42 @@ def _lanes_for(dtype, lanes16: bool, compression) -> int:
     return 32
 
 
-def _job_and_switch(job, switch):
+def _job_and_switch(job, switch, controller=None):
+    """(job, switch, controller): the job and switch given or from SPOTAGG_JOB / SPOTAGG_SWITCH;
+    without a job, the controller given or SPOTAGG_CONTROLLER (docs/controller.md §7), with job
+    and switch None: the hosts' leaders register and take the job from its answer."""
     job = job if job is not None else os.environ.get("SPOTAGG_JOB")
     switch = switch if switch is not None else os.environ.get("SPOTAGG_SWITCH")
+    controller = controller if controller is not None else os.environ.get("SPOTAGG_CONTROLLER")
+    if not job and controller:
+        return None, switch or None, controller
     if not job:
-        raise ValueError("spotagg: no job: pass job= (a job TOML path or text) or set SPOTAGG_JOB")
+        raise ValueError(
+            "spotagg: no job: pass job= (a job TOML path or text) or set SPOTAGG_JOB, "
+            "or controller= (\"HOST:PORT\") or SPOTAGG_CONTROLLER"
+        )
     if not switch:
         raise ValueError("spotagg: no switch: pass switch= (\"IP:PORT\") or set SPOTAGG_SWITCH")
-    return job, switch
+    return job, switch, None
+
+
+def _rendezvous_scope() -> int:
+    """A number the ranks of this torch.distributed job share and another job's do not: a hash
+    of its rendezvous address (MASTER_ADDR:MASTER_PORT, which torchrun sets); 0 without one."""
+    import zlib
+
+    addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+    return zlib.crc32(f"{addr}:{port}".encode()) | 1 << 32 if addr and port else 0
+
+
+def _route_to(controller: str) -> str:
+    """This host's IPv4 address on the kernel's route to `controller` ("HOST:PORT")."""
+    import socket
+
+    host, _, port = controller.rpartition(":")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect((host, int(port)))
+        return s.getsockname()[0]
 
 
 class _Sender:
@@ -335,13 +363,15 @@ class HookState:
     """
 
     def __init__(self, switch=None, job=None, bind=None, fallback=True, process_group=None, local_size=None,
-                 compression=None):
+                 compression=None, controller=None):
         if not dist.is_initialized():
             raise RuntimeError("spotagg.torch.HookState: call torch.distributed.init_process_group first")
         if compression not in _COMPRESSIONS:
             raise ValueError(f"spotagg: compression = {compression!r}: None or \"lanes16\"")
-        job, switch = _job_and_switch(job, switch)
-        lanes16 = _job_lanes16(job)
+        job, switch, controller = _job_and_switch(job, switch, controller)
+        # A job from the controller takes 16-bit lanes when asked for them (every rank decides
+        # alike from its own arguments).
+        lanes16 = compression == "lanes16" if controller else _job_lanes16(job)
         if compression == "lanes16" and not lanes16:
             raise ValueError(
                 "spotagg: compression = \"lanes16\" needs a job with lanes16 = true (docs/switch.md §9); "
@@ -359,7 +389,9 @@ class HookState:
         self.worker = _host_worker(
             job, switch, bind, host, local_rank, hosts, local_size,
             f"spotagg: the job has {{}} workers but torch.distributed's world size is {world}",
+            controller=controller, lanes16=lanes16,
         )
+        switch = switch or (self.worker.switch if self.worker is not None else f"controller {controller}")
         ranks = list(range(world)) if process_group is None else dist.get_process_group_ranks(process_group)
         gloo = dist.new_group(ranks=None if process_group is None else ranks, backend="gloo")
         local = None
@@ -419,10 +451,22 @@ class HookState:
             self._next_index = 0 if last else self._next_index + 1
 
 
-def _host_worker(job, switch, bind, host, local_rank, hosts, local_size, mismatch):
+def _host_worker(job, switch, bind, host, local_rank, hosts, local_size, mismatch, controller=None, lanes16=False):
     """The Worker of host `host` on its first rank (None on the others), after checking on every
     rank that the job has one worker a host: else a ValueError, `mismatch` with the job's count
-    in its {}."""
+    in its {}. With `controller` (and no job) the first rank registers as worker `host` of
+    `hosts` from `bind`'s address (default: its address on the route to the controller) and
+    takes the job from the answer (docs/controller.md §7)."""
+    if controller is not None:
+        if local_rank != 0:
+            return None
+        ip = bind.rpartition(":")[0] if bind and ":" in bind else (bind or _route_to(controller))
+        job = register(controller, host, hosts, ip, lanes16=lanes16, scope=_rendezvous_scope())
+        import tomllib
+
+        t = tomllib.loads(job)
+        switch = switch or f"{t['switch_ip']}:{t['switch_port']}"
+        return Worker(job, host, switch, bind if bind and ":" in bind else None)
     workers = _job_workers(job)
     if workers is not None and workers != hosts:
         raise ValueError(
@@ -500,8 +544,10 @@ class ProcessGroupSpotagg(dist.ProcessGroup):
 
     def __init__(self, store, rank, size, timeout):
         super().__init__(rank, size)
-        job, switch = _job_and_switch(None, None)
+        job, switch, controller = _job_and_switch(None, None)
         bind = os.environ.get("SPOTAGG_BIND") or None
+        # A job from the controller takes 16-bit lanes with SPOTAGG_LANES16=1.
+        lanes16 = os.environ.get("SPOTAGG_LANES16") == "1" if controller else _job_lanes16(job)
         # Several ranks per host (LOCAL_WORLD_SIZE, as torchrun sets it): the job lists hosts.
         local_size = int(os.environ.get("LOCAL_WORLD_SIZE") or 1)
         if local_size < 1 or size % local_size:
@@ -511,7 +557,9 @@ class ProcessGroupSpotagg(dist.ProcessGroup):
         self.worker = _host_worker(
             job, switch, bind, host, local_rank, hosts, local_size,
             f"spotagg backend: the job has {{}} workers but the group has {size}",
+            controller=controller, lanes16=lanes16,
         )
+        switch = switch or (self.worker.switch if self.worker is not None else f"controller {controller}")
         # Two Gloo groups: one for the calls of the caller's thread, one for the sender thread's
         # fallback (collectives of two threads on one group could be matched out of order), and
         # the host's own for the local stage (used by the sender thread only).
@@ -524,7 +572,7 @@ class ProcessGroupSpotagg(dist.ProcessGroup):
             )
         switch_name = switch if isinstance(switch, str) else ",".join(switch)
         self.sender = _Sender(self.worker, fallback, size, rank, True, store, "spotagg/fallback",
-                              local=local, switch_name=switch_name, lanes16=_job_lanes16(job))
+                              local=local, switch_name=switch_name, lanes16=lanes16)
 
     def getBackendName(self):
         return "spotagg"
