@@ -37,6 +37,10 @@ about 2^-15 · n of the bucket's packet-block maximum, against 2^-31 · n for 32
 Without ``lanes16`` in the job, every bucket goes as 32-bit lanes (float16 and bfloat16
 widened), as before.
 
+CUDA buckets (the hook and the backend) go through pinned host buffers, copied on a side stream
+while the earlier buckets are on the wire (:class:`_Staging`); the future carries the device, so
+DDP's stream waits for the copy back.
+
 Several ranks per host (``local_size``, default ``LOCAL_WORLD_SIZE``): the job lists hosts;
 each bucket is reduced over the host's ranks with Gloo to the host's first rank, which
 all-reduces it through the switch, and a status word and then the sum are broadcast back; a
@@ -44,8 +48,9 @@ failure at the leader reaches its ranks in the status word and they join the agr
 
 Backend: importing this module registers the torch.distributed backend ``spotagg``;
 ``dist.new_group(backend="spotagg")`` (with a Gloo default group, and SPOTAGG_JOB /
-SPOTAGG_SWITCH set) serves ``all_reduce`` (SUM of float32, int32, float16 and bfloat16 CPU
-tensors; the 16-bit ones widened to float32 on the host) through the switch,
+SPOTAGG_SWITCH set) serves ``all_reduce`` (SUM of float32, int32, float16 and bfloat16 CPU or
+CUDA tensors; the 16-bit ones widened to float32 on the host, or as 16-bit lanes) through the
+switch,
 and broadcast, allgather, barrier and the other reductions through a Gloo group of its own.
 """
 
@@ -120,6 +125,82 @@ def _route_to(controller: str) -> str:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.connect((host, int(port)))
         return s.getsockname()[0]
+
+
+class _Staging:
+    """CUDA tensors through the host, as Gloo serves them without GPUDirect
+    (``AsyncAllreduceCUDAHostWork``): on the caller's thread, an event on its current stream, a
+    side stream (one per device) that waits on it and copies the tensor into a pinned host
+    buffer with ``non_blocking=True``; on the sender thread, a wait for that copy, the
+    all-reduce of the host buffer, a ``non_blocking`` copy back on the side stream, and the
+    future completed with the side stream current, so that whoever waits on it (DDP, or
+    ``fut.wait()``) has its stream wait for the copy back. Pinned buffers are kept per (size,
+    dtype) and reused once their copy back has completed. While one bucket is on the wire, the
+    next ones are being copied: they were staged when the hook got them."""
+
+    def __init__(self):
+        self._streams = {}
+        self._buffers = {}
+        self._lock = threading.Lock()
+
+    def _buffer(self, numel: int, dtype):
+        with self._lock:
+            free = self._buffers.setdefault((numel, dtype), [])
+            for b in free:
+                if b[1] is None or b[1].query():
+                    b[1] = None
+                    free.remove(b)
+                    return b
+        return [torch.empty(numel, dtype=dtype, pin_memory=True), None]
+
+    def release(self, buf, done_event):
+        buf[1] = done_event
+        with self._lock:
+            self._buffers.setdefault((buf[0].numel(), buf[0].dtype), []).append(buf)
+
+    def stage(self, tensor: torch.Tensor) -> "_Staged":
+        dev = tensor.device
+        side = self._streams.get(dev)
+        if side is None:
+            side = self._streams[dev] = torch.cuda.Stream(device=dev)
+        ready = torch.cuda.Event()
+        ready.record(torch.cuda.current_stream(dev))
+        buf = self._buffer(tensor.numel(), tensor.dtype)
+        with torch.cuda.stream(side):
+            side.wait_event(ready)
+            # The caching allocator must not hand the bucket's memory to another stream while
+            # the side stream still reads or writes it.
+            tensor.record_stream(side)
+            buf[0].copy_(tensor.reshape(-1), non_blocking=True)
+            copied = torch.cuda.Event()
+            copied.record(side)
+        return _Staged(self, tensor, buf, side, copied)
+
+
+class _Staged:
+    """A CUDA tensor staged in a pinned host buffer (:class:`_Staging`)."""
+
+    def __init__(self, staging, tensor, buf, side, copied):
+        self.staging, self.tensor, self.buf, self.side, self.copied = staging, tensor, buf, side, copied
+
+    def host(self) -> torch.Tensor:
+        """The host copy, once the device-to-host copy is done (sender thread)."""
+        self.copied.synchronize()
+        return self.buf[0]
+
+    def finish(self, fut: torch.futures.Future):
+        """The host result back to the device on the side stream, and `fut` completed with the
+        device tensor while the side stream is current."""
+        with torch.cuda.stream(self.side):
+            self.tensor.reshape(-1).copy_(self.buf[0], non_blocking=True)
+            done = torch.cuda.Event()
+            done.record(self.side)
+            self.staging.release(self.buf, done)
+            fut.set_result(self.tensor)
+
+    def fail(self, fut: torch.futures.Future, e: BaseException):
+        self.staging.release(self.buf, None)
+        fut.set_exception(e)
 
 
 class _Sender:
@@ -212,14 +293,23 @@ class _Sender:
                         self._note(e)
                 return
             tensor, fut, then = item
+            staged = tensor if isinstance(tensor, _Staged) else None
             try:
+                if staged is not None:
+                    tensor = staged.host()
                 self._one(tensor)
-                if then is not None:
-                    then(tensor)
-                fut.set_result(tensor)
+                if staged is not None:
+                    staged.finish(fut)
+                else:
+                    if then is not None:
+                        then(tensor)
+                    fut.set_result(tensor)
             except BaseException as e:  # noqa: BLE001 - handed to the future and kept
                 self._note(e)
-                fut.set_exception(e)
+                if staged is not None:
+                    staged.fail(fut, e)
+                else:
+                    fut.set_exception(e)
 
     def _one(self, tensor: torch.Tensor):
         try:
@@ -412,6 +502,7 @@ class HookState:
                                compression=self.compression)
         self._pending = {}
         self._next_index = 0
+        self._staging = _Staging()
         #: (index, elements) of every bucket the hook was given, in call order.
         self.buckets = []
 
@@ -529,8 +620,14 @@ def allreduce_hook(state: "HookState", bucket: dist.GradBucket) -> torch.futures
     tensor = bucket.buffer()
     state.buckets.append((bucket.index(), tensor.numel()))
     tensor.div_(state.world_size)
-    fut = torch.futures.Future()
-    state._submit(bucket.index(), bucket.is_last(), tensor, fut)
+    if tensor.is_cuda:
+        # Staged now, on the caller's thread and stream: the copy runs while earlier buckets
+        # are on the wire (the sender still takes them in bucket order).
+        fut = torch.futures.Future(devices=[tensor.device])
+        state._submit(bucket.index(), bucket.is_last(), state._staging.stage(tensor), fut)
+    else:
+        fut = torch.futures.Future()
+        state._submit(bucket.index(), bucket.is_last(), tensor, fut)
     return fut.then(lambda f: f.value())
 
 
@@ -571,6 +668,7 @@ class ProcessGroupSpotagg(dist.ProcessGroup):
                 dist.PrefixStore(f"spotagg-host-{host}", store), local_rank, local_size, timeout
             )
         switch_name = switch if isinstance(switch, str) else ",".join(switch)
+        self._staging = _Staging()
         self.sender = _Sender(self.worker, fallback, size, rank, True, store, "spotagg/fallback",
                               local=local, switch_name=switch_name, lanes16=lanes16)
 
@@ -582,14 +680,20 @@ class ProcessGroupSpotagg(dist.ProcessGroup):
         ok = (
             op == dist.ReduceOp.SUM
             and len(tensors) == 1
-            and tensors[0].device.type == "cpu"
+            and tensors[0].device.type in ("cpu", "cuda")
             and tensors[0].dtype in _SWITCH_DTYPES
             and tensors[0].is_contiguous()
         )
         if not ok:
             return self.gloo.allreduce(tensors, opts or dist.AllreduceOptions())
-        fut = torch.futures.Future()
-        self.sender.submit(tensors[0], fut)
+        t = tensors[0]
+        if t.is_cuda:
+            # Through a pinned host buffer, as the hook does (_Staging).
+            fut = torch.futures.Future(devices=[t.device])
+            self.sender.submit(self._staging.stage(t), fut)
+        else:
+            fut = torch.futures.Future()
+            self.sender.submit(t, fut)
         return _work(fut.then(lambda f: [f.value()]))
 
     def broadcast(self, tensors, opts):
@@ -617,5 +721,7 @@ def _create_spotagg(store, rank, size, timeout):
 
 
 if "spotagg" not in dist.Backend.backend_list and hasattr(dist.Backend, "register_backend"):
-    dist.Backend.register_backend("spotagg", _create_spotagg, devices=["cpu"])
+    # One backend object serves both device types (torch keeps the first a ProcessGroup subclass
+    # returns); CUDA tensors go through pinned host buffers (_Staging).
+    dist.Backend.register_backend("spotagg", _create_spotagg, devices=["cpu", "cuda"])
 
