@@ -596,6 +596,8 @@ fn control_link_through_a_pty() {
     );
     eprintln!("ctl_pty: eaps status after configure:\n{out}");
 
+    controller_configures_the_board(&slave_name);
+
     cmd_tx.send(Cmd::Stop).unwrap();
     sim.join().unwrap();
     eprintln!(
@@ -609,6 +611,68 @@ fn control_link_through_a_pty() {
         snapshots.len(),
         want.named()
     );
+}
+
+/// `spotagg ctl serve --controller` (docs/controller.md §1) on the simulated board: two workers
+/// register (the Rust client, from 127.0.0.80 and .81, as SwitchML's sequence runs); when the
+/// second has, the board's core holds their job (read back over the link once the controller is
+/// stopped): n = 2, the core's payload and all its slots, SwitchML's worker ports 4000..4016,
+/// zero checksums taken, enabled. A size the core was not built for is refused by name.
+fn controller_configures_the_board(slave: &str) {
+    use std::io::BufRead;
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_spotagg"))
+        .args(["ctl", "--serial", slave, "--timeout-ms", "5000", "serve", "--controller", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run spotagg ctl serve");
+    let mut first = String::new();
+    std::io::BufReader::new(serve.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let addr = first
+        .strip_prefix("spotagg ctl serve: controller on ")
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no controller address in {first:?}"))
+        .to_string();
+    assert!(first.contains("1 core(s) of 8 slots, 256 B payload"), "{first}");
+    let reg = |rank: u32, payload| spotagg_controller::client::Registration {
+        controller: addr.clone(),
+        token: None,
+        rank,
+        num_workers: 2,
+        ip: std::net::Ipv4Addr::new(127, 0, 0, 80 + rank as u8),
+        mac: MacAddr([0x02, 0, 0x7f, 0, 0, 80 + rank as u8]),
+        payload,
+        worker_port: None,
+        lanes16: false,
+        timeout: Duration::from_secs(30),
+        scope: 0x7e57,
+    };
+    let e = spotagg_controller::client::register(&spotagg_controller::client::Registration {
+        num_workers: 1,
+        ..reg(0, PayloadSize::B1024)
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("packet_size = Mtu1024: this switch serves 256 B payloads"), "{e}");
+    let r1 = reg(1, PayloadSize::B256);
+    let one = std::thread::spawn(move || spotagg_controller::client::register(&r1));
+    let job0 = spotagg_controller::client::register(&reg(0, PayloadSize::B256)).expect("rank 0 registers");
+    let job1 = one.join().unwrap().expect("rank 1 registers");
+    assert_eq!(job0, job1);
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let mut log = String::new();
+    serve.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+    assert!(log.contains("core 0: job_number 1, 2 workers, 256 B payload, written and enabled"), "{log}");
+    let (ok, out, err) = ctl(slave, &["status", "--json"]);
+    assert!(ok, "{err}");
+    let st = json(&out);
+    let regs: Vec<u64> = st["job_registers"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    assert_eq!(&regs[3..6], &[2, 1, 8], "n, size code, S: {out}");
+    assert_eq!(st["job_enabled"], true, "{out}");
+    assert_eq!((st["worker_port"].clone(), st["worker_ports"].clone()), (4000.into(), 16.into()), "{out}");
+    assert_eq!(st["job_number"], 1, "{out}");
+    assert_eq!((job0.worker_port, job0.worker_ports, job0.slots, job0.zero_ip_checksum), (4000, 16, 8, true));
 }
 
 /// Without a board: a missing port and a silent one are clear errors within the timeout, not

@@ -75,6 +75,22 @@ enum What {
         #[command(subcommand)]
         what: EapsWhat,
     },
+    /// Serve SwitchML's gRPC controller on ADDR (docs/controller.md): a session's job is
+    /// written into a free core of the board over this link when its last worker registers
+    /// (each core one session), and disabled when the session ends. Runs until killed.
+    Serve {
+        /// Address of the controller (e.g. 0.0.0.0:50099; port 0 picks one, printed on stdout).
+        #[arg(long)]
+        controller: SocketAddr,
+        /// The switch's IPv4 address in the answers and jobs (default: the board's job's).
+        #[arg(long)]
+        switch_ip: Option<std::net::Ipv4Addr>,
+        /// The switch's MAC (default: the board's job's).
+        #[arg(long)]
+        switch_mac: Option<spotagg_driver::wire::MacAddr>,
+        #[command(flatten)]
+        ctl: super::controller_args::ControllerArgs,
+    },
     /// Serve the board's counters and status as Prometheus metrics on http://ADDR/metrics,
     /// polling the control link every `--every` seconds (the first poll before serving).
     Metrics {
@@ -126,6 +142,9 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(j) = args.select_job {
         c.select_job(j).with_context(|| format!("--job {j} on {}", args.serial))?;
     }
+    if let What::Serve { controller, switch_ip, switch_mac, ctl } = args.what {
+        return serve_controller(c, &args.serial, controller, switch_ip, switch_mac, &ctl);
+    }
     if let What::Metrics { listen, every } = args.what {
         // (With --job, the exporter polls that job's counters; job 0 stays unselected.)
         return export(c, &args.serial, args.baud, listen, Duration::from_secs_f64(every));
@@ -136,6 +155,116 @@ pub fn run(args: Args) -> Result<()> {
         c.select_job(0).with_context(|| format!("selecting job 0 again on {}", args.serial))?;
     }
     result
+}
+
+/// A board's cores as the controller's switch: session i of the board's slot ranges is core
+/// `slot_base / S` (S the slots each core is built with; every session takes a whole core).
+struct BoardJobs<P: Read + Write + Send + 'static> {
+    control: Control<P>,
+    serial: String,
+    cores: usize,
+    core_slots: u32,
+}
+
+impl<P: Read + Write + Send + 'static> BoardJobs<P> {
+    fn on_core<T>(
+        &mut self,
+        core: usize,
+        f: impl FnOnce(&mut Control<P>) -> std::result::Result<T, spotagg_driver::control::ControlError>,
+    ) -> std::result::Result<T, String> {
+        if self.cores > 1 {
+            self.control.select_job(core).map_err(|e| format!("{}: job select {core}: {e}", self.serial))?;
+        }
+        let r = f(&mut self.control).map_err(|e| format!("{}: core {core}: {e}", self.serial));
+        if self.cores > 1 {
+            self.control.select_job(0).map_err(|e| format!("{}: job select 0: {e}", self.serial))?;
+        }
+        r
+    }
+}
+
+impl<P: Read + Write + Send + 'static> spotagg_controller::registry::SwitchJobs for BoardJobs<P> {
+    fn add(&mut self, p: spotagg_spec::multi_job::JobPlacement) -> std::result::Result<(), String> {
+        let core = (p.slot_base / self.core_slots) as usize;
+        if !p.slot_base.is_multiple_of(self.core_slots) || core >= self.cores {
+            return Err(format!("slots {}.. are no core's of the board (S = {})", p.slot_base, self.core_slots));
+        }
+        let r = self.on_core(core, |c| c.configure(&p.job));
+        if r.is_ok() {
+            eprintln!(
+                "spotagg ctl serve: core {core}: job_number {}, {} workers, {} B payload, written and enabled",
+                p.job.job_number,
+                p.job.n(),
+                p.job.payload.bytes()
+            );
+        }
+        r
+    }
+    fn remove(&mut self, slot_base: u32) {
+        let core = (slot_base / self.core_slots) as usize;
+        // Writing a job register disables the job until it is enabled again (docs/control.md):
+        // its job_number, rewritten as it is.
+        let r = self.on_core(core, |c| {
+            let n = c.read(protocol::reg::JOB_NUMBER, 1)?;
+            c.write(protocol::reg::JOB_NUMBER, &n)
+        });
+        match r {
+            Ok(()) => eprintln!("spotagg ctl serve: core {core}: job disabled"),
+            Err(e) => eprintln!("spotagg ctl serve: core {core}: cannot disable the job: {e}"),
+        }
+    }
+    fn capacity(&self) -> u32 {
+        self.cores as u32 * self.core_slots
+    }
+}
+
+/// `spotagg ctl serve`: the controller of a board (docs/controller.md §1).
+fn serve_controller<P: Read + Write + Send + 'static>(
+    mut c: Control<P>,
+    serial: &str,
+    addr: SocketAddr,
+    switch_ip: Option<std::net::Ipv4Addr>,
+    switch_mac: Option<spotagg_driver::wire::MacAddr>,
+    args: &super::controller_args::ControllerArgs,
+) -> Result<()> {
+    let id = c.identity()?;
+    let status = c.status()?;
+    let j = &status.job_registers;
+    let board_mac = {
+        let (hi, lo) = (j[0].to_be_bytes(), j[1].to_be_bytes());
+        spotagg_driver::wire::MacAddr([hi[2], hi[3], lo[0], lo[1], lo[2], lo[3]])
+    };
+    let mac = switch_mac.unwrap_or(board_mac);
+    let ip = switch_ip.unwrap_or(std::net::Ipv4Addr::from(j[2]));
+    // A board of several jobs answers the job select register; one of one job does not.
+    let cores = if c.select_job(1).is_ok() {
+        c.select_job(0)?;
+        2
+    } else {
+        1
+    };
+    let payload = spotagg_driver::wire::PayloadSize::from_bytes(id.max_payload as usize)
+        .with_context(|| format!("{serial}: the board's max payload {} B is no SwitchML size", id.max_payload))?;
+    let mut settings = args.settings(mac, ip, spotagg_driver::wire::switchml::UDP_PORT_BASE)?;
+    settings.payloads = vec![payload];
+    settings.lanes16 = false;
+    settings.slots_per_session = u16::try_from(id.slots).unwrap_or(u16::MAX);
+    // The board's own clock is not the controller's: its sessions do not time out.
+    settings.session_timeout = Duration::ZERO;
+    let jobs = BoardJobs { control: c, serial: serial.to_string(), cores, core_slots: id.slots };
+    let registry = spotagg_controller::registry::Registry::new(settings, jobs);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (at, handle) = spotagg_controller::server::Controller::new(registry)
+        .spawn(addr, stop)
+        .with_context(|| format!("--controller {addr}: cannot listen"))?;
+    println!(
+        "spotagg ctl serve: controller on {at} for {serial}: {cores} core(s) of {} slots, {} B payload, switch {mac} / {ip}",
+        id.slots,
+        payload.bytes()
+    );
+    std::io::stdout().flush()?;
+    handle.join().map_err(|_| anyhow::anyhow!("the controller's thread panicked"))?;
+    Ok(())
 }
 
 fn command(c: &mut Control<impl Read + Write + Send + 'static>, what: What, json: bool, serial: &str) -> Result<()> {
@@ -315,7 +444,7 @@ fn command(c: &mut Control<impl Read + Write + Send + 'static>, what: What, json
                 println!("counters reset");
             }
         }
-        What::Metrics { .. } => bail!("{serial}: the exporter runs from `run`"),
+        What::Metrics { .. } | What::Serve { .. } => bail!("{serial}: the exporter and the controller run from `run`"),
     }
     Ok(())
 }

@@ -87,24 +87,9 @@ pub struct Args {
     /// Slots a session takes (or what is left).
     #[arg(long, requires = "controller", default_value_t = 64)]
     slots_per_session: u16,
-    /// A job's first worker port when a worker does not say (SwitchML's default).
-    #[arg(long, requires = "controller", default_value_t = 4000)]
-    worker_port: u16,
-    /// Consecutive worker ports when a worker does not say (SwitchML's threads).
-    #[arg(long, requires = "controller", default_value_t = 16)]
-    worker_ports: u16,
-    /// A file whose first line is the token that admits any peer (`spotagg-token` metadata;
-    /// our workers send SPOTAGG_TOKEN).
-    #[arg(long, requires = "controller")]
-    token_file: Option<PathBuf>,
-    /// A network whose peers register without a token (repeated; SwitchML's client sends none).
-    /// With neither this nor --token-file, only loopback peers.
-    #[arg(long, requires = "controller")]
-    allow: Vec<spotagg_controller::registry::Ipv4Net>,
-    /// A session whose workers have sent nothing for this many seconds ends and frees its slots
-    /// (0: never).
-    #[arg(long, requires = "controller", default_value_t = 300.0)]
-    session_timeout: f64,
+    /// The controller's options (with --controller).
+    #[command(flatten)]
+    ctl: super::controller_args::ControllerArgs,
 }
 
 /// The 16-bit twin of each of `sockets` (docs/switch.md §9): the same address, the port with bit
@@ -167,6 +152,10 @@ pub fn sum_counters(cs: impl IntoIterator<Item = Counters>) -> Counters {
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     anyhow::ensure!((0.0..=1.0).contains(&args.loss), "--loss {} is not a probability in 0..=1", args.loss);
+    anyhow::ensure!(
+        args.controller.is_some() || (args.ctl.token_file.is_none() && args.ctl.allow.is_empty()),
+        "--token-file and --allow are the controller's: give --controller ADDR"
+    );
     let mut controlled = None;
     let (job, threads, mut engines) = if let Some(ctl) = args.controller {
         let (engine, job) = controlled_switch(&args, ctl)?;
@@ -248,8 +237,9 @@ pub fn run(args: Args) -> Result<()> {
     let ctl_stop = Arc::new(AtomicBool::new(false));
     let ctl_thread = match (&controlled, args.controller) {
         (Some(sw), Some(addr)) => {
-            let mut settings = controller_settings(&args, &job, !sockets16.is_empty())?;
-            settings.switch_port = addr_port(&sockets[0])?;
+            let mut settings = args.ctl.settings(job.switch_mac, job.switch_ip, addr_port(&sockets[0])?)?;
+            settings.lanes16 = !sockets16.is_empty();
+            settings.slots_per_session = args.slots_per_session;
             let registry = spotagg_controller::registry::Registry::new(settings, sw.clone());
             let (at, h) = spotagg_controller::server::Controller::new(registry)
                 .spawn(addr, ctl_stop.clone())
@@ -338,30 +328,6 @@ fn controlled_switch(args: &Args, ctl: SocketAddr) -> Result<(SharedSwitch, JobC
 
 fn addr_port(s: &UdpSocket) -> Result<u16> {
     Ok(s.local_addr()?.port())
-}
-
-/// The controller's settings from the command line.
-fn controller_settings(args: &Args, job: &JobConfig, lanes16: bool) -> Result<spotagg_controller::registry::Settings> {
-    let mut s = spotagg_controller::registry::Settings::new(job.switch_mac, job.switch_ip);
-    s.switch_port = job.switch_port;
-    s.lanes16 = lanes16;
-    s.worker_port = args.worker_port;
-    s.worker_ports = args.worker_ports;
-    s.slots_per_session = args.slots_per_session;
-    s.allow = args.allow.clone();
-    anyhow::ensure!(
-        args.session_timeout >= 0.0 && args.session_timeout.is_finite(),
-        "--session-timeout {}: must be seconds, 0 or more",
-        args.session_timeout
-    );
-    s.session_timeout = Duration::from_secs_f64(args.session_timeout);
-    if let Some(p) = &args.token_file {
-        let text = std::fs::read_to_string(p).with_context(|| format!("--token-file {}", p.display()))?;
-        let t = text.lines().next().unwrap_or("").trim().to_string();
-        anyhow::ensure!(!t.is_empty(), "--token-file {}: the first line (the token) is empty", p.display());
-        s.token = Some(t);
-    }
-    Ok(s)
 }
 
 /// What a serving command prints when it stops: the counters and its own figures (`stats`,
