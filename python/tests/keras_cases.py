@@ -1,0 +1,70 @@
+"""Bodies of the Keras and JAX tests (test_keras_jax.py), run in processes of their own (the
+Keras backend is chosen when keras is first imported: KERAS_BACKEND is set before)."""
+
+import os
+
+import numpy as np
+
+
+def data(seed=0, n=64):
+    g = np.random.default_rng(seed)
+    x = g.standard_normal((n, 8)).astype(np.float32)
+    w = g.standard_normal((8, 3)).astype(np.float32)
+    y = np.argmax(x @ w, axis=1)
+    return x, y
+
+
+def _model():
+    import keras
+
+    keras.utils.set_random_seed(0)
+    return keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="tanh"), keras.layers.Dense(3)])
+
+
+def fit_rank(backend, rank, n, job, switch, epochs, queue):
+    """Model.fit of the rank's shard with DistributedOptimizer (SGD with momentum, clipnorm) and
+    both callbacks; puts (rank, final weights, history) on `queue`."""
+    os.environ["KERAS_BACKEND"] = backend
+    try:
+        import keras
+        import spotagg
+        import spotagg.keras
+
+        worker = spotagg.Worker(job, rank, switch)
+        x, y = data()
+        xs, ys = x[rank::n], y[rank::n]
+        m = _model()
+        if rank != 0:
+            # Another start, which the broadcast callback must replace by rank 0's.
+            m.set_weights([w + 1.0 for w in m.get_weights()])
+        opt = spotagg.keras.DistributedOptimizer(keras.optimizers.SGD(0.1, momentum=0.5, clipnorm=5.0), worker)
+        m.compile(optimizer=opt, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        cbs = [spotagg.keras.BroadcastGlobalVariablesCallback(worker), spotagg.keras.MetricAverageCallback(worker)]
+        h = m.fit(xs, ys, batch_size=len(xs), epochs=epochs, shuffle=False, verbose=0, callbacks=cbs)
+        queue.put((rank, [np.asarray(w) for w in m.get_weights()], h.history["loss"]))
+    except BaseException as e:  # noqa: BLE001 - reported to the test
+        import traceback
+
+        queue.put((rank, "error", traceback.format_exc() + repr(e)))
+
+
+def fit_reference(backend, n, epochs, queue):
+    """The same training on one process: each step the mean of the n shards' gradients (the
+    shards have equal size, so it is the gradient of the whole batch), ranks starting at rank 0's
+    weights."""
+    os.environ["KERAS_BACKEND"] = backend
+    try:
+        import keras
+
+        x, y = data()
+        m = _model()
+        m.compile(optimizer=keras.optimizers.SGD(0.1, momentum=0.5, clipnorm=5.0),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        # Rank order of the shards, so that the batch is the ranks' shards in sequence.
+        order = np.concatenate([np.arange(r, len(x), n) for r in range(n)])
+        h = m.fit(x[order], y[order], batch_size=len(x), epochs=epochs, shuffle=False, verbose=0)
+        queue.put(("ref", [np.asarray(w) for w in m.get_weights()], h.history["loss"]))
+    except BaseException as e:  # noqa: BLE001
+        import traceback
+
+        queue.put(("ref", "error", traceback.format_exc() + repr(e)))

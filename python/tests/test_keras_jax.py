@@ -1,0 +1,82 @@
+"""Keras 3 and JAX through the switch (issue 38): spotagg.jax.allreduce of a pytree outside and
+inside jax.jit; Keras's Model.fit with DistributedOptimizer and the two callbacks on the JAX and
+torch backends, 2 ranks in processes of their own, against one process training on the whole
+batch (the mean of the shards' gradients)."""
+
+import multiprocessing as mp
+import os
+
+import numpy as np
+import pytest
+
+import spotagg
+import keras_cases
+from conftest import loopback_job, run_ranks
+
+import jax  # scripts/python-env.sh installs it
+
+
+def test_jax_pytree_allreduce_eager_and_inside_jit():
+    import jax.numpy as jnp
+    import spotagg.jax as sj
+
+    job = loopback_job(2, slots=32)
+    with spotagg.SoftwareSwitch(job) as sw:
+
+        def rank(r):
+            w = spotagg.Worker(job, r, sw.address)
+            tree = {"a": jnp.arange(300, dtype=jnp.float32) * (r + 1), "b": (jnp.full((4, 5), r + 1, jnp.int32),
+                                                                            jnp.ones(7, jnp.bfloat16) * (r + 1))}
+            eager = sj.allreduce(tree, w, op="sum")
+
+            @jax.jit
+            def step(t):
+                g = jax.tree.map(lambda x: x * 2, t)
+                return sj.allreduce(g, w)  # the mean
+
+            jitted = step(tree)
+            # Rank 0's values everywhere, bit for bit (its float32 leaf and its int32 one).
+            b = sj.broadcast({"f": jnp.full(3, 0.1 * (r + 1), jnp.float32), "i": jnp.int32(r + 7)}, w)
+            assert np.array_equal(np.asarray(b["f"]), np.full(3, 0.1, np.float32)) and int(b["i"]) == 7
+            return eager, jitted
+
+        (e0, j0), (e1, j1) = run_ranks(2, rank)
+    assert np.array_equal(np.asarray(e0["b"][0]), np.full((4, 5), 3, np.int32))
+    assert np.abs(np.asarray(e0["a"]) - np.arange(300) * 3).max() < 1e-3
+    assert np.asarray(e0["b"][1]).dtype == jnp.bfloat16 and np.all(np.asarray(e0["b"][1], np.float32) == 3)
+    # Inside jit: the mean of 2·x, so 3·x for float and int alike (int: floor of 6/2).
+    assert np.abs(np.asarray(j0["a"]) - np.arange(300) * 3).max() < 1e-3
+    assert np.array_equal(np.asarray(j0["b"][0]), np.full((4, 5), 3, np.int32))
+    for x, y in zip(jax.tree.leaves(j0), jax.tree.leaves(j1)):
+        assert np.array_equal(np.asarray(x, np.float32), np.asarray(y, np.float32)), "ranks disagree"
+    with pytest.raises(TypeError, match="leaf 0 has dtype float64"):
+        sj.allreduce([np.zeros(3)], None)
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_keras_fit_with_distributed_optimizer_matches_one_process(backend):
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    job = loopback_job(2, slots=32)
+    epochs = 6
+    with spotagg.SoftwareSwitch(job) as sw:
+        procs = [ctx.Process(target=keras_cases.fit_rank, args=(backend, r, 2, job, sw.address, epochs, q))
+                 for r in range(2)]
+        procs.append(ctx.Process(target=keras_cases.fit_reference, args=(backend, 2, epochs, q)))
+        for p in procs:
+            p.start()
+        results = {}
+        for _ in procs:
+            k, w, h = q.get(timeout=240)
+            assert w != "error", h
+            results[k] = (w, h)
+        for p in procs:
+            p.join(30)
+    (w0, h0), (w1, h1), (wr, hr) = results[0], results[1], results["ref"]
+    for a, b in zip(w0, w1):
+        assert np.array_equal(a, b), "the ranks' weights differ"
+    err = max(float(np.abs(a - b).max()) for a, b in zip(w0, wr))
+    # The switch's fixed point against float32 sums, over 6 steps of SGD with momentum.
+    assert err < 1e-4, err
+    # MetricAverageCallback: both ranks report the job's mean loss, the reference's within 1e-4.
+    assert np.allclose(h0, h1) and np.allclose(h0, hr, atol=1e-4), (h0, h1, hr)
