@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Creates (or brings up to date) .venv-torch/ in the clone: torch from PyPI (its default wheel,
 # a few GB, installs in 2-3 minutes), maturin, numpy, pytest, scikit-learn, matplotlib,
-# prometheus_client (its text parser checks spotagg.Stats.prometheus()), jax (CPU) and keras
-# (spotagg.jax, spotagg.keras; jax 0.12 needs Python 3.12, so 0.10 on 3.11), and the spotagg
+# prometheus_client (its text parser checks spotagg.Stats.prometheus()), jax (CPU), keras and
+# tensorflow-cpu (spotagg.jax, spotagg.keras, spotagg.tensorflow; jax 0.12 needs Python 3.12,
+# so 0.10 on 3.11; TensorFlow installs in about 25 s), and the spotagg
 # package built from ./python by maturin through pip, offline (no build isolation:
 # the maturin of the venv builds it; cargo's crates come from crates.io as for every crate of
 # the workspace). pip keeps no wheel cache (its cache dir is target/pip-cache) and cargo's
@@ -36,8 +37,12 @@ if [ ! -x "$py" ]; then
     echo "== python-env: creating $venv" >&2
     python3 -m venv "$venv"
 fi
-want=(torch "maturin>=1.16,<2" numpy pytest scikit-learn matplotlib prometheus_client "jax[cpu]>=0.10" "keras>=3.15,<4")
-if ! KERAS_BACKEND=jax "$py" -c 'import torch, maturin, numpy, pytest, sklearn, matplotlib, prometheus_client, jax, keras' >/dev/null 2>&1; then
+want=(torch "maturin>=1.16,<2" numpy pytest scikit-learn matplotlib prometheus_client "jax[cpu]>=0.10" "keras>=3.15,<4"
+    "tensorflow-cpu>=2.16")
+# Installed, not imported (importing TensorFlow alone takes 7 s of CPU).
+if ! "$py" -c 'import importlib.util as u, sys
+sys.exit(any(u.find_spec(m) is None for m in ("torch", "maturin", "numpy", "pytest", "sklearn", "matplotlib",
+         "prometheus_client", "jax", "keras", "tensorflow")))' >/dev/null 2>&1; then
     echo "== python-env: pip install ${want[*]} (torch is large: a few minutes)" >&2
     # pip compiles every module to bytecode (about 27 s of CPU for torch's 9,500 files): with
     # PYTHONDONTWRITEBYTECODE set, as on this project's machines, a module without its .pyc is

@@ -38,10 +38,15 @@ def fit_rank(backend, rank, n, job, switch, epochs, queue):
             # Another start, which the broadcast callback must replace by rank 0's.
             m.set_weights([w + 1.0 for w in m.get_weights()])
         opt = spotagg.keras.DistributedOptimizer(keras.optimizers.SGD(0.1, momentum=0.5, clipnorm=5.0), worker)
-        m.compile(optimizer=opt, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        # jit_compile=True as Keras chooses on a GPU host: the callbacks turn it off for TensorFlow
+        # (XLA cannot run the host call); JAX jits the step whatever this says.
+        m.compile(optimizer=opt, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=backend != "torch")
         cbs = [spotagg.keras.BroadcastGlobalVariablesCallback(worker), spotagg.keras.MetricAverageCallback(worker)]
         h = m.fit(xs, ys, batch_size=len(xs), epochs=epochs, shuffle=False, verbose=0, callbacks=cbs)
         queue.put((rank, [np.asarray(w) for w in m.get_weights()], h.history["loss"]))
+        if backend == "tensorflow":
+            tape_rank(worker, rank, n, queue)
     except BaseException as e:  # noqa: BLE001 - reported to the test
         import traceback
 
@@ -64,7 +69,55 @@ def fit_reference(backend, n, epochs, queue):
         order = np.concatenate([np.arange(r, len(x), n) for r in range(n)])
         h = m.fit(x[order], y[order], batch_size=len(x), epochs=epochs, shuffle=False, verbose=0)
         queue.put(("ref", [np.asarray(w) for w in m.get_weights()], h.history["loss"]))
+        if backend == "tensorflow":
+            queue.put(("tape", "ref", tape_reference(n)))
     except BaseException as e:  # noqa: BLE001
         import traceback
 
         queue.put(("ref", "error", traceback.format_exc() + repr(e)))
+
+
+def tape_rank(worker, rank, n, queue):
+    """spotagg.tensorflow.DistributedGradientTape in a custom loop (a tf.function step): the
+    rank's shard, 5 steps of SGD; puts ("tape", rank, weights)."""
+    import tensorflow as tf
+    import spotagg.tensorflow as stf
+
+    x, y = data()
+    xs, ys = tf.constant(x[rank::n]), tf.constant(y[rank::n])
+    w = tf.Variable(tf.zeros((8, 3)))
+    b = tf.Variable(tf.zeros(3))
+    unused = tf.Variable(tf.zeros(2))  # its gradient is None on every rank
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            logits = xs @ w + b
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(ys, logits))
+        grads = stf.DistributedGradientTape(tape, worker).gradient(loss, [w, b, unused])
+        assert grads[2] is None
+        w.assign_sub(0.5 * grads[0])
+        b.assign_sub(0.5 * grads[1])
+        return loss
+
+    for _ in range(5):
+        step()
+    queue.put(("tape", rank, [w.numpy(), b.numpy()]))
+
+
+def tape_reference(n):
+    """tape_rank's training on one process over the whole batch."""
+    import tensorflow as tf
+
+    x, y = data()
+    order = np.concatenate([np.arange(r, len(x), n) for r in range(n)])
+    xs, ys = tf.constant(x[order]), tf.constant(y[order])
+    w = tf.Variable(tf.zeros((8, 3)))
+    b = tf.Variable(tf.zeros(3))
+    for _ in range(5):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(ys, xs @ w + b))
+        gw, gb = tape.gradient(loss, [w, b])
+        w.assign_sub(0.5 * gw)
+        b.assign_sub(0.5 * gb)
+    return [w.numpy(), b.numpy()]

@@ -1,7 +1,8 @@
 """Keras 3 and JAX through the switch (issue 38): spotagg.jax.allreduce of a pytree outside and
-inside jax.jit; Keras's Model.fit with DistributedOptimizer and the two callbacks on the JAX and
-torch backends, 2 ranks in processes of their own, against one process training on the whole
-batch (the mean of the shards' gradients)."""
+inside jax.jit; Keras's Model.fit with DistributedOptimizer and the two callbacks on the JAX,
+TensorFlow and torch backends, 2 ranks in processes of their own, against one process training
+on the whole batch (the mean of the shards' gradients); and TensorFlow's DistributedGradientTape
+in a tf.function loop."""
 
 import multiprocessing as mp
 import os
@@ -53,7 +54,7 @@ def test_jax_pytree_allreduce_eager_and_inside_jit():
         sj.allreduce([np.zeros(3)], None)
 
 
-@pytest.mark.parametrize("backend", ["jax", "torch"])
+@pytest.mark.parametrize("backend", ["jax", "tensorflow", "torch"])
 def test_keras_fit_with_distributed_optimizer_matches_one_process(backend):
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
@@ -65,13 +66,21 @@ def test_keras_fit_with_distributed_optimizer_matches_one_process(backend):
         procs.append(ctx.Process(target=keras_cases.fit_reference, args=(backend, 2, epochs, q)))
         for p in procs:
             p.start()
-        results = {}
-        for _ in procs:
+        results, tapes = {}, {}
+        for _ in range(len(procs) * (2 if backend == "tensorflow" else 1)):
             k, w, h = q.get(timeout=240)
             assert w != "error", h
-            results[k] = (w, h)
+            if k == "tape":
+                tapes[w] = h
+            else:
+                results[k] = (w, h)
         for p in procs:
             p.join(30)
+    if backend == "tensorflow":
+        # DistributedGradientTape in a tf.function loop (a None gradient included): the ranks
+        # agree and match one process on the whole batch.
+        for a, b, r in zip(tapes[0], tapes[1], tapes["ref"]):
+            assert np.array_equal(a, b) and np.abs(a - r).max() < 1e-5, (a, b, r)
     (w0, h0), (w1, h1), (wr, hr) = results[0], results[1], results["ref"]
     for a, b in zip(w0, w1):
         assert np.array_equal(a, b), "the ranks' weights differ"

@@ -10,7 +10,8 @@
 - :mod:`spotagg.torch` — the DDP communication hook and the ``spotagg`` torch.distributed
   backend (imports torch).
 - :mod:`spotagg.keras` — ``DistributedOptimizer`` and the broadcast and metric callbacks for
-  Keras 3; :mod:`spotagg.jax` — the all-reduce of a pytree, eagerly and inside ``jax.jit``.
+  Keras 3; :mod:`spotagg.jax` — the all-reduce of a pytree, eagerly and inside ``jax.jit``;
+  :mod:`spotagg.tensorflow` — ``DistributedGradientTape`` for custom TensorFlow loops.
 
 Errors: :class:`SwitchUnreachable` when the switch stops answering, :class:`ProtocolError` for
 an answer that contradicts the protocol, :class:`ControllerError` for a registration refused or

@@ -16,8 +16,11 @@ decay and the update see averaged gradients, as DDP does. Every rank must presen
 ordered gradient list: a ``None`` gradient is sent as zeros and given back as ``None``.
 
 Backends: JAX (inside the jitted train step the all-reduce is an ordered ``io_callback``,
-:mod:`spotagg.jax`) and torch (the gradients summed on the host). The TensorFlow backend is not
-served yet (any other backend is a RuntimeError at the first step).
+:mod:`spotagg.jax`), TensorFlow (``tf.numpy_function(stateful=True)`` inside the train step's
+``tf.function``, :mod:`spotagg.tensorflow`; XLA cannot run it, so both callbacks turn the
+model's ``jit_compile`` off when they are given the model, before ``fit`` builds its train
+function: Keras turns it on by itself on hosts with a GPU; without the callbacks, compile with
+``jit_compile=False``) and torch (the gradients summed on the host).
 
 Callbacks, as Horovod's: :class:`BroadcastGlobalVariablesCallback` makes every rank start from
 rank 0's weights and optimizer state (when training begins), :class:`MetricAverageCallback` averages the epoch's logs over the ranks; write
@@ -59,13 +62,17 @@ def _averaged(worker, grads, variables, lanes):
         import spotagg.jax
 
         out = spotagg.jax.allreduce(list(filled), worker, op="mean", lanes=lanes)
+    elif backend == "tensorflow":
+        import spotagg.tensorflow
+
+        out = spotagg.tensorflow.allreduce(list(filled), worker, op="mean", lanes=lanes)
     elif backend == "torch":
         import torch
 
         arrays = [g.detach().cpu().numpy() for g in filled]
         out = [torch.as_tensor(a, device=g.device) for a, g in zip(_mean_numpy(worker, arrays, lanes), filled)]
     else:
-        raise RuntimeError(f"spotagg.keras: the {backend} backend is not supported yet (jax, torch)")
+        raise RuntimeError(f"spotagg.keras: the {backend} backend is not supported (jax, tensorflow, torch)")
     return [None if g is None else o for g, o in zip(grads, out)]
 
 
@@ -87,6 +94,12 @@ def DistributedOptimizer(optimizer, worker, lanes: int = 32):
     return optimizer
 
 
+def _no_xla(model):
+    """TensorFlow backend: the model's train step without XLA (it cannot run the host call)."""
+    if keras.backend.backend() == "tensorflow" and getattr(model, "jit_compile", False):
+        model.jit_compile = False
+
+
 class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
     """Rank `root`'s model weights and optimizer variables on every rank when training begins
     (the optimizer is built first if it is not yet), bit for bit: an int32 all-reduce of their
@@ -106,6 +119,10 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
             self.worker.allreduce(words)
             v.assign(words.view(np.uint8)[: raw.size].view(a.dtype).reshape(tuple(v.shape)))
 
+    def set_model(self, model):
+        super().set_model(model)
+        _no_xla(model)
+
     def on_train_begin(self, logs=None):
         self._broadcast(self.model.weights)
         opt = self.model.optimizer
@@ -122,6 +139,10 @@ class MetricAverageCallback(keras.callbacks.Callback):
     def __init__(self, worker):
         super().__init__()
         self.worker = worker
+
+    def set_model(self, model):
+        super().set_model(model)
+        _no_xla(model)
 
     def on_epoch_end(self, epoch, logs=None):
         if not logs:
