@@ -190,6 +190,7 @@ cleanup() {
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
     for i in $(seq 0 $((N - 1))); do ip netns del ${P}w$i 2>/dev/null; done
     ip netns del $SW 2>/dev/null
+    for i in $(seq 0 $((N - 1))); do rm -rf /var/run/dpdk/${P}w$i; done   # EAL's --file-prefix runtime dirs
     return 0
 }
 trap cleanup EXIT
@@ -243,6 +244,9 @@ done
 rc=0
 for round in $(seq 1 "$ROUNDS"); do
     WPIDS=()
+    for i in $(seq 0 $((N - 1))); do   # the last round's TAP device is gone
+        for k in $(seq 1 100); do ip -n ${P}w$i link show dtap0 >/dev/null 2>&1 || break; sleep 0.1; done
+    done
     for i in $(seq 0 $((N - 1))); do
         # SwitchML reads ./switchml.cfg
         (cd "$RUN/w$i" && exec ip netns exec ${P}w$i env SPOTAGG_EAL_LCORES="(0-$((THREADS - 1)))@(0-$((NCPU - 1)))" \
@@ -267,7 +271,6 @@ for round in $(seq 1 "$ROUNDS"); do
         PIDS+=($!)
     done
 
-    rc=0
     for i in $(seq 0 $((N - 1))); do
         r=0; wait "${WPIDS[$i]}" || r=$?
         echo "== round $round, worker $i: exit status $r$([ $r = 124 ] && echo ' (timed out)')"

@@ -121,3 +121,25 @@ def tape_reference(n):
         w.assign_sub(0.5 * gw)
         b.assign_sub(0.5 * gb)
     return [w.numpy(), b.numpy()]
+
+
+def frozen_rank(backend, rank, n, job, switch, queue):
+    """Model.fit where rank 1 froze the first layer (its gradient list is shorter): puts (rank,
+    the error's text) on `queue`; every rank must fail with the check's message."""
+    os.environ["KERAS_BACKEND"] = backend
+    try:
+        import keras
+        import spotagg
+        import spotagg.keras
+
+        worker = spotagg.Worker(job, rank, switch)
+        x, y = data()
+        m = _model()
+        if rank == 1:
+            m.layers[0].trainable = False
+        opt = spotagg.keras.DistributedOptimizer(keras.optimizers.SGD(0.1), worker)
+        m.compile(optimizer=opt, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        m.fit(x, y, batch_size=len(x), epochs=1, verbose=0)
+        queue.put((rank, "no error"))
+    except BaseException as e:  # noqa: BLE001 - the error is the result
+        queue.put((rank, f"{type(e).__name__}: {e}"))

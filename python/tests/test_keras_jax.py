@@ -89,3 +89,46 @@ def test_keras_fit_with_distributed_optimizer_matches_one_process(backend):
     assert err < 1e-4, err
     # MetricAverageCallback: both ranks report the job's mean loss, the reference's within 1e-4.
     assert np.allclose(h0, h1) and np.allclose(h0, hr, atol=1e-4), (h0, h1, hr)
+
+
+@pytest.mark.parametrize("backend", ["jax", "tensorflow"])
+def test_ranks_with_different_gradient_lists_fail_clearly(backend):
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    job = loopback_job(2, slots=32)
+    with spotagg.SoftwareSwitch(job) as sw:
+        procs = [ctx.Process(target=keras_cases.frozen_rank, args=(backend, r, 2, job, sw.address, q)) for r in range(2)]
+        for p in procs:
+            p.start()
+        out = dict(q.get(timeout=240) for _ in procs)
+        for p in procs:
+            p.join(30)
+        counters = sw.counters()
+    for r in range(2):
+        assert "list of" in out[r] and "differs from another rank's" in out[r], out[r]
+    assert "list of 4 tensors" in out[0] and "list of 2 tensors" in out[1], out
+    # Only the signatures were summed: one 3-element int32 all-reduce (one packet) per rank.
+    assert counters["contributions"] <= 2 * 2 + 2 * 32 + 2, counters
+
+
+def test_worker_from_env_names_what_is_missing(monkeypatch):
+    for k in ("SPOTAGG_RANK", "RANK", "SPOTAGG_WORLD_SIZE", "WORLD_SIZE", "SPOTAGG_JOB", "SPOTAGG_SWITCH",
+              "SPOTAGG_CONTROLLER", "SPOTAGG_BIND"):
+        monkeypatch.delenv(k, raising=False)
+    with pytest.raises(ValueError, match="no SPOTAGG_RANK or RANK in the environment"):
+        spotagg.worker_from_env()
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("SPOTAGG_WORLD_SIZE", "two")
+    with pytest.raises(ValueError, match="SPOTAGG_WORLD_SIZE = 'two' is not a whole number"):
+        spotagg.worker_from_env()
+    monkeypatch.setenv("SPOTAGG_WORLD_SIZE", "2")
+    with pytest.raises(ValueError, match="neither SPOTAGG_JOB .* nor SPOTAGG_CONTROLLER"):
+        spotagg.worker_from_env()
+    job = loopback_job(2)
+    monkeypatch.setenv("SPOTAGG_JOB", job)
+    with pytest.raises(ValueError, match="SPOTAGG_SWITCH"):
+        spotagg.worker_from_env()
+    with spotagg.SoftwareSwitch(job) as sw:
+        monkeypatch.setenv("SPOTAGG_SWITCH", sw.address)
+        w = spotagg.worker_from_env()
+        assert (w.rank, w.world_size) == (1, 2)

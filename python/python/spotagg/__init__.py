@@ -5,6 +5,8 @@
 - :class:`SoftwareSwitch` — the reference switch served over UDP by a background thread.
 - :func:`example_job` — the TOML text of a job on loopback addresses.
 - :func:`error_bounds` — the float32 error bound of driver/src/fixedpoint.rs, per element.
+- :func:`worker_from_env` — a Worker from SPOTAGG_RANK / RANK, SPOTAGG_WORLD_SIZE / WORLD_SIZE
+  and SPOTAGG_JOB + SPOTAGG_SWITCH or SPOTAGG_CONTROLLER (Keras, TensorFlow, JAX launchers).
 - :func:`register` — a worker's registration with the switch's controller (docs/controller.md):
   the job's TOML text, without a job file.
 - :mod:`spotagg.torch` — the DDP communication hook and the ``spotagg`` torch.distributed
@@ -30,6 +32,7 @@ from ._native import (
     example_job,
     register,
 )
+from ._frameworks import worker_from_env
 from .datasets import load_digits
 
 __all__ = [
@@ -44,4 +47,5 @@ __all__ = [
     "example_job",
     "load_digits",
     "register",
+    "worker_from_env",
 ]

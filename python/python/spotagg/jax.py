@@ -13,8 +13,10 @@ switch, outside ``jax.jit`` and inside it.
         grads = spotagg.jax.allreduce(grads, worker)        # inside jit: an ordered io_callback
         return jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)
 
-The leaves go as one buffer per kind, in the pytree's leaf order (every rank must pass the same
-structure): float32, float16 and bfloat16 leaves as one float32 buffer (16-bit leaves widened,
+The leaves go as one buffer per kind, in the pytree's leaf order. Every rank must pass the same
+leaves (shapes and dtypes, in order): a small all-reduce of their signature goes first, and a
+rank that differs is a SpotaggError on every rank, before any gradient is sent (inside ``jit``,
+JAX hands it on as its runtime error, with this message). float32, float16 and bfloat16 leaves as one float32 buffer (16-bit leaves widened,
 the sum formed in 32-bit fixed point and rounded back once), int32 leaves as one int32 buffer
 (exact). Other dtypes are a TypeError. Inside ``jit`` the all-reduce is a
 ``jax.experimental.io_callback(..., ordered=True)``: JAX neither drops it (its result is used)
@@ -27,6 +29,8 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 from jax.experimental import io_callback
+
+from ._frameworks import check_same
 
 __all__ = ["allreduce", "broadcast"]
 
@@ -45,7 +49,9 @@ def _kinds(leaves):
 
 
 def _host(worker, op, lanes, leaves):
-    """The all-reduce of numpy leaves on the host: one float32 and one int32 buffer."""
+    """The all-reduce of numpy leaves on the host: one float32 and one int32 buffer, after the
+    check that every rank has the same leaves (_frameworks.check_same)."""
+    check_same(worker, "spotagg.jax.allreduce", [(np.shape(x), str(np.dtype(x.dtype))) for x in leaves])
     floats = [i for i, x in enumerate(leaves) if np.dtype(x.dtype) in _FLOATS]
     ints = [i for i, x in enumerate(leaves) if np.dtype(x.dtype) in _INTS]
     out = list(leaves)

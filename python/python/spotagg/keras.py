@@ -31,11 +31,15 @@ import numpy as np
 
 import keras
 
+from ._frameworks import check_same, worker_from_env
+
 __all__ = ["DistributedOptimizer", "BroadcastGlobalVariablesCallback", "MetricAverageCallback"]
 
 
 def _mean_numpy(worker, arrays, lanes):
-    """The mean over the ranks of a list of numpy arrays (one float32 all-reduce)."""
+    """The mean over the ranks of a list of numpy arrays (one float32 all-reduce), after the
+    check that every rank has the same list."""
+    check_same(worker, "spotagg.keras", [(np.shape(a), str(a.dtype)) for a in arrays])
     flat = np.concatenate([np.asarray(a, dtype=np.float32).reshape(-1) for a in arrays]) if arrays else None
     if flat is None:
         return []
@@ -76,9 +80,12 @@ def _averaged(worker, grads, variables, lanes):
     return [None if g is None else o for g, o in zip(grads, out)]
 
 
-def DistributedOptimizer(optimizer, worker, lanes: int = 32):
+def DistributedOptimizer(optimizer, worker=None, lanes: int = 32):
     """`optimizer` (a Keras 3 optimizer) whose gradients are averaged over the ranks of
-    `worker`'s job first; `lanes=16` sends them as 16-bit lanes (a job with ``lanes16``)."""
+    `worker`'s job first (default: :func:`spotagg.worker_from_env`); `lanes=16` sends them as
+    16-bit lanes (a job with ``lanes16``). A rank whose gradient list differs from the others'
+    (a layer frozen on one rank only) is a SpotaggError on every rank at the first step."""
+    worker = worker if worker is not None else worker_from_env()
     base = type(optimizer)
 
     class _Distributed(base):

@@ -18,7 +18,8 @@ The tensors go as one float32 buffer (float16, bfloat16 and float64 widened or n
 and cast back) through ``tf.numpy_function(..., stateful=True)``, which TensorFlow neither
 prunes nor reorders against the step's other stateful operations; int32 tensors as one int32
 buffer (exact). A ``None`` gradient is sent as zeros and given back as ``None``, so every rank
-presents the same list. Inside ``tf.function(jit_compile=True)`` TensorFlow refuses the host call
+presents the same list; a rank whose list differs (a layer frozen on one rank only) is a
+SpotaggError on every rank, found by a small all-reduce of the list's signature first. Inside ``tf.function(jit_compile=True)`` TensorFlow refuses the host call
 (XLA has no PyFunc): compile without XLA.
 """
 
@@ -26,10 +27,13 @@ import numpy as np
 
 import tensorflow as tf
 
+from ._frameworks import check_same
+
 __all__ = ["allreduce", "DistributedGradientTape"]
 
 
 def _host(worker, op, lanes, arrays):
+    check_same(worker, "spotagg.tensorflow.allreduce", [(a.shape, str(a.dtype)) for a in arrays])
     out = list(arrays)
     floats = [i for i, a in enumerate(arrays) if a.dtype != np.int32]
     ints = [i for i, a in enumerate(arrays) if a.dtype == np.int32]

@@ -1,0 +1,93 @@
+"""What spotagg.keras, spotagg.jax and spotagg.tensorflow share: a Worker from the environment,
+and the check that every rank presents the same list of tensors before it is summed."""
+
+import os
+import zlib
+
+import numpy as np
+
+from ._native import SpotaggError, Worker, register
+
+
+def worker_from_env():
+    """A Worker from the environment (docs/python.md): the rank from SPOTAGG_RANK (or RANK, as
+    torchrun and most launchers set it), the world size from SPOTAGG_WORLD_SIZE (or
+    WORLD_SIZE); the job from SPOTAGG_JOB (a path or TOML text) and the switch from
+    SPOTAGG_SWITCH, or, without a job, from the controller at SPOTAGG_CONTROLLER (this host's
+    address SPOTAGG_BIND, else its address on the route to the controller). A missing or bad
+    variable is a ValueError naming it."""
+
+    def get(*names):
+        for n in names:
+            v = os.environ.get(n)
+            if v:
+                return n, v
+        return None, None
+
+    def number(names):
+        n, v = get(*names)
+        if v is None:
+            raise ValueError(f"spotagg: no {' or '.join(names)} in the environment (this process's rank and world size)")
+        try:
+            x = int(v)
+        except ValueError:
+            raise ValueError(f"spotagg: {n} = {v!r} is not a whole number") from None
+        if x < 0:
+            raise ValueError(f"spotagg: {n} = {v!r} is negative")
+        return x
+
+    rank = number(("SPOTAGG_RANK", "RANK"))
+    world = number(("SPOTAGG_WORLD_SIZE", "WORLD_SIZE"))
+    if rank >= world:
+        raise ValueError(f"spotagg: rank {rank} is not below the world size {world}")
+    job, switch, ctl = os.environ.get("SPOTAGG_JOB"), os.environ.get("SPOTAGG_SWITCH"), os.environ.get("SPOTAGG_CONTROLLER")
+    bind = os.environ.get("SPOTAGG_BIND") or None
+    if not job:
+        if not ctl:
+            raise ValueError("spotagg: neither SPOTAGG_JOB (with SPOTAGG_SWITCH) nor SPOTAGG_CONTROLLER is set")
+        ip = bind.rpartition(":")[0] if bind and ":" in bind else (bind or _route(ctl))
+        job = register(ctl, rank, world, ip, scope=_scope())
+        import tomllib
+
+        t = tomllib.loads(job)
+        return Worker(job, rank, switch or f"{t['switch_ip']}:{t['switch_port']}")
+    if not switch:
+        raise ValueError("spotagg: SPOTAGG_JOB is set but SPOTAGG_SWITCH (\"IP:PORT\") is not")
+    return Worker(job, rank, switch, bind if bind and ":" in bind else None)
+
+
+def _route(controller: str) -> str:
+    import socket
+
+    host, _, port = controller.rpartition(":")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect((host, int(port)))
+        return s.getsockname()[0]
+
+
+def _scope() -> int:
+    addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+    return zlib.crc32(f"{addr}:{port}".encode()) | 1 << 32 if addr and port else 0
+
+
+def check_same(worker, what: str, signature):
+    """Raises SpotaggError on every rank when the ranks' `signature`s (a list of (shape, dtype),
+    one per tensor, None for a None gradient) differ: one small int32 all-reduce of a hash of
+    it, before the tensors themselves, whose element counts would otherwise differ between the
+    ranks and mix tensors in the switch."""
+    text = repr(signature).encode()
+    h = zlib.crc32(text) & 0xFFFFFF
+    buf = np.array([h, 1, len(signature)], dtype=np.int32)
+    worker.allreduce(buf)
+    n = worker.world_size
+    if int(buf[0]) != n * h or int(buf[1]) != n:
+        raise SpotaggError(
+            f"spotagg: {what}: rank {worker.rank}'s list of {len(signature)} tensors differs from another rank's "
+            f"(the ranks sent {int(buf[2])} tensors in all for {n} ranks); every rank must present the same "
+            f"ordered list, None gradients included. This rank's: {_short(signature)}"
+        )
+
+
+def _short(signature):
+    s = ", ".join("None" if x is None else f"{tuple(x[0])}:{x[1]}" for x in signature[:8])
+    return f"[{s}{', ...' if len(signature) > 8 else ''}]"
