@@ -2,6 +2,7 @@
 and the check that every rank presents the same list of tensors before it is summed."""
 
 import os
+import time
 import zlib
 
 import numpy as np
@@ -70,6 +71,28 @@ def _scope() -> int:
     return zlib.crc32(f"{addr}:{port}".encode()) | 1 << 32 if addr and port else 0
 
 
+#: Seconds spent on the host by spotagg.keras / jax / tensorflow all-reduces in this process:
+#: `calls`, `check_s` (the list check), `allreduce_s` (the Worker's all-reduces of the tensors),
+#: `host_s` (the whole host call: check, packing, all-reduce, unpacking). For the examples'
+#: cost table; reset with STATS.update(calls=0, ...).
+#: `skip`: calls not to count yet (an example's first epoch, which compiles the step).
+STATS = {"calls": 0, "check_s": 0.0, "allreduce_s": 0.0, "host_s": 0.0, "skip": 0}
+
+
+class timed:
+    """Adds the time of a `with` block to STATS[key] (unless calls are being skipped)."""
+
+    def __init__(self, key):
+        self.key = key
+
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+
+    def __exit__(self, *exc):
+        if STATS["calls"] > STATS["skip"]:
+            STATS[self.key] += time.perf_counter() - self.t0
+
+
 def check_same(worker, what: str, signature):
     """Raises SpotaggError on every rank when the ranks' `signature`s (a list of (shape, dtype),
     one per tensor, None for a None gradient) differ: one small int32 all-reduce of a hash of
@@ -78,7 +101,8 @@ def check_same(worker, what: str, signature):
     text = repr(signature).encode()
     h = zlib.crc32(text) & 0xFFFFFF
     buf = np.array([h, 1, len(signature)], dtype=np.int32)
-    worker.allreduce(buf)
+    with timed("check_s"):
+        worker.allreduce(buf)
     n = worker.world_size
     if int(buf[0]) != n * h or int(buf[1]) != n:
         raise SpotaggError(

@@ -27,12 +27,18 @@ import numpy as np
 
 import tensorflow as tf
 
-from ._frameworks import check_same
+from ._frameworks import STATS, check_same, timed
 
 __all__ = ["allreduce", "DistributedGradientTape"]
 
 
 def _host(worker, op, lanes, arrays):
+    STATS["calls"] += 1
+    with timed("host_s"):
+        return _host_timed(worker, op, lanes, arrays)
+
+
+def _host_timed(worker, op, lanes, arrays):
     check_same(worker, "spotagg.tensorflow.allreduce", [(a.shape, str(a.dtype)) for a in arrays])
     out = list(arrays)
     floats = [i for i, a in enumerate(arrays) if a.dtype != np.int32]
@@ -41,7 +47,8 @@ def _host(worker, op, lanes, arrays):
         if not idx:
             continue
         buf = np.concatenate([np.asarray(arrays[i], dtype=dtype).reshape(-1) for i in idx])
-        worker.allreduce(buf, lanes=lanes if dtype == np.float32 else 32)
+        with timed("allreduce_s"):
+            worker.allreduce(buf, lanes=lanes if dtype == np.float32 else 32)
         if op == "mean":
             buf = buf / worker.world_size if dtype == np.float32 else buf // worker.world_size
         at = 0
