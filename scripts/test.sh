@@ -151,8 +151,8 @@ fast() {
     cargo nextest run --workspace --locked "${skip[@]}" "$@"
     # A training host never compiles rust-hdl: the Python package and the specifications it
     # serves (spotagg-spec) depend on the driver and the spec only.
-    stage "training host crates without rust-hdl: cargo tree -p spotagg-python -p spotagg-spec"
-    if cargo tree --locked -e normal -p spotagg-python -p spotagg-spec | grep -E "rust-hdl|spotagg-hdl|spotagg-sim"; then
+    stage "training host crates without rust-hdl: cargo tree -p spotagg-python -p spotagg-spec -p spotagg-controller"
+    if cargo tree --locked -e normal -p spotagg-python -p spotagg-spec -p spotagg-controller | grep -E "rust-hdl|spotagg-hdl|spotagg-sim"; then
         echo "the Python package or the spec crate depends on rust-hdl, the HDL or the simulators" >&2
         return 1
     fi
