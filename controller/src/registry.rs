@@ -100,6 +100,11 @@ pub trait SwitchJobs: Send {
     fn idle_us(&self, _slot_base: u32) -> Option<u64> {
         None
     }
+    /// The slot ranges of every job the switch has (sessions' and others', such as a job file's):
+    /// a new session's range is taken outside them.
+    fn taken(&self) -> Vec<std::ops::Range<u32>> {
+        Vec::new()
+    }
 }
 
 /// The software switch: a [`MultiSwitch`] its serving thread shares.
@@ -115,6 +120,10 @@ impl SwitchJobs for SharedSwitch {
     }
     fn idle_us(&self, slot_base: u32) -> Option<u64> {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).idle_us(slot_base)
+    }
+    fn taken(&self) -> Vec<std::ops::Range<u32>> {
+        let sw = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        sw.jobs().map(|(p, _)| p.slot_base..p.slot_base + u32::from(p.job.slots)).collect()
     }
 }
 
@@ -378,12 +387,13 @@ impl<S: SwitchJobs> Registry<S> {
     fn complete(&mut self, id: u64) -> Result<(), Refusal> {
         let s = &self.sessions[&id];
         let capacity = self.switch.capacity();
-        let used: Vec<std::ops::Range<u32>> = self
+        let mut used: Vec<std::ops::Range<u32>> = self
             .sessions
             .values()
             .filter_map(|s| s.job.as_ref())
             .map(|p| p.slot_base..p.slot_base + u32::from(p.job.slots))
             .collect();
+        used.extend(self.switch.taken());
         let (base, len) = free_range(&used, capacity, u32::from(self.settings.slots_per_session)).ok_or_else(|| {
             refuse(Code::ResourceExhausted, format!("session {id}: no free slots of the switch's {capacity}"))
         })?;

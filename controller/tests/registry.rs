@@ -338,3 +338,23 @@ fn an_idle_session_times_out_and_its_slots_are_reused() {
     assert_eq!(r.expire(), vec![2]);
     assert!(jobs(&r).is_empty() && r.sessions().is_empty());
 }
+
+/// A job the switch had before (a job file's, `spotagg switch --config FILE --controller`)
+/// keeps its slots: the first session's range starts after it.
+#[test]
+fn a_job_file_s_slots_are_not_given_to_a_session() {
+    let r0 = open();
+    let mut file = spotagg_driver::JobConfig::example(2, spotagg_driver::wire::PayloadSize::B256, 16);
+    file.switch_mac = r0.settings().switch_mac;
+    file.switch_ip = SWITCH_IP;
+    file.workers[0].ip = Ipv4Addr::new(10, 0, 1, 1);
+    file.workers[1].ip = Ipv4Addr::new(10, 0, 1, 2);
+    r0.switch().0.lock().unwrap().add(spotagg_spec::multi_job::JobPlacement { job: file, slot_base: 0 }).unwrap();
+    let mut r = r0;
+    for k in 0..2u8 {
+        r.udp_session(&from(10 + k), &ask(5, u32::from(k), 2, 10 + k)).unwrap();
+    }
+    let sw = r.switch().0.lock().unwrap();
+    let bases: Vec<u32> = sw.jobs().map(|(p, _)| p.slot_base).collect();
+    assert_eq!(bases, vec![0, 16]);
+}
