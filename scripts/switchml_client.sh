@@ -76,10 +76,13 @@
 #      rte_eal_init and turns `-l 0-3` into `--lcores (0-3)@(0-<ncpu-1>)` (4 lcores floating
 #      on all CPUs). SwitchML's code is unchanged by it.
 #   6. Our switch's options: `--allow 10.77.0.0/24` (SwitchML's client sends no token),
-#      `--slots-per-session 512`: SwitchML's thread t uses slots 128·t .. 128·t + 63 (with 256
-#      outstanding packets and 4 threads: PktId2PoolIndex, pool size 2 × 64 per thread), so a
-#      job needs ≥ 448 slots; with our default of 64 every frame of threads 1-3 is a bad_slot
-#      drop and the workers hang (seen: bad_slot=15475, contributions=128). `--worker-port` and
+#      `--slots-per-session 512`: with m = max_outstanding_packets / T outstanding packets a
+#      thread, SwitchML's thread t uses slots 2m·t .. 2m·t + m − 1 (PktId2PoolIndex: a pool of
+#      2m indices a thread, the upper m sent as set 1), so a job needs m(2T − 1) slots: 448 with
+#      the defaults (T = 4, m = 64), 256 with one thread; 512 covers every T. With our default of
+#      64 the frames of higher slots are bad_slot drops and SwitchML ends with zeros in its
+#      results or times out (seen, T = 4: bad_slot=15475; T = 1: bad_slot=60859; 447 slots:
+#      bad_slot=54 and "Failed to verify output data"). `--worker-port` and
 #      `--worker-ports` keep their defaults (4000, 16). `--stats-every 5` and
 #      `--exit-after-idle 15` print the counters.
 #   7. Cleans up (processes it started, by pid; namespaces) on exit, failure or signal.
@@ -258,21 +261,28 @@ for round in $(seq 1 "$ROUNDS"); do
             LD_PRELOAD="$T/build/lcores_shim.so" GLOG_logtostderr=1 \
             timeout "$LIMIT" "$T/build/bin/hello_world" >"$RUN/w$i/out$round" 2>"$RUN/w$i/err$round") &
         PIDS+=($!); WPIDS+=($!)
-        # when the TAP PMD has brought dtap0 up: its frames out by smleI, UDP from smleI into it
-        # (frames flow only after every worker has registered, seconds later; SwitchML retransmits)
-        (for k in $(seq 1 600); do
-            if ip -n ${P}w$i link show dtap0 2>/dev/null | grep -q ',UP'; then
-                ip netns exec ${P}w$i tc filter del dev ${P}e$i parent ffff: 2>/dev/null || true
-                ip netns exec ${P}w$i tc qdisc add dev dtap0 ingress 2>/dev/null || true
+        # while the worker runs, keep dtap0 joined to smleI: its frames out by smleI, UDP from smleI
+        # into it. The TAP PMD creates dtap0 and later (re)creates its ingress qdisc while it tries
+        # its rte_flow rules, which removes filters put there before; so the watcher checks every
+        # 0.2 s and (re)installs them when missing. Frames flow only after every worker has
+        # registered, seconds after dtap0 comes up; SwitchML retransmits what is lost before.
+        wpid=$!
+        (n=0
+        for k in $(seq 1 $((LIMIT * 5))); do
+            kill -0 $wpid 2>/dev/null || break
+            if ip -n ${P}w$i link show dtap0 2>/dev/null | grep -q ',UP' &&
+               ! ip netns exec ${P}w$i tc filter show dev dtap0 parent ffff: 2>/dev/null | grep -q mirred; then
+                ip netns exec ${P}w$i tc filter del dev ${P}e$i parent ffff: 2>/dev/null
+                ip netns exec ${P}w$i tc qdisc add dev dtap0 ingress 2>/dev/null
                 ip netns exec ${P}w$i tc filter add dev dtap0 parent ffff: prio 1 u32 match u32 0 0 \
-                    action mirred egress redirect dev ${P}e$i
+                    action mirred egress redirect dev ${P}e$i &&
                 ip netns exec ${P}w$i tc filter add dev ${P}e$i parent ffff: protocol ip prio 1 \
-                    u32 match ip protocol 17 0xff action mirred egress redirect dev dtap0
-                echo "dtap0 connected after $((k / 10)).$((k % 10)) s" >"$RUN/w$i/tap$round"
-                exit 0
+                    u32 match ip protocol 17 0xff action mirred egress redirect dev dtap0 &&
+                n=$((n + 1)) && echo "dtap0 joined to ${P}e$i at $((k / 5)).$((k % 5 * 2)) s (time $n)" >>"$RUN/w$i/tap$round"
             fi
-            sleep 0.1
-        done; echo "dtap0 never came up" >"$RUN/w$i/tap$round") &
+            sleep 0.2
+        done
+        [ $n -gt 0 ] || echo "dtap0 never came up" >>"$RUN/w$i/tap$round") &
         PIDS+=($!)
     done
 

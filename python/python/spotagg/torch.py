@@ -56,11 +56,13 @@ and broadcast, allgather, barrier and the other reductions through a Gloo group 
 
 
 
+import atexit
 import os
 import queue
 import sys
 import threading
 import warnings
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -125,6 +127,44 @@ def _route_to(controller: str) -> str:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.connect((host, int(port)))
         return s.getsockname()[0]
+
+
+# Every live sender, so that the package stops them itself before the process group goes away
+# (issue 35, item 5): when the default group is destroyed, and at interpreter exit before
+# torch's own teardown (atexit runs its handlers last registered first, and this module is
+# imported after torch). A sender thread still inside a Gloo call while the group's C++ objects
+# are destroyed is what aborts a process with "terminate called without an active exception".
+_SENDERS: "weakref.WeakSet[_Sender]" = weakref.WeakSet()
+
+#: How long the package waits for a sender to finish at exit or group destruction (the other
+#: ranks may still be sending their last buckets).
+CLOSE_TIMEOUT_S = 30.0
+
+
+def _close_all():
+    for s in list(_SENDERS):
+        try:
+            s.close(CLOSE_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - at exit: nothing left to tell
+            pass
+
+
+atexit.register(_close_all)
+
+_destroy_process_group = dist.destroy_process_group
+
+
+def _destroy_then_close(group=None):
+    """torch.distributed.destroy_process_group, the package's senders closed first when the
+    default group goes (their Gloo groups are the default group's subgroups)."""
+    if group is None or group is dist.group.WORLD:
+        _close_all()
+    return _destroy_process_group(group)
+
+
+_destroy_then_close.__doc__ = (_destroy_process_group.__doc__ or "") + "\n(spotagg: closes its senders first.)"
+dist.destroy_process_group = _destroy_then_close
+dist.distributed_c10d.destroy_process_group = _destroy_then_close
 
 
 class _Staging:
@@ -245,15 +285,21 @@ class _Sender:
         # (index, copy of the result) of the last operation completed through the switch.
         self._last_out = None
         self._queue: queue.Queue = queue.Queue()
+        self._closed = False
         self._thread = threading.Thread(target=self._run, name="spotagg-sender", daemon=True)
         self._thread.start()
+        _SENDERS.add(self)
 
     def submit(self, tensor: torch.Tensor, fut: torch.futures.Future, then=None):
         self._queue.put((tensor, fut, then))
 
-    def close(self):
-        self._queue.put(None)
-        self._thread.join()
+    def close(self, timeout=None):
+        """Stops the thread after the operations already submitted (collective while the switch
+        is in use, see the module doc); idempotent."""
+        if not self._closed:
+            self._closed = True
+            self._queue.put(None)
+        self._thread.join(timeout)
 
     def _waited_on(self) -> bool:
         """Whether another rank may need this one in an agreement it has not yet joined."""
