@@ -6,6 +6,16 @@
 #
 #   scripts/switchml_client.sh            (as root; Debian 12)
 #
+# KNOWN ISSUE (not yet a test): PASS every time on an idle 2-core machine (8 of 8 runs with the
+# defaults), but with other work on the machine (load average 4-11) SwitchML's hello_world
+# often fails its own check ("Failed to verify output data. Element 256 in tensor 0 was
+# 0.000000e+00 but we expected 5.120000e+02"; values off by powers of two, or 0), with 1 thread
+# too, while the switch counts every contribution and no drop. The failures come with many
+# retransmissions (duplicates 3000-10000 against ~2000 when it passes); the cause (SwitchML's
+# exponent-then-data rounds under retransmission against our switch's duplicate handling, or
+# reordering on the TAP/tc path) is not found yet. With SwitchML's timeout = 100 (ms, not its default 10)
+# it passed 2 of 2 under load 5-6.
+#
 # On a 2-core machine: the build 35-50 s (once; SWITCHML_REBUILD=1 forces it), a run about 25 s
 # (EAL start, 2 × 4 busy-polling lcores on 2 CPUs, the switch's 15 s idle exit); 8 tensors of
 # 32768 floats per worker = 4096 contributions, with 2000-3000 duplicates (SwitchML's 10 ms
@@ -51,10 +61,11 @@
 #        smlwI:  hello_world (rank I) with DPDK on a TAP device (`--no-huge --no-pci
 #                --vdev=net_tap0,iface=dtap0,mac=02:77:00:00:02:0(I+1)`), its worker_ip
 #                10.77.0.(21+I); a veth smleI to br0 carries the SAME IPv4 and MAC in the
-#                kernel: our controller takes a registration only when its ipv4 is the gRPC
-#                peer's own address (docs/controller.md §5; `--allow` admits the peer but does
-#                not waive that, and SwitchML's client cannot send a token), and SwitchML's
-#                gRPC client uses the kernel's sockets. tc (u32 + mirred, which this kernel
+#                kernel, for SwitchML's gRPC client, which uses the kernel's sockets (when
+#                this script was written the controller took only a registration of the gRPC
+#                peer's own address; since ed9d295's successor, an address inside `--allow`
+#                is taken too, docs/controller.md §5, so the shared address is no longer
+#                needed, only kept). tc (u32 + mirred, which this kernel
 #                has; it has no flower/multiq/skbedit) splits the traffic: every frame the DPDK
 #                process writes (dtap0's ingress) leaves by smleI; UDP arriving on smleI goes to
 #                dtap0 (the DPDK process), everything else (ARP, gRPC/TCP) to the kernel, which
@@ -82,7 +93,7 @@
 #      the defaults (T = 4, m = 64), 256 with one thread; 512 covers every T. With our default of
 #      64 the frames of higher slots are bad_slot drops and SwitchML ends with zeros in its
 #      results or times out (seen, T = 4: bad_slot=15475; T = 1: bad_slot=60859; 447 slots:
-#      bad_slot=54 and "Failed to verify output data"). `--worker-port` and
+#      bad_slot=54 and "Failed to verify output data"). 512 is now the switch's default. `--worker-port` and
 #      `--worker-ports` keep their defaults (4000, 16). `--stats-every 5` and
 #      `--exit-after-idle 15` print the counters.
 #   7. Cleans up (processes it started, by pid; namespaces) on exit, failure or signal.

@@ -73,5 +73,5 @@ fn two_sessions_set_themselves_up_through_the_controller() {
     assert!(complete.iter().any(|l| l.contains("3 workers, job_number") && l.contains("slots")), "{log}");
     let mut ranges: Vec<&str> = complete.iter().filter_map(|l| l.split("slots ").nth(1)).collect();
     ranges.sort();
-    assert_eq!(ranges, vec!["0..64", "64..128"], "{log}");
+    assert_eq!(ranges, vec!["0..512", "512..1024"], "{log}");
 }

@@ -40,7 +40,8 @@ pub struct Settings {
 
 impl Settings {
     /// The defaults of docs/controller.md for a switch at `switch_mac` / `switch_ip`: every
-    /// payload size, SwitchML's worker ports 4000..4016, 64 slots a session, loopback peers only.
+    /// payload size, SwitchML's worker ports 4000..4016, 512 slots a session (SwitchML's
+    /// client at its defaults needs 448), loopback peers only.
     pub fn new(switch_mac: MacAddr, switch_ip: Ipv4Addr) -> Settings {
         Settings {
             switch_mac,
@@ -51,7 +52,7 @@ impl Settings {
             lanes16: true,
             worker_port: 4000,
             worker_ports: 16,
-            slots_per_session: 64,
+            slots_per_session: 512,
             token: None,
             allow: Vec::new(),
             session_timeout: std::time::Duration::from_secs(300),
@@ -273,11 +274,15 @@ impl<S: SwitchJobs> Registry<S> {
         if r.mac >> 48 != 0 || mac.0 == [0; 6] || mac.0[0] & 1 == 1 {
             return bad(format!("mac = {:#x}: not a unicast MAC", r.mac));
         }
-        if !trusted && caller.peer != IpAddr::V4(ip) {
+        // A worker registers its own address; a peer admitted by --allow may register another
+        // address inside the allowed networks (SwitchML's DPDK workers send from the NIC's
+        // address, not from the one their gRPC connection leaves from).
+        let allowed_addr = self.settings.allow.iter().any(|n| n.contains(ip));
+        if !trusted && caller.peer != IpAddr::V4(ip) && !allowed_addr {
             return Err(refuse(
                 Code::PermissionDenied,
                 format!(
-                    "ipv4 = {ip}: a worker registers its own address (peer {}), or presents the token",
+                    "ipv4 = {ip}: a worker registers its own address (peer {}), one inside --allow, or presents the token",
                     caller.peer
                 ),
             ));
@@ -403,6 +408,8 @@ impl<S: SwitchJobs> Registry<S> {
             number = number.wrapping_add(1);
         }
         let mut job = JobConfig::example(s.n as usize, s.payload, len as u16);
+        // Our workers keep at most 128 packets in flight (SwitchML's keep their own count).
+        job.window = job.slots.min(128);
         job.switch_mac = self.settings.switch_mac;
         job.switch_ip = self.settings.switch_ip;
         job.workers =

@@ -14,10 +14,18 @@ use std::sync::{Arc, Mutex};
 
 const SWITCH_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
+/// Settings of the tests: the defaults but 64 slots a session (512 by default).
+fn settings() -> Settings {
+    let mut s = Settings::new(MacAddr([0x02, 0, 0x5a, 0, 0, 1]), SWITCH_IP);
+    assert_eq!(s.slots_per_session, 512, "the default, SwitchML's 448 and a margin");
+    s.slots_per_session = 64;
+    s
+}
+
 fn registry(capacity: u32) -> Registry<SharedSwitch> {
-    let mac = MacAddr([0x02, 0, 0x5a, 0, 0, 1]);
-    let sw = SharedSwitch(Arc::new(Mutex::new(MultiSwitch::empty(mac, SWITCH_IP, capacity))));
-    Registry::new(Settings::new(mac, SWITCH_IP), sw)
+    let s = settings();
+    let sw = SharedSwitch(Arc::new(Mutex::new(MultiSwitch::empty(s.switch_mac, SWITCH_IP, capacity))));
+    Registry::new(s, sw)
 }
 
 fn ip(host: u8) -> Ipv4Addr {
@@ -43,7 +51,7 @@ fn ask(session: u64, rank: u32, n: u32, host: u8) -> UdpSessionRequest {
 
 /// A controller that admits the workers of 10.0.0.0/24 without a token.
 fn open() -> Registry<SharedSwitch> {
-    let mut s = Settings::new(MacAddr([0x02, 0, 0x5a, 0, 0, 1]), SWITCH_IP);
+    let mut s = settings();
     s.allow = vec!["10.0.0.0/24".parse().unwrap()];
     let sw = SharedSwitch(Arc::new(Mutex::new(MultiSwitch::empty(s.switch_mac, SWITCH_IP, 256))));
     Registry::new(s, sw)
@@ -118,9 +126,13 @@ fn every_refusal_leaves_the_running_session_unharmed() {
         assert!(e.message.contains(words), "{q:?}: {e}");
         assert_eq!((r.sessions(), jobs(&r)), before, "{q:?} changed something");
     }
-    // A worker registering another's address, from outside the allowed network, a wrong token.
-    let e = r.udp_session(&from(20), &ask(6, 0, 2, 21)).unwrap_err();
+    // A worker registering an address outside the allowed networks, a peer from outside them,
+    // a wrong token.
+    let mut q = ask(6, 0, 2, 21);
+    q.ipv4 = ipv4_to_u32(Ipv4Addr::new(192, 168, 1, 21));
+    let e = r.udp_session(&from(20), &q).unwrap_err();
     assert_eq!(e.code, Code::PermissionDenied, "{e}");
+    assert!(e.message.contains("a worker registers its own address (peer 10.0.0.20), one inside --allow"), "{e}");
     let outside = Caller { peer: IpAddr::V4(Ipv4Addr::new(192, 168, 1, 9)), token: None };
     let mut q = ask(6, 0, 2, 9);
     q.ipv4 = ipv4_to_u32(Ipv4Addr::new(192, 168, 1, 9));
@@ -179,7 +191,7 @@ fn a_full_switch_refuses_the_last_rank_and_keeps_the_session_waiting() {
 
 #[test]
 fn the_token_admits_any_peer_for_any_address() {
-    let mut s = Settings::new(MacAddr([0x02, 0, 0x5a, 0, 0, 1]), SWITCH_IP);
+    let mut s = settings();
     s.token = Some("s3cret".into());
     let sw = SharedSwitch(Arc::new(Mutex::new(MultiSwitch::empty(s.switch_mac, SWITCH_IP, 256))));
     let mut r = Registry::new(s, sw);
@@ -357,4 +369,15 @@ fn a_job_file_s_slots_are_not_given_to_a_session() {
     let sw = r.switch().0.lock().unwrap();
     let bases: Vec<u32> = sw.jobs().map(|(p, _)| p.slot_base).collect();
     assert_eq!(bases, vec![0, 16]);
+}
+
+/// SwitchML's DPDK workers register their DPDK port's address, not the one their gRPC connection
+/// comes from: inside --allow that is accepted (scripts/switchml_client.sh found it).
+#[test]
+fn an_allowed_peer_may_register_another_allowed_address() {
+    let mut r = open();
+    r.udp_session(&from(11), &ask(8, 0, 1, 21)).unwrap();
+    assert_eq!(jobs(&r), vec![(1, 0, 1)]);
+    let job = r.switch().0.lock().unwrap().jobs().next().unwrap().0.job.clone();
+    assert_eq!(job.workers[0].ip, ip(21));
 }

@@ -710,7 +710,8 @@ fn bind_with_twin(local: SocketAddr) -> PyResult<(UdpSocket, Option<UdpSocket>)>
 }
 
 /// The switch a controller configures for `SoftwareSwitch(controller=...)`: `job` (if any) at
-/// slots 0..S, 1024 slots in all; and the job the serve loop addresses frames with.
+/// slots 0..S, 4096 slots in all (sessions of 512, docs/controller.md §4); and the job the
+/// serve loop addresses frames with.
 fn controlled(
     job: Option<JobConfig>,
     address: SocketAddr,
@@ -732,7 +733,7 @@ fn controlled(
     addressing.switch_ip = *a.ip();
     addressing.switch_port = a.port();
     addressing.lanes16 = true;
-    let mut multi = MultiSwitch::empty(addressing.switch_mac, *a.ip(), 1024);
+    let mut multi = MultiSwitch::empty(addressing.switch_mac, *a.ip(), 4096);
     if let Some(mut j) = job {
         j.switch_ip = *a.ip();
         multi.add(JobPlacement { job: j, slot_base: 0 }).map_err(|e| PyValueError::new_err(format!("job: {e}")))?;

@@ -203,13 +203,16 @@ impl MultiSwitch {
         Ok(())
     }
 
-    /// Takes out the job whose slots start at `slot_base` (its state and counters with it: the
-    /// switch's total counters keep only the jobs that remain and the unknown drops); `None`
-    /// when no job starts there.
+    /// Takes out the job whose slots start at `slot_base` (its state with it; its counters stay
+    /// in the switch's total, [`Engine::counters`], not in any job's); `None` when no job
+    /// starts there.
     pub fn remove(&mut self, slot_base: u32) -> Option<JobPlacement> {
         let i = self.jobs.iter().position(|(p, _)| p.slot_base == slot_base)?;
         self.last_frame_us.remove(i);
-        Some(self.jobs.remove(i).0)
+        let (p, sw) = self.jobs.remove(i);
+        // Its counters stay in the switch's total (a session's frames were counted).
+        self.unknown.add(&sw.counters());
+        Some(p)
     }
 
     /// How long (µs of the [`Engine::set_clock`] clock) the job whose slots start at

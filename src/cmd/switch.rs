@@ -82,10 +82,11 @@ pub struct Args {
     #[arg(long, requires = "controller", default_value = "02:00:5a:00:00:01")]
     switch_mac: spotagg_driver::wire::MacAddr,
     /// Slots of the switch's memory that sessions share (with `--config`, past its job's).
-    #[arg(long, requires = "controller", default_value_t = 1024)]
+    #[arg(long, requires = "controller", default_value_t = 4096)]
     capacity: u32,
-    /// Slots a session takes (or what is left).
-    #[arg(long, requires = "controller", default_value_t = 64)]
+    /// Slots a session takes (or what is left). SwitchML's client at its defaults (4 threads,
+    /// 256 packets in flight) needs 448.
+    #[arg(long, requires = "controller", default_value_t = 512)]
     slots_per_session: u16,
     /// The controller's options (with --controller).
     #[command(flatten)]
