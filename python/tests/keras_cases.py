@@ -14,6 +14,21 @@ def data(seed=0, n=64):
     return x, y
 
 
+def _steps_recorder():
+    """A callback that keeps the model's weights after every training step (batch)."""
+    import keras
+
+    class Steps(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.weights = []
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.weights.append([np.array(w) for w in self.model.get_weights()])
+
+    return Steps()
+
+
 def _model():
     import keras
 
@@ -42,9 +57,10 @@ def fit_rank(backend, rank, n, job, switch, epochs, queue):
         # (XLA cannot run the host call); JAX jits the step whatever this says.
         m.compile(optimizer=opt, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   jit_compile=backend != "torch")
-        cbs = [spotagg.keras.BroadcastGlobalVariablesCallback(worker), spotagg.keras.MetricAverageCallback(worker)]
+        steps = _steps_recorder()
+        cbs = [spotagg.keras.BroadcastGlobalVariablesCallback(worker), spotagg.keras.MetricAverageCallback(worker), steps]
         h = m.fit(xs, ys, batch_size=len(xs), epochs=epochs, shuffle=False, verbose=0, callbacks=cbs)
-        queue.put((rank, [np.asarray(w) for w in m.get_weights()], h.history["loss"]))
+        queue.put((rank, steps.weights, h.history["loss"]))
         if backend == "tensorflow":
             tape_rank(worker, rank, n, queue)
     except BaseException as e:  # noqa: BLE001 - reported to the test
@@ -67,8 +83,9 @@ def fit_reference(backend, n, epochs, queue):
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         # Rank order of the shards, so that the batch is the ranks' shards in sequence.
         order = np.concatenate([np.arange(r, len(x), n) for r in range(n)])
-        h = m.fit(x[order], y[order], batch_size=len(x), epochs=epochs, shuffle=False, verbose=0)
-        queue.put(("ref", [np.asarray(w) for w in m.get_weights()], h.history["loss"]))
+        steps = _steps_recorder()
+        h = m.fit(x[order], y[order], batch_size=len(x), epochs=epochs, shuffle=False, verbose=0, callbacks=[steps])
+        queue.put(("ref", steps.weights, h.history["loss"]))
         if backend == "tensorflow":
             queue.put(("tape", "ref", tape_reference(n)))
     except BaseException as e:  # noqa: BLE001

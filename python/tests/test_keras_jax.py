@@ -81,12 +81,15 @@ def test_keras_fit_with_distributed_optimizer_matches_one_process(backend):
         # agree and match one process on the whole batch.
         for a, b, r in zip(tapes[0], tapes[1], tapes["ref"]):
             assert np.array_equal(a, b) and np.abs(a - r).max() < 1e-5, (a, b, r)
-    (w0, h0), (w1, h1), (wr, hr) = results[0], results[1], results["ref"]
-    for a, b in zip(w0, w1):
-        assert np.array_equal(a, b), "the ranks' weights differ"
-    err = max(float(np.abs(a - b).max()) for a, b in zip(w0, wr))
-    # The switch's fixed point against float32 sums, over 6 steps of SGD with momentum.
-    assert err < 1e-4, err
+    (s0, h0), (s1, h1), (sr, hr) = results[0], results[1], results["ref"]
+    # After every step (one batch an epoch): the ranks equal bit for bit, and within 1e-5 of the
+    # one process (each step's averaged gradient is within the fixed-point bound of the float32
+    # mean, docs/worker.md, about 1e-7 here; 1e-5 leaves room for momentum carrying it over 6 steps).
+    assert len(s0) == len(s1) == len(sr) == epochs
+    for step, (a, b, r) in enumerate(zip(s0, s1, sr)):
+        for x, y, z in zip(a, b, r):
+            assert np.array_equal(x, y), f"step {step}: the ranks' weights differ"
+            assert float(np.abs(x - z).max()) < 1e-5, (step, float(np.abs(x - z).max()))
     # MetricAverageCallback: both ranks report the job's mean loss, the reference's within 1e-4.
     assert np.allclose(h0, h1) and np.allclose(h0, hr, atol=1e-4), (h0, h1, hr)
 
