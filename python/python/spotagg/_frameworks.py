@@ -115,3 +115,30 @@ def check_same(worker, what: str, signature):
 def _short(signature):
     s = ", ".join("None" if x is None else f"{tuple(x[0])}:{x[1]}" for x in signature[:8])
     return f"[{s}{', ...' if len(signature) > 8 else ''}]"
+
+
+def host_allreduce(worker, what: str, arrays, op: str = "mean", lanes: int = 32):
+    """The host side of spotagg.keras, .jax and .tensorflow: numpy `arrays` summed (or averaged,
+    ``op="mean"``; int32 floor-divided) over the ranks, after check_same: int32 arrays as one
+    int32 buffer (exact), every other dtype as one float32 buffer (`lanes` bits on the wire),
+    each given back in its shape and dtype. Timed into STATS."""
+    STATS["calls"] += 1
+    with timed("host_s"):
+        check_same(worker, what, [(np.shape(a), str(np.dtype(a.dtype))) for a in arrays])
+        out = list(arrays)
+        ints = [i for i, a in enumerate(arrays) if np.dtype(a.dtype) == np.int32]
+        floats = [i for i, a in enumerate(arrays) if np.dtype(a.dtype) != np.int32]
+        for idx, dtype in ((floats, np.float32), (ints, np.int32)):
+            if not idx:
+                continue
+            buf = np.concatenate([np.asarray(arrays[i], dtype=dtype).reshape(-1) for i in idx])
+            with timed("allreduce_s"):
+                worker.allreduce(buf, lanes=lanes if dtype == np.float32 else 32)
+            if op == "mean":
+                buf = buf / worker.world_size if dtype == np.float32 else buf // worker.world_size
+            at = 0
+            for i in idx:
+                n = int(np.prod(np.shape(arrays[i])))
+                out[i] = buf[at:at + n].reshape(np.shape(arrays[i])).astype(arrays[i].dtype)
+                at += n
+        return out

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import io_callback
 
-from ._frameworks import STATS, check_same, timed
+from ._frameworks import host_allreduce
 
 __all__ = ["allreduce", "broadcast"]
 
@@ -49,36 +49,8 @@ def _kinds(leaves):
 
 
 def _host(worker, op, lanes, leaves):
-    """The all-reduce of numpy leaves on the host: one float32 and one int32 buffer, after the
-    check that every rank has the same leaves (_frameworks.check_same)."""
-    STATS["calls"] += 1
-    with timed("host_s"):
-        return _host_timed(worker, op, lanes, leaves)
-
-
-def _host_timed(worker, op, lanes, leaves):
-    check_same(worker, "spotagg.jax.allreduce", [(np.shape(x), str(np.dtype(x.dtype))) for x in leaves])
-    floats = [i for i, x in enumerate(leaves) if np.dtype(x.dtype) in _FLOATS]
-    ints = [i for i, x in enumerate(leaves) if np.dtype(x.dtype) in _INTS]
-    out = list(leaves)
-    for idx, dtype in ((floats, np.float32), (ints, np.int32)):
-        if not idx:
-            continue
-        buf = np.concatenate([np.asarray(leaves[i], dtype=dtype).reshape(-1) for i in idx])
-        with timed("allreduce_s"):
-            worker.allreduce(buf, lanes=lanes if dtype == np.float32 else 32)
-        if op == "mean" and dtype == np.float32:
-            buf /= worker.world_size
-        at = 0
-        for i in idx:
-            x = leaves[i]
-            n = int(np.prod(x.shape))
-            part = buf[at:at + n].reshape(x.shape)
-            if op == "mean" and dtype == np.int32:
-                part = part // worker.world_size
-            out[i] = part.astype(x.dtype)
-            at += n
-    return out
+    """The all-reduce of numpy leaves on the host (_frameworks.host_allreduce)."""
+    return host_allreduce(worker, "spotagg.jax.allreduce", leaves, op, lanes)
 
 
 def allreduce(tree, worker, op: str = "mean", lanes: int = 32):

@@ -31,33 +31,14 @@ import numpy as np
 
 import keras
 
-from ._frameworks import STATS, check_same, timed, worker_from_env
+from ._frameworks import host_allreduce, worker_from_env
 
 __all__ = ["DistributedOptimizer", "BroadcastGlobalVariablesCallback", "MetricAverageCallback"]
 
 
 def _mean_numpy(worker, arrays, lanes):
-    """The mean over the ranks of a list of numpy arrays (one float32 all-reduce), after the
-    check that every rank has the same list."""
-    STATS["calls"] += 1
-    with timed("host_s"):
-        return _mean_numpy_timed(worker, arrays, lanes)
-
-
-def _mean_numpy_timed(worker, arrays, lanes):
-    check_same(worker, "spotagg.keras", [(np.shape(a), str(a.dtype)) for a in arrays])
-    flat = np.concatenate([np.asarray(a, dtype=np.float32).reshape(-1) for a in arrays]) if arrays else None
-    if flat is None:
-        return []
-    with timed("allreduce_s"):
-        worker.allreduce(flat, lanes=lanes)
-    flat /= worker.world_size
-    out, at = [], 0
-    for a in arrays:
-        n = int(np.prod(a.shape))
-        out.append(flat[at:at + n].reshape(a.shape).astype(a.dtype))
-        at += n
-    return out
+    """The mean over the ranks of a list of numpy arrays (_frameworks.host_allreduce)."""
+    return host_allreduce(worker, "spotagg.keras", arrays, "mean", lanes)
 
 
 def _averaged(worker, grads, variables, lanes):

@@ -27,36 +27,13 @@ import numpy as np
 
 import tensorflow as tf
 
-from ._frameworks import STATS, check_same, timed
+from ._frameworks import host_allreduce
 
 __all__ = ["allreduce", "DistributedGradientTape"]
 
 
 def _host(worker, op, lanes, arrays):
-    STATS["calls"] += 1
-    with timed("host_s"):
-        return _host_timed(worker, op, lanes, arrays)
-
-
-def _host_timed(worker, op, lanes, arrays):
-    check_same(worker, "spotagg.tensorflow.allreduce", [(a.shape, str(a.dtype)) for a in arrays])
-    out = list(arrays)
-    floats = [i for i, a in enumerate(arrays) if a.dtype != np.int32]
-    ints = [i for i, a in enumerate(arrays) if a.dtype == np.int32]
-    for idx, dtype in ((floats, np.float32), (ints, np.int32)):
-        if not idx:
-            continue
-        buf = np.concatenate([np.asarray(arrays[i], dtype=dtype).reshape(-1) for i in idx])
-        with timed("allreduce_s"):
-            worker.allreduce(buf, lanes=lanes if dtype == np.float32 else 32)
-        if op == "mean":
-            buf = buf / worker.world_size if dtype == np.float32 else buf // worker.world_size
-        at = 0
-        for i in idx:
-            n = arrays[i].size
-            out[i] = buf[at:at + n].reshape(arrays[i].shape).astype(arrays[i].dtype)
-            at += n
-    return out
+    return host_allreduce(worker, "spotagg.tensorflow.allreduce", arrays, op, lanes)
 
 
 _DTYPES = (tf.float32, tf.float16, tf.bfloat16, tf.float64, tf.int32)
